@@ -1,0 +1,71 @@
+#include "bridge/daemon_flags.h"
+
+#include "src/base/strings.h"
+
+namespace skb::bridge {
+
+StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
+  DaemonFlags f;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string value;
+    bool has_inline_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline_value = true;
+    }
+    auto take_value = [&](std::string* out) -> Status {
+      if (has_inline_value) {
+        *out = value;
+        return OkStatus();
+      }
+      if (i + 1 >= args.size()) {
+        return InvalidArgumentError(StrCat("flag ", arg, " needs a value"));
+      }
+      *out = args[++i];
+      return OkStatus();
+    };
+    auto no_value = [&]() -> Status {
+      if (has_inline_value) {
+        return InvalidArgumentError(StrCat("flag ", arg, " takes no value"));
+      }
+      return OkStatus();
+    };
+    if (arg == "--config" || arg == "-c") {
+      RETURN_IF_ERROR(take_value(&f.config_path));
+    } else if (arg == "--log-level") {
+      RETURN_IF_ERROR(take_value(&f.log_level));
+    } else if (arg == "--log-format") {
+      RETURN_IF_ERROR(take_value(&f.log_format));
+    } else if (arg == "--check-config") {
+      RETURN_IF_ERROR(no_value());
+      f.check_config = true;
+    } else if (arg == "--version") {
+      RETURN_IF_ERROR(no_value());
+      f.version = true;
+    } else if (arg == "--help" || arg == "-h") {
+      f.help = true;
+    } else {
+      return InvalidArgumentError(
+          StrCat("unknown flag '", arg, "' (see --help)"));
+    }
+  }
+  return f;
+}
+
+std::string DaemonUsage() {
+  return R"(usage: slurm-k8s-bridge [--config FILE] [--log-level LEVEL] [--log-format text|json]
+                        [--check-config] [--version]
+
+Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
+
+  --config FILE       JSON configuration (see docs/configuration.md); default: built-in defaults
+  --log-level LEVEL   trace, debug, info, warn or error (overrides logging.level)
+  --log-format FMT    text or json (overrides logging.format)
+  --check-config      validate the configuration, print the effective values and exit
+  --version           print the version and exit
+)";
+}
+
+}  // namespace skb::bridge

@@ -1,0 +1,28 @@
+// Command-line flags of the slurm-k8s-bridge daemon, parsed without global state so that
+// tests can feed argv directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace skb::bridge {
+
+struct DaemonFlags {
+  std::string config_path;   // --config FILE (JSON); empty = all defaults
+  std::string log_level;     // --log-level, overrides the config file when set
+  std::string log_format;    // --log-format, overrides the config file when set
+  bool check_config = false; // --check-config: validate the config, print it, exit
+  bool version = false;      // --version
+  bool help = false;         // --help
+};
+
+// Parses argv (without argv[0]). Accepts `--flag value` and `--flag=value`. Unknown flags
+// and missing values are InvalidArgument errors naming the flag.
+StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args);
+
+// The --help text.
+std::string DaemonUsage();
+
+}  // namespace skb::bridge

@@ -1,0 +1,30 @@
+#include "bridge/daemon_flags.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace skb::bridge {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DaemonFlags, ParsesBothForms) {
+  auto f = ParseDaemonFlags({"--config", "/etc/b.json", "--log-level=debug", "--check-config"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->config_path, "/etc/b.json");
+  EXPECT_EQ(f->log_level, "debug");
+  EXPECT_TRUE(f->check_config);
+  EXPECT_FALSE(f->version);
+}
+
+TEST(DaemonFlags, ErrorsNameTheFlag) {
+  EXPECT_THAT(std::string(ParseDaemonFlags({"--config"}).status().message()),
+              HasSubstr("--config needs a value"));
+  EXPECT_THAT(std::string(ParseDaemonFlags({"--bogus"}).status().message()),
+              HasSubstr("unknown flag '--bogus'"));
+  EXPECT_THAT(std::string(ParseDaemonFlags({"--version=1"}).status().message()),
+              HasSubstr("takes no value"));
+}
+
+}  // namespace
+}  // namespace skb::bridge

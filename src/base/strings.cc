@@ -1,0 +1,27 @@
+#include "src/base/strings.h"
+
+namespace skb {
+
+std::vector<std::string_view> StrSplit(std::string_view s, char sep, bool skip_empty) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    std::string_view piece = s.substr(start, pos == std::string_view::npos ? pos : pos - start);
+    if (!skip_empty || !piece.empty()) out.push_back(piece);
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string_view StripWhitespace(std::string_view s) {
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace skb

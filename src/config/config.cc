@@ -1,0 +1,80 @@
+#include "src/config/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/strings.h"
+#include "src/config/json_reader.h"
+
+namespace skb::config {
+namespace {
+
+Status ReadLogging(JsonReader r, LoggingConfig* out) {
+  r.Enum("level", &out->level, {"trace", "debug", "info", "warn", "error"});
+  r.Enum("format", &out->format, {"text", "json"});
+  return r.Finish();
+}
+
+Status ReadKubernetes(JsonReader r, KubernetesConfig* out) {
+  r.String("kubeconfig", &out->kubeconfig);
+  r.String("namespace", &out->namespace_name);
+  r.String("node_selector", &out->node_selector);
+  r.Double("qps", &out->qps, 0.1, 10'000);
+  r.Int("burst", &out->burst, 1, 100'000);
+  if (out->namespace_name.empty() || out->namespace_name.size() > 63) {
+    r.Fail("namespace", "must be a DNS label of 1 to 63 characters");
+  }
+  return r.Finish();
+}
+
+Status ReadSlurm(JsonReader r, SlurmConfig* out) {
+  r.String("conf", &out->conf);
+  r.Duration("poll_interval", &out->poll_interval);
+  r.Duration("call_timeout", &out->call_timeout);
+  if (out->poll_interval < std::chrono::milliseconds(50)) {
+    r.Fail("poll_interval", "must be at least 50ms (each poll is an RPC to slurmctld)");
+  }
+  if (out->call_timeout < std::chrono::milliseconds(100)) {
+    r.Fail("call_timeout", "must be at least 100ms");
+  }
+  return r.Finish();
+}
+
+Status ReadServer(JsonReader r, ServerConfig* out) {
+  r.String("socket_path", &out->socket_path);
+  r.String("http_address", &out->http_address);
+  if (out->socket_path.empty()) r.Fail("socket_path", "must not be empty");
+  if (!out->http_address.empty() && out->http_address.rfind(':') == std::string::npos) {
+    r.Fail("http_address", "must be host:port (or empty to disable)");
+  }
+  return r.Finish();
+}
+
+}  // namespace
+
+StatusOr<Config> ParseConfig(std::string_view json_text) {
+  nlohmann::json doc = nlohmann::json::parse(json_text, /*cb=*/nullptr,
+                                             /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (doc.is_discarded()) {
+    // Re-parse with exceptions only to recover the position for the message.
+    try {
+      nlohmann::json unused = nlohmann::json::parse(json_text, nullptr, true, true);
+    } catch (const nlohmann::json::parse_error& e) {
+      return InvalidArgumentError(StrCat("config: not valid JSON: ", e.what()));
+    }
+    return InvalidArgumentError("config: not valid JSON");
+  }
+  if (!doc.is_object()) {
+    return InvalidArgumentError(
+        StrCat("config: the document must be a JSON object, got ", doc.type_name()));
+  }
+  Config cfg;
+  JsonReader root(doc, "");
+  root.Merge(ReadLogging(root.Object("logging"), &cfg.logging));
+  root.Merge(ReadKubernetes(root.Object("kubernetes"), &cfg.kubernetes));
+  root.Merge(ReadSlurm(root.Object("slurm"), &cfg.slurm));
+  root.Merge(ReadServer(root.Object("server"), &cfg.server));
+  RETURN_IF_ERROR(root.Finish());
+  return cfg;
+}
+
+}  // namespace skb::config

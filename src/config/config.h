@@ -1,0 +1,64 @@
+// The bridge's configuration: one JSON document (mounted from a ConfigMap in the chart),
+// validated at start with errors that name the key and the problem.
+//
+// Every option, its default and its meaning are listed in docs/configuration.md; keep the
+// two in step. Unknown keys are errors, so a typo never silently falls back to a default.
+//
+//   StatusOr<skb::config::Config> cfg = skb::config::ParseConfig(text);
+//   if (!cfg.ok()) { /* print cfg.status().message() and exit 2 */ }
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "src/base/status.h"
+
+namespace skb::config {
+
+struct LoggingConfig {
+  std::string level = "info";   // trace, debug, info, warn, error
+  std::string format = "text";  // text or json
+};
+
+struct KubernetesConfig {
+  // Path to a kubeconfig; empty means in-cluster config (service-account token), falling
+  // back to $KUBECONFIG.
+  std::string kubeconfig;
+  // Namespace for the bridge's own objects (reservation pods, Lease, Events on pods).
+  std::string namespace_name = "slurm-bridge";
+  // Label selector choosing the GPU nodes the bridge manages.
+  std::string node_selector = "slurm-k8s-bridge.io/managed=true";
+  double qps = 20;
+  int64_t burst = 40;
+};
+
+struct SlurmConfig {
+  // slurm.conf to load; empty means libslurm's default ($SLURM_CONF or the compiled path).
+  std::string conf;
+  // How often Slurm is polled for node and job changes (an unchanged poll is cheap).
+  std::chrono::milliseconds poll_interval{500};
+  // Hard time budget for one libslurm call before it is reported Unavailable.
+  std::chrono::milliseconds call_timeout{5000};
+};
+
+struct ServerConfig {
+  // Unix socket the job_submit plugin and bridgectl talk to.
+  std::string socket_path = "/run/slurm-k8s-bridge/bridge.sock";
+  // host:port for /metrics, /healthz, /readyz. Empty disables the HTTP listener.
+  std::string http_address = "127.0.0.1:9464";
+};
+
+struct Config {
+  LoggingConfig logging;
+  KubernetesConfig kubernetes;
+  SlurmConfig slurm;
+  ServerConfig server;
+};
+
+// Parses and validates a JSON configuration document. An empty document ("{}") yields all
+// defaults. Errors are InvalidArgument and name the key ("config: key 'slurm.poll_interval':
+// ...").
+StatusOr<Config> ParseConfig(std::string_view json_text);
+
+}  // namespace skb::config

@@ -1,0 +1,68 @@
+#include "src/config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace skb::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(std::string_view text) {
+  auto cfg = ParseConfig(text);
+  EXPECT_FALSE(cfg.ok()) << text;
+  return cfg.ok() ? "" : std::string(cfg.status().message());
+}
+
+TEST(ParseConfig, EmptyDocumentGivesDefaults) {
+  auto cfg = ParseConfig("{}");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->logging.level, "info");
+  EXPECT_EQ(cfg->kubernetes.namespace_name, "slurm-bridge");
+  EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(cfg->server.http_address, "127.0.0.1:9464");
+}
+
+TEST(ParseConfig, ReadsEverySection) {
+  auto cfg = ParseConfig(R"({
+    // comments are allowed, as in a hand-edited ConfigMap
+    "logging": {"level": "debug", "format": "json"},
+    "kubernetes": {"kubeconfig": "/k", "namespace": "ns", "node_selector": "gpu=true",
+                   "qps": 50, "burst": 100},
+    "slurm": {"conf": "/etc/slurm/slurm.conf", "poll_interval": "250ms", "call_timeout": "2s"},
+    "server": {"socket_path": "/tmp/s.sock", "http_address": ""}
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->logging.format, "json");
+  EXPECT_EQ(cfg->kubernetes.kubeconfig, "/k");
+  EXPECT_EQ(cfg->kubernetes.burst, 100);
+  EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(cfg->slurm.call_timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(cfg->server.http_address, "");
+}
+
+TEST(ParseConfig, ErrorsNameTheKeyAndTheProblem) {
+  EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": 5}})"),
+              HasSubstr("key 'slurm.poll_interval': expected a duration string"));
+  EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": "10ms"}})"),
+              HasSubstr("at least 50ms"));
+  EXPECT_THAT(ErrorOf(R"({"slurm": {"pol_interval": "1s"}})"),
+              HasSubstr("unknown key 'slurm.pol_interval'"));
+  EXPECT_THAT(ErrorOf(R"({"extra": 1})"), HasSubstr("unknown key 'extra'"));
+  EXPECT_THAT(ErrorOf(R"({"logging": {"level": "loud"}})"), HasSubstr("must be one of"));
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": "x"})"), HasSubstr("'kubernetes': expected an object"));
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": {"namespace": ""}})"), HasSubstr("DNS label"));
+  EXPECT_THAT(ErrorOf(R"({"server": {"http_address": "9464"}})"), HasSubstr("host:port"));
+}
+
+TEST(ParseConfig, MalformedDocuments) {
+  EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
+  EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));
+  EXPECT_THAT(ErrorOf("[1,2]"), HasSubstr("must be a JSON object, got array"));
+  EXPECT_THAT(ErrorOf("\"str\""), HasSubstr("must be a JSON object"));
+  std::string deep(10000, '[');
+  EXPECT_FALSE(ParseConfig(deep).ok());
+}
+
+}  // namespace
+}  // namespace skb::config

@@ -1,0 +1,65 @@
+// Strict reading of a JSON object into typed fields, with errors that name the key.
+//
+// Every key the reader is asked for is marked as known; Finish() reports any key that
+// was never asked for, so a misspelt option is an error at startup rather than a silent
+// default. Errors carry the full dotted path of the offending key.
+//
+//   JsonReader r(json, "slurm");
+//   r.Duration("poll_interval", &cfg.poll_interval);   // "500ms", "2s", "1m"
+//   r.String("conf", &cfg.conf);
+//   RETURN_IF_ERROR(r.Finish());
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/status.h"
+
+namespace skb::config {
+
+// Parses a duration such as "250ms", "30s", "5m", "1h", "1m30s" (Go's syntax, no sign).
+StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text);
+
+class JsonReader {
+ public:
+  // `object` must outlive the reader. `path` is the dotted prefix used in messages ("" for
+  // the root).
+  JsonReader(const nlohmann::json& object, std::string path);
+
+  // Each reads an optional key: absent leaves *out unchanged (the default); present with
+  // the wrong type records an error. The first error wins; later calls are no-ops.
+  void String(std::string_view key, std::string* out);
+  void Bool(std::string_view key, bool* out);
+  void Int(std::string_view key, int64_t* out, int64_t min, int64_t max);
+  void Double(std::string_view key, double* out, double min, double max);
+  void Duration(std::string_view key, std::chrono::milliseconds* out);
+  void StringList(std::string_view key, std::vector<std::string>* out);
+  // A string that must be one of `allowed`.
+  void Enum(std::string_view key, std::string* out, const std::vector<std::string>& allowed);
+  // Returns a reader for a nested object (an empty object when absent).
+  JsonReader Object(std::string_view key);
+  // Records an error from a nested reader or a cross-field check.
+  void Merge(const Status& status);
+  void Fail(std::string_view key, std::string_view problem);
+
+  // OK, or the first error: a wrong type, an out-of-range value or an unknown key.
+  Status Finish();
+
+  std::string PathOf(std::string_view key) const;
+
+ private:
+  const nlohmann::json* Lookup(std::string_view key);
+
+  const nlohmann::json& object_;
+  std::string path_;
+  std::set<std::string, std::less<>> known_;
+  Status status_;
+};
+
+}  // namespace skb::config

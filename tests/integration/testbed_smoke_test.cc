@@ -1,0 +1,137 @@
+// The testbed itself, checked as a new user would: the Kubernetes nodes and the Slurm nodes
+// are the same machines with the same GPUs, a Slurm GPU job runs to completion, and a
+// Kubernetes GPU pod is scheduled by the real kube-scheduler and runs (on kwok).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/strings.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb::testbed {
+namespace {
+
+using std::chrono::seconds;
+
+class TestbedSmoke : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TestbedDir();
+    ASSERT_TRUE(dir.ok()) << dir.status().message();
+  }
+};
+
+nlohmann::json KubectlJson(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"kubectl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("-o");
+  argv.push_back("json");
+  CommandResult r = RunCommand(argv, seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+TEST_F(TestbedSmoke, KubernetesNodesAreReadyWithEightGpus) {
+  const int n = TestbedNodeCount();
+  nlohmann::json nodes = KubectlJson({"get", "nodes"});
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& node : nodes["items"]) by_name[node["metadata"]["name"]] = node;
+  for (int i = 1; i <= n; ++i) {
+    std::string name = StrCat("node", i);
+    ASSERT_TRUE(by_name.count(name)) << name << " missing from kubectl get nodes";
+    const auto& node = by_name[name];
+    EXPECT_EQ(node["status"]["capacity"].value("nvidia.com/gpu", ""), "8") << name;
+    EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "8") << name;
+    EXPECT_TRUE(node["metadata"]["labels"].contains("nvidia.com/gpu.product")) << name;
+    bool ready = false;
+    for (const auto& c : node["status"]["conditions"]) {
+      if (c["type"] == "Ready") ready = c["status"] == "True";
+    }
+    EXPECT_TRUE(ready) << name << " is not Ready";
+  }
+}
+
+TEST_F(TestbedSmoke, SlurmNodesAreIdleWithEightGpus) {
+  const int n = TestbedNodeCount();
+  CommandResult r = RunCommand({"sinfo", "-N", "-h", "-o", "%N|%T|%G"}, seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::pair<std::string, std::string>> seen;
+  for (std::string_view line : StrSplit(r.out, '\n', /*skip_empty=*/true)) {
+    std::vector<std::string_view> f = StrSplit(line, '|');
+    ASSERT_EQ(f.size(), 3u) << line;
+    seen[std::string(f[0])] = {std::string(f[1]), std::string(f[2])};
+  }
+  for (int i = 1; i <= n; ++i) {
+    std::string name = StrCat("node", i);
+    ASSERT_TRUE(seen.count(name)) << name << " missing from sinfo:\n" << r.out;
+    EXPECT_EQ(seen[name].first, "idle") << name;
+    EXPECT_THAT(seen[name].second, ::testing::MatchesRegex("gpu:[a-z0-9]+:8.*")) << name;
+  }
+}
+
+TEST_F(TestbedSmoke, SlurmGpuJobRunsToCompletion) {
+  CommandResult sub = RunCommand({"sbatch", "--parsable", "--gres=gpu:2", "--job-name=smoke",
+                           "--output=/dev/null", "--wrap", "sleep 5"},
+                          seconds(30));
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  std::string id(StripWhitespace(sub.out));
+  ASSERT_FALSE(id.empty());
+  std::string state;
+  bool ran = false;
+  bool done = WaitFor(
+      [&] {
+        CommandResult r = RunCommand({"squeue", "-h", "-j", id, "-o", "%T", "--states=all"}, seconds(10));
+        state = std::string(StripWhitespace(r.out));
+        if (state == "RUNNING") ran = true;
+        return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" ||
+               state == "NODE_FAIL" || state == "TIMEOUT";
+      },
+      seconds(90), std::chrono::milliseconds(250));
+  ASSERT_TRUE(done) << "job " << id << " stuck in state " << state;
+  EXPECT_EQ(state, "COMPLETED");
+  EXPECT_TRUE(ran) << "never observed RUNNING";
+}
+
+TEST_F(TestbedSmoke, KubernetesGpuPodIsScheduledAndRuns) {
+  const std::string ns = "smoke-test";
+  RunCommand({"kubectl", "delete", "namespace", ns, "--ignore-not-found", "--wait=true"}, seconds(60));
+  ASSERT_EQ(RunCommand({"kubectl", "create", "namespace", ns}, seconds(30)).exit_code, 0);
+  const std::string manifest = R"(
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: gpu-smoke, namespace: smoke-test}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: gpu-smoke}}
+  template:
+    metadata: {labels: {app: gpu-smoke}}
+    spec:
+      containers:
+      - name: main
+        image: registry.invalid/inference:1
+        resources:
+          limits: {nvidia.com/gpu: 1}
+)";
+  CommandResult apply = RunCommand({"kubectl", "apply", "-f", "-"}, seconds(30), manifest);
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  std::string phase, node;
+  bool running = WaitFor(
+      [&] {
+        nlohmann::json pods = KubectlJson({"get", "pods", "-n", ns, "-l", "app=gpu-smoke"});
+        if (!pods.contains("items") || pods["items"].empty()) return false;
+        const auto& p = pods["items"][0];
+        phase = p["status"].value("phase", "");
+        node = p["spec"].value("nodeName", "");
+        return phase == "Running" && !node.empty();
+      },
+      seconds(90), std::chrono::milliseconds(500));
+  EXPECT_TRUE(running) << "pod phase=" << phase << " node=" << node;
+  EXPECT_THAT(node, ::testing::StartsWith("node"));
+  RunCommand({"kubectl", "delete", "namespace", ns, "--wait=false"}, seconds(30));
+}
+
+}  // namespace
+}  // namespace skb::testbed

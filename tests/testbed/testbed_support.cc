@@ -1,0 +1,136 @@
+#include "tests/testbed/testbed_support.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+
+namespace skb::testbed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+}  // namespace
+
+CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                  const std::string& stdin_text) {
+  CommandResult result;
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      pipe2(err_pipe, O_CLOEXEC) != 0) {
+    result.err = "pipe failed";
+    return result;
+  }
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    result.err = "fork failed";
+    return result;
+  }
+  setpgid(pid, pid);
+
+  // Write stdin from a thread so a large input cannot deadlock against full output pipes.
+  std::thread writer([fd = in_pipe[1], &stdin_text] {
+    signal(SIGPIPE, SIG_IGN);
+    size_t off = 0;
+    while (off < stdin_text.size()) {
+      ssize_t n = write(fd, stdin_text.data() + off, stdin_text.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    close(fd);
+  });
+
+  SetNonBlocking(out_pipe[0]);
+  SetNonBlocking(err_pipe[0]);
+  auto deadline = Clock::now() + timeout;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      kill(-pid, SIGKILL);
+      result.timed_out = true;
+      break;
+    }
+    int r = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (r < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char buf[65536];
+      ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  writer.join();
+  if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+CommandResult Shell(const std::string& script, std::chrono::milliseconds timeout) {
+  return RunCommand({"sh", "-c", script}, timeout);
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds interval) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+skb::StatusOr<std::string> TestbedDir() {
+  const char* dir = std::getenv("SKB_TESTBED_DIR");
+  if (dir == nullptr || *dir == '\0') {
+    return skb::FailedPreconditionError(
+        "SKB_TESTBED_DIR is not set: run `scripts/testbed up` and "
+        "`eval \"$(scripts/testbed env)\"` first (scripts/test does both)");
+  }
+  return std::string(dir);
+}
+
+int TestbedNodeCount() {
+  const char* n = std::getenv("SKB_TESTBED_NODES");
+  int v = (n != nullptr) ? std::atoi(n) : 0;
+  return v > 0 ? v : 4;
+}
+
+}  // namespace skb::testbed

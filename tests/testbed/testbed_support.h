@@ -1,0 +1,43 @@
+// Helpers for tests that run against the real testbed (scripts/testbed up): run a command
+// with a deadline and capture its output, wait for a condition, read the testbed's
+// environment. Tests are started by scripts/test (or by hand after
+// `eval "$(scripts/testbed env)"`), so KUBECONFIG, SLURM_CONF and PATH point at the testbed.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace skb::testbed {
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by the deadline or a signal
+  bool timed_out = false;
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+
+// Runs argv[0] (looked up in PATH) with the given arguments, feeding `stdin_text` to its
+// standard input, and kills it (SIGKILL to its process group) past `timeout`.
+CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                  const std::string& stdin_text = "");
+
+// Shorthand: runs `sh -c script`.
+CommandResult Shell(const std::string& script,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Polls `done` every `interval` until it returns true or `timeout` passes. Returns whether
+// it became true.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds interval = std::chrono::milliseconds(200));
+
+// The testbed's state directory (SKB_TESTBED_DIR) or an error explaining how to get one.
+skb::StatusOr<std::string> TestbedDir();
+
+// Number of nodes the testbed runs (SKB_TESTBED_NODES, default 4).
+int TestbedNodeCount();
+
+}  // namespace skb::testbed
