@@ -1,0 +1,62 @@
+# Shared shell helpers for scripts/setup, scripts/testbed, scripts/test and scripts/demo.
+# Sourced, never run. Every script that sources it runs with `set -euo pipefail`.
+
+SKB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# Pinned versions of what the testbed builds from the Go module proxy. Changing one
+# invalidates its cache entry (the cache key also hashes the wrapper module's go.sum).
+SKB_K8S_VERSION="v1.33.13"
+SKB_KWOK_VERSION="v0.7.0"
+SKB_HELM_VERSION="v3.18.4"
+SKB_GO_MIN="1.24"
+
+SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
+SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
+SKB_TESTBED_NODES="${SKB_TESTBED_NODES:-4}"
+SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
+
+skb_log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${SKB_STEP:-skb}" "$*" >&2; }
+
+# Stops with a message naming the step and, when given, the log file to read.
+skb_die() {
+  local msg="$1" logfile="${2:-}"
+  printf '\nERROR [%s]: %s\n' "${SKB_STEP:-skb}" "$msg" >&2
+  if [[ -n "$logfile" ]]; then
+    printf '  read: %s\n' "$logfile" >&2
+    if [[ -f "$logfile" ]]; then
+      printf '  last lines:\n' >&2
+      tail -n 15 "$logfile" | sed 's/^/    | /' >&2
+    fi
+  fi
+  exit 1
+}
+
+skb_step() { SKB_STEP="$1"; skb_log "${2:-start}"; }
+
+# skb_wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND (every 0.2 s) until it succeeds.
+skb_wait_for() {
+  local timeout="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then return 1; fi
+    sleep 0.2
+  done
+}
+
+skb_have() { command -v "$1" >/dev/null 2>&1; }
+
+# Go version as "major.minor" (e.g. 1.26), empty when go is missing.
+skb_go_version() {
+  skb_have go || return 0
+  go env GOVERSION 2>/dev/null | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/'
+}
+
+# version_ge A B: is dotted version A >= B?
+skb_version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
+
+# Directory holding the Go-built binaries for the pinned versions.
+skb_bin_dir() {
+  local key
+  key="$(cat "$SKB_ROOT"/tests/testbed/{k8sbin,kwokbin,helmbin}/go.sum | sha256sum | cut -c1-12)"
+  echo "$SKB_CACHE/k8s-$SKB_K8S_VERSION-kwok-$SKB_KWOK_VERSION-$key/bin"
+}
