@@ -12,7 +12,7 @@ SKB_GO_MIN="1.24"
 
 SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
 SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
-SKB_TESTBED_NODES="${SKB_TESTBED_NODES:-4}"
+# SKB_TESTBED_NODES: default 4, or what the running testbed was started with (scripts/testbed).
 SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
 
 skb_log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${SKB_STEP:-skb}" "$*" >&2; }
