@@ -42,9 +42,22 @@ Status ReadSlurm(JsonReader r, SlurmConfig* out) {
 Status ReadServer(JsonReader r, ServerConfig* out) {
   r.String("socket_path", &out->socket_path);
   r.String("http_address", &out->http_address);
+  r.String("client_user", &out->client_user);
   if (out->socket_path.empty()) r.Fail("socket_path", "must not be empty");
   if (!out->http_address.empty() && out->http_address.rfind(':') == std::string::npos) {
     r.Fail("http_address", "must be host:port (or empty to disable)");
+  }
+  return r.Finish();
+}
+
+Status ReadAdmission(JsonReader r, AdmissionConfig* out) {
+  r.StringList("preemptible_partitions", &out->preemptible_partitions);
+  r.StringList("preemptible_qos", &out->preemptible_qos);
+  r.Bool("reject_unknown_features", &out->reject_unknown_features);
+  for (const auto& p : out->preemptible_partitions) {
+    if (p.empty() || p.find_first_of(", ") != std::string::npos) {
+      r.Fail("preemptible_partitions", "entries must be single partition names");
+    }
   }
   return r.Finish();
 }
@@ -73,6 +86,7 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(ReadKubernetes(root.Object("kubernetes"), &cfg.kubernetes));
   root.Merge(ReadSlurm(root.Object("slurm"), &cfg.slurm));
   root.Merge(ReadServer(root.Object("server"), &cfg.server));
+  root.Merge(ReadAdmission(root.Object("admission"), &cfg.admission));
   RETURN_IF_ERROR(root.Finish());
   return cfg;
 }

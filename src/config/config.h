@@ -11,6 +11,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/base/status.h"
 
@@ -47,6 +48,20 @@ struct ServerConfig {
   std::string socket_path = "/run/slurm-k8s-bridge/bridge.sock";
   // host:port for /metrics, /healthz, /readyz. Empty disables the HTTP listener.
   std::string http_address = "127.0.0.1:9464";
+  // The user slurmctld runs as (SlurmUser). When set, the socket is chowned to this user
+  // (the daemon must then run as root) and peers with its uid are accepted; root and the
+  // daemon's own uid are always accepted. Empty: only root and the daemon's uid.
+  std::string client_user;
+};
+
+// Admission of Slurm jobs at submit time (the job_submit plugin asks the daemon).
+struct AdmissionConfig {
+  // A job is annotated preemptible=true when its QOS is in preemptible_qos, or when every
+  // partition it may run in is in preemptible_partitions.
+  std::vector<std::string> preemptible_partitions;
+  std::vector<std::string> preemptible_qos;
+  // Reject a --constraint that names a feature no node of the job's partitions has.
+  bool reject_unknown_features = true;
 };
 
 struct Config {
@@ -54,6 +69,7 @@ struct Config {
   KubernetesConfig kubernetes;
   SlurmConfig slurm;
   ServerConfig server;
+  AdmissionConfig admission;
 };
 
 // Parses and validates a JSON configuration document. An empty document ("{}") yields all

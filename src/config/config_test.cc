@@ -55,6 +55,27 @@ TEST(ParseConfig, ErrorsNameTheKeyAndTheProblem) {
   EXPECT_THAT(ErrorOf(R"({"server": {"http_address": "9464"}})"), HasSubstr("host:port"));
 }
 
+TEST(ParseConfig, AdmissionAndClientUser) {
+  auto cfg = ParseConfig(R"({
+    "server": {"client_user": "slurm"},
+    "admission": {"preemptible_partitions": ["gpu"], "preemptible_qos": ["scavenger"],
+                  "reject_unknown_features": false}
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->server.client_user, "slurm");
+  EXPECT_EQ(cfg->admission.preemptible_partitions, std::vector<std::string>{"gpu"});
+  EXPECT_EQ(cfg->admission.preemptible_qos, std::vector<std::string>{"scavenger"});
+  EXPECT_FALSE(cfg->admission.reject_unknown_features);
+  auto defaults = ParseConfig("{}");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_TRUE(defaults->admission.preemptible_partitions.empty());
+  EXPECT_TRUE(defaults->admission.reject_unknown_features);
+  EXPECT_THAT(ErrorOf(R"({"admission": {"preemptible_partitions": ["a,b"]}})"),
+              HasSubstr("single partition names"));
+  EXPECT_THAT(ErrorOf(R"({"admission": {"preemptible_qos": "x"}})"),
+              HasSubstr("admission.preemptible_qos"));
+}
+
 TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));

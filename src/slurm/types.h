@@ -1,0 +1,121 @@
+// Slurm's nodes, jobs and partitions as the core sees them: plain values, no libslurm.
+//
+// bridge/slurm/ fills these from libslurm (node_info_t, slurm_job_info_t,
+// partition_info_t); the core and its tests build them by hand. Names follow Slurm's
+// (`scontrol show node` / `show job`) so the mapping stays obvious.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace skb::slurm {
+
+// Seconds since the epoch, as Slurm reports times (0 = unset).
+using UnixTime = int64_t;
+
+// The reason prefix of every drain the bridge makes; the bridge resumes only these.
+inline constexpr std::string_view kBridgeReasonPrefix = "k8s-bridge:";
+
+// Slurm's base node state (NODE_STATE_BASE bits).
+enum class NodeBaseState { kUnknown, kDown, kIdle, kAllocated, kError, kMixed, kFuture };
+
+std::string_view NodeBaseStateName(NodeBaseState s);
+
+// GPUs of one type on one node: "gpu:h100:8" -> {type "h100", count 8}. An untyped GPU
+// ("gpu:8") has an empty type.
+struct GpuCount {
+  std::string type;
+  int64_t count = 0;
+  friend bool operator==(const GpuCount&, const GpuCount&) = default;
+};
+
+struct NodeView {
+  std::string name;
+  NodeBaseState base_state = NodeBaseState::kUnknown;
+  // State flags (Slurm's NODE_STATE_* bits, decoded).
+  bool drain = false;           // DRAIN (draining or drained)
+  bool fail = false;            // FAIL
+  bool not_responding = false;  // NOT_RESPONDING ('*' in sinfo)
+  bool reboot_requested = false;
+  std::string reason;           // empty when none
+  uint32_t reason_uid = 0;      // who set the reason (valid when reason is set)
+  UnixTime reason_time = 0;
+  std::string gres;             // as Slurm prints it: "gpu:h100:8(S:0-1)"
+  std::string gres_used;        // "gpu:h100:2(IDX:0-1)"
+  std::vector<GpuCount> gpus;       // parsed from gres
+  std::vector<GpuCount> gpus_used;  // parsed from gres_used
+  std::vector<std::string> features;         // available features
+  std::vector<std::string> active_features;  // currently active features
+  std::vector<std::string> partitions;
+
+  int64_t TotalGpus() const;
+  // Drained, down or failing: Slurm places no new work here.
+  bool Unavailable() const {
+    return drain || fail || not_responding || base_state == NodeBaseState::kDown ||
+           base_state == NodeBaseState::kFuture;
+  }
+  // The drain (or down) reason carries the bridge's prefix: the bridge set it.
+  bool DrainedByBridge() const;
+  // "idle", "mixed+drain", "down*"...: Slurm's spelling, for messages.
+  std::string StateString() const;
+};
+
+enum class JobState {
+  kPending, kRunning, kSuspended, kComplete, kCancelled, kFailed, kTimeout, kNodeFail,
+  kPreempted, kBootFail, kDeadline, kOutOfMemory, kUnknown
+};
+
+std::string_view JobStateName(JobState s);
+
+// What --signal asked for: `signal` sent `seconds` before the time limit; batch_only when
+// "B:" was given (only the batch shell is signalled).
+struct SignalSpec {
+  int signal = 0;
+  int seconds = 0;
+  bool batch_only = false;
+  friend bool operator==(const SignalSpec&, const SignalSpec&) = default;
+};
+
+struct JobView {
+  uint32_t job_id = 0;
+  uint32_t array_job_id = 0;   // 0 unless part of an array
+  uint32_t array_task_id = 0;  // valid when array_job_id != 0 and the task is split out
+  std::string array_task_str;  // pending array record: the tasks it still holds ("0-9")
+  uint32_t het_job_id = 0;     // 0 unless part of a heterogeneous job
+  uint32_t het_job_offset = 0;
+  uint32_t user_id = 0;
+  std::string user_name;
+  std::string account;
+  std::string qos;
+  std::string partition;
+  uint32_t priority = 0;       // 0 = held
+  JobState state = JobState::kUnknown;
+  bool completing = false;     // COMPLETING flag
+  bool requeue_pending = false;  // REQUEUE flags: on its way back to PENDING
+  std::string state_reason;    // "Resources", "JobHeldUser", ...
+  std::vector<std::string> nodes;  // expanded node list (allocated nodes)
+  int64_t gpus_per_node = 0;   // allocated (running) or requested (pending) GPUs per node
+  UnixTime start_time = 0;
+  bool requeue = false;        // may be requeued (--requeue / JobRequeue=1)
+  uint32_t restart_count = 0;
+  std::string admin_comment;
+  std::optional<SignalSpec> signal;  // from the bridge's admission annotation
+
+  bool Held() const { return state == JobState::kPending && priority == 0; }
+};
+
+enum class PreemptMode { kOff, kCancel, kRequeue, kSuspend, kUnknown };
+
+struct PartitionView {
+  std::string name;
+  PreemptMode preempt_mode = PreemptMode::kOff;
+  bool gang = false;
+  bool is_default = false;
+  uint32_t priority_tier = 0;
+  std::vector<std::string> nodes;  // expanded
+};
+
+}  // namespace skb::slurm
