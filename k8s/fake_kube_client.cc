@@ -1,0 +1,333 @@
+#include "k8s/fake_kube_client.h"
+
+#include <chrono>
+
+#include "k8s/api_error.h"
+#include "src/base/strings.h"
+
+namespace skb::k8s {
+namespace {
+
+using nlohmann::json;
+
+Status ApiStatus(std::string_view what, int code, const std::string& reason,
+                 const std::string& message) {
+  return ApiError(
+      what, code,
+      json({{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", message}}).dump(),
+      "");
+}
+
+std::string MetaString(const json& obj, const char* field) {
+  if (!obj.is_object()) return "";
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return "";
+  auto v = md->find(field);
+  return v != md->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+int64_t ParseRv(const std::string& rv) {
+  if (rv.empty()) return -1;
+  try {
+    return std::stoll(rv);
+  } catch (...) {
+    return -2;
+  }
+}
+
+// `k=v,k2=v2` only; an unsupported selector is an error rather than a silent match-all.
+StatusOr<bool> Matches(const json& obj, const ListOptions& o) {
+  for (std::string_view term : StrSplit(o.label_selector, ',', true)) {
+    size_t eq = term.find('=');
+    if (eq == std::string_view::npos || term.find("!=") != std::string_view::npos) {
+      return InvalidArgumentError(
+          StrCat("fake client: unsupported label selector '", o.label_selector, "'"));
+    }
+    std::string key(StripWhitespace(term.substr(0, eq)));
+    std::string value(StripWhitespace(term.substr(eq + 1)));
+    const json* labels = nullptr;
+    if (obj.contains("metadata") && obj["metadata"].contains("labels"))
+      labels = &obj["metadata"]["labels"];
+    if (labels == nullptr || !labels->is_object() ||
+        labels->value(key, std::string("\x01")) != value)
+      return false;
+  }
+  for (std::string_view term : StrSplit(o.field_selector, ',', true)) {
+    size_t eq = term.find('=');
+    std::string_view field = eq == std::string_view::npos ? term : term.substr(0, eq);
+    std::string value(eq == std::string_view::npos ? "" : term.substr(eq + 1));
+    if (field == "metadata.name") {
+      if (MetaString(obj, "name") != value) return false;
+    } else if (field == "metadata.namespace") {
+      if (MetaString(obj, "namespace") != value) return false;
+    } else {
+      return InvalidArgumentError(
+          StrCat("fake client: unsupported field selector '", o.field_selector, "'"));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string FakeKubeClient::Key(const Resource& r, const std::string& ns,
+                                const std::string& name) const {
+  return StrCat(r.Name(), "|", r.namespaced ? ns : "", "|", name);
+}
+
+Status FakeKubeClient::TakeInjectedFailure() {
+  if (fail_calls_ <= 0) return OkStatus();
+  --fail_calls_;
+  return fail_status_;
+}
+
+json FakeKubeClient::Store(const Resource& r, const std::string& ns, json object,
+                           WatchEvent::Type type) {
+  ++rv_;
+  object["metadata"]["resourceVersion"] = StrCat(rv_);
+  if (r.namespaced) object["metadata"]["namespace"] = ns;
+  const std::string name = MetaString(object, "name");
+  if (type == WatchEvent::Type::kDeleted) {
+    objects_.erase(Key(r, ns, name));
+  } else {
+    objects_[Key(r, ns, name)] = object;
+  }
+  history_.push_back({r.Name(), r.namespaced ? ns : "", type, object, rv_});
+  if (history_.size() > 10000) history_.pop_front();
+  changed_.notify_all();
+  return object;
+}
+
+StatusOr<json> FakeKubeClient::Get(const Resource& r, const std::string& ns,
+                                   const std::string& name, const std::string&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(Key(r, ns, name));
+  if (it == objects_.end()) {
+    return ApiStatus(StrCat("GET ", r.Name(), "/", name), 404, "NotFound",
+                     StrCat(r.resource, " \"", name, "\" not found"));
+  }
+  return it->second;
+}
+
+StatusOr<ListResult> FakeKubeClient::List(const Resource& r, const std::string& ns,
+                                          const ListOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++list_calls_;
+  RETURN_IF_ERROR(TakeInjectedFailure());
+  const std::string prefix = StrCat(r.Name(), "|", r.namespaced ? ns : "", "|");
+  const std::string all_ns_prefix = StrCat(r.Name(), "|");
+  ListResult result;
+  result.resource_version = StrCat(rv_);
+  for (const auto& [key, obj] : objects_) {
+    bool in_scope =
+        (r.namespaced && ns.empty()) ? key.rfind(all_ns_prefix, 0) == 0 : key.rfind(prefix, 0) == 0;
+    if (!in_scope) continue;
+    ASSIGN_OR_RETURN(bool match, Matches(obj, options));
+    if (match) result.items.push_back(obj);
+  }
+  return result;
+}
+
+StatusOr<json> FakeKubeClient::Create(const Resource& r, const std::string& ns, const json& object,
+                                      const WriteOptions&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string name = MetaString(object, "name");
+  if (name.empty())
+    return ApiStatus(StrCat("POST ", r.Name()), 422, "Invalid", "metadata.name: Required value");
+  if (objects_.count(Key(r, ns, name))) {
+    return ApiStatus(StrCat("POST ", r.Name()), 409, "AlreadyExists",
+                     StrCat(r.resource, " \"", name, "\" already exists"));
+  }
+  json stored = object;
+  stored["metadata"]["uid"] = StrCat("uid-", rv_ + 1);
+  stored["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  return Store(r, ns, std::move(stored), WatchEvent::Type::kAdded);
+}
+
+StatusOr<json> FakeKubeClient::Update(const Resource& r, const std::string& ns, const json& object,
+                                      const WriteOptions&, const std::string&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string name = MetaString(object, "name");
+  auto it = objects_.find(Key(r, ns, name));
+  const std::string what = StrCat("PUT ", r.Name(), "/", name);
+  if (it == objects_.end())
+    return ApiStatus(what, 404, "NotFound", StrCat(r.resource, " \"", name, "\" not found"));
+  const std::string rv = MetaString(object, "resourceVersion");
+  if (!rv.empty() && rv != MetaString(it->second, "resourceVersion")) {
+    return ApiStatus(what, 409, "Conflict",
+                     StrCat("Operation cannot be fulfilled on ", r.resource, " \"", name,
+                            "\": the object has been modified; please apply your changes to the "
+                            "latest version and try again"));
+  }
+  json stored = object;
+  stored["metadata"]["uid"] = it->second["metadata"]["uid"];
+  stored["metadata"]["creationTimestamp"] = it->second["metadata"]["creationTimestamp"];
+  return Store(r, ns, std::move(stored), WatchEvent::Type::kModified);
+}
+
+StatusOr<json> FakeKubeClient::Patch(const Resource& r, const std::string& ns,
+                                     const std::string& name, PatchType type, const json& patch,
+                                     const PatchOptions&, const std::string&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(Key(r, ns, name));
+  const std::string what = StrCat("PATCH ", r.Name(), "/", name);
+  if (it == objects_.end())
+    return ApiStatus(what, 404, "NotFound", StrCat(r.resource, " \"", name, "\" not found"));
+  json updated = it->second;
+  if (type == PatchType::kJsonPatch) {
+    try {
+      updated = updated.patch(patch);
+    } catch (const json::exception& e) {
+      return ApiStatus(what, 422, "Invalid", e.what());
+    }
+  } else {
+    updated.merge_patch(patch);
+  }
+  return Store(r, ns, std::move(updated), WatchEvent::Type::kModified);
+}
+
+StatusOr<json> FakeKubeClient::Delete(const Resource& r, const std::string& ns,
+                                      const std::string& name, const DeleteOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(Key(r, ns, name));
+  const std::string what = StrCat("DELETE ", r.Name(), "/", name);
+  if (it == objects_.end())
+    return ApiStatus(what, 404, "NotFound", StrCat(r.resource, " \"", name, "\" not found"));
+  if ((options.precondition_uid && *options.precondition_uid != MetaString(it->second, "uid")) ||
+      (options.precondition_resource_version &&
+       *options.precondition_resource_version != MetaString(it->second, "resourceVersion"))) {
+    return ApiStatus(what, 409, "Conflict", "Precondition failed");
+  }
+  json last = it->second;
+  Store(r, ns, last, WatchEvent::Type::kDeleted);
+  return json({{"kind", "Status"}, {"status", "Success"}});
+}
+
+StatusOr<json> FakeKubeClient::CreateSubresource(const Resource& r, const std::string& ns,
+                                                 const std::string& name,
+                                                 const std::string& subresource, const json& body) {
+  if (r.Name() == "pods" && subresource == "eviction") {
+    DeleteOptions options;
+    if (body.contains("deleteOptions") && body["deleteOptions"].contains("preconditions")) {
+      const json& p = body["deleteOptions"]["preconditions"];
+      if (p.contains("uid")) options.precondition_uid = p["uid"].get<std::string>();
+    }
+    RETURN_IF_ERROR(Delete(r, ns, name, options).status());
+    return json({{"kind", "Status"}, {"status", "Success"}});
+  }
+  return UnimplementedError(StrCat("fake client: POST ", r.Name(), "/", subresource));
+}
+
+Status FakeKubeClient::Watch(const Resource& r, const std::string& ns, const ListOptions& options,
+                             const WatchHandler& handler, const std::atomic<bool>* cancel) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++watch_calls_;
+  RETURN_IF_ERROR(TakeInjectedFailure());
+  const std::string what = StrCat("WATCH ", r.Name());
+  int64_t since = ParseRv(options.resource_version);
+  if (since == -2) return ApiStatus(what, 400, "BadRequest", "invalid resourceVersion");
+  if (since == -1) since = rv_;
+  const int64_t generation = drop_generation_;
+  ++open_watches_;
+  struct Closer {
+    std::unique_lock<std::mutex>* lock;
+    int* open;
+    ~Closer() {
+      if (!lock->owns_lock()) lock->lock();
+      --*open;
+    }
+  } closer{&lock, &open_watches_};
+  const auto deadline =
+      options.timeout_seconds > 0
+          ? std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds)
+          : std::chrono::steady_clock::time_point::max();
+  for (;;) {
+    if (since < oldest_watchable_rv_) {
+      return ApiStatus(what, 410, "Expired",
+                       StrCat("too old resource version: ", since, " (", rv_, ")"));
+    }
+    std::vector<WatchEvent> batch;
+    for (const HistoryEvent& e : history_) {
+      if (e.rv <= since || e.resource != r.Name()) continue;
+      if (e.type != WatchEvent::Type::kBookmark && r.namespaced && !ns.empty() && e.ns != ns)
+        continue;
+      since = e.rv;
+      if (e.type != WatchEvent::Type::kBookmark) {
+        auto match = Matches(e.object, options);
+        if (!match.ok()) return match.status();
+        if (!*match) continue;
+      } else if (!options.allow_watch_bookmarks) {
+        continue;
+      }
+      batch.push_back({e.type, e.object});
+    }
+    if (!batch.empty()) {
+      lock.unlock();
+      for (WatchEvent& ev : batch) {
+        if (!handler(std::move(ev))) return OkStatus();
+      }
+      lock.lock();
+      continue;
+    }
+    if (cancel != nullptr && cancel->load()) return CancelledError(StrCat(what, ": cancelled"));
+    if (drop_generation_ != generation)
+      return UnavailableError(StrCat(what, ": connection reset by peer"));
+    if (std::chrono::steady_clock::now() >= deadline) return OkStatus();
+    changed_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+}
+
+void FakeKubeClient::ExpireHistory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  oldest_watchable_rv_ = rv_ + 1;
+  ++rv_;  // the compaction itself moves the store's revision on
+  history_.clear();
+  changed_.notify_all();
+}
+
+void FakeKubeClient::DropWatches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++drop_generation_;
+  changed_.notify_all();
+}
+
+void FakeKubeClient::FailNextListOrWatch(int n, Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_calls_ = n;
+  fail_status_ = std::move(status);
+}
+
+void FakeKubeClient::SendBookmark(const Resource& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rv_;
+  history_.push_back({r.Name(), "", WatchEvent::Type::kBookmark,
+                      json({{"kind", r.kind}, {"metadata", {{"resourceVersion", StrCat(rv_)}}}}),
+                      rv_});
+  changed_.notify_all();
+}
+
+void FakeKubeClient::DeleteSilently(const Resource& r, const std::string& ns,
+                                    const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  objects_.erase(Key(r, ns, name));
+  ++rv_;
+}
+
+int64_t FakeKubeClient::resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rv_;
+}
+int FakeKubeClient::open_watches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_watches_;
+}
+int FakeKubeClient::list_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return list_calls_;
+}
+int FakeKubeClient::watch_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_calls_;
+}
+
+}  // namespace skb::k8s

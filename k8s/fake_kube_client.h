@@ -1,0 +1,100 @@
+// An in-memory KubeClient for unit tests of code built on the interface (informers, leader
+// election, the bridge's reconcilers). It keeps objects per resource, assigns increasing
+// resourceVersions, enforces the apiserver's optimistic concurrency (create/update/delete
+// conflicts and preconditions) and serves watches from an event history, and it lets a test
+// break things the way a real cluster does: expire old resourceVersions (410), drop every
+// open watch (apiserver restart), fail the next calls.
+//
+// It is not an apiserver: patches of every kind except JSON patch are applied as JSON merge
+// patches, label selectors support only `k=v` terms, field selectors only metadata.name and
+// metadata.namespace. Behaviour that matters beyond that is tested against the real
+// apiserver (tests/integration/k8s).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "k8s/kube_client.h"
+
+namespace skb::k8s {
+
+// Thread-safe.
+class FakeKubeClient final : public KubeClient {
+ public:
+  FakeKubeClient() = default;
+
+  StatusOr<nlohmann::json> Get(const Resource& r, const std::string& ns, const std::string& name,
+                               const std::string& subresource = "") override;
+  StatusOr<ListResult> List(const Resource& r, const std::string& ns,
+                            const ListOptions& options) override;
+  StatusOr<nlohmann::json> Create(const Resource& r, const std::string& ns,
+                                  const nlohmann::json& object,
+                                  const WriteOptions& options = {}) override;
+  StatusOr<nlohmann::json> Update(const Resource& r, const std::string& ns,
+                                  const nlohmann::json& object, const WriteOptions& options = {},
+                                  const std::string& subresource = "") override;
+  StatusOr<nlohmann::json> Patch(const Resource& r, const std::string& ns, const std::string& name,
+                                 PatchType type, const nlohmann::json& patch,
+                                 const PatchOptions& options = {},
+                                 const std::string& subresource = "") override;
+  StatusOr<nlohmann::json> Delete(const Resource& r, const std::string& ns, const std::string& name,
+                                  const DeleteOptions& options = {}) override;
+  StatusOr<nlohmann::json> CreateSubresource(const Resource& r, const std::string& ns,
+                                             const std::string& name,
+                                             const std::string& subresource,
+                                             const nlohmann::json& body) override;
+  Status Watch(const Resource& r, const std::string& ns, const ListOptions& options,
+               const WatchHandler& handler, const std::atomic<bool>* cancel) override;
+
+  // Watches (new and open) from a resourceVersion below the current one fail with 410
+  // Expired, as after an etcd compaction.
+  void ExpireHistory();
+  // Ends every open watch with Unavailable, as an apiserver restart does.
+  void DropWatches();
+  // The next `n` List or Watch calls fail with `status` (an apiserver that is down or
+  // restarting, as the informer's reconnects see it).
+  void FailNextListOrWatch(int n, Status status);
+  // Sends a BOOKMARK at the current resourceVersion to watches of `r`.
+  void SendBookmark(const Resource& r);
+  // Removes an object without recording a watch event: a delete the watchers never see,
+  // as when it happens while they are disconnected and the history is compacted.
+  void DeleteSilently(const Resource& r, const std::string& ns, const std::string& name);
+
+  int64_t resource_version() const;
+  int open_watches() const;
+  int list_calls() const;
+  int watch_calls() const;
+
+ private:
+  struct HistoryEvent {
+    std::string resource;  // Resource::Name()
+    std::string ns;
+    WatchEvent::Type type;
+    nlohmann::json object;
+    int64_t rv;
+  };
+
+  Status TakeInjectedFailure();  // requires mu_
+  std::string Key(const Resource& r, const std::string& ns, const std::string& name) const;
+  nlohmann::json Store(const Resource& r, const std::string& ns, nlohmann::json object,
+                       WatchEvent::Type type);  // requires mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t rv_ = 100;
+  int64_t oldest_watchable_rv_ = 0;
+  int64_t drop_generation_ = 0;
+  int open_watches_ = 0;
+  int list_calls_ = 0;
+  int watch_calls_ = 0;
+  int fail_calls_ = 0;
+  Status fail_status_;
+  std::map<std::string, nlohmann::json> objects_;  // Key() -> object
+  std::deque<HistoryEvent> history_;
+};
+
+}  // namespace skb::k8s

@@ -1,0 +1,293 @@
+#include "k8s/informer.h"
+
+#include "k8s/api_error.h"
+#include "k8s/logger.h"
+#include "src/base/strings.h"
+
+namespace skb::k8s {
+namespace {
+
+std::string MetaField(const nlohmann::json& obj, const char* field) {
+  if (!obj.is_object()) return "";
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return "";
+  auto v = md->find(field);
+  return v != md->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+// A notification computed under the cache lock and delivered after it is released.
+struct Notification {
+  enum class Kind { kAdd, kUpdate, kDelete } kind;
+  ObjectPtr old_obj;
+  ObjectPtr obj;
+  bool final_state_unknown = false;
+};
+
+}  // namespace
+
+std::string Informer::KeyOf(const nlohmann::json& obj) {
+  std::string name = MetaField(obj, "name");
+  if (name.empty()) return "";
+  std::string ns = MetaField(obj, "namespace");
+  return ns.empty() ? name : StrCat(ns, "/", name);
+}
+
+Informer::Informer(KubeClient* client, InformerOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandlers(InformerHandlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+void Informer::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::SleepUnlessStopped(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  return !stop_cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+bool Informer::HasSynced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return synced_cv_.wait_for(lock, timeout, [this] { return synced_; });
+}
+
+ObjectPtr Informer::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Informer::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, obj] : cache_) out.push_back(obj);
+  return out;
+}
+
+size_t Informer::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+std::string Informer::ResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resource_version_;
+}
+
+InformerStats Informer::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+namespace {
+
+void Deliver(const std::vector<InformerHandlers>& handlers,
+             const std::vector<Notification>& notes) {
+  for (const Notification& n : notes) {
+    for (const InformerHandlers& h : handlers) {
+      switch (n.kind) {
+        case Notification::Kind::kAdd:
+          if (h.on_add) h.on_add(n.obj);
+          break;
+        case Notification::Kind::kUpdate:
+          if (h.on_update) h.on_update(n.old_obj, n.obj);
+          break;
+        case Notification::Kind::kDelete:
+          if (h.on_delete) h.on_delete(n.obj, n.final_state_unknown);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status Informer::Relist() {
+  ListOptions lo;
+  lo.label_selector = options_.label_selector;
+  lo.field_selector = options_.field_selector;
+  lo.limit = options_.page_size;
+  ASSIGN_OR_RETURN(ListResult list, ListAll(*client_, options_.resource, options_.ns, lo));
+
+  std::unordered_map<std::string, ObjectPtr> fresh;
+  fresh.reserve(list.items.size());
+  uint64_t skipped = 0;
+  for (nlohmann::json& item : list.items) {
+    std::string key = KeyOf(item);
+    if (key.empty()) {
+      ++skipped;
+      Logger()->warn("k8s_informer_skip resource={} reason=\"object without metadata.name\"",
+                     options_.resource.Name());
+      continue;
+    }
+    if (options_.transform) item = options_.transform(std::move(item));
+    fresh[std::move(key)] = std::make_shared<const nlohmann::json>(std::move(item));
+  }
+
+  std::vector<Notification> notes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, obj] : fresh) {
+      auto old = cache_.find(key);
+      if (old == cache_.end()) {
+        notes.push_back({Notification::Kind::kAdd, nullptr, obj});
+      } else if (MetaField(*old->second, "resourceVersion") != MetaField(*obj, "resourceVersion") ||
+                 MetaField(*old->second, "uid") != MetaField(*obj, "uid")) {
+        notes.push_back({Notification::Kind::kUpdate, old->second, obj});
+      }
+    }
+    for (const auto& [key, obj] : cache_) {
+      // Deleted while we were not watching: the last state we saw is all we have.
+      if (!fresh.count(key)) notes.push_back({Notification::Kind::kDelete, nullptr, obj, true});
+    }
+    cache_ = std::move(fresh);
+    resource_version_ = list.resource_version;
+    ++stats_.lists;
+    stats_.skipped += skipped;
+    synced_ = true;
+  }
+  synced_cv_.notify_all();
+  Logger()->info("k8s_informer_listed resource={} objects={} resource_version={} changes={}",
+                 options_.resource.Name(), Size(), list.resource_version, notes.size());
+  Deliver(handlers_, notes);
+  return OkStatus();
+}
+
+void Informer::Apply(WatchEvent&& ev) {
+  const std::string rv = MetaField(ev.object, "resourceVersion");
+  if (ev.type == WatchEvent::Type::kBookmark) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    return;
+  }
+  std::string key = KeyOf(ev.object);
+  if (key.empty()) {
+    Logger()->warn(
+        "k8s_informer_skip resource={} reason=\"watch event object without metadata.name\"",
+        options_.resource.Name());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.skipped;
+    if (!rv.empty()) resource_version_ = rv;
+    return;
+  }
+  nlohmann::json obj =
+      options_.transform ? options_.transform(std::move(ev.object)) : std::move(ev.object);
+  auto ptr = std::make_shared<const nlohmann::json>(std::move(obj));
+  std::vector<Notification> notes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.events;
+    if (!rv.empty()) resource_version_ = rv;
+    auto it = cache_.find(key);
+    if (ev.type == WatchEvent::Type::kDeleted) {
+      if (it != cache_.end()) {
+        cache_.erase(it);
+        notes.push_back({Notification::Kind::kDelete, nullptr, ptr, false});
+      }
+    } else if (it == cache_.end()) {
+      cache_.emplace(std::move(key), ptr);
+      notes.push_back({Notification::Kind::kAdd, nullptr, ptr});
+    } else {
+      notes.push_back({Notification::Kind::kUpdate, it->second, ptr});
+      it->second = ptr;
+    }
+  }
+  Deliver(handlers_, notes);
+}
+
+Status Informer::WatchOnce() {
+  ListOptions lo;
+  lo.label_selector = options_.label_selector;
+  lo.field_selector = options_.field_selector;
+  lo.resource_version = ResourceVersion();
+  lo.allow_watch_bookmarks = true;
+  lo.timeout_seconds = options_.watch_timeout_seconds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.watches;
+  }
+  return client_->Watch(
+      options_.resource, options_.ns, lo,
+      [this](WatchEvent&& ev) {
+        Apply(std::move(ev));
+        return !stop_.load();
+      },
+      &stop_);
+}
+
+void Informer::Run() {
+  const std::string name = options_.resource.Name();
+  Backoff backoff(options_.backoff);
+  bool need_list = true;
+  while (!stop_) {
+    if (need_list) {
+      Status s = Relist();
+      if (stop_) break;
+      if (!s.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.errors;
+        }
+        auto delay = backoff.Next();
+        Logger()->warn("k8s_informer_list_failed resource={} retry_ms={} error=\"{}\"", name,
+                       delay.count(), s.message());
+        if (!SleepUnlessStopped(delay)) break;
+        continue;
+      }
+      need_list = false;
+      backoff.Reset();
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const uint64_t events_before = Stats().events;
+    Status s = WatchOnce();
+    if (stop_) break;
+    const bool progressed = Stats().events != events_before ||
+                            std::chrono::steady_clock::now() - started > std::chrono::seconds(5);
+    if (progressed) backoff.Reset();
+    if (s.ok()) {
+      // The server ended the watch (timeoutSeconds): resume at once, unless it keeps ending
+      // immediately, which would otherwise spin.
+      if (!progressed && !SleepUnlessStopped(backoff.Next())) break;
+      continue;
+    }
+    if (IsResourceExpired(s)) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.expired;
+      }
+      Logger()->info("k8s_informer_relist resource={} reason=\"{}\"", name, s.message());
+      need_list = true;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.errors;
+    }
+    // A corrupt stream may have lost events: only a relist restores a trustworthy cache.
+    if (s.code() == StatusCode::kDataLoss || s.code() == StatusCode::kResourceExhausted)
+      need_list = true;
+    auto delay = backoff.Next();
+    Logger()->warn("k8s_informer_watch_failed resource={} relist={} retry_ms={} error=\"{}\"", name,
+                   need_list, delay.count(), s.message());
+    if (!SleepUnlessStopped(delay)) break;
+  }
+}
+
+}  // namespace skb::k8s

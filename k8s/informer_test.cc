@@ -1,0 +1,242 @@
+#include "k8s/informer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "k8s/fake_kube_client.h"
+
+namespace skb::k8s {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using ::testing::ElementsAre;
+
+json Pod(const std::string& name, const std::string& phase = "Pending") {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"labels", {{"app", "x"}}},
+            {"annotations", {{"big", std::string(100, 'a')}}}}},
+          {"status", {{"phase", phase}}}};
+}
+
+// Records notifications as "add ns/a", "update ns/a Running", "delete ns/a unknown".
+class Recorder {
+ public:
+  InformerHandlers Handlers() {
+    return {
+        [this](const ObjectPtr& o) { Push("add " + Informer::KeyOf(*o)); },
+        [this](const ObjectPtr&, const ObjectPtr& o) {
+          Push("update " + Informer::KeyOf(*o) + " " + (*o)["status"].value("phase", ""));
+        },
+        [this](const ObjectPtr& o, bool unknown) {
+          Push("delete " + Informer::KeyOf(*o) + (unknown ? " unknown" : ""));
+        },
+    };
+  }
+  std::vector<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(log_, {});
+  }
+  bool WaitForCount(size_t n) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (log_.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+ private:
+  void Push(std::string s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_.push_back(std::move(s));
+  }
+  std::mutex mu_;
+  std::vector<std::string> log_;
+};
+
+InformerOptions PodOptions() {
+  InformerOptions o;
+  o.resource = Resource::Pods();
+  o.ns = "ns";
+  o.backoff = {milliseconds(5), milliseconds(50), 0.5};
+  return o;
+}
+
+bool WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+TEST(Informer, ListsThenWatchesInOrder) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  Informer inf(&fake, PodOptions());
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  EXPECT_FALSE(inf.HasSynced());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(rec.WaitForCount(1));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/a"));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("b")).ok());
+  ASSERT_TRUE(fake.Patch(Resource::Pods(), "ns", "a", PatchType::kJsonMerge,
+                         {{"status", {{"phase", "Running"}}}})
+                  .ok());
+  ASSERT_TRUE(fake.Delete(Resource::Pods(), "ns", "b").ok());
+  ASSERT_TRUE(rec.WaitForCount(3));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/b", "update ns/a Running", "delete ns/b"));
+  ASSERT_NE(inf.Get("ns/a"), nullptr);
+  EXPECT_EQ((*inf.Get("ns/a"))["status"]["phase"], "Running");
+  EXPECT_EQ(inf.Get("ns/b"), nullptr);
+  EXPECT_EQ(inf.Size(), 1u);
+  EXPECT_EQ(inf.ResourceVersion(), std::to_string(fake.resource_version()));
+  EXPECT_EQ(inf.Stats().lists, 1u);
+}
+
+TEST(Informer, ResumesAfterADroppedWatchWithoutRelistOrDuplicates) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  Informer inf(&fake, PodOptions());
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+  rec.Take();
+
+  // Apiserver restart: the watch drops; and the first reconnect attempts fail.
+  fake.FailNextListOrWatch(2, UnavailableError("connection refused"));
+  fake.DropWatches();
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("c")).ok());
+  ASSERT_TRUE(rec.WaitForCount(1));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/c"));
+  EXPECT_EQ(inf.Stats().lists, 1u);  // resumed from the last resourceVersion
+  EXPECT_GE(inf.Stats().errors, 2u);
+  EXPECT_GE(fake.watch_calls(), 3);
+}
+
+TEST(Informer, RelistsOnExpiredResourceVersionAndReportsMissedDeletes) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("b")).ok());
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("unchanged")).ok());
+  Informer inf(&fake, PodOptions());
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(rec.WaitForCount(3));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+  rec.Take();
+
+  // While the informer is cut off, b is deleted, a changes and d appears; then the history
+  // is compacted, so the reconnecting watch gets 410 and the informer must relist.
+  fake.FailNextListOrWatch(1, UnavailableError("connection refused"));
+  fake.DropWatches();
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 0; }));
+  fake.DeleteSilently(Resource::Pods(), "ns", "b");
+  json a = *fake.Get(Resource::Pods(), "ns", "a");
+  a["status"]["phase"] = "Running";
+  ASSERT_TRUE(fake.Update(Resource::Pods(), "ns", a).ok());
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("d")).ok());
+  fake.ExpireHistory();
+
+  ASSERT_TRUE(rec.WaitForCount(3));
+  std::vector<std::string> got = rec.Take();
+  EXPECT_THAT(got, ::testing::UnorderedElementsAre("update ns/a Running", "add ns/d",
+                                                   "delete ns/b unknown"));
+  EXPECT_EQ(inf.Stats().lists, 2u);
+  EXPECT_GE(inf.Stats().expired, 1u);
+  EXPECT_EQ(inf.Size(), 3u);  // a, unchanged, d
+}
+
+TEST(Informer, BookmarksAdvanceTheResourceVersion) {
+  FakeKubeClient fake;
+  Informer inf(&fake, PodOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+  fake.SendBookmark(Resource::Pods());
+  const std::string want = std::to_string(fake.resource_version());
+  EXPECT_TRUE(WaitUntil([&] { return inf.ResourceVersion() == want; }));
+  EXPECT_EQ(inf.Size(), 0u);
+}
+
+TEST(Informer, TransformShrinksCachedObjectsAndSelectorsFilter) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  json other = Pod("z");
+  other["metadata"]["labels"]["app"] = "other";
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", other).ok());
+  InformerOptions o = PodOptions();
+  o.label_selector = "app=x";
+  o.transform = [](json&& obj) {
+    obj["metadata"].erase("annotations");
+    return std::move(obj);
+  };
+  Informer inf(&fake, o);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_EQ(inf.Size(), 1u);
+  EXPECT_FALSE((*inf.Get("ns/a"))["metadata"].contains("annotations"));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("b")).ok());
+  ASSERT_TRUE(WaitUntil([&] { return inf.Get("ns/b") != nullptr; }));
+  EXPECT_FALSE((*inf.Get("ns/b"))["metadata"].contains("annotations"));
+}
+
+TEST(Informer, RetriesFailedListsWithBackoffThenSyncs) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  fake.FailNextListOrWatch(3, UnavailableError("apiserver starting"));
+  Informer inf(&fake, PodOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  EXPECT_EQ(inf.Stats().errors, 3u);
+  EXPECT_EQ(fake.list_calls(), 4);
+}
+
+TEST(Informer, StopIsPromptAndIdempotentEvenWhileWatchingOrBackingOff) {
+  FakeKubeClient fake;
+  auto inf = std::make_unique<Informer>(&fake, PodOptions());
+  inf->Start();
+  ASSERT_TRUE(inf->WaitForSync(std::chrono::seconds(5)));
+  auto t0 = std::chrono::steady_clock::now();
+  inf->Stop();
+  inf->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+
+  InformerOptions slow = PodOptions();
+  slow.backoff = {std::chrono::seconds(60), std::chrono::seconds(60), 0};
+  fake.FailNextListOrWatch(1, UnavailableError("down"));
+  Informer backing_off(&fake, slow);
+  backing_off.Start();
+  std::this_thread::sleep_for(milliseconds(50));
+  t0 = std::chrono::steady_clock::now();
+  backing_off.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_FALSE(backing_off.HasSynced());
+}
+
+TEST(Informer, KeyOf) {
+  EXPECT_EQ(Informer::KeyOf({{"metadata", {{"name", "n"}, {"namespace", "ns"}}}}), "ns/n");
+  EXPECT_EQ(Informer::KeyOf({{"metadata", {{"name", "node1"}}}}), "node1");
+  EXPECT_EQ(Informer::KeyOf({{"metadata", {{"name", 5}}}}), "");
+  EXPECT_EQ(Informer::KeyOf(json::array()), "");
+}
+
+}  // namespace
+}  // namespace skb::k8s
