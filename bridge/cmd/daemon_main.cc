@@ -4,9 +4,18 @@
 #include <fstream>
 #include <sstream>
 
+#include <pwd.h>
+
+#include <memory>
+
 #include "bridge/daemon_flags.h"
 #include "bridge/logging.h"
+#include "bridge/plugin_server/admission_service.h"
+#include "bridge/plugin_server/unix_server.h"
+#include "bridge/slurm/libslurm_client.h"
+#include "bridge/slurm/slurm_poller.h"
 #include "bridge/version.h"
+#include "src/admission/admission.h"
 #include "src/config/config.h"
 
 namespace {
@@ -78,6 +87,47 @@ int Run(int argc, char** argv) {
             "slurm_poll={}ms",
             skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
             cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
+
+  // Admission answers come from a snapshot the Slurm poller refreshes; until the first
+  // poll the daemon accepts (and annotates) every job.
+  skb::bridge::AdmissionService admission(skb::admission::Policy{
+      .preemptible_partitions = cfg->admission.preemptible_partitions,
+      .preemptible_qos = cfg->admission.preemptible_qos,
+      .reject_unknown_features = cfg->admission.reject_unknown_features});
+  skb::bridge::UnixServer::Options server_opts{.path = cfg->server.socket_path};
+  if (!cfg->server.client_user.empty()) {
+    const passwd* pw = getpwnam(cfg->server.client_user.c_str());
+    if (pw == nullptr) {
+      log->error("config_error key=server.client_user error=\"no such user '{}'\"",
+                 cfg->server.client_user);
+      return 2;
+    }
+    server_opts.owner_uid = pw->pw_uid;
+    server_opts.allowed_uids.insert(pw->pw_uid);
+  }
+  skb::bridge::UnixServer server(server_opts, [&](std::string_view frame, uint32_t pid) {
+    return admission.HandleFrame(frame, pid);
+  });
+  if (auto s = server.Start(); !s.ok()) {
+    log->error("socket_failed error=\"{}\"", s.ToString());
+    return 1;
+  }
+  skb::bridge::slurm::LibSlurmClient slurm_client({.conf = cfg->slurm.conf,
+                                                   .call_timeout = cfg->slurm.call_timeout});
+  skb::bridge::slurm::SlurmPoller poller(
+      &slurm_client, cfg->slurm.poll_interval,
+      [&](const std::vector<skb::slurm::NodeView>& nodes,
+          const std::vector<skb::slurm::PartitionView>& partitions) {
+        std::string default_partition;
+        for (const auto& p : partitions) {
+          if (p.is_default) default_partition = p.name;
+        }
+        admission.Publish(skb::admission::InventoryFromSlurm(nodes, default_partition));
+        skb::bridge::Logger("slurm")->info("snapshot_published nodes={} partitions={}",
+                                           nodes.size(), partitions.size());
+      });
+  poller.Start();
+
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -88,6 +138,8 @@ int Run(int argc, char** argv) {
     log->info("stopping signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
+  poller.Stop();
+  server.Stop();
   log->info("stopped");
   return 0;
 }

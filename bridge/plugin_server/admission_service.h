@@ -1,0 +1,62 @@
+// The daemon's side of the plugin protocol: turns one request frame into one response,
+// answering admission questions from the latest published inventory snapshot. No Slurm
+// or Kubernetes call happens here; Publish() is fed by the Slurm poller (and later by the
+// shared inventory).
+//
+//   AdmissionService svc(policy);
+//   svc.Publish(admission::InventoryFromSlurm(nodes, "gpu"));
+//   HandleResult r = svc.HandleFrame(payload);   // r.response, or r.drop_reason
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "src/admission/admission.h"
+
+namespace skb::bridge {
+
+struct HandleResult {
+  // The serialized Response to send back (empty when the connection must be dropped).
+  std::string response;
+  // Why the connection is dropped: undecodable request (garbage protobuf).
+  std::string drop_reason;
+};
+
+class AdmissionService {
+ public:
+  explicit AdmissionService(admission::Policy policy);
+
+  // Replaces the snapshot the answers come from.
+  void Publish(admission::Inventory inventory);
+
+  // Decodes a Request (the payload of one frame), answers it. Never throws; a request
+  // that is not a protobuf Request is a drop, a Request with missing or odd fields gets an
+  // Error response.
+  HandleResult HandleFrame(std::string_view payload, uint32_t peer_pid = 0);
+
+  struct Counters {
+    uint64_t requests = 0, accepted = 0, rejected = 0, errors = 0, dropped = 0;
+    // The latest counters a plugin reported (fail-open etc. happen inside slurmctld).
+    uint64_t plugin_fail_open = 0, plugin_fail_closed = 0, plugin_timeouts = 0;
+  };
+  Counters counters() const;
+
+ private:
+  std::shared_ptr<const admission::Inventory> Snapshot(std::chrono::steady_clock::time_point* at) const;
+
+  const admission::Policy policy_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const admission::Inventory> inventory_;  // guarded by mu_
+  std::chrono::steady_clock::time_point published_at_;     // guarded by mu_
+  Counters counters_;                                      // guarded by mu_
+};
+
+}  // namespace skb::bridge

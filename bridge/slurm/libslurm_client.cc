@@ -1,0 +1,564 @@
+#include "bridge/slurm/libslurm_client.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "src/base/strings.h"
+#include "src/slurm/syntax.h"
+
+// Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers.
+extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
+
+namespace skb::bridge::slurm {
+namespace {
+
+using skb::slurm::JobState;
+using skb::slurm::kBridgeReasonPrefix;
+using skb::slurm::NodeBaseState;
+using skb::slurm::PreemptMode;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxExpandedHosts = 100'000;
+
+std::string Str(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+
+std::vector<std::string> SplitList(const char* s) {
+  std::vector<std::string> out;
+  if (s == nullptr) return out;
+  for (std::string_view p : StrSplit(s, ',', /*skip_empty=*/true)) out.emplace_back(p);
+  return out;
+}
+
+// "node[1-3],gpu7" -> {node1, node2, node3, gpu7}, with libslurm's own parser.
+std::vector<std::string> ExpandHostlist(const char* list) {
+  std::vector<std::string> out;
+  if (list == nullptr || *list == '\0') return out;
+  hostlist_t hl = slurm_hostlist_create(list);
+  if (hl == nullptr) return out;
+  while (out.size() < kMaxExpandedHosts) {
+    char* host = slurm_hostlist_shift(hl);
+    if (host == nullptr) break;
+    out.emplace_back(host);
+    free(host);  // slurm_hostlist_shift returns malloc()ed memory
+  }
+  slurm_hostlist_destroy(hl);
+  return out;
+}
+
+NodeView ToNodeView(const node_info_t& n) {
+  NodeView v;
+  v.name = Str(n.name);
+  const uint32_t base = n.node_state & NODE_STATE_BASE;
+  v.base_state = base <= NODE_STATE_FUTURE ? static_cast<NodeBaseState>(base)
+                                           : NodeBaseState::kUnknown;
+  v.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
+  v.fail = (n.node_state & NODE_STATE_FAIL) != 0;
+  v.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
+  v.reboot_requested = (n.node_state & NODE_STATE_REBOOT_REQUESTED) != 0;
+  v.reason = Str(n.reason);
+  v.reason_uid = n.reason_uid == NO_VAL ? 0 : n.reason_uid;
+  v.reason_time = n.reason_time;
+  v.gres = Str(n.gres);
+  v.gres_used = Str(n.gres_used);
+  v.gpus = skb::slurm::ParseNodeGpus(v.gres);
+  v.gpus_used = skb::slurm::ParseNodeGpus(v.gres_used);
+  v.features = SplitList(n.features);
+  v.active_features = SplitList(n.features_act != nullptr ? n.features_act : n.features);
+  v.partitions = SplitList(n.partitions);
+  return v;
+}
+
+int64_t GpusFromTres(const char* tres) {
+  if (tres == nullptr) return 0;
+  auto reqs = skb::slurm::ParseTresRequest(tres);
+  int64_t total = 0;
+  if (reqs.ok()) {
+    for (const auto& r : *reqs) {
+      if (r.name == "gpu") total += r.count;
+    }
+  }
+  return total;
+}
+
+JobView ToJobView(const slurm_job_info_t& j) {
+  JobView v;
+  v.job_id = j.job_id;
+  v.array_job_id = j.array_job_id;
+  v.array_task_id = j.array_task_id == NO_VAL ? 0 : j.array_task_id;
+  v.array_task_str = Str(j.array_task_str);
+  v.het_job_id = j.het_job_id;
+  v.het_job_offset = j.het_job_offset == NO_VAL ? 0 : j.het_job_offset;
+  v.user_id = j.user_id;
+  v.user_name = Str(j.user_name);
+  v.account = Str(j.account);
+  v.qos = Str(j.qos);
+  v.partition = Str(j.partition);
+  v.priority = j.priority;
+  const uint32_t base = j.job_state & JOB_STATE_BASE;
+  v.state = base < JOB_END ? static_cast<JobState>(base) : JobState::kUnknown;
+  v.completing = (j.job_state & JOB_COMPLETING) != 0;
+  v.requeue_pending = (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD)) != 0;
+  v.state_reason = Str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+  v.nodes = ExpandHostlist(j.nodes);
+  // GPUs per node: the allocation detail of the first node when running, else the request.
+  if (j.gres_detail_cnt > 0 && j.gres_detail_str != nullptr && j.gres_detail_str[0] != nullptr) {
+    for (const auto& g : skb::slurm::ParseNodeGpus(j.gres_detail_str[0])) {
+      v.gpus_per_node += g.count;
+    }
+  } else if (int64_t per_node = GpusFromTres(j.tres_per_node); per_node > 0) {
+    v.gpus_per_node = per_node;
+  } else if (int64_t per_job = GpusFromTres(j.tres_per_job); per_job > 0) {
+    v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
+  }
+  v.start_time = j.start_time;
+  v.requeue = j.requeue != 0;
+  v.restart_count = j.restart_cnt;
+  v.admin_comment = Str(j.admin_comment);
+  if (auto note = skb::slurm::ParseAnnotation(v.admin_comment)) v.signal = note->signal;
+  return v;
+}
+
+// `cluster_mode` is slurm.conf's PreemptMode, which a partition without its own inherits.
+PartitionView ToPartitionView(const partition_info_t& p, uint16_t cluster_mode) {
+  PartitionView v;
+  v.name = Str(p.name);
+  const uint16_t mode = p.preempt_mode == NO_VAL16 ? cluster_mode : p.preempt_mode;
+  if (mode == NO_VAL16) {
+    v.preempt_mode = PreemptMode::kUnknown;
+  } else {
+    v.gang = (mode & PREEMPT_MODE_GANG) != 0;
+    const uint16_t m = mode & ~(PREEMPT_MODE_GANG | PREEMPT_MODE_WITHIN);
+    if (m & PREEMPT_MODE_SUSPEND) v.preempt_mode = PreemptMode::kSuspend;
+    else if (m & PREEMPT_MODE_REQUEUE) v.preempt_mode = PreemptMode::kRequeue;
+    else if (m & PREEMPT_MODE_CANCEL) v.preempt_mode = PreemptMode::kCancel;
+    else v.preempt_mode = PreemptMode::kOff;
+  }
+  v.is_default = (p.flags & PART_FLAG_DEFAULT) != 0;
+  v.priority_tier = p.priority_tier;
+  v.nodes = ExpandHostlist(p.nodes);
+  return v;
+}
+
+Status LastError(const std::string& what) { return SlurmErrorToStatus(slurm_get_errno(), what); }
+
+// node_info_t.partitions is not sent by slurmctld: like scontrol, fill it in from the
+// partition table (one more RPC, only when the nodes changed).
+Status PopulatePartitions(node_info_msg_t* nodes) {
+  partition_info_msg_t* parts = nullptr;
+  if (slurm_load_partitions(0, &parts, SHOW_ALL) != SLURM_SUCCESS) {
+    return LastError("load partitions (for node partitions)");
+  }
+  slurm_populate_node_partitions(nodes, parts);
+  slurm_free_partition_info_msg(parts);
+  return OkStatus();
+}
+
+StatusOr<NodeView> ReadNode(const std::string& name) {
+  node_info_msg_t* msg = nullptr;
+  std::string mutable_name = name;
+  if (slurm_load_node_single(&msg, mutable_name.data(), SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+    return LastError(StrCat("load node ", name));
+  }
+  if (Status p = PopulatePartitions(msg); !p.ok()) {
+    slurm_free_node_info_msg(msg);
+    return p;
+  }
+  std::optional<NodeView> found;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i) {
+    if (msg->node_array[i].name != nullptr && name == msg->node_array[i].name) {
+      found = ToNodeView(msg->node_array[i]);
+    }
+  }
+  slurm_free_node_info_msg(msg);
+  if (!found) return NotFoundError(StrCat("Slurm has no node named '", name, "'"));
+  return *found;
+}
+
+StatusOr<JobView> ReadJob(uint32_t job_id) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+    return LastError(StrCat("load job ", job_id));
+  }
+  std::optional<JobView> found;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i) {
+    if (msg->job_array[i].job_id == job_id) found = ToJobView(msg->job_array[i]);
+  }
+  slurm_free_job_info_msg(msg);
+  if (!found) return NotFoundError(StrCat("Slurm has no job ", job_id));
+  return *found;
+}
+
+// Re-reads until `done` holds or `budget` runs out: writes are verified, not assumed.
+template <typename T>
+StatusOr<T> WaitUntil(const std::function<StatusOr<T>()>& read,
+                      const std::function<bool(const T&)>& done, std::chrono::milliseconds budget,
+                      const std::string& what) {
+  const auto deadline = Clock::now() + budget;
+  for (;;) {
+    ASSIGN_OR_RETURN(T v, read());
+    if (done(v)) return v;
+    if (Clock::now() >= deadline) {
+      return UnavailableError(StrCat(what, ": not visible in Slurm after ", budget.count(),
+                                     "ms (the request was accepted; retry to check again)"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+StatusOr<WriteOutcome> UpdateNode(update_node_msg_t* msg, const std::string& what) {
+  if (slurm_update_node(msg) != SLURM_SUCCESS) return LastError(what);
+  return WriteOutcome::kChanged;
+}
+
+bool IsFinished(const JobView& j) {
+  return j.state != JobState::kPending && j.state != JobState::kRunning &&
+         j.state != JobState::kSuspended && !j.requeue_pending;
+}
+
+// One verified job state change: kUnchanged when `already` holds, else `act` (a libslurm
+// call returning SLURM_SUCCESS or an error) and re-reads until `done`.
+StatusOr<WriteOutcome> JobTransition(uint32_t job_id, const std::string& what,
+                                     std::chrono::milliseconds verify,
+                                     const std::function<bool(const JobView&)>& already,
+                                     const std::function<int()>& act,
+                                     const std::function<bool(const JobView&)>& done) {
+  ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
+  if (already(j)) return WriteOutcome::kUnchanged;
+  if (act() != SLURM_SUCCESS) {
+    if (slurm_get_errno() == ESLURM_ALREADY_DONE && what == "cancel") {
+      return WriteOutcome::kUnchanged;
+    }
+    return LastError(StrCat(what, " job ", job_id));
+  }
+  RETURN_IF_ERROR(WaitUntil<JobView>([&] { return ReadJob(job_id); }, done, verify,
+                                     StrCat(what, " of job ", job_id))
+                      .status());
+  return WriteOutcome::kChanged;
+}
+
+}  // namespace
+
+Status SlurmErrorToStatus(int err, const std::string& what) {
+  const char* text = slurm_strerror(err);
+  std::string msg = StrCat(what, ": ", text != nullptr ? text : "unknown error", " (slurm errno ",
+                           err, ")");
+  StatusCode code = StatusCode::kUnknown;
+  switch (err) {
+    case ESLURM_INVALID_JOB_ID:
+    case ESLURM_INVALID_NODE_NAME:
+      code = StatusCode::kNotFound;
+      break;
+    case ESLURM_ACCESS_DENIED:
+    case ESLURM_USER_ID_MISSING:
+      code = StatusCode::kPermissionDenied;
+      break;
+    case ESLURM_ALREADY_DONE:
+    case ESLURM_JOB_PENDING:
+    case ESLURM_TRANSITION_STATE_NO_UPDATE:
+    case ESLURM_JOB_NOT_RUNNING:
+    case ESLURM_JOB_NOT_PENDING:
+    case ESLURM_JOB_NOT_PENDING_NOR_RUNNING:
+    case ESLURM_JOB_SUSPENDED:
+    case ESLURM_JOB_NOT_SUSPENDED:
+    case ESLURM_DISABLED:
+    case ESLURM_BATCH_ONLY:
+    case ESLURM_NOT_SUPPORTED:
+      code = StatusCode::kFailedPrecondition;
+      break;
+    case ESLURM_INVALID_FEATURE:
+    case ESLURM_INVALID_GRES:
+      code = StatusCode::kInvalidArgument;
+      break;
+    case ESLURM_IN_STANDBY_MODE:
+    case ESLURM_IN_STANDBY_USE_BACKUP:
+    case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+    case EAGAIN:
+    case ETIMEDOUT:
+    case ECONNREFUSED:
+    case ECONNRESET:
+      code = StatusCode::kUnavailable;
+      break;
+    default:
+      // Every communication failure (1000-1099 generic, 1800-1899 to slurmctld, 5000-5099
+      // socket layer): slurmctld down, restarting or unreachable.
+      if ((err >= SLURM_UNEXPECTED_MSG_ERROR && err < SLURM_UNEXPECTED_MSG_ERROR + 100) ||
+          (err >= SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR &&
+           err < SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR + 100) ||
+          (err >= SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH &&
+           err < SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH + 100)) {
+        code = StatusCode::kUnavailable;
+      }
+  }
+  Status s(code, std::move(msg));
+  s.SetPayload("slurm_errno", std::to_string(err));
+  return s;
+}
+
+LibSlurmClient::LibSlurmClient(Options options) : options_(std::move(options)) {
+  const std::string conf = options_.conf;
+  thread_ = std::make_unique<CallThread>(
+      "slurm-rpc", [conf] { slurm_init(conf.empty() ? nullptr : conf.c_str()); },
+      [] { slurm_fini(); });
+}
+
+LibSlurmClient::~LibSlurmClient() = default;
+
+StatusOr<Loaded<NodeView>> LibSlurmClient::LoadNodes(UnixTime since) {
+  return Call<Loaded<NodeView>>("load nodes", [since]() -> StatusOr<Loaded<NodeView>> {
+    node_info_msg_t* msg = nullptr;
+    Loaded<NodeView> out;
+    if (slurm_load_node(static_cast<time_t>(since), &msg, SHOW_ALL | SHOW_DETAIL) !=
+        SLURM_SUCCESS) {
+      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+        out.update_time = since;
+        return out;
+      }
+      return LastError("load nodes");
+    }
+    if (Status p = PopulatePartitions(msg); !p.ok()) {
+      slurm_free_node_info_msg(msg);
+      return p;
+    }
+    out.changed = true;
+    out.update_time = msg->last_update;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      if (msg->node_array[i].name == nullptr) continue;  // hidden or future slot
+      out.items.push_back(ToNodeView(msg->node_array[i]));
+    }
+    slurm_free_node_info_msg(msg);
+    return out;
+  });
+}
+
+StatusOr<NodeView> LibSlurmClient::LoadNode(const std::string& name) {
+  return Call<NodeView>("load node", [name] { return ReadNode(name); });
+}
+
+StatusOr<Loaded<JobView>> LibSlurmClient::LoadJobs(UnixTime since) {
+  return Call<Loaded<JobView>>("load jobs", [since]() -> StatusOr<Loaded<JobView>> {
+    job_info_msg_t* msg = nullptr;
+    Loaded<JobView> out;
+    if (slurm_load_jobs(static_cast<time_t>(since), &msg, SHOW_ALL | SHOW_DETAIL) !=
+        SLURM_SUCCESS) {
+      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+        out.update_time = since;
+        return out;
+      }
+      return LastError("load jobs");
+    }
+    out.changed = true;
+    out.update_time = msg->last_update;
+    out.items.reserve(msg->record_count);
+    for (uint32_t i = 0; i < msg->record_count; ++i) out.items.push_back(ToJobView(msg->job_array[i]));
+    slurm_free_job_info_msg(msg);
+    return out;
+  });
+}
+
+StatusOr<JobView> LibSlurmClient::LoadJob(uint32_t job_id) {
+  return Call<JobView>("load job", [job_id] { return ReadJob(job_id); });
+}
+
+StatusOr<Loaded<PartitionView>> LibSlurmClient::LoadPartitions(UnixTime since) {
+  return Call<Loaded<PartitionView>>("load partitions",
+                                     [since]() -> StatusOr<Loaded<PartitionView>> {
+    partition_info_msg_t* msg = nullptr;
+    Loaded<PartitionView> out;
+    if (slurm_load_partitions(static_cast<time_t>(since), &msg, SHOW_ALL) != SLURM_SUCCESS) {
+      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+        out.update_time = since;
+        return out;
+      }
+      return LastError("load partitions");
+    }
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) {
+      slurm_free_partition_info_msg(msg);
+      return LastError("load slurmctld config (for PreemptMode)");
+    }
+    const uint16_t cluster_mode = conf->preempt_mode;
+    slurm_free_ctl_conf(conf);
+    out.changed = true;
+    out.update_time = msg->last_update;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      if (msg->partition_array[i].name == nullptr) continue;
+      out.items.push_back(ToPartitionView(msg->partition_array[i], cluster_mode));
+    }
+    slurm_free_partition_info_msg(msg);
+    return out;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::DrainNode(const std::string& node,
+                                                  const std::string& reason) {
+  if (reason.rfind(kBridgeReasonPrefix, 0) != 0) {
+    return InvalidArgumentError(StrCat("drain reason '", reason, "' must start with '",
+                                       kBridgeReasonPrefix, "'"));
+  }
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("drain node", [node, reason, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
+    if (n.drain && n.reason == reason) return WriteOutcome::kUnchanged;
+    // Somebody else's drain stays as it is: the node is drained either way, and the
+    // bridge must never own (and later resume) an admin's drain.
+    if (n.drain && !n.DrainedByBridge()) return WriteOutcome::kUnchanged;
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    std::string names = node, why = reason;
+    msg.node_names = names.data();
+    msg.node_state = NODE_STATE_DRAIN;
+    msg.reason = why.data();
+    msg.reason_uid = getuid();
+    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("drain node ", node)).status());
+    ASSIGN_OR_RETURN(NodeView after,
+                     WaitUntil<NodeView>([&] { return ReadNode(node); },
+                                         [&](const NodeView& v) {
+                                           return v.drain && v.reason == reason;
+                                         },
+                                         verify, StrCat("drain of ", node)));
+    (void)after;
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("resume node", [node, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
+    if (!n.drain && n.base_state != NodeBaseState::kDown) return WriteOutcome::kUnchanged;
+    if (!n.DrainedByBridge()) {
+      return FailedPreconditionError(
+          StrCat("node ", node, " is ", n.StateString(), " with reason '", n.reason, "' set by uid ",
+                 n.reason_uid, "; the bridge only resumes drains it made (reason prefix '",
+                 kBridgeReasonPrefix, "')"));
+    }
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    std::string names = node;
+    msg.node_names = names.data();
+    msg.node_state = NODE_RESUME;
+    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("resume node ", node)).status());
+    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node); },
+                                        [](const NodeView& v) { return !v.DrainedByBridge(); },
+                                        verify, StrCat("resume of ", node))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::SetActiveFeatures(const std::string& node,
+                                                          const std::vector<std::string>& features) {
+  const auto verify = options_.verify_timeout;
+  std::vector<std::string> want = features;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  return Call<WriteOutcome>("set active features", [node, want, verify]() -> StatusOr<WriteOutcome> {
+    auto sorted = [](std::vector<std::string> v) {
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
+    if (sorted(n.active_features) == want) return WriteOutcome::kUnchanged;
+    std::string joined;
+    for (const auto& f : want) StrAppend(&joined, joined.empty() ? "" : ",", f);
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    std::string names = node;
+    msg.node_names = names.data();
+    msg.features_act = joined.data();
+    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("set active features of ", node)).status());
+    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node); },
+                                        [&](const NodeView& v) {
+                                          return sorted(v.active_features) == want;
+                                        },
+                                        verify, StrCat("active features of ", node))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+Status LibSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope) {
+  if (signal <= 0 || signal >= 65) return InvalidArgumentError(StrCat("bad signal ", signal));
+  uint16_t flags = 0;
+  switch (scope) {
+    case SignalScope::kBatchStep: flags = KILL_JOB_BATCH; break;
+    case SignalScope::kSteps: flags = KILL_STEPS_ONLY; break;
+    case SignalScope::kFullJob: flags = KILL_FULL_JOB; break;
+  }
+  auto r = Call<bool>("signal job", [job_id, signal, flags]() -> StatusOr<bool> {
+    ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
+    if (j.state != JobState::kRunning && j.state != JobState::kSuspended) {
+      return FailedPreconditionError(StrCat("job ", job_id, " is ", JobStateName(j.state),
+                                            ": only running jobs can be signalled"));
+    }
+    if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), flags) != SLURM_SUCCESS) {
+      return LastError(StrCat("signal ", signal, " to job ", job_id));
+    }
+    return true;
+  });
+  return r.status();
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("requeue job", [job_id, hold, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
+    if (j.requeue_pending) return WriteOutcome::kUnchanged;  // already on its way back
+    if (j.state == JobState::kPending) {
+      if (!hold || j.Held()) return WriteOutcome::kUnchanged;
+      job_desc_msg_t desc;
+      slurm_init_job_desc_msg(&desc);
+      desc.job_id = job_id;
+      desc.priority = 0;
+      if (slurm_update_job(&desc) != SLURM_SUCCESS) return LastError(StrCat("hold job ", job_id));
+    } else if (slurm_requeue(job_id, hold ? JOB_REQUEUE_HOLD : 0) != SLURM_SUCCESS) {
+      return LastError(StrCat("requeue job ", job_id));
+    }
+    const bool was_pending = j.state == JobState::kPending;
+    RETURN_IF_ERROR(WaitUntil<JobView>([&] { return ReadJob(job_id); },
+                                       [&](const JobView& v) {
+                                         if (was_pending) return v.Held();
+                                         return v.state == JobState::kPending ||
+                                                v.requeue_pending ||
+                                                v.restart_count > j.restart_count;
+                                       },
+                                       verify, StrCat("requeue of job ", job_id))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::SuspendJob(uint32_t job_id) {
+  return Call<WriteOutcome>("suspend job", [job_id, verify = options_.verify_timeout] {
+    return JobTransition(
+        job_id, "suspend", verify, [](const JobView& j) { return j.state == JobState::kSuspended; },
+        [job_id] { return slurm_suspend(job_id); },
+        [](const JobView& j) { return j.state == JobState::kSuspended; });
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::ResumeJob(uint32_t job_id) {
+  return Call<WriteOutcome>("resume job", [job_id, verify = options_.verify_timeout] {
+    return JobTransition(
+        job_id, "resume", verify, [](const JobView& j) { return j.state == JobState::kRunning; },
+        [job_id] { return slurm_resume(job_id); },
+        [](const JobView& j) { return j.state != JobState::kSuspended; });
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::CancelJob(uint32_t job_id) {
+  return Call<WriteOutcome>("cancel job", [job_id, verify = options_.verify_timeout] {
+    return JobTransition(
+        job_id, "cancel", verify, IsFinished, [job_id] { return slurm_kill_job(job_id, SIGKILL, 0); },
+        [](const JobView& j) { return IsFinished(j) || j.completing; });
+  });
+}
+
+}  // namespace skb::bridge::slurm

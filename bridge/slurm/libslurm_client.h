@@ -1,0 +1,68 @@
+// LibSlurmClient: SlurmClient over libslurm (the RPCs scontrol and squeue use).
+//
+// Every libslurm call runs on one private thread (CallThread): slurm_init once, then one
+// call at a time. Each public method waits at most Options::call_timeout; a hung
+// slurmctld therefore costs callers Unavailable after the timeout, never a frozen daemon.
+// Slurm's error numbers are mapped to Status codes by SlurmErrorToStatus.
+//
+//   LibSlurmClient slurm({.conf = "/etc/slurm/slurm.conf"});
+//   auto nodes = slurm.LoadNodes(0);
+//
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bridge/slurm/call_thread.h"
+#include "bridge/slurm/slurm_client.h"
+
+namespace skb::bridge::slurm {
+
+// Maps a Slurm error number (slurm_get_errno()) to a Status whose code tells the caller
+// what to do; the message is "<what>: <slurm_strerror> (slurm errno N)" and the number is
+// in payload "slurm_errno".
+Status SlurmErrorToStatus(int slurm_errno, const std::string& what);
+
+class LibSlurmClient final : public SlurmClient {
+ public:
+  struct Options {
+    // slurm.conf; empty = libslurm's default ($SLURM_CONF or the compiled-in path).
+    std::string conf;
+    // Longest a caller waits for one method, including the re-reads that verify a write.
+    std::chrono::milliseconds call_timeout{5000};
+    // How long a write waits to see its effect (e.g. a requeued job leaving RUNNING).
+    std::chrono::milliseconds verify_timeout{3000};
+  };
+
+  explicit LibSlurmClient(Options options);
+  ~LibSlurmClient() override;
+
+  StatusOr<Loaded<NodeView>> LoadNodes(UnixTime since) override;
+  StatusOr<NodeView> LoadNode(const std::string& name) override;
+  StatusOr<Loaded<JobView>> LoadJobs(UnixTime since) override;
+  StatusOr<JobView> LoadJob(uint32_t job_id) override;
+  StatusOr<Loaded<PartitionView>> LoadPartitions(UnixTime since) override;
+
+  StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) override;
+  StatusOr<WriteOutcome> ResumeNode(const std::string& node) override;
+  StatusOr<WriteOutcome> SetActiveFeatures(const std::string& node,
+                                           const std::vector<std::string>& features) override;
+  Status SignalJob(uint32_t job_id, int signal, SignalScope scope) override;
+  StatusOr<WriteOutcome> RequeueJob(uint32_t job_id, bool hold) override;
+  StatusOr<WriteOutcome> SuspendJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
+
+ private:
+  template <typename T>
+  StatusOr<T> Call(const std::string& what, std::function<StatusOr<T>()> fn) {
+    return thread_->Run<T>(what, options_.call_timeout, std::move(fn));
+  }
+
+  const Options options_;
+  std::unique_ptr<CallThread> thread_;
+};
+
+}  // namespace skb::bridge::slurm

@@ -1,0 +1,84 @@
+// SlurmClient: everything the bridge reads from and writes to Slurm, as an interface so the
+// core and the daemon can be tested with a fake. The real implementation is
+// LibSlurmClient (libslurm_client.h).
+//
+// Reads are incremental: pass the update_time of the previous answer and an unchanged
+// cluster costs one cheap RPC (changed == false, no data). Writes are idempotent and
+// verified by re-reading: they return kUnchanged when Slurm was already in the wanted
+// state and kChanged after the change is visible.
+//
+// Error codes (STYLE.md): Unavailable - slurmctld down, busy or too slow (retry);
+// NotFound - no such node or job; FailedPrecondition - not possible in the current state
+// (e.g. resuming an admin's drain, signalling a pending job); PermissionDenied;
+// InvalidArgument - the request itself is wrong.
+//
+//   auto nodes = client.LoadNodes(last.update_time);
+//   if (nodes.ok() && nodes->changed) Publish(nodes->nodes);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/slurm/types.h"
+
+namespace skb::bridge::slurm {
+
+using skb::slurm::JobView;
+using skb::slurm::NodeView;
+using skb::slurm::PartitionView;
+using skb::slurm::UnixTime;
+
+template <typename T>
+struct Loaded {
+  // False when nothing changed since the update_time passed in: `items` is then empty.
+  bool changed = false;
+  // Pass this to the next call.
+  UnixTime update_time = 0;
+  std::vector<T> items;
+};
+
+enum class WriteOutcome { kChanged, kUnchanged };
+
+enum class SignalScope {
+  kBatchStep,  // the batch shell only (scancel --batch)
+  kSteps,      // every step except the batch shell
+  kFullJob,    // the batch shell and every step (scancel --full)
+};
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+
+  virtual StatusOr<Loaded<NodeView>> LoadNodes(UnixTime since) = 0;
+  virtual StatusOr<NodeView> LoadNode(const std::string& name) = 0;
+  // Every job record slurmctld holds (pending, running and recently finished).
+  virtual StatusOr<Loaded<JobView>> LoadJobs(UnixTime since) = 0;
+  virtual StatusOr<JobView> LoadJob(uint32_t job_id) = 0;
+  virtual StatusOr<Loaded<PartitionView>> LoadPartitions(UnixTime since) = 0;
+
+  // Drains `node` with `reason`, which must start with "k8s-bridge:". A node already
+  // drained by someone else keeps their reason (kUnchanged): the bridge never takes over
+  // an admin's drain.
+  virtual StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) = 0;
+  // Resumes `node` only if its drain/down reason starts with "k8s-bridge:";
+  // FailedPrecondition for anybody else's drain. kUnchanged when not drained.
+  virtual StatusOr<WriteOutcome> ResumeNode(const std::string& node) = 0;
+  // Sets the node's active features (must be a subset of its available features).
+  virtual StatusOr<WriteOutcome> SetActiveFeatures(const std::string& node,
+                                                   const std::vector<std::string>& features) = 0;
+
+  // Sends `signal` (e.g. SIGUSR1) to a running job. Not idempotent by nature: callers
+  // record that they signalled. FailedPrecondition when the job is not running.
+  virtual Status SignalJob(uint32_t job_id, int signal, SignalScope scope) = 0;
+  // Requeues a job (running -> back to PENDING). With hold, it comes back held; a pending
+  // job is then simply held. kUnchanged when already pending (and held if asked).
+  virtual StatusOr<WriteOutcome> RequeueJob(uint32_t job_id, bool hold) = 0;
+  virtual StatusOr<WriteOutcome> SuspendJob(uint32_t job_id) = 0;
+  virtual StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) = 0;
+  // kUnchanged when the job already finished.
+  virtual StatusOr<WriteOutcome> CancelJob(uint32_t job_id) = 0;
+};
+
+}  // namespace skb::bridge::slurm

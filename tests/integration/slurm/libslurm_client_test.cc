@@ -1,0 +1,345 @@
+// LibSlurmClient against the testbed's real slurmctld: every read and every write of the
+// SlurmClient interface, the admin-drain rule, and slurmctld going away and coming back.
+//
+// Run after `scripts/testbed up --no-bridge` and `eval "$(scripts/testbed env)"`. Jobs
+// the tests submit are cancelled at the end of each test; nodes they drain are resumed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "src/base/strings.h"
+#include "tests/integration/slurm/slurm_test_util.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb::bridge::slurm {
+namespace {
+
+using skb::slurm::JobState;
+using skb::testbed::JobJanitor;
+using skb::testbed::RunCommand;
+using skb::testbed::Sbatch;
+using skb::testbed::Shell;
+using skb::testbed::WaitFor;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+class SlurmClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = skb::testbed::TestbedDir();
+    ASSERT_TRUE(dir.ok()) << dir.status().message();
+    const char* conf = std::getenv("SLURM_CONF");
+    ASSERT_NE(conf, nullptr) << "SLURM_CONF not set: eval \"$(scripts/testbed env)\"";
+    client_ = std::make_unique<LibSlurmClient>(
+        LibSlurmClient::Options{.conf = conf, .call_timeout = seconds(15)});
+  }
+
+  uint32_t Submit(const std::vector<std::string>& args) {
+    std::string err;
+    std::string id = Sbatch(args, &janitor_, &err);
+    EXPECT_FALSE(id.empty()) << err;
+    return id.empty() ? 0 : static_cast<uint32_t>(std::stoul(id));
+  }
+
+  bool WaitState(uint32_t id, JobState want, seconds timeout = seconds(60)) {
+    return WaitFor([&] {
+      auto j = client_->LoadJob(id);
+      return j.ok() && j->state == want && !j->requeue_pending;
+    }, timeout);
+  }
+
+  std::unique_ptr<LibSlurmClient> client_;
+  JobJanitor janitor_;
+};
+
+// Resumes a node whatever its drain reason, so a failed test leaves the testbed usable.
+struct NodeRestorer {
+  std::string node;
+  ~NodeRestorer() {
+    RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"}, seconds(30));
+  }
+};
+
+TEST_F(SlurmClientTest, LoadsNodesWithGpusFeaturesAndPartitions) {
+  auto nodes = client_->LoadNodes(0);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_TRUE(nodes->changed);
+  EXPECT_GT(nodes->update_time, 0);
+  ASSERT_EQ(static_cast<int>(nodes->items.size()), skb::testbed::TestbedNodeCount());
+  for (const auto& n : nodes->items) {
+    EXPECT_THAT(n.name, ::testing::StartsWith("node"));
+    ASSERT_EQ(n.gpus.size(), 1u) << n.name << " gres=" << n.gres;
+    EXPECT_EQ(n.gpus[0].count, 8) << n.gres;
+    EXPECT_FALSE(n.gpus[0].type.empty());
+    EXPECT_THAT(n.features, Contains(n.gpus[0].type));
+    EXPECT_THAT(n.partitions, Contains("gpu"));
+    EXPECT_THAT(n.partitions, Contains("urgent"));
+    EXPECT_FALSE(n.gres_used.empty());
+  }
+  // Nothing changed: one cheap RPC, no data.
+  auto again = client_->LoadNodes(nodes->update_time);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->changed);
+  EXPECT_TRUE(again->items.empty());
+  EXPECT_EQ(again->update_time, nodes->update_time);
+
+  auto one = client_->LoadNode("node1");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->name, "node1");
+  EXPECT_EQ(client_->LoadNode("no-such-node").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(SlurmClientTest, LoadsPartitionsWithPreemptModeAndExpandedNodes) {
+  auto parts = client_->LoadPartitions(0);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  std::map<std::string, PartitionView> by_name;
+  for (const auto& p : parts->items) by_name[p.name] = p;
+  ASSERT_TRUE(by_name.count("gpu"));
+  ASSERT_TRUE(by_name.count("urgent"));
+  EXPECT_TRUE(by_name["gpu"].is_default);
+  EXPECT_FALSE(by_name["urgent"].is_default);
+  EXPECT_EQ(by_name["urgent"].priority_tier, 10u);
+  EXPECT_EQ(by_name["gpu"].preempt_mode, skb::slurm::PreemptMode::kRequeue);
+  EXPECT_EQ(static_cast<int>(by_name["gpu"].nodes.size()), skb::testbed::TestbedNodeCount());
+  EXPECT_EQ(by_name["gpu"].nodes[0], "node1");
+  auto again = client_->LoadPartitions(parts->update_time);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->changed);
+}
+
+TEST_F(SlurmClientTest, LoadsJobsWithTheirRequestAndAnnotation) {
+  const uint32_t id = Submit({"--hold", "--gres=gpu:h100:2", "--partition=urgent", "--requeue",
+                              "--signal=B:USR1@90", "--job-name=skb-read", "--wrap", "sleep 1"});
+  ASSERT_NE(id, 0u);
+  RunCommand({"scontrol", "update", StrCat("jobid=", id),
+              "admincomment=ops k8s-bridge:preemptible=true,signal=10@90:B"}, seconds(30));
+  auto job = client_->LoadJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->job_id, id);
+  EXPECT_EQ(job->state, JobState::kPending);
+  EXPECT_TRUE(job->Held());
+  EXPECT_EQ(job->partition, "urgent");
+  EXPECT_EQ(job->user_id, getuid());
+  EXPECT_EQ(job->gpus_per_node, 2);
+  EXPECT_TRUE(job->requeue);
+  EXPECT_EQ(job->array_job_id, 0u);
+  EXPECT_THAT(job->state_reason, HasSubstr("Held"));
+  ASSERT_TRUE(job->signal.has_value());
+  EXPECT_EQ(*job->signal, (skb::slurm::SignalSpec{10, 90, true}));
+
+  const uint32_t array = Submit({"--hold", "--array=0-3", "--gres=gpu:1", "--wrap", "true"});
+  ASSERT_NE(array, 0u);
+  auto all = client_->LoadJobs(0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->changed);
+  bool saw_single = false, saw_array = false;
+  for (const auto& j : all->items) {
+    if (j.job_id == id) saw_single = true;
+    if (j.array_job_id == array) {
+      saw_array = true;
+      EXPECT_EQ(j.array_task_str, "0-3");
+    }
+  }
+  EXPECT_TRUE(saw_single);
+  EXPECT_TRUE(saw_array);
+  EXPECT_EQ(client_->LoadJob(999'999'999).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(SlurmClientTest, DrainAndResumeOwnDrainIdempotently) {
+  NodeRestorer restore{"node4"};
+  const std::string reason = "k8s-bridge: integration test drain";
+  auto drained = client_->DrainNode("node4", reason);
+  ASSERT_TRUE(drained.ok()) << drained.status();
+  EXPECT_EQ(*drained, WriteOutcome::kChanged);
+  auto n = client_->LoadNode("node4");
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE(n->drain);
+  EXPECT_EQ(n->reason, reason);
+  EXPECT_EQ(n->reason_uid, getuid());
+  EXPECT_GT(n->reason_time, 0);
+  EXPECT_TRUE(n->DrainedByBridge());
+  EXPECT_EQ(*client_->DrainNode("node4", reason), WriteOutcome::kUnchanged);
+
+  auto resumed = client_->ResumeNode("node4");
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(*resumed, WriteOutcome::kChanged);
+  EXPECT_FALSE(client_->LoadNode("node4")->drain);
+  EXPECT_EQ(*client_->ResumeNode("node4"), WriteOutcome::kUnchanged);
+
+  EXPECT_EQ(client_->DrainNode("node4", "no prefix").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->DrainNode("no-such-node", reason).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(SlurmClientTest, AdminDrainIsNeverResumedNorTakenOver) {
+  NodeRestorer restore{"node3"};
+  auto r = RunCommand({"scontrol", "update", "nodename=node3", "state=drain",
+                       "reason=admin: bad DIMM"}, seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto resumed = client_->ResumeNode("node3");
+  EXPECT_EQ(resumed.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(resumed.status().message(), HasSubstr("admin: bad DIMM"));
+  // The bridge's own drain leaves the admin's reason in place.
+  auto drained = client_->DrainNode("node3", "k8s-bridge: lent to ns/pod");
+  ASSERT_TRUE(drained.ok()) << drained.status();
+  EXPECT_EQ(*drained, WriteOutcome::kUnchanged);
+  auto n = client_->LoadNode("node3");
+  ASSERT_TRUE(n.ok());
+  EXPECT_TRUE(n->drain);
+  EXPECT_EQ(n->reason, "admin: bad DIMM");
+  EXPECT_EQ(client_->ResumeNode("node3").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(client_->LoadNode("node3")->drain);
+}
+
+TEST_F(SlurmClientTest, SetsActiveFeaturesAndVerifies) {
+  auto before = client_->LoadNode("node4");
+  ASSERT_TRUE(before.ok());
+  const std::string type = before->features.at(0);
+  struct Restore {
+    std::string type;
+    ~Restore() {
+      RunCommand({"scontrol", "update", "nodename=node4", "availablefeatures=" + type,
+                  "activefeatures=" + type}, seconds(30));
+    }
+  } restore{type};
+  auto r = RunCommand({"scontrol", "update", "nodename=node4",
+                       "availablefeatures=" + type + ",skbtest", "activefeatures=" + type},
+                      seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto set = client_->SetActiveFeatures("node4", {"skbtest", type});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(*set, WriteOutcome::kChanged);
+  EXPECT_THAT(client_->LoadNode("node4")->active_features, Contains("skbtest"));
+  EXPECT_EQ(*client_->SetActiveFeatures("node4", {type, "skbtest"}), WriteOutcome::kUnchanged);
+  auto back = client_->SetActiveFeatures("node4", {type});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, WriteOutcome::kChanged);
+  EXPECT_FALSE(client_->SetActiveFeatures("node4", {"not-available"}).ok());
+}
+
+TEST_F(SlurmClientTest, SignalsTheBatchStepOfARunningJob) {
+  char dir_template[] = "/tmp/skb-signal-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string marker = StrCat(dir_template, "/got-usr1");
+  const uint32_t id = Submit({"--gres=gpu:1", "--wrap",
+                              StrCat("trap 'touch ", marker, "' USR1; for i in $(seq 600); do "
+                                     "sleep 0.2; done")});
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(WaitState(id, JobState::kRunning)) << skb::testbed::JobState(std::to_string(id));
+  // The shell must have installed its trap; give it a moment after RUNNING.
+  std::this_thread::sleep_for(seconds(1));
+  Status s = client_->SignalJob(id, SIGUSR1, SignalScope::kBatchStep);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(WaitFor([&] { return access(marker.c_str(), F_OK) == 0; }, seconds(20)))
+      << "the batch script never saw SIGUSR1";
+  EXPECT_EQ(client_->LoadJob(id)->state, JobState::kRunning);  // a signal is not a kill
+
+  const uint32_t pending = Submit({"--hold", "--wrap", "true"});
+  EXPECT_EQ(client_->SignalJob(pending, SIGUSR1, SignalScope::kFullJob).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client_->SignalJob(999'999'999, SIGUSR1, SignalScope::kSteps).code(),
+            StatusCode::kNotFound);
+  Shell(StrCat("rm -rf ", dir_template));
+}
+
+TEST_F(SlurmClientTest, RequeuedRunningJobComesBackPendingThenRunsAgain) {
+  const uint32_t id = Submit({"--gres=gpu:h100:1", "--requeue", "--wrap", "sleep 600"});
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(WaitState(id, JobState::kRunning));
+  auto r = client_->RequeueJob(id, /*hold=*/false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, WriteOutcome::kChanged);
+  ASSERT_TRUE(WaitState(id, JobState::kPending, seconds(60)));
+  auto pending = client_->LoadJob(id);
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(pending->restart_count, 1u);
+  EXPECT_FALSE(pending->Held());
+  // Requeueing again while it waits is a no-op.
+  EXPECT_EQ(*client_->RequeueJob(id, false), WriteOutcome::kUnchanged);
+  // Slurm delays a requeued job's start (BeginTime, about two minutes); it must run again.
+  EXPECT_TRUE(WaitState(id, JobState::kRunning, seconds(200)))
+      << skb::testbed::JobState(std::to_string(id));
+}
+
+TEST_F(SlurmClientTest, RequeueHoldLeavesTheJobHeld) {
+  const uint32_t id = Submit({"--gres=gpu:1", "--wrap", "sleep 600"});
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(WaitState(id, JobState::kRunning));
+  auto r = client_->RequeueJob(id, /*hold=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(WaitState(id, JobState::kPending));
+  auto j = client_->LoadJob(id);
+  ASSERT_TRUE(j.ok());
+  EXPECT_TRUE(j->Held()) << j->state_reason;
+  EXPECT_EQ(*client_->RequeueJob(id, true), WriteOutcome::kUnchanged);
+
+  // A pending job asked for requeue-hold is simply held.
+  const uint32_t queued = Submit({"--begin=now+1hour", "--wrap", "true"});
+  ASSERT_NE(queued, 0u);
+  EXPECT_EQ(*client_->RequeueJob(queued, true), WriteOutcome::kChanged);
+  EXPECT_TRUE(client_->LoadJob(queued)->Held());
+}
+
+TEST_F(SlurmClientTest, SuspendResumeAndCancel) {
+  const uint32_t id = Submit({"--gres=gpu:1", "--wrap", "sleep 600"});
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(WaitState(id, JobState::kRunning));
+  auto s = client_->SuspendJob(id);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(*s, WriteOutcome::kChanged);
+  EXPECT_EQ(client_->LoadJob(id)->state, JobState::kSuspended);
+  EXPECT_EQ(*client_->SuspendJob(id), WriteOutcome::kUnchanged);
+  auto r = client_->ResumeJob(id);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, WriteOutcome::kChanged);
+  EXPECT_EQ(client_->LoadJob(id)->state, JobState::kRunning);
+  EXPECT_EQ(*client_->ResumeJob(id), WriteOutcome::kUnchanged);
+
+  auto c = client_->CancelJob(id);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(*c, WriteOutcome::kChanged);
+  EXPECT_TRUE(WaitFor([&] { return client_->LoadJob(id)->state == JobState::kCancelled; },
+                      seconds(30)));
+  EXPECT_EQ(*client_->CancelJob(id), WriteOutcome::kUnchanged);
+
+  const uint32_t pending = Submit({"--hold", "--wrap", "true"});
+  EXPECT_EQ(client_->SuspendJob(pending).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*client_->CancelJob(pending), WriteOutcome::kChanged);
+  EXPECT_EQ(client_->CancelJob(999'999'999).status().code(), StatusCode::kNotFound);
+}
+
+// Last in the file: restarts slurmctld.
+TEST_F(SlurmClientTest, SlurmctldDownIsUnavailableAndCallsRecoverAfterRestart) {
+  auto fast = std::make_unique<LibSlurmClient>(LibSlurmClient::Options{
+      .conf = std::getenv("SLURM_CONF"), .call_timeout = seconds(5)});
+  ASSERT_TRUE(fast->LoadNodes(0).ok());
+  auto stop = skb::testbed::Testbed("stop slurmctld");
+  ASSERT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+  struct Restart {
+    ~Restart() { skb::testbed::Testbed("start slurmctld"); }
+  } restart;
+  const auto start = std::chrono::steady_clock::now();
+  auto nodes = fast->LoadNodes(0);
+  EXPECT_EQ(nodes.status().code(), StatusCode::kUnavailable) << nodes.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(7)) << "call not time-bounded";
+  auto drain = fast->DrainNode("node1", "k8s-bridge: while down");
+  EXPECT_EQ(drain.status().code(), StatusCode::kUnavailable) << drain.status();
+
+  auto started = skb::testbed::Testbed("start slurmctld");
+  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+  EXPECT_TRUE(WaitFor([&] { return fast->LoadNodes(0).ok(); }, seconds(60), milliseconds(500)))
+      << "calls did not recover after slurmctld came back";
+  auto after = fast->LoadNodes(0);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(static_cast<int>(after->items.size()), skb::testbed::TestbedNodeCount());
+}
+
+}  // namespace
+}  // namespace skb::bridge::slurm
