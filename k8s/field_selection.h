@@ -1,0 +1,23 @@
+// Transform functions for informers (InformerOptions::transform): keep only the fields the
+// bridge reads through node_info.h / pod_info.h, so the cache holds a fraction of each
+// object. Safe because the bridge writes objects it does not own only through patches,
+// never by sending a cached (trimmed) object back.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace skb::k8s {
+
+// metadata (name, namespace, uid, resourceVersion, creation/deletionTimestamp, labels,
+// annotations except kubectl's last-applied-configuration, finalizers), spec
+// (unschedulable, taints), status (conditions without heartbeat times; capacity and
+// allocatable of cpu, memory, pods and extended resources such as nvidia.com/gpu). Anything
+// else, managedFields and images included, is dropped.
+nlohmann::json SelectNodeFields(nlohmann::json&& node);
+
+// metadata as for nodes plus ownerReferences; spec (nodeName, schedulerName, priority,
+// priorityClassName, terminationGracePeriodSeconds, containers and initContainers reduced to
+// name + resources); status (phase, conditions without probe times).
+nlohmann::json SelectPodFields(nlohmann::json&& pod);
+
+}  // namespace skb::k8s
