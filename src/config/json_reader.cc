@@ -189,15 +189,39 @@ JsonReader JsonReader::Object(std::string_view key) {
   return JsonReader(*v, PathOf(key));
 }
 
+bool JsonReader::ObjectList(std::string_view key,
+                            const std::function<void(JsonReader&)>& read_one) {
+  const nlohmann::json* v = Lookup(key);
+  if (v == nullptr) return false;
+  if (!v->is_array()) {
+    Fail(key, StrCat("expected a list of objects, got ", TypeName(*v)));
+    return true;
+  }
+  for (size_t i = 0; i < v->size() && status_.ok(); ++i) {
+    const nlohmann::json& item = (*v)[i];
+    std::string path = StrCat(PathOf(key), "[", i, "]");
+    if (!item.is_object()) {
+      status_ = InvalidArgumentError(
+          StrCat("config: key '", path, "': expected an object, got ", TypeName(item)));
+      break;
+    }
+    JsonReader sub(item, path);
+    read_one(sub);
+    Merge(sub.Finish());
+  }
+  return true;
+}
+
 Status JsonReader::Finish() {
-  if (!status_.ok()) return status_;
+  // An unknown key is reported first: a misspelt key is usually why a required value is
+  // missing, so it is the more useful message.
   for (const auto& [k, unused] : object_.items()) {
     if (known_.find(k) == known_.end()) {
       return InvalidArgumentError(
           StrCat("config: unknown key '", PathOf(k), "' (misspelt or not supported)"));
     }
   }
-  return OkStatus();
+  return status_;
 }
 
 }  // namespace skb::config

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -44,6 +45,10 @@ class JsonReader {
   void Enum(std::string_view key, std::string* out, const std::vector<std::string>& allowed);
   // Returns a reader for a nested object (an empty object when absent).
   JsonReader Object(std::string_view key);
+  // Reads a list of objects: calls `read_one` with a reader for each element (path
+  // "key[i]") and records the first error, including an element's unknown keys. Returns
+  // whether the key was present (absent: `read_one` is never called).
+  bool ObjectList(std::string_view key, const std::function<void(JsonReader&)>& read_one);
   // Records an error from a nested reader or a cross-field check.
   void Merge(const Status& status);
   void Fail(std::string_view key, std::string_view problem);

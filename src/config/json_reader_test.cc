@@ -67,6 +67,7 @@ TEST(JsonReader, OutOfRangeAndHugeUnsigned) {
   JsonReader r(j, "");
   int64_t a = 0, b = 0;
   r.Int("a", &a, 0, 10);
+  r.Int("b", &b, 0, 10);
   EXPECT_THAT(std::string(r.Finish().message()), HasSubstr("between 0 and 10, got 11"));
   JsonReader r2(j, "");
   r2.Int("b", &b, 0, 10);

@@ -1,0 +1,80 @@
+// Which Kubernetes signals make a GPU node unfit for Slurm work, and how the bridge shows
+// Slurm's own view of a node back in Kubernetes. Part of the bridge config ("health").
+//
+//   "health": {
+//     "conditions": [
+//       {"type": "Ready", "bad_status": ["False", "Unknown"], "grace": "60s", "severity": "down"},
+//       {"type": "GPUHealthy", "bad_status": ["False"]}
+//     ],
+//     "taints": [{"key": "nvidia.com/gpu.health", "value": "unhealthy"}],
+//     "cordon": "drain",
+//     "maintenance": {"condition": "MaintenanceRequested", "deadline": "1h"},
+//     "slurm_conditions": true
+//   }
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/config/json_reader.h"
+
+namespace skb::health {
+
+// What a firing signal does to the Slurm node.
+enum class Severity {
+  kDrain,    // no new jobs; running jobs finish
+  kDownNow,  // no new jobs and running jobs are requeued at once
+};
+
+std::string_view SeverityName(Severity s);
+
+// A node condition that is bad when its status is one of `bad_status` for at least `grace`
+// (measured from the condition's lastTransitionTime).
+struct ConditionRule {
+  std::string type;
+  std::vector<std::string> bad_status = {"False"};
+  std::chrono::milliseconds grace{0};
+  Severity severity = Severity::kDrain;
+};
+
+// A taint that is bad when present with this key (and value, if given; and one of
+// `effects`, if given).
+struct TaintRule {
+  std::string key;
+  std::optional<std::string> value;
+  std::vector<std::string> effects;
+  Severity severity = Severity::kDrain;
+};
+
+struct HealthConfig {
+  std::vector<ConditionRule> conditions = {
+      {"Ready", {"False", "Unknown"}, std::chrono::seconds(60), Severity::kDownNow},
+      {"GPUHealthy", {"False"}, std::chrono::milliseconds(0), Severity::kDrain},
+  };
+  std::vector<TaintRule> taints = {
+      {"nvidia.com/gpu.health", std::string("unhealthy"), {}, Severity::kDrain},
+  };
+  // A cordoned node (spec.unschedulable) is drained in Slurm; nullopt = ignore cordons.
+  std::optional<Severity> cordon = Severity::kDrain;
+  // The condition an admin or remediation controller sets to ask for maintenance; the
+  // node is drained, jobs get until `maintenance_deadline` (from the condition's
+  // lastTransitionTime) to finish, then are requeued.
+  std::string maintenance_condition = "MaintenanceRequested";
+  std::chrono::milliseconds maintenance_deadline = std::chrono::hours(1);
+  // Publish Slurm's view as the SlurmNodeHealthy and SlurmDrained node conditions.
+  bool slurm_conditions = true;
+};
+
+// Condition types the bridge itself writes: never accepted as health rules (a rule on them
+// would feed the bridge's own output back into its input).
+inline constexpr std::string_view kSlurmHealthyCondition = "SlurmNodeHealthy";
+inline constexpr std::string_view kSlurmDrainedCondition = "SlurmDrained";
+
+// Reads the "health" section. Absent keys keep the defaults above; a present "conditions"
+// or "taints" list replaces the default list.
+Status ReadHealthConfig(config::JsonReader reader, HealthConfig* out);
+
+}  // namespace skb::health

@@ -1,0 +1,261 @@
+#include "src/health/node_health.h"
+
+#include <algorithm>
+
+#include "src/base/strings.h"
+
+namespace skb::health {
+namespace {
+
+using inventory::K8sNode;
+using inventory::NodeCondition;
+using plan::Action;
+using plan::ActionKind;
+
+constexpr size_t kMaxConditionMessageBytes = 1024;
+
+// Replaces control characters with spaces and cuts `text` to `max` bytes on a UTF-8
+// boundary, marking the cut with "...".
+std::string Sanitize(std::string_view text, size_t max) {
+  std::string out;
+  out.reserve(std::min(text.size(), max));
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out.push_back(u < 0x20 || u == 0x7f ? ' ' : c);
+  }
+  if (out.size() <= max) return out;
+  size_t cut = max - 3;
+  // Back up to the start of a UTF-8 character (continuation bytes are 10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  out.resize(cut);
+  out += "...";
+  return out;
+}
+
+std::string ConditionDescription(const NodeCondition& c) {
+  std::string detail = !c.message.empty() ? c.message : c.reason;
+  if (detail.empty()) return StrCat(c.type, "=", c.status);
+  return StrCat(c.type, "=", c.status, ": ", detail);
+}
+
+bool Contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool IsHealthDrain(const slurm::NodeView& n) {
+  return n.drain && n.DrainedByBridge() && n.reason.rfind(plan::kLendReasonPrefix, 0) != 0;
+}
+
+bool JobHoldsNode(const slurm::JobView& j) {
+  return j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
+         j.completing;
+}
+
+void Earliest(std::optional<Clock::TimePoint>* at, Clock::TimePoint t) {
+  if (!*at || t < **at) *at = t;
+}
+
+std::string FormatDuration(Clock::Duration d) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (s < 120) return StrCat(s, "s");
+  if (s < 7200) return StrCat(s / 60, "m");
+  return StrCat(s / 3600, "h");
+}
+
+// Publishes Slurm's view as conditions; only emits an action when the condition differs.
+void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict& verdict,
+                         NodePlan* plan) {
+  const slurm::NodeView& s = *node.slurm;
+  const K8sNode& k = *node.k8s;
+  auto want = [&](plan::ConditionSpec spec, std::string_view event_reason,
+                  std::string event_message) {
+    spec.message = ConditionMessage(spec.message);
+    const NodeCondition* cur = k.FindCondition(spec.type);
+    if (cur != nullptr && cur->status == spec.status && cur->reason == spec.reason &&
+        cur->message == spec.message) {
+      return;
+    }
+    Action a;
+    a.kind = ActionKind::kSetNodeCondition;
+    a.node = node.name;
+    a.condition = std::move(spec);
+    a.event_reason = std::string(event_reason);
+    a.event_message = std::move(event_message);
+    plan->actions.push_back(std::move(a));
+  };
+
+  bool down = s.base_state == slurm::NodeBaseState::kDown;
+  if (s.not_responding || s.fail || down) {
+    std::string reason = s.not_responding ? "SlurmNodeNotResponding"
+                         : s.fail         ? "SlurmNodeFailed"
+                                          : "SlurmNodeDown";
+    std::string msg = s.reason.empty() ? StrCat("Slurm state ", s.StateString())
+                                       : StrCat("Slurm state ", s.StateString(), ": ", s.reason);
+    want({std::string(kSlurmHealthyCondition), "False", reason, msg}, reason,
+         StrCat("Slurm reports node ", node.name, " unhealthy: ", msg));
+  } else {
+    want({std::string(kSlurmHealthyCondition), "True", "SlurmNodeUp", "slurmd is responding"},
+         "SlurmNodeUp", StrCat("Slurm reports node ", node.name, " healthy again"));
+  }
+
+  if (s.drain) {
+    bool jobs_running = std::any_of(node.jobs.begin(), node.jobs.end(), JobHoldsNode);
+    std::string reason = verdict.maintenance && !jobs_running ? "ReadyForMaintenance"
+                         : s.DrainedByBridge()                 ? "DrainedByBridge"
+                                                               : "DrainedByAdmin";
+    std::string msg = s.reason;
+    if (!s.DrainedByBridge() && s.reason_uid != 0) StrAppend(&msg, " (uid ", s.reason_uid, ")");
+    want({std::string(kSlurmDrainedCondition), "True", reason, msg}, reason,
+         StrCat("Slurm node ", node.name, " drained: ", msg));
+  } else {
+    want({std::string(kSlurmDrainedCondition), "False", "NotDrained", ""}, "SlurmNodeNotDrained",
+         StrCat("Slurm node ", node.name, " accepts jobs"));
+  }
+}
+
+}  // namespace
+
+std::string SlurmReason(std::string_view text) {
+  return Sanitize(StrCat(plan::kReasonPrefix, text), kMaxReasonBytes);
+}
+
+std::string ConditionMessage(std::string_view text) {
+  return Sanitize(text, kMaxConditionMessageBytes);
+}
+
+HealthVerdict AssessHealth(const K8sNode& node, const HealthConfig& cfg, Clock::TimePoint now) {
+  HealthVerdict v;
+  for (const ConditionRule& rule : cfg.conditions) {
+    const NodeCondition* c = node.FindCondition(rule.type);
+    if (c == nullptr || !Contains(rule.bad_status, c->status)) continue;
+    Signal sig{StrCat("condition ", rule.type), ConditionDescription(*c), rule.severity,
+               std::nullopt};
+    if (rule.grace.count() > 0) {
+      sig.fires_at = c->last_transition + rule.grace;
+      if (*sig.fires_at > now) {
+        v.pending.push_back(std::move(sig));
+        continue;
+      }
+    }
+    v.firing.push_back(std::move(sig));
+  }
+  for (const TaintRule& rule : cfg.taints) {
+    for (const auto& t : node.taints) {
+      if (t.key != rule.key) continue;
+      if (rule.value && t.value != *rule.value) continue;
+      if (!rule.effects.empty() && !Contains(rule.effects, t.effect)) continue;
+      std::string desc = StrCat("taint ", t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+      v.firing.push_back({StrCat("taint ", rule.key), desc, rule.severity, std::nullopt});
+      break;
+    }
+  }
+  if (cfg.cordon && node.unschedulable) {
+    v.firing.push_back({"cordon", "cordoned (spec.unschedulable)", *cfg.cordon, std::nullopt});
+  }
+  if (const NodeCondition* m = node.FindCondition(cfg.maintenance_condition);
+      m != nullptr && m->status == "True") {
+    v.maintenance = true;
+    v.maintenance_since = m->last_transition;
+    v.firing.push_back({StrCat("condition ", m->type), ConditionDescription(*m),
+                        Severity::kDrain, std::nullopt});
+  }
+  std::stable_sort(v.firing.begin(), v.firing.end(), [](const Signal& a, const Signal& b) {
+    return a.severity == Severity::kDownNow && b.severity != Severity::kDownNow;
+  });
+  return v;
+}
+
+NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& cfg,
+                        Clock::TimePoint now) {
+  NodePlan plan;
+  if (!node.k8s) {
+    plan.explanation.push_back("not a Kubernetes node (or not selected): nothing to do");
+    return plan;
+  }
+  if (!node.slurm) {
+    plan.explanation.push_back("Slurm has no node of this name: nothing to do");
+    return plan;
+  }
+  const slurm::NodeView& s = *node.slurm;
+  HealthVerdict verdict = AssessHealth(*node.k8s, cfg, now);
+  for (const Signal& sig : verdict.firing) {
+    plan.explanation.push_back(StrCat("signal ", sig.description, " (rule ", sig.rule,
+                                      ", severity ", SeverityName(sig.severity), ")"));
+  }
+  for (const Signal& sig : verdict.pending) {
+    plan.explanation.push_back(StrCat("signal ", sig.description, " within grace; fires in ",
+                                      FormatDuration(*sig.fires_at - now)));
+    Earliest(&plan.recheck_at, *sig.fires_at);
+  }
+
+  const bool lent = s.drain && s.DrainedByBridge() && !IsHealthDrain(s);
+  if (!verdict.firing.empty()) {
+    const Signal& top = verdict.firing.front();
+    std::string text = top.description;
+    if (verdict.firing.size() > 1) StrAppend(&text, " (+", verdict.firing.size() - 1, " more)");
+    std::string reason = SlurmReason(text);
+    if (s.drain && !s.DrainedByBridge()) {
+      plan.explanation.push_back(StrCat("Slurm drain by an admin is in place ('", s.reason,
+                                        "'): left as it is"));
+    } else if (lent) {
+      plan.explanation.push_back(StrCat("node is lent to Kubernetes ('", s.reason,
+                                        "'): its drain stays"));
+    } else if (!s.drain || s.reason != reason) {
+      Action a;
+      a.kind = ActionKind::kDrainSlurmNode;
+      a.node = node.name;
+      a.slurm_reason = reason;
+      a.event_reason = "SlurmNodeDrained";
+      a.event_message = StrCat("Drained Slurm node ", node.name, ": ", text);
+      plan.actions.push_back(std::move(a));
+    }
+    // Work that must leave now: a down-severity signal, or maintenance past its deadline.
+    std::vector<uint32_t> evict;
+    bool down_now = top.severity == Severity::kDownNow;
+    bool deadline_passed = false;
+    if (verdict.maintenance) {
+      Clock::TimePoint deadline = verdict.maintenance_since + cfg.maintenance_deadline;
+      deadline_passed = now >= deadline;
+      if (!deadline_passed) Earliest(&plan.recheck_at, deadline);
+    }
+    if (down_now || deadline_passed) {
+      for (const slurm::JobView& j : node.jobs) {
+        if (!JobHoldsNode(j) || j.completing) continue;
+        if (!j.requeue) {
+          plan.explanation.push_back(StrCat("job ", j.job_id,
+                                            " cannot be requeued (--no-requeue): left to finish"));
+          continue;
+        }
+        evict.push_back(j.job_id);
+      }
+    }
+    if (!evict.empty()) {
+      Action a;
+      a.kind = ActionKind::kRequeueSlurmJobs;
+      a.node = node.name;
+      a.job_ids = evict;
+      a.event_reason = down_now ? "SlurmJobsRequeued" : "MaintenanceDeadlinePassed";
+      a.event_message = StrCat("Requeued ", evict.size(), " Slurm job(s) on ", node.name, ": ",
+                               down_now ? text : "maintenance deadline passed");
+      plan.actions.push_back(std::move(a));
+    }
+  } else if (IsHealthDrain(s)) {
+    Action a;
+    a.kind = ActionKind::kResumeSlurmNode;
+    a.node = node.name;
+    a.expected_reason = s.reason;
+    a.event_reason = "SlurmNodeResumed";
+    a.event_message = StrCat("Resumed Slurm node ", node.name, ": the signal cleared ('",
+                             s.reason, "')");
+    plan.actions.push_back(std::move(a));
+  } else if (s.drain && !s.DrainedByBridge()) {
+    plan.explanation.push_back(
+        StrCat("Slurm drain by an admin ('", s.reason, "'): never resumed by the bridge"));
+  }
+
+  if (cfg.slurm_conditions) PlanSlurmConditions(node, verdict, &plan);
+  if (plan.explanation.empty()) plan.explanation.push_back("healthy: no signal");
+  return plan;
+}
+
+}  // namespace skb::health

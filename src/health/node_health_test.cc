@@ -1,0 +1,380 @@
+#include "src/health/node_health.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "src/base/strings.h"
+
+namespace skb::health {
+namespace {
+
+using inventory::K8sNode;
+using inventory::ManagedNode;
+using inventory::NodeCondition;
+using plan::Action;
+using plan::ActionKind;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+const Clock::TimePoint kNow = Clock::TimePoint{} + hours(24 * 365 * 50);
+
+NodeCondition Cond(std::string type, std::string status, std::string reason = "",
+                   std::string message = "", Clock::TimePoint since = kNow - hours(1)) {
+  return {std::move(type), std::move(status), std::move(reason), std::move(message), since};
+}
+
+// A healthy, idle node whose Slurm conditions are already published.
+ManagedNode Healthy(std::string name = "node1") {
+  ManagedNode n;
+  n.name = name;
+  K8sNode k;
+  k.name = name;
+  k.conditions = {Cond("Ready", "True", "KubeletReady"),
+                  Cond("SlurmNodeHealthy", "True", "SlurmNodeUp", "slurmd is responding"),
+                  Cond("SlurmDrained", "False", "NotDrained", "")};
+  k.gpu_capacity = k.gpu_allocatable = 8;
+  n.k8s = k;
+  slurm::NodeView s;
+  s.name = name;
+  s.base_state = slurm::NodeBaseState::kIdle;
+  n.slurm = s;
+  return n;
+}
+
+void SetCondition(ManagedNode* n, NodeCondition c) {
+  for (auto& cur : n->k8s->conditions) {
+    if (cur.type == c.type) {
+      cur = std::move(c);
+      return;
+    }
+  }
+  n->k8s->conditions.push_back(std::move(c));
+}
+
+void DrainedBy(ManagedNode* n, std::string reason, uint32_t uid = 0) {
+  n->slurm->drain = true;
+  n->slurm->reason = std::move(reason);
+  n->slurm->reason_uid = uid;
+}
+
+slurm::JobView RunningJob(uint32_t id, bool requeue = true) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.state = slurm::JobState::kRunning;
+  j.requeue = requeue;
+  j.gpus_per_node = 8;
+  return j;
+}
+
+// What the executor would do, applied to the model: used to check that planning again
+// after carrying out a plan asks for nothing more.
+void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
+  switch (a.kind) {
+    case ActionKind::kDrainSlurmNode:
+      n->slurm->drain = true;
+      n->slurm->reason = a.slurm_reason;
+      n->slurm->reason_uid = 0;
+      break;
+    case ActionKind::kResumeSlurmNode:
+      ASSERT_EQ(n->slurm->reason, a.expected_reason);
+      n->slurm->drain = false;
+      n->slurm->reason.clear();
+      break;
+    case ActionKind::kRequeueSlurmJobs:
+      std::erase_if(n->jobs, [&](const slurm::JobView& j) {
+        return std::find(a.job_ids.begin(), a.job_ids.end(), j.job_id) != a.job_ids.end();
+      });
+      break;
+    case ActionKind::kSetNodeCondition:
+      SetCondition(n, {a.condition.type, a.condition.status, a.condition.reason,
+                       a.condition.message, now});
+      break;
+  }
+}
+
+std::vector<ActionKind> Kinds(const NodePlan& p) {
+  std::vector<ActionKind> k;
+  for (const auto& a : p.actions) k.push_back(a.kind);
+  return k;
+}
+
+const Action* Find(const NodePlan& p, ActionKind kind) {
+  for (const auto& a : p.actions) {
+    if (a.kind == kind) return &a;
+  }
+  return nullptr;
+}
+
+std::string Dump(const NodePlan& p) {
+  std::string s;
+  for (const auto& a : p.actions) StrAppend(&s, "\n  ", plan::ToString(a));
+  for (const auto& e : p.explanation) StrAppend(&s, "\n  # ", e);
+  return s;
+}
+
+struct Case {
+  std::string name;
+  std::function<void(ManagedNode*, HealthConfig*)> setup;
+  std::vector<ActionKind> want;
+  std::string want_reason;  // drain reason, condition reason or expected resume reason
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class PlanTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanTable, PlansAndThenConverges) {
+  const Case& c = GetParam();
+  ManagedNode n = Healthy();
+  HealthConfig cfg;
+  c.setup(&n, &cfg);
+  NodePlan p = PlanNodeHealth(n, cfg, kNow);
+  EXPECT_EQ(Kinds(p), c.want) << Dump(p);
+  if (!c.want_reason.empty()) {
+    ASSERT_FALSE(p.actions.empty()) << Dump(p);
+    const Action& a = p.actions.front();
+    std::string got = a.kind == ActionKind::kDrainSlurmNode    ? a.slurm_reason
+                      : a.kind == ActionKind::kResumeSlurmNode ? a.expected_reason
+                                                               : a.condition.reason;
+    EXPECT_EQ(got, c.want_reason) << Dump(p);
+  }
+  for (const auto& a : p.actions) {
+    EXPECT_EQ(a.node, "node1");
+    EXPECT_FALSE(a.event_reason.empty()) << plan::ToString(a);
+    EXPECT_FALSE(a.event_message.empty()) << plan::ToString(a);
+  }
+  // Idempotence: the same input plans the same; carried out, the plan converges within
+  // two rounds (a drain is published as a condition once Slurm reports it) and then asks
+  // for nothing more.
+  EXPECT_EQ(PlanNodeHealth(n, cfg, kNow).actions, p.actions);
+  NodePlan again = p;
+  for (int round = 0; round < 2 && !again.actions.empty(); ++round) {
+    for (const auto& a : again.actions) Apply(a, &n, kNow);
+    again = PlanNodeHealth(n, cfg, kNow);
+  }
+  EXPECT_TRUE(again.actions.empty()) << "still planning after two rounds:" << Dump(again);
+  // A drain never undoes itself in the next round, and nothing resumes an admin's drain.
+  for (const auto& a : again.actions) EXPECT_NE(a.kind, ActionKind::kResumeSlurmNode);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Health, PlanTable,
+    ::testing::Values(
+        Case{"HealthyNodeNeedsNothing", [](ManagedNode*, HealthConfig*) {}, {}, ""},
+        Case{"PublishesMissingSlurmConditions",
+             [](ManagedNode* n, HealthConfig*) { n->k8s->conditions.resize(1); },
+             {ActionKind::kSetNodeCondition, ActionKind::kSetNodeCondition},
+             "SlurmNodeUp"},
+        Case{"GpuUnhealthyDrainsWithReadableReason",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 79 on GPU 3"));
+             },
+             {ActionKind::kDrainSlurmNode},
+             "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"},
+        Case{"AlreadyDrainedByBridgeOnlyUpdatesCondition",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 79 on GPU 3"));
+               DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+             },
+             {ActionKind::kSetNodeCondition},
+             "DrainedByBridge"},
+        Case{"ChangedSignalRewordsTheBridgesDrain",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 48 on GPU 1"));
+               DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+             },
+             {ActionKind::kDrainSlurmNode, ActionKind::kSetNodeCondition},
+             "k8s-bridge: GPUHealthy=False: XID 48 on GPU 1"},
+        Case{"ClearedSignalResumesTheBridgesDrain",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("GPUHealthy", "True"));
+               DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+             },
+             {ActionKind::kResumeSlurmNode, ActionKind::kSetNodeCondition},
+             "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"},
+        Case{"AdminDrainIsNeverResumed",
+             [](ManagedNode* n, HealthConfig*) { DrainedBy(n, "bad DIMM, ticket 4711", 1000); },
+             {ActionKind::kSetNodeCondition},
+             "DrainedByAdmin"},
+        Case{"AdminDrainIsNotOverwrittenBySignal",
+             [](ManagedNode* n, HealthConfig*) {
+               DrainedBy(n, "bad DIMM", 1000);
+               SetCondition(n, Cond("GPUHealthy", "False", "", "XID 79"));
+             },
+             {ActionKind::kSetNodeCondition},
+             "DrainedByAdmin"},
+        Case{"LendingDrainIsNotTheHealthPlannersToResume",
+             [](ManagedNode* n, HealthConfig*) {
+               DrainedBy(n, "k8s-bridge: lent to inference/llm-0");
+             },
+             {ActionKind::kSetNodeCondition},
+             "DrainedByBridge"},
+        Case{"NotReadyWithinGraceWaits",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("Ready", "False", "KubeletNotReady", "", kNow - seconds(10)));
+             },
+             {}, ""},
+        Case{"NotReadyPastGraceDrainsAndRequeuesRequeueableJobs",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("Ready", "Unknown", "NodeStatusUnknown",
+                                    "Kubelet stopped posting node status.", kNow - minutes(2)));
+               n->jobs = {RunningJob(11), RunningJob(12, /*requeue=*/false)};
+             },
+             {ActionKind::kDrainSlurmNode, ActionKind::kRequeueSlurmJobs},
+             "k8s-bridge: Ready=Unknown: Kubelet stopped posting node status."},
+        Case{"TaintWithMatchingValueDrains",
+             [](ManagedNode* n, HealthConfig*) {
+               n->k8s->taints = {{"nvidia.com/gpu.health", "unhealthy", "NoSchedule"}};
+             },
+             {ActionKind::kDrainSlurmNode},
+             "k8s-bridge: taint nvidia.com/gpu.health=unhealthy:NoSchedule"},
+        Case{"TaintWithOtherValueIsIgnored",
+             [](ManagedNode* n, HealthConfig*) {
+               n->k8s->taints = {{"nvidia.com/gpu.health", "healthy", "NoSchedule"}};
+             },
+             {}, ""},
+        Case{"CordonDrains",
+             [](ManagedNode* n, HealthConfig*) { n->k8s->unschedulable = true; },
+             {ActionKind::kDrainSlurmNode},
+             "k8s-bridge: cordoned (spec.unschedulable)"},
+        Case{"CordonIgnoredByConfig",
+             [](ManagedNode* n, HealthConfig* c) {
+               n->k8s->unschedulable = true;
+               c->cordon.reset();
+             },
+             {}, ""},
+        Case{"CustomConditionRuleDownNow",
+             [](ManagedNode* n, HealthConfig* c) {
+               c->conditions.push_back({"KernelDeadlock", {"True"}, {}, Severity::kDownNow});
+               SetCondition(n, Cond("KernelDeadlock", "True", "DockerHung", "task hung"));
+               n->jobs = {RunningJob(21)};
+             },
+             {ActionKind::kDrainSlurmNode, ActionKind::kRequeueSlurmJobs},
+             "k8s-bridge: KernelDeadlock=True: task hung"},
+        Case{"MostSevereSignalNamesTheDrain",
+             [](ManagedNode* n, HealthConfig* c) {
+               c->conditions.push_back({"KernelDeadlock", {"True"}, {}, Severity::kDownNow});
+               SetCondition(n, Cond("GPUHealthy", "False", "", "XID 79"));
+               SetCondition(n, Cond("KernelDeadlock", "True", "", "task hung"));
+             },
+             {ActionKind::kDrainSlurmNode},
+             "k8s-bridge: KernelDeadlock=True: task hung (+1 more)"},
+        Case{"MaintenanceDrainsAndWaitsForJobs",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade", "",
+                                    kNow - minutes(5)));
+               n->jobs = {RunningJob(31)};
+             },
+             {ActionKind::kDrainSlurmNode},
+             "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade"},
+        Case{"MaintenancePastDeadlineRequeues",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade", "",
+                                    kNow - hours(2)));
+               DrainedBy(n, "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade");
+               n->jobs = {RunningJob(31)};
+             },
+             {ActionKind::kRequeueSlurmJobs, ActionKind::kSetNodeCondition},
+             ""},
+        Case{"MaintenanceWithoutJobsIsReady",
+             [](ManagedNode* n, HealthConfig*) {
+               SetCondition(n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade"));
+               DrainedBy(n, "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade");
+             },
+             {ActionKind::kSetNodeCondition},
+             "ReadyForMaintenance"},
+        Case{"SlurmDownShowsInKubernetes",
+             [](ManagedNode* n, HealthConfig*) {
+               n->slurm->base_state = slurm::NodeBaseState::kDown;
+               n->slurm->not_responding = true;
+               n->slurm->reason = "Not responding";
+             },
+             {ActionKind::kSetNodeCondition},
+             "SlurmNodeNotResponding"},
+        Case{"SlurmConditionsCanBeTurnedOff",
+             [](ManagedNode* n, HealthConfig* c) {
+               n->k8s->conditions.resize(1);
+               c->slurm_conditions = false;
+             },
+             {}, ""}),
+    [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
+
+TEST(PlanNodeHealth, PendingSignalAsksForARecheckWhenGraceEnds) {
+  ManagedNode n = Healthy();
+  SetCondition(&n, Cond("Ready", "False", "", "", kNow - seconds(10)));
+  NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
+  ASSERT_TRUE(p.recheck_at.has_value());
+  EXPECT_EQ(*p.recheck_at, kNow + seconds(50));
+  EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("within grace; fires in 50s")));
+  // At the recheck the signal fires.
+  NodePlan later = PlanNodeHealth(n, HealthConfig{}, *p.recheck_at);
+  EXPECT_THAT(Kinds(later), ElementsAre(ActionKind::kDrainSlurmNode));
+}
+
+TEST(PlanNodeHealth, MaintenanceDeadlineIsTheRecheck) {
+  ManagedNode n = Healthy();
+  SetCondition(&n, Cond("MaintenanceRequested", "True", "Reboot", "", kNow - minutes(10)));
+  n.jobs = {RunningJob(5)};
+  NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
+  ASSERT_TRUE(p.recheck_at.has_value());
+  EXPECT_EQ(*p.recheck_at, kNow + minutes(50));
+}
+
+TEST(PlanNodeHealth, NonRequeueableJobsAreExplained) {
+  ManagedNode n = Healthy();
+  SetCondition(&n, Cond("Ready", "False", "", "", kNow - hours(1)));
+  n.jobs = {RunningJob(12, /*requeue=*/false)};
+  NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
+  EXPECT_EQ(Find(p, ActionKind::kRequeueSlurmJobs), nullptr);
+  EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("job 12 cannot be requeued")));
+}
+
+TEST(PlanNodeHealth, OneSidedNodesAreLeftAlone) {
+  ManagedNode only_k8s = Healthy();
+  only_k8s.slurm.reset();
+  SetCondition(&only_k8s, Cond("GPUHealthy", "False"));
+  EXPECT_TRUE(PlanNodeHealth(only_k8s, HealthConfig{}, kNow).actions.empty());
+  ManagedNode only_slurm = Healthy();
+  only_slurm.k8s.reset();
+  EXPECT_TRUE(PlanNodeHealth(only_slurm, HealthConfig{}, kNow).actions.empty());
+  EXPECT_THAT(PlanNodeHealth(only_slurm, HealthConfig{}, kNow).explanation,
+              ElementsAre(HasSubstr("not a Kubernetes node")));
+}
+
+TEST(PlanNodeHealth, AdminDrainMessageNamesTheUser) {
+  ManagedNode n = Healthy();
+  DrainedBy(&n, "bad DIMM", 1234);
+  NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
+  const Action* a = Find(p, ActionKind::kSetNodeCondition);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->condition.message, "bad DIMM (uid 1234)");
+}
+
+TEST(SlurmReason, SanitizesAndLimits) {
+  EXPECT_EQ(SlurmReason("GPUHealthy=False: a\nb\tc"), "k8s-bridge: GPUHealthy=False: a b c");
+  std::string huge;
+  for (int i = 0; i < 200; ++i) huge += "é";  // 2 bytes each
+  std::string r = SlurmReason(huge);
+  EXPECT_LE(r.size(), kMaxReasonBytes);
+  EXPECT_TRUE(r.ends_with("...")) << r;
+  // The cut never splits a character: everything before "..." is whole "é"s.
+  std::string body = r.substr(12, r.size() - 15);
+  EXPECT_EQ(body.size() % 2, 0u);
+  EXPECT_EQ(ConditionMessage(std::string(5000, 'x')).size(), 1024u);
+  EXPECT_EQ(SlurmReason(""), "k8s-bridge: ");
+}
+
+TEST(AssessHealth, EmptyOrHugeConditionMessages) {
+  K8sNode k;
+  k.conditions = {Cond("GPUHealthy", "False", "", ""),
+                  Cond("SomethingElse", "False", "", std::string(100000, 'm'))};
+  HealthVerdict v = AssessHealth(k, HealthConfig{}, kNow);
+  ASSERT_EQ(v.firing.size(), 1u);
+  EXPECT_EQ(v.firing[0].description, "GPUHealthy=False");
+}
+
+}  // namespace
+}  // namespace skb::health
