@@ -1,0 +1,81 @@
+#include "src/inventory/inventory.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace skb::inventory {
+
+std::string NodeNameMap::SlurmName(std::string_view k8s_name) const {
+  if (auto it = explicit_names.find(k8s_name); it != explicit_names.end()) return it->second;
+  if (!strip_suffix.empty() && k8s_name.size() > strip_suffix.size() &&
+      k8s_name.ends_with(strip_suffix)) {
+    return std::string(k8s_name.substr(0, k8s_name.size() - strip_suffix.size()));
+  }
+  return std::string(k8s_name);
+}
+
+Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes,
+                           std::vector<slurm::NodeView> slurm_nodes,
+                           const std::vector<slurm::JobView>& jobs, std::vector<GpuPod> pods,
+                           const NodeNameMap& names) {
+  Inventory inv;
+  inv.nodes_.reserve(std::max(k8s_nodes.size(), slurm_nodes.size()));
+  std::unordered_map<std::string, size_t> index;  // node name (Slurm's) -> position
+  index.reserve(inv.nodes_.capacity() * 2);
+  // Pod spec.nodeName is the Kubernetes name; remember how it maps.
+  std::unordered_map<std::string, size_t> by_k8s_name;
+  by_k8s_name.reserve(k8s_nodes.size() * 2);
+
+  auto slot = [&](const std::string& name) -> ManagedNode& {
+    auto [it, inserted] = index.try_emplace(name, inv.nodes_.size());
+    if (inserted) {
+      inv.nodes_.emplace_back();
+      inv.nodes_.back().name = name;
+    }
+    return inv.nodes_[it->second];
+  };
+  for (K8sNode& k : k8s_nodes) {
+    std::string name = names.SlurmName(k.name);
+    std::string k8s_name = k.name;
+    ManagedNode& m = slot(name);
+    m.k8s = std::move(k);
+    by_k8s_name.emplace(std::move(k8s_name), index[name]);
+  }
+  for (slurm::NodeView& s : slurm_nodes) {
+    std::string name = s.name;
+    slot(name).slurm = std::move(s);
+  }
+  for (const slurm::JobView& j : jobs) {
+    bool holds = j.state == slurm::JobState::kRunning ||
+                 j.state == slurm::JobState::kSuspended || j.completing;
+    if (!holds) continue;
+    for (const std::string& n : j.nodes) {
+      if (auto it = index.find(n); it != index.end()) inv.nodes_[it->second].jobs.push_back(j);
+    }
+  }
+  for (GpuPod& p : pods) {
+    if (p.node_name.empty()) continue;
+    if (auto it = by_k8s_name.find(p.node_name); it != by_k8s_name.end()) {
+      inv.nodes_[it->second].pods.push_back(std::move(p));
+    }
+  }
+  std::sort(inv.nodes_.begin(), inv.nodes_.end(),
+            [](const ManagedNode& a, const ManagedNode& b) { return a.name < b.name; });
+  return inv;
+}
+
+const ManagedNode* Inventory::Find(std::string_view name) const {
+  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), name,
+                             [](const ManagedNode& n, std::string_view v) { return n.name < v; });
+  return it != nodes_.end() && it->name == name ? &*it : nullptr;
+}
+
+int64_t Inventory::TotalGpus() const {
+  int64_t total = 0;
+  for (const ManagedNode& n : nodes_) {
+    if (n.k8s && n.slurm) total += n.k8s->gpu_capacity;
+  }
+  return total;
+}
+
+}  // namespace skb::inventory
