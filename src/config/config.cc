@@ -87,6 +87,8 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(ReadSlurm(root.Object("slurm"), &cfg.slurm));
   root.Merge(ReadServer(root.Object("server"), &cfg.server));
   root.Merge(ReadAdmission(root.Object("admission"), &cfg.admission));
+  root.Merge(health::ReadHealthConfig(root.Object("health"), &cfg.health));
+  root.Merge(plan::ReadFeaturesConfig(root.Object("features"), &cfg.features));
   RETURN_IF_ERROR(root.Finish());
   return cfg;
 }

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/health/health_config.h"
+#include "src/plan/features.h"
 
 namespace skb::config {
 
@@ -70,6 +72,8 @@ struct Config {
   SlurmConfig slurm;
   ServerConfig server;
   AdmissionConfig admission;
+  health::HealthConfig health;
+  plan::FeaturesConfig features = plan::FeaturesConfig::Defaults();
 };
 
 // Parses and validates a JSON configuration document. An empty document ("{}") yields all

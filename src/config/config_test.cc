@@ -76,6 +76,22 @@ TEST(ParseConfig, AdmissionAndClientUser) {
               HasSubstr("admission.preemptible_qos"));
 }
 
+TEST(ParseConfig, HealthAndFeaturesSections) {
+  auto cfg = ParseConfig(R"({
+    "health": {"conditions": [{"type": "GPUHealthy"}], "cordon": "ignore"},
+    "features": {"labels": [{"label": "topology.kubernetes.io/zone", "prefix": "zone_"}]}
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->health.conditions.size(), 1u);
+  EXPECT_FALSE(cfg->health.cordon.has_value());
+  EXPECT_EQ(cfg->features.labels.size(), 1u);
+  auto defaults = ParseConfig("{}");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->health.conditions.size(), 2u);
+  EXPECT_EQ(defaults->features.labels.size(), 3u);
+  EXPECT_THAT(ErrorOf(R"({"health": {"cordon": "maybe"}})"), HasSubstr("'health.cordon'"));
+}
+
 TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));

@@ -212,6 +212,20 @@ bool JsonReader::ObjectList(std::string_view key,
   return true;
 }
 
+Status JsonReader::StringMap(std::map<std::string, std::string>* out) {
+  std::map<std::string, std::string> result;
+  for (const auto& [k, v] : object_.items()) {
+    known_.insert(k);
+    if (!v.is_string()) {
+      Fail(k, StrCat("expected a string, got ", TypeName(v)));
+      break;
+    }
+    result.emplace(k, v.get<std::string>());
+  }
+  if (status_.ok()) *out = std::move(result);
+  return Finish();
+}
+
 Status JsonReader::Finish() {
   // An unknown key is reported first: a misspelt key is usually why a required value is
   // missing, so it is the more useful message.

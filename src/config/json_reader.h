@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -49,6 +50,9 @@ class JsonReader {
   // "key[i]") and records the first error, including an element's unknown keys. Returns
   // whether the key was present (absent: `read_one` is never called).
   bool ObjectList(std::string_view key, const std::function<void(JsonReader&)>& read_one);
+  // Reads this whole object as a free-form map of strings (every key is accepted) and
+  // returns Finish(). For maps whose keys are data, not option names.
+  Status StringMap(std::map<std::string, std::string>* out);
   // Records an error from a nested reader or a cross-field check.
   void Merge(const Status& status);
   void Fail(std::string_view key, std::string_view problem);

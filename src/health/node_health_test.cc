@@ -92,6 +92,9 @@ void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
       SetCondition(n, {a.condition.type, a.condition.status, a.condition.reason,
                        a.condition.message, now});
       break;
+    case ActionKind::kSetSlurmFeatures:
+      n->slurm->features = n->slurm->active_features = a.features;
+      break;
   }
 }
 

@@ -10,6 +10,7 @@ std::string_view ActionKindName(ActionKind k) {
     case ActionKind::kResumeSlurmNode: return "ResumeSlurmNode";
     case ActionKind::kRequeueSlurmJobs: return "RequeueSlurmJobs";
     case ActionKind::kSetNodeCondition: return "SetNodeCondition";
+    case ActionKind::kSetSlurmFeatures: return "SetSlurmFeatures";
   }
   return "Unknown";
 }
@@ -30,6 +31,10 @@ std::string ToString(const Action& a) {
     case ActionKind::kSetNodeCondition:
       StrAppend(&s, " ", a.condition.type, "=", a.condition.status, " reason=",
                 a.condition.reason, " message='", a.condition.message, "'");
+      break;
+    case ActionKind::kSetSlurmFeatures:
+      StrAppend(&s, " features=");
+      for (size_t i = 0; i < a.features.size(); ++i) StrAppend(&s, i ? "," : "", a.features[i]);
       break;
   }
   return s;

@@ -21,6 +21,7 @@ enum class ActionKind {
   kResumeSlurmNode,   // resume, only if the drain reason is still `expected_reason`
   kRequeueSlurmJobs,  // requeue `job_ids` (running work that must leave the node now)
   kSetNodeCondition,  // set `condition` on the Kubernetes node (status subresource)
+  kSetSlurmFeatures,  // set the Slurm node's available and active features to `features`
 };
 
 std::string_view ActionKindName(ActionKind k);
@@ -40,6 +41,7 @@ struct Action {
   std::string expected_reason;  // kResumeSlurmNode
   std::vector<uint32_t> job_ids;  // kRequeueSlurmJobs
   ConditionSpec condition;        // kSetNodeCondition
+  std::vector<std::string> features;  // kSetSlurmFeatures
   std::string event_reason;       // CamelCase reason of the Event recording this action
   std::string event_message;      // what a human reads in `kubectl describe node`
 
