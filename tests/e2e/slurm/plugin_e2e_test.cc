@@ -1,0 +1,216 @@
+// job_submit/k8s_bridge loaded in the testbed's real slurmctld, against a daemon each test
+// starts and stops itself (the testbed's own `bridge` component is not used).
+//
+// Each test points the plugin at its private daemon socket by rewriting the plugin's
+// config file (k8s_bridge.conf next to slurm.conf, re-read by the plugin) and restores
+// the original afterwards. slurmctld must have loaded this build's plugin:
+// `scripts/testbed restart slurmctld` after building.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "src/base/strings.h"
+#include "tests/integration/slurm/slurm_test_util.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb::testbed {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PluginE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TestbedDir();
+    ASSERT_TRUE(dir.ok()) << dir.status().message();
+    testbed_ = *dir;
+    plugin_conf_ = testbed_ + "/slurm/k8s_bridge.conf";
+    ctld_log_ = testbed_ + "/logs/slurmctld.log";
+    original_conf_ = ReadAll(plugin_conf_);
+    char tmpl[] = "/tmp/skb-e2e-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    tmp_ = tmpl;
+    socket_ = tmp_ + "/bridge.sock";
+    std::ofstream(tmp_ + "/config.json")
+        << R"({"slurm": {"conf": ")" << std::getenv("SLURM_CONF")
+        << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
+        << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"]}})";
+    ASSERT_TRUE(PointPluginAt("open"));
+  }
+
+  void TearDown() override {
+    janitor_.CancelAll();
+    StopDaemon();
+    std::ofstream(plugin_conf_) << original_conf_;
+    Shell(StrCat("rm -rf ", tmp_));
+  }
+
+  // Rewrites the plugin config and waits until slurmctld's log shows the plugin loaded it.
+  bool PointPluginAt(const std::string& policy) {
+    const size_t log_size = ReadAll(ctld_log_).size();
+    std::ofstream(plugin_conf_) << "# written by plugin_e2e_test\nSocketPath=" << socket_
+                                << "\nTimeoutMs=100\nFailurePolicy=" << policy << "\n";
+    const std::string want = StrCat("socket=", socket_, " timeout_ms=100 policy=", policy);
+    return WaitFor([&] { return ReadAll(ctld_log_).find(want, log_size) != std::string::npos; },
+                   seconds(20));
+  }
+
+  void StartDaemon() {
+    const std::string log = tmp_ + "/daemon.log";
+    daemon_ = fork();
+    ASSERT_GE(daemon_, 0);
+    if (daemon_ == 0) {
+      if (freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
+      execl(SKB_DAEMON_BINARY, SKB_DAEMON_BINARY, "--config", (tmp_ + "/config.json").c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ASSERT_TRUE(WaitFor([&] {
+      return ReadAll(log).find("snapshot_published") != std::string::npos;
+    }, seconds(20))) << ReadAll(log);
+  }
+
+  void StopDaemon() {
+    if (daemon_ <= 0) return;
+    kill(daemon_, SIGTERM);
+    int status = 0;
+    waitpid(daemon_, &status, 0);
+    daemon_ = -1;
+  }
+
+  std::string DaemonLog() { return ReadAll(tmp_ + "/daemon.log"); }
+
+  std::string ShowJob(const std::string& id) {
+    return RunCommand({"scontrol", "show", "job", id}, seconds(30)).out;
+  }
+
+  std::string testbed_, plugin_conf_, ctld_log_, original_conf_, tmp_, socket_;
+  pid_t daemon_ = -1;
+  JobJanitor janitor_;
+};
+
+TEST_F(PluginE2E, ValidGpuJobIsAcceptedAndAnnotated) {
+  StartDaemon();
+  std::string err;
+  std::string id = Sbatch({"--hold", "--gres=gpu:h100:2", "--wrap", "true"}, &janitor_, &err);
+  ASSERT_FALSE(id.empty()) << err;
+  EXPECT_THAT(ShowJob(id), HasSubstr("AdminComment=k8s-bridge:preemptible=true"));
+  std::string urgent = Sbatch({"--hold", "--partition=urgent", "--gres=gpu:h100:8",
+                               "--signal=B:USR1@120", "--wrap", "true"}, &janitor_, &err);
+  ASSERT_FALSE(urgent.empty()) << err;
+  EXPECT_THAT(ShowJob(urgent),
+              HasSubstr("AdminComment=k8s-bridge:preemptible=false,signal=10@120:B"));
+  // Odd but valid descriptions are accepted: no gres, gpu:0, arrays.
+  EXPECT_FALSE(Sbatch({"--hold", "--wrap", "true"}, &janitor_, &err).empty()) << err;
+  EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:0", "--wrap", "true"}, &janitor_, &err).empty())
+      << err;
+  EXPECT_FALSE(Sbatch({"--hold", "--array=0-3", "--gres=gpu:1", "--wrap", "true"}, &janitor_,
+                      &err).empty()) << err;
+}
+
+TEST_F(PluginE2E, ImpossibleJobsAreRejectedWithAnActionableMessage) {
+  StartDaemon();
+  std::string err;
+  EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:a100:2", "--wrap", "true"}, &janitor_, &err).empty());
+  EXPECT_THAT(err, HasSubstr("k8s-bridge: no node has gpu type a100; available: h100 x8 on 4 nodes"));
+  EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:h100:16", "--wrap", "true"}, &janitor_, &err).empty());
+  EXPECT_THAT(err, HasSubstr("asks for 16 GPUs of type h100 per node but no node has more than 8"));
+  EXPECT_TRUE(Sbatch({"--hold", "--constraint=infiniband", "--wrap", "true"}, &janitor_, &err)
+                  .empty());
+  EXPECT_THAT(err, HasSubstr("unknown feature 'infiniband' in --constraint"));
+  EXPECT_THAT(DaemonLog(), HasSubstr("admission_reject"));
+}
+
+TEST_F(PluginE2E, JobNamingALentNodeIsAcceptedWithANote) {
+  StartDaemon();
+  struct Resume {
+    ~Resume() { RunCommand({"scontrol", "update", "nodename=node2", "state=resume"}, seconds(30)); }
+  } resume;
+  ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=node2", "state=drain",
+                        "reason=k8s-bridge: lent to infer/llm-0"}, seconds(30)).exit_code, 0);
+  // The daemon's snapshot follows Slurm within a poll interval.
+  ASSERT_TRUE(WaitFor([&] { return DaemonLog().find("snapshot_published") != std::string::npos; },
+                      seconds(5)));
+  std::string err, out;
+  bool noted = WaitFor([&] {
+    std::string id = Sbatch({"--hold", "-w", "node2", "--wrap", "true"}, &janitor_, &err);
+    return !id.empty() && err.find("node node2 is lent to Kubernetes") != std::string::npos;
+  }, seconds(10), milliseconds(300));
+  EXPECT_TRUE(noted) << err;
+}
+
+TEST_F(PluginE2E, DaemonDownFailsOpenAndIsCounted) {
+  // No daemon at all: the plugin accepts, logs and counts.
+  const size_t log_size = ReadAll(ctld_log_).size();
+  std::string err;
+  std::string id = Sbatch({"--hold", "--gres=gpu:a100:2", "--wrap", "true"}, &janitor_, &err);
+  EXPECT_FALSE(id.empty()) << "fail-open must accept: " << err;
+  EXPECT_TRUE(WaitFor([&] {
+    return ReadAll(ctld_log_).find("accepted without admission", log_size) != std::string::npos;
+  }, seconds(10)));
+  EXPECT_THAT(ReadAll(ctld_log_).substr(log_size), HasSubstr("fail_open_total="));
+  // Once the daemon is back, the plugin reports its counters with the next request.
+  StartDaemon();
+  EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty())
+      << err;
+  EXPECT_TRUE(WaitFor([&] { return DaemonLog().find("plugin_counters") != std::string::npos; },
+                      seconds(10)));
+  EXPECT_THAT(DaemonLog(), ::testing::ContainsRegex("fail_open=[1-9]"));
+}
+
+TEST_F(PluginE2E, FailClosedRefusesWithAClearMessage) {
+  ASSERT_TRUE(PointPluginAt("closed"));
+  std::string err;
+  EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty());
+  EXPECT_THAT(err, HasSubstr("k8s-bridge: job admission is unavailable"));
+  EXPECT_THAT(err, HasSubstr("FailurePolicy=closed"));
+  // With the daemon up, fail-closed changes nothing for valid jobs.
+  StartDaemon();
+  EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty())
+      << err;
+}
+
+TEST_F(PluginE2E, SlurmctldSurvivesABurstOf1000SubmitsAcrossADaemonRestart) {
+  const std::string ctld_pid = ReadAll(testbed_ + "/pids/slurmctld.pid");
+  StartDaemon();
+  int accepted = 0, failed = 0;
+  std::string last_err;
+  for (int i = 0; i < 1000; ++i) {
+    if (i == 500) {
+      StopDaemon();
+      StartDaemon();
+    }
+    std::string err;
+    std::string id = Sbatch({"--hold", "--gres=gpu:h100:1", "--job-name=skb-burst", "--wrap",
+                             "true"}, &janitor_, &err);
+    if (id.empty()) {
+      ++failed;
+      last_err = err;
+    } else {
+      ++accepted;
+    }
+  }
+  EXPECT_EQ(accepted, 1000) << failed << " submits failed; last error: " << last_err;
+  EXPECT_EQ(RunCommand({"scontrol", "ping"}, seconds(30)).out.find("UP") != std::string::npos,
+            true);
+  EXPECT_EQ(ReadAll(testbed_ + "/pids/slurmctld.pid"), ctld_pid) << "slurmctld restarted";
+  EXPECT_EQ(kill(std::stoi(ctld_pid), 0), 0) << "slurmctld died";
+}
+
+}  // namespace
+}  // namespace skb::testbed
