@@ -1,0 +1,82 @@
+// A "stingy" work queue of keys (node names), as controllers use (client-go workqueue):
+//  - a key added many times before it is processed is processed once;
+//  - a key is never handed to two workers at once: added while being processed, it is
+//    queued again only when Done() is called;
+//  - AddAfter(key, t) schedules it for later (a grace period ends, a retry after back-off);
+//  - AddRateLimited(key) backs off exponentially per key (base 5 ms, doubling, capped at
+//    max), and Forget(key) resets the count after a success.
+// Time comes from the injected Clock; Get() never blocks: the caller (the reconcile thread)
+// asks NextReadyTime() how long to sleep, so tests drive everything with SimulatedClock.
+//
+// Thread-safe.
+//
+//   queue.Add("node3");
+//   while (auto key = queue.Get()) {
+//     Status s = Reconcile(*key);
+//     if (s.ok()) queue.Forget(*key); else queue.AddRateLimited(*key);
+//     queue.Done(*key);
+//   }
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "src/base/clock.h"
+
+namespace skb::reconcile {
+
+struct WorkQueueOptions {
+  Clock::Duration base_delay = std::chrono::milliseconds(5);
+  Clock::Duration max_delay = std::chrono::seconds(60);
+};
+
+class WorkQueue {
+ public:
+  WorkQueue(const Clock& clock, WorkQueueOptions options = {});
+
+  // Queues `key` now (no-op if already queued; deferred until Done if in flight).
+  void Add(const std::string& key);
+  // Queues `key` at `at` (now if in the past). An earlier schedule for the key wins.
+  void AddAt(const std::string& key, Clock::TimePoint at);
+  void AddAfter(const std::string& key, Clock::Duration delay) {
+    AddAt(key, clock_.Now() + delay);
+  }
+  // Queues `key` after its back-off: base * 2^failures, capped at max.
+  void AddRateLimited(const std::string& key);
+  // Clears the failure count of `key` (after a successful reconcile).
+  void Forget(const std::string& key);
+  // Number of times `key` was rate-limited since the last Forget.
+  int Failures(const std::string& key) const;
+
+  // The next key ready now, marked in flight; nullopt when none is ready.
+  std::optional<std::string> Get();
+  // Marks `key` no longer in flight; if it was added meanwhile, it is queued again.
+  void Done(const std::string& key);
+
+  // When the next delayed key becomes ready (nullopt: nothing delayed). A ready key makes
+  // this "now".
+  std::optional<Clock::TimePoint> NextReadyTime() const;
+  // Keys ready or waiting (not counting those in flight): the queue-depth metric.
+  size_t Len() const;
+
+ private:
+  void PromoteDueLocked(Clock::TimePoint now);
+  void EnqueueLocked(const std::string& key);
+
+  const Clock& clock_;
+  const WorkQueueOptions options_;
+  mutable std::mutex mu_;
+  std::deque<std::string> ready_;                      // FIFO of ready keys
+  std::set<std::string, std::less<>> queued_;          // in ready_
+  std::set<std::string, std::less<>> in_flight_;
+  std::set<std::string, std::less<>> dirty_in_flight_;  // added while in flight
+  std::map<std::string, Clock::TimePoint> waiting_;     // delayed keys -> due time
+  std::map<std::string, int> failures_;
+};
+
+}  // namespace skb::reconcile
