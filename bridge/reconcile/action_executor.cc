@@ -1,0 +1,131 @@
+#include "bridge/reconcile/action_executor.h"
+
+#include "k8s/time_format.h"
+#include "src/base/strings.h"
+
+namespace skb::bridge {
+
+using plan::Action;
+using plan::ActionKind;
+using slurm::WriteOutcome;
+
+ActionExecutor::ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube,
+                               k8s::EventRecorder* events, const Clock* clock)
+    : slurm_(slurm), kube_(kube), events_(events), clock_(clock) {}
+
+void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::string& reason,
+                            const std::string& message) {
+  events_->Record(k8s::NodeRef(a.node), type, reason, message);
+}
+
+Status ActionExecutor::Execute(const Action& a) {
+  Status s;
+  switch (a.kind) {
+    case ActionKind::kDrainSlurmNode: s = Drain(a); break;
+    case ActionKind::kResumeSlurmNode: s = Resume(a); break;
+    case ActionKind::kRequeueSlurmJobs: s = Requeue(a); break;
+    case ActionKind::kSetNodeCondition: s = SetCondition(a); break;
+    case ActionKind::kSetSlurmFeatures: s = SetFeatures(a); break;
+  }
+  if (!s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kAborted) {
+    // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
+    Record(a, k8s::EventType::kWarning, StrCat(ActionKindName(a.kind), "Failed"),
+           StrCat(a.event_message, " -- failed: ", s.message()));
+  }
+  return s;
+}
+
+Status ActionExecutor::Drain(const Action& a) {
+  ASSIGN_OR_RETURN(WriteOutcome o, slurm_->DrainNode(a.node, a.slurm_reason));
+  if (o == WriteOutcome::kChanged) {
+    Record(a, k8s::EventType::kWarning, a.event_reason, a.event_message);
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::Resume(const Action& a) {
+  // The plan was made from a snapshot: resume only the drain it saw, never one that
+  // changed meanwhile (an admin may have taken over the node).
+  ASSIGN_OR_RETURN(slurm::NodeView node, slurm_->LoadNode(a.node));
+  if (!node.drain) return OkStatus();
+  if (node.reason != a.expected_reason) {
+    return AbortedError(StrCat("node ", a.node, " drain reason changed to '", node.reason,
+                               "' since it was planned ('", a.expected_reason, "')"));
+  }
+  ASSIGN_OR_RETURN(WriteOutcome o, slurm_->ResumeNode(a.node));
+  if (o == WriteOutcome::kChanged) {
+    Record(a, k8s::EventType::kNormal, a.event_reason, a.event_message);
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::Requeue(const Action& a) {
+  std::string requeued, failed;
+  Status first_error;
+  for (uint32_t id : a.job_ids) {
+    StatusOr<WriteOutcome> o = slurm_->RequeueJob(id, /*hold=*/false);
+    if (o.ok()) {
+      if (*o == WriteOutcome::kChanged) StrAppend(&requeued, requeued.empty() ? "" : ",", id);
+      continue;
+    }
+    if (o.status().code() == StatusCode::kNotFound) continue;  // gone: nothing to requeue
+    StrAppend(&failed, failed.empty() ? "" : "; ", id, ": ", o.status().message());
+    if (first_error.ok()) first_error = o.status();
+  }
+  if (!requeued.empty()) {
+    Record(a, k8s::EventType::kWarning, a.event_reason,
+           StrCat(a.event_message, " (jobs ", requeued, ")"));
+  }
+  if (!first_error.ok()) {
+    return Status(first_error.code(), StrCat("requeue on ", a.node, " failed for ", failed));
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::SetCondition(const Action& a) {
+  // lastTransitionTime changes only when the status flips: read the current condition.
+  ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", a.node));
+  std::string now = k8s::FormatTime(clock_->Now());
+  std::string transition = now;
+  const nlohmann::json* conditions = nullptr;
+  if (auto st = node.find("status"); st != node.end() && st->is_object()) {
+    if (auto c = st->find("conditions"); c != st->end() && c->is_array()) conditions = &*c;
+  }
+  if (conditions != nullptr) {
+    for (const auto& c : *conditions) {
+      if (!c.is_object() || c.value("type", "") != a.condition.type) continue;
+      if (c.value("status", "") == a.condition.status && c.contains("lastTransitionTime") &&
+          c["lastTransitionTime"].is_string()) {
+        transition = c["lastTransitionTime"].get<std::string>();
+      }
+    }
+  }
+  // A strategic merge patch merges conditions by type: other controllers' conditions
+  // stay exactly as they are.
+  nlohmann::json patch = {
+      {"status",
+       {{"conditions",
+         nlohmann::json::array({{{"type", a.condition.type},
+                                 {"status", a.condition.status},
+                                 {"reason", a.condition.reason},
+                                 {"message", a.condition.message},
+                                 {"lastHeartbeatTime", now},
+                                 {"lastTransitionTime", transition}}})}}}};
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.node, k8s::PatchType::kStrategicMerge,
+                        patch, {}, "status");
+  if (!r.ok()) return r.status();
+  bool healthy_news = a.condition.status == (a.condition.type == "SlurmDrained" ? "False" : "True");
+  Record(a, healthy_news ? k8s::EventType::kNormal : k8s::EventType::kWarning, a.event_reason,
+         a.event_message);
+  return OkStatus();
+}
+
+Status ActionExecutor::SetFeatures(const Action& a) {
+  ASSIGN_OR_RETURN(WriteOutcome o, slurm_->SetActiveFeatures(a.node, a.features));
+  if (o == WriteOutcome::kChanged) {
+    Record(a, k8s::EventType::kNormal, a.event_reason, a.event_message);
+  }
+  return OkStatus();
+}
+
+}  // namespace skb::bridge

@@ -1,0 +1,51 @@
+// Carries out the planner's actions against the real systems ("act" in observe -> merge ->
+// plan -> act): Slurm through SlurmClient, Kubernetes through KubeClient, and records each
+// action that changed something as a Kubernetes Event on the node.
+//
+// Every action is idempotent and re-checks the state it depends on at the source, so a
+// plan made from a slightly stale snapshot, a duplicate, or a retry after a crash does no
+// harm: a resume whose drain reason changed meanwhile is refused (Aborted: plan again); a
+// drain already in place is kUnchanged and records nothing.
+//
+// Errors follow STYLE.md: Unavailable (slurmctld/apiserver down: retry with back-off),
+// Aborted (state moved: plan again), FailedPrecondition/NotFound (will not work until the
+// state changes: the reconcile loop records a Warning Event and waits for a change).
+//
+// Thread-compatible: one reconcile thread calls Execute.
+#pragma once
+
+#include <string>
+
+#include "bridge/slurm/slurm_client.h"
+#include "k8s/event_recorder.h"
+#include "k8s/kube_client.h"
+#include "src/base/clock.h"
+#include "src/base/status.h"
+#include "src/plan/action.h"
+
+namespace skb::bridge {
+
+class ActionExecutor {
+ public:
+  // All pointers must outlive the executor.
+  ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube, k8s::EventRecorder* events,
+                 const Clock* clock);
+
+  Status Execute(const plan::Action& action);
+
+ private:
+  Status Drain(const plan::Action& a);
+  Status Resume(const plan::Action& a);
+  Status Requeue(const plan::Action& a);
+  Status SetCondition(const plan::Action& a);
+  Status SetFeatures(const plan::Action& a);
+  void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
+              const std::string& message);
+
+  slurm::SlurmClient* const slurm_;
+  k8s::KubeClient* const kube_;
+  k8s::EventRecorder* const events_;
+  const Clock* const clock_;
+};
+
+}  // namespace skb::bridge

@@ -1,0 +1,187 @@
+// The action executor against the real slurmctld and kube-apiserver of the testbed: each
+// action does what it says, is idempotent, never touches an admin's drain, keeps other
+// controllers' node conditions, and is recorded as an Event on the node.
+#include "bridge/reconcile/action_executor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/api_event_recorder.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "src/health/node_health.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb::bridge {
+namespace {
+
+using plan::Action;
+using plan::ActionKind;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using testbed::RunCommand;
+using testbed::Shell;
+
+class SystemClock final : public Clock {
+ public:
+  TimePoint Now() const override {
+    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+  }
+};
+
+// node4 of the testbed: drained and resumed here, always resumed afterwards.
+constexpr char kNode[] = "node4";
+
+class ActionExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
+    const char* kubeconfig = std::getenv("KUBECONFIG");
+    ASSERT_NE(kubeconfig, nullptr);
+    auto cfg = k8s::LoadKubeconfig(kubeconfig, "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    auto client = k8s::NewRestClient(*cfg);
+    ASSERT_TRUE(client.ok()) << client.status();
+    kube_ = std::move(*client);
+    slurm_ = std::make_unique<slurm::LibSlurmClient>(slurm::LibSlurmClient::Options{});
+    k8s::EventRecorderOptions eo;
+    eo.host = "executor-test";
+    events_ = std::make_unique<k8s::ApiEventRecorder>(kube_.get(), eo);
+    events_->Start();
+    exec_ = std::make_unique<ActionExecutor>(slurm_.get(), kube_.get(), events_.get(), &clock_);
+    Cleanup();
+  }
+  void TearDown() override {
+    if (events_) events_->Stop();
+    Cleanup();
+  }
+  void Cleanup() {
+    Shell(StrCat("scontrol update nodename=", kNode, " state=resume 2>/dev/null"));
+  }
+  std::string SlurmReason() {
+    return std::string(StripWhitespace(
+        Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
+  }
+  std::string SlurmState() {
+    return std::string(StripWhitespace(
+        Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out));
+  }
+  nlohmann::json Condition(const std::string& type) {
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", kNode);
+    EXPECT_TRUE(node.ok()) << node.status();
+    for (const auto& c : (*node)["status"]["conditions"]) {
+      if (c["type"] == type) return c;
+    }
+    return nullptr;
+  }
+  // Events on the node with this reason, as kubectl sees them.
+  int EventCount(const std::string& reason) {
+    events_->Flush();
+    auto r = Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
+                          kNode, ",reason=", reason, " -o jsonpath='{range .items[*]}{.count}{\"\\n\"}{end}'"));
+    int total = 0;
+    for (auto line : StrSplit(r.out, '\n', true)) total += std::atoi(std::string(line).c_str());
+    return total;
+  }
+
+  Action Drain(std::string text) {
+    Action a;
+    a.kind = ActionKind::kDrainSlurmNode;
+    a.node = kNode;
+    a.slurm_reason = health::SlurmReason(text);
+    a.event_reason = "ExecutorTestDrained";
+    a.event_message = "drained by the executor test: " + text;
+    return a;
+  }
+  Action Resume(std::string expected) {
+    Action a;
+    a.kind = ActionKind::kResumeSlurmNode;
+    a.node = kNode;
+    a.expected_reason = std::move(expected);
+    a.event_reason = "ExecutorTestResumed";
+    a.event_message = "resumed by the executor test";
+    return a;
+  }
+
+  SystemClock clock_;
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<slurm::LibSlurmClient> slurm_;
+  std::unique_ptr<k8s::ApiEventRecorder> events_;
+  std::unique_ptr<ActionExecutor> exec_;
+};
+
+TEST_F(ActionExecutorTest, DrainThenResumeIsIdempotentAndEvented) {
+  int before = EventCount("ExecutorTestDrained");
+  Action drain = Drain("GPUHealthy=False: XID 79 on GPU 3");
+  ASSERT_TRUE(exec_->Execute(drain).ok());
+  EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+  EXPECT_THAT(SlurmState(), HasSubstr("drain"));
+  ASSERT_TRUE(exec_->Execute(drain).ok());  // again: nothing changes, no second Event
+  EXPECT_EQ(EventCount("ExecutorTestDrained"), before + 1);
+
+  Action resume = Resume(drain.slurm_reason);
+  ASSERT_TRUE(exec_->Execute(resume).ok());
+  EXPECT_THAT(SlurmState(), ::testing::Not(HasSubstr("drain")));
+  ASSERT_TRUE(exec_->Execute(resume).ok());  // not drained any more: fine
+  EXPECT_GE(EventCount("ExecutorTestResumed"), 1);
+}
+
+TEST_F(ActionExecutorTest, ResumeRefusesADrainThatChangedHands) {
+  ASSERT_TRUE(exec_->Execute(Drain("cordoned (spec.unschedulable)")).ok());
+  // An admin re-drains the node with their own reason after the plan was made.
+  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
+                         " state=drain reason='admin: replacing PSU'")).exit_code, 0);
+  Status s = exec_->Execute(Resume("k8s-bridge: cordoned (spec.unschedulable)"));
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
+  // A bridge drain over an admin's drain does not take it over either.
+  ASSERT_TRUE(exec_->Execute(Drain("GPUHealthy=False")).ok());
+  EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
+}
+
+TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithStatus) {
+  Action a;
+  a.kind = ActionKind::kSetNodeCondition;
+  a.node = kNode;
+  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.event_reason = "SlurmNodeNotDrained";
+  a.event_message = "executor test";
+  ASSERT_TRUE(exec_->Execute(a).ok());
+  nlohmann::json c1 = Condition("SlurmDrained");
+  ASSERT_FALSE(c1.is_null());
+  EXPECT_EQ(c1["status"], "False");
+  std::this_thread::sleep_for(seconds(1));
+  a.condition.message = "still not drained";
+  ASSERT_TRUE(exec_->Execute(a).ok());
+  nlohmann::json c2 = Condition("SlurmDrained");
+  EXPECT_EQ(c2["message"], "still not drained");
+  EXPECT_EQ(c2["lastTransitionTime"], c1["lastTransitionTime"]) << "status did not flip";
+  std::this_thread::sleep_for(seconds(1));
+  a.condition = {"SlurmDrained", "True", "DrainedByBridge", "k8s-bridge: test"};
+  ASSERT_TRUE(exec_->Execute(a).ok());
+  nlohmann::json c3 = Condition("SlurmDrained");
+  EXPECT_EQ(c3["status"], "True");
+  EXPECT_NE(c3["lastTransitionTime"], c1["lastTransitionTime"]) << "status flipped";
+  // kwok's Ready condition is untouched by the strategic merge.
+  EXPECT_EQ(Condition("Ready")["status"], "True");
+  // Leave the node as the planner would find it.
+  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  ASSERT_TRUE(exec_->Execute(a).ok());
+}
+
+TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {
+  Action drain = Drain("x");
+  drain.node = "no-such-node";
+  Status s = exec_->Execute(drain);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.code(), StatusCode::kUnavailable) << s;
+  Action cond;
+  cond.kind = ActionKind::kSetNodeCondition;
+  cond.node = "no-such-node";
+  cond.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  EXPECT_EQ(exec_->Execute(cond).code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace skb::bridge
