@@ -1,0 +1,32 @@
+// From the k8s client's typed views (k8s/node_info.h, pod_info.h) to the core's plain
+// values (src/inventory): the boundary between "what the apiserver said" and "what the
+// planner decides on". Pure functions.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "k8s/node_info.h"
+#include "k8s/pod_info.h"
+#include "src/base/clock.h"
+#include "src/base/status.h"
+#include "src/inventory/managed_node.h"
+
+namespace skb::bridge {
+
+// Label marking the bridge's reservation pods (see DESIGN.md "Node ownership").
+inline constexpr char kRoleLabel[] = "slurm-k8s-bridge.io/role";
+inline constexpr char kReservationRole[] = "reservation";
+
+// RFC 3339 as Kubernetes writes it ("2026-11-21T23:42:04Z", fractions and offsets too).
+// InvalidArgument for anything else.
+StatusOr<Clock::TimePoint> ParseRfc3339(std::string_view text);
+
+// A condition whose lastTransitionTime cannot be parsed gets the epoch (its grace, if any,
+// counts as long over: a bad signal with a broken timestamp is not ignored).
+inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node);
+
+// The pod as the inventory keeps it, or nullopt when it requests no GPU.
+std::optional<inventory::GpuPod> ToGpuPod(const k8s::PodInfo& pod);
+
+}  // namespace skb::bridge
