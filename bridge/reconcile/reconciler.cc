@@ -1,0 +1,201 @@
+#include "bridge/reconcile/reconciler.h"
+
+#include <set>
+#include <thread>
+
+#include "bridge/logging.h"
+#include "src/base/strings.h"
+#include "src/plan/features.h"
+
+namespace skb::bridge {
+namespace {
+
+bool HoldsNode(const slurm::JobView& j) {
+  return j.state == skb::slurm::JobState::kRunning ||
+         j.state == skb::slurm::JobState::kSuspended || j.completing;
+}
+
+// What of a Slurm node the planner looks at; a change in any of it makes the node dirty.
+std::string Fingerprint(const slurm::NodeView& n) {
+  std::string f = StrCat(n.StateString(), "|", n.reason, "|", n.reason_uid, "|");
+  for (const auto& x : n.features) StrAppend(&f, x, ",");
+  StrAppend(&f, "|");
+  for (const auto& x : n.active_features) StrAppend(&f, x, ",");
+  return f;
+}
+
+std::string JobFingerprint(const slurm::JobView& j) {
+  std::string f = StrCat(static_cast<int>(j.state), "|", j.completing, "|", j.requeue, "|");
+  for (const auto& n : j.nodes) StrAppend(&f, n, ",");
+  return f;
+}
+
+}  // namespace
+
+Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names,
+                       const Clock* clock, ActionExecutor* executor, reconcile::WorkQueue* queue)
+    : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {}
+
+void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
+  std::string name = names_.SlurmName(node.name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k8s_to_slurm_[node.name] = name;
+    k8s_nodes_[name] = std::move(node);
+  }
+  queue_->Add(name);
+}
+
+void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
+  std::string name = names_.SlurmName(k8s_name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    k8s_to_slurm_.erase(k8s_name);
+    k8s_nodes_.erase(name);
+  }
+  queue_->Add(name);
+}
+
+void Reconciler::UpdatePod(inventory::GpuPod pod) {
+  std::string key = StrCat(pod.namespace_name, "/", pod.name);
+  std::string node = names_.SlurmName(pod.node_name);
+  std::string old_node;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = pods_.find(key); it != pods_.end()) old_node = names_.SlurmName(it->second.node_name);
+    pods_[key] = std::move(pod);
+  }
+  if (!node.empty()) queue_->Add(node);
+  if (!old_node.empty() && old_node != node) queue_->Add(old_node);
+}
+
+void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
+  std::string node;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(StrCat(ns, "/", name));
+    if (it == pods_.end()) return;
+    node = names_.SlurmName(it->second.node_name);
+    pods_.erase(it);
+  }
+  if (!node.empty()) queue_->Add(node);
+}
+
+void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
+  std::vector<std::string> dirty;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, slurm::NodeView> next;
+    for (auto& n : nodes) {
+      auto it = slurm_nodes_.find(n.name);
+      if (it == slurm_nodes_.end() || Fingerprint(it->second) != Fingerprint(n)) {
+        dirty.push_back(n.name);
+      }
+      std::string name = n.name;
+      next.emplace(std::move(name), std::move(n));
+    }
+    for (const auto& [name, unused] : slurm_nodes_) {
+      if (!next.count(name)) dirty.push_back(name);
+    }
+    slurm_nodes_ = std::move(next);
+  }
+  for (const auto& n : dirty) queue_->Add(n);
+}
+
+void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
+  std::set<std::string> dirty;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<uint32_t, slurm::JobView> next;
+    for (auto& j : jobs) {
+      if (!HoldsNode(j)) continue;
+      auto it = jobs_.find(j.job_id);
+      if (it == jobs_.end() || JobFingerprint(it->second) != JobFingerprint(j)) {
+        dirty.insert(j.nodes.begin(), j.nodes.end());
+        if (it != jobs_.end()) dirty.insert(it->second.nodes.begin(), it->second.nodes.end());
+      }
+      uint32_t id = j.job_id;
+      next.emplace(id, std::move(j));
+    }
+    for (const auto& [id, j] : jobs_) {
+      if (!next.count(id)) dirty.insert(j.nodes.begin(), j.nodes.end());
+    }
+    jobs_ = std::move(next);
+  }
+  for (const auto& n : dirty) queue_->Add(n);
+}
+
+inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
+  inventory::ManagedNode m;
+  m.name = name;
+  if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) m.k8s = it->second;
+  if (auto it = slurm_nodes_.find(name); it != slurm_nodes_.end()) m.slurm = it->second;
+  for (const auto& [id, j] : jobs_) {
+    if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) m.jobs.push_back(j);
+  }
+  for (const auto& [key, p] : pods_) {
+    if (!p.node_name.empty() && names_.SlurmName(p.node_name) == name) m.pods.push_back(p);
+  }
+  return m;
+}
+
+inventory::ManagedNode Reconciler::Node(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return NodeLocked(name);
+}
+
+inventory::Inventory Reconciler::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<inventory::K8sNode> k;
+  std::vector<slurm::NodeView> s;
+  std::vector<slurm::JobView> j;
+  std::vector<inventory::GpuPod> p;
+  for (const auto& [n, v] : k8s_nodes_) k.push_back(v);
+  for (const auto& [n, v] : slurm_nodes_) s.push_back(v);
+  for (const auto& [n, v] : jobs_) j.push_back(v);
+  for (const auto& [n, v] : pods_) p.push_back(v);
+  return inventory::Inventory::Build(std::move(k), std::move(s), j, std::move(p), names_);
+}
+
+ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
+  ReconcileResult result;
+  inventory::ManagedNode node = Node(name);
+  result.plan = health::PlanNodeHealth(node, cfg_.health, clock_->Now());
+  if (auto f = plan::PlanFeatures(node, cfg_.features)) result.plan.actions.push_back(*f);
+  auto log = Logger("reconcile");
+  for (const plan::Action& a : result.plan.actions) {
+    Status s = executor_->Execute(a);
+    if (s.ok()) {
+      ++result.executed;
+      log->info("action {} outcome=ok", plan::ToString(a));
+      continue;
+    }
+    log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
+              StatusCodeName(s.code()), s.message());
+    result.status = s;
+    break;  // later actions may depend on this one (drain before requeue)
+  }
+  if (!result.status.ok() && (result.status.code() == StatusCode::kUnavailable ||
+                              result.status.code() == StatusCode::kAborted)) {
+    queue_->AddRateLimited(name);
+  } else {
+    queue_->Forget(name);
+    // Actions change what we observe; the informers and the poller report it back, which
+    // re-queues the node. A grace period ending is not observed: schedule it.
+    if (result.plan.recheck_at) queue_->AddAt(name, *result.plan.recheck_at);
+  }
+  return result;
+}
+
+void Reconciler::RunWorker(const std::atomic<bool>& stop, std::chrono::milliseconds idle) {
+  while (!stop) {
+    if (auto key = queue_->Get()) {
+      ReconcileNode(*key);
+      queue_->Done(*key);
+      continue;
+    }
+    std::this_thread::sleep_for(idle);
+  }
+}
+
+}  // namespace skb::bridge

@@ -1,0 +1,81 @@
+// The reconcile loop's state and step: the latest view of both sides, merged per node on
+// demand, planned by the pure core and carried out by the ActionExecutor.
+//
+// Inputs arrive from the Kubernetes informers and the Slurm poller through the Update*/
+// Set* methods, which only record the new view and mark the affected nodes dirty in the
+// WorkQueue (level-triggered: a missed or duplicated update cannot corrupt anything,
+// because ReconcileNode reads the whole current state of the node). A worker thread takes
+// node names from the queue and calls ReconcileNode.
+//
+// Thread-safe: inputs may come from any thread; ReconcileNode for one node is never run
+// concurrently (the WorkQueue guarantees it).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bridge/reconcile/action_executor.h"
+#include "src/base/clock.h"
+#include "src/config/config.h"
+#include "src/health/node_health.h"
+#include "src/inventory/inventory.h"
+#include "src/reconcile/work_queue.h"
+
+namespace skb::bridge {
+
+struct ReconcileResult {
+  health::NodePlan plan;         // what was planned (bridgectl describe shows it)
+  int executed = 0;              // actions carried out
+  Status status;                 // first failure, if any
+};
+
+class Reconciler {
+ public:
+  // All pointers must outlive the reconciler.
+  Reconciler(const config::Config& cfg, inventory::NodeNameMap names, const Clock* clock,
+             ActionExecutor* executor, reconcile::WorkQueue* queue);
+
+  // --- inputs (thread-safe) ---
+  void UpdateK8sNode(inventory::K8sNode node);
+  void RemoveK8sNode(const std::string& k8s_name);
+  void UpdatePod(inventory::GpuPod pod);
+  void RemovePod(const std::string& ns, const std::string& name);
+  // The whole current set (the poller hands over full views): nodes whose view changed
+  // are marked dirty.
+  void SetSlurmNodes(std::vector<slurm::NodeView> nodes);
+  void SetSlurmJobs(std::vector<slurm::JobView> jobs);
+
+  // --- the step ---
+  // Plans node `name` (Slurm's name) from the current state and executes the plan. Re-queues
+  // itself: rate-limited on a retryable error, at plan.recheck_at when a grace ends.
+  ReconcileResult ReconcileNode(const std::string& name);
+  // Takes names from the queue and reconciles them until `stop`; sleeps until the next
+  // delayed key is due (at most `idle`).
+  void RunWorker(const std::atomic<bool>& stop,
+                 std::chrono::milliseconds idle = std::chrono::milliseconds(50));
+
+  // The merged view of one node / of all nodes (bridgectl, the admission snapshot).
+  inventory::ManagedNode Node(const std::string& name) const;
+  inventory::Inventory Snapshot() const;
+
+ private:
+  inventory::ManagedNode NodeLocked(const std::string& name) const;
+
+  const config::Config cfg_;
+  const inventory::NodeNameMap names_;
+  const Clock* const clock_;
+  ActionExecutor* const executor_;
+  reconcile::WorkQueue* const queue_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, inventory::K8sNode> k8s_nodes_;           // by Slurm name
+  std::map<std::string, std::string> k8s_to_slurm_;                // k8s name -> Slurm name
+  std::map<std::string, inventory::GpuPod> pods_;                  // "ns/name"
+  std::map<std::string, slurm::NodeView> slurm_nodes_;             // by name
+  std::map<uint32_t, slurm::JobView> jobs_;                        // holding a node
+};
+
+}  // namespace skb::bridge

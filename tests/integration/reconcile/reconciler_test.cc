@@ -1,0 +1,138 @@
+// One reconcile step end to end on the real testbed, without informers: the Kubernetes node
+// is read from the apiserver, the Slurm node from slurmctld, and the Reconciler plans with
+// the pure core and acts through the executor. A condition set with kubectl drains the
+// Slurm node with a readable reason; cleared, the node is resumed; an admin's drain is
+// never resumed; Slurm's view shows up as node conditions.
+#include "bridge/reconcile/reconciler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bridge/reconcile/k8s_convert.h"
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/api_event_recorder.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb::bridge {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using testbed::Shell;
+
+class SystemClock final : public Clock {
+ public:
+  TimePoint Now() const override {
+    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+  }
+};
+
+constexpr char kNode[] = "node3";
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
+    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    auto client = k8s::NewRestClient(*cfg);
+    ASSERT_TRUE(client.ok()) << client.status();
+    kube_ = std::move(*client);
+    slurm_ = std::make_unique<slurm::LibSlurmClient>(slurm::LibSlurmClient::Options{});
+    events_ = std::make_unique<k8s::ApiEventRecorder>(kube_.get(), k8s::EventRecorderOptions{});
+    events_->Start();
+    exec_ = std::make_unique<ActionExecutor>(slurm_.get(), kube_.get(), events_.get(), &clock_);
+    queue_ = std::make_unique<reconcile::WorkQueue>(clock_);
+    config::Config c;
+    c.features.labels.clear();  // features are not what this test is about
+    rec_ = std::make_unique<Reconciler>(c, inventory::NodeNameMap{}, &clock_, exec_.get(),
+                                        queue_.get());
+    Cleanup();
+  }
+  void TearDown() override {
+    Cleanup();
+    if (events_) events_->Stop();
+  }
+  void Cleanup() {
+    SetGpuHealthy("True", "test cleanup");
+    Shell(StrCat("scontrol update nodename=", kNode, " state=resume 2>/dev/null"));
+  }
+  void SetGpuHealthy(const std::string& status, const std::string& message) {
+    std::string patch = StrCat(R"({"status":{"conditions":[{"type":"GPUHealthy","status":")",
+                               status, R"(","reason":"Test","message":")", message,
+                               R"(","lastTransitionTime":"2026-01-01T00:00:00Z"}]}})");
+    auto r = testbed::RunCommand({"kubectl", "patch", "node", kNode, "--subresource=status",
+                                  "--type=strategic", "-p", patch},
+                                 seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // Observe both sides as the informers and the poller would, then run one step.
+  ReconcileResult Step() {
+    auto obj = kube_->Get(k8s::Resource::Nodes(), "", kNode);
+    EXPECT_TRUE(obj.ok()) << obj.status();
+    auto info = k8s::ParseNode(*obj);
+    EXPECT_TRUE(info.ok());
+    rec_->UpdateK8sNode(ToK8sNode(*info));
+    auto nodes = slurm_->LoadNodes(0);
+    EXPECT_TRUE(nodes.ok()) << nodes.status();
+    rec_->SetSlurmNodes(nodes->items);
+    auto jobs = slurm_->LoadJobs(0);
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    rec_->SetSlurmJobs(jobs->items);
+    return rec_->ReconcileNode(kNode);
+  }
+  std::string SlurmReason() {
+    return std::string(StripWhitespace(Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
+  }
+  std::string Condition(const std::string& type, const std::string& field) {
+    return testbed::RunCommand({"kubectl", "get", "node", kNode, "-o",
+                                StrCat("jsonpath={.status.conditions[?(@.type==\"", type,
+                                       "\")].", field, "}")},
+                               seconds(30))
+        .out;
+  }
+
+  SystemClock clock_;
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<slurm::LibSlurmClient> slurm_;
+  std::unique_ptr<k8s::ApiEventRecorder> events_;
+  std::unique_ptr<ActionExecutor> exec_;
+  std::unique_ptr<reconcile::WorkQueue> queue_;
+  std::unique_ptr<Reconciler> rec_;
+};
+
+TEST_F(ReconcilerTest, ConditionDrainsAndClearingResumes) {
+  SetGpuHealthy("False", "XID 79 on GPU 3");
+  ReconcileResult r = Step();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+  // The next observation publishes the drain and then has nothing left to do.
+  ASSERT_TRUE(Step().status.ok());
+  EXPECT_EQ(Condition("SlurmDrained", "status"), "True");
+  EXPECT_EQ(Condition("SlurmDrained", "reason"), "DrainedByBridge");
+  EXPECT_TRUE(Step().plan.actions.empty());
+
+  SetGpuHealthy("True", "recovered");
+  ASSERT_TRUE(Step().status.ok());
+  EXPECT_EQ(SlurmReason(), "none");
+  ASSERT_TRUE(Step().status.ok());
+  EXPECT_EQ(Condition("SlurmDrained", "status"), "False");
+  EXPECT_TRUE(Step().plan.actions.empty());
+}
+
+TEST_F(ReconcilerTest, AdminDrainSurvivesAndIsShownAsSuch) {
+  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
+                         " state=drain reason='admin: swap PSU'")).exit_code, 0);
+  ASSERT_TRUE(Step().status.ok());
+  ReconcileResult r = Step();
+  EXPECT_TRUE(r.plan.actions.empty());
+  EXPECT_THAT(r.plan.explanation, ::testing::Contains(HasSubstr("never resumed by the bridge")));
+  EXPECT_EQ(SlurmReason(), "admin: swap PSU");
+  EXPECT_EQ(Condition("SlurmDrained", "reason"), "DrainedByAdmin");
+  EXPECT_EQ(Condition("SlurmDrained", "message"), "admin: swap PSU");
+}
+
+}  // namespace
+}  // namespace skb::bridge
