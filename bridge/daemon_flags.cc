@@ -60,7 +60,7 @@ std::string DaemonUsage() {
 
 Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
 
-  --config FILE       JSON configuration (see docs/configuration.md); default: built-in defaults
+  --config FILE       JSON configuration (see README.md, Configuration); default: built-in defaults
   --log-level LEVEL   trace, debug, info, warn or error (overrides logging.level)
   --log-format FMT    text or json (overrides logging.format)
   --check-config      validate the configuration, print the effective values and exit

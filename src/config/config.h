@@ -1,7 +1,7 @@
 // The bridge's configuration: one JSON document (mounted from a ConfigMap in the chart),
 // validated at start with errors that name the key and the problem.
 //
-// Every option, its default and its meaning are listed in docs/configuration.md; keep the
+// Every option, its default and its meaning are listed in README.md ("Configuration"); keep the
 // two in step. Unknown keys are errors, so a typo never silently falls back to a default.
 //
 //   StatusOr<skb::config::Config> cfg = skb::config::ParseConfig(text);
