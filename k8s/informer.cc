@@ -219,6 +219,7 @@ Status Informer::WatchOnce() {
   lo.resource_version = ResourceVersion();
   lo.allow_watch_bookmarks = true;
   lo.timeout_seconds = options_.watch_timeout_seconds;
+  lo.watch_selection = options_.decode_selection;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.watches;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "k8s/backoff.h"
+#include "k8s/json_selection.h"
 #include "k8s/kube_client.h"
 
 namespace skb::k8s {
@@ -47,6 +48,10 @@ struct InformerOptions {
   // the program uses (field_selection.h). Must keep metadata.name, namespace and
   // resourceVersion. Called on the informer thread.
   std::function<nlohmann::json(nlohmann::json&&)> transform;
+  // Optional: decode only these parts of watch events (JsonSelection::PodWatchEvent() with
+  // SelectPodFields as transform); must select at least what `transform` keeps. Must outlive
+  // the informer.
+  const JsonSelection* decode_selection = nullptr;
   BackoffOptions backoff;  // between failed list/watch attempts
   // Server-side watch timeout; 0: random 5-10 minutes, as client-go.
   int64_t watch_timeout_seconds = 0;

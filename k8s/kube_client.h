@@ -26,6 +26,8 @@
 
 namespace skb::k8s {
 
+class JsonSelection;  // json_selection.h
+
 struct ListOptions {
   std::string label_selector;  // "app=x,tier!=db"
   std::string field_selector;  // "spec.nodeName=node1"
@@ -36,6 +38,10 @@ struct ListOptions {
   // Watch only.
   bool allow_watch_bookmarks = true;
   int64_t timeout_seconds = 0;  // server-side end of the watch; 0: the server's default
+  // Watch only, optional: decode only these parts of each event (json_selection.h), an
+  // optimisation for callers that trim objects anyway. Must outlive the call. Clients that
+  // do not implement it deliver whole objects.
+  const JsonSelection* watch_selection = nullptr;
 };
 
 struct ListResult {

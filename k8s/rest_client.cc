@@ -244,7 +244,7 @@ Status RestClient::Watch(const Resource& r, const std::string& ns, const ListOpt
   const std::string what = StrCat("watch ", r.Name());
 
   Throttle();
-  WatchDecoder decoder(what);
+  WatchDecoder decoder(what, 16u << 20, options.watch_selection);
   Status decode_error;
   auto sink = [&](std::string_view chunk) {
     decode_error = decoder.Feed(chunk, handler);

@@ -5,8 +5,20 @@
 
 namespace skb::k8s {
 
-StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view what) {
-  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view what,
+                                     const JsonSelection* selection) {
+  nlohmann::json j;
+  if (selection != nullptr) {
+    auto selected = ParseSelected(line, *selection);
+    if (!selected.ok())
+      return DataLossError(StrCat(what, ": malformed event: ", selected.status().message()));
+    j = std::move(selected).value();
+    // An error's Status object is not shaped like the selected type: decode it whole.
+    if (j.is_object() && j.value("type", "") == "ERROR")
+      j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  } else {
+    j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+  }
   if (j.is_discarded() || !j.is_object()) {
     return DataLossError(
         StrCat(what, ": malformed event (not a JSON object, ", line.size(), " bytes)"));
@@ -38,13 +50,13 @@ StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view wha
   return ev;
 }
 
-WatchDecoder::WatchDecoder(std::string what, size_t max_line_bytes)
-    : what_(std::move(what)), max_line_bytes_(max_line_bytes) {}
+WatchDecoder::WatchDecoder(std::string what, size_t max_line_bytes, const JsonSelection* selection)
+    : what_(std::move(what)), max_line_bytes_(max_line_bytes), selection_(selection) {}
 
 Status WatchDecoder::Line(std::string_view line, const WatchHandler& handler) {
   line = StripWhitespace(line);
   if (line.empty()) return OkStatus();
-  ASSIGN_OR_RETURN(WatchEvent ev, ParseWatchEvent(line, what_));
+  ASSIGN_OR_RETURN(WatchEvent ev, ParseWatchEvent(line, what_, selection_));
   ++events_;
   if (!handler(std::move(ev))) stopped_ = true;
   return OkStatus();

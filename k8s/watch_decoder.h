@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "k8s/json_selection.h"
 #include "k8s/kube_client.h"
 #include "src/base/status.h"
 
@@ -20,14 +21,19 @@ namespace skb::k8s {
 // Parses one event line. An ERROR event becomes its error Status (api_error.h: e.g.
 // OutOfRange for "too old resource version"); a line that is not JSON, lacks type/object,
 // has an unknown type or a non-object `object` is DataLoss. `what` prefixes messages.
-StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view what = "watch");
+// With a `selection` (json_selection.h) only the selected parts of the event are decoded;
+// ERROR events are always decoded whole.
+StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view what = "watch",
+                                     const JsonSelection* selection = nullptr);
 
 // Not thread-safe: one decoder per stream.
 class WatchDecoder {
  public:
   // Lines longer than max_line_bytes (an oversized object) are an error, not an unbounded
   // buffer. The apiserver's own limit on an object is ~1.5 MB (etcd), so 16 MiB is generous.
-  explicit WatchDecoder(std::string what = "watch", size_t max_line_bytes = 16u << 20);
+  // `selection`, when not null, must outlive the decoder.
+  explicit WatchDecoder(std::string what = "watch", size_t max_line_bytes = 16u << 20,
+                        const JsonSelection* selection = nullptr);
 
   // Decodes every complete line in buffer+chunk and calls `handler` for each event.
   // Returns the first error (DataLoss, ResourceExhausted for an oversized line, or the
@@ -47,6 +53,7 @@ class WatchDecoder {
 
   const std::string what_;
   const size_t max_line_bytes_;
+  const JsonSelection* const selection_;
   std::string partial_;
   bool stopped_ = false;
   uint64_t events_ = 0;
