@@ -7,19 +7,20 @@ namespace skb::k8s {
 
 StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view what,
                                      const JsonSelection* selection) {
-  nlohmann::json j;
-  if (selection != nullptr) {
-    auto selected = ParseSelected(line, *selection);
-    if (!selected.ok())
-      return DataLossError(StrCat(what, ": malformed event: ", selected.status().message()));
-    j = std::move(selected).value();
+  // ParseSelected, also for whole events: it bounds nesting depth (a deeply nested object
+  // would otherwise make later recursive copies overflow the stack) and is faster than
+  // nlohmann's own parser.
+  static const JsonSelection kAll;
+  auto parsed = ParseSelected(line, selection != nullptr ? *selection : kAll);
+  if (!parsed.ok())
+    return DataLossError(StrCat(what, ": malformed event: ", parsed.status().message()));
+  nlohmann::json j = std::move(parsed).value();
+  if (selection != nullptr && j.is_object() && j.value("type", "") == "ERROR") {
     // An error's Status object is not shaped like the selected type: decode it whole.
-    if (j.is_object() && j.value("type", "") == "ERROR")
-      j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
-  } else {
-    j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    auto whole = ParseSelected(line, kAll);
+    if (whole.ok()) j = std::move(whole).value();
   }
-  if (j.is_discarded() || !j.is_object()) {
+  if (!j.is_object()) {
     return DataLossError(
         StrCat(what, ": malformed event (not a JSON object, ", line.size(), " bytes)"));
   }

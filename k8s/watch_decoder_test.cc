@@ -84,6 +84,16 @@ TEST(WatchDecoder, MalformedLinesAreDataLoss) {
   }
 }
 
+TEST(WatchDecoder, DeepNestingIsDataLossNotAStackOverflow) {
+  WatchDecoder d;
+  Collected c;
+  std::string deep = R"({"type":"ADDED","object":{"metadata":{"name":"x"},"spec":)" +
+                     std::string(100000, '[') + std::string(100000, ']') + "}}\n";
+  Status s = d.Feed(deep, c.Handler());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("nested too deeply"));
+}
+
 TEST(WatchDecoder, StreamCutMidObjectIsDataLoss) {
   WatchDecoder d;
   Collected c;
