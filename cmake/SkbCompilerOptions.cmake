@@ -22,3 +22,14 @@ if(SKB_SANITIZE)
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# Fuzz builds (clang): every library gets coverage instrumentation and the sanitizers, so
+# libFuzzer is guided by the code under test, not only by the fuzz entry point. The fuzz
+# executables add -fsanitize=fuzzer (libFuzzer's main) themselves.
+if(SKB_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "SKB_FUZZ=ON needs clang (CC=clang CXX=clang++)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
