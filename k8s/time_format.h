@@ -3,13 +3,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "src/base/clock.h"
+#include "src/base/status.h"
 
 namespace skb::k8s {
 
 std::string FormatTime(Clock::TimePoint t);       // seconds, UTC
 std::string FormatMicroTime(Clock::TimePoint t);  // microseconds, UTC
+// Parses RFC 3339 as Kubernetes writes it (both forms above, and "+01:00" offsets).
+// InvalidArgument for anything else.
+StatusOr<Clock::TimePoint> ParseTime(std::string_view text);
 
 // std::chrono::system_clock. k8s/ writes timestamps into API objects (Events, Leases), so it
 // reads the wall clock; tests inject a SimulatedClock instead.

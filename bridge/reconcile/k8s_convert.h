@@ -18,10 +18,6 @@ namespace skb::bridge {
 inline constexpr char kRoleLabel[] = "slurm-k8s-bridge.io/role";
 inline constexpr char kReservationRole[] = "reservation";
 
-// RFC 3339 as Kubernetes writes it ("2026-11-21T23:42:04Z", fractions and offsets too).
-// InvalidArgument for anything else.
-StatusOr<Clock::TimePoint> ParseRfc3339(std::string_view text);
-
 // A condition whose lastTransitionTime cannot be parsed gets the epoch (its grace, if any,
 // counts as long over: a bad signal with a broken timestamp is not ignored).
 inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node);

@@ -10,6 +10,7 @@
 #include "k8s/api_event_recorder.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
+#include "k8s/time_format.h"
 #include "src/health/node_health.h"
 #include "tests/testbed/testbed_support.h"
 
@@ -22,13 +23,6 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 using testbed::RunCommand;
 using testbed::Shell;
-
-class SystemClock final : public Clock {
- public:
-  TimePoint Now() const override {
-    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
-  }
-};
 
 // node4 of the testbed: drained and resumed here, always resumed afterwards.
 constexpr char kNode[] = "node4";
@@ -104,7 +98,7 @@ class ActionExecutorTest : public ::testing::Test {
     return a;
   }
 
-  SystemClock clock_;
+  k8s::SystemClock clock_;
   std::unique_ptr<k8s::KubeClient> kube_;
   std::unique_ptr<slurm::LibSlurmClient> slurm_;
   std::unique_ptr<k8s::ApiEventRecorder> events_;

@@ -13,6 +13,7 @@
 #include "k8s/api_event_recorder.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
+#include "k8s/time_format.h"
 #include "tests/testbed/testbed_support.h"
 
 namespace skb::bridge {
@@ -21,13 +22,6 @@ namespace {
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using testbed::Shell;
-
-class SystemClock final : public Clock {
- public:
-  TimePoint Now() const override {
-    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
-  }
-};
 
 constexpr char kNode[] = "node3";
 
@@ -94,7 +88,7 @@ class ReconcilerTest : public ::testing::Test {
         .out;
   }
 
-  SystemClock clock_;
+  k8s::SystemClock clock_;
   std::unique_ptr<k8s::KubeClient> kube_;
   std::unique_ptr<slurm::LibSlurmClient> slurm_;
   std::unique_ptr<k8s::ApiEventRecorder> events_;
