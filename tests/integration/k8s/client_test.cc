@@ -70,13 +70,22 @@ TEST_F(NodeTest, CreateGetListUpdateDelete) {
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_EQ(one->items.size(), 1u);
 
-  json updated = *got;
-  updated["metadata"]["labels"]["k8stest-updated"] = "1";
-  auto put = client_->Update(Resource::Nodes(), "", updated);
+  // The node lifecycle controller may touch a new node (taints) between our read and write:
+  // a conflict then is correct behaviour, and the caller re-reads and retries.
+  json updated;
+  StatusOr<json> put = InternalError("not tried");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto current = client_->Get(Resource::Nodes(), "", node_);
+    ASSERT_TRUE(current.ok()) << current.status();
+    updated = *current;
+    updated["metadata"]["labels"]["k8stest-updated"] = "1";
+    put = client_->Update(Resource::Nodes(), "", updated);
+    if (put.ok() || !IsConflict(put.status())) break;
+  }
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_EQ((*put)["metadata"]["labels"]["k8stest-updated"], "1");
 
-  // The same stale object again: the apiserver refuses it as a conflict.
+  // The same object again, now stale: the apiserver refuses it as a conflict.
   auto stale = client_->Update(Resource::Nodes(), "", updated);
   ASSERT_FALSE(stale.ok());
   EXPECT_TRUE(IsConflict(stale.status())) << stale.status();
