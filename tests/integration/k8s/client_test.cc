@@ -216,16 +216,21 @@ TEST_F(K8sTest, PodCreateEvictAndDeleteWithPreconditions) {
   EXPECT_TRUE(IsConflict(refused.status())) << refused.status();
   EXPECT_THAT(refused.status().message(), HasSubstr("the UID in the precondition"));
 
-  // The scheduler updates the pod's status after creation: use the current version.
-  auto current = client_->Get(Resource::Pods(), ns_, b);
-  ASSERT_TRUE(current.ok()) << current.status();
-  DeleteOptions right;
-  right.precondition_uid = (*current)["metadata"]["uid"].get<std::string>();
-  right.precondition_resource_version =
-      (*current)["metadata"]["resourceVersion"].get<std::string>();
-  right.grace_period_seconds = 0;
-  right.propagation_policy = "Background";
-  auto deleted = client_->Delete(Resource::Pods(), ns_, b, right);
+  // The scheduler updates the pod's status (Unschedulable) asynchronously: use the current
+  // version, and re-read if it moved between our read and the delete.
+  StatusOr<json> deleted = InternalError("not tried");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto current = client_->Get(Resource::Pods(), ns_, b);
+    ASSERT_TRUE(current.ok()) << current.status();
+    DeleteOptions right;
+    right.precondition_uid = (*current)["metadata"]["uid"].get<std::string>();
+    right.precondition_resource_version =
+        (*current)["metadata"]["resourceVersion"].get<std::string>();
+    right.grace_period_seconds = 0;
+    right.propagation_policy = "Background";
+    deleted = client_->Delete(Resource::Pods(), ns_, b, right);
+    if (deleted.ok() || !IsConflict(deleted.status())) break;
+  }
   ASSERT_TRUE(deleted.ok()) << deleted.status();
 }
 
