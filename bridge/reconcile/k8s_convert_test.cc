@@ -1,34 +1,11 @@
 #include "bridge/reconcile/k8s_convert.h"
 
-#include "k8s/time_format.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace skb::bridge {
 namespace {
-
-using std::chrono::seconds;
-
-TEST(ParseTime, KubernetesForms) {
-  auto t = k8s::ParseTime("2026-11-21T23:42:04Z");
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(std::chrono::duration_cast<seconds>(t->time_since_epoch()).count(), 1795304524);
-  auto micro = k8s::ParseTime("2026-11-21T23:42:04.250000Z");
-  ASSERT_TRUE(micro.ok());
-  EXPECT_EQ(*micro - *t, std::chrono::milliseconds(250));
-  auto offset = k8s::ParseTime("2026-11-22T00:42:04+01:00");
-  ASSERT_TRUE(offset.ok());
-  EXPECT_EQ(*offset, *t);
-}
-
-TEST(ParseTime, RejectsGarbage) {
-  for (const char* bad : {"", "2026-11-21", "2026-11-21 23:42:04Z", "2026-13-01T00:00:00Z",
-                          "2026-11-21T23:42:04", "2026-11-21T23:42:04.Z", "2026-11-21T23:42:04Zx",
-                          "20x6-11-21T23:42:04Z", "2026-11-21T23:42:04+0100"}) {
-    EXPECT_FALSE(k8s::ParseTime(bad).ok()) << bad;
-  }
-}
 
 TEST(ToK8sNode, KeepsWhatThePlannerNeeds) {
   nlohmann::json obj = nlohmann::json::parse(R"({
