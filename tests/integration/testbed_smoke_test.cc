@@ -56,17 +56,29 @@ TEST_F(TestbedSmoke, KubernetesNodesAreReadyWithEightGpus) {
 
 TEST_F(TestbedSmoke, SlurmNodesAreIdleWithEightGpus) {
   const int n = TestbedNodeCount();
-  CommandResult r = RunCommand({"sinfo", "-N", "-h", "-o", "%N|%T|%G"}, seconds(30));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, std::pair<std::string, std::string>> seen;
-  for (std::string_view line : StrSplit(r.out, '\n', /*skip_empty=*/true)) {
-    std::vector<std::string_view> f = StrSplit(line, '|');
-    ASSERT_EQ(f.size(), 3u) << line;
-    seen[std::string(f[0])] = {std::string(f[1]), std::string(f[2])};
-  }
+  std::string out;
+  // A test before this one may have restarted slurmctld; nodes are "idle*" (not
+  // responding) until their slurmd checks in again, so wait for the steady state.
+  WaitFor(
+      [&] {
+        CommandResult r = RunCommand({"sinfo", "-N", "-h", "-o", "%N|%T|%G"}, seconds(30));
+        out = r.out;
+        seen.clear();
+        for (std::string_view line : StrSplit(r.out, '\n', /*skip_empty=*/true)) {
+          std::vector<std::string_view> f = StrSplit(line, '|');
+          if (f.size() == 3) seen[std::string(f[0])] = {std::string(f[1]), std::string(f[2])};
+        }
+        for (int i = 1; i <= n; ++i) {
+          auto it = seen.find(StrCat("node", i));
+          if (it == seen.end() || it->second.first != "idle") return false;
+        }
+        return true;
+      },
+      seconds(60), std::chrono::milliseconds(500));
   for (int i = 1; i <= n; ++i) {
     std::string name = StrCat("node", i);
-    ASSERT_TRUE(seen.count(name)) << name << " missing from sinfo:\n" << r.out;
+    ASSERT_TRUE(seen.count(name)) << name << " missing from sinfo:\n" << out;
     EXPECT_EQ(seen[name].first, "idle") << name;
     EXPECT_THAT(seen[name].second, ::testing::MatchesRegex("gpu:[a-z0-9]+:8.*")) << name;
   }

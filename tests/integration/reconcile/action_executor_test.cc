@@ -45,6 +45,14 @@ class ActionExecutorTest : public ::testing::Test {
     events_->Start();
     exec_ = std::make_unique<ActionExecutor>(slurm_.get(), kube_.get(), events_.get(), &clock_);
     Cleanup();
+    // Another test may have restarted slurmctld: start from a responding, idle node.
+    ASSERT_TRUE(testbed::WaitFor(
+        [&] {
+          return StripWhitespace(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out) ==
+                 "idle";
+        },
+        seconds(60), std::chrono::milliseconds(500)))
+        << kNode << " is not idle: " << Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T %E'")).out;
   }
   void TearDown() override {
     if (events_) events_->Stop();
@@ -108,16 +116,28 @@ class ActionExecutorTest : public ::testing::Test {
 TEST_F(ActionExecutorTest, DrainThenResumeIsIdempotentAndEvented) {
   int before = EventCount("ExecutorTestDrained");
   Action drain = Drain("GPUHealthy=False: XID 79 on GPU 3");
-  ASSERT_TRUE(exec_->Execute(drain).ok());
+  {
+    Status st = exec_->Execute(drain);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
   EXPECT_THAT(SlurmState(), HasSubstr("drain"));
-  ASSERT_TRUE(exec_->Execute(drain).ok());  // again: nothing changes, no second Event
+  {
+    Status st = exec_->Execute(drain);
+    ASSERT_TRUE(st.ok()) << st;
+  }  // again: nothing changes, no second Event
   EXPECT_EQ(EventCount("ExecutorTestDrained"), before + 1);
 
   Action resume = Resume(drain.slurm_reason);
-  ASSERT_TRUE(exec_->Execute(resume).ok());
+  {
+    Status st = exec_->Execute(resume);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   EXPECT_THAT(SlurmState(), ::testing::Not(HasSubstr("drain")));
-  ASSERT_TRUE(exec_->Execute(resume).ok());  // not drained any more: fine
+  {
+    Status st = exec_->Execute(resume);
+    ASSERT_TRUE(st.ok()) << st;
+  }  // not drained any more: fine
   EXPECT_GE(EventCount("ExecutorTestResumed"), 1);
 }
 
@@ -130,7 +150,10 @@ TEST_F(ActionExecutorTest, ResumeRefusesADrainThatChangedHands) {
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
   // A bridge drain over an admin's drain does not take it over either.
-  ASSERT_TRUE(exec_->Execute(Drain("GPUHealthy=False")).ok());
+  {
+    Status st = exec_->Execute(Drain("GPUHealthy=False"));
+    ASSERT_TRUE(st.ok()) << st;
+  }
   EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
 }
 
@@ -141,19 +164,28 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   a.condition = {"SlurmDrained", "False", "NotDrained", ""};
   a.event_reason = "SlurmNodeNotDrained";
   a.event_message = "executor test";
-  ASSERT_TRUE(exec_->Execute(a).ok());
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   nlohmann::json c1 = Condition("SlurmDrained");
   ASSERT_FALSE(c1.is_null());
   EXPECT_EQ(c1["status"], "False");
   std::this_thread::sleep_for(seconds(1));
   a.condition.message = "still not drained";
-  ASSERT_TRUE(exec_->Execute(a).ok());
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   nlohmann::json c2 = Condition("SlurmDrained");
   EXPECT_EQ(c2["message"], "still not drained");
   EXPECT_EQ(c2["lastTransitionTime"], c1["lastTransitionTime"]) << "status did not flip";
   std::this_thread::sleep_for(seconds(1));
   a.condition = {"SlurmDrained", "True", "DrainedByBridge", "k8s-bridge: test"};
-  ASSERT_TRUE(exec_->Execute(a).ok());
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
   nlohmann::json c3 = Condition("SlurmDrained");
   EXPECT_EQ(c3["status"], "True");
   EXPECT_NE(c3["lastTransitionTime"], c1["lastTransitionTime"]) << "status flipped";
@@ -161,7 +193,10 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   EXPECT_EQ(Condition("Ready")["status"], "True");
   // Leave the node as the planner would find it.
   a.condition = {"SlurmDrained", "False", "NotDrained", ""};
-  ASSERT_TRUE(exec_->Execute(a).ok());
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
 }
 
 TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {

@@ -44,6 +44,14 @@ class ReconcilerTest : public ::testing::Test {
     rec_ = std::make_unique<Reconciler>(c, inventory::NodeNameMap{}, &clock_, exec_.get(),
                                         queue_.get());
     Cleanup();
+    // Another test may have restarted slurmctld: start from a responding, idle node.
+    ASSERT_TRUE(testbed::WaitFor(
+        [&] {
+          return StripWhitespace(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out) ==
+                 "idle";
+        },
+        seconds(60), std::chrono::milliseconds(500)))
+        << kNode << " is not idle: " << Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T %E'")).out;
   }
   void TearDown() override {
     Cleanup();
