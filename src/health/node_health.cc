@@ -84,8 +84,11 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     plan->actions.push_back(std::move(a));
   };
 
+  // NOT_RESPONDING alone is transient (slurmctld sets it after a resume or its own restart
+  // until the next ping, and marks the node DOWN itself after SlurmdTimeout): publishing
+  // it would flap the condition and spam Warning Events. DOWN and FAIL are Slurm's verdict.
   bool down = s.base_state == slurm::NodeBaseState::kDown;
-  if (s.not_responding || s.fail || down) {
+  if (s.fail || down) {
     std::string reason = s.not_responding ? "SlurmNodeNotResponding"
                          : s.fail         ? "SlurmNodeFailed"
                                           : "SlurmNodeDown";

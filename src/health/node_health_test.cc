@@ -297,6 +297,9 @@ INSTANTIATE_TEST_SUITE_P(
              },
              {ActionKind::kSetNodeCondition},
              "SlurmNodeNotResponding"},
+        Case{"TransientNotRespondingIsNotPublished",
+             [](ManagedNode* n, HealthConfig*) { n->slurm->not_responding = true; },
+             {}, ""},
         Case{"SlurmConditionsCanBeTurnedOff",
              [](ManagedNode* n, HealthConfig* c) {
                n->k8s->conditions.resize(1);
