@@ -86,7 +86,14 @@ TEST_F(K8sTest, InformerSeesAddUpdateDeleteInOrder) {
                           {{"data", {{"v", "2"}}}})
                   .ok());
   ASSERT_TRUE(client_->Delete(Resource::ConfigMaps(), ns_, "k8stest-a", {}).ok());
-  ASSERT_TRUE(WaitFor([&] { return log.Size() >= 4; }, seconds(20)));
+  // Wait for the delete itself: the log also holds kube-root-ca.crt's add, so a count
+  // alone can be reached before the delete arrives.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto entries = log.Snapshot();
+        return std::find(entries.begin(), entries.end(), "delete k8stest-a") != entries.end();
+      },
+      seconds(20)));
   std::vector<std::string> got = log.Snapshot();
   // kube-root-ca.crt is published into every new namespace by the controller-manager.
   got.erase(std::remove_if(
