@@ -6,13 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bridge/slurm/libslurm_client.h"
-#include "k8s/api_event_recorder.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/rest_client.h"
-#include "k8s/time_format.h"
 #include "src/health/node_health.h"
-#include "tests/testbed/testbed_support.h"
+#include "tests/integration/reconcile/act_test_env.h"
 
 namespace skb::bridge {
 namespace {
@@ -27,35 +22,15 @@ using testbed::Shell;
 // node4 of the testbed: drained and resumed here, always resumed afterwards.
 constexpr char kNode[] = "node4";
 
-class ActionExecutorTest : public ::testing::Test {
+class ActionExecutorTest : public testing::ActOnTestbedTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
-    const char* kubeconfig = std::getenv("KUBECONFIG");
-    ASSERT_NE(kubeconfig, nullptr);
-    auto cfg = k8s::LoadKubeconfig(kubeconfig, "");
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    auto client = k8s::NewRestClient(*cfg);
-    ASSERT_TRUE(client.ok()) << client.status();
-    kube_ = std::move(*client);
-    slurm_ = std::make_unique<slurm::LibSlurmClient>(slurm::LibSlurmClient::Options{});
     k8s::EventRecorderOptions eo;
     eo.host = "executor-test";
-    events_ = std::make_unique<k8s::ApiEventRecorder>(kube_.get(), eo);
-    events_->Start();
-    exec_ = std::make_unique<ActionExecutor>(slurm_.get(), kube_.get(), events_.get(), &clock_);
-    Cleanup();
-    // Another test may have restarted slurmctld: start from a responding, idle node.
-    ASSERT_TRUE(testbed::WaitFor(
-        [&] {
-          return StripWhitespace(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out) ==
-                 "idle";
-        },
-        seconds(60), std::chrono::milliseconds(500)))
-        << kNode << " is not idle: " << Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T %E'")).out;
+    ConnectAndPrepare(kNode, eo);
   }
   void TearDown() override {
-    if (events_) events_->Stop();
+    StopEvents();
     Cleanup();
   }
   void Cleanup() {
@@ -105,12 +80,6 @@ class ActionExecutorTest : public ::testing::Test {
     a.event_message = "resumed by the executor test";
     return a;
   }
-
-  k8s::SystemClock clock_;
-  std::unique_ptr<k8s::KubeClient> kube_;
-  std::unique_ptr<slurm::LibSlurmClient> slurm_;
-  std::unique_ptr<k8s::ApiEventRecorder> events_;
-  std::unique_ptr<ActionExecutor> exec_;
 };
 
 TEST_F(ActionExecutorTest, DrainThenResumeIsIdempotentAndEvented) {

@@ -9,12 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "bridge/reconcile/k8s_convert.h"
-#include "bridge/slurm/libslurm_client.h"
-#include "k8s/api_event_recorder.h"
-#include "k8s/kubeconfig.h"
-#include "k8s/rest_client.h"
-#include "k8s/time_format.h"
-#include "tests/testbed/testbed_support.h"
+#include "tests/integration/reconcile/act_test_env.h"
 
 namespace skb::bridge {
 namespace {
@@ -25,37 +20,20 @@ using testbed::Shell;
 
 constexpr char kNode[] = "node3";
 
-class ReconcilerTest : public ::testing::Test {
+class ReconcilerTest : public testing::ActOnTestbedTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
-    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    auto client = k8s::NewRestClient(*cfg);
-    ASSERT_TRUE(client.ok()) << client.status();
-    kube_ = std::move(*client);
-    slurm_ = std::make_unique<slurm::LibSlurmClient>(slurm::LibSlurmClient::Options{});
-    events_ = std::make_unique<k8s::ApiEventRecorder>(kube_.get(), k8s::EventRecorderOptions{});
-    events_->Start();
-    exec_ = std::make_unique<ActionExecutor>(slurm_.get(), kube_.get(), events_.get(), &clock_);
+    ConnectAndPrepare(kNode);
     queue_ = std::make_unique<reconcile::WorkQueue>(clock_);
     config::Config c;
     c.features.labels.clear();  // features are not what this test is about
     rec_ = std::make_unique<Reconciler>(c, inventory::NodeNameMap{}, &clock_, exec_.get(),
                                         queue_.get());
     Cleanup();
-    // Another test may have restarted slurmctld: start from a responding, idle node.
-    ASSERT_TRUE(testbed::WaitFor(
-        [&] {
-          return StripWhitespace(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out) ==
-                 "idle";
-        },
-        seconds(60), std::chrono::milliseconds(500)))
-        << kNode << " is not idle: " << Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T %E'")).out;
   }
   void TearDown() override {
     Cleanup();
-    if (events_) events_->Stop();
+    StopEvents();
   }
   void Cleanup() {
     SetGpuHealthy("True", "test cleanup");
@@ -96,11 +74,6 @@ class ReconcilerTest : public ::testing::Test {
         .out;
   }
 
-  k8s::SystemClock clock_;
-  std::unique_ptr<k8s::KubeClient> kube_;
-  std::unique_ptr<slurm::LibSlurmClient> slurm_;
-  std::unique_ptr<k8s::ApiEventRecorder> events_;
-  std::unique_ptr<ActionExecutor> exec_;
   std::unique_ptr<reconcile::WorkQueue> queue_;
   std::unique_ptr<Reconciler> rec_;
 };
