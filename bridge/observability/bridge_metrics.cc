@@ -1,0 +1,106 @@
+#include "bridge/observability/bridge_metrics.h"
+
+namespace skb::observability {
+namespace {
+
+// 1ms .. ~8s: a reconcile is a few API calls.
+std::vector<double> ReconcileBuckets() { return ExponentialBuckets(0.001, 2, 14); }
+// 0.5ms .. ~4s: an unchanged poll is one cheap RPC; call_timeout defaults to 5s.
+std::vector<double> PollBuckets() { return ExponentialBuckets(0.0005, 2, 14); }
+// Seconds to an hour: grace periods and lend/return times are operator-configured.
+std::vector<double> LongBuckets() {
+  return {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600};
+}
+
+template <typename F, size_t N>
+F& Init(F& family, const std::array<std::string_view, N>& values) {
+  for (std::string_view v : values) family.WithLabels({v});
+  return family;
+}
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kSuccess:
+      return "success";
+    case Outcome::kRetryableError:
+      return "retryable_error";
+    case Outcome::kError:
+      return "error";
+  }
+  return "error";
+}
+
+BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_view slurm_version)
+    : reconcile_duration(r->AddHistogramFamily(
+          "skb_reconcile_duration_seconds",
+          "Wall time of one reconcile of one node, by result (success, requeue, error).",
+          {"result"}, ReconcileBuckets())),
+      reconcile_success(reconcile_duration.WithLabels({kResultSuccess})),
+      reconcile_requeue(reconcile_duration.WithLabels({kResultRequeue})),
+      reconcile_error(reconcile_duration.WithLabels({kResultError})),
+      workqueue_depth(
+          r->AddGauge("skb_workqueue_depth", "Node keys waiting in the reconcile work queue.")),
+      actions(r->AddCounterFamily("skb_actions_total",
+                                  "Actions executed by the bridge, by kind and outcome.",
+                                  {"kind", "outcome"})),
+      drains(Init(r->AddCounterFamily("skb_slurm_node_drains_total",
+                                      "Slurm nodes drained by the bridge, by cause.", {"cause"}),
+                  kDrainCauses)),
+      resumes(Init(r->AddCounterFamily("skb_slurm_node_resumes_total",
+                                       "Slurm nodes resumed by the bridge (only its own drains), "
+                                       "by cause.",
+                                       {"cause"}),
+                   kDrainCauses)),
+      preemptions(Init(
+          r->AddCounterFamily("skb_preemptions_total",
+                              "Slurm jobs preempted to lend their node to Kubernetes, by mode.",
+                              {"mode"}),
+          kPreemptionModes)),
+      preemption_grace(r->AddHistogram(
+          "skb_preemption_grace_seconds",
+          "Per preempted job: time from the checkpoint signal to the job leaving the node.",
+          LongBuckets())),
+      lend_duration(r->AddHistogram(
+          "skb_lend_duration_seconds",
+          "Per lent node: time from the reservation pod's deletion to its GPUs being free "
+          "for Kubernetes.",
+          LongBuckets())),
+      return_duration(r->AddHistogram(
+          "skb_return_duration_seconds",
+          "Per returned node: time from the last GPU pod leaving to the Slurm node resuming.",
+          LongBuckets())),
+      gpus_by_owner(Init(
+          r->AddGaugeFamily("skb_gpus", "GPUs of managed nodes by owner.", {"owner"}), kOwners)),
+      nodes_by_owner(
+          Init(r->AddGaugeFamily("skb_nodes", "Managed nodes by owner.", {"owner"}), kOwners)),
+      kubernetes_api_errors(r->AddCounterFamily(
+          "skb_kubernetes_api_errors_total",
+          "Failed Kubernetes API requests, by HTTP status code (or 'transport').", {"code"})),
+      slurm_rpc_errors(r->AddCounterFamily("skb_slurm_rpc_errors_total",
+                                           "Failed libslurm calls (timeouts included), by call.",
+                                           {"call"})),
+      plugin_requests(
+          Init(r->AddCounterFamily("skb_plugin_requests_total",
+                                   "job_submit plugin requests answered, by result.", {"result"}),
+               kPluginResults)),
+      plugin_fail_open(r->AddCounter(
+          "skb_plugin_fail_open_total",
+          "Submissions the job_submit plugin let through without the daemon's answer.")),
+      leader(r->AddGauge("skb_leader", "1 while this replica holds the leader Lease.")),
+      cache_synced(Init(r->AddGaugeFamily("skb_cache_synced",
+                                          "1 when the cache of this source is synced.", {"source"}),
+                        kCacheSources)),
+      slurm_poll_duration(Init(
+          r->AddHistogramFamily("skb_slurm_poll_duration_seconds",
+                                "Time of one Slurm poll, by result.", {"result"}, PollBuckets()),
+          kPollResults)),
+      build_info(r->AddGaugeFamily("skb_build_info",
+                                   "Always 1; labels carry the bridge version and the Slurm "
+                                   "release it was built against.",
+                                   {"version", "slurm_version"})) {
+  build_info.WithLabels({version, slurm_version}).Set(1);
+}
+
+}  // namespace skb::observability

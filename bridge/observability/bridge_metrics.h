@@ -1,0 +1,147 @@
+// The bridge's metrics: every series /metrics exposes, in one place, with what updates it.
+// Names follow Prometheus practice: prefix `skb_`, base units (seconds), `_total` on
+// counters, bounded label values (never node, pod or job names: those go into Events and
+// logs, not into label values that would grow without bound).
+//
+//   observability::Registry registry;
+//   observability::BridgeMetrics m(&registry, bridge::kVersion, bridge::kSlurmVersion);
+//   m.Action("DrainSlurmNode", Outcome::kSuccess).Inc();
+//   m.gpus_by_owner.WithLabels({"lending"}).Set(8);
+//
+// Every label value listed below is created at construction with value 0, so dashboards
+// and alerts see a series before its first event ("absent" is never "zero").
+//
+// Thread-safe, as the Registry. Handles returned here stay valid as long as the Registry.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "bridge/observability/metrics.h"
+
+namespace skb::observability {
+
+// Label values, fixed sets.
+inline constexpr std::array<std::string_view, 5> kOwners = {"slurm", "k8s", "lending", "returning",
+                                                            "unhealthy"};
+// Result of one reconcile of one node.
+inline constexpr std::string_view kResultSuccess = "success";  // converged, Forget()
+inline constexpr std::string_view kResultRequeue = "requeue";  // waiting (grace, cool-down)
+inline constexpr std::string_view kResultError = "error";      // an action failed
+
+enum class Outcome {
+  kSuccess,         // the action took effect (or was already in effect: idempotent no-op)
+  kRetryableError,  // Unavailable/Aborted/DeadlineExceeded: requeued with back-off
+  kError,           // any other failure: a condition and an Event say why
+};
+std::string_view OutcomeName(Outcome o);  // "success", "retryable_error", "error"
+
+// Why the bridge drained or resumed a Slurm node (`cause` label).
+inline constexpr std::array<std::string_view, 3> kDrainCauses = {"health", "lending",
+                                                                 "maintenance"};
+// How preempted Slurm jobs were made to leave a lent node (`mode` label).
+inline constexpr std::array<std::string_view, 3> kPreemptionModes = {"requeue", "cancel",
+                                                                     "suspend"};
+// What the daemon answered a job_submit plugin request (`result` label).
+inline constexpr std::array<std::string_view, 3> kPluginResults = {"accepted", "rejected", "error"};
+// What the daemon keeps a cache of (`source` label of skb_cache_synced).
+inline constexpr std::array<std::string_view, 3> kCacheSources = {"nodes", "pods", "slurm"};
+// Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
+inline constexpr std::array<std::string_view, 3> kPollResults = {"changed", "unchanged", "error"};
+
+class BridgeMetrics {
+ public:
+  // Registers every family below on `registry` (which must outlive this object) and sets
+  // skb_build_info.
+  BridgeMetrics(Registry* registry, std::string_view version, std::string_view slurm_version);
+
+  // ---- reconcile loop ----
+
+  // skb_reconcile_duration_seconds{result} (histogram): wall time of one Reconcile(node),
+  // from dequeue to Done(), labelled success|requeue|error. Observed by the reconcile worker.
+  HistogramFamily& reconcile_duration;
+  Histogram& reconcile_success;  // cached children of reconcile_duration
+  Histogram& reconcile_requeue;
+  Histogram& reconcile_error;
+
+  // skb_workqueue_depth (gauge): keys waiting in the work queue (not counting the ones in
+  // flight). Set by the daemon after Add/Get, or by a Registry collect hook reading Len().
+  Gauge& workqueue_depth;
+
+  // skb_actions_total{kind,outcome} (counter): actions the executor carried out, by
+  // plan::ActionKindName ("DrainSlurmNode", "RequeueSlurmJobs", ...) and Outcome.
+  // Incremented once per executed action, after its result is known.
+  CounterFamily& actions;
+  Counter& Action(std::string_view kind, Outcome outcome) {
+    return actions.WithLabels({kind, OutcomeName(outcome)});
+  }
+
+  // skb_slurm_node_drains_total{cause}, skb_slurm_node_resumes_total{cause} (counters):
+  // drains and resumes of Slurm nodes the bridge performed (not the no-ops an idempotent
+  // re-apply skips), cause health|lending|maintenance.
+  CounterFamily& drains;
+  CounterFamily& resumes;
+
+  // ---- preemption (Slurm -> Kubernetes lending) ----
+
+  // skb_preemptions_total{mode} (counter): Slurm jobs preempted to lend their node to
+  // Kubernetes, incremented per job when its requeue/cancel/suspend succeeds.
+  CounterFamily& preemptions;
+  // skb_preemption_grace_seconds (histogram): per preempted job, the time from its
+  // checkpoint signal to its leaving the node (requeued, finished, or forced at the end of
+  // the grace period). Shows how much of the configured grace jobs really use.
+  Histogram& preemption_grace;
+  // skb_lend_duration_seconds (histogram): per lent node, the time from the reservation
+  // pod's deletion (start of lending) to the finalizer's removal (node empty in Slurm,
+  // GPUs free for Kubernetes). The latency an inference pod waits for a node.
+  Histogram& lend_duration;
+  // skb_return_duration_seconds (histogram): per node given back, from the last GPU pod
+  // leaving to the Slurm node being resumed (includes the cool-down).
+  Histogram& return_duration;
+
+  // ---- inventory (set after every merge, for every owner value) ----
+
+  // skb_gpus{owner} (gauge): GPUs of managed nodes by owner slurm|k8s|lending|returning|
+  // unhealthy (an unhealthy node counts only as unhealthy).
+  GaugeFamily& gpus_by_owner;
+  // skb_nodes{owner} (gauge): managed nodes by owner, as skb_gpus.
+  GaugeFamily& nodes_by_owner;
+
+  // ---- errors of the two APIs ----
+
+  // skb_kubernetes_api_errors_total{code} (counter): failed apiserver requests, code = the
+  // HTTP status ("403", "409", "500", ...) or "transport" when no response came (connect,
+  // TLS, timeout). Incremented by the k8s client's error path, once per failed request
+  // (retries count again).
+  CounterFamily& kubernetes_api_errors;
+  // skb_slurm_rpc_errors_total{call} (counter): failed libslurm calls by call name
+  // ("load_node", "load_jobs", "update_node", "requeue", "signal", ...), timeouts included.
+  CounterFamily& slurm_rpc_errors;
+
+  // ---- job_submit plugin ----
+
+  // skb_plugin_requests_total{result} (counter): plugin requests the daemon answered:
+  // accepted | rejected (an impossible request, with a message) | error (malformed
+  // request, internal error: the plugin then applies its failure policy).
+  CounterFamily& plugin_requests;
+  // skb_plugin_fail_open_total (counter): submissions the plugin let through without an
+  // answer (daemon down or slower than the plugin's budget, FailurePolicy=open). The plugin
+  // runs in slurmctld, so this counts what it reports with its next request; submissions
+  // failed open while the daemon is down show up once it is back.
+  Counter& plugin_fail_open;
+
+  // ---- daemon state ----
+
+  // skb_leader (gauge): 1 while this replica holds the Lease and acts, else 0.
+  Gauge& leader;
+  // skb_cache_synced{source} (gauge): 1 once the nodes/pods informer has listed and is
+  // watching, or the first Slurm poll succeeded; back to 0 while a relist is in progress.
+  GaugeFamily& cache_synced;
+  // skb_slurm_poll_duration_seconds{result} (histogram): time of one Slurm poll (node and
+  // job reads by update_time), result changed|unchanged|error.
+  HistogramFamily& slurm_poll_duration;
+  // skb_build_info{version,slurm_version} (gauge): always 1; the labels carry the build.
+  GaugeFamily& build_info;
+};
+
+}  // namespace skb::observability

@@ -1,0 +1,82 @@
+#include "bridge/observability/bridge_metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "bridge/observability/exposition_parser.h"
+
+namespace skb::observability {
+namespace {
+
+TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabels) {
+  Registry r;
+  BridgeMetrics m(&r, "0.1.0", "22.05.8");
+  auto e = ParseExposition(r.Render());
+  ASSERT_TRUE(e.ok()) << e.status();
+  const std::map<std::string, std::string> want = {
+      {"skb_reconcile_duration_seconds", "histogram"},
+      {"skb_workqueue_depth", "gauge"},
+      {"skb_actions_total", "counter"},
+      {"skb_slurm_node_drains_total", "counter"},
+      {"skb_slurm_node_resumes_total", "counter"},
+      {"skb_preemptions_total", "counter"},
+      {"skb_preemption_grace_seconds", "histogram"},
+      {"skb_lend_duration_seconds", "histogram"},
+      {"skb_return_duration_seconds", "histogram"},
+      {"skb_gpus", "gauge"},
+      {"skb_nodes", "gauge"},
+      {"skb_kubernetes_api_errors_total", "counter"},
+      {"skb_slurm_rpc_errors_total", "counter"},
+      {"skb_plugin_requests_total", "counter"},
+      {"skb_plugin_fail_open_total", "counter"},
+      {"skb_leader", "gauge"},
+      {"skb_cache_synced", "gauge"},
+      {"skb_slurm_poll_duration_seconds", "histogram"},
+      {"skb_build_info", "gauge"},
+  };
+  EXPECT_EQ(e->types, want);
+  for (const auto& [name, type] : want) {
+    EXPECT_FALSE(e->helps.at(name).empty()) << name;
+    // Counters end in _total, and only counters do (Prometheus naming practice).
+    EXPECT_EQ(name.ends_with("_total"), type == "counter") << name;
+  }
+  for (std::string_view owner : kOwners) {
+    EXPECT_EQ(e->Value("skb_gpus", {{"owner", std::string(owner)}}), 0) << owner;
+    EXPECT_EQ(e->Value("skb_nodes", {{"owner", std::string(owner)}}), 0) << owner;
+  }
+  EXPECT_EQ(e->Value("skb_slurm_node_drains_total", {{"cause", "lending"}}), 0);
+  EXPECT_EQ(e->Value("skb_plugin_requests_total", {{"result", "rejected"}}), 0);
+  EXPECT_EQ(e->Value("skb_cache_synced", {{"source", "slurm"}}), 0);
+  EXPECT_EQ(e->Value("skb_reconcile_duration_seconds_count", {{"result", "requeue"}}), 0);
+  EXPECT_EQ(e->Value("skb_build_info", {{"version", "0.1.0"}, {"slurm_version", "22.05.8"}}), 1);
+}
+
+TEST(BridgeMetricsTest, HandlesUpdateTheRenderedSeries) {
+  Registry r;
+  BridgeMetrics m(&r, "v", "s");
+  m.Action("DrainSlurmNode", Outcome::kSuccess).Inc();
+  m.Action("DrainSlurmNode", Outcome::kRetryableError).Inc(2);
+  m.gpus_by_owner.WithLabels({"lending"}).Set(8);
+  m.kubernetes_api_errors.WithLabels({"403"}).Inc();
+  m.reconcile_success.Observe(0.003);
+  m.leader.Set(1);
+  m.workqueue_depth.Set(3);
+  auto e = ParseExposition(r.Render());
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->Value("skb_actions_total", {{"kind", "DrainSlurmNode"}, {"outcome", "success"}}), 1);
+  EXPECT_EQ(
+      e->Value("skb_actions_total", {{"kind", "DrainSlurmNode"}, {"outcome", "retryable_error"}}),
+      2);
+  EXPECT_EQ(e->Value("skb_gpus", {{"owner", "lending"}}), 8);
+  EXPECT_EQ(e->Value("skb_kubernetes_api_errors_total", {{"code", "403"}}), 1);
+  EXPECT_EQ(
+      e->Value("skb_reconcile_duration_seconds_bucket", {{"result", "success"}, {"le", "0.004"}}),
+      1);
+  EXPECT_EQ(e->Value("skb_leader"), 1);
+  EXPECT_EQ(e->Value("skb_workqueue_depth"), 3);
+}
+
+}  // namespace
+}  // namespace skb::observability

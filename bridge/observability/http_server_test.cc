@@ -1,0 +1,316 @@
+#include "bridge/observability/http_server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bridge/observability/exposition_parser.h"
+#include "bridge/observability/metrics.h"
+
+namespace skb::observability {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A connected TCP socket to the server (IPv4 or IPv6 loopback).
+int Connect(uint16_t port, bool ipv6 = false) {
+  int fd = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int rc;
+  if (ipv6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    a.sin6_addr = in6addr_loopback;
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads until the server closes (or 5 s pass).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Sends `raw` and returns the whole response ("" when the connection failed).
+std::string Exchange(uint16_t port, const std::string& raw, bool ipv6 = false) {
+  int fd = Connect(port, ipv6);
+  if (fd < 0) return "";
+  ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL);
+  std::string out = ReadAll(fd);
+  ::close(fd);
+  return out;
+}
+
+std::string Get(uint16_t port, const std::string& path) {
+  return Exchange(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+}
+
+std::string Body(const std::string& response) {
+  size_t p = response.find("\r\n\r\n");
+  return p == std::string::npos ? "" : response.substr(p + 4);
+}
+
+TEST(ParseHostPortTest, AcceptsTheConfigForms) {
+  auto a = ParseHostPort("127.0.0.1:9464");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 9464);
+  auto b = ParseHostPort("[::1]:0");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->host, "::1");
+  EXPECT_EQ(b->port, 0);
+  auto c = ParseHostPort(":9464");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->host, "");
+  auto d = ParseHostPort("localhost:65535");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->port, 65535);
+}
+
+TEST(ParseHostPortTest, RejectsMalformedAddressesNamingThem) {
+  for (const char* bad : {"9464", "127.0.0.1", "127.0.0.1:", "1.2.3.4:65536", "host:http",
+                          "::1:9464", "[::1]9464", "[::1", "[]:1", "h:-1", "h:123456"}) {
+    auto r = ParseHostPort(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr(std::string("'") + bad + "'"));
+  }
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void StartServer(HttpServerOptions options = {}) {
+    options.address =
+        options.address == HttpServerOptions{}.address ? "127.0.0.1:0" : options.address;
+    server_ = std::make_unique<HttpServer>(options);
+    AddStandardHandlers(server_.get(), &registry_, [this]() -> Status {
+      if (ready_.load()) return OkStatus();
+      return UnavailableError("informer caches not synced");
+    });
+    Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  Registry registry_;
+  std::atomic<bool> ready_{false};
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, ServesHealthzReadyzMetricsAnd404) {
+  Counter& c = registry_.AddCounterFamily("skb_test_total", "t", {"k"}).WithLabels({"a\"b"});
+  c.Inc(7);
+  StartServer();
+  uint16_t port = server_->port();
+
+  std::string healthz = Get(port, "/healthz");
+  EXPECT_THAT(healthz, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(healthz, HasSubstr("Connection: close\r\n"));
+  EXPECT_EQ(Body(healthz), "ok\n");
+
+  std::string notready = Get(port, "/readyz");
+  EXPECT_THAT(notready, StartsWith("HTTP/1.1 503 Service Unavailable\r\n"));
+  EXPECT_EQ(Body(notready), "not ready: informer caches not synced\n");
+  ready_ = true;
+  EXPECT_THAT(Get(port, "/readyz"), StartsWith("HTTP/1.1 200 OK\r\n"));
+
+  std::string metrics = Get(port, "/metrics?name[]=x");  // query strings are ignored
+  EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+  std::string body = Body(metrics);
+  EXPECT_THAT(metrics, HasSubstr("Content-Length: " + std::to_string(body.size()) + "\r\n"));
+  auto parsed = ParseExposition(body);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->Value("skb_test_total", {{"k", "a\"b"}}), 7);
+
+  EXPECT_THAT(Get(port, "/nope"), StartsWith("HTTP/1.1 404 Not Found\r\n"));
+  EXPECT_THAT(Get(port, "/metricsX"), StartsWith("HTTP/1.1 404 "));
+}
+
+TEST_F(HttpServerTest, RejectsWhatItDoesNotServe) {
+  StartServer();
+  uint16_t port = server_->port();
+  std::string post = Exchange(port, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_THAT(post, StartsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
+  EXPECT_THAT(post, HasSubstr("Allow: GET, HEAD\r\n"));
+  EXPECT_THAT(Exchange(port, "garbage\r\n\r\n"), StartsWith("HTTP/1.1 400 "));
+  EXPECT_THAT(Exchange(port, "GET /healthz HTTP/2.0\r\n\r\n"), StartsWith("HTTP/1.1 505 "));
+  EXPECT_THAT(Exchange(port, "GET http://x/healthz HTTP/1.1\r\n\r\n"), StartsWith("HTTP/1.1 400 "));
+
+  std::string head = Exchange(port, "HEAD /healthz HTTP/1.0\r\n\r\n");
+  EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(head, HasSubstr("Content-Length: 3\r\n"));
+  EXPECT_THAT(head, EndsWith("\r\n\r\n"));  // no body
+
+  // Bare LF line ends are tolerated (curl never sends them, people with nc do).
+  EXPECT_THAT(Exchange(port, "GET /healthz HTTP/1.1\n\n"), StartsWith("HTTP/1.1 200 "));
+}
+
+TEST_F(HttpServerTest, OversizedRequestsGet431AndTheServerKeepsServing) {
+  HttpServerOptions o;
+  o.max_request_bytes = 1024;
+  StartServer(o);
+  uint16_t port = server_->port();
+  std::string big = "GET /healthz HTTP/1.1\r\nX-Pad: " + std::string(4000, 'a') + "\r\n\r\n";
+  EXPECT_THAT(Exchange(port, big), StartsWith("HTTP/1.1 431 "));
+  EXPECT_THAT(Get(port, "/healthz"), StartsWith("HTTP/1.1 200 "));
+}
+
+TEST_F(HttpServerTest, SlowAndIdleClientsAreCutOffWithoutBlockingOthers) {
+  HttpServerOptions o;
+  o.connection_timeout = std::chrono::milliseconds(300);
+  StartServer(o);
+  uint16_t port = server_->port();
+  // An idle connection and a half-sent request.
+  int idle = Connect(port);
+  int slow = Connect(port);
+  ASSERT_GE(idle, 0);
+  ASSERT_GE(slow, 0);
+  ::send(slow, "GET /hea", 8, MSG_NOSIGNAL);
+  // Others are served meanwhile.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THAT(Get(port, "/healthz"), StartsWith("HTTP/1.1 200 "));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+  // Both are closed by the server after the timeout: reads see EOF.
+  EXPECT_EQ(ReadAll(idle), "");
+  EXPECT_EQ(ReadAll(slow), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  ::close(idle);
+  ::close(slow);
+}
+
+TEST_F(HttpServerTest, ConnectionLimitQueuesInsteadOfFailing) {
+  HttpServerOptions o;
+  o.max_connections = 2;
+  o.connection_timeout = std::chrono::milliseconds(400);
+  StartServer(o);
+  uint16_t port = server_->port();
+  int a = Connect(port);
+  int b = Connect(port);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  // A third client waits in the backlog until the idle two time out, then is served.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THAT(Get(port, "/healthz"), StartsWith("HTTP/1.1 200 "));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+  ::close(a);
+  ::close(b);
+}
+
+TEST_F(HttpServerTest, ManyConcurrentClients) {
+  StartServer();
+  uint16_t port = server_->port();
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        if (Get(port, "/healthz").starts_with("HTTP/1.1 200 ")) ok.fetch_add(1);
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), 400);
+}
+
+TEST_F(HttpServerTest, StopClosesEverythingAndIsIdempotent) {
+  StartServer();
+  uint16_t port = server_->port();
+  int idle = Connect(port);
+  ASSERT_GE(idle, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  server_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  EXPECT_EQ(ReadAll(idle), "");  // closed by Stop, not by a timeout
+  ::close(idle);
+  EXPECT_EQ(Connect(port), -1);  // nothing listens any more
+  server_->Stop();
+  // Start again after Stop works (a new port may be chosen).
+  Status s = server_->Start();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(Get(server_->port(), "/healthz"), StartsWith("HTTP/1.1 200 "));
+}
+
+TEST_F(HttpServerTest, StartErrors) {
+  StartServer();
+  EXPECT_EQ(server_->Start().code(), StatusCode::kFailedPrecondition);
+
+  HttpServer taken({.address = "127.0.0.1:" + std::to_string(server_->port())});
+  Status s = taken.Start();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("127.0.0.1:" + std::to_string(server_->port())));
+  EXPECT_THAT(s.message(), HasSubstr("in use"));
+
+  HttpServer malformed({.address = "no-port"});
+  EXPECT_EQ(malformed.Start().code(), StatusCode::kInvalidArgument);
+  HttpServer not_local({.address = "192.0.2.1:0"});  // TEST-NET-1: not on this host
+  EXPECT_EQ(not_local.Start().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(HttpServerTest, WildcardAddressServesIpv4AndIpv6Loopback) {
+  HttpServerOptions o;
+  o.address = ":0";
+  StartServer(o);
+  uint16_t port = server_->port();
+  EXPECT_THAT(Get(port, "/healthz"), StartsWith("HTTP/1.1 200 "));
+  int v6 = Connect(port, /*ipv6=*/true);
+  if (v6 < 0) GTEST_SKIP() << "no IPv6 loopback on this host";
+  ::close(v6);
+  EXPECT_THAT(Exchange(port, "GET /healthz HTTP/1.1\r\n\r\n", true), StartsWith("HTTP/1.1 200 "));
+}
+
+TEST_F(HttpServerTest, Ipv6LoopbackAddress) {
+  HttpServer probe({.address = "[::1]:0"});
+  if (!probe.Start().ok()) GTEST_SKIP() << "no IPv6 loopback on this host";
+  probe.Stop();
+  HttpServerOptions o;
+  o.address = "[::1]:0";
+  StartServer(o);
+  EXPECT_THAT(Exchange(server_->port(), "GET /healthz HTTP/1.1\r\n\r\n", true),
+              StartsWith("HTTP/1.1 200 "));
+  EXPECT_EQ(Connect(server_->port(), false), -1);  // IPv6 only: 127.0.0.1 is not bound
+}
+
+TEST_F(HttpServerTest, AThrowingHandlerGets500) {
+  server_ = std::make_unique<HttpServer>(HttpServerOptions{.address = "127.0.0.1:0"});
+  server_->Handle("/boom",
+                  [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("boom"); });
+  ASSERT_TRUE(server_->Start().ok());
+  EXPECT_THAT(Get(server_->port(), "/boom"), StartsWith("HTTP/1.1 500 "));
+}
+
+}  // namespace
+}  // namespace skb::observability
