@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,18 @@ struct GpuPod {
   bool terminating = false;  // deletionTimestamp set
   bool reservation = false;  // the bridge's own reservation pod
   int32_t priority = 0;
+
+  // What the node-ownership planner (src/ownership) reads back: the bridge keeps no state
+  // of its own, so whatever a lend or a reservation swap must remember lives in these.
+  std::string uid;                                // metadata.uid (precondition for writes)
+  std::map<std::string, std::string> labels;      // metadata.labels
+  std::map<std::string, std::string> annotations; // metadata.annotations
+  std::vector<std::string> finalizers;            // metadata.finalizers
+  // metadata.deletionTimestamp: when set, the time by which the kubelet kills the pod's
+  // containers (deletion time + grace period). Set together with `terminating`.
+  std::optional<Clock::TimePoint> deletion_time;
+  std::string priority_class_name;  // spec.priorityClassName
+  std::string nominated_node_name;  // status.nominatedNodeName (a pending preemptor)
 };
 
 struct ManagedNode {
@@ -34,6 +47,11 @@ struct ManagedNode {
   // Slurm jobs holding resources on this node (running, suspended or completing).
   std::vector<slurm::JobView> jobs;
   std::vector<GpuPod> pods;
+  // Pending GPU pods whose status.nominatedNodeName is this node: kube-scheduler preempted
+  // (or is preempting) for them here. Not bound, so not in `pods`. The ownership planner
+  // names the first (highest priority) in the lend reason and does not return the node to
+  // Slurm while one waits.
+  std::vector<GpuPod> nominated_pods;
 };
 
 }  // namespace skb::inventory

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,17 @@ enum class ActionKind {
   kRequeueSlurmJobs,  // requeue `job_ids` (running work that must leave the node now)
   kSetNodeCondition,  // set `condition` on the Kubernetes node (status subresource)
   kSetSlurmFeatures,  // set the Slurm node's available and active features to `features`
+  // Node ownership (src/ownership): lending a node to Kubernetes and taking it back. The
+  // executor contract of each kind is spelled out in src/ownership/ownership.h.
+  kCreateReservationPod,   // create the pod `reservation` describes
+  kDeleteReservationPod,   // delete `pod` (uid precondition); the bridge's finalizer holds it
+  kPatchPodAnnotations,    // merge-patch `annotations` into `pod`'s metadata
+  kReleaseReservationPod,  // after `release_check`: annotate `pod` released, drop the finalizer
+  kSignalSlurmJobs,        // send `signal` to `job_ids` (`signal_scope`)
+  kPreemptSlurmJobs,       // requeue / requeue-hold / cancel `job_ids` (`preempt_mode`)
+  kSetNodeTaint,           // add `taint` to the Kubernetes node (no-op when present)
+  kRemoveNodeTaint,        // remove the taint with `taint.key` and `taint.effect`
+  kPatchNodeAnnotations,   // merge-patch `annotations` into the Kubernetes node's metadata
 };
 
 std::string_view ActionKindName(ActionKind k);
@@ -34,6 +46,82 @@ struct ConditionSpec {
   friend bool operator==(const ConditionSpec&, const ConditionSpec&) = default;
 };
 
+// Severity of the Event recording an action (Kubernetes Event type).
+enum class EventType { kNormal, kWarning };
+
+// A pod the action applies to; `uid` is a precondition (the action must not touch a
+// different pod that took the same name).
+struct PodRef {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  friend bool operator==(const PodRef&, const PodRef&) = default;
+};
+
+struct TaintSpec {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+  friend bool operator==(const TaintSpec&, const TaintSpec&) = default;
+};
+
+// A pod toleration; {"", "Exists", "", ""} tolerates every taint.
+struct TolerationSpec {
+  std::string key;
+  std::string op = "Exists";  // Exists or Equal
+  std::string value;
+  std::string effect;  // empty = every effect
+  friend bool operator==(const TolerationSpec&, const TolerationSpec&) = default;
+};
+
+// The bridge's reservation pod for one Slurm-owned node, as plain data: the executor maps
+// it 1:1 onto a core/v1 Pod (see src/ownership/ownership.h for the exact shape).
+struct ReservationSpec {
+  std::string namespace_name;
+  std::string name;
+  std::string node;                 // spec.nodeName (bound directly, no scheduler)
+  std::string gpu_resource;         // "nvidia.com/gpu": requests = limits = `gpus`
+  int64_t gpus = 0;
+  std::string priority_class_name;  // spec.priorityClassName
+  int32_t priority = 0;             // the class's value (informative: admission sets it)
+  std::string image;
+  std::vector<std::string> command;  // the container's command (exits once released)
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> finalizers;
+  int64_t termination_grace_seconds = 0;
+  std::vector<TolerationSpec> tolerations;
+  friend bool operator==(const ReservationSpec&, const ReservationSpec&) = default;
+};
+
+// A metadata merge patch: keys to set and keys to remove.
+struct AnnotationPatch {
+  std::map<std::string, std::string> set;
+  std::vector<std::string> remove;
+  bool empty() const { return set.empty() && remove.empty(); }
+  friend bool operator==(const AnnotationPatch&, const AnnotationPatch&) = default;
+};
+
+// What kReleaseReservationPod verifies at the source before releasing.
+enum class ReleaseCheck {
+  kNoSlurmJobs,  // a lend: Slurm (queried now) shows no job holding the node
+  kSwapTaint,    // a swap: the node carries the reservation-swap NoSchedule taint
+};
+
+// Which processes of a job get a signal (scancel --signal: --full, --batch, steps only).
+enum class SignalScope { kFull, kBatchOnly, kSteps };
+
+// What preemption does to a job (per partition / QOS, src/ownership/lending_config.h).
+enum class JobPreemptMode {
+  kRequeue,      // scontrol requeue: back to pending, starts again when resources allow
+  kRequeueHold,  // scontrol requeuehold: back to pending, held until released
+  kCancel,       // scancel: the job ends (CANCELLED); only when an admin asked for it
+};
+
+std::string_view EventTypeName(EventType t);
+std::string_view SignalScopeName(SignalScope s);
+std::string_view JobPreemptModeName(JobPreemptMode m);
+
 struct Action {
   ActionKind kind = ActionKind::kDrainSlurmNode;
   std::string node;
@@ -42,6 +130,19 @@ struct Action {
   std::vector<uint32_t> job_ids;  // kRequeueSlurmJobs
   ConditionSpec condition;        // kSetNodeCondition
   std::vector<std::string> features;  // kSetSlurmFeatures
+  ReservationSpec reservation;        // kCreateReservationPod
+  PodRef pod;  // kDeleteReservationPod, kPatchPodAnnotations, kReleaseReservationPod
+  AnnotationPatch annotations;        // kPatchPodAnnotations, kPatchNodeAnnotations
+  ReleaseCheck release_check = ReleaseCheck::kNoSlurmJobs;  // kReleaseReservationPod
+  int signal = 0;                                   // kSignalSlurmJobs (signal number)
+  SignalScope signal_scope = SignalScope::kFull;    // kSignalSlurmJobs
+  JobPreemptMode preempt_mode = JobPreemptMode::kRequeue;  // kPreemptSlurmJobs
+  // kPreemptSlurmJobs: the note recorded in each job's admin comment ("preempted by
+  // k8s-bridge for ns/pod"), and the preemption time (Unix seconds) for anti-thrash.
+  std::string job_comment;
+  int64_t at_unix = 0;
+  TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
+  EventType event_type = EventType::kNormal;
   std::string event_reason;       // CamelCase reason of the Event recording this action
   std::string event_message;      // what a human reads in `kubectl describe node`
 
