@@ -89,6 +89,10 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(ReadAdmission(root.Object("admission"), &cfg.admission));
   root.Merge(health::ReadHealthConfig(root.Object("health"), &cfg.health));
   root.Merge(plan::ReadFeaturesConfig(root.Object("features"), &cfg.features));
+  root.Merge(ownership::ReadLendingConfig(root.Object("lending"), &cfg.lending));
+  if (cfg.lending.namespace_name.empty()) {
+    cfg.lending.namespace_name = cfg.kubernetes.namespace_name;
+  }
   RETURN_IF_ERROR(root.Finish());
   return cfg;
 }

@@ -15,6 +15,7 @@
 
 #include "src/base/status.h"
 #include "src/health/health_config.h"
+#include "src/ownership/lending_config.h"
 #include "src/plan/features.h"
 
 namespace skb::config {
@@ -74,6 +75,9 @@ struct Config {
   AdmissionConfig admission;
   health::HealthConfig health;
   plan::FeaturesConfig features = plan::FeaturesConfig::Defaults();
+  // Lending nodes to Kubernetes (reservation pods, preemption, return). After parsing,
+  // lending.namespace_name is never empty (it defaults to kubernetes.namespace).
+  ownership::LendingConfig lending;
 };
 
 // Parses and validates a JSON configuration document. An empty document ("{}") yields all

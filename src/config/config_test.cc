@@ -92,6 +92,29 @@ TEST(ParseConfig, HealthAndFeaturesSections) {
   EXPECT_THAT(ErrorOf(R"({"health": {"cordon": "maybe"}})"), HasSubstr("'health.cordon'"));
 }
 
+TEST(ParseConfig, LendingSection) {
+  auto defaults = ParseConfig("{}");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_FALSE(defaults->lending.enabled);
+  EXPECT_EQ(defaults->lending.namespace_name, "slurm-bridge");  // kubernetes.namespace
+  auto cfg = ParseConfig(R"({
+    "kubernetes": {"namespace": "bridge"},
+    "lending": {"enabled": true, "cooldown": "30s", "preemption": {"qos": {"debug": "cancel"}}}
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_TRUE(cfg->lending.enabled);
+  EXPECT_EQ(cfg->lending.namespace_name, "bridge");
+  EXPECT_EQ(cfg->lending.cooldown, std::chrono::seconds(30));
+  EXPECT_EQ(cfg->lending.qos_modes.at("debug"), plan::JobPreemptMode::kCancel);
+  auto own = ParseConfig(R"({"lending": {"namespace": "slurm"}})");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->lending.namespace_name, "slurm");
+  EXPECT_THAT(ErrorOf(R"({"lending": {"cooldwn": "1s"}})"),
+              HasSubstr("unknown key 'lending.cooldwn'"));
+  EXPECT_THAT(ErrorOf(R"({"lending": {"preemption": {"default": "suspend"}}})"),
+              HasSubstr("'lending.preemption.default'"));
+}
+
 TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));

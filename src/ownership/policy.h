@@ -1,0 +1,206 @@
+// Preemption and return policy of the node-ownership state machine, as pure functions the
+// planner (ownership.h), the trace simulator (bench/) and `bridgectl` share: which jobs may
+// be preempted and how, which reservation class a node gets, which nodes kube-scheduler's
+// preemption would take for a demand, and when a lent node goes back to Slurm.
+//
+//   JobPolicy p = PolicyFor(job, cfg, now);   // preemptible? signal, grace, mode
+//   ReservationClass c = ClassFor(node.jobs, cfg, now);
+//   std::vector<size_t> picked = PickVictims(candidates, demand, now);
+//
+// Also the names (labels, annotations, taints, finalizer) the bridge writes: the state the
+// daemon reads back after a restart, since it keeps none of its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/base/clock.h"
+#include "src/config/config.h"
+#include "src/ownership/lending_config.h"
+#include "src/plan/action.h"
+#include "src/slurm/types.h"
+
+namespace skb::ownership {
+
+// The finalizer that holds a deleted reservation pod until Slurm has vacated the node.
+inline constexpr char kFinalizer[] = "slurm-k8s-bridge.io/reservation";
+// Labels of a reservation pod. The role label marks the pod as the bridge's (a pod with the
+// reservation's name but without it is someone else's and is never touched).
+inline constexpr char kRoleLabel[] = "slurm-k8s-bridge.io/role";
+inline constexpr char kReservationRole[] = "reservation";
+inline constexpr char kClassLabel[] = "slurm-k8s-bridge.io/class";
+inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
+
+// Annotations on the reservation pod.
+//   jobs: the Slurm jobs on the node, "id user account gpus start;..." (batched).
+inline constexpr char kJobsAnnotation[] = "slurm-k8s-bridge.io/jobs";
+inline constexpr char kJobsUpdatedAtAnnotation[] = "slurm-k8s-bridge.io/jobs-updated-at";
+inline constexpr char kSlurmNodeAnnotation[] = "slurm-k8s-bridge.io/slurm-node";
+//   class-wanted: "<class>@<unix>": a lazy class change wanted since then (hysteresis).
+inline constexpr char kClassWantedAnnotation[] = "slurm-k8s-bridge.io/class-wanted";
+//   replacing=true: the bridge deletes this pod to replace it (a class change), not to
+//   lend the node. Set before the delete.
+inline constexpr char kReplacingAnnotation[] = "slurm-k8s-bridge.io/replacing";
+//   released=true: the pod's container may exit (it reads this through the downward API).
+inline constexpr char kReleasedAnnotation[] = "slurm-k8s-bridge.io/released";
+
+// Annotations on the Kubernetes node (they outlive the reservation pod).
+//   lent-at: Unix seconds the lend started; its presence marks the node Kubernetes-owned.
+inline constexpr char kLentAtAnnotation[] = "slurm-k8s-bridge.io/lent-at";
+//   lent-to: "ns/pod" of the preemptor, or "kubernetes".
+inline constexpr char kLentToAnnotation[] = "slurm-k8s-bridge.io/lent-to";
+//   signalled-at: "jobid:unix,...": when each job got its checkpoint signal.
+inline constexpr char kSignalledAtAnnotation[] = "slurm-k8s-bridge.io/signalled-at";
+//   lend-blocked: "jobid,...": non-preemptible jobs a lend waits for (with a Warning).
+inline constexpr char kLendBlockedAnnotation[] = "slurm-k8s-bridge.io/lend-blocked";
+//   idle-since: Unix seconds since when no Kubernetes GPU pod is on the lent node.
+inline constexpr char kIdleSinceAnnotation[] = "slurm-k8s-bridge.io/idle-since";
+
+// NoSchedule taints the bridge sets on the node.
+//   reservation-swap: while a reservation is replaced (its GPUs are briefly uncounted).
+inline constexpr char kSwapTaintKey[] = "slurm-k8s-bridge.io/reservation-swap";
+//   slurm-busy: Slurm work remains on a lent node whose reservation no longer (or soon no
+//   longer) holds the GPUs in Kubernetes' count.
+inline constexpr char kBusyTaintKey[] = "slurm-k8s-bridge.io/slurm-busy";
+// The busy taint goes on this long before the kubelet's kill deadline of the reservation.
+inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);
+
+// The downward-API file the reservation container watches for the released annotation.
+inline constexpr char kAnnotationsMountPath[] = "/etc/reservation";
+inline constexpr char kAnnotationsFile[] = "/etc/reservation/annotations";
+
+// The bridge's anti-thrash record in a job's admin comment: one whitespace-free token,
+// "k8s-bridge-preempted=<unix>,<unix>...@<ns/pod>" (the latest preemptions, oldest first,
+// and the latest preemptor). Distinct from the admission token "k8s-bridge:..." so
+// neither overwrites the other.
+inline constexpr std::string_view kPreemptedToken = "k8s-bridge-preempted=";
+
+// Unix seconds <-> the core's time points.
+Clock::TimePoint FromUnix(slurm::UnixTime t);
+slurm::UnixTime ToUnix(Clock::TimePoint t);
+// Unix seconds as the bridge writes them in annotations ("1700000000"); nullopt for
+// anything else (annotations are user-editable input).
+std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
+// "42s": a duration for messages.
+std::string FormatSeconds(Clock::Duration d);
+
+// ---- Jobs ---------------------------------------------------------------------------
+
+// Preemption times recorded in `admin_comment` (oldest first); empty when none.
+std::vector<slurm::UnixTime> PreemptionTimes(std::string_view admin_comment);
+// `admin_comment` with this preemption recorded: keeps the latest max_preemptions + 1
+// times and everything else in the comment. The executor applies it to the comment it
+// reads from Slurm when it preempts (kPreemptSlurmJobs).
+std::string RecordPreemption(std::string_view admin_comment, slurm::UnixTime at,
+                             std::string_view preemptor, const LendingConfig& cfg);
+// Preemptions within the anti-thrash window before `now`.
+int64_t PreemptionsInWindow(const slurm::JobView& job, const LendingConfig& cfg,
+                            Clock::TimePoint now);
+
+// How preemption treats one job.
+struct JobPolicy {
+  // May be signalled and preempted when its node is lent. False for a job annotated
+  // preemptible=false (or not annotated and in no preemptible partition/QOS), one that
+  // cannot be requeued (--no-requeue) when its mode requeues, and one protected by
+  // anti-thrash.
+  bool preemptible = false;
+  std::string why;  // "QOS scavenger is preemptible", "preempted 4 times in 6h (anti-thrash)"
+  int signal = 10;
+  plan::SignalScope scope = plan::SignalScope::kFull;
+  Clock::Duration grace{};
+  plan::JobPreemptMode mode = plan::JobPreemptMode::kRequeue;
+};
+
+// The job's grace: its own --signal lead time (SIG@SECS) if it gave one, else the
+// configured default; capped by max_grace.
+Clock::Duration GraceFor(const slurm::JobView& job, const LendingConfig& cfg);
+// Its mode: QOS map, then partition map, then the default.
+plan::JobPreemptMode PreemptModeFor(const slurm::JobView& job, const LendingConfig& cfg);
+// Everything at once. `cfg.admission` decides preemptibility of jobs without the bridge's
+// admission annotation (submitted before the plugin was installed, or failed open).
+JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock::TimePoint now);
+
+// A job that holds its node: running, suspended or completing.
+bool HoldsNode(const slurm::JobView& job);
+// A job the lend flow acts on (signal, preempt): running or suspended, not completing and
+// not already on its way back to pending.
+bool Actionable(const slurm::JobView& job);
+
+// ---- Reservation classes ------------------------------------------------------------
+
+enum class ReservationClass { kIdle = 0, kPreemptible = 1, kProtected = 2 };
+
+std::string_view ReservationClassName(ReservationClass c);  // "idle", "preemptible", ...
+const PriorityClassRef& ClassRef(ReservationClass c, const LendingConfig& cfg);
+// The class whose PriorityClass name is `name`; nullopt for an unknown name.
+std::optional<ReservationClass> ClassByPriorityClassName(std::string_view name,
+                                                         const LendingConfig& cfg);
+std::optional<ReservationClass> ClassByName(std::string_view name);
+
+// The class a node's jobs call for: no job holding the node -> idle; any job not
+// preemptible (PolicyFor) -> protected; else preemptible. `why` (optional) gets the
+// deciding fact.
+ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config::Config& cfg,
+                          Clock::TimePoint now, std::string* why = nullptr);
+
+// ---- Victim ranking (kube-scheduler's preemption, for the simulator and bridgectl) -----
+
+struct JobCost {
+  int64_t gpus = 0;
+  Clock::TimePoint start{};
+};
+
+// A Slurm-owned node as a preemption candidate.
+struct VictimCandidate {
+  std::string node;
+  int64_t gpus = 0;      // GPUs the reservation holds (what a preemptor gets)
+  int32_t priority = 0;  // the reservation pod's priority (its class's value)
+  Clock::TimePoint reservation_start{};
+  std::vector<JobCost> jobs;
+};
+
+struct Demand {
+  int64_t gpus_per_pod = 1;
+  int64_t pods = 1;
+  int32_t priority = 0;  // the preemptor's priority: only lower-priority reservations yield
+};
+
+enum class VictimOrder {
+  // What kube-scheduler does with one victim per node: lowest victim priority first, then
+  // the newest victim (latest start). It does not weigh GPUs or work.
+  kKubeScheduler,
+  // What the bridge would prefer: lowest priority, then fewest GPUs beyond the demand,
+  // then least work lost (GPU-seconds of the jobs), then newest.
+  kLeastWorkLost,
+};
+
+// GPU-seconds the jobs on `c` have run by `now` (what a preemption throws away at worst).
+double WorkLost(const VictimCandidate& c, Clock::TimePoint now);
+
+// Indices into `candidates` of the nodes preemption takes for `demand`, one per pod, in
+// order; fewer than demand.pods when not enough nodes qualify (GPUs >= gpus_per_pod and
+// priority < demand.priority). Ties end on the node name, so the result is deterministic.
+std::vector<size_t> PickVictims(std::span<const VictimCandidate> candidates, const Demand& demand,
+                                Clock::TimePoint now,
+                                VictimOrder order = VictimOrder::kKubeScheduler);
+
+// ---- Return to Slurm ----------------------------------------------------------------
+
+struct ReturnDecision {
+  bool now = false;
+  // When it may return if nothing changes (set when !now and a time is the only obstacle).
+  std::optional<Clock::TimePoint> at;
+  std::string why;
+};
+
+// A lent node returns when no Kubernetes GPU pod has been on it for `cooldown` (counted
+// from `idle_since`), it has been lent for `min_lend_time`, and it is healthy.
+ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimePoint> idle_since,
+                            bool gpu_pods_present, bool healthy, const LendingConfig& cfg,
+                            Clock::TimePoint now);
+
+}  // namespace skb::ownership
