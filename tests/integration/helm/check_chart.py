@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Tests of the Helm chart helm/slurm-k8s-bridge (CTest label `integration`).
+
+  check_chart.py lint          helm lint --strict; values the schema or the templates must refuse
+  check_chart.py render        helm template (default, all options on, a 53-character release
+                               name): security context, probes, least-privilege RBAC rules,
+                               PriorityClasses == rendered config, names <= 63 characters
+  check_chart.py dry-run       the rendered manifests applied with `kubectl apply
+                               --dry-run=server` to the testbed's apiserver (schema, admission)
+  check_chart.py check-config  the rendered config.json and the Deployment's arguments accepted
+                               by `slurm-k8s-bridge --check-config`; a misspelt key refused
+
+Needs: helm and kubectl on PATH and KUBECONFIG (`eval "$(scripts/testbed env)"`), python3-yaml;
+check-config needs SKB_BRIDGE_BIN (the daemon binary of the build tree, set by CMake).
+Exit 0 on success; on failure prints what differs and exits 1.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.environ.get("SKB_SOURCE_DIR") or os.path.abspath(os.path.join(HERE, "../../.."))
+CHART = os.path.join(SOURCE, "helm", "slurm-k8s-bridge")
+VALUES_ALL = os.path.join(HERE, "values-all.yaml")
+KUBE_VERSION = "1.33.0"  # for `helm template` (no cluster); the dry run uses the real one
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover
+    sys.exit("check_chart.py: python3-yaml is missing (apt-get install python3-yaml)")
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run(cmd, ok=True, stdin=None):
+    p = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        sys.exit(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def need(tool):
+    if shutil.which(tool) is None:
+        sys.exit(f"check_chart.py: {tool} not on PATH: run `eval \"$(scripts/testbed env)\"` first")
+
+
+def template(release="skb", namespace="slurm-bridge", values=(), sets=(), ok=True):
+    cmd = ["helm", "template", release, CHART, "--namespace", namespace,
+           "--kube-version", KUBE_VERSION]
+    for v in values:
+        cmd += ["-f", v]
+    for s in sets:
+        cmd += ["--set", s]
+    p = run(cmd, ok=ok)
+    return p if not ok else p.stdout
+
+
+def docs(text):
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def find(objs, kind, name_suffix=""):
+    return [o for o in objs if o["kind"] == kind and o["metadata"]["name"].endswith(name_suffix)]
+
+
+def one(objs, kind, name_suffix=""):
+    found = find(objs, kind, name_suffix)
+    if len(found) != 1:
+        sys.exit(f"expected exactly one {kind} *{name_suffix}, found {len(found)}")
+    return found[0]
+
+
+def rendered_config(objs):
+    cm = one(objs, "ConfigMap", "-config")
+    return json.loads(cm["data"]["config.json"])
+
+
+# ---- lint ----
+
+def cmd_lint():
+    need("helm")
+    for values in ([], [VALUES_ALL]):
+        cmd = ["helm", "lint", "--strict", CHART, "--kube-version", KUBE_VERSION]
+        for v in values:
+            cmd += ["-f", v]
+        p = run(cmd, ok=False)
+        check(p.returncode == 0, f"helm lint {' '.join(values) or '(defaults)'} failed:\n"
+              f"{p.stdout}{p.stderr}")
+    # Values the schema (or a template's own check) must refuse, with a message naming them.
+    refused = {
+        "replicas=0": "replicas",
+        "image.pullPolicy=Sometimes": "pullPolicy",
+        "http.port=70000": "port",
+        "leaderElection.leaseDuration=15 seconds": "leaseDuration",
+        "unknownTopLevel=1": "unknownTopLevel",
+        "leaderElection.enabled=false": "leaderElection.enabled",  # with replicas 2
+        "priorityClasses.preemptible.value=500": "must rise",
+        "slurmd.enabled=true": "existingSecret",
+        "serviceAccount.create=false": "serviceAccount.name",
+    }
+    for s, needle in refused.items():
+        p = template(sets=[s], ok=False)
+        out = p.stdout + p.stderr
+        check(p.returncode != 0 and needle in out,
+              f"--set {s}: expected a refusal naming '{needle}', got rc={p.returncode}: "
+              f"{out.strip()[:400]}")
+    # And their accepted neighbours render.
+    for sets in (["replicas=1", "leaderElection.enabled=false"],
+                 ["serviceAccount.create=false", "serviceAccount.name=existing"]):
+        p = template(sets=sets, ok=False)
+        check(p.returncode == 0, f"--set {sets} should render: {p.stderr.strip()[:400]}")
+
+
+# ---- render ----
+
+EXPECTED_CLUSTER_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+EXPECTED_RESERVATION_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch", "update"]},
+]
+EVICTION_RULE = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
+EXPECTED_LEASE_RULES = [
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+     "verbs": ["get", "create", "update"]},
+]
+
+
+def check_common(objs, label, release, namespace, eviction):
+    # Every object labelled; every name a DNS label (<= 63) or subdomain for cluster objects.
+    for o in objs:
+        md = o["metadata"]
+        where = f"{label}: {o['kind']}/{md['name']}"
+        check(len(md["name"]) <= 63, f"{where}: name longer than 63 characters")
+        check(not md["name"].endswith("-"), f"{where}: name ends with '-'")
+        labels = md.get("labels", {})
+        check(labels.get("app.kubernetes.io/instance") == release,
+              f"{where}: missing app.kubernetes.io/instance={release}")
+        check("helm.sh/chart" in labels, f"{where}: missing helm.sh/chart label")
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "PriorityClass"):
+            check(md.get("namespace") in (namespace, "monitoring"), f"{where}: no namespace")
+
+    dep = one(objs, "Deployment")
+    spec = dep["spec"]["template"]["spec"]
+    psc = spec["securityContext"]
+    check(psc.get("runAsNonRoot") is True, f"{label}: pod runAsNonRoot is not true")
+    check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault",
+          f"{label}: pod seccompProfile is not RuntimeDefault")
+    check(len(spec["containers"]) == 1, f"{label}: expected one container")
+    c = spec["containers"][0]
+    csc = c["securityContext"]
+    check(csc.get("readOnlyRootFilesystem") is True, f"{label}: root filesystem not read-only")
+    check(csc.get("allowPrivilegeEscalation") is False, f"{label}: privilege escalation allowed")
+    check(csc.get("capabilities", {}).get("drop") == ["ALL"], f"{label}: capabilities not dropped")
+    check("add" not in csc.get("capabilities", {}), f"{label}: capabilities added")
+    check(not csc.get("privileged", False), f"{label}: privileged")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    check(c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"},
+          f"{label}: liveness probe is not /healthz on http: {c['livenessProbe']}")
+    check(c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"},
+          f"{label}: readiness probe is not /readyz on http: {c['readinessProbe']}")
+    env = {e["name"]: e for e in c["env"]}
+    check(env.get("POD_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+          == "metadata.name", f"{label}: POD_NAME (Lease identity) not from metadata.name")
+    check(any(a.startswith("--config=/etc/slurm-k8s-bridge/config.json") for a in c["args"]),
+          f"{label}: --config not passed")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    check(mounts.get("/etc/slurm-k8s-bridge", {}).get("readOnly") is True,
+          f"{label}: config not mounted read-only")
+
+    cfg = rendered_config(objs)
+    check(cfg["server"]["http_address"] == f":{ports['http']}",
+          f"{label}: config http_address {cfg['server']['http_address']} != container port "
+          f"{ports['http']}")
+    sock_dir = os.path.dirname(cfg["server"]["socket_path"])
+    check(sock_dir in mounts, f"{label}: socket dir {sock_dir} is not a mounted (writable) volume")
+    check(not mounts.get(sock_dir, {}).get("readOnly"), f"{label}: socket dir mounted read-only")
+    check(cfg["kubernetes"]["namespace"] == namespace, f"{label}: config namespace")
+    if "conf" in cfg.get("slurm", {}):
+        check(os.path.dirname(cfg["slurm"]["conf"]) in mounts,
+              f"{label}: slurm.conf directory not mounted")
+
+    svc = one(objs, "Service")
+    check(svc["spec"]["ports"][0]["targetPort"] == "http", f"{label}: service targetPort")
+    check(svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"],
+          f"{label}: service selector differs from the Deployment's")
+
+    # Least privilege: exactly these rules, no wildcard anywhere.
+    cr = one(objs, "ClusterRole")
+    check(cr["rules"] == EXPECTED_CLUSTER_RULES,
+          f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
+    roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
+    want = EXPECTED_RESERVATION_RULES + ([EVICTION_RULE] if eviction else [])
+    check(roles.get("reservations", {}).get("rules") == want,
+          f"{label}: reservation Role rules differ: {roles.get('reservations')}")
+    check(roles.get("leaderelection", {}).get("rules") == EXPECTED_LEASE_RULES,
+          f"{label}: lease Role rules differ: {roles.get('leaderelection')}")
+    for r in [cr] + list(roles.values()):
+        for rule in r["rules"]:
+            check("*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"],
+                  f"{label}: wildcard in {r['metadata']['name']}")
+    sa = one(objs, "ServiceAccount")["metadata"]["name"]
+    check(spec["serviceAccountName"] == sa, f"{label}: pod does not run as the chart's SA")
+    for b in find(objs, "ClusterRoleBinding") + find(objs, "RoleBinding"):
+        check(b["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+              f"{label}: {b['metadata']['name']} binds {b['subjects']}")
+        ref = b["roleRef"]["name"]
+        check(any(r["metadata"]["name"] == ref for r in find(objs, b["roleRef"]["kind"])),
+              f"{label}: {b['metadata']['name']} refers to missing {ref}")
+
+    # PriorityClasses: what the chart creates is what the config tells the bridge to use.
+    pcs = {p["metadata"]["name"]: p for p in find(objs, "PriorityClass")}
+    for key, ref in cfg["lending"]["priority_classes"].items():
+        pc = pcs.get(ref["name"])
+        if check(pc is not None, f"{label}: PriorityClass {ref['name']} ({key}) not created"):
+            check(pc["value"] == ref["value"],
+                  f"{label}: PriorityClass {ref['name']} value {pc['value']} != config "
+                  f"{ref['value']}")
+            check(pc.get("globalDefault") is False, f"{label}: {ref['name']} is globalDefault")
+    inference = [p for n, p in pcs.items()
+                 if n not in [r["name"] for r in cfg["lending"]["priority_classes"].values()]]
+    check(len(inference) == 1 and inference[0]["value"] == cfg["lending"]["inference_threshold"],
+          f"{label}: inference class value != lending.inference_threshold")
+    return dep, cfg
+
+
+def cmd_render():
+    need("helm")
+    ns = "slurm-bridge"
+    # Defaults.
+    objs = docs(template(namespace=ns))
+    kinds = sorted(o["kind"] for o in objs)
+    check(kinds == sorted(["PriorityClass"] * 4 + [
+        "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
+        "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod"]),
+        f"defaults: unexpected set of objects {kinds}")
+    dep, cfg = check_common(objs, "defaults", "skb", ns, eviction=False)
+    check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
+    anti = dep["spec"]["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+    check(len(terms) == 1 and terms[0]["topologyKey"] == "kubernetes.io/hostname" and
+          terms[0]["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
+          "defaults: replicas sharing a hostPath socket are not spread one per host")
+    check(cfg["lending"]["enabled"] is True, "defaults: lending not enabled")
+    test_pod = one(objs, "Pod")
+    check(test_pod["metadata"]["annotations"].get("helm.sh/hook") == "test",
+          "the test Pod is not a helm test hook")
+
+    # Everything on.
+    objs = docs(template(namespace=ns, values=[VALUES_ALL]))
+    dep, cfg = check_common(objs, "all-on", "skb", ns, eviction=True)
+    check(dep["spec"]["replicas"] == 3, "all-on: replicas")
+    check(cfg["admission"]["preemptible_qos"] == ["low"], "all-on: config block not rendered")
+    check(cfg["kubernetes"]["node_selector"] == "gpu=true", "all-on: node_selector")
+    sm = one(objs, "ServiceMonitor")
+    check(sm["spec"]["endpoints"][0]["port"] == "http-metrics", "ServiceMonitor port name")
+    check(sm["metadata"]["labels"].get("release") == "prometheus", "ServiceMonitor labels")
+    np_ = one(objs, "NetworkPolicy")
+    check(np_["spec"]["ingress"][0]["ports"] == [{"port": "http", "protocol": "TCP"}],
+          "NetworkPolicy must open only the http port")
+    check("Egress" in np_["spec"]["policyTypes"], "NetworkPolicy egress not rendered")
+    dash = one(objs, "ConfigMap", "-dashboard")
+    check(dash["metadata"]["labels"].get("grafana_dashboard") == "1", "dashboard label")
+    board = json.loads(dash["data"]["slurm-k8s-bridge.json"])
+    check(len(board["panels"]) > 10 and board["uid"] == "slurm-k8s-bridge", "dashboard content")
+    ds = one(objs, "DaemonSet")
+    vols = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    check(vols["munge-secret"]["secret"]["secretName"] == "munge-key", "slurmd munge Secret")
+    slurmd = [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "slurmd"][0]
+    check("-Z" in slurmd["args"] and "--conf-server=slurmctld.slurm.svc:6817" in slurmd["args"],
+          f"slurmd args {slurmd['args']}")
+    vol = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    check(vol["slurm-conf"] == {"name": "slurm-conf", "configMap": {"name": "slurm-conf"}},
+          "slurm.confDir.volume not used as given")
+    check("--log-level=debug" in dep["spec"]["template"]["spec"]["containers"][0]["args"],
+          "extraArgs not passed")
+
+    # A 53-character release name (Helm's maximum) still gives <= 63-character names.
+    long_release = "r" * 53
+    objs = docs(template(release=long_release, namespace=ns, values=[VALUES_ALL]))
+    check_common(objs, "long-release", long_release, ns, eviction=True)
+
+    # A config change rolls the pods (checksum annotation); an unrelated change does not.
+    def checksum(sets):
+        d = one(docs(template(namespace=ns, sets=sets)), "Deployment")
+        return d["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    base = checksum([])
+    check(checksum(["config.slurm.poll_interval=1s"]) != base, "config change keeps checksum")
+    check(checksum(["resources.requests.cpu=200m"]) == base, "unrelated change alters checksum")
+
+    # Single replica without election: the flag is passed, no Lease Role, no PDB.
+    objs = docs(template(namespace=ns, sets=["replicas=1", "leaderElection.enabled=false"]))
+    args = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("--no-leader-election" in args, "--no-leader-election not passed")
+    check(not find(objs, "Role", "-leaderelection"), "lease Role rendered without election")
+    check(not find(objs, "PodDisruptionBudget"), "PDB rendered for one replica")
+
+
+# ---- dry-run ----
+
+def cmd_dry_run():
+    need("helm")
+    need("kubectl")
+    if not os.environ.get("KUBECONFIG"):
+        sys.exit("KUBECONFIG is not set: run `eval \"$(scripts/testbed env)\"` first")
+    version = json.loads(run(["kubectl", "version", "-o", "json"]).stdout)["serverVersion"]
+    kube_version = f"{version['major']}.{version['minor'].rstrip('+')}.0"
+    # The namespace must exist for namespaced objects (a dry run creates nothing):
+    # the testbed's bridge namespace, else "default".
+    ns = "slurm-bridge"
+    if run(["kubectl", "get", "namespace", ns], ok=False).returncode != 0:
+        ns = "default"
+    have_sm_crd = run(["kubectl", "get", "crd", "servicemonitors.monitoring.coreos.com"],
+                      ok=False).returncode == 0
+    for label, values in (("defaults", []), ("all-on", [VALUES_ALL])):
+        cmd = ["helm", "template", "skb", CHART, "--namespace", ns, "--kube-version",
+               kube_version]
+        for v in values:
+            cmd += ["-f", v]
+        objs = docs(run(cmd).stdout)
+        if not have_sm_crd:
+            # No prometheus-operator on the testbed: its CRD is not ours to install. The
+            # ServiceMonitor's fields are checked by `render`.
+            objs = [o for o in objs if o["kind"] != "ServiceMonitor"]
+        text = yaml.safe_dump_all(objs)
+        p = run(["kubectl", "apply", "--dry-run=server", "-o", "json", "-f", "-"], ok=False,
+                stdin=text)
+        if not check(p.returncode == 0, f"{label}: kubectl apply --dry-run=server failed:\n"
+                     f"{p.stderr}"):
+            continue
+        out = json.loads(p.stdout)
+        items = out.get("items", [out])
+        check(len(items) == len(objs),
+              f"{label}: apiserver returned {len(items)} objects for {len(objs)}")
+        # The apiserver's defaulting and admission kept our security settings.
+        for o in items:
+            if o["kind"] == "Deployment":
+                c = o["spec"]["template"]["spec"]["containers"][0]
+                check(c["securityContext"]["readOnlyRootFilesystem"] is True,
+                      f"{label}: apiserver dropped readOnlyRootFilesystem")
+        print(f"{label}: {len(items)} objects accepted by the apiserver (namespace {ns})")
+
+
+# ---- check-config ----
+
+def cmd_check_config():
+    need("helm")
+    binary = os.environ.get("SKB_BRIDGE_BIN")
+    if not binary or not os.access(binary, os.X_OK):
+        sys.exit(f"SKB_BRIDGE_BIN ({binary}) is not an executable slurm-k8s-bridge")
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = (("defaults", [], [], True), ("all-on", [VALUES_ALL], [], True),
+                 ("single", [], ["replicas=1", "leaderElection.enabled=false"], True),
+                 ("misspelt key", [], ["config.slurm.pol_interval=1s"], False),
+                 ("bad value", [], ["config.logging.level=loud"], False))
+        for label, values, sets, want_ok in cases:
+            objs = docs(template(values=values, sets=sets))
+            path = os.path.join(tmp, label.replace(" ", "-") + ".json")
+            with open(path, "w") as f:
+                f.write(one(objs, "ConfigMap", "-config")["data"]["config.json"])
+            # The Deployment's own arguments, with the config path pointing at the copy.
+            args = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+            args = [f"--config={path}" if a.startswith("--config=") else a for a in args]
+            p = run([binary, *args, "--check-config"], ok=False)
+            out = p.stdout + p.stderr
+            if want_ok:
+                check(p.returncode == 0,
+                      f"{label}: --check-config refused the rendered config:\n{out}")
+            else:
+                key = sets[0].split("=")[0].removeprefix("config.")
+                check(p.returncode != 0 and key in out,
+                      f"{label}: --check-config should refuse naming '{key}', rc={p.returncode}:"
+                      f"\n{out}")
+
+
+def main():
+    cmds = {"lint": cmd_lint, "render": cmd_render, "dry-run": cmd_dry_run,
+            "check-config": cmd_check_config}
+    if len(sys.argv) != 2 or sys.argv[1] not in cmds:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(cmds)}")
+    cmds[sys.argv[1]]()
+    if failures:
+        print(f"{len(failures)} check(s) failed:", file=sys.stderr)
+        for f in failures:
+            print(f"  - {f}", file=sys.stderr)
+        sys.exit(1)
+    print(f"{sys.argv[1]}: ok")
+
+
+if __name__ == "__main__":
+    main()
