@@ -41,6 +41,11 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
     } else if (arg == "--check-config") {
       RETURN_IF_ERROR(no_value());
       f.check_config = true;
+    } else if (arg == "--identity") {
+      RETURN_IF_ERROR(take_value(&f.identity));
+    } else if (arg == "--no-leader-election") {
+      RETURN_IF_ERROR(no_value());
+      f.leader_election = false;
     } else if (arg == "--version") {
       RETURN_IF_ERROR(no_value());
       f.version = true;
@@ -56,13 +61,17 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
 
 std::string DaemonUsage() {
   return R"(usage: slurm-k8s-bridge [--config FILE] [--log-level LEVEL] [--log-format text|json]
-                        [--check-config] [--version]
+                        [--identity NAME] [--no-leader-election] [--check-config] [--version]
 
 Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
 
   --config FILE       JSON configuration (see README.md, Configuration); default: built-in defaults
   --log-level LEVEL   trace, debug, info, warn or error (overrides logging.level)
   --log-format FMT    text or json (overrides logging.format)
+  --identity NAME     this replica's name in the leader Lease (default: $POD_NAME, else
+                      hostname-pid)
+  --no-leader-election
+                      act without electing a leader: only for a single replica
   --check-config      validate the configuration, print the effective values and exit
   --version           print the version and exit
 )";

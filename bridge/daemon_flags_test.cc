@@ -17,6 +17,17 @@ TEST(DaemonFlags, ParsesBothForms) {
   EXPECT_FALSE(f->version);
 }
 
+TEST(DaemonFlags, LeaderElectionIsOnUnlessTurnedOff) {
+  auto on = ParseDaemonFlags({"--identity", "bridge-0"});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->leader_election);
+  EXPECT_EQ(on->identity, "bridge-0");
+  auto off = ParseDaemonFlags({"--no-leader-election"});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->leader_election);
+  EXPECT_FALSE(ParseDaemonFlags({"--no-leader-election=yes"}).ok());
+}
+
 TEST(DaemonFlags, ErrorsNameTheFlag) {
   EXPECT_THAT(std::string(ParseDaemonFlags({"--config"}).status().message()),
               HasSubstr("--config needs a value"));

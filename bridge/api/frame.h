@@ -24,6 +24,9 @@ namespace skb::api {
 inline constexpr size_t kFrameHeaderSize = 4;
 // Hard limit on one message; an admission request is a few hundred bytes.
 inline constexpr uint32_t kMaxFrameSize = 64 * 1024;
+// Limit on the daemon's answers to bridgectl's queries (the whole inventory: ~200 bytes a
+// node). The plugin keeps decoding with kMaxFrameSize: its answers are small.
+inline constexpr uint32_t kMaxQueryResponseSize = 16 * 1024 * 1024;
 
 // Appends the frame for `payload` to `out`. Returns false (and appends nothing) when the
 // payload is empty or larger than `max_frame`.

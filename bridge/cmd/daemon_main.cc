@@ -5,17 +5,24 @@
 #include <sstream>
 
 #include <pwd.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <memory>
 
 #include "bridge/daemon_flags.h"
 #include "bridge/logging.h"
-#include "bridge/plugin_server/admission_service.h"
+#include "bridge/api/v1/bridge.pb.h"
+#include "bridge/controller.h"
+#include "bridge/plugin_server/inventory_queries.h"
 #include "bridge/plugin_server/unix_server.h"
 #include "bridge/slurm/libslurm_client.h"
-#include "bridge/slurm/slurm_poller.h"
 #include "bridge/version.h"
-#include "src/admission/admission.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "k8s/time_format.h"
+#include "src/base/strings.h"
 #include "src/config/config.h"
 
 namespace {
@@ -88,12 +95,58 @@ int Run(int argc, char** argv) {
             skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
             cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
 
-  // Admission answers come from a snapshot the Slurm poller refreshes; until the first
-  // poll the daemon accepts (and annotates) every job.
-  skb::bridge::AdmissionService admission(skb::admission::Policy{
-      .preemptible_partitions = cfg->admission.preemptible_partitions,
-      .preemptible_qos = cfg->admission.preemptible_qos,
-      .reject_unknown_features = cfg->admission.reject_unknown_features});
+  // Kubernetes: the kubeconfig from the config, else in-cluster, else $KUBECONFIG.
+  auto rest = cfg->kubernetes.kubeconfig.empty() ? skb::k8s::DefaultRestConfig("")
+                                                 : skb::k8s::LoadKubeconfig(
+                                                       cfg->kubernetes.kubeconfig, "");
+  if (!rest.ok()) {
+    log->error("kubernetes_config_failed error=\"{}\"", rest.status().message());
+    return 2;
+  }
+  rest->qps = cfg->kubernetes.qps;
+  rest->burst = static_cast<int>(cfg->kubernetes.burst);
+  auto kube = skb::k8s::NewRestClient(*rest);
+  if (!kube.ok()) {
+    log->error("kubernetes_client_failed error=\"{}\"", kube.status().message());
+    return 2;
+  }
+  skb::bridge::slurm::LibSlurmClient slurm_client({.conf = cfg->slurm.conf,
+                                                   .call_timeout = cfg->slurm.call_timeout});
+  skb::k8s::SystemClock clock;
+  std::string identity = flags->identity;
+  if (identity.empty()) {
+    const char* pod = std::getenv("POD_NAME");
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    identity = pod != nullptr && *pod != '\0' ? pod : skb::StrCat(host, "-", getpid());
+  }
+  std::atomic<bool> lost_leadership{false};
+  skb::bridge::Controller controller({.config = &*cfg,
+                                      .kube = kube->get(),
+                                      .slurm = &slurm_client,
+                                      .clock = &clock,
+                                      .leader_election = flags->leader_election,
+                                      .identity = identity,
+                                      .on_lost_leadership = [&] {
+                                        // Stop at once; the supervisor restarts us as a
+                                        // follower (STYLE.md: exit on loss).
+                                        lost_leadership = true;
+                                        kill(getpid(), SIGTERM);
+                                      }});
+
+  // The socket answers the plugin (admission, from the Slurm snapshot) and bridgectl
+  // (the merged inventory); every replica serves it from its own caches.
+  skb::bridge::InventoryQueries queries(
+      {.snapshot = [&] { return controller.reconciler().Snapshot(); },
+       .plan = [&](const std::string& node) { return controller.PlanNow(node); },
+       .leader = [&] { return controller.Leader(); },
+       .ready = [&](std::string* why) { return controller.Ready(why); },
+       .clock = &clock},
+      &*cfg);
+  controller.admission().SetQueryHandler(
+      [&](const skb::api::v1::Request& req, skb::api::v1::Response* resp) {
+        return queries.Handle(req, resp);
+      });
   skb::bridge::UnixServer::Options server_opts{.path = cfg->server.socket_path};
   if (!cfg->server.client_user.empty()) {
     const passwd* pw = getpwnam(cfg->server.client_user.c_str());
@@ -106,27 +159,16 @@ int Run(int argc, char** argv) {
     server_opts.allowed_uids.insert(pw->pw_uid);
   }
   skb::bridge::UnixServer server(server_opts, [&](std::string_view frame, uint32_t pid) {
-    return admission.HandleFrame(frame, pid);
+    return controller.admission().HandleFrame(frame, pid);
   });
   if (auto s = server.Start(); !s.ok()) {
     log->error("socket_failed error=\"{}\"", s.ToString());
     return 1;
   }
-  skb::bridge::slurm::LibSlurmClient slurm_client({.conf = cfg->slurm.conf,
-                                                   .call_timeout = cfg->slurm.call_timeout});
-  skb::bridge::slurm::SlurmPoller poller(
-      &slurm_client, cfg->slurm.poll_interval,
-      [&](const std::vector<skb::slurm::NodeView>& nodes,
-          const std::vector<skb::slurm::PartitionView>& partitions) {
-        std::string default_partition;
-        for (const auto& p : partitions) {
-          if (p.is_default) default_partition = p.name;
-        }
-        admission.Publish(skb::admission::InventoryFromSlurm(nodes, default_partition));
-        skb::bridge::Logger("slurm")->info("snapshot_published nodes={} partitions={}",
-                                           nodes.size(), partitions.size());
-      });
-  poller.Start();
+  if (auto s = controller.Start(); !s.ok()) {
+    log->error("controller_failed error=\"{}\"", s.ToString());
+    return 1;
+  }
 
   for (;;) {
     int sig = 0;
@@ -138,10 +180,10 @@ int Run(int argc, char** argv) {
     log->info("stopping signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
-  poller.Stop();
+  controller.Stop();
   server.Stop();
   log->info("stopped");
-  return 0;
+  return lost_leadership ? 1 : 0;
 }
 
 }  // namespace

@@ -137,8 +137,8 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
                                Truncate(job.tres_per_node(), 100), d.user_message);
       }
     }
-  } else {
-    error(v1::Error::BAD_REQUEST, "request has no body (admit or ping)");
+  } else if (!query_handler_ || !query_handler_(req, &resp)) {
+    error(v1::Error::BAD_REQUEST, "request has no body this daemon knows");
   }
   out.response = resp.SerializeAsString();
   return out;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,11 @@
 #include <string_view>
 
 #include "src/admission/admission.h"
+
+namespace skb::api::v1 {
+class Request;
+class Response;
+}  // namespace skb::api::v1
 
 namespace skb::bridge {
 
@@ -37,6 +43,12 @@ class AdmissionService {
   // Replaces the snapshot the answers come from.
   void Publish(admission::Inventory inventory);
 
+  // Answers requests other than admit and ping (bridgectl's queries): fills the response
+  // body and returns true, or returns false for a body it does not know. Set before the
+  // server starts.
+  using QueryHandler = std::function<bool(const api::v1::Request&, api::v1::Response*)>;
+  void SetQueryHandler(QueryHandler handler) { query_handler_ = std::move(handler); }
+
   // Decodes a Request (the payload of one frame), answers it. Never throws; a request
   // that is not a protobuf Request is a drop, a Request with missing or odd fields gets an
   // Error response.
@@ -53,6 +65,7 @@ class AdmissionService {
   std::shared_ptr<const admission::Inventory> Snapshot(std::chrono::steady_clock::time_point* at) const;
 
   const admission::Policy policy_;
+  QueryHandler query_handler_;
   mutable std::mutex mu_;
   std::shared_ptr<const admission::Inventory> inventory_;  // guarded by mu_
   std::chrono::steady_clock::time_point published_at_;     // guarded by mu_

@@ -213,7 +213,8 @@ void UnixServer::Loop() {
           }
           ++frames_;
           HandleResult h = handler_(frame, static_cast<uint32_t>(c.pid));
-          if (h.response.empty() || !api::EncodeFrame(h.response, &c.out)) {
+          if (h.response.empty() ||
+              !api::EncodeFrame(h.response, &c.out, api::kMaxQueryResponseSize)) {
             drop(fd, h.drop_reason.empty() ? "no response" : h.drop_reason);
             dropped = true;
             break;
@@ -229,7 +230,9 @@ void UnixServer::Loop() {
           drop(fd, Errno("write"));
           continue;
         }
-        if (c.out.size() > 1024 * 1024) drop(fd, "peer does not read its answers");
+        if (c.out.size() > 2 * size_t{api::kMaxQueryResponseSize}) {
+          drop(fd, "peer does not read its answers");
+        }
       }
     }
   }

@@ -157,11 +157,16 @@ inventory::Inventory Reconciler::Snapshot() const {
   return inventory::Inventory::Build(std::move(k), std::move(s), j, std::move(p), names_);
 }
 
+health::NodePlan Reconciler::PlanNode(const std::string& name) const {
+  inventory::ManagedNode node = Node(name);
+  health::NodePlan plan = health::PlanNodeHealth(node, cfg_.health, clock_->Now());
+  if (auto f = plan::PlanFeatures(node, cfg_.features)) plan.actions.push_back(*f);
+  return plan;
+}
+
 ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   ReconcileResult result;
-  inventory::ManagedNode node = Node(name);
-  result.plan = health::PlanNodeHealth(node, cfg_.health, clock_->Now());
-  if (auto f = plan::PlanFeatures(node, cfg_.features)) result.plan.actions.push_back(*f);
+  result.plan = PlanNode(name);
   auto log = Logger("reconcile");
   for (const plan::Action& a : result.plan.actions) {
     Status s = executor_->Execute(a);

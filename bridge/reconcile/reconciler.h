@@ -49,6 +49,9 @@ class Reconciler {
   void SetSlurmJobs(std::vector<slurm::JobView> jobs);
 
   // --- the step ---
+  // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe
+  // on any replica; tests).
+  health::NodePlan PlanNode(const std::string& name) const;
   // Plans node `name` (Slurm's name) from the current state and executes the plan. Re-queues
   // itself: rate-limited on a retryable error, at plan.recheck_at when a grace ends.
   ReconcileResult ReconcileNode(const std::string& name);

@@ -453,32 +453,37 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
   });
 }
 
-StatusOr<WriteOutcome> LibSlurmClient::SetActiveFeatures(const std::string& node,
+StatusOr<WriteOutcome> LibSlurmClient::SetFeatures(const std::string& node,
                                                           const std::vector<std::string>& features) {
   const auto verify = options_.verify_timeout;
   std::vector<std::string> want = features;
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
-  return Call<WriteOutcome>("set active features", [node, want, verify]() -> StatusOr<WriteOutcome> {
+  return Call<WriteOutcome>("set features", [node, want, verify]() -> StatusOr<WriteOutcome> {
     auto sorted = [](std::vector<std::string> v) {
       std::sort(v.begin(), v.end());
       return v;
     };
     ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
-    if (sorted(n.active_features) == want) return WriteOutcome::kUnchanged;
+    if (sorted(n.features) == want && sorted(n.active_features) == want) {
+      return WriteOutcome::kUnchanged;
+    }
     std::string joined;
     for (const auto& f : want) StrAppend(&joined, joined.empty() ? "" : ",", f);
     update_node_msg_t msg;
     slurm_init_update_node_msg(&msg);
     std::string names = node;
     msg.node_names = names.data();
-    msg.features_act = joined.data();
-    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("set active features of ", node)).status());
+    std::string active = joined;
+    msg.features = joined.data();
+    msg.features_act = active.data();
+    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("set features of ", node)).status());
     RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node); },
                                         [&](const NodeView& v) {
-                                          return sorted(v.active_features) == want;
+                                          return sorted(v.features) == want &&
+                                                 sorted(v.active_features) == want;
                                         },
-                                        verify, StrCat("active features of ", node))
+                                        verify, StrCat("features of ", node))
                         .status());
     return WriteOutcome::kChanged;
   });

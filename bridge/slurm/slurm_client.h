@@ -65,9 +65,10 @@ class SlurmClient {
   // Resumes `node` only if its drain/down reason starts with "k8s-bridge:";
   // FailedPrecondition for anybody else's drain. kUnchanged when not drained.
   virtual StatusOr<WriteOutcome> ResumeNode(const std::string& node) = 0;
-  // Sets the node's active features (must be a subset of its available features).
-  virtual StatusOr<WriteOutcome> SetActiveFeatures(const std::string& node,
-                                                   const std::vector<std::string>& features) = 0;
+  // Sets the node's available and active features together to `features` (one update, so
+  // a feature new to the node needs no slurm.conf entry first).
+  virtual StatusOr<WriteOutcome> SetFeatures(const std::string& node,
+                                             const std::vector<std::string>& features) = 0;
 
   // Sends `signal` (e.g. SIGUSR1) to a running job. Not idempotent by nature: callers
   // record that they signalled. FailedPrecondition when the job is not running.

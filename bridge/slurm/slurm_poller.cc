@@ -11,17 +11,46 @@ SlurmPoller::SlurmPoller(SlurmClient* client, std::chrono::milliseconds interval
 SlurmPoller::~SlurmPoller() { Stop(); }
 
 Status SlurmPoller::PollOnce() {
+  const auto start = std::chrono::steady_clock::now();
   auto nodes = client_->LoadNodes(nodes_time_);
   if (!nodes.ok()) return nodes.status();
   auto parts = client_->LoadPartitions(partitions_time_);
   if (!parts.ok()) return parts.status();
-  const bool changed = nodes->changed || parts->changed;
-  if (nodes->changed) nodes_ = std::move(nodes->items);
-  if (parts->changed) partitions_ = std::move(parts->items);
+  auto jobs = client_->LoadJobs(jobs_time_);
+  if (!jobs.ok()) return jobs.status();
+  state_.nodes_changed = nodes->changed;
+  state_.partitions_changed = parts->changed;
+  state_.jobs_changed = jobs->changed;
+  if (nodes->changed) state_.nodes = std::move(nodes->items);
+  if (parts->changed) state_.partitions = std::move(parts->items);
+  if (jobs->changed) state_.jobs = std::move(jobs->items);
   nodes_time_ = nodes->update_time;
   partitions_time_ = parts->update_time;
-  if (changed) on_change_(nodes_, partitions_);
+  jobs_time_ = jobs->update_time;
+  if (nodes->changed || parts->changed || jobs->changed) on_change_(state_);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++polls_;
+  last_duration_ = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
   return OkStatus();
+}
+
+void SlurmPoller::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = true;
+  }
+  cv_.notify_all();
+}
+
+uint64_t SlurmPoller::polls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return polls_;
+}
+
+std::chrono::microseconds SlurmPoller::last_poll_duration() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_duration_;
 }
 
 void SlurmPoller::Start() {
@@ -36,11 +65,12 @@ void SlurmPoller::Start() {
         log->warn("poll_failed error=\"{}\" (keeping the last view; logged once per outage)",
                   s.ToString());
       } else if (s.ok() && failing_) {
-        log->info("poll_recovered nodes={}", nodes_.size());
+        log->info("poll_recovered nodes={} jobs={}", state_.nodes.size(), state_.jobs.size());
       }
       failing_ = !s.ok();
       lock.lock();
-      cv_.wait_for(lock, interval_, [this] { return stop_; });
+      cv_.wait_for(lock, interval_, [this] { return stop_ || kicked_; });
+      kicked_ = false;
     }
   });
 }

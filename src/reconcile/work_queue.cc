@@ -18,19 +18,28 @@ void WorkQueue::EnqueueLocked(const std::string& key) {
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  EnqueueLocked(key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EnqueueLocked(key);
+  }
+  Notify();
 }
 
 void WorkQueue::AddAt(const std::string& key, Clock::TimePoint at) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (at <= clock_.Now()) {
-    EnqueueLocked(key);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (at <= clock_.Now()) {
+      EnqueueLocked(key);
+    } else if (!queued_.count(key)) {  // already ready: sooner than `at`
+      auto [it, inserted] = waiting_.try_emplace(key, at);
+      if (!inserted && at < it->second) it->second = at;
+    }
   }
-  if (queued_.count(key)) return;  // already ready: sooner than `at`
-  auto [it, inserted] = waiting_.try_emplace(key, at);
-  if (!inserted && at < it->second) it->second = at;
+  Notify();
+}
+
+void WorkQueue::Notify() const {
+  if (options_.on_change) options_.on_change();
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
@@ -83,9 +92,12 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  in_flight_.erase(key);
-  if (dirty_in_flight_.erase(key)) EnqueueLocked(key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(key);
+    if (dirty_in_flight_.erase(key)) EnqueueLocked(key);
+  }
+  Notify();
 }
 
 std::optional<Clock::TimePoint> WorkQueue::NextReadyTime() const {

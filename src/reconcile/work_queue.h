@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -33,6 +34,10 @@ namespace skb::reconcile {
 struct WorkQueueOptions {
   Clock::Duration base_delay = std::chrono::milliseconds(5);
   Clock::Duration max_delay = std::chrono::seconds(60);
+  // Called (without the queue's lock) after every Add, AddAt and Done: a key may be ready
+  // sooner than the worker planned to look. The daemon wakes its worker with it; must not
+  // call back into the queue.
+  std::function<void()> on_change;
 };
 
 class WorkQueue {
@@ -66,6 +71,7 @@ class WorkQueue {
 
  private:
   void PromoteDueLocked(Clock::TimePoint now);
+  void Notify() const;
   void EnqueueLocked(const std::string& key);
 
   const Clock& clock_;

@@ -39,6 +39,20 @@ TEST_F(WorkQueueTest, NeverHandsOutAKeyTwiceAtOnce) {
   EXPECT_EQ(q_.Get(), std::nullopt);
 }
 
+TEST(WorkQueueNotifyTest, TellsTheWorkerWhenAKeyMayBeReadySooner) {
+  SimulatedClock clock{Clock::TimePoint{} + seconds(1000)};
+  int notified = 0;
+  WorkQueue q(clock, {.on_change = [&] { ++notified; }});
+  q.Add("a");
+  EXPECT_EQ(notified, 1);
+  q.AddAfter("b", seconds(5));
+  EXPECT_EQ(notified, 2);
+  ASSERT_EQ(q.Get(), "a");
+  EXPECT_EQ(notified, 2) << "taking a key changes nothing a sleeping worker waits for";
+  q.Done("a");
+  EXPECT_EQ(notified, 3);
+}
+
 TEST_F(WorkQueueTest, DelayedKeysBecomeReadyWhenDue) {
   q_.AddAfter("late", seconds(10));
   q_.AddAfter("later", seconds(20));

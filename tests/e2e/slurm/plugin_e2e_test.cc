@@ -46,8 +46,11 @@ class PluginE2E : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     tmp_ = tmpl;
     socket_ = tmp_ + "/bridge.sock";
+    // The daemon's controller manages no node here (a selector nothing matches): these
+    // tests are about the plugin, and must not drain or label the shared testbed.
     std::ofstream(tmp_ + "/config.json")
-        << R"({"slurm": {"conf": ")" << std::getenv("SLURM_CONF")
+        << R"({"kubernetes": {"node_selector": "slurm-k8s-bridge.io/managed=plugin-e2e-none"},)"
+        << R"( "slurm": {"conf": ")" << std::getenv("SLURM_CONF")
         << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
         << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"]}})";
     ASSERT_TRUE(PointPluginAt("open"));

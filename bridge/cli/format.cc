@@ -1,0 +1,165 @@
+#include "bridge/cli/format.h"
+
+#include <algorithm>
+
+#include "src/base/strings.h"
+
+namespace skb::bridge::cli {
+namespace {
+
+namespace v1 = ::skb::api::v1;
+
+std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string Gpus(const v1::NodeSummary& n) {
+  if (n.gpus() == 0) return "-";
+  std::string model = n.gpu_model();
+  // "NVIDIA-H100-80GB-HBM3" -> "H100-80GB-HBM3": the vendor is implied.
+  if (model.rfind("NVIDIA-", 0) == 0) model = model.substr(7);
+  return model.empty() ? StrCat(n.gpus()) : StrCat(model, "x", n.gpus());
+}
+
+template <typename List>
+std::string Join(const List& items, std::string_view sep) {
+  std::string out;
+  for (const auto& i : items) StrAppend(&out, out.empty() ? "" : sep, i);
+  return out;
+}
+
+std::string Count(int n, const std::string& joined) {
+  if (n == 0) return "0";
+  return joined.size() <= 30 ? joined : StrCat(n);
+}
+
+nlohmann::json SummaryJson(const v1::NodeSummary& n) {
+  return {{"name", n.name()},
+          {"k8sName", n.k8s_name()},
+          {"inKubernetes", n.in_kubernetes()},
+          {"inSlurm", n.in_slurm()},
+          {"gpuModel", n.gpu_model()},
+          {"gpus", n.gpus()},
+          {"owner", n.owner()},
+          {"k8sHealth", n.k8s_health()},
+          {"slurmState", n.slurm_state()},
+          {"slurmReason", n.slurm_reason()},
+          {"jobs", std::vector<uint32_t>(n.jobs().begin(), n.jobs().end())},
+          {"pods", std::vector<std::string>(n.pods().begin(), n.pods().end())},
+          {"features", std::vector<std::string>(n.features().begin(), n.features().end())}};
+}
+
+}  // namespace
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"NODE", "GPUS", "OWNER", "K8S", "SLURM", "REASON", "JOBS", "PODS"};
+  if (wide) {
+    head.push_back("FEATURES");
+    head.push_back("K8S-NAME");
+  }
+  rows.push_back(head);
+  for (const auto& n : resp.nodes()) {
+    std::vector<std::string> row = {n.name(),
+                                    Gpus(n),
+                                    n.owner(),
+                                    Dash(n.k8s_health()),
+                                    Dash(n.slurm_state()),
+                                    Dash(n.slurm_reason()),
+                                    Count(n.jobs_size(), Join(n.jobs(), ",")),
+                                    Count(n.pods_size(), Join(n.pods(), ","))};
+    if (wide) {
+      row.push_back(Dash(Join(n.features(), ",")));
+      row.push_back(Dash(n.k8s_name()));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out = Table(rows);
+  if (!resp.ready()) StrAppend(&out, "\n(not ready: ", resp.ready_reason(), ")\n");
+  return out;
+}
+
+nlohmann::json NodesJson(const v1::ListNodesResponse& resp) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : resp.nodes()) nodes.push_back(SummaryJson(n));
+  return {{"leader", resp.leader()},
+          {"ready", resp.ready()},
+          {"readyReason", resp.ready_reason()},
+          {"nodes", std::move(nodes)}};
+}
+
+std::string DescribeText(const v1::DescribeNodeResponse& resp) {
+  const v1::NodeSummary& n = resp.node();
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    StrAppend(&out, key, std::string(key.size() < 16 ? 16 - key.size() : 1, ' '), value, "\n");
+  };
+  line("Name:", n.name());
+  line("Kubernetes:", n.in_kubernetes() ? n.k8s_name() : "(not a managed Kubernetes node)");
+  line("GPUs:", Gpus(n));
+  line("Owner:", n.owner());
+  line("K8s health:", Dash(n.k8s_health()));
+  line("Slurm state:", Dash(n.slurm_state()));
+  line("Slurm reason:", Dash(n.slurm_reason()));
+  line("Features:", Dash(Join(n.features(), ",")));
+  line("Jobs:", Dash(Join(n.jobs(), ",")));
+  line("GPU pods:", Dash(Join(n.pods(), ",")));
+  line("Cordoned:", resp.unschedulable() ? "yes" : "no");
+  if (resp.conditions_size() > 0) {
+    out += "Conditions:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"  TYPE", "STATUS", "SINCE", "REASON", "MESSAGE"}};
+    for (const auto& c : resp.conditions()) {
+      rows.push_back({"  " + c.type(), c.status(), Dash(c.last_transition_time()),
+                      Dash(c.reason()), Dash(c.message())});
+    }
+    out += Table(rows);
+  }
+  line("Taints:", Dash(Join(resp.taints(), ", ")));
+  out += "Why:\n";
+  for (const auto& e : resp.explanation()) StrAppend(&out, "  ", e, "\n");
+  out += "Planned actions:\n";
+  if (resp.planned_actions_size() == 0) out += "  none (the node is where the rules want it)\n";
+  for (const auto& a : resp.planned_actions()) StrAppend(&out, "  ", a, "\n");
+  if (!resp.recheck_at().empty()) line("Recheck at:", resp.recheck_at());
+  return out;
+}
+
+nlohmann::json DescribeJson(const v1::DescribeNodeResponse& resp) {
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const auto& c : resp.conditions()) {
+    conditions.push_back({{"type", c.type()},
+                          {"status", c.status()},
+                          {"reason", c.reason()},
+                          {"message", c.message()},
+                          {"lastTransitionTime", c.last_transition_time()}});
+  }
+  return {{"node", SummaryJson(resp.node())},
+          {"conditions", std::move(conditions)},
+          {"taints", std::vector<std::string>(resp.taints().begin(), resp.taints().end())},
+          {"unschedulable", resp.unschedulable()},
+          {"explanation",
+           std::vector<std::string>(resp.explanation().begin(), resp.explanation().end())},
+          {"plannedActions", std::vector<std::string>(resp.planned_actions().begin(),
+                                                      resp.planned_actions().end())},
+          {"recheckAt", resp.recheck_at()}};
+}
+
+}  // namespace skb::bridge::cli

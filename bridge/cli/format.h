@@ -1,0 +1,27 @@
+// How bridgectl prints the daemon's answers: aligned tables for people, JSON (`-o json`)
+// for scripts. Pure functions of the protobuf answers.
+//
+//   std::fputs(NodesTable(resp.list_nodes(), /*wide=*/false).c_str(), stdout);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "bridge/api/v1/bridge.pb.h"
+
+namespace skb::bridge::cli {
+
+// Columns padded to their widest cell, two spaces apart; no trailing spaces.
+std::string Table(const std::vector<std::vector<std::string>>& rows);
+
+// NODE GPUS OWNER K8S SLURM REASON JOBS PODS (wide: + FEATURES, K8S-NAME).
+std::string NodesTable(const api::v1::ListNodesResponse& resp, bool wide);
+nlohmann::json NodesJson(const api::v1::ListNodesResponse& resp);
+
+// kubectl-describe-like text: summary, conditions, taints, why (explanation), plan.
+std::string DescribeText(const api::v1::DescribeNodeResponse& resp);
+nlohmann::json DescribeJson(const api::v1::DescribeNodeResponse& resp);
+
+}  // namespace skb::bridge::cli

@@ -1,0 +1,249 @@
+#include "bridge/controller.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+
+#include "bridge/logging.h"
+#include "bridge/reconcile/k8s_convert.h"
+#include "k8s/field_selection.h"
+#include "k8s/json_selection.h"
+#include "k8s/node_info.h"
+#include "k8s/pod_info.h"
+#include "src/admission/admission.h"
+#include "src/base/strings.h"
+
+namespace skb::bridge {
+namespace {
+
+// Terminal pods hold no GPU and kube-scheduler does not count them either (DESIGN.md): the
+// pod cache keeps only the others, and a pod turning terminal arrives as a delete.
+constexpr char kLivePodsSelector[] = "status.phase!=Succeeded,status.phase!=Failed";
+
+admission::Policy PolicyFrom(const config::Config& cfg) {
+  return admission::Policy{.preemptible_partitions = cfg.admission.preemptible_partitions,
+                           .preemptible_qos = cfg.admission.preemptible_qos,
+                           .reject_unknown_features = cfg.admission.reject_unknown_features};
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options)
+    : opts_(std::move(options)), cfg_(*opts_.config), queue_(*opts_.clock, [this] {
+        reconcile::WorkQueueOptions q;
+        q.on_change = [this] { worker_cv_.notify_all(); };
+        return q;
+      }()),
+      admission_(PolicyFrom(cfg_)) {
+  events_ = std::make_unique<k8s::ApiEventRecorder>(
+      opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
+  executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock);
+  reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
+                                             executor_.get(), &queue_);
+}
+
+Controller::~Controller() { Stop(); }
+
+Status Controller::Start() {
+  if (started_.exchange(true)) return FailedPreconditionError("controller already started");
+  auto log = Logger("reconcile");
+
+  k8s::InformerOptions node_opts{.resource = k8s::Resource::Nodes(),
+                                 .label_selector = cfg_.kubernetes.node_selector,
+                                 .transform = k8s::SelectNodeFields,
+                                 .decode_selection = &k8s::JsonSelection::NodeWatchEvent()};
+  nodes_ = std::make_unique<k8s::Informer>(opts_.kube, node_opts);
+  auto on_node = [this](const k8s::ObjectPtr& obj) {
+    auto info = k8s::ParseNode(*obj);
+    if (!info.ok()) {
+      Logger("k8s")->warn("node_skipped name=\"{}\" error=\"{}\"",
+                          k8s::Informer::KeyOf(*obj), info.status().message());
+      return;
+    }
+    reconciler_->UpdateK8sNode(ToK8sNode(*info));
+  };
+  nodes_->AddHandlers(
+      {.on_add = on_node,
+       .on_update = [on_node](const k8s::ObjectPtr&, const k8s::ObjectPtr& n) { on_node(n); },
+       .on_delete = [this](const k8s::ObjectPtr& obj, bool) {
+         reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj));
+       }});
+
+  k8s::InformerOptions pod_opts{.resource = k8s::Resource::Pods(),
+                                .field_selector = kLivePodsSelector,
+                                .transform = k8s::SelectPodFields,
+                                .decode_selection = &k8s::JsonSelection::PodWatchEvent()};
+  pods_ = std::make_unique<k8s::Informer>(opts_.kube, pod_opts);
+  auto on_pod = [this](const k8s::ObjectPtr& obj) {
+    auto info = k8s::ParsePod(*obj);
+    if (!info.ok()) {
+      Logger("k8s")->warn("pod_skipped key=\"{}\" error=\"{}\"", k8s::Informer::KeyOf(*obj),
+                          info.status().message());
+      return;
+    }
+    if (auto pod = ToGpuPod(*info)) {
+      reconciler_->UpdatePod(std::move(*pod));
+    } else {
+      reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
+    }
+  };
+  pods_->AddHandlers(
+      {.on_add = on_pod,
+       .on_update = [on_pod](const k8s::ObjectPtr&, const k8s::ObjectPtr& p) { on_pod(p); },
+       .on_delete = [this](const k8s::ObjectPtr& obj, bool) {
+         auto info = k8s::ParsePod(*obj);
+         if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
+       }});
+
+  poller_ = std::make_unique<slurm::SlurmPoller>(
+      opts_.slurm, cfg_.slurm.poll_interval,
+      [this](const slurm::SlurmState& s) { OnSlurm(s); });
+
+  events_->Start();
+  nodes_->Start();
+  pods_->Start();
+  poller_->Start();
+
+  if (!opts_.leader_election) {
+    log->info("leader_election=off: this replica acts alone");
+    StartActing();
+    return OkStatus();
+  }
+  k8s::LeaderElectionConfig le{
+      .lease_namespace = cfg_.kubernetes.namespace_name,
+      .lease_name = opts_.lease_name,
+      .identity = opts_.identity,
+      .lease_duration = opts_.lease_duration,
+      .renew_deadline = opts_.renew_deadline,
+      .retry_period = opts_.retry_period,
+      .on_started_leading = [this] { StartActing(); },
+      .on_stopped_leading =
+          [this] {
+            StopActing();
+            if (!stopped_ && opts_.on_lost_leadership) opts_.on_lost_leadership();
+          },
+      .on_new_leader =
+          [](const std::string& id) { Logger("reconcile")->info("leader_observed identity={}", id); },
+      .clock = opts_.clock};
+  auto elector = k8s::LeaderElector::Create(opts_.kube, std::move(le));
+  if (!elector.ok()) return elector.status();
+  elector_ = std::move(*elector);
+  elector_->Start();
+  return OkStatus();
+}
+
+void Controller::Stop() {
+  if (!started_ || stopped_.exchange(true)) return;
+  if (elector_) elector_->Stop();  // calls StopActing via on_stopped_leading
+  StopActing();
+  if (poller_) poller_->Stop();
+  if (pods_) pods_->Stop();
+  if (nodes_) nodes_->Stop();
+  if (events_) events_->Stop();
+}
+
+void Controller::OnSlurm(const slurm::SlurmState& s) {
+  if (s.nodes_changed) reconciler_->SetSlurmNodes(s.nodes);
+  if (s.jobs_changed) reconciler_->SetSlurmJobs(s.jobs);
+  if (s.nodes_changed || s.partitions_changed) {
+    std::string default_partition;
+    for (const auto& p : s.partitions) {
+      if (p.is_default) default_partition = p.name;
+    }
+    admission_.Publish(admission::InventoryFromSlurm(s.nodes, default_partition));
+    // Info once (the plugin is answered from real data from now on), then debug: the
+    // snapshot changes with every job start.
+    if (!published_.exchange(true)) {
+      Logger("slurm")->info("snapshot_published nodes={} partitions={} jobs={}", s.nodes.size(),
+                            s.partitions.size(), s.jobs.size());
+    }
+  }
+  Logger("slurm")->debug("slurm_view nodes={} jobs={} changed=nodes:{},partitions:{},jobs:{}",
+                         s.nodes.size(), s.jobs.size(), s.nodes_changed, s.partitions_changed,
+                         s.jobs_changed);
+  polled_ = true;
+  worker_cv_.notify_all();
+}
+
+void Controller::StartActing() {
+  std::lock_guard<std::mutex> lock(worker_mu_);
+  if (leading_.exchange(true)) return;
+  Logger("reconcile")->info("acting identity={}", opts_.identity);
+  stop_worker_ = false;
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+void Controller::StopActing() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(worker_mu_);
+    if (!leading_.exchange(false)) return;
+    stop_worker_ = true;
+    t = std::move(worker_);
+  }
+  worker_cv_.notify_all();
+  if (t.joinable()) t.join();
+  Logger("reconcile")->info("stopped_acting identity={}", opts_.identity);
+}
+
+void Controller::WorkerLoop() {
+  pthread_setname_np(pthread_self(), "reconcile");
+  auto log = Logger("reconcile");
+  // Acting on half a view could resume a node whose condition is not cached yet: wait.
+  {
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    while (!stop_worker_ && !(nodes_->HasSynced() && pods_->HasSynced() && polled_)) {
+      worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+  if (stop_worker_) return;
+  // A new leader plans every node once: whatever happened while nobody acted is handled.
+  const inventory::Inventory snapshot = reconciler_->Snapshot();
+  for (const auto& n : snapshot.nodes()) queue_.Add(n.name);
+  log->info("caches_synced nodes={} pods={} queued={}", nodes_->Size(), pods_->Size(),
+            queue_.Len());
+  while (!stop_worker_) {
+    if (auto key = queue_.Get()) {
+      ReconcileResult r = reconciler_->ReconcileNode(*key);
+      if (r.executed > 0) poller_->Kick();  // observe our own changes without waiting
+      queue_.Done(*key);
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    auto next = queue_.NextReadyTime();
+    auto wait = std::chrono::milliseconds(1000);
+    if (next) {
+      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*next -
+                                                                         opts_.clock->Now());
+      wait = std::clamp(until, std::chrono::milliseconds(1), wait);
+    }
+    // on_change notifies without this lock, so a wake-up can slip between NextReadyTime and
+    // the wait: the 1 s bound caps that rare delay.
+    worker_cv_.wait_for(lock, wait);
+  }
+}
+
+bool Controller::Ready(std::string* why) const {
+  std::string missing;
+  if (!nodes_ || !nodes_->HasSynced()) StrAppend(&missing, "node cache not synced; ");
+  if (!pods_ || !pods_->HasSynced()) StrAppend(&missing, "pod cache not synced; ");
+  if (!polled_) StrAppend(&missing, "Slurm not polled yet; ");
+  if (opts_.leader_election && elector_ && !elector_->IsLeader() && elector_->Leader().empty()) {
+    StrAppend(&missing, "no leader known; ");
+  }
+  if (why != nullptr) *why = missing.empty() ? "ready" : missing.substr(0, missing.size() - 2);
+  return missing.empty();
+}
+
+bool Controller::IsLeader() const { return leading_; }
+
+std::string Controller::Leader() const {
+  if (!opts_.leader_election) return opts_.identity;
+  return elector_ ? elector_->Leader() : "";
+}
+
+health::NodePlan Controller::PlanNow(const std::string& node) const {
+  return reconciler_->PlanNode(node);
+}
+
+}  // namespace skb::bridge

@@ -1,0 +1,120 @@
+// The daemon's control loop, wired: Kubernetes informers (managed nodes, GPU pods) and the
+// Slurm poller feed the Reconciler; one worker thread, run only by the elected leader and
+// only once every cache has synced, plans and acts; the admission snapshot for the plugin is
+// refreshed from the same Slurm view.
+//
+//   Controller c({.config = &cfg, .kube = kube.get(), .slurm = &slurm, .clock = &clock,
+//                 .identity = hostname});
+//   RETURN_IF_ERROR(c.Start());
+//   ...                 // c.Ready(&why), c.reconciler().Snapshot(), c.admission()
+//   c.Stop();
+//
+// Followers keep warm caches (informers and poller run on every replica) so `bridgectl` and
+// readiness work everywhere and a new leader acts at once. Leadership lost: the worker stops
+// before the next action and `on_lost_leadership` runs (the daemon exits; restart is cheap,
+// nothing lives only in memory).
+//
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bridge/plugin_server/admission_service.h"
+#include "bridge/reconcile/action_executor.h"
+#include "bridge/reconcile/reconciler.h"
+#include "bridge/slurm/slurm_client.h"
+#include "bridge/slurm/slurm_poller.h"
+#include "k8s/api_event_recorder.h"
+#include "k8s/informer.h"
+#include "k8s/kube_client.h"
+#include "k8s/leader_elector.h"
+#include "src/base/clock.h"
+#include "src/config/config.h"
+#include "src/reconcile/work_queue.h"
+
+namespace skb::bridge {
+
+struct ControllerOptions {
+  const config::Config* config = nullptr;  // required; must outlive the controller
+  k8s::KubeClient* kube = nullptr;         // required
+  slurm::SlurmClient* slurm = nullptr;     // required
+  const Clock* clock = nullptr;            // required
+  // Leader election on the Lease `lease_name` in the bridge's namespace. Off: this
+  // process acts as if it always led (a single replica, tests).
+  bool leader_election = true;
+  std::string identity;  // this replica's name in the Lease (pod name, hostname-pid)
+  std::string lease_name = "slurm-k8s-bridge";
+  std::chrono::milliseconds lease_duration{std::chrono::seconds(15)};
+  std::chrono::milliseconds renew_deadline{std::chrono::seconds(10)};
+  std::chrono::milliseconds retry_period{std::chrono::seconds(2)};
+  // Called once, on the elector's thread, when a leader stops leading.
+  std::function<void()> on_lost_leadership;
+};
+
+class Controller {
+ public:
+  explicit Controller(ControllerOptions options);
+  ~Controller();  // Stop()s
+
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts informers, poller, event recorder and the election. InvalidArgument for bad
+  // options (e.g. an unparsable node selector is reported by the first list instead).
+  Status Start();
+  // Stops acting first, then everything else; releases the Lease. Idempotent.
+  void Stop();
+
+  // Ready: every cache synced, Slurm polled once, and leadership known (leader or a
+  // follower who has seen a leader). `why` says what is missing.
+  bool Ready(std::string* why) const;
+  bool IsLeader() const;
+  std::string Leader() const;
+
+  const Reconciler& reconciler() const { return *reconciler_; }
+  AdmissionService& admission() { return admission_; }
+
+  // What the planner says about `node` now (its explanation, and the actions it would
+  // take: none once the leader has acted). Plans without acting, on any replica.
+  health::NodePlan PlanNow(const std::string& node) const;
+  size_t QueueDepth() const { return queue_.Len(); }
+
+ private:
+  void StartActing();
+  void StopActing();
+  void WorkerLoop();
+  void OnSlurm(const slurm::SlurmState& state);
+
+  const ControllerOptions opts_;
+  const config::Config& cfg_;
+  // Before queue_: its on_change wakes the worker.
+  std::mutex worker_wait_mu_;
+  std::condition_variable worker_cv_;
+  reconcile::WorkQueue queue_;
+  std::unique_ptr<k8s::ApiEventRecorder> events_;
+  std::unique_ptr<ActionExecutor> executor_;
+  std::unique_ptr<Reconciler> reconciler_;
+  AdmissionService admission_;
+  std::unique_ptr<k8s::Informer> nodes_;
+  std::unique_ptr<k8s::Informer> pods_;
+  std::unique_ptr<slurm::SlurmPoller> poller_;
+  std::unique_ptr<k8s::LeaderElector> elector_;
+
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> polled_{false};
+  std::atomic<bool> published_{false};
+  std::atomic<bool> stop_worker_{true};
+  std::mutex worker_mu_;
+  std::thread worker_;  // guarded by worker_mu_
+};
+
+}  // namespace skb::bridge

@@ -1,0 +1,59 @@
+// bridgectl's queries (list_nodes, describe_node) answered from the daemon's merged view:
+// the Reconciler's snapshot and the planner's explanation. Any replica answers from its
+// own caches; the answer says who leads.
+//
+//   InventoryQueries q({.snapshot = [&] { return c.reconciler().Snapshot(); }, ...}, &cfg);
+//   admission.SetQueryHandler([&](const auto& req, auto* resp) { return q.Handle(req, resp); });
+//
+// Thread-safe when the source functions are.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "bridge/api/v1/bridge.pb.h"
+#include "src/base/clock.h"
+#include "src/config/config.h"
+#include "src/health/node_health.h"
+#include "src/inventory/inventory.h"
+
+namespace skb::bridge {
+
+struct InventorySource {
+  std::function<inventory::Inventory()> snapshot;
+  std::function<health::NodePlan(const std::string& node)> plan;
+  std::function<std::string()> leader;
+  std::function<bool(std::string* why)> ready;
+  const Clock* clock = nullptr;
+};
+
+// The label that names a node's GPU model (GPU Feature Discovery).
+inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
+
+// Who may use the node's GPUs now, for display (the ownership state machine refines this
+// with lending/returning): "unhealthy" when a health signal fires or the bridge drained the
+// node for health; "k8s" when it is lent; "slurm" when Slurm may place jobs; "unknown" when
+// one side does not know the node.
+std::string DisplayOwner(const inventory::ManagedNode& node, const health::HealthVerdict& verdict);
+
+api::v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
+                               Clock::TimePoint now);
+
+class InventoryQueries {
+ public:
+  // `cfg` must outlive this.
+  InventoryQueries(InventorySource source, const config::Config* cfg);
+
+  // Fills the list_nodes / describe_node answer (or an Error) and returns true; false for
+  // any other request body.
+  bool Handle(const api::v1::Request& req, api::v1::Response* resp) const;
+
+ private:
+  void ListNodes(api::v1::ListNodesResponse* out) const;
+  void DescribeNode(const std::string& name, api::v1::Response* resp) const;
+
+  const InventorySource source_;
+  const config::Config& cfg_;
+};
+
+}  // namespace skb::bridge

@@ -1,0 +1,53 @@
+// A slurm-k8s-bridge daemon started by a test or benchmark against the testbed: its own
+// config (JSON, merged over what the testbed needs: kubeconfig, slurm.conf, a private
+// socket), its own log file, stopped with SIGTERM or killed with SIGKILL.
+//
+//   BridgeDaemon d(SKB_DAEMON_BINARY, R"({"slurm": {"poll_interval": "100ms"}})");
+//   ASSERT_TRUE(d.Start().ok());
+//   ... d.socket() for bridgectl, d.Log() on failure ...
+//   d.Kill();   // or d.Stop()
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace skb::testbed {
+
+class BridgeDaemon {
+ public:
+  // `config_overlay` is a JSON object merged (RFC 7386) over the base config.
+  BridgeDaemon(std::string binary, std::string config_overlay,
+               std::vector<std::string> extra_args = {"--no-leader-election"});
+  ~BridgeDaemon();  // Stop()s and removes its directory
+
+  // Starts the process and waits until `ready_line` appears in its log (default: the
+  // reconcile worker has synced its caches).
+  Status Start(const std::string& ready_line = "caches_synced",
+               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // SIGTERM and wait. Returns the exit status (waitpid's).
+  int Stop();
+  // SIGKILL and wait: a crash.
+  void Kill();
+  bool running() const { return pid_ > 0; }
+
+  const std::string& socket() const { return socket_; }
+  const std::string& dir() const { return dir_; }
+  std::string Log() const;
+  // The last `bytes` of the log, for failure messages.
+  std::string LogTail(size_t bytes = 4000) const;
+
+ private:
+  const std::string binary_;
+  const std::string overlay_;
+  const std::vector<std::string> extra_args_;
+  std::string dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace skb::testbed
