@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "bridge/observability/exposition_parser.h"
 
@@ -76,6 +79,41 @@ TEST(BridgeMetricsTest, HandlesUpdateTheRenderedSeries) {
       1);
   EXPECT_EQ(e->Value("skb_leader"), 1);
   EXPECT_EQ(e->Value("skb_workqueue_depth"), 3);
+}
+
+// The Grafana dashboard shipped in the chart queries only metrics that exist, and shows
+// every one of them: renaming a metric without the dashboard (or back) fails here.
+TEST(BridgeMetricsTest, TheChartDashboardAndTheMetricSetAgree) {
+  std::ifstream in(SKB_SOURCE_DIR "/helm/slurm-k8s-bridge/dashboards/bridge.json");
+  ASSERT_TRUE(in) << "cannot read the dashboard";
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string board = text.str();
+
+  Registry r;
+  BridgeMetrics m(&r, "v", "s");
+  auto e = ParseExposition(r.Render());
+  ASSERT_TRUE(e.ok()) << e.status();
+
+  std::set<std::string> used;
+  std::regex name(R"(skb_[a-z_]+)");
+  for (auto it = std::sregex_iterator(board.begin(), board.end(), name);
+       it != std::sregex_iterator(); ++it) {
+    std::string n = it->str();
+    for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
+      std::string base = n.substr(0, n.size() - std::min(n.size(), suffix.size()));
+      if (n.ends_with(suffix) && e->types.count(base) && e->types.at(base) == "histogram") {
+        n = base;
+      }
+    }
+    used.insert(n);
+  }
+  for (const std::string& n : used) {
+    EXPECT_TRUE(e->types.count(n)) << "the dashboard queries " << n << ", which is not exported";
+  }
+  for (const auto& [n, type] : e->types) {
+    EXPECT_TRUE(used.count(n)) << n << " is exported but not on the dashboard";
+  }
 }
 
 }  // namespace
