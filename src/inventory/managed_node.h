@@ -29,10 +29,10 @@ struct GpuPod {
 
   // What the node-ownership planner (src/ownership) reads back: the bridge keeps no state
   // of its own, so whatever a lend or a reservation swap must remember lives in these.
-  std::string uid;                                // metadata.uid (precondition for writes)
-  std::map<std::string, std::string> labels;      // metadata.labels
-  std::map<std::string, std::string> annotations; // metadata.annotations
-  std::vector<std::string> finalizers;            // metadata.finalizers
+  std::string uid;                                 // metadata.uid (precondition for writes)
+  std::map<std::string, std::string> labels;       // metadata.labels
+  std::map<std::string, std::string> annotations;  // metadata.annotations
+  std::vector<std::string> finalizers;             // metadata.finalizers
   // metadata.deletionTimestamp: when set, the time by which the kubelet kills the pod's
   // containers (deletion time + grace period). Set together with `terminating`.
   std::optional<Clock::TimePoint> deletion_time;

@@ -11,8 +11,18 @@ namespace {
 
 // Linux signal numbers of the signals a job could use to checkpoint.
 constexpr std::array<std::pair<std::string_view, int>, 13> kSignals = {{
-    {"HUP", 1}, {"INT", 2}, {"QUIT", 3}, {"ABRT", 6}, {"USR1", 10}, {"USR2", 12},
-    {"ALRM", 14}, {"TERM", 15}, {"CONT", 18}, {"TSTP", 20}, {"URG", 23}, {"XCPU", 24},
+    {"HUP", 1},
+    {"INT", 2},
+    {"QUIT", 3},
+    {"ABRT", 6},
+    {"USR1", 10},
+    {"USR2", 12},
+    {"ALRM", 14},
+    {"TERM", 15},
+    {"CONT", 18},
+    {"TSTP", 20},
+    {"URG", 23},
+    {"XCPU", 24},
     {"PWR", 30},
 }};
 
@@ -24,8 +34,7 @@ void ReadClass(config::JsonReader& parent, std::string_view key, PriorityClassRe
   out->value = static_cast<int32_t>(value);
   // A PriorityClass name is a DNS subdomain; the planner also uses it as a label value.
   if (out->name.empty() || out->name.size() > 63 ||
-      out->name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") !=
-          std::string::npos) {
+      out->name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos) {
     r.Fail("name", "must be a PriorityClass name (lowercase letters, digits, '-', '.'; 1-63)");
   }
   parent.Merge(r.Finish());

@@ -8,9 +8,9 @@
 namespace skb::ownership {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 
 StatusOr<LendingConfig> Read(std::string_view text) {
   nlohmann::json doc = nlohmann::json::parse(text);
@@ -104,8 +104,7 @@ TEST(ReadLendingConfig, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(R"({"default_grace": "20m"})"), HasSubstr("max_grace"));
   EXPECT_THAT(ErrorOf(R"({"max_grace": "48h"})"), HasSubstr("at most 24h"));
   EXPECT_THAT(ErrorOf(R"({"release_timeout": "1s"})"), HasSubstr("at least 30s"));
-  EXPECT_THAT(ErrorOf(R"({"preemption": {"default": "suspend"}})"),
-              HasSubstr("GPU memory"));
+  EXPECT_THAT(ErrorOf(R"({"preemption": {"default": "suspend"}})"), HasSubstr("GPU memory"));
   EXPECT_THAT(ErrorOf(R"({"preemption": {"partitions": {"gpu": "kill"}}})"),
               HasSubstr("'lending.preemption.partitions.gpu'"));
   EXPECT_THAT(ErrorOf(R"({"preemption": {"qos": {"gpu": 1}}})"),

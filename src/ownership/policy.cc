@@ -51,8 +51,8 @@ std::vector<slurm::UnixTime> PreemptionTimes(std::string_view admin_comment) {
   std::vector<slurm::UnixTime> out;
   auto [begin, end] = FindPreemptedToken(admin_comment);
   if (begin == std::string_view::npos) return out;
-  std::string_view value = admin_comment.substr(begin + kPreemptedToken.size(),
-                                                end - begin - kPreemptedToken.size());
+  std::string_view value =
+      admin_comment.substr(begin + kPreemptedToken.size(), end - begin - kPreemptedToken.size());
   value = value.substr(0, value.find('@'));
   for (std::string_view t : StrSplit(value, ',', /*skip_empty=*/true)) {
     if (auto v = ParseUnix(t)) out.push_back(*v);
@@ -72,7 +72,8 @@ std::string RecordPreemption(std::string_view admin_comment, slurm::UnixTime at,
   std::string token(kPreemptedToken);
   for (size_t i = 0; i < times.size(); ++i) StrAppend(&token, i ? "," : "", times[i]);
   std::string who(preemptor);
-  std::replace_if(who.begin(), who.end(), [](char c) { return c == ' ' || c < 0x20; }, '_');
+  std::replace_if(
+      who.begin(), who.end(), [](char c) { return c == ' ' || c < 0x20; }, '_');
   StrAppend(&token, "@", who);
 
   std::string out(admin_comment);
@@ -161,16 +162,19 @@ bool Actionable(const slurm::JobView& job) {
 
 std::string_view ReservationClassName(ReservationClass c) {
   switch (c) {
-    case ReservationClass::kIdle: return "idle";
-    case ReservationClass::kPreemptible: return "preemptible";
-    case ReservationClass::kProtected: return "protected";
+    case ReservationClass::kIdle:
+      return "idle";
+    case ReservationClass::kPreemptible:
+      return "preemptible";
+    case ReservationClass::kProtected:
+      return "protected";
   }
   return "idle";
 }
 
 std::optional<ReservationClass> ClassByName(std::string_view name) {
-  for (ReservationClass c : {ReservationClass::kIdle, ReservationClass::kPreemptible,
-                             ReservationClass::kProtected}) {
+  for (ReservationClass c :
+       {ReservationClass::kIdle, ReservationClass::kPreemptible, ReservationClass::kProtected}) {
     if (ReservationClassName(c) == name) return c;
   }
   return std::nullopt;
@@ -178,17 +182,20 @@ std::optional<ReservationClass> ClassByName(std::string_view name) {
 
 const PriorityClassRef& ClassRef(ReservationClass c, const LendingConfig& cfg) {
   switch (c) {
-    case ReservationClass::kIdle: return cfg.idle_class;
-    case ReservationClass::kPreemptible: return cfg.preemptible_class;
-    case ReservationClass::kProtected: return cfg.protected_class;
+    case ReservationClass::kIdle:
+      return cfg.idle_class;
+    case ReservationClass::kPreemptible:
+      return cfg.preemptible_class;
+    case ReservationClass::kProtected:
+      return cfg.protected_class;
   }
   return cfg.idle_class;
 }
 
 std::optional<ReservationClass> ClassByPriorityClassName(std::string_view name,
                                                          const LendingConfig& cfg) {
-  for (ReservationClass c : {ReservationClass::kIdle, ReservationClass::kPreemptible,
-                             ReservationClass::kProtected}) {
+  for (ReservationClass c :
+       {ReservationClass::kIdle, ReservationClass::kPreemptible, ReservationClass::kProtected}) {
     if (ClassRef(c, cfg).name == name) return c;
   }
   return std::nullopt;
@@ -274,10 +281,10 @@ ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimeP
   const Clock::TimePoint at = std::max(*idle_since + cfg.cooldown, lent_at + cfg.min_lend_time);
   if (now < at) {
     d.at = at;
-    d.why = StrCat("returns to Slurm in ", FormatSeconds(at - now),
-                   *idle_since + cfg.cooldown >= lent_at + cfg.min_lend_time
-                       ? " (cool-down)"
-                       : " (minimum lend time)");
+    d.why =
+        StrCat("returns to Slurm in ", FormatSeconds(at - now),
+               *idle_since + cfg.cooldown >= lent_at + cfg.min_lend_time ? " (cool-down)"
+                                                                         : " (minimum lend time)");
     return d;
   }
   d.now = true;

@@ -8,11 +8,11 @@
 namespace skb::ownership {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 const Clock::TimePoint kNow = FromUnix(1'700'000'000);
 
@@ -126,8 +126,7 @@ TEST(PolicyFor, PreemptibilitySignalAndMode) {
   j.admin_comment += StrCat(" k8s-bridge-preempted=", ToUnix(kNow - minutes(3)), ",",
                             ToUnix(kNow - minutes(2)), "@x");
   EXPECT_TRUE(PolicyFor(j, cfg, kNow).preemptible);
-  j.admin_comment = RecordPreemption(j.admin_comment, ToUnix(kNow - minutes(1)), "y",
-                                     cfg.lending);
+  j.admin_comment = RecordPreemption(j.admin_comment, ToUnix(kNow - minutes(1)), "y", cfg.lending);
   p = PolicyFor(j, cfg, kNow);
   EXPECT_FALSE(p.preemptible);
   EXPECT_THAT(p.why, HasSubstr("anti-thrash"));

@@ -1,0 +1,938 @@
+#include "src/ownership/ownership.h"
+
+#include <algorithm>
+#include <map>
+
+#include "src/base/strings.h"
+#include "src/health/node_health.h"
+
+namespace skb::ownership {
+namespace {
+
+using inventory::GpuPod;
+using inventory::ManagedNode;
+using plan::Action;
+using plan::ActionKind;
+using plan::EventType;
+
+const std::string* Find(const std::map<std::string, std::string>& m, std::string_view key) {
+  auto it = m.find(std::string(key));
+  return it == m.end() ? nullptr : &it->second;
+}
+
+std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::string>& m,
+                                               std::string_view key) {
+  const std::string* v = Find(m, key);
+  if (v == nullptr) return std::nullopt;
+  std::optional<slurm::UnixTime> t = ParseUnix(*v);
+  if (!t) return std::nullopt;
+  return FromUnix(*t);
+}
+
+// "12:1700000000,13:1700000005" <-> {12: ..., 13: ...}. Malformed entries are skipped.
+std::map<uint32_t, slurm::UnixTime> ParseSignalled(std::string_view s) {
+  std::map<uint32_t, slurm::UnixTime> out;
+  for (std::string_view e : StrSplit(s, ',', /*skip_empty=*/true)) {
+    size_t colon = e.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::optional<slurm::UnixTime> id = ParseUnix(e.substr(0, colon));
+    std::optional<slurm::UnixTime> t = ParseUnix(e.substr(colon + 1));
+    if (!id || !t || *id == 0 || *id > UINT32_MAX) continue;
+    out[static_cast<uint32_t>(*id)] = *t;
+  }
+  return out;
+}
+
+std::string FormatSignalled(const std::map<uint32_t, slurm::UnixTime>& m) {
+  std::string s;
+  for (const auto& [id, t] : m) StrAppend(&s, s.empty() ? "" : ",", id, ":", t);
+  return s;
+}
+
+std::string JoinIds(const std::vector<uint32_t>& ids) {
+  std::string s;
+  for (uint32_t id : ids) StrAppend(&s, s.empty() ? "" : ",", id);
+  return s;
+}
+
+std::string PodName(const GpuPod& p) { return StrCat(p.namespace_name, "/", p.name); }
+
+plan::PodRef Ref(const GpuPod& p) { return {p.namespace_name, p.name, p.uid}; }
+
+bool Terminal(const GpuPod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+bool HasFinalizer(const GpuPod& p) {
+  return std::find(p.finalizers.begin(), p.finalizers.end(), kFinalizer) != p.finalizers.end();
+}
+
+bool Released(const GpuPod& p) {
+  const std::string* v = Find(p.annotations, kReleasedAnnotation);
+  return v != nullptr && *v == "true" && !HasFinalizer(p);
+}
+
+bool Replacing(const GpuPod& p) {
+  const std::string* v = Find(p.annotations, kReplacingAnnotation);
+  return v != nullptr && *v == "true";
+}
+
+bool HasTaint(const inventory::K8sNode& k, std::string_view key) {
+  return std::any_of(k.taints.begin(), k.taints.end(),
+                     [&](const inventory::Taint& t) { return t.key == key; });
+}
+
+// The job id Slurm preempts as a whole: the leader of a heterogeneous job, else the job.
+uint32_t PreemptId(const slurm::JobView& j) { return j.het_job_id ? j.het_job_id : j.job_id; }
+
+void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
+  if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case 1:
+      return "SIGHUP";
+    case 2:
+      return "SIGINT";
+    case 3:
+      return "SIGQUIT";
+    case 10:
+      return "SIGUSR1";
+    case 12:
+      return "SIGUSR2";
+    case 15:
+      return "SIGTERM";
+    default:
+      return StrCat("signal ", sig);
+  }
+}
+
+// Everything the planner reads from one node, derived once.
+struct Facts {
+  const ManagedNode* node = nullptr;
+  const config::Config* cfg = nullptr;
+  const LendingConfig* l = nullptr;
+  Clock::TimePoint now{};
+  const inventory::K8sNode* k = nullptr;
+  const slurm::NodeView* s = nullptr;
+
+  std::string ns;
+  std::string res_name;
+  const GpuPod* r = nullptr;                // our reservation (a terminating one first)
+  std::vector<const GpuPod*> extra_ours;    // more of ours on the node (should not happen)
+  const GpuPod* foreign = nullptr;          // the reservation's name, not ours
+  std::vector<const GpuPod*> k8s_pods;      // non-terminal GPU pods that are not ours
+  std::vector<const GpuPod*> nominated;     // pending pods nominated to this node
+  std::vector<const slurm::JobView*> jobs;  // holding the node
+
+  bool lend_drain = false;
+  bool admin_drain = false;
+  std::optional<Clock::TimePoint> lent_at;
+  std::string lent_to;
+  std::optional<Clock::TimePoint> idle_since;
+  std::map<uint32_t, slurm::UnixTime> signalled;
+  std::string lend_blocked;
+  bool swap_taint = false;
+  bool busy_taint = false;
+  bool healthy = true;
+  std::string unhealthy_why;
+
+  bool lent() const { return lent_at.has_value() || lend_drain; }
+};
+
+Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoint now) {
+  Facts f;
+  f.node = &node;
+  f.cfg = &cfg;
+  f.l = &cfg.lending;
+  f.now = now;
+  f.k = &*node.k8s;
+  f.s = &*node.slurm;
+  f.ns = cfg.lending.namespace_name.empty() ? cfg.kubernetes.namespace_name
+                                            : cfg.lending.namespace_name;
+  f.res_name = ReservationName(cfg.lending, f.k->name);
+  for (const GpuPod& p : node.pods) {
+    const std::string* role = Find(p.labels, kRoleLabel);
+    const bool ours = p.namespace_name == f.ns && role != nullptr && *role == kReservationRole;
+    if (ours) {
+      if (f.r == nullptr || (p.terminating && !f.r->terminating)) {
+        if (f.r != nullptr) f.extra_ours.push_back(f.r);
+        f.r = &p;
+      } else {
+        f.extra_ours.push_back(&p);
+      }
+      continue;
+    }
+    if (p.namespace_name == f.ns && p.name == f.res_name) f.foreign = &p;
+    if (!Terminal(p)) f.k8s_pods.push_back(&p);
+  }
+  for (const GpuPod& p : node.nominated_pods) {
+    if (!Terminal(p) && p.node_name.empty()) f.nominated.push_back(&p);
+  }
+  std::stable_sort(f.nominated.begin(), f.nominated.end(),
+                   [](const GpuPod* a, const GpuPod* b) { return a->priority > b->priority; });
+  for (const slurm::JobView& j : node.jobs) {
+    if (HoldsNode(j)) f.jobs.push_back(&j);
+  }
+
+  f.lend_drain = f.s->drain && f.s->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
+  f.admin_drain = f.s->drain && !f.s->DrainedByBridge();
+  const auto& ann = f.k->annotations;
+  f.lent_at = TimeAnnotation(ann, kLentAtAnnotation);
+  if (Find(ann, kLentAtAnnotation) != nullptr && !f.lent_at) f.lent_at = now;  // garbled
+  if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
+  f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation);
+  if (const std::string* v = Find(ann, kSignalledAtAnnotation)) f.signalled = ParseSignalled(*v);
+  if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
+  f.swap_taint = HasTaint(*f.k, kSwapTaintKey);
+  f.busy_taint = HasTaint(*f.k, kBusyTaintKey);
+
+  health::HealthVerdict verdict = health::AssessHealth(*f.k, cfg.health, now);
+  if (!verdict.firing.empty()) {
+    f.healthy = false;
+    f.unhealthy_why = verdict.firing.front().description;
+  } else if (f.s->fail || f.s->base_state == slurm::NodeBaseState::kDown) {
+    f.healthy = false;
+    f.unhealthy_why = StrCat("Slurm state ", f.s->StateString());
+  }
+  return f;
+}
+
+// Plans one node; `out` collects the result.
+class Planner {
+ public:
+  Planner(const Facts& f, OwnershipPlan* out) : f_(f), out_(out) {}
+
+  void Run();
+
+ private:
+  // --- building blocks
+  void Explain(std::string line) { out_->explanation.push_back(std::move(line)); }
+  void Recheck(Clock::TimePoint t) {
+    if (!out_->recheck_at || t < *out_->recheck_at) out_->recheck_at = t;
+  }
+  Action& Add(ActionKind kind, std::string event_reason, std::string event_message,
+              EventType type = EventType::kNormal) {
+    Action a;
+    a.kind = kind;
+    a.node = f_.node->name;
+    a.event_type = type;
+    a.event_reason = std::move(event_reason);
+    a.event_message = std::move(event_message);
+    out_->actions.push_back(std::move(a));
+    return out_->actions.back();
+  }
+  void PatchNode(plan::AnnotationPatch patch, std::string reason, std::string message,
+                 EventType type = EventType::kNormal) {
+    if (patch.empty()) return;
+    Add(ActionKind::kPatchNodeAnnotations, std::move(reason), std::move(message), type)
+        .annotations = std::move(patch);
+  }
+  void SetTaint(const char* key, std::string reason, std::string message) {
+    Add(ActionKind::kSetNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
+                                                                                   "NoSchedule"};
+  }
+  void RemoveTaint(const char* key, std::string reason, std::string message) {
+    Add(ActionKind::kRemoveNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
+                                                                                      "NoSchedule"};
+  }
+  // Removes the lend bookkeeping that is present from `patch`.
+  void RemoveIfPresent(plan::AnnotationPatch* patch, std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (Find(f_.k->annotations, key) != nullptr) patch->remove.emplace_back(key);
+    }
+  }
+
+  std::string Preemptor() const;
+  ReservationClass WantedClass(std::string* why) const {
+    std::vector<slurm::JobView> jobs;
+    for (const slurm::JobView* j : f_.jobs) jobs.push_back(*j);
+    return ClassFor(jobs, *f_.cfg, f_.now, why);
+  }
+  int64_t Gpus() const;
+
+  // --- flows
+  void Lend(const plan::AnnotationPatch& start_extra, std::string start_reason,
+            std::string start_message, EventType start_type);
+  void LendDefault(std::string_view cause);
+  void Cleanup();
+  void KubernetesOwned();
+  void Returning();
+  void SlurmOwned();
+  void StartSwap(std::string why, EventType type);
+  void SwapRelease();
+  void Create(ReservationClass cls, std::string reason, std::string message, EventType type);
+
+  const Facts& f_;
+  OwnershipPlan* out_;
+};
+
+std::string Planner::Preemptor() const {
+  if (!f_.nominated.empty()) return PodName(*f_.nominated.front());
+  for (const GpuPod* p : f_.k8s_pods) {
+    if (p->phase == "Running") return PodName(*p);
+  }
+  if (!f_.k8s_pods.empty()) return PodName(*f_.k8s_pods.front());
+  return "kubernetes";
+}
+
+int64_t Planner::Gpus() const {
+  if (f_.k->gpu_allocatable > 0) return f_.k->gpu_allocatable;
+  if (f_.k->gpu_capacity > 0) return f_.k->gpu_capacity;
+  return f_.s->TotalGpus();
+}
+
+void Planner::Run() {
+  const GpuPod* r = f_.r;
+  if (f_.foreign != nullptr) {
+    Explain(StrCat("pod ", PodName(*f_.foreign), " has the reservation's name but not the label ",
+                   kRoleLabel, "=", kReservationRole,
+                   ": not the bridge's, never touched; it "
+                   "counts as a Kubernetes GPU pod"));
+  }
+  for (const GpuPod* p : f_.extra_ours) {
+    Explain(StrCat("another reservation pod ", PodName(*p),
+                   " is on the node: handled once the current one is settled"));
+  }
+  if (r != nullptr && r->terminating) {
+    if (Replacing(*r)) {
+      out_->state = OwnerState::kSwapping;
+      SwapRelease();
+    } else {
+      out_->state = OwnerState::kLending;
+      LendDefault(StrCat("reservation ", PodName(*r), " is being deleted"));
+    }
+  } else if (r != nullptr) {
+    if (Replacing(*r)) {
+      out_->state = OwnerState::kSwapping;
+      StartSwap("a replacement was started", EventType::kNormal);
+    } else if (f_.lent()) {
+      out_->state = OwnerState::kReturning;
+      Returning();
+    } else {
+      out_->state = OwnerState::kSlurm;
+      SlurmOwned();
+    }
+  } else if (f_.lent()) {
+    out_->state = OwnerState::kKubernetes;
+    KubernetesOwned();
+  } else if (!f_.k8s_pods.empty()) {
+    // GPU pods on a node with no reservation (its finalizer removed by hand, a pod with
+    // the reservation's name, pods from before the bridge): Kubernetes holds the GPUs.
+    out_->state = OwnerState::kLending;
+    std::string pods;
+    for (const GpuPod* p : f_.k8s_pods) StrAppend(&pods, pods.empty() ? "" : ", ", PodName(*p));
+    const std::string who = Preemptor();
+    Lend({}, "ReservationMissing",
+         StrCat("Node ", f_.node->name, " has no reservation pod but Kubernetes GPU pod(s) ", pods,
+                ": it is lent to Kubernetes (", who, ")",
+                f_.jobs.empty() ? "" : "; its Slurm jobs are preempted at once"),
+         EventType::kWarning);
+  } else if (f_.swap_taint) {
+    out_->state = OwnerState::kSwapping;
+    std::string why;
+    ReservationClass cls = WantedClass(&why);
+    Create(cls, "ReservationReplaced",
+           StrCat("Created reservation ", f_.ns, "/", f_.res_name, " for node ", f_.node->name,
+                  " at class ", ClassRef(cls, *f_.l).name, " (", why, ")"),
+           EventType::kNormal);
+  } else if (!f_.nominated.empty() && f_.jobs.empty()) {
+    out_->state = OwnerState::kLending;
+    LendDefault(StrCat("no reservation and pod ", PodName(*f_.nominated.front()),
+                       " is nominated to the node"));
+  } else {
+    out_->state = OwnerState::kSlurm;
+    std::string why;
+    ReservationClass cls = WantedClass(&why);
+    if (f_.jobs.empty()) {
+      Create(cls, "ReservationCreated",
+             StrCat("Created reservation ", f_.ns, "/", f_.res_name, ": node ", f_.node->name,
+                    " belongs to Slurm"),
+             EventType::kNormal);
+    } else {
+      Create(cls, "ReservationMissing",
+             StrCat("Node ", f_.node->name,
+                    " runs Slurm jobs but had no reservation pod: "
+                    "recreated ",
+                    f_.ns, "/", f_.res_name, " at class ", ClassRef(cls, *f_.l).name),
+             EventType::kWarning);
+    }
+  }
+}
+
+void Planner::Create(ReservationClass cls, std::string reason, std::string message,
+                     EventType type) {
+  const int64_t gpus = Gpus();
+  if (gpus <= 0) {
+    Explain("the node has no GPUs: no reservation needed");
+    return;
+  }
+  Action& a = Add(ActionKind::kCreateReservationPod, std::move(reason), std::move(message), type);
+  a.reservation = BuildReservation(*f_.node, cls, *f_.cfg, f_.now);
+  Explain(StrCat("creating reservation ", f_.ns, "/", f_.res_name, " (", gpus, " GPUs, class ",
+                 ClassRef(cls, *f_.l).name, ")"));
+}
+
+void Planner::LendDefault(std::string_view cause) {
+  const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
+  Lend({}, "LendingToKubernetes",
+       StrCat("Node ", f_.node->name, " is lent to Kubernetes (", who, "): ", cause),
+       EventType::kNormal);
+}
+
+// The lend steps, from wherever the node is: record -> drain -> (protected: wait) ->
+// signal -> grace -> preempt -> (empty) release -> clean up.
+void Planner::Lend(const plan::AnnotationPatch& start_extra, std::string start_reason,
+                   std::string start_message, EventType start_type) {
+  const GpuPod* r = f_.r != nullptr && f_.r->terminating ? f_.r : nullptr;
+  const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
+  const Clock::TimePoint now = f_.now;
+  Explain(StrCat("lent to Kubernetes (", who, ")", f_.lent_at ? "" : ": lend starts now"));
+
+  // 0. Record the lend on the node first: from here on the node counts as Kubernetes'.
+  if (!f_.lent_at) {
+    plan::AnnotationPatch p = start_extra;
+    Clock::TimePoint since = now;
+    if (f_.lend_drain && f_.s->reason_time > 0) since = FromUnix(f_.s->reason_time);
+    p.set[kLentAtAnnotation] = StrCat(ToUnix(since));
+    p.set[kLentToAnnotation] = who;
+    PatchNode(std::move(p), std::move(start_reason), std::move(start_message), start_type);
+  }
+  // 1. No new Slurm work lands here.
+  if (f_.admin_drain) {
+    Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));
+  } else if (!f_.lend_drain) {
+    Action& a =
+        Add(ActionKind::kDrainSlurmNode, "SlurmNodeLent",
+            StrCat("Drained Slurm node ", f_.node->name, ": lent to Kubernetes (", who, ")"));
+    a.slurm_reason = health::SlurmReason(StrCat("lent to ", who));
+  }
+
+  bool k8s_running = false;
+  for (const GpuPod* p : f_.k8s_pods) k8s_running |= p->phase == "Running";
+
+  // Protected work is never signalled or preempted: the lend waits for it.
+  std::vector<uint32_t> blocked;
+  std::string blocked_why;
+  for (const slurm::JobView* j : f_.jobs) {
+    if (!Actionable(*j)) continue;
+    JobPolicy p = PolicyFor(*j, *f_.cfg, now);
+    if (p.preemptible) continue;
+    AddUnique(&blocked, j->job_id);
+    StrAppend(&blocked_why, blocked_why.empty() ? "" : "; ", "job ", j->job_id, ": ", p.why);
+  }
+
+  // The reservation stops holding the GPUs in Kubernetes' count once it is gone, released,
+  // terminal, or past the kubelet's kill deadline: Slurm work still here needs the taint.
+  if (!f_.jobs.empty()) {
+    std::string uncounted;
+    if (r == nullptr) {
+      uncounted = "the reservation pod is gone";
+    } else if (Released(*r)) {
+      uncounted = "the reservation is released";
+    } else if (Terminal(*r)) {
+      uncounted = StrCat("the reservation pod is ", r->phase);
+    } else if (r->deletion_time && now >= *r->deletion_time - kBusyTaintLead) {
+      uncounted = "the reservation pod's termination deadline is near";
+    } else if (r->deletion_time) {
+      Recheck(*r->deletion_time - kBusyTaintLead);
+    }
+    if (!blocked.empty() && uncounted.empty()) uncounted = "non-preemptible Slurm jobs remain";
+    if (!uncounted.empty()) {
+      if (!f_.busy_taint) {
+        SetTaint(kBusyTaintKey, "SlurmWorkRemains",
+                 StrCat("Tainted node ", f_.node->name, " ", kBusyTaintKey,
+                        ":NoSchedule: Slurm jobs still hold its GPUs and ", uncounted));
+      }
+      Explain(StrCat("Slurm jobs remain and ", uncounted, ": node tainted ", kBusyTaintKey));
+    }
+  }
+
+  if (!blocked.empty()) {
+    const std::string ids = JoinIds(blocked);
+    if (f_.lend_blocked != ids) {
+      plan::AnnotationPatch p;
+      p.set[kLendBlockedAnnotation] = ids;
+      PatchNode(std::move(p), "LendBlockedByProtectedJobs",
+                StrCat("Node ", f_.node->name, " is being lent to Kubernetes (", who,
+                       ") but Slurm job(s) ", ids, " may not be preempted (", blocked_why,
+                       "): the node is drained and nothing is signalled; the lend completes "
+                       "when they end"),
+                EventType::kWarning);
+    }
+    Explain(StrCat("lend waits for non-preemptible job(s): ", blocked_why));
+    if (k8s_running) {
+      Explain(
+          "Kubernetes GPU pods already run beside them: the GPUs are double booked "
+          "(a reservation finalizer was removed by hand?); the bridge evicts no pod");
+    }
+    return;
+  }
+
+  // Signal, wait the grace, preempt.
+  std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
+  std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
+  std::map<uint32_t, slurm::UnixTime> signalled;
+  bool newly_signalled = false;
+  for (const slurm::JobView* j : f_.jobs) {
+    if (!Actionable(*j)) {
+      Explain(StrCat("job ", j->job_id, " is leaving the node (",
+                     j->completing ? "completing" : "requeue pending", ")"));
+      continue;
+    }
+    JobPolicy p = PolicyFor(*j, *f_.cfg, now);
+    const uint32_t id = PreemptId(*j);
+    if (k8s_running) {
+      AddUnique(&to_preempt[p.mode], id);
+      Explain(StrCat("job ", j->job_id,
+                     ": a Kubernetes GPU pod already runs on the node, "
+                     "preempted at once without grace"));
+      continue;
+    }
+    if (j->state == slurm::JobState::kSuspended) {
+      AddUnique(&to_preempt[p.mode], id);
+      Explain(StrCat("job ", j->job_id, " is suspended (cannot catch a signal): preempted now"));
+      continue;
+    }
+    auto it = f_.signalled.find(j->job_id);
+    if (it == f_.signalled.end()) {
+      AddUnique(&to_signal[{p.signal, p.scope}], id);
+      signalled[j->job_id] = ToUnix(now);
+      newly_signalled = true;
+      Recheck(now + p.grace);
+      Explain(StrCat("job ", j->job_id, ": checkpoint signal ", SignalName(p.signal), ", ",
+                     FormatSeconds(p.grace), " grace"));
+      continue;
+    }
+    signalled[j->job_id] = it->second;
+    const Clock::TimePoint deadline = FromUnix(it->second) + p.grace;
+    if (now >= deadline) {
+      AddUnique(&to_preempt[p.mode], id);
+      Explain(StrCat("job ", j->job_id, ": grace of ", FormatSeconds(p.grace),
+                     " over: ", plan::JobPreemptModeName(p.mode)));
+    } else {
+      Recheck(deadline);
+      Explain(
+          StrCat("job ", j->job_id, ": signalled, grace ends in ", FormatSeconds(deadline - now)));
+    }
+  }
+  for (const auto& [key, ids] : to_signal) {
+    Action& a = Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
+                    StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids),
+                           " on node ", f_.node->name,
+                           " to checkpoint: the node is lent to "
+                           "Kubernetes (",
+                           who, ")"));
+    a.job_ids = ids;
+    a.signal = key.first;
+    a.signal_scope = key.second;
+  }
+  if (newly_signalled) {
+    plan::AnnotationPatch p;
+    p.set[kSignalledAtAnnotation] = FormatSignalled(signalled);
+    PatchNode(std::move(p), "CheckpointGraceStarted",
+              StrCat("Grace period started for Slurm jobs on node ", f_.node->name,
+                     ": they are preempted when it ends"));
+  }
+  for (const auto& [mode, ids] : to_preempt) {
+    Action& a = Add(ActionKind::kPreemptSlurmJobs, "SlurmJobsPreempted",
+                    StrCat(mode == plan::JobPreemptMode::kCancel        ? "Cancelled"
+                           : mode == plan::JobPreemptMode::kRequeueHold ? "Requeued (held)"
+                                                                        : "Requeued",
+                           " Slurm job(s) ", JoinIds(ids), " on node ", f_.node->name,
+                           ": the node is lent to Kubernetes (", who, ")"),
+                    k8s_running ? EventType::kWarning : EventType::kNormal);
+    a.job_ids = ids;
+    a.preempt_mode = mode;
+    a.job_comment = StrCat("preempted by k8s-bridge for ", who);
+    a.at_unix = ToUnix(now);
+  }
+
+  if (!f_.jobs.empty()) return;
+  // 3. Slurm shows no job on the node: the GPUs are free; hand them over.
+  if (r != nullptr && !Released(*r)) {
+    Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReleased",
+                    StrCat("Released reservation ", PodName(*r), ": Slurm shows no job on node ",
+                           f_.node->name, "; its GPUs go to Kubernetes (", who, ")"));
+    a.pod = Ref(*r);
+    a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
+  } else if (r != nullptr) {
+    Explain(StrCat("reservation ", PodName(*r), " released: waiting for it to go"));
+  }
+  Cleanup();
+}
+
+// Bookkeeping of a finished lend step: the busy taint and per-job annotations.
+void Planner::Cleanup() {
+  if (f_.busy_taint) {
+    RemoveTaint(kBusyTaintKey, "SlurmWorkGone",
+                StrCat("Removed taint ", kBusyTaintKey, " from node ", f_.node->name,
+                       ": no Slurm job holds its GPUs"));
+  }
+  plan::AnnotationPatch p;
+  RemoveIfPresent(&p, {kSignalledAtAnnotation, kLendBlockedAnnotation});
+  PatchNode(std::move(p), "LendCompleted",
+            StrCat("Slurm left node ", f_.node->name, ": lend bookkeeping cleared"));
+}
+
+void Planner::KubernetesOwned() {
+  if (!f_.jobs.empty()) {
+    Explain(
+        "the node is lent but Slurm jobs hold it (resumed by hand, or the reservation's "
+        "finalizer was removed): the lend carries on");
+    LendDefault("Slurm jobs found on a lent node");
+    return;
+  }
+  Lend({}, "LendingToKubernetes",
+       StrCat("Node ", f_.node->name,
+              " is lent to Kubernetes (lend recorded from its Slurm "
+              "drain '",
+              f_.s->reason, "')"),
+       EventType::kNormal);
+
+  const bool pods = !f_.k8s_pods.empty() || !f_.nominated.empty();
+  std::optional<Clock::TimePoint> idle = f_.idle_since;
+  plan::AnnotationPatch p;
+  if (pods) {
+    std::string names;
+    for (const GpuPod* g : f_.k8s_pods) StrAppend(&names, names.empty() ? "" : ", ", PodName(*g));
+    for (const GpuPod* g : f_.nominated) {
+      StrAppend(&names, names.empty() ? "" : ", ", PodName(*g), " (nominated)");
+    }
+    Explain(StrCat("lent to Kubernetes; GPU pods: ", names));
+    if (idle) p.remove.emplace_back(kIdleSinceAnnotation);
+    idle.reset();
+  } else if (!idle) {
+    p.set[kIdleSinceAnnotation] = StrCat(ToUnix(f_.now));
+    idle = f_.now;
+  }
+  PatchNode(std::move(p), pods ? "LentNodeInUse" : "LentNodeIdle",
+            pods
+                ? StrCat("Kubernetes GPU pods use lent node ", f_.node->name, ": cool-down stopped")
+                : StrCat("No Kubernetes GPU pod on lent node ", f_.node->name,
+                         ": it returns to "
+                         "Slurm after the cool-down (",
+                         FormatSeconds(f_.l->cooldown), ")"));
+  const Clock::TimePoint lent_at = f_.lent_at.value_or(
+      f_.lend_drain && f_.s->reason_time > 0 ? FromUnix(f_.s->reason_time) : f_.now);
+  ReturnDecision d = ShouldReturn(lent_at, idle, pods, f_.healthy, *f_.l, f_.now);
+  if (!f_.healthy) Explain(StrCat("unhealthy: ", f_.unhealthy_why));
+  Explain(d.why);
+  if (d.at) Recheck(*d.at);
+  if (!d.now) return;
+  if (f_.r != nullptr) {
+    Explain(StrCat("the old reservation ", PodName(*f_.r), " is still going away"));
+    return;
+  }
+  if (f_.foreign != nullptr) {
+    Explain("a pod that is not the bridge's has the reservation's name: cannot return");
+    return;
+  }
+  Create(ReservationClass::kIdle, "ReturningToSlurm",
+         StrCat("Node ", f_.node->name, " returns to Slurm (", d.why,
+                "): created its reservation; Slurm resumes once it runs"),
+         EventType::kNormal);
+}
+
+void Planner::Returning() {
+  const GpuPod& r = *f_.r;
+  if (!f_.k8s_pods.empty() || Terminal(r)) {
+    std::string why = !f_.k8s_pods.empty() ? StrCat("GPU pod ", PodName(*f_.k8s_pods.front()),
+                                                    " took the node before the reservation ran")
+                                           : StrCat("the reservation pod is ", r.phase,
+                                                    " (the kubelet refused it or it exited)");
+    Action& a = Add(ActionKind::kDeleteReservationPod, "ReturnAbandoned",
+                    StrCat("Node ", f_.node->name, " stays lent to Kubernetes: ", why,
+                           "; deleted reservation ", PodName(r)),
+                    Terminal(r) ? EventType::kWarning : EventType::kNormal);
+    a.pod = Ref(r);
+    plan::AnnotationPatch p;
+    RemoveIfPresent(&p, {kIdleSinceAnnotation});
+    PatchNode(std::move(p), "LentNodeInUse",
+              StrCat("Return of node ", f_.node->name, " abandoned: cool-down starts again"));
+    Explain(StrCat("return abandoned: ", why));
+    return;
+  }
+  if (r.phase != "Running") {
+    Explain(StrCat("returning: waiting for reservation ", PodName(r), " to run (phase ",
+                   r.phase.empty() ? "unknown" : r.phase, ")"));
+    return;
+  }
+  if (!f_.healthy) {
+    Explain(StrCat("returning: the node is unhealthy (", f_.unhealthy_why,
+                   "): Slurm resumes it once healthy"));
+    return;
+  }
+  if (f_.lend_drain) {
+    Action& a = Add(ActionKind::kResumeSlurmNode, "SlurmNodeReturned",
+                    StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
+                           " runs and no Kubernetes GPU pod is on the node"));
+    a.expected_reason = f_.s->reason;
+  } else if (f_.admin_drain) {
+    Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));
+  }
+  plan::AnnotationPatch p;
+  RemoveIfPresent(&p, {kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation,
+                       kSignalledAtAnnotation, kLendBlockedAnnotation});
+  PatchNode(std::move(p), "ReturnedToSlurm",
+            StrCat("Node ", f_.node->name, " belongs to Slurm again"));
+  for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {
+    if (HasTaint(*f_.k, key)) {
+      RemoveTaint(
+          key, "ReturnedToSlurm",
+          StrCat("Removed taint ", key, " from node ", f_.node->name, ": its reservation runs"));
+    }
+  }
+  Explain("returned to Slurm");
+}
+
+void Planner::SlurmOwned() {
+  const GpuPod& r = *f_.r;
+  const Clock::TimePoint now = f_.now;
+  std::string why;
+  const ReservationClass want = WantedClass(&why);
+  const std::optional<ReservationClass> cur =
+      ClassByPriorityClassName(r.priority_class_name, *f_.l);
+  Explain(StrCat("owned by Slurm; reservation ", PodName(r), " class ",
+                 r.priority_class_name.empty() ? "(none)" : r.priority_class_name, ", wanted ",
+                 ClassRef(want, *f_.l).name, " (", why, ")"));
+  if (Terminal(r)) {
+    StartSwap(StrCat("reservation pod ", PodName(r), " is ", r.phase,
+                     ": Kubernetes no longer counts its GPUs"),
+              EventType::kWarning);
+    return;
+  }
+  if (want == ReservationClass::kProtected && cur != ReservationClass::kProtected) {
+    StartSwap(
+        StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.l).name, " (", why, ")"),
+        EventType::kNormal);
+    return;
+  }
+  for (const GpuPod* p : f_.k8s_pods) {
+    Explain(StrCat("Kubernetes GPU pod ", PodName(*p),
+                   " runs beside the reservation (the node "
+                   "has more GPUs than the reservation holds?)"));
+  }
+  const int64_t gpus = Gpus();
+  if (gpus > 0 && r.gpus != gpus) {
+    Explain(StrCat("the reservation holds ", r.gpus, " GPUs, the node has ", gpus,
+                   " allocatable: pod requests are immutable; it is replaced at the next class "
+                   "change"));
+  }
+  if (r.phase == "Running") {
+    for (const char* key : {kSwapTaintKey, kBusyTaintKey}) {
+      if (HasTaint(*f_.k, key)) {
+        RemoveTaint(key,
+                    key == std::string_view(kSwapTaintKey) ? "ReservationSwapDone" : "SlurmOwned",
+                    StrCat("Removed taint ", key, " from node ", f_.node->name,
+                           ": its reservation ", PodName(r), " runs"));
+      }
+    }
+  } else if (f_.swap_taint) {
+    Explain(StrCat("swap: waiting for reservation ", PodName(r), " to run"));
+  }
+
+  plan::AnnotationPatch patch;
+  const std::string* wanted = Find(r.annotations, kClassWantedAnnotation);
+  if (!cur || want != *cur) {
+    // A change that only moves this node in Kubernetes' order of preference: hysteresis.
+    const std::string wanted_value = StrCat(ReservationClassName(want), "@");
+    std::optional<slurm::UnixTime> since;
+    if (wanted != nullptr && wanted->rfind(wanted_value, 0) == 0) {
+      since = ParseUnix(std::string_view(*wanted).substr(wanted_value.size()));
+    }
+    if (since) {
+      const bool upgrade = !cur || want > *cur;
+      const Clock::TimePoint at =
+          FromUnix(*since) + (upgrade ? f_.l->class_upgrade_delay : f_.l->class_downgrade_delay);
+      if (now >= at) {
+        StartSwap(StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.l).name, " (",
+                         why, ")"),
+                  EventType::kNormal);
+        return;
+      }
+      Recheck(at);
+      Explain(
+          StrCat("class change to ", ClassRef(want, *f_.l).name, " in ", FormatSeconds(at - now)));
+    } else {
+      patch.set[kClassWantedAnnotation] = StrCat(wanted_value, ToUnix(now));
+    }
+  } else if (wanted != nullptr) {
+    patch.remove.emplace_back(kClassWantedAnnotation);
+  }
+  std::vector<slurm::JobView> jobs;
+  for (const slurm::JobView* j : f_.jobs) jobs.push_back(*j);
+  const std::string list = FormatJobList(jobs);
+  const std::string* listed = Find(r.annotations, kJobsAnnotation);
+  if (listed == nullptr || *listed != list) patch.set[kJobsAnnotation] = list;
+  if (patch.empty()) return;
+
+  // Batched: at most one write per node per interval, whatever the job churn.
+  const std::optional<Clock::TimePoint> updated =
+      TimeAnnotation(r.annotations, kJobsUpdatedAtAnnotation);
+  if (updated && now < *updated + f_.l->reservation_update_interval) {
+    Recheck(*updated + f_.l->reservation_update_interval);
+    Explain(StrCat("reservation annotations updated at most every ",
+                   FormatSeconds(f_.l->reservation_update_interval), ": next in ",
+                   FormatSeconds(*updated + f_.l->reservation_update_interval - now)));
+    return;
+  }
+  patch.set[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(now));
+  Action& a = Add(
+      ActionKind::kPatchPodAnnotations, "ReservationUpdated",
+      StrCat("Updated reservation ", PodName(r), " of node ", f_.node->name, ": ",
+             jobs.empty() ? std::string("no Slurm job") : StrCat(jobs.size(), " Slurm job(s)")));
+  a.pod = Ref(r);
+  a.annotations = std::move(patch);
+}
+
+void Planner::StartSwap(std::string why, EventType type) {
+  const GpuPod& r = *f_.r;
+  out_->state = OwnerState::kSwapping;
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its reservation is replaced: ", why));
+  }
+  if (!Replacing(r)) {
+    Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
+                    StrCat("Marked reservation ", PodName(r), " as being replaced: ", why));
+    a.pod = Ref(r);
+    a.annotations.set[kReplacingAnnotation] = "true";
+  }
+  Action& a = Add(ActionKind::kDeleteReservationPod, "ReservationReplacing",
+                  StrCat("Deleted reservation ", PodName(r), " of node ", f_.node->name,
+                         " to replace it: ", why),
+                  type);
+  a.pod = Ref(r);
+  Explain(StrCat("replacing the reservation: ", why));
+}
+
+void Planner::SwapRelease() {
+  const GpuPod& r = *f_.r;
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its reservation is replaced"));
+  }
+  if (Released(r)) {
+    Explain(StrCat("swap: old reservation ", PodName(r), " released, waiting for it to go"));
+    return;
+  }
+  Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReplacing",
+                  StrCat("Released the old reservation ", PodName(r), " of node ", f_.node->name,
+                         " (being replaced; the node is tainted ", kSwapTaintKey, ")"));
+  a.pod = Ref(r);
+  a.release_check = plan::ReleaseCheck::kSwapTaint;
+  Explain("swap: releasing the old reservation");
+}
+
+}  // namespace
+
+std::string_view OwnerStateName(OwnerState s) {
+  switch (s) {
+    case OwnerState::kDisabled:
+      return "disabled";
+    case OwnerState::kUnknown:
+      return "unknown";
+    case OwnerState::kSlurm:
+      return "slurm";
+    case OwnerState::kLending:
+      return "lending";
+    case OwnerState::kKubernetes:
+      return "k8s";
+    case OwnerState::kReturning:
+      return "returning";
+    case OwnerState::kSwapping:
+      return "swapping";
+  }
+  return "unknown";
+}
+
+std::string ReservationName(const LendingConfig& cfg, std::string_view k8s_node_name) {
+  std::string name = cfg.name_pattern;
+  const size_t at = name.find("{node}");
+  if (at != std::string::npos) name.replace(at, 6, k8s_node_name);
+  if (name.size() > 253) name.resize(253);
+  return name;
+}
+
+std::string FormatJobList(const std::vector<slurm::JobView>& jobs) {
+  std::vector<const slurm::JobView*> sorted;
+  for (const slurm::JobView& j : jobs) {
+    if (HoldsNode(j)) sorted.push_back(&j);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const slurm::JobView* a, const slurm::JobView* b) { return a->job_id < b->job_id; });
+  auto clean = [](std::string s) {
+    for (char& c : s) {
+      if (c == ' ' || c == ';' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    }
+    return s.empty() ? std::string("-") : s;
+  };
+  std::string out;
+  for (size_t i = 0; i < sorted.size() && i < kMaxListedJobs; ++i) {
+    const slurm::JobView& j = *sorted[i];
+    StrAppend(&out, i ? ";" : "", j.job_id, " ",
+              clean(j.user_name.empty() ? StrCat(j.user_id) : j.user_name), " ", clean(j.account),
+              " ", j.gpus_per_node, " ", j.start_time);
+  }
+  if (sorted.size() > kMaxListedJobs)
+    StrAppend(&out, ";+", sorted.size() - kMaxListedJobs, " more");
+  return out;
+}
+
+plan::ReservationSpec BuildReservation(const ManagedNode& node, ReservationClass cls,
+                                       const config::Config& cfg, Clock::TimePoint now) {
+  const LendingConfig& l = cfg.lending;
+  plan::ReservationSpec spec;
+  const std::string k8s_name = node.k8s ? node.k8s->name : node.name;
+  spec.namespace_name = l.namespace_name.empty() ? cfg.kubernetes.namespace_name : l.namespace_name;
+  spec.name = ReservationName(l, k8s_name);
+  spec.node = k8s_name;
+  spec.gpu_resource = l.gpu_resource;
+  if (node.k8s)
+    spec.gpus = node.k8s->gpu_allocatable > 0 ? node.k8s->gpu_allocatable : node.k8s->gpu_capacity;
+  if (spec.gpus <= 0 && node.slurm) spec.gpus = node.slurm->TotalGpus();
+  const PriorityClassRef& pc = ClassRef(cls, l);
+  spec.priority_class_name = pc.name;
+  spec.priority = pc.value;
+  spec.image = l.image;
+  spec.command = {"/bin/sh", "-c",
+                  StrCat("trap '' TERM INT HUP; until grep -qs '^", kReleasedAnnotation,
+                         "=\"true\"' ", kAnnotationsFile, "; do sleep 1; done")};
+  spec.labels = {{kRoleLabel, kReservationRole},
+                 {kClassLabel, std::string(ReservationClassName(cls))},
+                 {kManagedByLabel, "slurm-k8s-bridge"}};
+  spec.annotations = {{kJobsAnnotation, FormatJobList(node.jobs)},
+                      {kJobsUpdatedAtAnnotation, StrCat(ToUnix(now))},
+                      {kSlurmNodeAnnotation, node.name}};
+  spec.finalizers = {kFinalizer};
+  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(
+      l.max_grace + l.release_timeout + std::chrono::seconds(1));
+  spec.termination_grace_seconds = grace.count();
+  spec.tolerations = {plan::TolerationSpec{}};
+  return spec;
+}
+
+OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
+                            Clock::TimePoint now) {
+  OwnershipPlan plan;
+  if (!cfg.lending.enabled) {
+    plan.state = OwnerState::kDisabled;
+    plan.explanation.push_back("lending is disabled (lending.enabled): Slurm keeps every node");
+    return plan;
+  }
+  if (!node.k8s) {
+    plan.explanation.push_back("not a Kubernetes node (or not selected): nothing to do");
+    return plan;
+  }
+  if (!node.slurm) {
+    plan.explanation.push_back("Slurm has no node of this name: nothing to do");
+    return plan;
+  }
+  Facts f = Observe(node, cfg, now);
+  Planner(f, &plan).Run();
+  return plan;
+}
+
+}  // namespace skb::ownership

@@ -1,0 +1,1151 @@
+#include "src/ownership/ownership.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "src/base/strings.h"
+
+namespace skb::ownership {
+namespace {
+
+using inventory::GpuPod;
+using inventory::ManagedNode;
+using plan::Action;
+using plan::ActionKind;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const Clock::TimePoint kNow = FromUnix(1'700'000'000);
+constexpr char kNs[] = "slurm-bridge";
+
+config::Config Cfg() {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  cfg.lending.namespace_name = kNs;
+  return cfg;
+}
+
+slurm::JobView Job(uint32_t id, bool preemptible = true) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.state = slurm::JobState::kRunning;
+  j.requeue = true;
+  j.gpus_per_node = 8;
+  j.user_name = "alice";
+  j.account = "ml";
+  j.start_time = ToUnix(kNow - minutes(30));
+  j.admin_comment = preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
+  j.nodes = {"node1"};
+  return j;
+}
+
+// The reservation pod as the bridge creates it (via BuildReservation), Running.
+GpuPod Reservation(const ManagedNode& n, const config::Config& cfg, ReservationClass cls,
+                   Clock::TimePoint created = kNow - minutes(10)) {
+  plan::ReservationSpec spec = BuildReservation(n, cls, cfg, created);
+  GpuPod p;
+  p.namespace_name = spec.namespace_name;
+  p.name = spec.name;
+  p.node_name = spec.node;
+  p.gpus = spec.gpus;
+  p.phase = "Running";
+  p.reservation = true;
+  p.priority = spec.priority;
+  p.uid = StrCat("uid-", spec.name, "-", ToUnix(created));
+  p.labels = spec.labels;
+  p.annotations = spec.annotations;
+  p.finalizers = spec.finalizers;
+  p.priority_class_name = spec.priority_class_name;
+  return p;
+}
+
+GpuPod K8sPod(std::string name, std::string phase = "Running", std::string node = "node1") {
+  GpuPod p;
+  p.namespace_name = "ml";
+  p.name = std::move(name);
+  p.node_name = std::move(node);
+  p.gpus = 8;
+  p.phase = std::move(phase);
+  p.priority = 500'000;
+  return p;
+}
+
+ManagedNode BareNode() {
+  ManagedNode n;
+  n.name = "node1";
+  inventory::K8sNode k;
+  k.name = "node1";
+  k.conditions = {{"Ready", "True", "KubeletReady", "", kNow - std::chrono::hours(1)}};
+  k.gpu_capacity = k.gpu_allocatable = 8;
+  n.k8s = k;
+  slurm::NodeView s;
+  s.name = "node1";
+  s.base_state = slurm::NodeBaseState::kIdle;
+  s.gpus = {{"h100", 8}};
+  n.slurm = s;
+  return n;
+}
+
+// A node Slurm owns, running `jobs`, with an up-to-date reservation of the right class.
+ManagedNode SlurmNode(std::vector<slurm::JobView> jobs = {}, const config::Config& cfg = Cfg()) {
+  ManagedNode n = BareNode();
+  n.jobs = std::move(jobs);
+  if (!n.jobs.empty()) n.slurm->base_state = slurm::NodeBaseState::kAllocated;
+  n.pods.push_back(Reservation(n, cfg, ClassFor(n.jobs, cfg, kNow)));
+  return n;
+}
+
+GpuPod* Res(ManagedNode* n) {
+  for (GpuPod& p : n->pods) {
+    if (p.labels.count(kRoleLabel)) return &p;
+  }
+  return nullptr;
+}
+
+// kube-scheduler preempted the reservation for `preemptor` (nominated to the node).
+void Preempted(ManagedNode* n, Clock::TimePoint at, const config::Config& cfg,
+               std::string preemptor = "infer-0") {
+  GpuPod* r = Res(n);
+  r->terminating = true;
+  r->deletion_time = at + cfg.lending.max_grace + cfg.lending.release_timeout;
+  if (!preemptor.empty()) {
+    GpuPod p = K8sPod(std::move(preemptor), "Pending", "");
+    p.nominated_node_name = "node1";
+    n->nominated_pods.push_back(p);
+  }
+}
+
+void Drained(ManagedNode* n, std::string reason, Clock::TimePoint at = kNow - minutes(20)) {
+  n->slurm->drain = true;
+  n->slurm->reason = std::move(reason);
+  n->slurm->reason_time = ToUnix(at);
+}
+
+// A node lent to Kubernetes some time ago, reservation gone.
+ManagedNode LentNode(Clock::TimePoint lent_at = kNow - minutes(20)) {
+  ManagedNode n = BareNode();
+  Drained(&n, "k8s-bridge: lent to ml/infer-0", lent_at);
+  n.k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(lent_at));
+  n.k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+  return n;
+}
+
+bool HasTaint(const ManagedNode& n, std::string_view key) {
+  for (const auto& t : n.k8s->taints) {
+    if (t.key == key) return true;
+  }
+  return false;
+}
+
+// What the world records while the model executes actions.
+struct Log {
+  std::map<uint32_t, int> signals;      // job -> times signalled
+  std::map<uint32_t, int> preemptions;  // job -> times preempted
+  std::vector<std::string> comments;
+  std::vector<slurm::JobView> requeued;
+};
+
+// The executor, applied to the model. Checks each action's source-side precondition
+// the way the real executor must (ownership.h): a violation is a test failure.
+void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::TimePoint now,
+           Log* log) {
+  auto find_pod = [&](const plan::PodRef& ref) -> GpuPod* {
+    for (GpuPod& p : n->pods) {
+      if (p.namespace_name == ref.namespace_name && p.name == ref.name && p.uid == ref.uid) {
+        return &p;
+      }
+    }
+    return nullptr;
+  };
+  switch (a.kind) {
+    case ActionKind::kDrainSlurmNode:
+      n->slurm->drain = true;
+      n->slurm->reason = a.slurm_reason;
+      n->slurm->reason_time = ToUnix(now);
+      break;
+    case ActionKind::kResumeSlurmNode:
+      ASSERT_EQ(n->slurm->reason, a.expected_reason);
+      n->slurm->drain = false;
+      n->slurm->reason.clear();
+      break;
+    case ActionKind::kCreateReservationPod: {
+      for (const GpuPod& p : n->pods) {
+        ASSERT_FALSE(p.namespace_name == a.reservation.namespace_name &&
+                     p.name == a.reservation.name)
+            << "AlreadyExists";
+      }
+      GpuPod p;
+      p.namespace_name = a.reservation.namespace_name;
+      p.name = a.reservation.name;
+      p.node_name = a.reservation.node;
+      p.gpus = a.reservation.gpus;
+      p.phase = "Pending";
+      p.reservation = true;
+      p.priority = a.reservation.priority;
+      p.uid = StrCat("uid-", p.name, "-", ToUnix(now), "-", n->pods.size());
+      p.labels = a.reservation.labels;
+      p.annotations = a.reservation.annotations;
+      p.finalizers = a.reservation.finalizers;
+      p.priority_class_name = a.reservation.priority_class_name;
+      n->pods.push_back(p);
+      break;
+    }
+    case ActionKind::kDeleteReservationPod: {
+      GpuPod* p = find_pod(a.pod);
+      if (p == nullptr || p->terminating) break;  // NotFound / already deleting: done
+      p->terminating = true;
+      p->deletion_time = now + cfg.lending.max_grace + cfg.lending.release_timeout;
+      break;
+    }
+    case ActionKind::kPatchPodAnnotations: {
+      GpuPod* p = find_pod(a.pod);
+      ASSERT_NE(p, nullptr) << plan::ToString(a);
+      for (const auto& [k, v] : a.annotations.set) p->annotations[k] = v;
+      for (const auto& k : a.annotations.remove) p->annotations.erase(k);
+      break;
+    }
+    case ActionKind::kReleaseReservationPod: {
+      GpuPod* p = find_pod(a.pod);
+      if (p == nullptr) break;
+      if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
+        for (const auto& j : n->jobs) {
+          ASSERT_FALSE(HoldsNode(j)) << "released while job " << j.job_id << " holds the node";
+        }
+      } else {
+        ASSERT_TRUE(HasTaint(*n, kSwapTaintKey)) << "swap release without the swap taint";
+      }
+      p->annotations[kReleasedAnnotation] = "true";
+      std::erase(p->finalizers, std::string(kFinalizer));
+      break;
+    }
+    case ActionKind::kSignalSlurmJobs:
+      for (uint32_t id : a.job_ids) ++log->signals[id];
+      break;
+    case ActionKind::kPreemptSlurmJobs:
+      log->comments.push_back(a.job_comment);
+      for (uint32_t id : a.job_ids) {
+        ++log->preemptions[id];
+        for (auto& j : n->jobs) {
+          if (j.job_id != id) continue;
+          j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, "x", cfg.lending);
+          log->requeued.push_back(j);
+        }
+        std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
+      }
+      break;
+    case ActionKind::kSetNodeTaint:
+      if (!HasTaint(*n, a.taint.key)) {
+        n->k8s->taints.push_back({a.taint.key, a.taint.value, a.taint.effect});
+      }
+      break;
+    case ActionKind::kRemoveNodeTaint:
+      std::erase_if(n->k8s->taints, [&](const auto& t) { return t.key == a.taint.key; });
+      break;
+    case ActionKind::kPatchNodeAnnotations:
+      for (const auto& [k, v] : a.annotations.set) n->k8s->annotations[k] = v;
+      for (const auto& k : a.annotations.remove) n->k8s->annotations.erase(k);
+      break;
+    case ActionKind::kRequeueSlurmJobs:
+    case ActionKind::kSetNodeCondition:
+    case ActionKind::kSetSlurmFeatures:
+      FAIL() << "not an ownership action: " << plan::ToString(a);
+  }
+}
+
+// The kubelet and apiserver: a released, deleted pod goes away; a pod past its kill
+// deadline turns Failed (the finalizer keeps the object); a Pending reservation runs if
+// the GPUs are free, else the kubelet refuses it.
+void Kubelet(ManagedNode* n, Clock::TimePoint now) {
+  std::erase_if(n->pods, [](const GpuPod& p) { return p.terminating && p.finalizers.empty(); });
+  int64_t used = 0;
+  for (const GpuPod& p : n->pods) {
+    if (p.phase == "Running") used += p.gpus;
+  }
+  for (GpuPod& p : n->pods) {
+    if (p.terminating && p.deletion_time && now >= *p.deletion_time) p.phase = "Failed";
+    if (p.phase == "Pending" && p.reservation) {
+      p.phase = used + p.gpus <= n->k8s->gpu_allocatable ? "Running" : "Failed";
+      if (p.phase == "Running") used += p.gpus;
+    }
+  }
+}
+
+// kube-scheduler: binds nominated pods once the GPUs are free in its count and no
+// NoSchedule taint of the bridge is on the node.
+void Scheduler(ManagedNode* n) {
+  if (n->nominated_pods.empty()) return;
+  if (HasTaint(*n, kSwapTaintKey) || HasTaint(*n, kBusyTaintKey)) return;
+  int64_t used = 0;
+  for (const GpuPod& p : n->pods) {
+    if (p.phase != "Succeeded" && p.phase != "Failed") used += p.gpus;
+  }
+  GpuPod& p = n->nominated_pods.front();
+  if (used + p.gpus > n->k8s->gpu_allocatable) return;
+  p.node_name = "node1";
+  p.phase = "Running";
+  p.nominated_node_name.clear();
+  n->pods.push_back(p);
+  n->nominated_pods.erase(n->nominated_pods.begin());
+}
+
+// Invariant 1 and the bridge's guard: a Slurm job and a running Kubernetes GPU pod never
+// share the node; and whenever Slurm work is on the node, the GPUs are counted by a
+// reservation or the node carries a bridge NoSchedule taint.
+void CheckInvariants(const ManagedNode& n, const std::string& when) {
+  bool jobs = false;
+  for (const auto& j : n.jobs) jobs |= HoldsNode(j);
+  if (!jobs) return;
+  bool counted = false;
+  for (const GpuPod& p : n.pods) {
+    if (p.labels.count(kRoleLabel) && p.phase != "Failed" && p.phase != "Succeeded" &&
+        !p.finalizers.empty()) {
+      counted = true;
+    }
+    EXPECT_FALSE(!p.labels.count(kRoleLabel) && p.phase == "Running")
+        << "double booking " << when << ": pod " << p.name << " runs beside Slurm jobs";
+  }
+  EXPECT_TRUE(counted || HasTaint(n, kSwapTaintKey) || HasTaint(n, kBusyTaintKey))
+      << "Slurm jobs on the node but its GPUs are free in Kubernetes' count " << when;
+}
+
+std::string Dump(const OwnershipPlan& p) {
+  std::string s = StrCat("\n  state ", OwnerStateName(p.state));
+  for (const auto& a : p.actions) StrAppend(&s, "\n  ", plan::ToString(a));
+  for (const auto& e : p.explanation) StrAppend(&s, "\n  # ", e);
+  return s;
+}
+
+std::vector<ActionKind> Kinds(const OwnershipPlan& p) {
+  std::vector<ActionKind> k;
+  for (const auto& a : p.actions) k.push_back(a.kind);
+  return k;
+}
+
+const Action* FindAction(const OwnershipPlan& p, ActionKind kind) {
+  for (const auto& a : p.actions) {
+    if (a.kind == kind) return &a;
+  }
+  return nullptr;
+}
+
+// Plans and applies until the plan is empty; fails after `max_rounds`.
+void Converge(ManagedNode* n, const config::Config& cfg, Clock::TimePoint now, Log* log,
+              int max_rounds = 4) {
+  for (int round = 0; round < max_rounds; ++round) {
+    OwnershipPlan p = PlanOwnership(*n, cfg, now);
+    if (p.actions.empty()) return;
+    for (const Action& a : p.actions) Apply(a, n, cfg, now, log);
+  }
+  ADD_FAILURE() << "no convergence in " << max_rounds
+                << " rounds:" << Dump(PlanOwnership(*n, cfg, now));
+}
+
+// ---- One plan per situation: what it asks for, and that carrying it out converges ----
+
+struct Case {
+  std::string name;
+  std::function<void(ManagedNode*, config::Config*)> setup;
+  OwnerState state;
+  std::vector<ActionKind> want;
+  std::function<void(const OwnershipPlan&, const ManagedNode&)> check = nullptr;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class PlanTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanTable, PlansThenConverges) {
+  const Case& c = GetParam();
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  c.setup(&n, &cfg);
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(OwnerStateName(p.state), OwnerStateName(c.state)) << Dump(p);
+  EXPECT_EQ(Kinds(p), c.want) << Dump(p);
+  EXPECT_FALSE(p.explanation.empty());
+  for (const auto& a : p.actions) {
+    EXPECT_EQ(a.node, "node1");
+    EXPECT_FALSE(a.event_reason.empty()) << plan::ToString(a);
+    EXPECT_FALSE(a.event_message.empty()) << plan::ToString(a);
+  }
+  if (c.check) c.check(p, n);
+  // Deterministic, and idempotent once carried out (at the same instant).
+  EXPECT_EQ(PlanOwnership(n, cfg, kNow).actions, p.actions);
+  Log log;
+  Converge(&n, cfg, kNow, &log);
+}
+
+const std::vector<Case>& Cases() {
+  static const auto* cases = new std::vector<Case>{
+      {"DisabledDoesNothing",
+       [](ManagedNode*, config::Config* cfg) { cfg->lending.enabled = false; },
+       OwnerState::kDisabled,
+       {}},
+      {"NewIdleNodeGetsAnIdleReservation", [](ManagedNode*, config::Config*) {},
+       OwnerState::kSlurm,
+       {ActionKind::kCreateReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         const plan::ReservationSpec& s = p.actions[0].reservation;
+         EXPECT_EQ(s.priority_class_name, "slurm-idle");
+         EXPECT_EQ(s.namespace_name, kNs);
+         EXPECT_EQ(s.name, "reserve-node1");
+         EXPECT_EQ(s.node, "node1");
+         EXPECT_EQ(s.gpus, 8);
+         EXPECT_EQ(s.gpu_resource, "nvidia.com/gpu");
+         EXPECT_THAT(s.finalizers, ElementsAre(kFinalizer));
+         EXPECT_EQ(s.labels.at(kRoleLabel), kReservationRole);
+         EXPECT_EQ(s.labels.at(kClassLabel), "idle");
+         EXPECT_EQ(s.termination_grace_seconds, 10 * 60 + 5 * 60 + 1);
+         EXPECT_THAT(s.tolerations, ElementsAre(plan::TolerationSpec{"", "Exists", "", ""}));
+         EXPECT_THAT(s.command.back(), HasSubstr(kReleasedAnnotation));
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kNormal);
+       }},
+      {"MissingReservationWithProtectedJobIsRecreatedAtOnce",
+       [](ManagedNode* n, config::Config*) { n->jobs = {Job(7, false)}; },
+       OwnerState::kSlurm,
+       {ActionKind::kCreateReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-protected");
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+         EXPECT_THAT(p.actions[0].reservation.annotations.at(kJobsAnnotation),
+                     HasSubstr("7 alice ml 8 "));
+       }},
+      {"SteadySlurmNodeNeedsNothing",
+       [](ManagedNode* n, config::Config*) { *n = SlurmNode({Job(1), Job(2)}); },
+       OwnerState::kSlurm,
+       {}},
+      {"NewJobListIsWrittenWhenTheIntervalAllows",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->jobs.push_back(Job(2));
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kPatchPodAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_THAT(p.actions[0].annotations.set.at(kJobsAnnotation), HasSubstr(";2 alice"));
+         EXPECT_EQ(p.actions[0].annotations.set.at(kJobsUpdatedAtAnnotation),
+                   StrCat(ToUnix(kNow)));
+       }},
+      {"NewJobListWaitsForTheInterval",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         Res(n)->annotations[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(kNow - seconds(10)));
+         n->jobs.push_back(Job(2));
+       },
+       OwnerState::kSlurm,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(50));
+       }},
+      {"ProtectedJobSwapsTheReservationAtOnce",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->jobs.push_back(Job(2, false));
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
+        ActionKind::kDeleteReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].taint, (plan::TaintSpec{kSwapTaintKey, "", "NoSchedule"}));
+         EXPECT_EQ(p.actions[1].annotations.set.at(kReplacingAnnotation), "true");
+         EXPECT_THAT(p.actions[2].event_message, HasSubstr("slurm-protected"));
+       }},
+      {"IdleToPreemptibleIsLazyFirstRecordsTheWish",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode();
+         n->jobs = {Job(1)};
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kPatchPodAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].annotations.set.at(kClassWantedAnnotation),
+                   StrCat("preemptible@", ToUnix(kNow)));
+       }},
+      {"IdleToPreemptibleSwapsAfterTheDelay",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode();
+         n->jobs = {Job(1)};
+         Res(n)->annotations[kClassWantedAnnotation] =
+             StrCat("preemptible@", ToUnix(kNow - seconds(61)));
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
+        ActionKind::kDeleteReservationPod}},
+      {"ProtectedToIdleWaitsForTheDowngradeDelay",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1, false)});
+         n->jobs.clear();
+         Res(n)->annotations[kClassWantedAnnotation] = StrCat("idle@", ToUnix(kNow - seconds(61)));
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kPatchPodAnnotations},  // the job list only
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(300 - 61));
+         EXPECT_FALSE(p.actions[0].annotations.set.count(kClassWantedAnnotation));
+       }},
+      {"FailedReservationIsReplacedAtOnce",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         Res(n)->phase = "Failed";
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
+        ActionKind::kDeleteReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[2].event_type, plan::EventType::kWarning);
+       }},
+      {"SwapReleasesTheOldPodUnderTheTaint",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         Res(n)->annotations[kReplacingAnnotation] = "true";
+         Res(n)->terminating = true;
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kReleaseReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
+       }},
+      {"SwapCreatesTheNewPodWhenTheOldIsGone",
+       [](ManagedNode* n, config::Config*) {
+         n->jobs = {Job(1, false)};
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kCreateReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-protected");
+       }},
+      {"SwapEndsWhenTheNewPodRuns",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1, false)});
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kRemoveNodeTaint}},
+      {"SwapWaitsForTheNewPodToRun",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1, false)});
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         Res(n)->phase = "Pending";
+       },
+       OwnerState::kSlurm,
+       {}},
+      {"PreemptedReservationStartsTheLend",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1), Job(2)});
+         Preempted(n, kNow - seconds(1), *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation), "ml/infer-0");
+         EXPECT_EQ(p.actions[1].slurm_reason, "k8s-bridge: lent to ml/infer-0");
+         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(1, 2));
+         EXPECT_EQ(p.actions[2].signal, 10);
+         EXPECT_EQ(p.actions[3].annotations.set.at(kSignalledAtAnnotation),
+                   StrCat("1:", ToUnix(kNow), ",2:", ToUnix(kNow)));
+         EXPECT_EQ(p.recheck_at, kNow + seconds(60));
+       }},
+      {"JobsWithTheirOwnSignalGetItAndTheirGrace",
+       [](ManagedNode* n, config::Config* cfg) {
+         slurm::JobView j = Job(1);
+         j.signal = slurm::SignalSpec{12, 20, true};
+         *n = SlurmNode({j, Job(2)});
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSignalSlurmJobs, ActionKind::kSignalSlurmJobs,
+        ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[2].signal, 10);
+         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(2));
+         EXPECT_EQ(p.actions[3].signal, 12);
+         EXPECT_EQ(p.actions[3].signal_scope, plan::SignalScope::kBatchOnly);
+         EXPECT_EQ(p.recheck_at, kNow + seconds(20));
+       }},
+      {"GraceOverPreemptsWithAComment",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)});
+         Preempted(n, kNow - seconds(70), *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0");
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(70)));
+         n->k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(60)));
+       },
+       OwnerState::kLending,
+       {ActionKind::kPreemptSlurmJobs},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].job_comment, "preempted by k8s-bridge for ml/infer-0");
+         EXPECT_EQ(p.actions[0].preempt_mode, plan::JobPreemptMode::kRequeue);
+         EXPECT_EQ(p.actions[0].at_unix, ToUnix(kNow));
+       }},
+      {"EmptyNodeReleasesTheReservation",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode();
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kReleaseReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[2].release_check, plan::ReleaseCheck::kNoSlurmJobs);
+       }},
+      {"CompletingJobHoldsTheRelease",
+       [](ManagedNode* n, config::Config* cfg) {
+         slurm::JobView j = Job(1);
+         j.completing = true;
+         *n = SlurmNode({j});
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode}},
+      {"ProtectedJobBlocksTheLendWithAWarning",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1), Job(2, false)});
+         Preempted(n, kNow, *cfg, "");  // kubectl delete: no preemptor
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation), "kubernetes");
+         EXPECT_EQ(p.actions[2].taint.key, kBusyTaintKey);
+         EXPECT_EQ(p.actions[3].annotations.set.at(kLendBlockedAnnotation), "2");
+         EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(FindAction(p, ActionKind::kSignalSlurmJobs), nullptr);
+       }},
+      {"NoRequeueJobIsProtectedToo",
+       [](ManagedNode* n, config::Config* cfg) {
+         slurm::JobView j = Job(1);
+         j.requeue = false;
+         *n = SlurmNode({j});
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations}},
+      {"AdminDrainIsNeverOverwritten",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode();
+         Drained(n, "bad fan");
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kReleaseReservationPod}},
+      {"HealthDrainIsReplacedByTheLendDrain",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode();
+         Drained(n, "k8s-bridge: GPUHealthy=False: XID 79");
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kReleaseReservationPod}},
+      {"KillDeadlineNearTaintsTheNode",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)});
+         Preempted(n, kNow - cfg->lending.max_grace - cfg->lending.release_timeout + seconds(10),
+                   *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0");
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - minutes(15)));
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(30)));
+         n->slurm->drain = true;
+       },
+       OwnerState::kLending,
+       {ActionKind::kSetNodeTaint}},
+      {"LentNodeWithoutPodsStartsTheCooldown",
+       [](ManagedNode* n, config::Config*) { *n = LentNode(); },
+       OwnerState::kKubernetes,
+       {ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].annotations.set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
+         EXPECT_EQ(p.recheck_at, kNow + minutes(2));
+       }},
+      {"LentNodeInUseStaysLent",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(1)));
+         n->pods.push_back(K8sPod("infer-0"));
+       },
+       OwnerState::kKubernetes,
+       {ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_THAT(p.actions[0].annotations.remove, ElementsAre(kIdleSinceAnnotation));
+       }},
+      {"CooledDownNodeReturns",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+       },
+       OwnerState::kKubernetes,
+       {ActionKind::kCreateReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-idle");
+       }},
+      {"MinimumLendTimeHoldsTheReturn",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode(kNow - minutes(4));
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+       },
+       OwnerState::kKubernetes,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + minutes(1));
+       }},
+      {"UnhealthyNodeDoesNotReturn",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+         n->k8s->unschedulable = true;  // kubectl drain / cordon
+       },
+       OwnerState::kKubernetes,
+       {}},
+      {"NominatedPodKeepsTheNodeLent",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         GpuPod p = K8sPod("infer-1", "Pending", "");
+         p.nominated_node_name = "node1";
+         n->nominated_pods.push_back(p);
+       },
+       OwnerState::kKubernetes,
+       {}},
+      {"RunningReservationResumesTheLentNode",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+       },
+       OwnerState::kReturning,
+       {ActionKind::kResumeSlurmNode, ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].expected_reason, "k8s-bridge: lent to ml/infer-0");
+         EXPECT_THAT(p.actions[1].annotations.remove,
+                     ElementsAre(kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation));
+       }},
+      {"PendingReservationHoldsTheResume",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+         n->pods.back().phase = "Pending";
+       },
+       OwnerState::kReturning,
+       {}},
+      {"GpuPodArrivingFirstAbandonsTheReturn",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+         n->pods.back().phase = "Pending";
+         n->pods.push_back(K8sPod("infer-9"));
+       },
+       OwnerState::kReturning,
+       {ActionKind::kDeleteReservationPod, ActionKind::kPatchNodeAnnotations}},
+      {"RefusedReservationAbandonsTheReturnWithAWarning",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+         n->pods.back().phase = "Failed";
+       },
+       OwnerState::kReturning,
+       {ActionKind::kDeleteReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+       }},
+      {"ForeignPodWithTheReservationsNameIsNeverTouched",
+       [](ManagedNode* n, config::Config*) {
+         GpuPod p = K8sPod("reserve-node1");
+         p.namespace_name = kNs;
+         n->pods.push_back(p);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation),
+                   "slurm-bridge/reserve-node1");
+         for (const auto& a : p.actions) EXPECT_TRUE(a.pod.name.empty()) << plan::ToString(a);
+       }},
+      {"FinalizerRemovedByHandWithAPodRunningPreemptsAtOnce",
+       [](ManagedNode* n, config::Config*) {
+         n->jobs = {Job(1)};
+         n->pods.push_back(K8sPod("infer-0"));
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSetNodeTaint, ActionKind::kPreemptSlurmJobs},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
+       }},
+      {"FinalizerRemovedByHandMidLendKeepsGoingUnderTheTaint",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode(kNow - seconds(10));
+         n->jobs = {Job(1)};
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(10)));
+       },
+       OwnerState::kKubernetes,
+       {ActionKind::kSetNodeTaint},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(50));
+       }},
+      {"AdminResumedALentNodeIsDrainedAgain",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         n->slurm->drain = false;
+         n->slurm->reason.clear();
+         n->pods.push_back(K8sPod("infer-0"));
+       },
+       OwnerState::kKubernetes,
+       {ActionKind::kDrainSlurmNode}},
+      {"NominatedPodOnANodeWithoutReservationLendsIt",
+       [](ManagedNode* n, config::Config*) {
+         GpuPod p = K8sPod("infer-3", "Pending", "");
+         p.nominated_node_name = "node1";
+         n->nominated_pods.push_back(p);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[1].slurm_reason, "k8s-bridge: lent to ml/infer-3");
+       }},
+      {"SuspendedJobIsPreemptedWithoutSignal",
+       [](ManagedNode* n, config::Config* cfg) {
+         slurm::JobView j = Job(1);
+         j.state = slurm::JobState::kSuspended;
+         *n = SlurmNode({j});
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kPreemptSlurmJobs}},
+      {"HeterogeneousJobIsPreemptedByItsLeader",
+       [](ManagedNode* n, config::Config* cfg) {
+         slurm::JobView a = Job(11), b = Job(12);
+         a.het_job_id = b.het_job_id = 11;
+         b.het_job_offset = 1;
+         *n = SlurmNode({a, b});
+         Preempted(n, kNow, *cfg);
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(11));
+       }},
+  };
+  return *cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ownership, PlanTable, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& tp) { return tp.param.name; });
+
+// ---- Bad input -------------------------------------------------------------------------
+
+TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  n.slurm.reset();
+  EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
+  n = BareNode();
+  n.k8s.reset();
+  EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
+}
+
+TEST(PlanOwnership, GarbledAnnotationsAreNotTrusted) {
+  config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(1)});
+  Preempted(&n, kNow, cfg);
+  n.k8s->annotations[kSignalledAtAnnotation] = "1:yesterday,x,:5,99999999999:1";
+  n.k8s->annotations[kLentAtAnnotation] = "soon";
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  // lent-at garbled: treated as now (present: not rewritten); signalled-at garbled: the job
+  // is signalled as if never signalled (a second checkpoint signal is harmless, a skipped
+  // grace is not).
+  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kDrainSlurmNode, ActionKind::kSignalSlurmJobs,
+                                    ActionKind::kPatchNodeAnnotations))
+      << Dump(p);
+  n = SlurmNode({Job(1)});
+  Res(&n)->annotations[kJobsUpdatedAtAnnotation] = "later";
+  Res(&n)->annotations[kClassWantedAnnotation] = "protected@x";
+  p = PlanOwnership(n, cfg, kNow);
+  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kPatchPodAnnotations)) << Dump(p);
+}
+
+TEST(PlanOwnership, UnknownPriorityClassIsReplacedLazily) {
+  config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(1)});
+  Res(&n)->priority_class_name = "renamed";
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  ASSERT_THAT(Kinds(p), ElementsAre(ActionKind::kPatchPodAnnotations)) << Dump(p);
+  Log log;
+  for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
+  p = PlanOwnership(n, cfg, kNow + cfg.lending.class_upgrade_delay);
+  EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
+}
+
+TEST(PlanOwnership, NodeWithoutGpusNeedsNoReservation) {
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  n.k8s->gpu_capacity = n.k8s->gpu_allocatable = 0;
+  n.slurm->gpus.clear();
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_TRUE(p.actions.empty()) << Dump(p);
+  EXPECT_THAT(p.explanation.back(), HasSubstr("no GPUs"));
+}
+
+TEST(PlanOwnership, ReservationNameAndJobList) {
+  LendingConfig l;
+  EXPECT_EQ(ReservationName(l, "gpu-7.example.org"), "reserve-gpu-7.example.org");
+  l.name_pattern = "{node}-hold";
+  EXPECT_EQ(ReservationName(l, "n1"), "n1-hold");
+  std::vector<slurm::JobView> jobs;
+  for (uint32_t id = 200; id > 0; --id) jobs.push_back(Job(id));
+  jobs[0].user_name = "bob smith;x";
+  jobs[1].user_name.clear();
+  jobs[1].user_id = 1234;
+  jobs[1].account.clear();
+  std::string list = FormatJobList(jobs);
+  EXPECT_EQ(list.substr(0, list.find(';')), StrCat("1 alice ml 8 ", ToUnix(kNow - minutes(30))));
+  EXPECT_THAT(list, HasSubstr(";+136 more"));
+  EXPECT_EQ(
+      FormatJobList({jobs[0], jobs[1]}),
+      StrCat("199 1234 - 8 ", jobs[1].start_time, ";200 bob_smith_x ml 8 ", jobs[0].start_time));
+  EXPECT_EQ(FormatJobList({}), "");
+}
+
+// ---- Whole stories over time, with a crash after every possible action ------------------
+
+// Drives one node through time: the planner + executor model, the kubelet, kube-scheduler
+// and a preemptor that leaves after `pod_lifetime`. `crash_after` drops the rest of a plan
+// after that many actions in total have run (the daemon was killed); the next round plans
+// from what it then observes.
+struct Story {
+  config::Config cfg = Cfg();
+  ManagedNode n;
+  Clock::TimePoint now = kNow;
+  Log log;
+  int actions_run = 0;
+  int crash_after = -1;
+  std::vector<OwnerState> states;
+
+  void Round() {
+    Kubelet(&n, now);
+    Scheduler(&n);
+    OwnershipPlan p = PlanOwnership(n, cfg, now);
+    if (states.empty() || states.back() != p.state) states.push_back(p.state);
+    for (const Action& a : p.actions) {
+      if (actions_run == crash_after) {
+        ++actions_run;  // crash once; the restarted daemon goes on
+        break;
+      }
+      ++actions_run;
+      Apply(a, &n, cfg, now, &log);
+      CheckInvariants(n, StrCat("after ", plan::ToString(a)));
+    }
+    CheckInvariants(n, StrCat("at +", ToUnix(now) - ToUnix(kNow), "s"));
+  }
+  void RunFor(Clock::Duration d, Clock::Duration step = seconds(5)) {
+    for (Clock::TimePoint end = now + d; now < end; now += step) Round();
+  }
+  bool PodRunning(std::string_view name) const {
+    for (const GpuPod& p : n.pods) {
+      if (p.name == name && p.phase == "Running") return true;
+    }
+    return false;
+  }
+  void RemovePod(std::string_view name) {
+    std::erase_if(n.pods, [&](const GpuPod& p) { return p.name == name; });
+  }
+};
+
+// Slurm-owned node with two preemptible jobs -> preempted for an inference pod -> the pod
+// runs, leaves -> cool-down -> back to Slurm. Returns the end state for comparison.
+Story LendAndReturn(int crash_after) {
+  Story s;
+  s.crash_after = crash_after;
+  s.n = SlurmNode({Job(1), Job(2)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg);
+  s.RunFor(seconds(90));  // grace 60s, requeue, release, pod binds
+  EXPECT_TRUE(s.PodRunning("infer-0")) << "crash_after=" << crash_after;
+  s.RunFor(minutes(5));
+  s.RemovePod("infer-0");
+  s.RunFor(minutes(6));  // cool-down 2m, min lend 5m: returns
+  return s;
+}
+
+TEST(Story, LendAndReturnCycle) {
+  Story s = LendAndReturn(-1);
+  EXPECT_THAT(s.states,
+              ElementsAre(OwnerState::kSlurm, OwnerState::kLending, OwnerState::kKubernetes,
+                          OwnerState::kReturning, OwnerState::kSlurm));
+  EXPECT_EQ(s.log.signals, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
+  EXPECT_EQ(s.log.preemptions, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
+  EXPECT_THAT(s.log.comments, ElementsAre("preempted by k8s-bridge for ml/infer-0"));
+  ASSERT_EQ(s.log.requeued.size(), 2u);
+  EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 70));
+  EXPECT_FALSE(s.n.slurm->drain);
+  ASSERT_NE(Res(&s.n), nullptr);
+  EXPECT_EQ(Res(&s.n)->phase, "Running");
+  EXPECT_EQ(Res(&s.n)->priority_class_name, "slurm-idle");
+  EXPECT_TRUE(s.n.k8s->annotations.empty());
+  EXPECT_TRUE(s.n.k8s->taints.empty());
+  EXPECT_TRUE(PlanOwnership(s.n, s.cfg, s.now).actions.empty());
+}
+
+TEST(Story, CrashAfterEveryActionResumesTheLend) {
+  const int total = LendAndReturn(-1).actions_run;
+  ASSERT_GT(total, 10);
+  for (int crash = 0; crash < total; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s = LendAndReturn(crash);
+    EXPECT_FALSE(s.n.slurm->drain);
+    ASSERT_NE(Res(&s.n), nullptr);
+    EXPECT_EQ(Res(&s.n)->phase, "Running");
+    EXPECT_TRUE(s.n.k8s->annotations.empty());
+    EXPECT_TRUE(s.n.k8s->taints.empty());
+    // At least once, at most twice (a crash between signal and record signals again).
+    for (uint32_t id : {1u, 2u}) {
+      EXPECT_GE(s.log.signals[id], 1);
+      EXPECT_LE(s.log.signals[id], 2);
+      EXPECT_GE(s.log.preemptions[id], 1);
+    }
+    EXPECT_TRUE(PlanOwnership(s.n, s.cfg, s.now).actions.empty());
+  }
+}
+
+// An idle node gets a non-preemptible job -> the reservation is swapped to protected ->
+// later the job ends -> the class goes down after the downgrade delay.
+Story SwapUpAndDown(int crash_after) {
+  Story s;
+  s.crash_after = crash_after;
+  s.n = SlurmNode();
+  s.RunFor(seconds(10));
+  s.n.jobs = {Job(5, false)};
+  s.RunFor(seconds(30));
+  EXPECT_EQ(Res(&s.n)->priority_class_name, "slurm-protected") << "crash_after=" << crash_after;
+  s.n.jobs.clear();
+  s.RunFor(minutes(7));
+  return s;
+}
+
+TEST(Story, SwapToProtectedAndBack) {
+  Story s = SwapUpAndDown(-1);
+  EXPECT_THAT(s.states, ElementsAre(OwnerState::kSlurm, OwnerState::kSwapping, OwnerState::kSlurm,
+                                    OwnerState::kSwapping, OwnerState::kSlurm));
+  ASSERT_NE(Res(&s.n), nullptr);
+  EXPECT_EQ(Res(&s.n)->priority_class_name, "slurm-idle");
+  EXPECT_TRUE(s.n.k8s->taints.empty());
+  EXPECT_FALSE(s.n.slurm->drain);
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+}
+
+TEST(Story, CrashAfterEveryActionResumesTheSwap) {
+  const int total = SwapUpAndDown(-1).actions_run;
+  ASSERT_GT(total, 8);
+  for (int crash = 0; crash < total; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s = SwapUpAndDown(crash);
+    ASSERT_NE(Res(&s.n), nullptr);
+    EXPECT_EQ(Res(&s.n)->priority_class_name, "slurm-idle");
+    EXPECT_TRUE(s.n.k8s->taints.empty());
+    EXPECT_FALSE(s.n.slurm->drain);
+    EXPECT_TRUE(s.log.preemptions.empty());
+  }
+}
+
+// kubectl delete of a reservation while a non-preemptible job runs: no signal, no requeue;
+// the preemptor cannot bind (busy taint); when the job ends the lend completes.
+TEST(Story, ProtectedJobIsWaitedFor) {
+  Story s;
+  s.n = SlurmNode({Job(1, false)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg);
+  s.RunFor(minutes(30));  // past the reservation's kill deadline: it turns Failed
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+  EXPECT_TRUE(s.n.slurm->drain);
+  EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
+  EXPECT_FALSE(s.PodRunning("infer-0"));
+  s.n.jobs.clear();  // the job ends
+  s.RunFor(seconds(30));
+  EXPECT_TRUE(s.PodRunning("infer-0"));
+  EXPECT_FALSE(HasTaint(s.n, kBusyTaintKey));
+  EXPECT_EQ(s.n.k8s->annotations.count(kLendBlockedAnnotation), 0u);
+}
+
+// A job that ignores its signal and a Slurm that refuses the requeue: the planner asks
+// again every round; the kill deadline of the reservation brings the busy taint, so the
+// preemptor never binds beside the job.
+TEST(Story, RefusedRequeueNeverDoubleBooks) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg);
+  int attempts = 0;
+  for (Clock::TimePoint end = s.now + minutes(20); s.now < end; s.now += seconds(5)) {
+    Kubelet(&s.n, s.now);
+    Scheduler(&s.n);
+    OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
+    for (const Action& a : p.actions) {
+      if (a.kind == ActionKind::kPreemptSlurmJobs) {
+        ++attempts;  // Slurm refuses: nothing changes
+        continue;
+      }
+      Apply(a, &s.n, s.cfg, s.now, &s.log);
+    }
+    CheckInvariants(s.n, StrCat("at ", ToUnix(s.now)));
+  }
+  EXPECT_GT(attempts, 100);
+  EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
+  EXPECT_FALSE(s.PodRunning("infer-0"));
+}
+
+// Anti-thrash: a job preempted more than max_preemptions times in the window makes its
+// node protected, promptly.
+TEST(Story, AntiThrashProtectsARepeatVictim) {
+  config::Config cfg = Cfg();
+  cfg.lending.max_preemptions = 1;
+  slurm::JobView j = Job(1);
+  j.admin_comment = RecordPreemption(j.admin_comment, ToUnix(kNow - minutes(30)), "a", cfg.lending);
+  ManagedNode n = SlurmNode({j}, cfg);
+  EXPECT_EQ(Res(&n)->priority_class_name, "slurm-preemptible");
+  EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
+  n.jobs[0].admin_comment =
+      RecordPreemption(n.jobs[0].admin_comment, ToUnix(kNow - minutes(5)), "b", cfg.lending);
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
+  EXPECT_THAT(FindAction(p, ActionKind::kDeleteReservationPod)->event_message,
+              HasSubstr("anti-thrash"));
+}
+
+// Batching: job churn on a node produces at most one reservation write per interval.
+TEST(Story, JobListUpdatesAreBatched) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  int writes = 0;
+  uint32_t next = 100;
+  for (Clock::TimePoint end = s.now + minutes(10); s.now < end; s.now += seconds(1)) {
+    s.n.jobs.push_back(Job(next++));                            // a job starts every second...
+    if (s.n.jobs.size() > 8) s.n.jobs.erase(s.n.jobs.begin());  // ...and one ends
+    OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
+    for (const Action& a : p.actions) {
+      writes += a.kind == ActionKind::kPatchPodAnnotations;
+      Apply(a, &s.n, s.cfg, s.now, &s.log);
+    }
+  }
+  // 600 job starts in 10 minutes, a 60s interval: at most 10 (+1 for the first) writes.
+  EXPECT_LE(writes, 11);
+  EXPECT_GE(writes, 9);
+}
+
+}  // namespace
+}  // namespace skb::ownership
