@@ -95,6 +95,8 @@ void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
     case ActionKind::kSetSlurmFeatures:
       n->slurm->features = n->slurm->active_features = a.features;
       break;
+    default:  // node ownership (src/ownership): never planned by the health planner
+      FAIL() << "not a health action: " << plan::ToString(a);
   }
 }
 
