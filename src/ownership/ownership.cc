@@ -251,8 +251,7 @@ class Planner {
   int64_t Gpus() const;
 
   // --- flows
-  void Lend(const plan::AnnotationPatch& start_extra, std::string start_reason,
-            std::string start_message, EventType start_type);
+  void Lend(std::string start_reason, std::string start_message, EventType start_type);
   void LendDefault(std::string_view cause);
   void Cleanup();
   void KubernetesOwned();
@@ -322,7 +321,7 @@ void Planner::Run() {
     std::string pods;
     for (const GpuPod* p : f_.k8s_pods) StrAppend(&pods, pods.empty() ? "" : ", ", PodName(*p));
     const std::string who = Preemptor();
-    Lend({}, "ReservationMissing",
+    Lend("ReservationMissing",
          StrCat("Node ", f_.node->name, " has no reservation pod but Kubernetes GPU pod(s) ", pods,
                 ": it is lent to Kubernetes (", who, ")",
                 f_.jobs.empty() ? "" : "; its Slurm jobs are preempted at once"),
@@ -374,15 +373,14 @@ void Planner::Create(ReservationClass cls, std::string reason, std::string messa
 
 void Planner::LendDefault(std::string_view cause) {
   const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
-  Lend({}, "LendingToKubernetes",
+  Lend("LendingToKubernetes",
        StrCat("Node ", f_.node->name, " is lent to Kubernetes (", who, "): ", cause),
        EventType::kNormal);
 }
 
 // The lend steps, from wherever the node is: record -> drain -> (protected: wait) ->
 // signal -> grace -> preempt -> (empty) release -> clean up.
-void Planner::Lend(const plan::AnnotationPatch& start_extra, std::string start_reason,
-                   std::string start_message, EventType start_type) {
+void Planner::Lend(std::string start_reason, std::string start_message, EventType start_type) {
   const GpuPod* r = f_.r != nullptr && f_.r->terminating ? f_.r : nullptr;
   const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
   const Clock::TimePoint now = f_.now;
@@ -390,7 +388,7 @@ void Planner::Lend(const plan::AnnotationPatch& start_extra, std::string start_r
 
   // 0. Record the lend on the node first: from here on the node counts as Kubernetes'.
   if (!f_.lent_at) {
-    plan::AnnotationPatch p = start_extra;
+    plan::AnnotationPatch p;
     Clock::TimePoint since = now;
     if (f_.lend_drain && f_.s->reason_time > 0) since = FromUnix(f_.s->reason_time);
     p.set[kLentAtAnnotation] = StrCat(ToUnix(since));
@@ -544,6 +542,7 @@ void Planner::Lend(const plan::AnnotationPatch& start_extra, std::string start_r
     a.job_ids = ids;
     a.preempt_mode = mode;
     a.job_comment = StrCat("preempted by k8s-bridge for ", who);
+    a.preemptor = who;
     a.at_unix = ToUnix(now);
   }
 
@@ -582,12 +581,7 @@ void Planner::KubernetesOwned() {
     LendDefault("Slurm jobs found on a lent node");
     return;
   }
-  Lend({}, "LendingToKubernetes",
-       StrCat("Node ", f_.node->name,
-              " is lent to Kubernetes (lend recorded from its Slurm "
-              "drain '",
-              f_.s->reason, "')"),
-       EventType::kNormal);
+  LendDefault(StrCat("its Slurm drain says so ('", f_.s->reason, "')"));
 
   const bool pods = !f_.k8s_pods.empty() || !f_.nominated.empty();
   std::optional<Clock::TimePoint> idle = f_.idle_since;

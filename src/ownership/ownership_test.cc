@@ -231,7 +231,7 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
         ++log->preemptions[id];
         for (auto& j : n->jobs) {
           if (j.job_id != id) continue;
-          j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, "x", cfg.lending);
+          j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
           log->requeued.push_back(j);
         }
         std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
@@ -585,6 +585,7 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[0].job_comment, "preempted by k8s-bridge for ml/infer-0");
          EXPECT_EQ(p.actions[0].preempt_mode, plan::JobPreemptMode::kRequeue);
          EXPECT_EQ(p.actions[0].at_unix, ToUnix(kNow));
+         EXPECT_EQ(p.actions[0].preemptor, "ml/infer-0");
        }},
       {"EmptyNodeReleasesTheReservation",
        [](ManagedNode* n, config::Config* cfg) {
@@ -991,6 +992,7 @@ TEST(Story, LendAndReturnCycle) {
   EXPECT_THAT(s.log.comments, ElementsAre("preempted by k8s-bridge for ml/infer-0"));
   ASSERT_EQ(s.log.requeued.size(), 2u);
   EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 70));
+  EXPECT_THAT(s.log.requeued[0].admin_comment, HasSubstr("@ml/infer-0"));
   EXPECT_FALSE(s.n.slurm->drain);
   ASSERT_NE(Res(&s.n), nullptr);
   EXPECT_EQ(Res(&s.n)->phase, "Running");

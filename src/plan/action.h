@@ -137,9 +137,11 @@ struct Action {
   int signal = 0;                                   // kSignalSlurmJobs (signal number)
   SignalScope signal_scope = SignalScope::kFull;    // kSignalSlurmJobs
   JobPreemptMode preempt_mode = JobPreemptMode::kRequeue;  // kPreemptSlurmJobs
-  // kPreemptSlurmJobs: the note recorded in each job's admin comment ("preempted by
-  // k8s-bridge for ns/pod"), and the preemption time (Unix seconds) for anti-thrash.
+  // kPreemptSlurmJobs: why, for humans ("preempted by k8s-bridge for ns/pod"); for whom
+  // ("ns/pod" or "kubernetes"); and when (Unix seconds). The executor records the last two
+  // in each job's admin comment (ownership::RecordPreemption) for anti-thrash.
   std::string job_comment;
+  std::string preemptor;
   int64_t at_unix = 0;
   TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
   EventType event_type = EventType::kNormal;
