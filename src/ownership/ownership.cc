@@ -562,10 +562,14 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
 
 // Bookkeeping of a finished lend step: the busy taint and per-job annotations.
 void Planner::Cleanup() {
-  if (f_.busy_taint) {
-    RemoveTaint(kBusyTaintKey, "SlurmWorkGone",
-                StrCat("Removed taint ", kBusyTaintKey, " from node ", f_.node->name,
-                       ": no Slurm job holds its GPUs"));
+  // A swap taint left from a replacement the lend interrupted goes too: with Slurm gone
+  // it would only keep the preemptor off the node.
+  for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {
+    if (HasTaint(*f_.k, key)) {
+      RemoveTaint(key, "SlurmWorkGone",
+                  StrCat("Removed taint ", key, " from node ", f_.node->name,
+                         ": no Slurm job holds its GPUs"));
+    }
   }
   plan::AnnotationPatch p;
   RemoveIfPresent(&p, {kSignalledAtAnnotation, kLendBlockedAnnotation});

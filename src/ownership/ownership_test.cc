@@ -598,6 +598,18 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[2].release_check, plan::ReleaseCheck::kNoSlurmJobs);
        }},
+      {"InterruptedSwapTaintIsRemovedOnceSlurmLeft",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode();
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         Preempted(n, kNow, *cfg, "");  // deleted by hand before the swap annotated it
+       },
+       OwnerState::kLending,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+        ActionKind::kReleaseReservationPod, ActionKind::kRemoveNodeTaint},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[3].taint.key, kSwapTaintKey);
+       }},
       {"CompletingJobHoldsTheRelease",
        [](ManagedNode* n, config::Config* cfg) {
          slurm::JobView j = Job(1);
