@@ -244,9 +244,7 @@ class Planner {
 
   std::string Preemptor() const;
   ReservationClass WantedClass(std::string* why) const {
-    std::vector<slurm::JobView> jobs;
-    for (const slurm::JobView* j : f_.jobs) jobs.push_back(*j);
-    return ClassFor(jobs, *f_.cfg, f_.now, why);
+    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why);  // it skips jobs not holding the node
   }
   int64_t Gpus() const;
 
@@ -285,8 +283,7 @@ void Planner::Run() {
   if (f_.foreign != nullptr) {
     Explain(StrCat("pod ", PodName(*f_.foreign), " has the reservation's name but not the label ",
                    kRoleLabel, "=", kReservationRole,
-                   ": not the bridge's, never touched; it "
-                   "counts as a Kubernetes GPU pod"));
+                   ": not the bridge's, never touched; it counts as a Kubernetes GPU pod"));
   }
   for (const GpuPod* p : f_.extra_ours) {
     Explain(StrCat("another reservation pod ", PodName(*p),
@@ -348,12 +345,11 @@ void Planner::Run() {
                     " belongs to Slurm"),
              EventType::kNormal);
     } else {
-      Create(cls, "ReservationMissing",
-             StrCat("Node ", f_.node->name,
-                    " runs Slurm jobs but had no reservation pod: "
-                    "recreated ",
-                    f_.ns, "/", f_.res_name, " at class ", ClassRef(cls, *f_.l).name),
-             EventType::kWarning);
+      Create(
+          cls, "ReservationMissing",
+          StrCat("Node ", f_.node->name, " runs Slurm jobs but had no reservation pod: recreated ",
+                 f_.ns, "/", f_.res_name, " at class ", ClassRef(cls, *f_.l).name),
+          EventType::kWarning);
     }
   }
 }
@@ -450,18 +446,19 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     if (f_.lend_blocked != ids) {
       plan::AnnotationPatch p;
       p.set[kLendBlockedAnnotation] = ids;
-      PatchNode(std::move(p), "LendBlockedByProtectedJobs",
-                StrCat("Node ", f_.node->name, " is being lent to Kubernetes (", who,
-                       ") but Slurm job(s) ", ids, " may not be preempted (", blocked_why,
-                       "): the node is drained and nothing is signalled; the lend completes "
-                       "when they end"),
-                EventType::kWarning);
+      PatchNode(
+          std::move(p), "LendBlockedByProtectedJobs",
+          StrCat(
+              "Node ", f_.node->name, " is being lent to Kubernetes (", who, ") but Slurm job(s) ",
+              ids, " may not be preempted (", blocked_why,
+              "): the node is drained and nothing is signalled; the lend completes when they end"),
+          EventType::kWarning);
     }
     Explain(StrCat("lend waits for non-preemptible job(s): ", blocked_why));
     if (k8s_running) {
       Explain(
-          "Kubernetes GPU pods already run beside them: the GPUs are double booked "
-          "(a reservation finalizer was removed by hand?); the bridge evicts no pod");
+          "Kubernetes GPU pods already run beside them: the GPUs are double booked (a reservation "
+          "finalizer was removed by hand?); the bridge evicts no pod");
     }
     return;
   }
@@ -481,9 +478,9 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     const uint32_t id = PreemptId(*j);
     if (k8s_running) {
       AddUnique(&to_preempt[p.mode], id);
-      Explain(StrCat("job ", j->job_id,
-                     ": a Kubernetes GPU pod already runs on the node, "
-                     "preempted at once without grace"));
+      Explain(StrCat(
+          "job ", j->job_id,
+          ": a Kubernetes GPU pod already runs on the node, preempted at once without grace"));
       continue;
     }
     if (j->state == slurm::JobState::kSuspended) {
@@ -514,12 +511,10 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     }
   }
   for (const auto& [key, ids] : to_signal) {
-    Action& a = Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
-                    StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids),
-                           " on node ", f_.node->name,
-                           " to checkpoint: the node is lent to "
-                           "Kubernetes (",
-                           who, ")"));
+    Action& a =
+        Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
+            StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids), " on node ",
+                   f_.node->name, " to checkpoint: the node is lent to Kubernetes (", who, ")"));
     a.job_ids = ids;
     a.signal = key.first;
     a.signal_scope = key.second;
@@ -580,8 +575,8 @@ void Planner::Cleanup() {
 void Planner::KubernetesOwned() {
   if (!f_.jobs.empty()) {
     Explain(
-        "the node is lent but Slurm jobs hold it (resumed by hand, or the reservation's "
-        "finalizer was removed): the lend carries on");
+        "the node is lent but Slurm jobs hold it (resumed by hand, or the reservation's finalizer "
+        "was removed): the lend carries on");
     LendDefault("Slurm jobs found on a lent node");
     return;
   }
@@ -607,8 +602,7 @@ void Planner::KubernetesOwned() {
             pods
                 ? StrCat("Kubernetes GPU pods use lent node ", f_.node->name, ": cool-down stopped")
                 : StrCat("No Kubernetes GPU pod on lent node ", f_.node->name,
-                         ": it returns to "
-                         "Slurm after the cool-down (",
+                         ": it returns to Slurm after the cool-down (",
                          FormatSeconds(f_.l->cooldown), ")"));
   const Clock::TimePoint lent_at = f_.lent_at.value_or(
       f_.lend_drain && f_.s->reason_time > 0 ? FromUnix(f_.s->reason_time) : f_.now);
@@ -706,15 +700,15 @@ void Planner::SlurmOwned() {
     return;
   }
   for (const GpuPod* p : f_.k8s_pods) {
-    Explain(StrCat("Kubernetes GPU pod ", PodName(*p),
-                   " runs beside the reservation (the node "
-                   "has more GPUs than the reservation holds?)"));
+    Explain(StrCat(
+        "Kubernetes GPU pod ", PodName(*p),
+        " runs beside the reservation (the node has more GPUs than the reservation holds?)"));
   }
   const int64_t gpus = Gpus();
   if (gpus > 0 && r.gpus != gpus) {
-    Explain(StrCat("the reservation holds ", r.gpus, " GPUs, the node has ", gpus,
-                   " allocatable: pod requests are immutable; it is replaced at the next class "
-                   "change"));
+    Explain(StrCat(
+        "the reservation holds ", r.gpus, " GPUs, the node has ", gpus,
+        " allocatable: pod requests are immutable; it is replaced at the next class change"));
   }
   if (r.phase == "Running") {
     for (const char* key : {kSwapTaintKey, kBusyTaintKey}) {
@@ -757,9 +751,7 @@ void Planner::SlurmOwned() {
   } else if (wanted != nullptr) {
     patch.remove.emplace_back(kClassWantedAnnotation);
   }
-  std::vector<slurm::JobView> jobs;
-  for (const slurm::JobView* j : f_.jobs) jobs.push_back(*j);
-  const std::string list = FormatJobList(jobs);
+  const std::string list = FormatJobList(f_.node->jobs);
   const std::string* listed = Find(r.annotations, kJobsAnnotation);
   if (listed == nullptr || *listed != list) patch.set[kJobsAnnotation] = list;
   if (patch.empty()) return;
@@ -775,10 +767,10 @@ void Planner::SlurmOwned() {
     return;
   }
   patch.set[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(now));
-  Action& a = Add(
-      ActionKind::kPatchPodAnnotations, "ReservationUpdated",
-      StrCat("Updated reservation ", PodName(r), " of node ", f_.node->name, ": ",
-             jobs.empty() ? std::string("no Slurm job") : StrCat(jobs.size(), " Slurm job(s)")));
+  Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationUpdated",
+                  StrCat("Updated reservation ", PodName(r), " of node ", f_.node->name, ": ",
+                         f_.jobs.empty() ? std::string("no Slurm job")
+                                         : StrCat(f_.jobs.size(), " Slurm job(s)")));
   a.pod = Ref(r);
   a.annotations = std::move(patch);
 }
