@@ -48,6 +48,44 @@
 // lent, the lend carries on (busy taint); if not, it is recreated at once. Deleting the
 // namespace deletes every reservation: every node is lent (protected work still waits)
 // and none returns until the namespace exists again (creates fail; the executor says so).
+//
+// Executor contract (bridge/): each kind re-checks at the source, is idempotent, and
+// records event_type/event_reason/event_message as an Event on the node (and on the pod
+// for pod actions) only when it changed something. Aborted = state moved, plan again;
+// FailedPrecondition = Warning Event, wait for a change.
+//   kCreateReservationPod  Pod from `reservation`: labels, annotations, finalizers,
+//       spec.nodeName, priorityClassName (not priority), restartPolicy Always,
+//       terminationGracePeriodSeconds, tolerations, one container (image, command,
+//       requests = limits = {gpu_resource: gpus}, tiny cpu/memory, non-root, read-only root)
+//       with a downward-API volume at kAnnotationsMountPath (item "annotations" <-
+//       metadata.annotations). AlreadyExists: OK if the pod there carries kRoleLabel,
+//       else FailedPrecondition (someone else's pod). Forbidden (namespace terminating)
+//       or NotFound (namespace gone): FailedPrecondition.
+//   kDeleteReservationPod  GET; NotFound or already deleting: OK; other uid: Aborted; no
+//       kRoleLabel: FailedPrecondition (never delete a pod that is not ours). DELETE with
+//       preconditions.uid, the pod's own grace period.
+//   kPatchPodAnnotations   merge patch of metadata.annotations (remove = null) carrying
+//       metadata.uid, so a pod re-created under the name is not patched. NotFound: Aborted.
+//   kReleaseReservationPod verify first: kNoSlurmJobs -> Slurm, queried now (not the
+//       snapshot), shows no running/suspended/completing job on the node; kSwapTaint ->
+//       the node (GET) carries kSwapTaintKey:NoSchedule. Else Aborted. Then ONE JSON patch:
+//       test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index. Then
+//       DELETE again with gracePeriodSeconds=1 (shortening a pending deletion is allowed):
+//       the pod's GPUs count in Kubernetes until the pod is gone, and waiting for the
+//       kubelet to refresh the downward-API file would add up to a minute to every lend.
+//       NotFound: OK.
+//   kSignalSlurmJobs       slurm_kill_job2(id, signal, KILL_FULL_JOB | KILL_JOB_BATCH | 0
+//       for kFull | kBatchOnly | kSteps); a job no longer running: skipped, OK.
+//   kPreemptSlurmJobs      per job, re-read: not running/suspended on this node -> skip.
+//       First admin_comment = RecordPreemption(current, at_unix, preemptor, cfg.lending)
+//       (idempotent for the same at_unix), then slurm_requeue(id, 0) | slurm_requeue(id,
+//       JOB_REQUEUE_HOLD) | slurm_kill_job(id, SIGKILL, 0). Slurm refusing:
+//       FailedPrecondition (the planner asks again; the busy taint keeps the node safe).
+//   kSetNodeTaint / kRemoveNodeTaint  read-modify-write of spec.taints with
+//       resourceVersion (Conflict: Aborted); already so: no change, no Event.
+//   kPatchNodeAnnotations  merge patch of the node's metadata.annotations (remove = null).
+//   kDrainSlurmNode (lend)  as for health, but never over a drain whose reason lacks the
+//       bridge prefix (an admin's): Aborted.
 #pragma once
 
 #include <optional>
