@@ -32,10 +32,10 @@ void ReadClass(config::JsonReader& parent, std::string_view key, PriorityClassRe
   int64_t value = out->value;
   r.Int("value", &value, -2'147'483'648LL, 1'000'000'000);
   out->value = static_cast<int32_t>(value);
-  // A PriorityClass name is a DNS subdomain; the planner also uses it as a label value.
-  if (out->name.empty() || out->name.size() > 63 ||
+  // A PriorityClass name is a DNS subdomain.
+  if (out->name.empty() || out->name.size() > 253 ||
       out->name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos) {
-    r.Fail("name", "must be a PriorityClass name (lowercase letters, digits, '-', '.'; 1-63)");
+    r.Fail("name", "must be a PriorityClass name (lowercase letters, digits, '-', '.'; 1-253)");
   }
   parent.Merge(r.Finish());
 }
