@@ -36,7 +36,7 @@ Controller::Controller(ControllerOptions options)
       }()),
       admission_(PolicyFrom(cfg_)) {
   events_ = std::make_unique<k8s::ApiEventRecorder>(
-      opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
+      opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
   executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock);
   reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
                                              executor_.get(), &queue_);
@@ -125,7 +125,8 @@ Status Controller::Start() {
       .on_new_leader =
           [](const std::string& id) { Logger("reconcile")->info("leader_observed identity={}", id); },
       .clock = opts_.clock};
-  auto elector = k8s::LeaderElector::Create(opts_.kube, std::move(le));
+  auto elector = k8s::LeaderElector::Create(
+      opts_.election_kube != nullptr ? opts_.election_kube : opts_.kube, std::move(le));
   if (!elector.ok()) return elector.status();
   elector_ = std::move(*elector);
   elector_->Start();
@@ -170,24 +171,29 @@ void Controller::StartActing() {
   if (leading_.exchange(true)) return;
   Logger("reconcile")->info("acting identity={}", opts_.identity);
   stop_worker_ = false;
-  worker_ = std::thread([this] { WorkerLoop(); });
+  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  }
 }
 
 void Controller::StopActing() {
-  std::thread t;
+  std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(worker_mu_);
     if (!leading_.exchange(false)) return;
     stop_worker_ = true;
-    t = std::move(worker_);
+    threads = std::move(workers_);
+    workers_.clear();
   }
   worker_cv_.notify_all();
-  if (t.joinable()) t.join();
+  for (auto& t : threads) {
+    if (t.joinable()) t.join();
+  }
   Logger("reconcile")->info("stopped_acting identity={}", opts_.identity);
 }
 
-void Controller::WorkerLoop() {
-  pthread_setname_np(pthread_self(), "reconcile");
+void Controller::WorkerLoop(int index) {
+  pthread_setname_np(pthread_self(), StrCat("reconcile-", index).c_str());
   auto log = Logger("reconcile");
   // Acting on half a view could resume a node whose condition is not cached yet: wait.
   {
@@ -197,11 +203,13 @@ void Controller::WorkerLoop() {
     }
   }
   if (stop_worker_) return;
-  // A new leader plans every node once: whatever happened while nobody acted is handled.
-  const inventory::Inventory snapshot = reconciler_->Snapshot();
-  for (const auto& n : snapshot.nodes()) queue_.Add(n.name);
-  log->info("caches_synced nodes={} pods={} queued={}", nodes_->Size(), pods_->Size(),
-            queue_.Len());
+  if (index == 0) {
+    // A new leader plans every node once: whatever happened while nobody acted is handled.
+    const inventory::Inventory snapshot = reconciler_->Snapshot();
+    for (const auto& n : snapshot.nodes()) queue_.Add(n.name);
+    log->info("caches_synced nodes={} pods={} queued={} workers={}", nodes_->Size(),
+              pods_->Size(), queue_.Len(), opts_.workers);
+  }
   while (!stop_worker_) {
     if (auto key = queue_.Get()) {
       ReconcileResult r = reconciler_->ReconcileNode(*key);

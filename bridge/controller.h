@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bridge/plugin_server/admission_service.h"
 #include "bridge/reconcile/action_executor.h"
@@ -43,7 +44,11 @@ namespace skb::bridge {
 
 struct ControllerOptions {
   const config::Config* config = nullptr;  // required; must outlive the controller
-  k8s::KubeClient* kube = nullptr;         // required
+  k8s::KubeClient* kube = nullptr;         // required: informers and actions
+  // Separate clients (own rate limits, as kube-controller-manager does) so that a burst of
+  // Events never delays an action and nothing delays a Lease renewal. Null: `kube`.
+  k8s::KubeClient* events_kube = nullptr;
+  k8s::KubeClient* election_kube = nullptr;
   slurm::SlurmClient* slurm = nullptr;     // required
   const Clock* clock = nullptr;            // required
   // Leader election on the Lease `lease_name` in the bridge's namespace. Off: this
@@ -54,6 +59,10 @@ struct ControllerOptions {
   std::chrono::milliseconds lease_duration{std::chrono::seconds(15)};
   std::chrono::milliseconds renew_deadline{std::chrono::seconds(10)};
   std::chrono::milliseconds retry_period{std::chrono::seconds(2)};
+  // Reconcile workers: different nodes are planned and acted on in parallel (one node is
+  // never handled by two at once). Slurm calls are serialized by the Slurm client anyway;
+  // parallelism hides Kubernetes round trips when many nodes change at once.
+  int workers = 4;
   // Called once, on the elector's thread, when a leader stops leading.
   std::function<void()> on_lost_leadership;
 };
@@ -89,7 +98,7 @@ class Controller {
  private:
   void StartActing();
   void StopActing();
-  void WorkerLoop();
+  void WorkerLoop(int index);
   void OnSlurm(const slurm::SlurmState& state);
 
   const ControllerOptions opts_;
@@ -114,7 +123,7 @@ class Controller {
   std::atomic<bool> published_{false};
   std::atomic<bool> stop_worker_{true};
   std::mutex worker_mu_;
-  std::thread worker_;  // guarded by worker_mu_
+  std::vector<std::thread> workers_;  // guarded by worker_mu_
 };
 
 }  // namespace skb::bridge

@@ -106,9 +106,13 @@ int Run(int argc, char** argv) {
   rest->qps = cfg->kubernetes.qps;
   rest->burst = static_cast<int>(cfg->kubernetes.burst);
   auto kube = skb::k8s::NewRestClient(*rest);
-  if (!kube.ok()) {
-    log->error("kubernetes_client_failed error=\"{}\"", kube.status().message());
-    return 2;
+  auto events_kube = skb::k8s::NewRestClient(*rest);
+  auto election_kube = skb::k8s::NewRestClient(*rest);
+  for (const auto* c : {&kube, &events_kube, &election_kube}) {
+    if (!c->ok()) {
+      log->error("kubernetes_client_failed error=\"{}\"", c->status().message());
+      return 2;
+    }
   }
   skb::bridge::slurm::LibSlurmClient slurm_client({.conf = cfg->slurm.conf,
                                                    .call_timeout = cfg->slurm.call_timeout});
@@ -123,6 +127,8 @@ int Run(int argc, char** argv) {
   std::atomic<bool> lost_leadership{false};
   skb::bridge::Controller controller({.config = &*cfg,
                                       .kube = kube->get(),
+                                      .events_kube = events_kube->get(),
+                                      .election_kube = election_kube->get(),
                                       .slurm = &slurm_client,
                                       .clock = &clock,
                                       .leader_election = flags->leader_election,

@@ -11,7 +11,8 @@
 // Aborted (state moved: plan again), FailedPrecondition/NotFound (will not work until the
 // state changes: the reconcile loop records a Warning Event and waits for a change).
 //
-// Thread-compatible: one reconcile thread calls Execute.
+// Thread-safe (it keeps no state of its own; the clients are thread-safe): several reconcile
+// workers call Execute, never two for the same node (the WorkQueue sees to that).
 #pragma once
 
 #include <string>

@@ -1,0 +1,270 @@
+// End-to-end health latency on the testbed, both directions, with a bridge daemon built
+// from this tree (started here, single replica):
+//
+//  k8s -> Slurm: a GPUHealthy=False condition patched on the Kubernetes node (t0 just before
+//    the PATCH is sent) until slurmctld reports the node drained with the bridge's reason
+//    (polled through libslurm every 5 ms, the same RPC `scontrol show node` makes); then the
+//    clear until it is resumed. 100 flips of one node, then all testbed nodes at once.
+//  Slurm -> k8s: `scontrol update state=fail` until the Kubernetes node carries
+//    SlurmNodeHealthy=False (polled every 5 ms); bounded by the poll interval.
+//
+// Prints percentiles and writes bench/results/health_latency.json (see bench/report.py).
+//
+//   eval "$(scripts/testbed env)"; build/bench/health_latency_e2e [--flips N] [--out DIR]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "k8s/time_format.h"
+#include "src/base/strings.h"
+#include "tests/testbed/bridge_daemon.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace {
+
+using skb::StrCat;
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+struct Stats {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+  size_t n = 0;
+};
+
+Stats Percentiles(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
+  s.p50 = at(0.50);
+  s.p90 = at(0.90);
+  s.p99 = at(0.99);
+  s.max = v.back();
+  s.n = v.size();
+  return s;
+}
+
+nlohmann::json Figures(const Stats& s) {
+  return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}, {"samples", s.n}};
+}
+
+class Bench {
+ public:
+  Bench(skb::k8s::KubeClient* kube, skb::bridge::slurm::LibSlurmClient* slurm)
+      : kube_(kube), slurm_(slurm) {}
+
+  skb::Status SetCondition(const std::string& node, const std::string& type,
+                           const std::string& status, const std::string& message) {
+    auto now = skb::k8s::FormatTime(std::chrono::system_clock::now());
+    nlohmann::json patch = {{"status",
+                             {{"conditions",
+                               {{{"type", type},
+                                 {"status", status},
+                                 {"reason", "Bench"},
+                                 {"message", message},
+                                 {"lastTransitionTime", now}}}}}}};
+    return kube_
+        ->Patch(skb::k8s::Resource::Nodes(), "", node, skb::k8s::PatchType::kStrategicMerge, patch,
+                {}, "status")
+        .status();
+  }
+
+  // Waits until every node satisfies `pred` on its Slurm view; returns the time each did.
+  template <typename Pred>
+  std::vector<Steady::time_point> WaitSlurm(const std::vector<std::string>& nodes, Pred pred,
+                                            milliseconds timeout) {
+    std::vector<Steady::time_point> done(nodes.size());
+    std::vector<bool> ok(nodes.size(), false);
+    const auto deadline = Steady::now() + timeout;
+    size_t left = nodes.size();
+    while (left > 0 && Steady::now() < deadline) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (ok[i]) continue;
+        auto n = slurm_->LoadNode(nodes[i]);
+        if (n.ok() && pred(*n)) {
+          ok[i] = true;
+          done[i] = Steady::now();
+          --left;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    if (left > 0) return {};
+    return done;
+  }
+
+  // k8s -> Slurm: `flips` rounds of all `nodes` going bad at once and clearing.
+  bool Flips(const std::vector<std::string>& nodes, int flips, std::vector<double>* drain,
+             std::vector<double>* resume) {
+    for (int f = 0; f < flips; ++f) {
+      const std::string msg = StrCat("bench flip ", f);
+      const auto t0 = Steady::now();
+      for (const auto& n : nodes) {
+        if (auto s = SetCondition(n, "GPUHealthy", "False", msg); !s.ok()) {
+          std::fprintf(stderr, "patch %s: %s\n", n.c_str(), s.ToString().c_str());
+          return false;
+        }
+      }
+      auto drained = WaitSlurm(
+          nodes,
+          [&](const skb::slurm::NodeView& v) {
+            return v.drain && v.reason.find(msg) != std::string::npos;
+          },
+          milliseconds(20000));
+      if (drained.empty()) {
+        std::fprintf(stderr, "flip %d: not drained within 20 s\n", f);
+        return false;
+      }
+      for (auto t : drained) drain->push_back(Ms(t - t0));
+      const auto t1 = Steady::now();
+      for (const auto& n : nodes) {
+        if (auto s = SetCondition(n, "GPUHealthy", "True", "bench ok"); !s.ok()) return false;
+      }
+      auto resumed = WaitSlurm(
+          nodes, [](const skb::slurm::NodeView& v) { return !v.drain; }, milliseconds(20000));
+      if (resumed.empty()) {
+        std::fprintf(stderr, "flip %d: not resumed within 20 s\n", f);
+        return false;
+      }
+      for (auto t : resumed) resume->push_back(Ms(t - t1));
+    }
+    return true;
+  }
+
+  // Slurm -> k8s: the node set FAIL in Slurm until SlurmNodeHealthy=False on the node.
+  bool Downs(const std::string& node, int rounds, std::vector<double>* out) {
+    auto condition = [&]() -> std::string {
+      auto obj = kube_->Get(skb::k8s::Resource::Nodes(), "", node);
+      if (!obj.ok()) return "";
+      for (const auto& c : (*obj)["status"].value("conditions", nlohmann::json::array())) {
+        if (c.value("type", "") == "SlurmNodeHealthy") return c.value("status", "");
+      }
+      return "";
+    };
+    for (int r = 0; r < rounds; ++r) {
+      if (!skb::testbed::WaitFor([&] { return condition() == "True"; }, milliseconds(30000),
+                                 milliseconds(20))) {
+        std::fprintf(stderr, "round %d: SlurmNodeHealthy not True before the test\n", r);
+        return false;
+      }
+      const auto t0 = Steady::now();
+      auto down = skb::testbed::RunCommand(
+          // FAIL rather than DOWN: with ReturnToService=2 (the testbed's) a DOWN node whose
+          // slurmd answers returns within a second, faster than some samples would see it.
+          {"scontrol", "update", "nodename=" + node, "state=fail", "reason=bench fail"},
+          milliseconds(30000));
+      if (down.exit_code != 0) {
+        std::fprintf(stderr, "scontrol down: %s\n", down.err.c_str());
+        return false;
+      }
+      if (!skb::testbed::WaitFor([&] { return condition() == "False"; }, milliseconds(30000),
+                                 milliseconds(5))) {
+        std::fprintf(stderr, "round %d: no SlurmNodeHealthy=False within 30 s\n", r);
+        return false;
+      }
+      out->push_back(Ms(Steady::now() - t0));
+      skb::testbed::RunCommand({"scontrol", "update", "nodename=" + node, "state=resume"},
+                               milliseconds(30000));
+    }
+    return true;
+  }
+
+ private:
+  skb::k8s::KubeClient* const kube_;
+  skb::bridge::slurm::LibSlurmClient* const slurm_;
+};
+
+void Print(const char* what, const Stats& s) {
+  std::printf("%-44s n=%-4zu p50=%7.1f ms  p90=%7.1f ms  p99=%7.1f ms  max=%7.1f ms\n", what, s.n,
+              s.p50, s.p90, s.p99, s.max);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int flips = 100;
+  std::string out_dir = "bench/results";
+  std::string daemon = SKB_DAEMON_BINARY;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--flips") flips = std::atoi(argv[i + 1]);
+    if (a == "--out") out_dir = argv[i + 1];
+  }
+  const char* kubeconfig = std::getenv("KUBECONFIG");
+  if (kubeconfig == nullptr) {
+    std::fprintf(stderr, "health_latency_e2e: eval \"$(scripts/testbed env)\" first\n");
+    return 2;
+  }
+  auto cfg = skb::k8s::LoadKubeconfig(kubeconfig, "");
+  if (!cfg.ok()) return 2;
+  cfg->qps = 0;  // the benchmark's own writes are not what is measured
+  auto kube = skb::k8s::NewRestClient(*cfg);
+  if (!kube.ok()) return 2;
+  skb::bridge::slurm::LibSlurmClient slurm({});
+  const int nodes = skb::testbed::TestbedNodeCount();
+  std::vector<std::string> all;
+  for (int i = 1; i <= nodes; ++i) all.push_back(StrCat("node", i));
+  for (const auto& n : all) {
+    skb::testbed::Shell(StrCat("scontrol update nodename=", n, " state=resume 2>/dev/null"));
+  }
+
+  const std::string poll = "200ms";
+  skb::testbed::BridgeDaemon bridge(
+      daemon, StrCat(R"({"slurm": {"poll_interval": ")", poll, R"("}, "features": {"labels": []}})"));
+  if (auto s = bridge.Start("caches_synced", std::chrono::seconds(30)); !s.ok()) {
+    std::fprintf(stderr, "bridge: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the first plans are done
+  Bench b(kube->get(), &slurm);
+  std::vector<double> drain1, resume1, drainN, resumeN, down;
+  bool ok = b.Flips({"node1"}, flips, &drain1, &resume1) &&
+            b.Flips(all, std::max(1, flips / 4), &drainN, &resumeN) && b.Downs("node1", 20, &down);
+  for (const auto& n : all) b.SetCondition(n, "GPUHealthy", "True", "bench done").IgnoreError();
+  bridge.Stop();
+  if (!ok) {
+    std::fprintf(stderr, "bridge log tail:\n%s\n", bridge.LogTail().c_str());
+    return 1;
+  }
+  Stats d1 = Percentiles(drain1), r1 = Percentiles(resume1), dN = Percentiles(drainN),
+        rN = Percentiles(resumeN), dn = Percentiles(down);
+  Print("condition set -> Slurm drained (1 node)", d1);
+  Print("condition cleared -> Slurm resumed (1 node)", r1);
+  Print(StrCat("condition set -> drained (", nodes, " nodes at once)").c_str(), dN);
+  Print(StrCat("condition cleared -> resumed (", nodes, " at once)").c_str(), rN);
+  Print("Slurm FAIL -> SlurmNodeHealthy=False", dn);
+
+  auto write = [&](const std::string& file, const std::string& name, const std::string& desc,
+                   const Stats& s, const std::string& target, const std::string& notes) {
+    nlohmann::json j = {{"name", name},     {"description", desc}, {"unit", " ms"},
+                        {"figures", Figures(s)}, {"target", target},    {"notes", notes}};
+    std::ofstream(out_dir + "/" + file) << j.dump(2) << "\n";
+  };
+  write("health_latency_drain_1.json", "k8s condition -> Slurm drain (1 node)",
+        "GPUHealthy=False patched until slurmctld shows the node drained with the reason", d1,
+        "p99 < 250 ms", StrCat(flips, " flips"));
+  write("health_latency_resume_1.json", "k8s condition cleared -> Slurm resume (1 node)",
+        "GPUHealthy=True patched until slurmctld shows the node not drained", r1, "",
+        StrCat(flips, " flips"));
+  write(StrCat("health_latency_drain_", nodes, ".json"),
+        StrCat("k8s condition -> Slurm drain (", nodes, " nodes at once)"),
+        "every testbed node flips at once; per-node latency", dN, "p99 < 250 ms",
+        StrCat(std::max(1, flips / 4), " rounds"));
+  write("health_latency_slurm_down.json", "Slurm FAIL/DOWN -> SlurmNodeHealthy=False",
+        "scontrol state=fail until the Kubernetes node condition flips", dn,
+        StrCat("bounded by the Slurm poll (", poll, ")"),
+        "20 rounds; cost of a poll in slurm_poll_bench");
+  return 0;
+}
