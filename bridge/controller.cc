@@ -37,7 +37,8 @@ Controller::Controller(ControllerOptions options)
       admission_(PolicyFrom(cfg_)) {
   events_ = std::make_unique<k8s::ApiEventRecorder>(
       opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
-  executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock);
+  executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock,
+                                               cfg_.lending);
   reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
                                              executor_.get(), &queue_);
 }

@@ -97,7 +97,7 @@ json SelectPodFields(json&& pod) {
   }
   if (pod.contains("status")) {
     json& status = pod["status"];
-    json s = Keep(status, {"phase"});
+    json s = Keep(status, {"phase", "nominatedNodeName"});
     json conds = Conditions(status);
     if (!conds.empty()) s["conditions"] = std::move(conds);
     out["status"] = std::move(s);

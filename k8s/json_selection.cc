@@ -278,7 +278,9 @@ const JsonSelection& JsonSelection::PodWatchEvent() {
                                  {"terminationGracePeriodSeconds", All()},
                                  {"containers", container},
                                  {"initContainers", container}})},
-                {"status", Fields({{"phase", All()}, {"conditions", Conditions()}})}});
+                {"status", Fields({{"phase", All()},
+                                   {"nominatedNodeName", All()},
+                                   {"conditions", Conditions()}})}});
     return Fields({{"type", All()}, {"object", pod}});
   }();
   return sel;

@@ -54,6 +54,7 @@ StatusOr<PodInfo> ParsePod(const nlohmann::json& obj) {
   p.init_containers = ReadContainers(spec, "initContainers");
   FieldReader status = root.Sub("status");
   p.phase = status.String("phase");
+  p.nominated_node_name = status.String("nominatedNodeName");
   p.conditions = ReadConditions(status, "conditions");
   return p;
 }

@@ -30,6 +30,8 @@ struct PodInfo {
   std::vector<ContainerResources> containers;
   std::vector<ContainerResources> init_containers;
   std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
+  // status.nominatedNodeName: a pending pod kube-scheduler preempted victims for.
+  std::string nominated_node_name;
   std::vector<Condition> conditions;
   std::vector<FieldIssue> issues;
 

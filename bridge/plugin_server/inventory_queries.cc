@@ -2,6 +2,7 @@
 
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
+#include "src/ownership/ownership.h"
 #include "src/plan/action.h"
 
 namespace skb::bridge {
@@ -59,7 +60,11 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
   } else {
     out.set_slurm_state("not in Slurm");
   }
-  out.set_owner(DisplayOwner(node, verdict));
+  out.set_owner(cfg.lending.enabled && node.k8s && node.slurm
+                    ? std::string(ownership::OwnerStateName(
+                          ownership::PlanOwnership(node, cfg, now).state))
+                    : DisplayOwner(node, verdict));
+  if (out.owner() == "slurm" && !verdict.firing.empty()) out.set_owner("unhealthy");
   for (const auto& j : node.jobs) out.add_jobs(j.job_id);
   for (const auto& p : node.pods) out.add_pods(StrCat(p.namespace_name, "/", p.name));
   return out;

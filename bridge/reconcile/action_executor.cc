@@ -10,8 +10,9 @@ using plan::ActionKind;
 using slurm::WriteOutcome;
 
 ActionExecutor::ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube,
-                               k8s::EventRecorder* events, const Clock* clock)
-    : slurm_(slurm), kube_(kube), events_(events), clock_(clock) {}
+                               k8s::EventRecorder* events, const Clock* clock,
+                               ownership::LendingConfig lending)
+    : slurm_(slurm), kube_(kube), events_(events), clock_(clock), lending_(std::move(lending)) {}
 
 void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::string& reason,
                             const std::string& message) {
@@ -26,10 +27,15 @@ Status ActionExecutor::Execute(const Action& a) {
     case ActionKind::kRequeueSlurmJobs: s = Requeue(a); break;
     case ActionKind::kSetNodeCondition: s = SetCondition(a); break;
     case ActionKind::kSetSlurmFeatures: s = SetFeatures(a); break;
-    default:
-      // The ownership (lending) actions: carried out once the lending flow is wired.
-      s = UnimplementedError(StrCat(ActionKindName(a.kind), " is not carried out yet"));
-      break;
+    case ActionKind::kCreateReservationPod: s = CreateReservation(a); break;
+    case ActionKind::kDeleteReservationPod: s = DeleteReservation(a); break;
+    case ActionKind::kPatchPodAnnotations: s = PatchPodAnnotations(a); break;
+    case ActionKind::kReleaseReservationPod: s = ReleaseReservation(a); break;
+    case ActionKind::kSignalSlurmJobs: s = SignalJobs(a); break;
+    case ActionKind::kPreemptSlurmJobs: s = PreemptJobs(a); break;
+    case ActionKind::kSetNodeTaint: s = ChangeTaint(a, /*add=*/true); break;
+    case ActionKind::kRemoveNodeTaint: s = ChangeTaint(a, /*add=*/false); break;
+    case ActionKind::kPatchNodeAnnotations: s = PatchNodeAnnotations(a); break;
   }
   if (!s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kAborted) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
@@ -40,6 +46,14 @@ Status ActionExecutor::Execute(const Action& a) {
 }
 
 Status ActionExecutor::Drain(const Action& a) {
+  if (a.slurm_reason.rfind(plan::kLendReasonPrefix, 0) == 0) {
+    // A lend never takes over an admin's drain (it would later be resumed as ours).
+    ASSIGN_OR_RETURN(slurm::NodeView n, slurm_->LoadNode(a.node));
+    if (n.drain && !n.DrainedByBridge()) {
+      return AbortedError(StrCat("node ", a.node, " is drained by an admin ('", n.reason,
+                                 "'): not re-worded for the lend"));
+    }
+  }
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->DrainNode(a.node, a.slurm_reason));
   if (o == WriteOutcome::kChanged) {
     Record(a, k8s::EventType::kWarning, a.event_reason, a.event_message);

@@ -22,6 +22,7 @@
 #include "k8s/kube_client.h"
 #include "src/base/clock.h"
 #include "src/base/status.h"
+#include "src/ownership/lending_config.h"
 #include "src/plan/action.h"
 
 namespace skb::bridge {
@@ -29,8 +30,9 @@ namespace skb::bridge {
 class ActionExecutor {
  public:
   // All pointers must outlive the executor.
+  // `lending` supplies the anti-thrash bookkeeping preemptions write into job comments.
   ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube, k8s::EventRecorder* events,
-                 const Clock* clock);
+                 const Clock* clock, ownership::LendingConfig lending = {});
 
   Status Execute(const plan::Action& action);
 
@@ -42,11 +44,24 @@ class ActionExecutor {
   Status SetFeatures(const plan::Action& a);
   void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
               const std::string& message);
+  // Node ownership (ownership_actions.cc; contract in src/ownership/ownership.h). Node
+  // names are Kubernetes names here: the ownership planner assumes the identity mapping.
+  Status CreateReservation(const plan::Action& a);
+  Status DeleteReservation(const plan::Action& a);
+  Status PatchPodAnnotations(const plan::Action& a);
+  Status ReleaseReservation(const plan::Action& a);
+  Status SignalJobs(const plan::Action& a);
+  Status PreemptJobs(const plan::Action& a);
+  Status ChangeTaint(const plan::Action& a, bool add);
+  Status PatchNodeAnnotations(const plan::Action& a);
+  void RecordPod(const plan::Action& a, const std::string& ns, const std::string& name,
+                 const std::string& uid);
 
   slurm::SlurmClient* const slurm_;
   k8s::KubeClient* const kube_;
   k8s::EventRecorder* const events_;
   const Clock* const clock_;
+  const ownership::LendingConfig lending_;
 };
 
 }  // namespace skb::bridge

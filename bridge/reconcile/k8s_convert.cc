@@ -31,9 +31,20 @@ std::optional<inventory::GpuPod> ToGpuPod(const k8s::PodInfo& pod) {
   p.gpus = gpus;
   p.phase = pod.phase;
   p.terminating = pod.meta.deleting();
-  auto role = pod.meta.labels.find(kRoleLabel);
-  p.reservation = role != pod.meta.labels.end() && role->second == kReservationRole;
+  auto role = pod.meta.labels.find(ownership::kRoleLabel);
+  p.reservation = role != pod.meta.labels.end() && role->second == ownership::kReservationRole;
   p.priority = static_cast<int32_t>(pod.priority.value_or(0));
+  p.uid = pod.meta.uid;
+  p.labels = pod.meta.labels;
+  p.annotations = pod.meta.annotations;
+  p.finalizers = pod.meta.finalizers;
+  if (p.terminating) {
+    // deletionTimestamp is when the kubelet kills the containers (deletion + grace).
+    auto t = k8s::ParseTime(pod.meta.deletion_timestamp);
+    p.deletion_time = t.ok() ? *t : Clock::TimePoint{};
+  }
+  p.priority_class_name = pod.priority_class_name;
+  p.nominated_node_name = pod.nominated_node_name;
   return p;
 }
 

@@ -11,12 +11,11 @@
 #include "src/base/clock.h"
 #include "src/base/status.h"
 #include "src/inventory/managed_node.h"
+#include "src/ownership/policy.h"
 
 namespace skb::bridge {
 
-// Label marking the bridge's reservation pods (see DESIGN.md "Node ownership").
-inline constexpr char kRoleLabel[] = "slurm-k8s-bridge.io/role";
-inline constexpr char kReservationRole[] = "reservation";
+// The label marking the bridge's reservation pods is ownership::kRoleLabel.
 
 // A condition whose lastTransitionTime cannot be parsed gets the epoch (its grace, if any,
 // counts as long over: a bad signal with a broken timestamp is not ignored).

@@ -1,10 +1,12 @@
 #include "bridge/reconcile/reconciler.h"
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
 #include "bridge/logging.h"
 #include "src/base/strings.h"
+#include "src/ownership/ownership.h"
 #include "src/plan/features.h"
 
 namespace skb::bridge {
@@ -56,13 +58,19 @@ void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
   queue_->Add(name);
 }
 
+// The node a pod concerns: where it is bound, or the node kube-scheduler nominated for it.
+std::string Reconciler::PodNode(const inventory::GpuPod& p) const {
+  const std::string& k8s_name = p.node_name.empty() ? p.nominated_node_name : p.node_name;
+  return k8s_name.empty() ? "" : names_.SlurmName(k8s_name);
+}
+
 void Reconciler::UpdatePod(inventory::GpuPod pod) {
   std::string key = StrCat(pod.namespace_name, "/", pod.name);
-  std::string node = names_.SlurmName(pod.node_name);
+  std::string node = PodNode(pod);
   std::string old_node;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = pods_.find(key); it != pods_.end()) old_node = names_.SlurmName(it->second.node_name);
+    if (auto it = pods_.find(key); it != pods_.end()) old_node = PodNode(it->second);
     pods_[key] = std::move(pod);
   }
   if (!node.empty()) queue_->Add(node);
@@ -75,7 +83,7 @@ void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pods_.find(StrCat(ns, "/", name));
     if (it == pods_.end()) return;
-    node = names_.SlurmName(it->second.node_name);
+    node = PodNode(it->second);
     pods_.erase(it);
   }
   if (!node.empty()) queue_->Add(node);
@@ -134,7 +142,11 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
     if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) m.jobs.push_back(j);
   }
   for (const auto& [key, p] : pods_) {
-    if (!p.node_name.empty() && names_.SlurmName(p.node_name) == name) m.pods.push_back(p);
+    if (!p.node_name.empty()) {
+      if (names_.SlurmName(p.node_name) == name) m.pods.push_back(p);
+    } else if (!p.nominated_node_name.empty() && names_.SlurmName(p.nominated_node_name) == name) {
+      m.nominated_pods.push_back(p);
+    }
   }
   return m;
 }
@@ -159,8 +171,32 @@ inventory::Inventory Reconciler::Snapshot() const {
 
 health::NodePlan Reconciler::PlanNode(const std::string& name) const {
   inventory::ManagedNode node = Node(name);
-  health::NodePlan plan = health::PlanNodeHealth(node, cfg_.health, clock_->Now());
+  const Clock::TimePoint now = clock_->Now();
+  health::NodePlan health = health::PlanNodeHealth(node, cfg_.health, now);
+  if (!cfg_.lending.enabled) {
+    if (auto f = plan::PlanFeatures(node, cfg_.features)) health.actions.push_back(*f);
+    return health;
+  }
+  // Ownership first (a lend drain replaces a health drain, never the other way round),
+  // then health, then features.
+  ownership::OwnershipPlan own = ownership::PlanOwnership(node, cfg_, now);
+  health::NodePlan plan;
+  plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
+  for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
+  for (auto& line : health.explanation) plan.explanation.push_back(std::move(line));
+  const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(), [](const auto& a) {
+    return a.kind == plan::ActionKind::kDrainSlurmNode;
+  });
+  plan.actions = std::move(own.actions);
+  for (auto& a : health.actions) {
+    if (own_drains && a.kind == plan::ActionKind::kDrainSlurmNode) continue;
+    plan.actions.push_back(std::move(a));
+  }
   if (auto f = plan::PlanFeatures(node, cfg_.features)) plan.actions.push_back(*f);
+  plan.recheck_at = own.recheck_at;
+  if (health.recheck_at && (!plan.recheck_at || *health.recheck_at < *plan.recheck_at)) {
+    plan.recheck_at = health.recheck_at;
+  }
   return plan;
 }
 

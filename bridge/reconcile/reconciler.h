@@ -66,6 +66,7 @@ class Reconciler {
 
  private:
   inventory::ManagedNode NodeLocked(const std::string& name) const;
+  std::string PodNode(const inventory::GpuPod& p) const;
 
   const config::Config cfg_;
   const inventory::NodeNameMap names_;

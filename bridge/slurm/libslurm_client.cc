@@ -566,4 +566,21 @@ StatusOr<WriteOutcome> LibSlurmClient::CancelJob(uint32_t job_id) {
   });
 }
 
+StatusOr<WriteOutcome> LibSlurmClient::SetAdminComment(uint32_t job_id,
+                                                       const std::string& comment) {
+  return Call<WriteOutcome>("set admin comment", [job_id, comment]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
+    if (j.admin_comment == comment) return WriteOutcome::kUnchanged;
+    job_desc_msg_t desc;
+    slurm_init_job_desc_msg(&desc);
+    desc.job_id = job_id;
+    std::string text = comment;
+    desc.admin_comment = text.data();
+    if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+      return LastError(StrCat("set admin comment of job ", job_id));
+    }
+    return WriteOutcome::kChanged;
+  });
+}
+
 }  // namespace skb::bridge::slurm

@@ -54,6 +54,7 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> SuspendJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
 
  private:
   template <typename T>

@@ -80,6 +80,9 @@ class SlurmClient {
   virtual StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) = 0;
   // kUnchanged when the job already finished.
   virtual StatusOr<WriteOutcome> CancelJob(uint32_t job_id) = 0;
+  // Replaces the job's admin comment (the bridge records preemptions there, so a user's
+  // `scontrol show job` says why). kUnchanged when it already reads `comment`.
+  virtual StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) = 0;
 };
 
 }  // namespace skb::bridge::slurm

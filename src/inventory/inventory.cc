@@ -54,7 +54,14 @@ Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes,
     }
   }
   for (GpuPod& p : pods) {
-    if (p.node_name.empty()) continue;
+    if (p.node_name.empty()) {
+      // A pending preemptor: kube-scheduler nominated this node for it.
+      if (p.nominated_node_name.empty()) continue;
+      if (auto it = by_k8s_name.find(p.nominated_node_name); it != by_k8s_name.end()) {
+        inv.nodes_[it->second].nominated_pods.push_back(std::move(p));
+      }
+      continue;
+    }
     if (auto it = by_k8s_name.find(p.node_name); it != by_k8s_name.end()) {
       inv.nodes_[it->second].pods.push_back(std::move(p));
     }
