@@ -1,0 +1,796 @@
+#include "bench/sim/simulator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+
+#include "src/base/strings.h"
+#include "src/ownership/policy.h"
+
+namespace skb::sim {
+namespace {
+
+namespace own = skb::ownership;
+using TimePoint = Clock::TimePoint;
+using Duration = Clock::Duration;
+
+// Simulated time starts here (policy code works in Unix seconds; any fixed start will do).
+constexpr slurm::UnixTime kEpoch = 1'700'000'000;
+constexpr int64_t kGpuMilli = 1000;
+// Slowdown's denominator is at least this (bounded slowdown: a 1-second job that waited a
+// minute is not "60x slower" in any useful sense).
+constexpr double kMinSlowdownRuntime = 10;
+
+Duration Seconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+double ToSeconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+// SplitMix64: a tiny, portable, well-mixed generator (std distributions differ between
+// standard libraries; results must not).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+// FNV-1a: a string hash that is the same everywhere (std::hash is not).
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+// Uniform in (0, 1].
+double Uniform(uint64_t x) { return (static_cast<double>(Mix(x) >> 11) + 1) * 0x1.0p-53; }
+
+Percentiles Summarize(std::vector<double> v) {
+  Percentiles p;
+  p.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  // Nearest rank.
+  auto rank = [&](double q) {
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(i, 1, v.size()) - 1];
+  };
+  p.p50 = rank(0.50);
+  p.p99 = rank(0.99);
+  p.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / static_cast<double>(v.size());
+  return p;
+}
+
+bool ModelAllowed(const Task& t, const std::string& model) {
+  return t.gpu_spec.empty() ||
+         std::find(t.gpu_spec.begin(), t.gpu_spec.end(), model) != t.gpu_spec.end();
+}
+
+enum class Owner { kSlurm, kLending, kK8s };
+
+struct Job {
+  const Task* task = nullptr;
+  int64_t gpus = 0;
+  Duration runtime{};
+  TimePoint submit{};
+  Duration saved{};  // progress kept by checkpoints
+  bool running = false;
+  bool cancelled = false;
+  TimePoint run_start{};
+  int node = -1;
+  uint64_t run = 0;  // bumped per start: stale end/preempt events carry an older one
+  Duration first_checkpoint{};
+  std::optional<TimePoint> signalled_at;
+  plan::JobPreemptMode preempt_mode = plan::JobPreemptMode::kRequeue;
+  std::optional<TimePoint> first_start, end;
+  int64_t preemptions = 0;
+  slurm::JobView view;
+};
+
+struct Pod {
+  const Task* task = nullptr;
+  int64_t milli = 0;
+  int64_t need_gpus = 0;  // GPUs a node must have (1 for a share)
+  Duration runtime{};
+  TimePoint arrival{};
+  std::optional<TimePoint> start;
+  int node = -1;
+  std::vector<int> gpus_used;
+};
+
+struct Node {
+  const GpuNode* spec = nullptr;
+  Owner owner = Owner::kSlurm;
+  bool k8s_partition = false;  // static modes: Kubernetes' part, never Slurm's
+  int64_t slurm_free = 0;
+  std::vector<int> jobs;
+  std::vector<int64_t> gpu_free;  // Kubernetes' view: milli free per GPU
+  int64_t pods = 0;               // running and nominated
+  std::vector<int> nominated;
+  TimePoint lent_at{};
+  std::optional<TimePoint> idle_since;
+  uint64_t epoch = 0;  // bumped when pods come or go: stale return checks are dropped
+  bool class_volatile = false;  // a job carries a preemption record (anti-thrash ages)
+};
+
+enum class EventType { kArrive, kJobEnd, kPodEnd, kPreempt, kLendReady, kReturnCheck };
+
+struct Event {
+  TimePoint at;
+  uint64_t seq;
+  EventType type;
+  int id;
+  uint64_t epoch;
+  bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+class Simulation {
+ public:
+  Simulation(const std::vector<Task>& tasks, const std::vector<GpuNode>& nodes, Mode mode,
+             const Options& options)
+      : mode_(mode), opt_(options), cfg_(options.config), t0_(own::FromUnix(kEpoch)) {
+    for (const GpuNode& n : nodes) {
+      Node s;
+      s.spec = &n;
+      s.slurm_free = n.gpus;
+      s.gpu_free.assign(static_cast<size_t>(n.gpus), kGpuMilli);
+      max_node_gpus_ = std::max(max_node_gpus_, n.gpus);
+      nodes_.push_back(std::move(s));
+      own::VictimCandidate c;
+      c.node = n.name;
+      c.gpus = n.gpus;
+      c.reservation_start = t0_;
+      candidates_.push_back(std::move(c));
+    }
+    LoadTasks(tasks);
+  }
+
+  StatusOr<Result> Run() {
+    if (nodes_.empty()) return InvalidArgumentError("no nodes");
+    result_.mode = mode_;
+    result_.nodes = static_cast<int64_t>(nodes_.size());
+    for (const Node& n : nodes_) result_.gpus += n.spec->gpus;
+    result_.horizon_hours = ToSeconds(horizon_) / 3600;
+    result_.capacity_gpu_hours = static_cast<double>(result_.gpus) * result_.horizon_hours;
+    if (mode_ != Mode::kBridge) SplitStatically();
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (SlurmMayUse(nodes_[i])) IndexAdd(static_cast<int>(i));
+      if (nodes_[i].owner == Owner::kK8s) k8s_nodes_.insert(static_cast<int>(i));
+      UpdateCandidate(static_cast<int>(i));
+    }
+    const int points = std::max(1, opt_.series_points);
+    bucket_ = horizon_ / points;
+    if (bucket_ <= Duration::zero()) bucket_ = Duration(1);
+    series_.assign(static_cast<size_t>(points), {});
+
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      Advance(e.at);
+      Handle(e);
+      if (slurm_dirty_) ScheduleSlurm();
+      if (!pending_pods_.empty()) SchedulePods();
+    }
+    Finish();
+    return std::move(result_);
+  }
+
+ private:
+  void LoadTasks(const std::vector<Task>& tasks) {
+    int64_t trace_end = 0;
+    for (const Task& t : tasks) {
+      trace_end = std::max({trace_end, t.creation, t.deletion.value_or(0), t.scheduled.value_or(0)});
+    }
+    for (const Task& t : tasks) {
+      if (!t.UsesGpu() || !t.scheduled || t.WholeGpus() > max_node_gpus_) {
+        ++result_.skipped_tasks;
+        continue;
+      }
+      const Duration runtime = std::chrono::seconds(t.deletion.value_or(trace_end) - *t.scheduled);
+      const TimePoint arrival = t0_ + Seconds(static_cast<double>(t.creation) / opt_.compress);
+      horizon_ = std::max(horizon_, arrival + runtime - t0_);
+      if (t.Inference()) {
+        Pod p;
+        p.task = &t;
+        p.milli = t.Milli();
+        p.need_gpus = t.Fractional() ? 1 : t.WholeGpus();
+        p.runtime = runtime;
+        p.arrival = arrival;
+        Push(arrival, EventType::kArrive, static_cast<int>(pods_.size()) + 1, 0);
+        pods_.push_back(std::move(p));
+      } else {
+        Job j;
+        j.task = &t;
+        j.gpus = t.WholeGpus();
+        j.runtime = runtime;
+        j.submit = arrival;
+        j.view.job_id = static_cast<uint32_t>(jobs_.size() + 1);
+        j.view.user_name = "trace";
+        j.view.qos = t.qos;
+        j.view.partition = "gpu";
+        j.view.requeue = true;
+        j.view.state = slurm::JobState::kPending;
+        j.view.gpus_per_node = j.gpus;
+        // Arrivals: positive ids are pods (id - 1), negative ones jobs (-id - 1).
+        Push(arrival, EventType::kArrive, -static_cast<int>(jobs_.size()) - 1, 0);
+        jobs_.push_back(std::move(j));
+      }
+    }
+    result_.inference_pods = static_cast<int64_t>(pods_.size());
+    result_.training_jobs = static_cast<int64_t>(jobs_.size());
+  }
+
+  // ---- Static split --------------------------------------------------------------------
+
+  void SplitStatically() {
+    // Concurrent inference demand as recorded: peak and time-average, in milli-GPUs.
+    std::vector<std::pair<TimePoint, int64_t>> steps;
+    double milli_seconds = 0;
+    for (const Pod& p : pods_) {
+      steps.emplace_back(p.arrival, p.milli);
+      steps.emplace_back(p.arrival + p.runtime, -p.milli);
+      milli_seconds += static_cast<double>(p.milli) * ToSeconds(p.runtime);
+    }
+    std::sort(steps.begin(), steps.end());  // ends (negative) before starts at one instant
+    int64_t cur = 0, peak = 0;
+    for (auto& [t, d] : steps) peak = std::max(peak, cur += d);
+    const double avg = horizon_ > Duration::zero() ? milli_seconds / ToSeconds(horizon_) : 0;
+    const double want_milli = mode_ == Mode::kStaticPeak ? static_cast<double>(peak) : avg;
+    const int64_t want = static_cast<int64_t>(std::ceil(want_milli / kGpuMilli - 1e-9));
+
+    std::vector<int> order(nodes_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return nodes_[a].spec->gpus > nodes_[b].spec->gpus;
+    });
+    int64_t got = 0;
+    for (int i : order) {
+      if (got >= want) break;
+      nodes_[i].k8s_partition = true;
+      nodes_[i].owner = Owner::kK8s;
+      got += nodes_[i].spec->gpus;
+      ++result_.k8s_nodes;
+    }
+    result_.k8s_gpus = got;
+  }
+
+  // ---- Events --------------------------------------------------------------------------
+
+  void Push(TimePoint at, EventType type, int id, uint64_t epoch) {
+    events_.push(Event{at, seq_++, type, id, epoch});
+  }
+
+  void Handle(const Event& e) {
+    switch (e.type) {
+      case EventType::kArrive:
+        if (e.id > 0) {
+          pending_pods_.push_back(e.id - 1);
+        } else {
+          Job& j = jobs_[static_cast<size_t>(-e.id - 1)];
+          queue_.emplace(j.submit, -e.id - 1);
+          slurm_dirty_ = true;
+        }
+        return;
+      case EventType::kJobEnd: {
+        Job& j = jobs_[static_cast<size_t>(e.id)];
+        if (!j.running || j.run != e.epoch) return;
+        j.end = now_;
+        j.view.state = slurm::JobState::kComplete;
+        StopJob(e.id);
+        return;
+      }
+      case EventType::kPreempt:
+        Preempt(e.id, e.epoch);
+        return;
+      case EventType::kPodEnd:
+        EndPod(e.id);
+        return;
+      case EventType::kLendReady:
+        FinishLend(e.id);
+        return;
+      case EventType::kReturnCheck: {
+        Node& n = nodes_[static_cast<size_t>(e.id)];
+        if (n.owner == Owner::kK8s && n.epoch == e.epoch) CheckReturn(e.id);
+        return;
+      }
+    }
+  }
+
+  // Integrates allocated GPUs from the last event to `t`.
+  void Advance(TimePoint t) {
+    if (t < now_) t = now_;
+    const double inf = static_cast<double>(alloc_inference_milli_) / kGpuMilli;
+    const double tr = static_cast<double>(alloc_training_gpus_);
+    const double dt = ToSeconds(t - now_);
+    result_.allocated_gpu_hours_total += (inf + tr) * dt / 3600;
+    // Clip to the window and spread over the series' buckets.
+    TimePoint a = std::max(now_, t0_), b = std::min(t, t0_ + horizon_);
+    while (a < b && (inf > 0 || tr > 0)) {
+      const int64_t k = (a - t0_) / bucket_;
+      const TimePoint bucket_end = t0_ + bucket_ * (k + 1);
+      const TimePoint c = std::min(b, bucket_end);
+      const double s = ToSeconds(c - a);
+      result_.inference_gpu_hours += inf * s / 3600;
+      result_.training_gpu_hours += tr * s / 3600;
+      if (k >= 0 && k < static_cast<int64_t>(series_.size())) {
+        series_[static_cast<size_t>(k)].inference += inf * s;
+        series_[static_cast<size_t>(k)].training += tr * s;
+      }
+      a = c;
+    }
+    now_ = t;
+  }
+
+  // ---- Slurm ---------------------------------------------------------------------------
+
+  bool SlurmMayUse(const Node& n) const { return n.owner == Owner::kSlurm && !n.k8s_partition; }
+
+  // free_[k]: nodes Slurm may use with at least k free GPUs, in node-file order.
+  void IndexAdd(int i) {
+    const Node& n = nodes_[static_cast<size_t>(i)];
+    if (free_.size() <= static_cast<size_t>(max_node_gpus_)) free_.resize(max_node_gpus_ + 1);
+    for (int64_t k = 1; k <= n.slurm_free; ++k) free_[static_cast<size_t>(k)].insert(i);
+  }
+  void IndexRemove(int i) {
+    const Node& n = nodes_[static_cast<size_t>(i)];
+    for (int64_t k = 1; k <= n.slurm_free && static_cast<size_t>(k) < free_.size(); ++k) {
+      free_[static_cast<size_t>(k)].erase(i);
+    }
+  }
+
+  int FindSlurmNode(const Job& j) const {
+    if (static_cast<size_t>(j.gpus) >= free_.size()) return -1;
+    for (int i : free_[static_cast<size_t>(j.gpus)]) {
+      if (ModelAllowed(*j.task, nodes_[static_cast<size_t>(i)].spec->model)) return i;
+    }
+    return -1;
+  }
+
+  void ScheduleSlurm() {
+    slurm_dirty_ = false;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (free_.size() < 2 || free_[1].empty()) break;
+      Job& j = jobs_[static_cast<size_t>(it->second)];
+      const int n = FindSlurmNode(j);
+      if (n < 0) {
+        ++it;
+        continue;
+      }
+      const int id = it->second;
+      it = queue_.erase(it);
+      StartJob(id, n);
+    }
+  }
+
+  void StartJob(int id, int n) {
+    Job& j = jobs_[static_cast<size_t>(id)];
+    Node& node = nodes_[static_cast<size_t>(n)];
+    IndexRemove(n);
+    node.slurm_free -= j.gpus;
+    IndexAdd(n);
+    node.jobs.push_back(id);
+    j.running = true;
+    j.node = n;
+    j.run_start = now_;
+    ++j.run;
+    j.signalled_at.reset();
+    if (!j.first_start) j.first_start = now_;
+    const double phase =
+        opt_.random_checkpoint_phase ? Uniform(opt_.seed * 0x100000001b3ULL ^ (uint64_t(id) << 20) ^ j.run) : 1.0;
+    j.first_checkpoint = Seconds(phase * static_cast<double>(opt_.checkpoint_interval.count()));
+    j.view.state = slurm::JobState::kRunning;
+    j.view.nodes = {node.spec->name};
+    j.view.start_time = own::ToUnix(now_);
+    alloc_training_gpus_ += j.gpus;
+    Push(now_ + (j.runtime - j.saved), EventType::kJobEnd, id, j.run);
+    UpdateCandidate(n);
+  }
+
+  // The job leaves its node (ended or preempted).
+  void StopJob(int id) {
+    Job& j = jobs_[static_cast<size_t>(id)];
+    const int n = j.node;
+    Node& node = nodes_[static_cast<size_t>(n)];
+    j.running = false;
+    j.node = -1;
+    alloc_training_gpus_ -= j.gpus;
+    node.jobs.erase(std::find(node.jobs.begin(), node.jobs.end(), id));
+    const bool indexed = SlurmMayUse(node);
+    if (indexed) IndexRemove(n);
+    node.slurm_free += j.gpus;
+    if (indexed) IndexAdd(n);
+    slurm_dirty_ = true;
+    UpdateCandidate(n);
+    if (node.owner == Owner::kLending && node.jobs.empty()) CompleteLend(n);
+  }
+
+  // Checkpoint model: what a preemption at `now_` keeps and loses.
+  void Preempt(int id, uint64_t run) {
+    Job& j = jobs_[static_cast<size_t>(id)];
+    if (!j.running || j.run != run) return;  // ended during its grace
+    const Duration ran = now_ - j.run_start;
+    Duration kept{};
+    if (ran >= j.first_checkpoint) {
+      const auto interval = std::chrono::duration_cast<Duration>(opt_.checkpoint_interval);
+      kept = j.first_checkpoint + interval * ((ran - j.first_checkpoint) / interval);
+    }
+    if (opt_.checkpoint_on_signal && j.signalled_at) {
+      kept = std::max(kept, *j.signalled_at - j.run_start);
+    }
+    kept = std::min(kept, ran);
+    result_.lost_gpu_hours += ToSeconds(ran - kept) * static_cast<double>(j.gpus) / 3600;
+    j.saved += kept;
+    ++j.preemptions;
+    ++result_.preemptions;
+    const Node& node = nodes_[static_cast<size_t>(j.node)];
+    j.view.admin_comment = own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
+                                                 StrCat("inference/lend-", node.spec->name),
+                                                 cfg_.lending);
+    StopJob(id);
+    if (j.preempt_mode == plan::JobPreemptMode::kCancel) {
+      j.cancelled = true;
+      j.view.state = slurm::JobState::kCancelled;
+      return;
+    }
+    // requeue and requeue_hold alike: the simulation has nobody to release a hold.
+    j.view.state = slurm::JobState::kPending;
+    ++j.view.restart_count;
+    queue_.emplace(j.submit, id);
+  }
+
+  // ---- Kubernetes ----------------------------------------------------------------------
+
+  // GPUs of `node` the pod would use, best fit; empty when it does not fit.
+  std::vector<int> Fit(const Node& node, const Pod& p) const {
+    std::vector<int> used;
+    if (!ModelAllowed(*p.task, node.spec->model)) return used;
+    if (p.task->Fractional()) {
+      int best = -1;
+      for (size_t g = 0; g < node.gpu_free.size(); ++g) {
+        if (node.gpu_free[g] >= p.milli &&
+            (best < 0 || node.gpu_free[g] < node.gpu_free[static_cast<size_t>(best)])) {
+          best = static_cast<int>(g);
+        }
+      }
+      if (best >= 0) used.push_back(best);
+      return used;
+    }
+    for (size_t g = 0; g < node.gpu_free.size() && static_cast<int64_t>(used.size()) < p.need_gpus;
+         ++g) {
+      if (node.gpu_free[g] == kGpuMilli) used.push_back(static_cast<int>(g));
+    }
+    if (static_cast<int64_t>(used.size()) < p.need_gpus) used.clear();
+    return used;
+  }
+
+  // kube-scheduler: the best-scoring node Kubernetes owns where the pod fits (a node
+  // being lent counts, the pod then waits for it as its nominated node). -1: none.
+  int PlacePod(const Pod& p, std::vector<int>* gpus) const {
+    int best = -1;
+    double best_score = 0;
+    bool best_ready = false;
+    for (int i : k8s_nodes_) {
+      const Node& node = nodes_[static_cast<size_t>(i)];
+      std::vector<int> used = Fit(node, p);
+      if (used.empty()) continue;
+      int64_t free = 0;
+      for (int64_t f : node.gpu_free) free += f;
+      const double alloc = 1 - static_cast<double>(free - p.milli) /
+                                   static_cast<double>(node.spec->gpus * kGpuMilli);
+      const double score = opt_.k8s_score == K8sScore::kLeastAllocated ? -alloc : alloc;
+      const bool ready = node.owner == Owner::kK8s;
+      if (best < 0 || (ready && !best_ready) || (ready == best_ready && score > best_score)) {
+        best = i;
+        best_score = score;
+        best_ready = ready;
+        *gpus = std::move(used);
+      }
+    }
+    return best;
+  }
+
+  void SchedulePods() {
+    int64_t failed_need = INT64_MAX;  // a pod needing this many GPUs found no victim
+    for (auto it = pending_pods_.begin(); it != pending_pods_.end();) {
+      const int id = *it;
+      Pod& p = pods_[static_cast<size_t>(id)];
+      std::vector<int> gpus;
+      int n = PlacePod(p, &gpus);
+      if (n < 0 && mode_ == Mode::kBridge && p.need_gpus < failed_need) {
+        n = LendFor(p);
+        if (n < 0) {
+          failed_need = p.need_gpus;
+        } else {
+          gpus = Fit(nodes_[static_cast<size_t>(n)], p);
+        }
+      }
+      if (n < 0 || gpus.empty()) {
+        ++it;
+        continue;
+      }
+      it = pending_pods_.erase(it);
+      BindPod(id, n, gpus);
+    }
+  }
+
+  void BindPod(int id, int n, const std::vector<int>& gpus) {
+    Pod& p = pods_[static_cast<size_t>(id)];
+    Node& node = nodes_[static_cast<size_t>(n)];
+    const int64_t per_gpu = p.task->Fractional() ? p.milli : kGpuMilli;
+    for (int g : gpus) node.gpu_free[static_cast<size_t>(g)] -= per_gpu;
+    p.gpus_used = gpus;
+    p.node = n;
+    ++node.pods;
+    ++node.epoch;
+    node.idle_since.reset();
+    if (node.owner == Owner::kK8s) {
+      StartPod(id);
+    } else {
+      node.nominated.push_back(id);
+    }
+  }
+
+  void StartPod(int id) {
+    Pod& p = pods_[static_cast<size_t>(id)];
+    p.start = now_;
+    alloc_inference_milli_ += p.milli;
+    Push(now_ + p.runtime, EventType::kPodEnd, id, 0);
+  }
+
+  void EndPod(int id) {
+    Pod& p = pods_[static_cast<size_t>(id)];
+    Node& node = nodes_[static_cast<size_t>(p.node)];
+    const int64_t per_gpu = p.task->Fractional() ? p.milli : kGpuMilli;
+    for (int g : p.gpus_used) node.gpu_free[static_cast<size_t>(g)] += per_gpu;
+    alloc_inference_milli_ -= p.milli;
+    --node.pods;
+    ++node.epoch;
+    if (mode_ == Mode::kBridge && node.pods == 0) {
+      node.idle_since = now_;
+      CheckReturn(p.node);
+    }
+  }
+
+  // ---- The bridge: lend and return through the policy ----------------------------------
+
+  // The victim candidate of node `i` as kube-scheduler sees its reservation pod. Nodes
+  // Slurm does not own hold no reservation: priority INT32_MAX keeps them out.
+  void UpdateCandidate(int i) {
+    if (mode_ != Mode::kBridge) return;
+    Node& node = nodes_[static_cast<size_t>(i)];
+    own::VictimCandidate& c = candidates_[static_cast<size_t>(i)];
+    c.jobs.clear();
+    if (node.owner != Owner::kSlurm) {
+      c.priority = INT32_MAX;
+      return;
+    }
+    std::vector<slurm::JobView> views;
+    node.class_volatile = false;
+    for (int id : node.jobs) {
+      const Job& j = jobs_[static_cast<size_t>(id)];
+      views.push_back(j.view);
+      c.jobs.push_back({j.gpus, j.run_start});
+      node.class_volatile |= !j.view.admin_comment.empty();
+    }
+    c.priority = own::ClassRef(own::ClassFor(views, cfg_, now_), cfg_.lending).value;
+  }
+
+  // Preempts one Slurm node for `p` (PickVictims); returns it, or -1 when none qualifies.
+  int LendFor(const Pod& p) {
+    // Anti-thrash protection ages: refresh the classes that depend on `now_`.
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].class_volatile) UpdateCandidate(static_cast<int>(i));
+    }
+    const own::Demand demand{p.need_gpus, 1, cfg_.lending.inference_threshold};
+    std::vector<size_t> picked;
+    if (p.task->gpu_spec.empty()) {
+      picked = own::PickVictims(candidates_, demand, now_);
+    } else {
+      std::vector<own::VictimCandidate> allowed = candidates_;
+      for (size_t i = 0; i < allowed.size(); ++i) {
+        if (!ModelAllowed(*p.task, nodes_[i].spec->model)) allowed[i].priority = INT32_MAX;
+      }
+      picked = own::PickVictims(allowed, demand, now_);
+    }
+    if (picked.empty()) {
+      ++result_.protected_skips;
+      return -1;
+    }
+    const int n = static_cast<int>(picked.front());
+    Lend(n);
+    return n;
+  }
+
+  void Lend(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    ++result_.lends;
+    IndexRemove(n);  // drained in Slurm
+    node.owner = Owner::kLending;
+    node.lent_at = now_;
+    node.idle_since.reset();
+    node.gpu_free.assign(static_cast<size_t>(node.spec->gpus), kGpuMilli);
+    k8s_nodes_.insert(n);
+    UpdateCandidate(n);
+    for (int id : node.jobs) {
+      Job& j = jobs_[static_cast<size_t>(id)];
+      const own::JobPolicy policy = own::PolicyFor(j.view, cfg_, now_);
+      if (!policy.preemptible) continue;  // the lend waits for it to end
+      j.signalled_at = now_;
+      j.preempt_mode = policy.mode;
+      Push(now_ + policy.grace, EventType::kPreempt, id, j.run);
+    }
+    if (node.jobs.empty()) CompleteLend(n);
+  }
+
+  // Slurm has left the node: after the lend overhead it is Kubernetes'.
+  void CompleteLend(int n) {
+    if (opt_.lend_overhead > std::chrono::milliseconds(0)) {
+      Push(now_ + opt_.lend_overhead, EventType::kLendReady, n, 0);
+    } else {
+      FinishLend(n);
+    }
+  }
+
+  void FinishLend(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    node.owner = Owner::kK8s;
+    std::vector<int> pods = std::move(node.nominated);
+    node.nominated.clear();
+    for (int id : pods) StartPod(id);
+    if (node.pods == 0) {
+      node.idle_since = now_;
+      CheckReturn(n);
+    }
+  }
+
+  void CheckReturn(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    const own::ReturnDecision d = own::ShouldReturn(node.lent_at, node.idle_since, node.pods > 0,
+                                                    /*healthy=*/true, cfg_.lending, now_);
+    if (d.now) {
+      ++result_.returns;
+      node.owner = Owner::kSlurm;
+      node.idle_since.reset();
+      ++node.epoch;
+      k8s_nodes_.erase(n);
+      candidates_[static_cast<size_t>(n)].reservation_start = now_;
+      IndexAdd(n);
+      UpdateCandidate(n);
+      slurm_dirty_ = true;
+    } else if (d.at) {
+      Push(*d.at, EventType::kReturnCheck, n, node.epoch);
+    }
+  }
+
+  // ---- Figures -------------------------------------------------------------------------
+
+  void Finish() {
+    Result& r = result_;
+    r.allocated_gpu_hours = r.inference_gpu_hours + r.training_gpu_hours;
+    r.allocation = r.capacity_gpu_hours > 0 ? r.allocated_gpu_hours / r.capacity_gpu_hours : 0;
+    r.lost_fraction =
+        r.allocated_gpu_hours_total > 0 ? r.lost_gpu_hours / r.allocated_gpu_hours_total : 0;
+    r.end_hours = ToSeconds(now_ - t0_) / 3600;
+
+    std::vector<double> waits;
+    for (const Pod& p : pods_) {
+      if (p.start) {
+        waits.push_back(ToSeconds(*p.start - p.arrival));
+      } else {
+        ++r.inference_never_started;
+      }
+    }
+    r.inference_wait_s = Summarize(std::move(waits));
+
+    std::vector<double> job_waits, slowdowns;
+    for (const Job& j : jobs_) {
+      if (j.first_start) job_waits.push_back(ToSeconds(*j.first_start - j.submit));
+      if (j.end) {
+        slowdowns.push_back(ToSeconds(*j.end - j.submit) /
+                            std::max(kMinSlowdownRuntime, ToSeconds(j.runtime)));
+      } else {
+        ++r.training_never_finished;
+      }
+      r.preempted_jobs += j.preemptions > 0 ? 1 : 0;
+      r.max_preemptions_per_job = std::max(r.max_preemptions_per_job, j.preemptions);
+    }
+    r.training_wait_s = Summarize(std::move(job_waits));
+    r.training_slowdown = Summarize(std::move(slowdowns));
+    r.preemptions_per_job =
+        jobs_.empty() ? 0 : static_cast<double>(r.preemptions) / static_cast<double>(jobs_.size());
+
+    const double bucket_s = ToSeconds(bucket_);
+    for (size_t k = 0; k < series_.size(); ++k) {
+      series_[k].hours = bucket_s * static_cast<double>(k) / 3600;
+      series_[k].inference /= bucket_s;
+      series_[k].training /= bucket_s;
+    }
+    r.series = std::move(series_);
+  }
+
+  const Mode mode_;
+  const Options& opt_;
+  const config::Config& cfg_;
+  const TimePoint t0_;
+  TimePoint now_ = own::FromUnix(kEpoch);
+  Duration horizon_{};
+  Duration bucket_{1};
+  int64_t max_node_gpus_ = 0;
+
+  std::vector<Node> nodes_;
+  std::vector<own::VictimCandidate> candidates_;  // by node index (bridge)
+  std::vector<Job> jobs_;
+  std::vector<Pod> pods_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+
+  std::set<std::pair<TimePoint, int>> queue_;  // Slurm's pending jobs by submit time
+  std::vector<std::set<int>> free_;
+  bool slurm_dirty_ = false;
+  std::vector<int> pending_pods_;  // FIFO
+  std::set<int> k8s_nodes_;        // owned by Kubernetes or being lent to it
+
+  int64_t alloc_inference_milli_ = 0;
+  int64_t alloc_training_gpus_ = 0;
+  std::vector<SeriesPoint> series_;
+  Result result_;
+};
+
+}  // namespace
+
+std::string_view ModeName(Mode m) {
+  switch (m) {
+    case Mode::kStaticPeak:
+      return "static-peak";
+    case Mode::kStaticAvg:
+      return "static-avg";
+    case Mode::kBridge:
+      return "bridge";
+  }
+  return "bridge";
+}
+
+config::Config Options::DefaultConfig() {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  cfg.admission.preemptible_qos = {"BE", "Burstable"};
+  return cfg;
+}
+
+StatusOr<Result> Simulate(const std::vector<Task>& tasks, const std::vector<GpuNode>& nodes,
+                          Mode mode, const Options& options) {
+  if (!(options.compress > 0)) return InvalidArgumentError("compress must be > 0");
+  if (options.checkpoint_interval <= std::chrono::seconds(0)) {
+    return InvalidArgumentError("checkpoint interval must be > 0");
+  }
+  Simulation sim(tasks, nodes, mode, options);
+  return sim.Run();
+}
+
+std::vector<GpuNode> SampleNodes(const std::vector<GpuNode>& nodes, double fraction,
+                                 uint64_t seed) {
+  if (fraction >= 1) return nodes;
+  std::map<std::string, std::vector<size_t>> by_model;
+  for (size_t i = 0; i < nodes.size(); ++i) by_model[nodes[i].model].push_back(i);
+  std::vector<size_t> keep;
+  for (auto& [model, idx] : by_model) {
+    // Fisher-Yates with the seeded generator, then the first k.
+    for (size_t i = idx.size(); i > 1; --i) {
+      std::swap(idx[i - 1], idx[Mix(seed ^ (i * 0x9e37ULL) ^ Fnv1a(model)) % i]);
+    }
+    const size_t k = std::max<size_t>(
+        1, static_cast<size_t>(std::llround(fraction * static_cast<double>(idx.size()))));
+    keep.insert(keep.end(), idx.begin(), idx.begin() + static_cast<long>(std::min(k, idx.size())));
+  }
+  std::sort(keep.begin(), keep.end());
+  std::vector<GpuNode> out;
+  for (size_t i : keep) out.push_back(nodes[i]);
+  return out;
+}
+
+}  // namespace skb::sim

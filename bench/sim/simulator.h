@@ -1,0 +1,136 @@
+// A discrete-event simulator that replays a GPU-cluster trace (trace.h) in simulated time
+// and compares a static Slurm/Kubernetes split with the bridge's one pool (issue 8, "The
+// utilization study"). Every decision the bridge makes goes through its own policy code in
+// src/ownership/policy.h, fed with slurm::JobView records as the daemon would see them:
+//   which node to lend  PickVictims (kube-scheduler's victim order) over ClassFor(jobs)
+//                       -> the reservation's PriorityClass value (idle < preemptible <
+//                       inference threshold < protected);
+//   grace and mode      PolicyFor(job) (GraceFor, PreemptModeFor, admission: preemptible
+//                       QOS/partition, --no-requeue, anti-thrash from the admin comment);
+//   anti-thrash record  RecordPreemption into the job's admin comment, read back by
+//                       PolicyFor on the next lend;
+//   return to Slurm     ShouldReturn(lent_at, idle_since, ...) with cooldown/min_lend_time.
+//
+// Models (deliberately simple; bench/sim/README.md says more):
+//   * Mapping: LS tasks are inference pods, every other GPU task a Slurm training job.
+//     Tasks without a GPU, or never scheduled in the recorded cluster, are skipped.
+//     Arrival = creation_time / compress; run time = deletion_time - scheduled_time
+//     (a task still running at the trace's end runs to the trace's last deletion).
+//   * Slurm: FIFO queue by submit time (a requeued job keeps its place) with "backfill
+//     lite": every pass walks the whole queue and starts each job that fits, first fit in
+//     node-file order on nodes Slurm owns and has not drained; a job that does not fit
+//     does not block the ones behind it (no reservations: Slurm's backfill needs time
+//     limits the trace lacks). Whole GPUs: a fractional training task holds one GPU.
+//   * kube-scheduler: FIFO pending queue; a pod fits a node Kubernetes owns when one GPU
+//     has its share free (fractional pods are packed best-fit onto one GPU) or enough
+//     whole GPUs are free; among fitting nodes LeastAllocated (kube-scheduler's default
+//     score) or MostAllocated, ties by node order.
+//   * Bridge: every node starts Slurm's. A pod that fits no lent node either joins a node
+//     being lent that still has room (kube-scheduler's nominated node) or preempts: one
+//     victim node from PickVictims among Slurm's nodes with enough GPUs. The node is
+//     drained at once; each preemptible job on it gets its grace (PolicyFor) and is then
+//     requeued; when no job is left the node is Kubernetes' and its pods start. A lent
+//     node without pods returns when ShouldReturn says so. Reservation class changes
+//     apply at once (the daemon batches them by up to a minute; ignored here).
+//   * Checkpoints: a running job checkpoints every `checkpoint_interval` of its own run
+//     time, the first one after a random fraction of the interval (seeded per job run).
+//     A preempted job resumes from its last checkpoint; the GPU time since then is lost.
+//     With `checkpoint_on_signal` the job also checkpoints when it gets the signal, so
+//     only the grace period is lost.
+//   * Static splits: Kubernetes gets whole nodes, largest first (so every inference pod
+//     fits), until they hold the peak (or the time-average) of concurrent inference GPU
+//     demand as recorded (arrival .. arrival + run time); Slurm gets the rest.
+//
+// Figures are measured over the trace window [0, horizon), horizon = the latest arrival +
+// run time, so a mode that pushes work past the window shows lower allocation.
+//
+//   StatusOr<sim::Result> r = sim::Simulate(tasks, nodes, sim::Mode::kBridge, options);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/sim/trace.h"
+#include "src/base/status.h"
+#include "src/config/config.h"
+
+namespace skb::sim {
+
+enum class Mode { kStaticPeak, kStaticAvg, kBridge };
+std::string_view ModeName(Mode m);  // "static-peak", "static-avg", "bridge"
+
+enum class K8sScore { kLeastAllocated, kMostAllocated };
+
+struct Options {
+  uint64_t seed = 1;
+  // Arrivals are divided by this (run times are kept): >1 raises the offered load.
+  double compress = 1;
+  std::chrono::seconds checkpoint_interval{30 * 60};
+  // Draw each job run's first checkpoint uniformly in (0, interval]; false: exactly at
+  // `interval` (tests).
+  bool random_checkpoint_phase = true;
+  bool checkpoint_on_signal = false;
+  // From the last job leaving a lent node to its pods starting: reservation release,
+  // binding, pod start. An assumption (the end-to-end preemption benchmark measures it).
+  std::chrono::milliseconds lend_overhead{5000};
+  K8sScore k8s_score = K8sScore::kLeastAllocated;
+  // Points of the allocation time series over the window.
+  int series_points = 400;
+  // The bridge's configuration: `lending` (grace, cooldown, min lend time, anti-thrash,
+  // priority classes) and `admission` (which QOS are preemptible) are used.
+  config::Config config = DefaultConfig();
+
+  // Defaults plus lending enabled and QOS BE and Burstable preemptible (Guaranteed is not).
+  static config::Config DefaultConfig();
+};
+
+struct Percentiles {
+  double p50 = 0, p99 = 0, max = 0, mean = 0;
+  int64_t count = 0;
+};
+
+struct SeriesPoint {
+  double hours = 0;      // start of the bucket, from the window's start
+  double inference = 0;  // mean GPUs allocated over the bucket
+  double training = 0;
+};
+
+struct Result {
+  Mode mode = Mode::kBridge;
+  int64_t nodes = 0, gpus = 0;
+  int64_t k8s_nodes = 0, k8s_gpus = 0;  // static: Kubernetes' part; bridge: 0
+  int64_t inference_pods = 0, training_jobs = 0, skipped_tasks = 0;
+  double horizon_hours = 0;
+  double capacity_gpu_hours = 0;
+  // Within the window.
+  double allocated_gpu_hours = 0, inference_gpu_hours = 0, training_gpu_hours = 0;
+  double allocation = 0;  // allocated / capacity
+  // Over the whole run (work continues past the window until every job ends).
+  double allocated_gpu_hours_total = 0;
+  double lost_gpu_hours = 0;
+  double lost_fraction = 0;  // lost / allocated_gpu_hours_total
+  Percentiles inference_wait_s;  // start - arrival, pods that started
+  int64_t inference_never_started = 0;
+  Percentiles training_wait_s;     // first start - submit
+  Percentiles training_slowdown;   // (end - submit) / max(run time, 10 s)
+  int64_t training_never_finished = 0;
+  int64_t preemptions = 0, preempted_jobs = 0, max_preemptions_per_job = 0;
+  double preemptions_per_job = 0;  // over all training jobs
+  int64_t lends = 0, returns = 0;
+  int64_t protected_skips = 0;  // victim picks that found only protected/too-small nodes
+  double end_hours = 0;         // when the last task ended
+  std::vector<SeriesPoint> series;
+};
+
+StatusOr<Result> Simulate(const std::vector<Task>& tasks, const std::vector<GpuNode>& nodes,
+                          Mode mode, const Options& options);
+
+// A deterministic sample of about `fraction` of the nodes, per GPU model (at least one
+// node of each model), in node-file order: a smaller cluster to put the trace under load.
+std::vector<GpuNode> SampleNodes(const std::vector<GpuNode>& nodes, double fraction,
+                                 uint64_t seed);
+
+}  // namespace skb::sim

@@ -1,0 +1,211 @@
+// Tiny hand-made traces whose right answers are worked out in the comments.
+#include "bench/sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace skb::sim {
+namespace {
+
+Task T(std::string name, std::string qos, int64_t gpus, int64_t created, int64_t runtime,
+       int64_t milli = 1000) {
+  Task t;
+  t.name = std::move(name);
+  t.qos = std::move(qos);
+  t.num_gpu = gpus;
+  t.gpu_milli = milli;
+  t.creation = created;
+  t.scheduled = created;
+  t.deletion = created + runtime;
+  return t;
+}
+
+std::vector<GpuNode> Nodes(int n, int64_t gpus) {
+  std::vector<GpuNode> out;
+  for (int i = 0; i < n; ++i) out.push_back({"n" + std::to_string(i + 1), gpus, "G2", i + 2});
+  return out;
+}
+
+Options Exact() {
+  Options o;
+  o.random_checkpoint_phase = false;  // first checkpoint exactly one interval in
+  o.lend_overhead = std::chrono::milliseconds(0);
+  return o;
+}
+
+Result Sim(const std::vector<Task>& tasks, const std::vector<GpuNode>& nodes, Mode mode,
+           const Options& o = Exact()) {
+  StatusOr<Result> r = Simulate(tasks, nodes, mode, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : Result{};
+}
+
+// Two 2-GPU nodes. One inference pod (1 GPU, 0-100 s), two 2-GPU training jobs at 0 s
+// running 100 s. Peak inference demand is 1 GPU: Kubernetes gets n1 (2 GPUs), Slurm n2.
+// The second job waits for the first: it ends at 200 s (slowdown 2). Window: 100 s.
+// Allocated in the window: (1 + 2) GPUs x 100 s of 4 x 100 s = 75%.
+TEST(Simulate, StaticSplitAllocation) {
+  const std::vector<Task> tasks = {T("pod", "LS", 1, 0, 100), T("a", "BE", 2, 0, 100),
+                                   T("b", "BE", 2, 0, 100)};
+  for (Mode m : {Mode::kStaticPeak, Mode::kStaticAvg}) {
+    Result r = Sim(tasks, Nodes(2, 2), m);
+    EXPECT_EQ(r.k8s_nodes, 1) << ModeName(m);
+    EXPECT_EQ(r.k8s_gpus, 2);
+    EXPECT_DOUBLE_EQ(r.horizon_hours, 100.0 / 3600);
+    EXPECT_NEAR(r.capacity_gpu_hours, 400.0 / 3600, 1e-12);
+    EXPECT_NEAR(r.allocation, 0.75, 1e-9);
+    EXPECT_NEAR(r.allocated_gpu_hours_total, 500.0 / 3600, 1e-9);  // b runs 100-200 s
+    EXPECT_EQ(r.inference_wait_s.p99, 0);
+    EXPECT_DOUBLE_EQ(r.training_slowdown.p50, 1);
+    EXPECT_DOUBLE_EQ(r.training_slowdown.max, 2);
+    EXPECT_EQ(r.preemptions, 0);
+  }
+}
+
+// One 2-GPU node. Job a (BE, 2 GPUs) runs from 0 s for 1000 s; an inference pod arrives at
+// 10 s for 100 s. The bridge lends the node: a gets the default 60 s grace and is requeued
+// at 70 s, the pod starts at 70 s (wait 60 s) and ends at 170 s. The node returns at
+// max(170 s + cooldown 120 s, 10 s + min lend 300 s) = 310 s; a runs again 310-1310 s.
+// Without a checkpoint (interval 30 min) the 70 s x 2 GPUs are lost.
+TEST(Simulate, BridgePreemptsWithGraceAndReturnsAfterCooldown) {
+  const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
+  Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge);
+  EXPECT_EQ(r.lends, 1);
+  EXPECT_EQ(r.returns, 1);
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_EQ(r.max_preemptions_per_job, 1);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 60);
+  EXPECT_NEAR(r.lost_gpu_hours, 140.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.training_slowdown.p50, 1.310, 1e-9);
+  EXPECT_NEAR(r.end_hours, 1310.0 / 3600, 1e-9);
+  // Allocated overall: a 70 s + 1000 s on 2 GPUs, the pod 100 s on 1.
+  EXPECT_NEAR(r.allocated_gpu_hours_total, (2 * 1070.0 + 100) / 3600, 1e-9);
+}
+
+// The same story with a checkpoint every 30 s: at 70 s the last one was at 60 s, so 10 s x
+// 2 GPUs are lost and a needs 940 s more (310-1250 s). Checkpointing on the signal (10 s)
+// keeps only 10 s: 60 s x 2 GPUs lost, a ends at 310 + 990 s.
+TEST(Simulate, CheckpointsBoundTheLostWork) {
+  const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
+  Options o = Exact();
+  o.checkpoint_interval = std::chrono::seconds(30);
+  Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
+  EXPECT_NEAR(r.lost_gpu_hours, 20.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.end_hours, 1250.0 / 3600, 1e-9);
+
+  o = Exact();
+  o.checkpoint_on_signal = true;
+  r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
+  EXPECT_NEAR(r.lost_gpu_hours, 120.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.end_hours, 1300.0 / 3600, 1e-9);
+}
+
+// A job's own grace comes from the config (GraceFor), and the lend overhead is added.
+TEST(Simulate, GraceAndOverheadFromTheOptions) {
+  const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
+  Options o = Exact();
+  o.config.lending.default_grace = std::chrono::seconds(25);
+  o.lend_overhead = std::chrono::seconds(5);
+  Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 30);
+  EXPECT_NEAR(r.lost_gpu_hours, 2 * 35.0 / 3600, 1e-9);
+}
+
+// An idle Slurm node is the cheapest victim (PickVictims): the pod takes n2 at once and no
+// job is preempted; Guaranteed jobs are never preempted (protected reservation).
+TEST(Simulate, IdleNodesFirstAndProtectedNeverTaken) {
+  Result r = Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(2, 2),
+                 Mode::kBridge);
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.inference_wait_s.p99, 0);
+
+  // One node held by a Guaranteed job until 1000 s: the pod waits for it to end.
+  r = Sim({T("g", "Guaranteed", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(1, 2),
+          Mode::kBridge);
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 990);
+  EXPECT_GE(r.protected_skips, 1);
+}
+
+// Anti-thrash (max_preemptions 0): after one preemption the job is protected, so a second
+// pod at 400 s waits until it ends (310 + 10000 s) instead of preempting it again.
+TEST(Simulate, AntiThrashProtectsAfterKPreemptions) {
+  Options o = Exact();
+  o.config.lending.max_preemptions = 0;
+  Result r = Sim({T("a", "BE", 2, 0, 10000), T("p1", "LS", 1, 10, 100),
+                  T("p2", "LS", 1, 400, 100)},
+                 Nodes(1, 2), Mode::kBridge, o);
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.max, 10310 - 400);
+}
+
+// Fractional pods share one GPU (best fit): three 0.3-GPU pods and a 1-GPU pod fit a
+// 2-GPU node at once.
+TEST(Simulate, FractionalPodsPackOntoOneGpu) {
+  Result r = Sim({T("f1", "LS", 1, 0, 100, 300), T("f2", "LS", 1, 0, 100, 300),
+                  T("f3", "LS", 1, 0, 100, 300), T("w", "LS", 1, 0, 100)},
+                 Nodes(1, 2), Mode::kBridge);
+  EXPECT_EQ(r.lends, 1);
+  EXPECT_EQ(r.inference_wait_s.max, 0);
+  EXPECT_NEAR(r.allocation, 1.9 / 2, 1e-9);
+}
+
+std::vector<Task> RandomTrace(int n) {
+  std::vector<Task> tasks;
+  uint64_t x = 12345;
+  auto next = [&] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL; };
+  for (int i = 0; i < n; ++i) {
+    const bool ls = next() % 3 == 0;
+    const int64_t gpus = ls ? 1 : 1 + static_cast<int64_t>(next() % 4);
+    tasks.push_back(T("t" + std::to_string(i), ls ? "LS" : "BE", gpus,
+                      static_cast<int64_t>(next() % 20000), 60 + static_cast<int64_t>(next() % 5000),
+                      ls ? 100 + static_cast<int64_t>(next() % 901) : 1000));
+  }
+  return tasks;
+}
+
+TEST(Simulate, DeterministicForASeed) {
+  const std::vector<Task> tasks = RandomTrace(300);
+  Options o;
+  o.seed = 7;
+  Result a = Sim(tasks, Nodes(4, 4), Mode::kBridge, o);
+  Result b = Sim(tasks, Nodes(4, 4), Mode::kBridge, o);
+  ASSERT_GT(a.preemptions, 0);
+  EXPECT_EQ(a.preemptions, b.preemptions);
+  EXPECT_EQ(a.lost_gpu_hours, b.lost_gpu_hours);
+  EXPECT_EQ(a.allocated_gpu_hours, b.allocated_gpu_hours);
+  EXPECT_EQ(a.inference_wait_s.p99, b.inference_wait_s.p99);
+  EXPECT_EQ(a.training_slowdown.p99, b.training_slowdown.p99);
+  ASSERT_EQ(a.series.size(), b.series.size());
+  for (size_t i = 0; i < a.series.size(); ++i) {
+    EXPECT_EQ(a.series[i].training, b.series[i].training);
+  }
+  // The seed draws the checkpoint phases: another seed loses a different amount.
+  o.seed = 8;
+  Result c = Sim(tasks, Nodes(4, 4), Mode::kBridge, o);
+  EXPECT_NE(a.lost_gpu_hours, c.lost_gpu_hours);
+}
+
+TEST(Simulate, SkipsTasksWithoutGpuOrNeverScheduled) {
+  Task never = T("n", "BE", 1, 0, 10);
+  never.scheduled.reset();
+  Result r = Sim({T("cpu", "LS", 0, 0, 10, 0), never, T("big", "BE", 16, 0, 10),
+                  T("ok", "BE", 1, 0, 10)},
+                 Nodes(1, 8), Mode::kBridge);
+  EXPECT_EQ(r.skipped_tasks, 3);
+  EXPECT_EQ(r.training_jobs, 1);
+}
+
+TEST(SampleNodes, KeepsEveryModelAndIsDeterministic) {
+  std::vector<GpuNode> nodes = Nodes(100, 8);
+  nodes.push_back({"t4", 2, "T4", 0});
+  std::vector<GpuNode> a = SampleNodes(nodes, 0.1, 3);
+  EXPECT_EQ(a.size(), 11u);
+  EXPECT_EQ(a.back().name, "t4");
+  std::vector<GpuNode> b = SampleNodes(nodes, 0.1, 3);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].name, b[i].name);
+}
+
+}  // namespace
+}  // namespace skb::sim
