@@ -100,11 +100,11 @@ skb::Status ParseArgs(int argc, char** argv, Args* a) {
   return skb::OkStatus();
 }
 
-nlohmann::json Dist(const sim::Percentiles& p) {
+nlohmann::ordered_json Dist(const sim::Percentiles& p) {
   return {{"p50", p.p50}, {"p99", p.p99}, {"max", p.max}, {"mean", p.mean}, {"count", p.count}};
 }
 
-nlohmann::json ModeJson(const sim::Result& r, double run_ms) {
+nlohmann::ordered_json ModeJson(const sim::Result& r, double run_ms) {
   return {
       {"nodes", r.nodes},
       {"gpus", r.gpus},
@@ -142,9 +142,9 @@ nlohmann::json ModeJson(const sim::Result& r, double run_ms) {
 double Round(double v, double scale) { return std::round(v * scale) / scale; }
 
 // The flat figures one row of bench/RESULTS.md shows.
-void AddFigures(const sim::Result& r, nlohmann::json* figures) {
+void AddFigures(const sim::Result& r, nlohmann::ordered_json* figures) {
   const std::string m(sim::ModeName(r.mode));
-  nlohmann::json& f = *figures;
+  nlohmann::ordered_json& f = *figures;
   f[m + " alloc%"] = Round(100 * r.allocation, 1000);
   f[m + " GPU-h"] = Round(r.allocated_gpu_hours, 10);
   f[m + " inf-wait p50 s"] = Round(r.inference_wait_s.p50, 10);
@@ -160,13 +160,14 @@ void AddFigures(const sim::Result& r, nlohmann::json* figures) {
 
 void PrintSummary(const sim::Result& r, double run_ms) {
   std::printf(
-      "%-12s nodes %lld (k8s %lld, %lld GPUs) alloc %.3f%% (%.1f of %.1f GPU-h; inf %.1f, "
+      "%-12s nodes %lld, %lld GPUs (k8s %lld, %lld GPUs) alloc %.3f%% (%.1f of %.1f GPU-h; inf %.1f, "
       "train %.1f)\n"
       "             inference wait p50 %.1fs p99 %.1fs max %.1fs (never %lld) | training "
       "slowdown p50 %.2f p99 %.2f (unfinished %lld)\n"
       "             lost %.2f GPU-h (%.3f%%) preemptions %lld (jobs %lld, mean %.4f, max %lld) "
       "lends %lld returns %lld | %.0f ms\n",
       std::string(sim::ModeName(r.mode)).c_str(), static_cast<long long>(r.nodes),
+      static_cast<long long>(r.gpus),
       static_cast<long long>(r.k8s_nodes), static_cast<long long>(r.k8s_gpus),
       100 * r.allocation, r.allocated_gpu_hours, r.capacity_gpu_hours, r.inference_gpu_hours,
       r.training_gpu_hours, r.inference_wait_s.p50, r.inference_wait_s.p99,
@@ -207,7 +208,7 @@ int main(int argc, char** argv) {
   const std::vector<sim::GpuNode> nodes =
       sim::SampleNodes(*all_nodes, args.node_fraction, args.options.seed);
 
-  nlohmann::json modes = nlohmann::json::object(), figures = nlohmann::json::object();
+  nlohmann::ordered_json modes = nlohmann::ordered_json::object(), figures = nlohmann::ordered_json::object();
   std::vector<sim::Result> results;
   for (sim::Mode m : args.modes) {
     const auto start = std::chrono::steady_clock::now();
@@ -227,19 +228,23 @@ int main(int argc, char** argv) {
     if (r.mode == sim::Mode::kBridge) bridge = &r;
   }
   std::string notes;
+  if (!results.empty()) {
+    const sim::Result& any = results.front();
+    const double inf = any.demand_inference_gpu_hours, train = any.demand_training_gpu_hours;
+    notes = StrCat("demand ", Round(inf + train, 10), " GPU-h (inference ", Round(inf, 10),
+                   ", training ", Round(train, 10), "); a split that serves all inference "
+                   "allocates >= inference, so bridge/static-peak <= (inference + training) / "
+                   "inference = ", Round(inf > 0 ? (inf + train) / inf : 0, 1000), "x");
+  }
   if (peak && bridge && peak->allocated_gpu_hours > 0) {
     const double ratio = bridge->allocated_gpu_hours / peak->allocated_gpu_hours;
     figures["bridge/static-peak GPU-h"] = Round(ratio, 1000);
-    // The ceiling: the bridge cannot allocate more than the trace asks for, and the
-    // peak-sized split already serves all inference.
-    const double demand = bridge->allocated_gpu_hours_total;
-    notes = StrCat("ratio ceiling on this trace: all demand / static-peak = ",
-                   Round(demand / peak->allocated_gpu_hours, 1000), "; ");
     std::printf("bridge / static-peak allocated GPU-hours: %.3fx\n", ratio);
   }
+  std::printf("%s\n", notes.c_str());
 
   if (!args.out.empty()) {
-    nlohmann::json out = {
+    nlohmann::ordered_json out = {
         {"name", args.name.empty() ? StrCat("trace replay (", nodes.size(), " nodes, compress ",
                                             args.options.compress, "x)")
                                    : args.name},
@@ -247,12 +252,13 @@ int main(int argc, char** argv) {
          StrCat("tasks ", args.tasks, ", nodes ", args.nodes, " (fraction ", args.node_fraction,
                 "), seed ", args.options.seed, ", checkpoint every ",
                 args.options.checkpoint_interval.count(), " s",
-                args.options.checkpoint_on_signal ? " and on the signal" : "")},
+                args.options.checkpoint_on_signal ? " and on the signal" : "",
+                ", lend overhead ", args.options.lend_overhead.count() / 1000.0, " s")},
         {"unit", ""},
         {"figures", figures},
         {"target",
          "bridge >= 2x static-peak GPU-h, inference wait p99 <= static-peak's, lost <= 3%"},
-        {"notes", StrCat(notes, "models: bench/sim/README.md")},
+        {"notes", StrCat(notes, "; models: bench/sim/README.md")},
         {"modes", modes},
     };
     std::ofstream f(args.out);

@@ -194,6 +194,9 @@ class Simulation {
       const Duration runtime = std::chrono::seconds(t.deletion.value_or(trace_end) - *t.scheduled);
       const TimePoint arrival = t0_ + Seconds(static_cast<double>(t.creation) / opt_.compress);
       horizon_ = std::max(horizon_, arrival + runtime - t0_);
+      (t.Inference() ? result_.demand_inference_gpu_hours : result_.demand_training_gpu_hours) +=
+          static_cast<double>(t.Inference() ? t.Milli() : t.WholeGpus() * kGpuMilli) / kGpuMilli *
+          ToSeconds(runtime) / 3600;
       if (t.Inference()) {
         Pod p;
         p.task = &t;
@@ -248,9 +251,16 @@ class Simulation {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       return nodes_[a].spec->gpus > nodes_[b].spec->gpus;
     });
+    // Slurm keeps at least one node its largest job fits on.
+    int64_t max_job = 0;
+    for (const Job& j : jobs_) max_job = std::max(max_job, j.gpus);
+    int64_t big_left = 0;
+    for (const Node& n : nodes_) big_left += n.spec->gpus >= max_job ? 1 : 0;
     int64_t got = 0;
     for (int i : order) {
       if (got >= want) break;
+      if (nodes_[i].spec->gpus >= max_job && big_left == 1) continue;
+      big_left -= nodes_[i].spec->gpus >= max_job ? 1 : 0;
       nodes_[i].k8s_partition = true;
       nodes_[i].owner = Owner::kK8s;
       got += nodes_[i].spec->gpus;

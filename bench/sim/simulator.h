@@ -104,6 +104,8 @@ struct Result {
   int64_t k8s_nodes = 0, k8s_gpus = 0;  // static: Kubernetes' part; bridge: 0
   int64_t inference_pods = 0, training_jobs = 0, skipped_tasks = 0;
   double horizon_hours = 0;
+  // What the trace asks for: inference at its share of a GPU, training in whole GPUs.
+  double demand_inference_gpu_hours = 0, demand_training_gpu_hours = 0;
   double capacity_gpu_hours = 0;
   // Within the window.
   double allocated_gpu_hours = 0, inference_gpu_hours = 0, training_gpu_hours = 0;

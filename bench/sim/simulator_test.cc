@@ -151,6 +151,18 @@ TEST(Simulate, FractionalPodsPackOntoOneGpu) {
   EXPECT_NEAR(r.allocation, 1.9 / 2, 1e-9);
 }
 
+// Sized for peak inference (8 GPUs) Kubernetes would take both 8-GPU nodes; Slurm keeps
+// one so its 8-GPU job can run.
+TEST(Simulate, StaticSplitLeavesSlurmANodeForItsLargestJob) {
+  std::vector<GpuNode> nodes = Nodes(2, 8);
+  nodes.push_back({"small", 2, "T4", 4});
+  Result r = Sim({T("p", "LS", 8, 0, 100), T("q", "LS", 2, 0, 100), T("j", "BE", 8, 0, 100)},
+                 nodes, Mode::kStaticPeak);
+  EXPECT_EQ(r.k8s_gpus, 10);
+  EXPECT_EQ(r.training_never_finished, 0);
+  EXPECT_EQ(r.inference_never_started, 0);
+}
+
 std::vector<Task> RandomTrace(int n) {
   std::vector<Task> tasks;
   uint64_t x = 12345;
