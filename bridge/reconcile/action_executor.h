@@ -15,7 +15,10 @@
 // workers call Execute, never two for the same node (the WorkQueue sees to that).
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "bridge/slurm/slurm_client.h"
 #include "k8s/event_recorder.h"
@@ -62,6 +65,11 @@ class ActionExecutor {
   k8s::EventRecorder* const events_;
   const Clock* const clock_;
   const ownership::LendingConfig lending_;
+  // Signals sent recently, by (job, signal): see SignalJobs. In memory only, so a crash
+  // right after a signal may repeat it once (documented in ownership.h).
+  static constexpr Clock::Duration kSignalDedupWindow = std::chrono::seconds(30);
+  std::mutex signalled_mu_;
+  std::map<std::pair<uint32_t, int>, Clock::TimePoint> signalled_;  // guarded by signalled_mu_
 };
 
 }  // namespace skb::bridge

@@ -583,4 +583,26 @@ StatusOr<WriteOutcome> LibSlurmClient::SetAdminComment(uint32_t job_id,
   });
 }
 
+StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("make job eligible", [job_id, verify]() -> StatusOr<WriteOutcome> {
+    // A requeue completes asynchronously (the job's steps end first), and slurmctld sets
+    // the requeue begin time only when the job is back to PENDING: wait for that.
+    auto pending = WaitUntil<JobView>([&] { return ReadJob(job_id); },
+                                      [](const JobView& v) {
+                                        return v.state == JobState::kPending && !v.completing;
+                                      },
+                                      verify, StrCat("requeue of job ", job_id));
+    if (!pending.ok()) return pending.status();
+    job_desc_msg_t desc;
+    slurm_init_job_desc_msg(&desc);
+    desc.job_id = job_id;
+    desc.begin_time = time(nullptr);
+    if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+      return LastError(StrCat("make job ", job_id, " eligible"));
+    }
+    return WriteOutcome::kChanged;
+  });
+}
+
 }  // namespace skb::bridge::slurm

@@ -55,6 +55,7 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
+  StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
 
  private:
   template <typename T>

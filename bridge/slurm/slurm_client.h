@@ -83,6 +83,10 @@ class SlurmClient {
   // Replaces the job's admin comment (the bridge records preemptions there, so a user's
   // `scontrol show job` says why). kUnchanged when it already reads `comment`.
   virtual StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) = 0;
+  // Makes a pending job eligible now: slurmctld holds a requeued job back for about two
+  // minutes (its begin time), which a job preempted for a lend does not need -- it should
+  // start on any free node at once. kUnchanged when the job is not pending.
+  virtual StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) = 0;
 };
 
 }  // namespace skb::bridge::slurm

@@ -1,0 +1,374 @@
+// Kubernetes inference pods take nodes from Slurm through the bridge, end to end on the
+// testbed with the real kube-scheduler's preemption: reservation pods hold Slurm's GPUs in
+// Kubernetes; a high-priority pod preempts one; the bridge drains the Slurm node, sends
+// the checkpoint signal, waits the grace, requeues the job and only then releases the
+// GPUs; when the pod leaves, the node returns to Slurm and the job runs again.
+//
+// A sampler checks invariant 1 (DESIGN.md) every 100 ms for the whole test: no node runs a
+// Slurm job holding GPUs and a Kubernetes GPU pod at the same time. The bridge is killed
+// (SIGKILL) mid-lend and must finish the flow after a restart (invariant 3).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "src/base/strings.h"
+#include "tests/testbed/bridge_daemon.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testbed::BridgeDaemon;
+using testbed::RunCommand;
+using testbed::Shell;
+using testbed::WaitFor;
+using ::testing::HasSubstr;
+
+using Steady = std::chrono::steady_clock;
+
+std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+
+constexpr int kGraceSeconds = 5;
+constexpr int kCooldownSeconds = 8;
+
+// Every 100 ms: which nodes run a Slurm job and which a Kubernetes GPU pod (not a
+// reservation). A node with both is a double booking.
+class InvariantSampler {
+ public:
+  InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm)
+      : kube_(kube), slurm_(slurm) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~InvariantSampler() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int samples() const { return samples_; }
+  int violations() const { return violations_; }
+  std::string first_violation() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_;
+  }
+
+ private:
+  void Run() {
+    while (!stop_) {
+      Sample();
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+  void Sample() {
+    auto jobs = slurm_->LoadJobs(0);
+    k8s::ListOptions opts;
+    opts.field_selector = "status.phase=Running";
+    auto pods = kube_->List(k8s::Resource::Pods(), "", opts);
+    if (!jobs.ok() || !pods.ok()) return;  // a failed read is not a sample
+    std::map<std::string, std::set<uint32_t>> slurm;
+    for (const auto& j : jobs->items) {
+      if (j.state != slurm::JobState::kRunning && j.state != slurm::JobState::kSuspended) continue;
+      for (const auto& n : j.nodes) slurm[n].insert(j.job_id);
+    }
+    for (const auto& p : pods->items) {
+      const auto& meta = p["metadata"];
+      if (meta.contains("labels") && meta["labels"].value("slurm-k8s-bridge.io/role", "") ==
+                                         "reservation") {
+        continue;
+      }
+      bool gpu = false;
+      for (const auto& c : p["spec"].value("containers", nlohmann::json::array())) {
+        if (c.contains("resources") && c["resources"].contains("requests") &&
+            c["resources"]["requests"].contains("nvidia.com/gpu")) {
+          gpu = true;
+        }
+      }
+      const std::string node = p["spec"].value("nodeName", "");
+      if (!gpu || node.empty()) continue;
+      if (slurm.count(node)) {
+        ++violations_;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (first_.empty()) {
+          first_ = StrCat("node ", node, ": Slurm job ", *slurm[node].begin(), " and pod ",
+                          meta.value("namespace", ""), "/", meta.value("name", ""));
+        }
+      }
+    }
+    ++samples_;
+  }
+
+  k8s::KubeClient* const kube_;
+  bridge::slurm::LibSlurmClient* const slurm_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> samples_{0}, violations_{0};
+  std::mutex mu_;
+  std::string first_;
+  std::thread thread_;
+};
+
+class LendingE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
+    Reset();
+    char tmpl[] = "/tmp/skb-lend-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0777);  // job scripts may run as another user
+    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    cfg->qps = 0;
+    auto kube = k8s::NewRestClient(*cfg);
+    ASSERT_TRUE(kube.ok()) << kube.status();
+    kube_ = std::move(*kube);
+    slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
+    daemon_ = std::make_unique<BridgeDaemon>(
+        SKB_DAEMON_BINARY,
+        StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
+                   "features": {"labels": []},
+                   "lending": {"enabled": true, "default_grace": ")", kGraceSeconds,
+               R"(s", "cooldown": ")", kCooldownSeconds,
+               R"(s", "min_lend_time": "5s", "class_upgrade_delay": "1s",
+                   "class_downgrade_delay": "5s", "reservation_update_interval": "5s"}})"));
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
+                        seconds(60)))
+        << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+    sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get());
+  }
+
+  void TearDown() override {
+    if (sampler_) {
+      sampler_->Stop();
+      EXPECT_GT(sampler_->samples(), 50);
+      EXPECT_EQ(sampler_->violations(), 0)
+          << "double booking (" << sampler_->samples() << " samples): "
+          << sampler_->first_violation();
+      std::printf("invariant sampler: %d samples, %d double-booked\n", sampler_->samples(),
+                  sampler_->violations());
+    }
+    if (::testing::Test::HasFailure() && daemon_) {
+      std::printf("bridge log tail:\n%s\n", daemon_->LogTail(6000).c_str());
+    }
+    if (daemon_) daemon_->Stop();
+    for (const auto& id : jobs_) Shell(StrCat("scancel ", id));
+    Reset();
+    if (!dir_.empty()) Shell(StrCat("rm -rf ", dir_));
+  }
+
+  static void Reset() {
+    auto r = Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  int RunningReservations() {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
+        "--field-selector=status.phase=Running --no-headers 2>/dev/null | "
+        "grep -vc Terminating");
+    return std::atoi(Trim(r.out).c_str());
+  }
+
+  // A job taking a whole node that writes the time of each SIGUSR1 to DIR/signal-ID.
+  std::string Submit(const std::string& partition) {
+    auto r = RunCommand(
+        {"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p", partition, "-o", "/dev/null",
+         "--wrap",
+         StrCat("trap 'date +%s.%N >> ", dir_, "/signal-$SLURM_JOB_ID' USR1; ",
+                "for i in $(seq 3000); do sleep 0.2; done")},
+        seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = Trim(r.out);
+    jobs_.push_back(id);
+    return id;
+  }
+
+  std::string JobField(const std::string& id, const std::string& field) {
+    std::string out = Shell(StrCat("scontrol show job ", id)).out;
+    auto at = out.find(field + "=");
+    if (at == std::string::npos) return "";
+    auto end = out.find_first_of(" \n", at);
+    return out.substr(at + field.size() + 1, end - at - field.size() - 1);
+  }
+
+  std::string JobNode(const std::string& id) {
+    return Trim(Shell(StrCat("squeue -h -j ", id, " -o %N")).out);
+  }
+
+  bool AllRunning() {
+    for (const auto& id : jobs_) {
+      if (JobField(id, "JobState") != "RUNNING") return false;
+    }
+    return true;
+  }
+
+  // Every reservation of the wanted class, running, and no swap in progress.
+  bool ReservationsSettledAt(const std::string& cls) {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
+        "jsonpath='{range .items[*]}{.spec.priorityClassName} {.status.phase} "
+        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    int ok = 0;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      if (Trim(std::string(line)) == cls + " Running") ++ok;
+    }
+    auto taints = Shell("kubectl get nodes -o jsonpath='{.items[*].spec.taints[*].key}'").out;
+    return ok == testbed::TestbedNodeCount() &&
+           taints.find("reservation-swap") == std::string::npos;
+  }
+
+  void CreateInferencePod(const std::string& name) {
+    nlohmann::json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", "lending"}}}}},
+        {"spec",
+         {{"priorityClassName", "inference-high"},
+          {"terminationGracePeriodSeconds", 1},
+          {"containers",
+           {{{"name", "main"},
+             {"image", "inference:1"},
+             {"resources",
+              {{"requests", {{"nvidia.com/gpu", "8"}}}, {"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+    auto r = kube_->Create(k8s::Resource::Pods(), "default", pod);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+
+  std::string PodField(const std::string& name, const std::string& jsonpath) {
+    return Trim(RunCommand({"kubectl", "get", "pod", "-n", "default", name, "-o",
+                            "jsonpath={" + jsonpath + "}"},
+                           seconds(30))
+                    .out);
+  }
+
+  std::string dir_;
+  std::vector<std::string> jobs_;
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<bridge::slurm::LibSlurmClient> slurm_;
+  std::unique_ptr<BridgeDaemon> daemon_;
+  std::unique_ptr<InvariantSampler> sampler_;
+};
+
+TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm) {
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60)))
+      << Shell("squeue").out;
+  // The reservations follow the jobs: preemptible class, swapped in place.
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  EXPECT_THAT(Shell("kubectl get pods -n slurm-bridge -o yaml").out,
+              HasSubstr("slurm-k8s-bridge.io/jobs"));
+
+  const auto t0 = Steady::now();
+  CreateInferencePod("infer-a");
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-a", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide").out << Shell("squeue").out;
+  const double took = std::chrono::duration<double>(Steady::now() - t0).count();
+  std::printf("inference pod Running %.1f s after creation (grace %d s)\n", took, kGraceSeconds);
+  const std::string node = PodField("infer-a", ".spec.nodeName");
+  ASSERT_FALSE(node.empty());
+
+  // The victim: signalled, requeued (not failed, not cancelled), told why.
+  std::string victim;
+  for (const auto& id : jobs_) {
+    if (std::stoi(JobField(id, "Restarts").empty() ? "0" : JobField(id, "Restarts")) > 0) {
+      victim = id;
+    }
+  }
+  ASSERT_FALSE(victim.empty()) << Shell("squeue").out;
+  EXPECT_TRUE(std::ifstream(StrCat(dir_, "/signal-", victim)).good())
+      << "job " << victim << " never got its checkpoint signal";
+  EXPECT_THAT(JobField(victim, "AdminComment"), HasSubstr("k8s-bridge-preempted="));
+  EXPECT_THAT(Shell(StrCat("scontrol show job ", victim)).out,
+              ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
+  std::string events = Shell(StrCat("kubectl get events -n default --field-selector "
+                                    "involvedObject.name=", node, " -o custom-columns=R:.reason "
+                                    "--no-headers"))
+                           .out;
+  EXPECT_THAT(events, HasSubstr("SlurmJobsSignalled"));
+  EXPECT_THAT(events, HasSubstr("SlurmJobsPreempted"));
+  EXPECT_THAT(events, HasSubstr("ReservationReleased"));
+  EXPECT_THAT(Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out),
+              HasSubstr("k8s-bridge: lent to default/infer-a"));
+
+  // The pod leaves: after the cool-down the node returns and the job runs again.
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-a --wait=false").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return JobField(victim, "JobState") == "RUNNING"; },
+                      seconds(kCooldownSeconds + 60)))
+      << JobField(victim, "JobState") << " " << JobField(victim, "Reason") << "\n"
+      << Shell("sinfo -N; kubectl get pods -A -o wide").out;
+  EXPECT_EQ(JobNode(victim), node);
+  EXPECT_THAT(Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
+                           node, " -o custom-columns=R:.reason --no-headers"))
+                  .out,
+              HasSubstr("ReturnedToSlurm"));
+}
+
+TEST_F(LendingE2E, NonPreemptibleWorkIsNeverTakenByInference) {
+  // The "urgent" partition is not preemptible: every reservation goes above the threshold.
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-protected"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  CreateInferencePod("infer-b");
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 10));
+  EXPECT_EQ(PodField("infer-b", ".status.phase"), "Pending");
+  for (const auto& id : jobs_) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(JobField(id, "Restarts"), "0") << id;
+    EXPECT_FALSE(std::ifstream(StrCat(dir_, "/signal-", id)).good()) << id << " was signalled";
+  }
+}
+
+TEST_F(LendingE2E, ABridgeKilledMidLendFinishesTheFlowAfterRestart) {
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
+  CreateInferencePod("infer-c");
+  // Killed during the grace period: the node is drained for the lend, the job not yet gone.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Shell("sinfo -h -N -o '%E' | grep -c 'lent to'").out.find_first_not_of("0\n") !=
+               std::string::npos;
+      },
+      seconds(30), milliseconds(50)))
+      << Shell("sinfo -N -o '%N %T %E'").out;
+  daemon_->Kill();
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 2));
+  EXPECT_NE(PodField("infer-c", ".status.phase"), "Running")
+      << "nobody released the GPUs while the bridge was down";
+  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-c", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide; squeue").out;
+  // Killed again while the node is Kubernetes': the return still happens.
+  daemon_->Kill();
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-c --wait=false").exit_code, 0);
+  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out;
+  // No stuck finalizer, no bridge drain left without its cause.
+  EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
+                      seconds(30)));
+  EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0")
+      << Shell("sinfo -N -o '%N %T %E'").out;
+}
+
+}  // namespace
+}  // namespace skb

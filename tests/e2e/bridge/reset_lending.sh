@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Puts the testbed back to "every node belongs to Slurm, no bridge bookkeeping": what the
+# lending e2e tests leave behind when a bridge with lending enabled stops. Reservation pods
+# lose their finalizer and go, lend annotations and bridge taints are removed, nodes the
+# bridge drained are resumed. Idempotent; needs `eval "$(scripts/testbed env)"`.
+set -uo pipefail
+ns=slurm-bridge
+for p in $(kubectl -n "$ns" get pods -l slurm-k8s-bridge.io/role=reservation -o name 2>/dev/null); do
+  kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+done
+kubectl -n "$ns" delete pods -l slurm-k8s-bridge.io/role=reservation --grace-period=0 --force \
+  --wait=true --timeout=60s >/dev/null 2>&1
+kubectl -n default delete pods -l skb-e2e=lending --grace-period=0 --force --wait=true \
+  --timeout=60s >/dev/null 2>&1
+for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
+  kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
+    slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
+    slurm-k8s-bridge.io/lend-blocked- >/dev/null 2>&1
+  kubectl taint node "$n" slurm-k8s-bridge.io/reservation-swap- >/dev/null 2>&1
+  kubectl taint node "$n" slurm-k8s-bridge.io/slurm-busy- >/dev/null 2>&1
+  reason="$(sinfo -h -N -n "$n" -o '%E' | head -1)"
+  if [[ "$reason" == k8s-bridge:* ]]; then
+    scontrol update nodename="$n" state=resume >/dev/null 2>&1
+  fi
+done
+exit 0
