@@ -99,6 +99,13 @@ Status Controller::Start() {
   poller_ = std::make_unique<slurm::SlurmPoller>(
       opts_.slurm, cfg_.slurm.poll_interval,
       [this](const slurm::SlurmState& s) { OnSlurm(s); });
+  if (auto* m = opts_.metrics) {
+    poller_->SetObserver([m](const Status& s, bool changed, std::chrono::microseconds took) {
+      std::string_view result = !s.ok() ? "error" : changed ? "changed" : "unchanged";
+      m->slurm_poll_duration.WithLabels({result}).Observe(
+          std::chrono::duration<double>(took).count());
+    });
+  }
 
   events_->Start();
   nodes_->Start();
@@ -213,8 +220,10 @@ void Controller::WorkerLoop(int index) {
   }
   while (!stop_worker_) {
     if (auto key = queue_.Get()) {
+      const auto start = std::chrono::steady_clock::now();
       ReconcileResult r = reconciler_->ReconcileNode(*key);
       if (r.executed > 0) poller_->Kick();  // observe our own changes without waiting
+      if (opts_.metrics != nullptr) RecordMetrics(r, std::chrono::steady_clock::now() - start);
       queue_.Done(*key);
       continue;
     }
@@ -229,6 +238,43 @@ void Controller::WorkerLoop(int index) {
     // on_change notifies without this lock, so a wake-up can slip between NextReadyTime and
     // the wait: the 1 s bound caps that rare delay.
     worker_cv_.wait_for(lock, wait);
+  }
+}
+
+void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took) {
+  observability::BridgeMetrics& m = *opts_.metrics;
+  const double seconds = std::chrono::duration<double>(took).count();
+  if (!r.status.ok()) {
+    m.reconcile_error.Observe(seconds);
+  } else if (r.plan.recheck_at) {
+    m.reconcile_requeue.Observe(seconds);
+  } else {
+    m.reconcile_success.Observe(seconds);
+  }
+  for (const auto& [index, status] : r.outcomes) {
+    const plan::Action* action = &r.plan.actions[index];
+    const bool retryable = status.code() == StatusCode::kUnavailable ||
+                           status.code() == StatusCode::kAborted ||
+                           status.code() == StatusCode::kDeadlineExceeded;
+    auto outcome = status.ok()  ? observability::Outcome::kSuccess
+                   : retryable ? observability::Outcome::kRetryableError
+                               : observability::Outcome::kError;
+    m.Action(plan::ActionKindName(action->kind), outcome).Inc();
+    if (!status.ok()) continue;
+    const bool lend = action->slurm_reason.rfind(plan::kLendReasonPrefix, 0) == 0 ||
+                      action->expected_reason.rfind(plan::kLendReasonPrefix, 0) == 0;
+    const bool maintenance =
+        !lend && (action->slurm_reason.find(cfg_.health.maintenance_condition) != std::string::npos ||
+                  action->expected_reason.find(cfg_.health.maintenance_condition) !=
+                      std::string::npos);
+    std::string_view cause = lend ? "lending" : maintenance ? "maintenance" : "health";
+    if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Inc();
+    if (action->kind == plan::ActionKind::kResumeSlurmNode) m.resumes.WithLabels({cause}).Inc();
+    if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
+      std::string_view mode = action->preempt_mode == plan::JobPreemptMode::kCancel ? "cancel"
+                                                                                     : "requeue";
+      m.preemptions.WithLabels({mode}).Inc(static_cast<double>(action->job_ids.size()));
+    }
   }
 }
 

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bridge/observability/bridge_metrics.h"
 #include "bridge/plugin_server/admission_service.h"
 #include "bridge/reconcile/action_executor.h"
 #include "bridge/reconcile/reconciler.h"
@@ -63,6 +64,8 @@ struct ControllerOptions {
   // never handled by two at once). Slurm calls are serialized by the Slurm client anyway;
   // parallelism hides Kubernetes round trips when many nodes change at once.
   int workers = 4;
+  // Optional: the bridge's Prometheus metrics (reconcile, actions, Slurm polls).
+  observability::BridgeMetrics* metrics = nullptr;
   // Called once, on the elector's thread, when a leader stops leading.
   std::function<void()> on_lost_leadership;
 };
@@ -85,6 +88,10 @@ class Controller {
   // follower who has seen a leader). `why` says what is missing.
   bool Ready(std::string* why) const;
   bool IsLeader() const;
+  // Which caches are synced (metrics): the node and pod informers, the first Slurm poll.
+  bool NodesSynced() const { return nodes_ && nodes_->HasSynced(); }
+  bool PodsSynced() const { return pods_ && pods_->HasSynced(); }
+  bool SlurmPolled() const { return polled_; }
   std::string Leader() const;
 
   const Reconciler& reconciler() const { return *reconciler_; }
@@ -100,6 +107,7 @@ class Controller {
   void StopActing();
   void WorkerLoop(int index);
   void OnSlurm(const slurm::SlurmState& state);
+  void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took);
 
   const ControllerOptions opts_;
   const config::Config& cfg_;

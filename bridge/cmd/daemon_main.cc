@@ -7,7 +7,9 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <cstdlib>
 #include <memory>
 
@@ -15,6 +17,9 @@
 #include "bridge/logging.h"
 #include "bridge/api/v1/bridge.pb.h"
 #include "bridge/controller.h"
+#include "bridge/observability/bridge_metrics.h"
+#include "bridge/observability/http_server.h"
+#include "bridge/observability/metrics.h"
 #include "bridge/plugin_server/inventory_queries.h"
 #include "bridge/plugin_server/unix_server.h"
 #include "bridge/slurm/libslurm_client.h"
@@ -124,6 +129,9 @@ int Run(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     identity = pod != nullptr && *pod != '\0' ? pod : skb::StrCat(host, "-", getpid());
   }
+  skb::observability::Registry registry;
+  skb::observability::BridgeMetrics metrics(&registry, skb::bridge::kVersion,
+                                            skb::bridge::kSlurmVersion);
   std::atomic<bool> lost_leadership{false};
   skb::bridge::Controller controller({.config = &*cfg,
                                       .kube = kube->get(),
@@ -133,6 +141,7 @@ int Run(int argc, char** argv) {
                                       .clock = &clock,
                                       .leader_election = flags->leader_election,
                                       .identity = identity,
+                                      .metrics = &metrics,
                                       .on_lost_leadership = [&] {
                                         // Stop at once; the supervisor restarts us as a
                                         // follower (STYLE.md: exit on loss).
@@ -176,6 +185,58 @@ int Run(int argc, char** argv) {
     return 1;
   }
 
+  // /metrics, /healthz, /readyz. Gauges that describe the current state are computed at
+  // scrape time from the controller's view.
+  uint64_t plugin_seen_accepted = 0, plugin_seen_rejected = 0, plugin_seen_errors = 0,
+           plugin_seen_fail_open = 0;
+  registry.AddCollectHook([&] {
+    metrics.workqueue_depth.Set(static_cast<double>(controller.QueueDepth()));
+    metrics.leader.Set(controller.IsLeader() ? 1 : 0);
+    metrics.cache_synced.WithLabels({"nodes"}).Set(controller.NodesSynced() ? 1 : 0);
+    metrics.cache_synced.WithLabels({"pods"}).Set(controller.PodsSynced() ? 1 : 0);
+    metrics.cache_synced.WithLabels({"slurm"}).Set(controller.SlurmPolled() ? 1 : 0);
+    std::map<std::string, std::pair<double, double>> by_owner;  // owner -> nodes, GPUs
+    for (std::string_view o : skb::observability::kOwners) by_owner[std::string(o)] = {0, 0};
+    const skb::inventory::Inventory inv = controller.reconciler().Snapshot();
+    const auto now = clock.Now();
+    for (const auto& n : inv.nodes()) {
+      auto summary = skb::bridge::Summarize(n, *cfg, now);
+      std::string owner = summary.owner() == "swapping" ? "slurm" : summary.owner();
+      if (!by_owner.count(owner)) continue;  // unknown: one side only
+      by_owner[owner].first += 1;
+      by_owner[owner].second += static_cast<double>(summary.gpus());
+    }
+    for (const auto& [owner, v] : by_owner) {
+      metrics.nodes_by_owner.WithLabels({owner}).Set(v.first);
+      metrics.gpus_by_owner.WithLabels({owner}).Set(v.second);
+    }
+    // The plugin's counters arrive as totals from slurmctld; export the growth.
+    auto c = controller.admission().counters();
+    auto grow = [](uint64_t now_v, uint64_t* seen) {
+      double d = now_v > *seen ? static_cast<double>(now_v - *seen) : 0;
+      *seen = std::max(*seen, now_v);
+      return d;
+    };
+    metrics.plugin_requests.WithLabels({"accepted"}).Inc(grow(c.accepted, &plugin_seen_accepted));
+    metrics.plugin_requests.WithLabels({"rejected"}).Inc(grow(c.rejected, &plugin_seen_rejected));
+    metrics.plugin_requests.WithLabels({"error"}).Inc(grow(c.errors, &plugin_seen_errors));
+    metrics.plugin_fail_open.Inc(grow(c.plugin_fail_open, &plugin_seen_fail_open));
+  });
+  std::unique_ptr<skb::observability::HttpServer> http;
+  if (!cfg->server.http_address.empty()) {
+    http = std::make_unique<skb::observability::HttpServer>(
+        skb::observability::HttpServerOptions{.address = cfg->server.http_address});
+    skb::observability::AddStandardHandlers(http.get(), &registry, [&]() -> skb::Status {
+      std::string why;
+      return controller.Ready(&why) ? skb::OkStatus() : skb::UnavailableError(why);
+    });
+    if (auto s = http->Start(); !s.ok()) {
+      log->error("http_failed address={} error=\"{}\"", cfg->server.http_address, s.ToString());
+      return 1;
+    }
+    log->info("http_listening address={} port={}", cfg->server.http_address, http->port());
+  }
+
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -186,6 +247,7 @@ int Run(int argc, char** argv) {
     log->info("stopping signal={}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
+  if (http) http->Stop();
   controller.Stop();
   server.Stop();
   log->info("stopped");

@@ -206,6 +206,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   auto log = Logger("reconcile");
   for (const plan::Action& a : result.plan.actions) {
     Status s = executor_->Execute(a);
+    result.outcomes.emplace_back(static_cast<size_t>(&a - result.plan.actions.data()), s);
     if (s.ok()) {
       ++result.executed;
       log->info("action {} outcome=ok", plan::ToString(a));

@@ -30,6 +30,8 @@ struct ReconcileResult {
   health::NodePlan plan;         // what was planned (bridgectl describe shows it)
   int executed = 0;              // actions carried out
   Status status;                 // first failure, if any
+  // Every action attempted (its index in plan.actions) with its result (metrics).
+  std::vector<std::pair<size_t, Status>> outcomes;
 };
 
 class Reconciler {

@@ -60,7 +60,13 @@ void SlurmPoller::Start() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
+      const auto start = std::chrono::steady_clock::now();
       Status s = PollOnce();
+      if (observer_) {
+        observer_(s, state_.nodes_changed || state_.partitions_changed || state_.jobs_changed,
+                  std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - start));
+      }
       if (!s.ok() && !failing_) {
         log->warn("poll_failed error=\"{}\" (keeping the last view; logged once per outage)",
                   s.ToString());

@@ -42,6 +42,11 @@ class SlurmPoller {
   Status PollOnce();
   // Polls at once instead of at the end of the interval (after the bridge changed Slurm).
   void Kick();
+  // Told about every poll of the Start() loop: its result, whether anything changed, how
+  // long it took (metrics). Set before Start().
+  using PollObserver =
+      std::function<void(const Status& s, bool changed, std::chrono::microseconds took)>;
+  void SetObserver(PollObserver observer) { observer_ = std::move(observer); }
   // Completed polls and how long the last one took (metrics, readiness).
   uint64_t polls() const;
   std::chrono::microseconds last_poll_duration() const;
@@ -50,6 +55,7 @@ class SlurmPoller {
   SlurmClient* const client_;
   const std::chrono::milliseconds interval_;
   const OnChange on_change_;
+  PollObserver observer_;
   UnixTime nodes_time_ = 0, partitions_time_ = 0, jobs_time_ = 0;
   SlurmState state_;  // poller thread only
   bool failing_ = false;

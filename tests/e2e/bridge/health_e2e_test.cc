@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
 #include "tests/testbed/testbed_support.h"
@@ -280,6 +282,30 @@ TEST_F(HealthE2E, OddConditionMessagesAreSanitizedAndTheDaemonKeepsRunning) {
   EXPECT_TRUE(WaitFor([] { return !Drained(kNode); }, seconds(20))) << daemon_->LogTail();
   DeleteCondition(kNode, "SomeVendorCondition");
   EXPECT_TRUE(daemon_->running());
+}
+
+TEST_F(HealthE2E, MetricsAndProbesShowWhatTheBridgeDid) {
+  StartBridge(R"({"server": {"http_address": "127.0.0.1:0"},
+                  "health": {"maintenance": {"deadline": "4s"}}})");
+  std::smatch m;
+  std::string log = daemon_->Log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("http_listening .* port=([0-9]+)"))) << log;
+  const std::string base = StrCat("http://127.0.0.1:", m[1].str());
+  EXPECT_EQ(Trim(Shell(StrCat("curl -s -o /dev/null -w '%{http_code}' ", base, "/readyz")).out), "200");
+  EXPECT_EQ(Trim(Shell(StrCat("curl -s ", base, "/healthz")).out), "ok");
+  PatchCondition(kNode, "GPUHealthy", "False", "XidError", "XID 94");
+  ASSERT_TRUE(WaitFor([] { return Drained(kNode); }, seconds(20), milliseconds(50)));
+  std::string metrics;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        metrics = Shell(StrCat("curl -s ", base, "/metrics")).out;
+        return metrics.find("skb_slurm_node_drains_total{cause=\"health\"} 1") != std::string::npos;
+      },
+      seconds(10)))
+      << metrics;
+  EXPECT_THAT(metrics, HasSubstr("skb_actions_total{kind=\"DrainSlurmNode\",outcome=\"success\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("skb_nodes{owner=\"unhealthy\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("skb_leader 1"));
 }
 
 TEST_F(HealthE2E, ASlurmdThatStopsShowsAsAConditionOnTheKubernetesNode) {
