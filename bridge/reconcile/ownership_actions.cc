@@ -1,0 +1,419 @@
+// The ActionExecutor's node-ownership actions (reservation pods, job signals and
+// preemption, node taints and annotations): the contract of each is in
+// src/ownership/ownership.h. Every one re-checks at the source and is idempotent; an Event
+// is recorded only when something changed.
+#include <algorithm>
+
+#include "bridge/logging.h"
+#include "bridge/reconcile/action_executor.h"
+#include "k8s/api_error.h"
+#include "src/base/strings.h"
+#include "src/ownership/policy.h"
+
+namespace skb::bridge {
+
+using plan::Action;
+using slurm::WriteOutcome;
+
+namespace {
+
+k8s::EventType ToK8s(plan::EventType t) {
+  return t == plan::EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal;
+}
+
+bool HasRole(const nlohmann::json& pod) {
+  const auto* labels = pod.contains("metadata") ? &pod["metadata"] : nullptr;
+  if (labels == nullptr || !labels->contains("labels") || !(*labels)["labels"].is_object()) {
+    return false;
+  }
+  const auto& l = (*labels)["labels"];
+  auto it = l.find(ownership::kRoleLabel);
+  return it != l.end() && it->is_string() && it->get<std::string>() == ownership::kReservationRole;
+}
+
+std::string MetaString(const nlohmann::json& obj, const char* key) {
+  if (!obj.contains("metadata") || !obj["metadata"].is_object()) return "";
+  const auto& m = obj["metadata"];
+  auto it = m.find(key);
+  return it != m.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// JSON Pointer escaping of one path segment (RFC 6901): "~" -> "~0", "/" -> "~1".
+std::string PointerSegment(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+nlohmann::json PodObject(const plan::ReservationSpec& r) {
+  nlohmann::json tolerations = nlohmann::json::array();
+  for (const auto& t : r.tolerations) {
+    nlohmann::json j = {{"operator", t.op}};
+    if (!t.key.empty()) j["key"] = t.key;
+    if (!t.value.empty()) j["value"] = t.value;
+    if (!t.effect.empty()) j["effect"] = t.effect;
+    tolerations.push_back(std::move(j));
+  }
+  nlohmann::json resources = {{"requests", {{r.gpu_resource, std::to_string(r.gpus)},
+                                            {"cpu", "1m"},
+                                            {"memory", "8Mi"}}},
+                              {"limits", {{r.gpu_resource, std::to_string(r.gpus)},
+                                          {"cpu", "10m"},
+                                          {"memory", "16Mi"}}}};
+  nlohmann::json container = {
+      {"name", "reservation"},
+      {"image", r.image},
+      {"resources", std::move(resources)},
+      {"volumeMounts", {{{"name", "reservation"}, {"mountPath", ownership::kAnnotationsMountPath},
+                         {"readOnly", true}}}},
+      {"securityContext",
+       {{"runAsNonRoot", true},
+        {"runAsUser", 65534},
+        {"readOnlyRootFilesystem", true},
+        {"allowPrivilegeEscalation", false},
+        {"capabilities", {{"drop", {"ALL"}}}}}}};
+  if (!r.command.empty()) container["command"] = r.command;
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", r.name},
+        {"namespace", r.namespace_name},
+        {"labels", r.labels},
+        {"annotations", r.annotations},
+        {"finalizers", r.finalizers}}},
+      {"spec",
+       {{"nodeName", r.node},
+        {"priorityClassName", r.priority_class_name},
+        {"restartPolicy", "Always"},
+        {"terminationGracePeriodSeconds", r.termination_grace_seconds},
+        {"automountServiceAccountToken", false},
+        {"tolerations", std::move(tolerations)},
+        {"containers", {std::move(container)}},
+        {"volumes",
+         {{{"name", "reservation"},
+           {"downwardAPI",
+            {{"items", {{{"path", "annotations"},
+                         {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
+}
+
+}  // namespace
+
+void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std::string& name,
+                               const std::string& uid) {
+  events_->Record(k8s::PodRef(ns, name, uid), ToK8s(a.event_type), a.event_reason,
+                  a.event_message);
+}
+
+Status ActionExecutor::CreateReservation(const Action& a) {
+  const plan::ReservationSpec& r = a.reservation;
+  auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, PodObject(r));
+  if (created.ok()) {
+    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+    RecordPod(a, r.namespace_name, r.name, MetaString(*created, "uid"));
+    return OkStatus();
+  }
+  const Status& s = created.status();
+  if (s.code() == StatusCode::kAlreadyExists) {
+    auto existing = kube_->Get(k8s::Resource::Pods(), r.namespace_name, r.name);
+    if (!existing.ok()) {
+      // Gone between the create and the read: the old pod just left. Create again.
+      if (existing.status().code() == StatusCode::kNotFound) {
+        return AbortedError(StrCat("previous reservation ", r.name, " left meanwhile: retry"));
+      }
+      return existing.status();
+    }
+    if (HasRole(*existing)) {
+      // The previous reservation (a swap, a return after a lend) may still be on its way
+      // out: terminating, or terminal and not yet removed. Our live pod is what a retry
+      // after a crash finds; a departing one means "not yet": try again shortly (the pod
+      // cache no longer shows it, so no event would wake the planner).
+      std::string phase = existing->contains("status") ? (*existing)["status"].value("phase", "") : "";
+      if (!MetaString(*existing, "deletionTimestamp").empty() || phase == "Succeeded" ||
+          phase == "Failed") {
+        return AbortedError(StrCat("previous reservation ", r.namespace_name, "/", r.name,
+                                   " is still terminating"));
+      }
+      return OkStatus();
+    }
+    return FailedPreconditionError(StrCat("pod ", r.namespace_name, "/", r.name,
+                                          " exists and is not the bridge's (no ",
+                                          ownership::kRoleLabel, " label): left alone"));
+  }
+  if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kPermissionDenied) {
+    return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name, "/",
+                                          r.name, ": ", s.message()));
+  }
+  return s;
+}
+
+Status ActionExecutor::DeleteReservation(const Action& a) {
+  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
+  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
+    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
+  }
+  if (!HasRole(*pod)) {
+    return FailedPreconditionError(StrCat("pod ", a.pod.namespace_name, "/", a.pod.name,
+                                          " is not the bridge's: never deleted"));
+  }
+  if (!MetaString(*pod, "deletionTimestamp").empty()) return OkStatus();
+  k8s::DeleteOptions opts;
+  opts.precondition_uid = MetaString(*pod, "uid");
+  auto r = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
+  if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
+  return OkStatus();
+}
+
+Status ActionExecutor::PatchPodAnnotations(const Action& a) {
+  nlohmann::json ann = nlohmann::json::object();
+  for (const auto& [k, v] : a.annotations.set) ann[k] = v;
+  for (const auto& k : a.annotations.remove) ann[k] = nullptr;
+  nlohmann::json patch = {{"metadata", {{"annotations", ann}}}};
+  if (!a.pod.uid.empty()) patch["metadata"]["uid"] = a.pod.uid;
+  auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+                        k8s::PatchType::kJsonMerge, patch);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) {
+      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
+    }
+    // A uid in a merge patch that does not match is refused as a conflict or invalid.
+    if (r.status().code() == StatusCode::kInvalidArgument) {
+      return AbortedError(StrCat("pod ", a.pod.name, " was re-created: ", r.status().message()));
+    }
+    return r.status();
+  }
+  // Job-list refreshes are routine: an Event only when the planner asked for one.
+  if (!a.event_reason.empty()) Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  return OkStatus();
+}
+
+Status ActionExecutor::ReleaseReservation(const Action& a) {
+  // Verify at the source what makes the release safe.
+  if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
+    auto jobs = slurm_->LoadJobs(0);
+    if (!jobs.ok()) return jobs.status();
+    for (const auto& j : jobs->items) {
+      if (!ownership::HoldsNode(j)) continue;
+      if (std::find(j.nodes.begin(), j.nodes.end(), a.node) != j.nodes.end()) {
+        return AbortedError(StrCat("Slurm job ", j.job_id, " still holds node ", a.node,
+                                   ": reservation not released"));
+      }
+    }
+  } else {
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
+    if (!node.ok()) return node.status();
+    bool tainted = false;
+    if (node->contains("spec") && (*node)["spec"].contains("taints")) {
+      for (const auto& t : (*node)["spec"]["taints"]) {
+        if (t.value("key", "") == ownership::kSwapTaintKey && t.value("effect", "") == "NoSchedule") {
+          tainted = true;
+        }
+      }
+    }
+    if (!tainted) {
+      return AbortedError(StrCat("node ", a.node, " lacks the ", ownership::kSwapTaintKey,
+                                 " taint: reservation not released"));
+    }
+  }
+  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
+  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  const std::string uid = MetaString(*pod, "uid");
+  if (!a.pod.uid.empty() && uid != a.pod.uid) {
+    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
+  }
+  const nlohmann::json& meta = (*pod)["metadata"];
+  nlohmann::json ops = nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
+  bool changed = false;
+  const bool has_annotations = meta.contains("annotations") && meta["annotations"].is_object();
+  if (!has_annotations) {
+    ops.push_back({{"op", "add"},
+                   {"path", "/metadata/annotations"},
+                   {"value", {{ownership::kReleasedAnnotation, "true"}}}});
+    changed = true;
+  } else if (meta["annotations"].value(ownership::kReleasedAnnotation, "") != "true") {
+    ops.push_back({{"op", "add"},
+                   {"path", StrCat("/metadata/annotations/",
+                                   PointerSegment(ownership::kReleasedAnnotation))},
+                   {"value", "true"}});
+    changed = true;
+  }
+  if (meta.contains("finalizers") && meta["finalizers"].is_array()) {
+    const auto& f = meta["finalizers"];
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (f[i].is_string() && f[i].get<std::string>() == ownership::kFinalizer) {
+        std::string path = StrCat("/metadata/finalizers/", i);
+        ops.push_back({{"op", "test"}, {"path", path}, {"value", ownership::kFinalizer}});
+        ops.push_back({{"op", "remove"}, {"path", path}});
+        changed = true;
+        break;
+      }
+    }
+  }
+  if (changed) {
+    auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+                          k8s::PatchType::kJsonPatch, ops);
+    if (!r.ok()) {
+      if (r.status().code() == StatusCode::kNotFound) return OkStatus();
+      if (r.status().code() == StatusCode::kInvalidArgument) {  // a "test" failed
+        return AbortedError(StrCat("pod ", a.pod.name, " changed: ", r.status().message()));
+      }
+      return r.status();
+    }
+  }
+  // Shorten the pending deletion: the GPUs count in Kubernetes until the pod is gone.
+  k8s::DeleteOptions opts;
+  opts.precondition_uid = uid;
+  opts.grace_period_seconds = 1;
+  auto d = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
+  if (!d.ok() && d.status().code() != StatusCode::kNotFound) return d.status();
+  if (changed) {
+    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+    RecordPod(a, a.pod.namespace_name, a.pod.name, uid);
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::SignalJobs(const Action& a) {
+  slurm::SignalScope scope = slurm::SignalScope::kFullJob;
+  if (a.signal_scope == plan::SignalScope::kBatchOnly) scope = slurm::SignalScope::kBatchStep;
+  if (a.signal_scope == plan::SignalScope::kSteps) scope = slurm::SignalScope::kSteps;
+  std::string sent;
+  const auto now = clock_->Now();
+  for (uint32_t id : a.job_ids) {
+    {
+      // A signal is not idempotent, and the planner may ask again before the informer
+      // shows the signalled-at annotation it recorded: one signal per job per window.
+      std::lock_guard<std::mutex> lock(signalled_mu_);
+      auto it = signalled_.find({id, a.signal});
+      if (it != signalled_.end() && now - it->second < kSignalDedupWindow) continue;
+      std::erase_if(signalled_, [&](const auto& e) { return now - e.second >= kSignalDedupWindow; });
+    }
+    Status s = slurm_->SignalJob(id, a.signal, scope);
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(signalled_mu_);
+      signalled_[{id, a.signal}] = now;
+    }
+    if (s.ok()) {
+      StrAppend(&sent, sent.empty() ? "" : ",", id);
+      continue;
+    }
+    // No longer running (finished, requeued, gone): nothing to signal.
+    if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) continue;
+    return s;
+  }
+  if (!sent.empty()) {
+    Record(a, ToK8s(a.event_type), a.event_reason, StrCat(a.event_message, " (jobs ", sent, ")"));
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::PreemptJobs(const Action& a) {
+  std::string done;
+  Status first_error;
+  for (uint32_t id : a.job_ids) {
+    auto job = slurm_->LoadJob(id);
+    if (!job.ok()) {
+      if (job.status().code() == StatusCode::kNotFound) continue;
+      return job.status();
+    }
+    bool here = std::find(job->nodes.begin(), job->nodes.end(), a.node) != job->nodes.end();
+    bool active = job->state == skb::slurm::JobState::kRunning ||
+                  job->state == skb::slurm::JobState::kSuspended;
+    if (!here || !active || job->requeue_pending) continue;
+    std::string comment = ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor,
+                                                      lending_);
+    if (auto c = slurm_->SetAdminComment(id, comment); !c.ok()) {
+      if (first_error.ok()) first_error = c.status();
+      continue;
+    }
+    StatusOr<WriteOutcome> o = a.preempt_mode == plan::JobPreemptMode::kCancel
+                                   ? slurm_->CancelJob(id)
+                                   : slurm_->RequeueJob(
+                                         id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
+    if (!o.ok()) {
+      if (first_error.ok()) first_error = o.status();
+      continue;
+    }
+    if (a.preempt_mode == plan::JobPreemptMode::kRequeue) {
+      // Without this the requeued job waits ~2 min (Slurm's requeue begin time) even when
+      // other nodes are free. Best effort: the job is safe either way.
+      if (auto e = slurm_->MakeEligibleNow(id); !e.ok()) {
+        Logger("reconcile")->warn("make_eligible_failed job={} error=\"{}\"", id,
+                                  e.status().message());
+      }
+    }
+    StrAppend(&done, done.empty() ? "" : ",", id);
+  }
+  if (!done.empty()) {
+    Record(a, ToK8s(a.event_type), a.event_reason, StrCat(a.event_message, " (jobs ", done, ")"));
+  }
+  if (!first_error.ok()) {
+    // Slurm refused (e.g. a job that cannot be requeued): the planner asks again; the
+    // busy taint keeps Kubernetes off the node meanwhile.
+    if (first_error.code() == StatusCode::kUnavailable) return first_error;
+    return FailedPreconditionError(StrCat("preempting jobs on ", a.node, ": ",
+                                          first_error.message()));
+  }
+  return OkStatus();
+}
+
+Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
+  const std::string node_name = a.node;
+  ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));
+  nlohmann::json taints = nlohmann::json::array();
+  bool present = false;
+  if (node.contains("spec") && node["spec"].contains("taints") && node["spec"]["taints"].is_array()) {
+    for (const auto& t : node["spec"]["taints"]) {
+      bool same = t.value("key", "") == a.taint.key && t.value("effect", "") == a.taint.effect;
+      if (same) {
+        present = true;
+        if (!add) continue;  // removing it
+      }
+      taints.push_back(t);
+    }
+  }
+  if (add == present) return OkStatus();  // already so
+  if (add) {
+    nlohmann::json t = {{"key", a.taint.key}, {"effect", a.taint.effect}};
+    if (!a.taint.value.empty()) t["value"] = a.taint.value;
+    taints.push_back(std::move(t));
+  }
+  nlohmann::json ops = nlohmann::json::array(
+      {{{"op", "test"}, {"path", "/metadata/resourceVersion"},
+        {"value", MetaString(node, "resourceVersion")}},
+       {{"op", "add"}, {"path", "/spec/taints"}, {"value", std::move(taints)}}});
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonPatch, ops);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kInvalidArgument) {
+      return AbortedError(StrCat("node ", node_name, " changed meanwhile"));
+    }
+    return r.status();
+  }
+  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  return OkStatus();
+}
+
+Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
+  const std::string node_name = a.node;
+  nlohmann::json ann = nlohmann::json::object();
+  for (const auto& [k, v] : a.annotations.set) ann[k] = v;
+  for (const auto& k : a.annotations.remove) ann[k] = nullptr;
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonMerge,
+                        {{"metadata", {{"annotations", ann}}}});
+  if (!r.ok()) return r.status();
+  if (!a.event_reason.empty()) Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  return OkStatus();
+}
+
+}  // namespace skb::bridge
