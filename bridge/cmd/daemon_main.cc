@@ -141,6 +141,10 @@ int Run(int argc, char** argv) {
                                       .clock = &clock,
                                       .leader_election = flags->leader_election,
                                       .identity = identity,
+                                      .lease_name = cfg->leader_election.lease_name,
+                                      .lease_duration = cfg->leader_election.lease_duration,
+                                      .renew_deadline = cfg->leader_election.renew_deadline,
+                                      .retry_period = cfg->leader_election.retry_period,
                                       .metrics = &metrics,
                                       .on_lost_leadership = [&] {
                                         // Stop at once; the supervisor restarts us as a

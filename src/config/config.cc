@@ -50,6 +50,23 @@ Status ReadServer(JsonReader r, ServerConfig* out) {
   return r.Finish();
 }
 
+Status ReadLeaderElection(JsonReader r, LeaderElectionConfig* out) {
+  r.String("lease_name", &out->lease_name);
+  r.Duration("lease_duration", &out->lease_duration);
+  r.Duration("renew_deadline", &out->renew_deadline);
+  r.Duration("retry_period", &out->retry_period);
+  if (out->lease_name.empty()) r.Fail("lease_name", "must not be empty");
+  // client-go's rules: lease_duration > renew_deadline > retry_period * 1.2 > 0.
+  if (out->retry_period.count() <= 0) r.Fail("retry_period", "must be positive");
+  if (out->renew_deadline.count() * 10 <= out->retry_period.count() * 12) {
+    r.Fail("renew_deadline", "must be more than 1.2 x retry_period");
+  }
+  if (out->lease_duration <= out->renew_deadline) {
+    r.Fail("lease_duration", "must be longer than renew_deadline");
+  }
+  return r.Finish();
+}
+
 Status ReadAdmission(JsonReader r, AdmissionConfig* out) {
   r.StringList("preemptible_partitions", &out->preemptible_partitions);
   r.StringList("preemptible_qos", &out->preemptible_qos);
@@ -86,6 +103,7 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(ReadKubernetes(root.Object("kubernetes"), &cfg.kubernetes));
   root.Merge(ReadSlurm(root.Object("slurm"), &cfg.slurm));
   root.Merge(ReadServer(root.Object("server"), &cfg.server));
+  root.Merge(ReadLeaderElection(root.Object("leader_election"), &cfg.leader_election));
   root.Merge(ReadAdmission(root.Object("admission"), &cfg.admission));
   root.Merge(health::ReadHealthConfig(root.Object("health"), &cfg.health));
   root.Merge(plan::ReadFeaturesConfig(root.Object("features"), &cfg.features));

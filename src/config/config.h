@@ -57,6 +57,15 @@ struct ServerConfig {
   std::string client_user;
 };
 
+// Leader election among replicas (client-go semantics; STYLE.md). The Lease lives in
+// kubernetes.namespace. Shorter timings fail over faster at the cost of more Lease writes.
+struct LeaderElectionConfig {
+  std::string lease_name = "slurm-k8s-bridge";
+  std::chrono::milliseconds lease_duration{15000};
+  std::chrono::milliseconds renew_deadline{10000};
+  std::chrono::milliseconds retry_period{2000};
+};
+
 // Admission of Slurm jobs at submit time (the job_submit plugin asks the daemon).
 struct AdmissionConfig {
   // A job is annotated preemptible=true when its QOS is in preemptible_qos, or when every
@@ -72,6 +81,7 @@ struct Config {
   KubernetesConfig kubernetes;
   SlurmConfig slurm;
   ServerConfig server;
+  LeaderElectionConfig leader_election;
   AdmissionConfig admission;
   health::HealthConfig health;
   plan::FeaturesConfig features = plan::FeaturesConfig::Defaults();

@@ -115,6 +115,22 @@ TEST(ParseConfig, LendingSection) {
               HasSubstr("'lending.preemption.default'"));
 }
 
+TEST(ParseConfig, LeaderElectionTimingFollowsClientGoRules) {
+  auto def = ParseConfig("{}");
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->leader_election.lease_name, "slurm-k8s-bridge");
+  EXPECT_EQ(def->leader_election.lease_duration, std::chrono::seconds(15));
+  auto fast = ParseConfig(
+      R"({"leader_election": {"lease_duration": "4s", "renew_deadline": "3s", "retry_period": "500ms"}})");
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_EQ(fast->leader_election.retry_period, std::chrono::milliseconds(500));
+  auto bad = ParseConfig(R"({"leader_election": {"lease_duration": "5s", "renew_deadline": "5s"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("leader_election.lease_duration"));
+  auto typo = ParseConfig(R"({"leader_election": {"lease_durations": "5s"}})");
+  EXPECT_FALSE(typo.ok());
+}
+
 TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));

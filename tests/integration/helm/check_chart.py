@@ -364,6 +364,7 @@ def cmd_check_config():
         cases = (("defaults", [], [], True), ("all-on", [VALUES_ALL], [], True),
                  ("single", [], ["replicas=1", "leaderElection.enabled=false"], True),
                  ("misspelt key", [], ["config.slurm.pol_interval=1s"], False),
+                 ("lease timing", [], ["config.leader_election.lease_duration=1s"], False),
                  ("bad value", [], ["config.logging.level=loud"], False))
         for label, values, sets, want_ok in cases:
             objs = docs(template(values=values, sets=sets))
