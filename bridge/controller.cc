@@ -6,6 +6,7 @@
 
 #include "bridge/logging.h"
 #include "bridge/reconcile/k8s_convert.h"
+#include "bridge/reconcile/priority_classes.h"
 #include "k8s/field_selection.h"
 #include "k8s/json_selection.h"
 #include "k8s/node_info.h"
@@ -211,6 +212,13 @@ void Controller::WorkerLoop(int index) {
     }
   }
   if (stop_worker_) return;
+  if (index == 0 && cfg_.lending.enabled) {
+    if (Status s = EnsurePriorityClasses(opts_.kube, cfg_.lending); !s.ok()) {
+      log->error("priority_classes error=\"{}\" (reservation pods will be refused until this "
+                 "is fixed)",
+                 s.message());
+    }
+  }
   if (index == 0) {
     // A new leader plans every node once: whatever happened while nobody acted is handled.
     const inventory::Inventory snapshot = reconciler_->Snapshot();
