@@ -136,16 +136,33 @@ class LendingE2E : public ::testing::Test {
     ASSERT_TRUE(kube.ok()) << kube.status();
     kube_ = std::move(*kube);
     slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
-    daemon_ = std::make_unique<BridgeDaemon>(
-        SKB_DAEMON_BINARY,
+    const std::string overlay =
         StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
                    "features": {"labels": []},
+                   "leader_election": {"lease_name": ")", kLease, R"(",
+                     "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"},
                    "lending": {"enabled": true, "default_grace": ")", kGraceSeconds,
                R"(s", "cooldown": ")", kCooldownSeconds,
                R"(s", "min_lend_time": "5s", "class_upgrade_delay": "1s",
-                   "class_downgrade_delay": "5s", "reservation_update_interval": "5s"}})"));
+                   "class_downgrade_delay": "5s", "reservation_update_interval": "5s"}})");
+    if (replicas_ == 1) {
+      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay);
+    } else {
+      // Two candidates for a Lease of their own (a fresh one: delete what a crashed run
+      // may have left). The first leads; the second follows with warm caches.
+      Shell(StrCat("kubectl delete lease -n slurm-bridge ", kLease, " --ignore-not-found"));
+      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+                                               std::vector<std::string>{"--identity", "bridge-a"});
+      standby_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+                                                std::vector<std::string>{"--identity", "bridge-b"});
+    }
     Status s = daemon_->Start();
     ASSERT_TRUE(s.ok()) << s;
+    if (standby_) {
+      Status f = standby_->Start("snapshot_published");
+      ASSERT_TRUE(f.ok()) << f;
+      ASSERT_EQ(LeaseHolder(), "bridge-a");
+    }
     ASSERT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
                         seconds(60)))
         << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
@@ -165,10 +182,21 @@ class LendingE2E : public ::testing::Test {
     if (::testing::Test::HasFailure() && daemon_) {
       std::printf("bridge log tail:\n%s\n", daemon_->LogTail(6000).c_str());
     }
+    if (::testing::Test::HasFailure() && standby_) {
+      std::printf("standby log tail:\n%s\n", standby_->LogTail(6000).c_str());
+    }
     if (daemon_) daemon_->Stop();
+    if (standby_) standby_->Stop();
     for (const auto& id : jobs_) Shell(StrCat("scancel ", id));
     Reset();
     if (!dir_.empty()) Shell(StrCat("rm -rf ", dir_));
+  }
+
+  static std::string LeaseHolder() {
+    return Trim(RunCommand({"kubectl", "get", "lease", "-n", "slurm-bridge", kLease, "-o",
+                            "jsonpath={.spec.holderIdentity}"},
+                           seconds(30))
+                    .out);
   }
 
   static void Reset() {
@@ -260,8 +288,16 @@ class LendingE2E : public ::testing::Test {
   std::vector<std::string> jobs_;
   std::unique_ptr<k8s::KubeClient> kube_;
   std::unique_ptr<bridge::slurm::LibSlurmClient> slurm_;
+  static constexpr char kLease[] = "skb-e2e-lending";
+  int replicas_ = 1;
   std::unique_ptr<BridgeDaemon> daemon_;
+  std::unique_ptr<BridgeDaemon> standby_;  // the second replica (failover tests)
   std::unique_ptr<InvariantSampler> sampler_;
+};
+
+class FailoverE2E : public LendingE2E {
+ protected:
+  FailoverE2E() { replicas_ = 2; }
 };
 
 TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm) {
@@ -368,6 +404,43 @@ TEST_F(LendingE2E, ABridgeKilledMidLendFinishesTheFlowAfterRestart) {
                       seconds(30)));
   EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0")
       << Shell("sinfo -N -o '%N %T %E'").out;
+}
+
+TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
+  // The follower answers bridgectl from its own caches and names the leader.
+  auto table = RunCommand({SKB_BRIDGECTL_BINARY, "--socket", standby_->socket(), "get", "nodes",
+                           "-o", "json"},
+                          seconds(30));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(nlohmann::json::parse(table.out)["leader"], "bridge-a");
+
+  CreateInferencePod("infer-d");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Shell("sinfo -h -N -o '%E' | grep -c 'lent to'").out.find_first_not_of("0\n") !=
+               std::string::npos;
+      },
+      seconds(30), milliseconds(50)));
+  const auto t0 = Steady::now();
+  daemon_->Kill();  // the leader dies mid-lend, holding the Lease
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(30),
+                      milliseconds(50)))
+      << LeaseHolder();
+  const double failover = std::chrono::duration<double>(Steady::now() - t0).count();
+  std::printf("failover: the standby holds the Lease %.2f s after the leader was killed "
+              "(lease 3 s, renew 2 s, retry 0.5 s)\n",
+              failover);
+  EXPECT_LT(failover, 10.0);
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-d", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide; squeue").out;
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-d --wait=false").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out;
+  EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0");
 }
 
 }  // namespace
