@@ -194,6 +194,7 @@ void Print(const char* what, const Stats& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up as they happen
   int flips = 100;
   std::string out_dir = "bench/results";
   std::string daemon = SKB_DAEMON_BINARY;
