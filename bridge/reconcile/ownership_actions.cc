@@ -115,7 +115,25 @@ void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std
 
 Status ActionExecutor::CreateReservation(const Action& a) {
   const plan::ReservationSpec& r = a.reservation;
-  auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, PodObject(r));
+  // The node is the reservation's controller (owner reference): `kubectl drain` evicts a
+  // pod with a controller without --force, and the garbage collector removes the pod
+  // with its node.
+  auto node = kube_->Get(k8s::Resource::Nodes(), "", r.node);
+  if (!node.ok()) {
+    if (node.status().code() == StatusCode::kNotFound) {
+      return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name, "/",
+                                            r.name, ": node ", r.node, " is gone"));
+    }
+    return node.status();
+  }
+  nlohmann::json pod = PodObject(r);
+  pod["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
+                                         {"kind", "Node"},
+                                         {"name", r.node},
+                                         {"uid", MetaString(*node, "uid")},
+                                         {"controller", true},
+                                         {"blockOwnerDeletion", false}}};
+  auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, pod);
   if (created.ok()) {
     Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
     RecordPod(a, r.namespace_name, r.name, MetaString(*created, "uid"));
@@ -330,20 +348,46 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
     bool here = std::find(job->nodes.begin(), job->nodes.end(), a.node) != job->nodes.end();
     bool active = job->state == skb::slurm::JobState::kRunning ||
                   job->state == skb::slurm::JobState::kSuspended;
-    if (!here || !active || job->requeue_pending) continue;
-    std::string comment = ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor,
-                                                      lending_);
-    if (auto c = slurm_->SetAdminComment(id, comment); !c.ok()) {
-      if (first_error.ok()) first_error = c.status();
-      continue;
-    }
-    StatusOr<WriteOutcome> o = a.preempt_mode == plan::JobPreemptMode::kCancel
-                                   ? slurm_->CancelJob(id)
-                                   : slurm_->RequeueJob(
-                                         id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
-    if (!o.ok()) {
-      if (first_error.ok()) first_error = o.status();
-      continue;
+    if (a.ended_after_signal) {
+      // Only the run that ended after our signal: not one requeued meanwhile (pending, or
+      // started again), not one its user cancelled. Requeue first (a finished job's
+      // record is what Slurm may refuse to update), then say why in its comment.
+      bool finished = !active && job->state != skb::slurm::JobState::kPending &&
+                      job->state != skb::slurm::JobState::kCancelled && !job->completing;
+      if (!here || !finished || job->requeue_pending || job->start_time > a.at_unix) continue;
+      auto o = slurm_->RequeueJob(id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
+      if (!o.ok() && o.status().code() == StatusCode::kUnavailable) return o.status();
+      if (!o.ok()) {
+        // Best effort: the job has left the node already; nothing waits for this.
+        Record(a, k8s::EventType::kWarning, "EndedJobRequeueFailed",
+               StrCat("Slurm job ", id, " ended ", skb::slurm::JobStateName(job->state),
+                      " after the checkpoint signal and Slurm refused to requeue it: ",
+                      o.status().message()));
+        continue;
+      }
+      if (auto c = slurm_->SetAdminComment(id, ownership::RecordPreemption(
+                                                   job->admin_comment, a.at_unix, a.preemptor,
+                                                   lending_));
+          !c.ok()) {
+        Logger("reconcile")->warn("admin_comment_failed job={} error=\"{}\"", id,
+                                  c.status().message());
+      }
+    } else {
+      if (!here || !active || job->requeue_pending) continue;
+      std::string comment = ownership::RecordPreemption(job->admin_comment, a.at_unix,
+                                                        a.preemptor, lending_);
+      if (auto c = slurm_->SetAdminComment(id, comment); !c.ok()) {
+        if (first_error.ok()) first_error = c.status();
+        continue;
+      }
+      StatusOr<WriteOutcome> o =
+          a.preempt_mode == plan::JobPreemptMode::kCancel
+              ? slurm_->CancelJob(id)
+              : slurm_->RequeueJob(id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
+      if (!o.ok()) {
+        if (first_error.ok()) first_error = o.status();
+        continue;
+      }
     }
     if (a.preempt_mode == plan::JobPreemptMode::kRequeue) {
       // Without this the requeued job waits ~2 min (Slurm's requeue begin time) even when

@@ -115,8 +115,16 @@ void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::map<uint32_t, slurm::JobView> next;
+    std::map<uint32_t, slurm::JobView> ended;
     for (auto& j : jobs) {
-      if (!HoldsNode(j)) continue;
+      if (!HoldsNode(j)) {
+        if (EndedOnLentNodeLocked(j)) {
+          if (!ended_jobs_.count(j.job_id)) dirty.insert(j.nodes.begin(), j.nodes.end());
+          uint32_t id = j.job_id;
+          ended.emplace(id, std::move(j));
+        }
+        continue;
+      }
       auto it = jobs_.find(j.job_id);
       if (it == jobs_.end() || JobFingerprint(it->second) != JobFingerprint(j)) {
         dirty.insert(j.nodes.begin(), j.nodes.end());
@@ -129,8 +137,20 @@ void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
       if (!next.count(id)) dirty.insert(j.nodes.begin(), j.nodes.end());
     }
     jobs_ = std::move(next);
+    ended_jobs_ = std::move(ended);
   }
   for (const auto& n : dirty) queue_->Add(n);
+}
+
+bool Reconciler::EndedOnLentNodeLocked(const slurm::JobView& j) const {
+  if (j.state == skb::slurm::JobState::kPending || j.requeue_pending) return false;
+  for (const std::string& n : j.nodes) {
+    auto it = k8s_nodes_.find(n);
+    if (it != k8s_nodes_.end() && it->second.annotations.count(ownership::kLentAtAnnotation)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
@@ -140,6 +160,11 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   if (auto it = slurm_nodes_.find(name); it != slurm_nodes_.end()) m.slurm = it->second;
   for (const auto& [id, j] : jobs_) {
     if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) m.jobs.push_back(j);
+  }
+  for (const auto& [id, j] : ended_jobs_) {
+    if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) {
+      m.ended_jobs.push_back(j);
+    }
   }
   for (const auto& [key, p] : pods_) {
     if (!p.node_name.empty()) {
@@ -165,6 +190,7 @@ inventory::Inventory Reconciler::Snapshot() const {
   for (const auto& [n, v] : k8s_nodes_) k.push_back(v);
   for (const auto& [n, v] : slurm_nodes_) s.push_back(v);
   for (const auto& [n, v] : jobs_) j.push_back(v);
+  for (const auto& [n, v] : ended_jobs_) j.push_back(v);
   for (const auto& [n, v] : pods_) p.push_back(v);
   return inventory::Inventory::Build(std::move(k), std::move(s), j, std::move(p), names_);
 }

@@ -68,6 +68,7 @@ class Reconciler {
 
  private:
   inventory::ManagedNode NodeLocked(const std::string& name) const;
+  bool EndedOnLentNodeLocked(const slurm::JobView& j) const;
   std::string PodNode(const inventory::GpuPod& p) const;
 
   const config::Config cfg_;
@@ -82,6 +83,9 @@ class Reconciler {
   std::map<std::string, inventory::GpuPod> pods_;                  // "ns/name"
   std::map<std::string, slurm::NodeView> slurm_nodes_;             // by name
   std::map<uint32_t, slurm::JobView> jobs_;                        // holding a node
+  // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
+  // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
+  std::map<uint32_t, slurm::JobView> ended_jobs_;
 };
 
 }  // namespace skb::bridge

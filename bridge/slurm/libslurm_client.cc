@@ -1,5 +1,6 @@
 #include "bridge/slurm/libslurm_client.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,6 +119,10 @@ JobView ToJobView(const slurm_job_info_t& j) {
     v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
   }
   v.start_time = j.start_time;
+  v.end_time = j.end_time;
+  if (j.exit_code != NO_VAL && WIFSIGNALED(static_cast<int>(j.exit_code))) {
+    v.exit_signal = WTERMSIG(static_cast<int>(j.exit_code));
+  }
   v.requeue = j.requeue != 0;
   v.restart_count = j.restart_cnt;
   v.admin_comment = Str(j.admin_comment);

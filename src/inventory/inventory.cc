@@ -48,9 +48,13 @@ Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes,
   for (const slurm::JobView& j : jobs) {
     bool holds = j.state == slurm::JobState::kRunning ||
                  j.state == slurm::JobState::kSuspended || j.completing;
-    if (!holds) continue;
+    bool ended = !holds && j.state != slurm::JobState::kPending && !j.requeue_pending;
+    if (!holds && !ended) continue;
     for (const std::string& n : j.nodes) {
-      if (auto it = index.find(n); it != index.end()) inv.nodes_[it->second].jobs.push_back(j);
+      auto it = index.find(n);
+      if (it == index.end()) continue;
+      ManagedNode& m = inv.nodes_[it->second];
+      (holds ? m.jobs : m.ended_jobs).push_back(j);
     }
   }
   for (GpuPod& p : pods) {

@@ -33,7 +33,8 @@ class Inventory {
   Inventory() = default;
 
   // Merges the two sides by name. Jobs are attached to every node in their node list that
-  // they hold resources on (running, suspended, completing); pods with GPUs to their
+  // they hold resources on (running, suspended, completing), and ended jobs still in
+  // Slurm's memory to `ended_jobs` of the nodes they ran on; pods with GPUs to their
   // spec.nodeName. Nodes known to one side only are kept, with the other side empty.
   static Inventory Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::NodeView> slurm_nodes,
                          const std::vector<slurm::JobView>& jobs, std::vector<GpuPod> pods,

@@ -74,6 +74,22 @@ TEST(Inventory, CompletingJobsStillHoldTheNode) {
   j.completing = true;
   Inventory inv = Inventory::Build({K("node1")}, {S("node1")}, {j}, {}, {});
   EXPECT_EQ(inv.Find("node1")->jobs.size(), 1u);
+  EXPECT_TRUE(inv.Find("node1")->ended_jobs.empty());
+}
+
+TEST(Inventory, EndedJobsAreKeptApartFromTheOnesHoldingTheNode) {
+  slurm::JobView requeuing = J(9, {"node1"}, slurm::JobState::kFailed);
+  requeuing.requeue_pending = true;
+  Inventory inv = Inventory::Build(
+      {K("node1")}, {S("node1")},
+      {J(7, {"node1"}, slurm::JobState::kFailed), J(8, {"node1"}, slurm::JobState::kCancelled),
+       requeuing, J(10, {"node1"}, slurm::JobState::kPending), J(11, {"node1"})},
+      {}, {});
+  std::vector<uint32_t> ended;
+  for (const auto& j : inv.Find("node1")->ended_jobs) ended.push_back(j.job_id);
+  EXPECT_THAT(ended, ElementsAre(7u, 8u));
+  ASSERT_EQ(inv.Find("node1")->jobs.size(), 1u);
+  EXPECT_EQ(inv.Find("node1")->jobs[0].job_id, 11u);
 }
 
 TEST(Inventory, AttachesPodsByKubernetesNameThroughTheNameMap) {

@@ -46,6 +46,9 @@ struct ManagedNode {
   std::optional<slurm::NodeView> slurm;
   // Slurm jobs holding resources on this node (running, suspended or completing).
   std::vector<slurm::JobView> jobs;
+  // Jobs that ran here and have ended, while Slurm still remembers them (MinJobAge): a
+  // lend requeues the ones that ended after its checkpoint signal.
+  std::vector<slurm::JobView> ended_jobs;
   std::vector<GpuPod> pods;
   // Pending GPU pods whose status.nominatedNodeName is this node: kube-scheduler preempted
   // (or is preempting) for them here. Not bound, so not in `pods`. The ownership planner

@@ -252,6 +252,8 @@ class Planner {
   void Lend(std::string start_reason, std::string start_message, EventType start_type);
   void LendDefault(std::string_view cause);
   void Cleanup();
+  void RequeueJobsEndedBySignal(const std::string& who,
+                                std::map<uint32_t, slurm::UnixTime>* signalled);
   void KubernetesOwned();
   void Returning();
   void SlurmOwned();
@@ -510,6 +512,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
           StrCat("job ", j->job_id, ": signalled, grace ends in ", FormatSeconds(deadline - now)));
     }
   }
+  RequeueJobsEndedBySignal(who, &signalled);
   for (const auto& [key, ids] : to_signal) {
     Action& a =
         Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
@@ -553,6 +556,58 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     Explain(StrCat("reservation ", PodName(*r), " released: waiting for it to go"));
   }
   Cleanup();
+}
+
+// A signalled job that ended before its grace was over -- it died of the signal (a batch
+// script that does not trap it ends FAILED) or checkpointed and exited -- was preempted all
+// the same: it is requeued like the others (Slurm's own PreemptMode=REQUEUE treats a job
+// that exits during its GraceTime the same way). Only the run we signalled (started before
+// the signal, ended after it); a job its user cancelled stays cancelled. A job killed by
+// the checkpoint signal during the lend but missing from the signalled-at annotation (the
+// daemon died between sending and recording) is requeued too. Kept in `signalled` until
+// requeued so the annotation keeps naming it.
+void Planner::RequeueJobsEndedBySignal(const std::string& who,
+                                       std::map<uint32_t, slurm::UnixTime>* signalled) {
+  for (const slurm::JobView& e : f_.node->ended_jobs) {
+    if (signalled->count(e.job_id)) continue;  // a run of it is on the node again
+    JobPolicy p = PolicyFor(e, *f_.cfg, f_.now);
+    slurm::UnixTime at = 0;
+    if (auto it = f_.signalled.find(e.job_id); it != f_.signalled.end()) {
+      at = it->second;
+    } else if (f_.lent_at && e.exit_signal != 0 && e.exit_signal == p.signal &&
+               e.end_time >= ToUnix(*f_.lent_at)) {
+      at = ToUnix(*f_.lent_at);
+    } else {
+      continue;
+    }
+    if (e.start_time > at || (e.end_time != 0 && e.end_time < at)) continue;  // another run
+    const std::string ended = StrCat("job ", e.job_id, " ended ", slurm::JobStateName(e.state),
+                                     " after the checkpoint signal");
+    if (e.state == slurm::JobState::kCancelled) {
+      Explain(StrCat(ended, ": cancelled by its user, left so"));
+      continue;
+    }
+    if (p.mode == plan::JobPreemptMode::kCancel || !e.requeue) {
+      Explain(StrCat(ended, ": its preemption ", e.requeue ? "cancels" : "cannot requeue",
+                     ", nothing more to do"));
+      continue;
+    }
+    (*signalled)[e.job_id] = at;
+    Explain(StrCat(ended, ": requeued as a preempted job"));
+    Action& a =
+        Add(ActionKind::kPreemptSlurmJobs, "EndedJobRequeued",
+            StrCat("Requeued Slurm job ", PreemptId(e), ": it ended ", slurm::JobStateName(e.state),
+                   " after the checkpoint signal (", SignalName(p.signal),
+                   ") instead of waiting for the grace period; node ", f_.node->name,
+                   " is lent to Kubernetes (", who, ")"),
+            EventType::kWarning);
+    a.job_ids = {PreemptId(e)};
+    a.preempt_mode = p.mode;
+    a.ended_after_signal = true;
+    a.job_comment = StrCat("preempted by k8s-bridge for ", who);
+    a.preemptor = who;
+    a.at_unix = at;
+  }
 }
 
 // Bookkeeping of a finished lend step: the busy taint and per-job annotations.

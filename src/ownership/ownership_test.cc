@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 
 #include "src/base/strings.h"
 
@@ -147,6 +148,9 @@ struct Log {
   std::map<uint32_t, int> preemptions;  // job -> times preempted
   std::vector<std::string> comments;
   std::vector<slurm::JobView> requeued;
+  // Jobs whose batch script does not trap the checkpoint signal: they die of it (FAILED,
+  // exit signal) and end up in the node's ended_jobs.
+  std::set<uint32_t> untrapped;
 };
 
 // The executor, applied to the model. Checks each action's source-side precondition
@@ -223,10 +227,35 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
       break;
     }
     case ActionKind::kSignalSlurmJobs:
-      for (uint32_t id : a.job_ids) ++log->signals[id];
+      for (uint32_t id : a.job_ids) {
+        ++log->signals[id];
+        if (!log->untrapped.count(id)) continue;
+        for (auto& j : n->jobs) {
+          if (j.job_id != id) continue;
+          j.state = slurm::JobState::kFailed;
+          j.exit_signal = a.signal;
+          j.end_time = ToUnix(now);
+          n->ended_jobs.push_back(j);
+        }
+        std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
+      }
       break;
     case ActionKind::kPreemptSlurmJobs:
       log->comments.push_back(a.job_comment);
+      if (a.ended_after_signal) {
+        for (uint32_t id : a.job_ids) {
+          for (auto& j : n->ended_jobs) {
+            if (j.job_id != id) continue;
+            ASSERT_LE(j.start_time, a.at_unix) << "requeued another run of job " << id;
+            ASSERT_NE(j.state, slurm::JobState::kCancelled) << "requeued a cancelled job " << id;
+            ++log->preemptions[id];
+            j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
+            log->requeued.push_back(j);
+          }
+          std::erase_if(n->ended_jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
+        }
+        break;
+      }
       for (uint32_t id : a.job_ids) {
         ++log->preemptions[id];
         for (auto& j : n->jobs) {
@@ -1121,6 +1150,111 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
   EXPECT_GT(attempts, 100);
   EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
   EXPECT_FALSE(s.PodRunning("infer-0"));
+}
+
+// A batch script that does not trap the checkpoint signal dies of it (FAILED): the job
+// was preempted all the same and is requeued, never lost (invariant 2). The one that
+// traps it is requeued after its grace as usual. A crash after any action changes nothing.
+TEST(Story, AJobKilledByTheCheckpointSignalIsRequeuedNotLost) {
+  for (int crash = -1; crash < 12; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s;
+    s.crash_after = crash;
+    s.log.untrapped = {1};
+    s.n = SlurmNode({Job(1), Job(2)});
+    s.RunFor(seconds(10));
+    Preempted(&s.n, s.now, s.cfg);
+    s.RunFor(seconds(90));
+    EXPECT_TRUE(s.PodRunning("infer-0"));
+    EXPECT_EQ(s.log.preemptions[1], 1) << "the job that died of the signal is requeued once";
+    EXPECT_EQ(s.log.preemptions[2], 1);
+    ASSERT_EQ(s.log.requeued.size(), 2u);
+    EXPECT_THAT(s.log.requeued[0].admin_comment + s.log.requeued[1].admin_comment,
+                HasSubstr("@ml/infer-0"));
+    EXPECT_TRUE(s.n.ended_jobs.empty());
+    EXPECT_EQ(s.n.k8s->annotations.count(kSignalledAtAnnotation), 0u);
+  }
+}
+
+TEST(PlanOwnership, EndedJobsAreRequeuedOnlyForTheRunWeSignalled) {
+  const config::Config cfg = Cfg();
+  ManagedNode base = SlurmNode({}, cfg);
+  Preempted(&base, kNow - seconds(20), cfg);
+  Drained(&base, "k8s-bridge: lent to ml/infer-0", kNow - seconds(20));
+  base.k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(20)));
+  base.k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+  base.k8s->annotations[kSignalledAtAnnotation] = StrCat("7:", ToUnix(kNow - seconds(15)));
+  auto ended = [&](slurm::JobState state, int64_t start_ago, int64_t end_ago, int sig = 0) {
+    slurm::JobView j = Job(7);
+    j.state = state;
+    j.start_time = ToUnix(kNow - seconds(start_ago));
+    j.end_time = ToUnix(kNow - seconds(end_ago));
+    j.exit_signal = sig;
+    return j;
+  };
+  auto requeues = [&](const ManagedNode& n) {
+    OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+    for (const Action& a : p.actions) {
+      if (a.kind == ActionKind::kPreemptSlurmJobs && a.ended_after_signal) return true;
+    }
+    return false;
+  };
+  {  // died of the signal: requeued, with a Warning naming why, before the release
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 10, 10)};
+    OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+    ASSERT_TRUE(requeues(n)) << Dump(p);
+    const Action* a = FindAction(p, ActionKind::kPreemptSlurmJobs);
+    EXPECT_EQ(a->event_reason, "EndedJobRequeued");
+    EXPECT_EQ(a->event_type, plan::EventType::kWarning);
+    EXPECT_THAT(a->event_message, HasSubstr("ended FAILED after the checkpoint signal"));
+    EXPECT_EQ(a->at_unix, ToUnix(kNow - seconds(15)));
+    const Action* release = FindAction(p, ActionKind::kReleaseReservationPod);
+    ASSERT_NE(release, nullptr) << Dump(p);
+    EXPECT_LT(a, release) << "requeue before the release";
+  }
+  {  // checkpointed and exited 0 during the grace: requeued too (as Slurm's own preemption)
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kComplete, 600, 5)};
+    EXPECT_TRUE(requeues(n));
+  }
+  {  // its user cancelled it: left cancelled
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kCancelled, 600, 5)};
+    OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+    EXPECT_FALSE(requeues(n));
+    EXPECT_THAT(Dump(p), HasSubstr("cancelled by its user"));
+  }
+  {  // a later run (requeued meanwhile, started again, ended): not ours to requeue
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 10, 5, 10)};
+    EXPECT_FALSE(requeues(n));
+  }
+  {  // ended before the signal: not ours
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 100)};
+    EXPECT_FALSE(requeues(n));
+  }
+  {  // --no-requeue: nothing to do, said so
+    ManagedNode n = base;
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 10, 10)};
+    n.ended_jobs[0].requeue = false;
+    EXPECT_FALSE(requeues(n));
+  }
+  {  // not in the annotation (the daemon died between signal and record), but killed by
+     // the checkpoint signal during the lend: requeued
+    ManagedNode n = base;
+    n.k8s->annotations.erase(kSignalledAtAnnotation);
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 10, 10)};
+    EXPECT_TRUE(requeues(n));
+    n.ended_jobs[0].exit_signal = 9;  // killed by something else
+    EXPECT_FALSE(requeues(n));
+  }
+  {  // an ended job on a node that is not being lent: nothing
+    ManagedNode n = SlurmNode({}, cfg);
+    n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 10, 10)};
+    EXPECT_FALSE(requeues(n));
+  }
 }
 
 // Anti-thrash: a job preempted more than max_preemptions times in the window makes its

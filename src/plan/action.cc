@@ -105,7 +105,8 @@ std::string ToString(const Action& a) {
       break;
     case ActionKind::kPreemptSlurmJobs:
       StrAppend(&s, " jobs=", Jobs(a.job_ids), " mode=", JobPreemptModeName(a.preempt_mode),
-                " comment='", a.job_comment, "'");
+                a.ended_after_signal ? " ended-after-signal" : "", " comment='", a.job_comment,
+                "'");
       break;
     case ActionKind::kSetNodeTaint:
     case ActionKind::kRemoveNodeTaint:

@@ -143,6 +143,10 @@ struct Action {
   std::string job_comment;
   std::string preemptor;
   int64_t at_unix = 0;
+  // kPreemptSlurmJobs: the jobs already ended after the checkpoint signal sent at `at_unix`
+  // (died of it, or checkpointed and exited): requeue the finished run that started before
+  // `at_unix`, best effort -- Slurm refusing is a Warning Event, not an error.
+  bool ended_after_signal = false;
   TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
   EventType event_type = EventType::kNormal;
   std::string event_reason;       // CamelCase reason of the Event recording this action

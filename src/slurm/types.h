@@ -99,6 +99,8 @@ struct JobView {
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
   int64_t gpus_per_node = 0;   // allocated (running) or requested (pending) GPUs per node
   UnixTime start_time = 0;
+  UnixTime end_time = 0;       // finished jobs: when; running: the time limit's end
+  int exit_signal = 0;         // finished jobs: the signal that ended the batch script, or 0
   bool requeue = false;        // may be requeued (--requeue / JobRequeue=1)
   uint32_t restart_count = 0;
   std::string admin_comment;
