@@ -8,7 +8,11 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
+
+#include "src/base/strings.h"
 
 namespace skb::testbed {
 namespace {
@@ -125,6 +129,36 @@ skb::StatusOr<std::string> TestbedDir() {
         "`eval \"$(scripts/testbed env)\"` first (scripts/test does both)");
   }
   return std::string(dir);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+PluginPointer::PluginPointer(const std::string& socket, const std::string& failure_policy) {
+  auto dir = TestbedDir();
+  if (!dir.ok()) return;
+  conf_ = *dir + "/slurm/k8s_bridge.conf";
+  log_ = *dir + "/logs/slurmctld.log";
+  original_ = ReadAll(conf_);
+  ok_ = Repoint(socket, failure_policy);
+}
+
+PluginPointer::~PluginPointer() {
+  if (!conf_.empty()) std::ofstream(conf_) << original_;
+}
+
+bool PluginPointer::Repoint(const std::string& socket, const std::string& failure_policy) {
+  const size_t log_size = ReadAll(log_).size();
+  std::ofstream(conf_) << "# written by a test (tests/testbed/testbed_support.cc)\nSocketPath="
+                       << socket << "\nTimeoutMs=100\nFailurePolicy=" << failure_policy << "\n";
+  const std::string want =
+      skb::StrCat("socket=", socket, " timeout_ms=100 policy=", failure_policy);
+  return WaitFor([&] { return ReadAll(log_).find(want, log_size) != std::string::npos; },
+                 std::chrono::seconds(20));
 }
 
 int TestbedNodeCount() {

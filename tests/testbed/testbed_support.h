@@ -40,4 +40,27 @@ skb::StatusOr<std::string> TestbedDir();
 // Number of nodes the testbed runs (SKB_TESTBED_NODES, default 4).
 int TestbedNodeCount();
 
+// The whole file, "" when it cannot be read.
+std::string ReadAll(const std::string& path);
+
+// Points the testbed slurmctld's job_submit plugin at the daemon socket `socket` by
+// rewriting its config file (k8s_bridge.conf next to slurm.conf; the plugin re-reads it)
+// and waits until slurmctld's log shows the plugin loaded it. Restores the original file
+// when destroyed. Check ok() before relying on it.
+class PluginPointer {
+ public:
+  PluginPointer(const std::string& socket, const std::string& failure_policy);
+  ~PluginPointer();
+  PluginPointer(const PluginPointer&) = delete;
+  PluginPointer& operator=(const PluginPointer&) = delete;
+
+  bool ok() const { return ok_; }
+  // Points it elsewhere (another policy, another socket), waiting the same way.
+  bool Repoint(const std::string& socket, const std::string& failure_policy);
+
+ private:
+  std::string conf_, log_, original_;
+  bool ok_ = false;
+};
+
 }  // namespace skb::testbed

@@ -212,25 +212,59 @@ class LendingE2E : public ::testing::Test {
     return std::atoi(Trim(r.out).c_str());
   }
 
-  // A job taking a whole node that writes the time of each SIGUSR1 to DIR/signal-ID.
-  std::string Submit(const std::string& partition) {
-    auto r = RunCommand(
-        {"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p", partition, "-o", "/dev/null",
-         "--wrap",
-         StrCat("trap 'date +%s.%N >> ", dir_, "/signal-$SLURM_JOB_ID' USR1; ",
-                "for i in $(seq 3000); do sleep 0.2; done")},
-        seconds(30));
+  // A job taking a whole node that writes the name and time of each signal in `traps`
+  // (e.g. "USR1") it gets to DIR/signal-ID; no traps: the signal kills it.
+  std::string Submit(const std::string& partition, const std::vector<std::string>& traps = {"USR1"},
+                     const std::vector<std::string>& sbatch_args = {}) {
+    std::string script;
+    for (const auto& sig : traps) {
+      StrAppend(&script, "trap 'echo ", sig, " $(date +%s.%N) >> ", dir_, "/signal-$SLURM_JOB_ID' ",
+                sig, "; ");
+    }
+    StrAppend(&script, "for i in $(seq 3000); do sleep 0.2; done");
+    std::vector<std::string> argv = {"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p",
+                                     partition, "-o", "/dev/null"};
+    argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
+    argv.insert(argv.end(), {"--wrap", script});
+    auto r = RunCommand(argv, seconds(30));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::string id = Trim(r.out);
     jobs_.push_back(id);
     return id;
   }
 
+  std::string Signals(const std::string& id) {
+    return testbed::ReadAll(StrCat(dir_, "/signal-", id));
+  }
+
+  int Restarts(const std::string& id) { return std::atoi(JobField(id, "Restarts").c_str()); }
+
+  // Reservation pods by priority class, counting the Running ones not being deleted.
+  std::map<std::string, int> ReservationClasses() {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
+        "jsonpath='{range .items[*]}{.spec.priorityClassName} {.status.phase} "
+        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    std::map<std::string, int> out;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      std::string l = Trim(std::string(line));
+      if (l.size() > 8 && l.substr(l.size() - 8) == " Running") ++out[l.substr(0, l.size() - 8)];
+    }
+    return out;
+  }
+
+  std::string NodeEvents(const std::string& node) {
+    return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
+                        node, " -o custom-columns=R:.reason,M:.message --no-headers"))
+        .out;
+  }
+
   std::string JobField(const std::string& id, const std::string& field) {
     std::string out = Shell(StrCat("scontrol show job ", id)).out;
     auto at = out.find(field + "=");
     if (at == std::string::npos) return "";
-    auto end = out.find_first_of(" \n", at);
+    // AdminComment has a line of its own and may hold spaces.
+    auto end = out.find_first_of(field == "AdminComment" ? "\n" : " \n", at);
     return out.substr(at + field.size() + 1, end - at - field.size() - 1);
   }
 
@@ -354,6 +388,129 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
                            node, " -o custom-columns=R:.reason --no-headers"))
                   .out,
               HasSubstr("ReturnedToSlurm"));
+}
+
+// Every node lent at once, each job of another kind: one that traps the configured signal
+// (USR1), one that asked for its own (--signal=USR2@5, which the job_submit plugin records
+// for the bridge), one that traps nothing and dies of USR1. Each gets its signal; all are
+// requeued, none lost; all run again once the inference pods leave.
+TEST_F(LendingE2E, EachJobGetsItsCheckpointSignalAndOneThatIgnoresItIsStillRequeued) {
+  testbed::PluginPointer plugin(daemon_->socket(), "open");
+  ASSERT_TRUE(plugin.ok()) << "slurmctld did not load the plugin config";
+  const std::string trapped = Submit("gpu");
+  const std::string own = Submit("gpu", {"USR1", "USR2"}, {"--signal=USR2@5"});
+  const std::string untrapped = Submit("gpu", {});
+  for (int i = 3; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  EXPECT_THAT(JobField(own, "AdminComment"), HasSubstr("signal=12@5"))
+      << "the plugin records the job's own --signal";
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) CreateInferencePod(StrCat("infer-", i));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < testbed::TestbedNodeCount(); ++i) {
+          if (PodField(StrCat("infer-", i), ".status.phase") != "Running") return false;
+        }
+        return true;
+      },
+      seconds(kGraceSeconds + 60)))
+      << Shell("kubectl get pods -A -o wide; squeue; sinfo -N -o '%N %T %E'").out;
+
+  for (const auto& id : jobs_) {
+    SCOPED_TRACE(StrCat("job ", id));
+    EXPECT_GE(Restarts(id), 1);
+    EXPECT_THAT(JobField(id, "JobState"), ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")));
+    EXPECT_THAT(JobField(id, "AdminComment"), HasSubstr("k8s-bridge-preempted="));
+  }
+  EXPECT_THAT(Signals(trapped), HasSubstr("USR1"));
+  EXPECT_THAT(Signals(own), HasSubstr("USR2"));
+  EXPECT_THAT(Signals(own), ::testing::Not(HasSubstr("USR1"))) << "its own signal, not ours";
+  EXPECT_EQ(Signals(untrapped), "");
+  std::string all_events = Shell(
+      "kubectl get events -n default -o custom-columns=R:.reason,M:.message --no-headers").out;
+  EXPECT_THAT(all_events, ::testing::ContainsRegex(
+                              StrCat("EndedJobRequeued +Requeued Slurm job ", untrapped,
+                                     ": it ended FAILED after the checkpoint signal")));
+
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) {
+    Shell(StrCat("kubectl delete pod -n default infer-", i, " --wait=false"));
+  }
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out;
+}
+
+// Idle nodes go first: their reservations carry the lowest class, so kube-scheduler
+// preempts them before a busy node's; no job is disturbed.
+TEST_F(LendingE2E, IdleNodesAreTakenBeforeBusyOnes) {
+  const int busy = testbed::TestbedNodeCount() / 2;
+  for (int i = 0; i < busy; ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto c = ReservationClasses();
+        return c["slurm-preemptible"] == busy &&
+               c["slurm-idle"] == testbed::TestbedNodeCount() - busy;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  std::set<std::string> busy_nodes;
+  for (const auto& id : jobs_) busy_nodes.insert(JobNode(id));
+  const int idle = testbed::TestbedNodeCount() - busy;
+  for (int i = 0; i < idle; ++i) CreateInferencePod(StrCat("infer-idle-", i));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < idle; ++i) {
+          if (PodField(StrCat("infer-idle-", i), ".status.phase") != "Running") return false;
+        }
+        return true;
+      },
+      seconds(40)))
+      << Shell("kubectl get pods -A -o wide").out;
+  for (int i = 0; i < idle; ++i) {
+    EXPECT_EQ(busy_nodes.count(PodField(StrCat("infer-idle-", i), ".spec.nodeName")), 0u);
+  }
+  for (const auto& id : jobs_) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(Restarts(id), 0) << id;
+    EXPECT_EQ(Signals(id), "") << id;
+  }
+}
+
+// An admin's `kubectl drain` evicts the reservation: the bridge vacates Slurm the same
+// graceful way (signal, grace, requeue) and the drain completes; uncordon brings the node
+// back to Slurm after the cool-down.
+TEST_F(LendingE2E, KubectlDrainVacatesSlurmGracefullyAndUncordonReturnsTheNode) {
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
+  const std::string victim = jobs_[0];
+  const std::string node = JobNode(victim);
+  ASSERT_FALSE(node.empty());
+  const auto t0 = Steady::now();
+  auto drain = RunCommand({"kubectl", "drain", node, "--ignore-daemonsets",
+                           "--delete-emptydir-data", "--timeout=90s"},
+                          seconds(120));
+  const double took = std::chrono::duration<double>(Steady::now() - t0).count();
+  std::printf("kubectl drain %s took %.1f s (grace %d s)\n", node.c_str(), took, kGraceSeconds);
+  ASSERT_EQ(drain.exit_code, 0) << drain.out << drain.err << Shell("squeue").out;
+  EXPECT_GE(Restarts(victim), 1);
+  EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
+  EXPECT_THAT(JobField(victim, "JobState"), ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")));
+  EXPECT_THAT(Shell(StrCat("sinfo -h -N -n ", node, " -o %T | head -1")).out, HasSubstr("drain"));
+  EXPECT_THAT(NodeEvents(node), HasSubstr("ReservationReleased"));
+  for (const auto& id : jobs_) {
+    if (id != victim) {
+      EXPECT_EQ(Restarts(id), 0) << "only the drained node's job moves";
+    }
+  }
+
+  ASSERT_EQ(Shell(StrCat("kubectl uncordon ", node)).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
+  EXPECT_EQ(JobNode(victim), node);
+  EXPECT_THAT(NodeEvents(node), HasSubstr("ReturnedToSlurm"));
 }
 
 TEST_F(LendingE2E, NonPreemptibleWorkIsNeverTakenByInference) {

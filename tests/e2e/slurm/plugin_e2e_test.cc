@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "src/base/strings.h"
@@ -26,12 +27,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class PluginE2E : public ::testing::Test {
  protected:
@@ -39,9 +34,7 @@ class PluginE2E : public ::testing::Test {
     auto dir = TestbedDir();
     ASSERT_TRUE(dir.ok()) << dir.status().message();
     testbed_ = *dir;
-    plugin_conf_ = testbed_ + "/slurm/k8s_bridge.conf";
     ctld_log_ = testbed_ + "/logs/slurmctld.log";
-    original_conf_ = ReadAll(plugin_conf_);
     char tmpl[] = "/tmp/skb-e2e-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     tmp_ = tmpl;
@@ -53,25 +46,18 @@ class PluginE2E : public ::testing::Test {
         << R"( "slurm": {"conf": ")" << std::getenv("SLURM_CONF")
         << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
         << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"]}})";
-    ASSERT_TRUE(PointPluginAt("open"));
+    plugin_ = std::make_unique<PluginPointer>(socket_, "open");
+    ASSERT_TRUE(plugin_->ok());
   }
 
   void TearDown() override {
     janitor_.CancelAll();
     StopDaemon();
-    std::ofstream(plugin_conf_) << original_conf_;
+    plugin_.reset();  // the original plugin config back
     Shell(StrCat("rm -rf ", tmp_));
   }
 
-  // Rewrites the plugin config and waits until slurmctld's log shows the plugin loaded it.
-  bool PointPluginAt(const std::string& policy) {
-    const size_t log_size = ReadAll(ctld_log_).size();
-    std::ofstream(plugin_conf_) << "# written by plugin_e2e_test\nSocketPath=" << socket_
-                                << "\nTimeoutMs=100\nFailurePolicy=" << policy << "\n";
-    const std::string want = StrCat("socket=", socket_, " timeout_ms=100 policy=", policy);
-    return WaitFor([&] { return ReadAll(ctld_log_).find(want, log_size) != std::string::npos; },
-                   seconds(20));
-  }
+  bool PointPluginAt(const std::string& policy) { return plugin_->Repoint(socket_, policy); }
 
   void StartDaemon() {
     const std::string log = tmp_ + "/daemon.log";
@@ -102,7 +88,8 @@ class PluginE2E : public ::testing::Test {
     return RunCommand({"scontrol", "show", "job", id}, seconds(30)).out;
   }
 
-  std::string testbed_, plugin_conf_, ctld_log_, original_conf_, tmp_, socket_;
+  std::string testbed_, ctld_log_, tmp_, socket_;
+  std::unique_ptr<PluginPointer> plugin_;
   pid_t daemon_ = -1;
   JobJanitor janitor_;
 };
