@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/slurm/libslurm_client.h"
+#include "bench/e2e_results.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
@@ -37,28 +38,6 @@ using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-struct Stats {
-  double p50 = 0, p90 = 0, p99 = 0, max = 0;
-  size_t n = 0;
-};
-
-Stats Percentiles(std::vector<double> v) {
-  Stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  s.p50 = at(0.50);
-  s.p90 = at(0.90);
-  s.p99 = at(0.99);
-  s.max = v.back();
-  s.n = v.size();
-  return s;
-}
-
-nlohmann::json Figures(const Stats& s) {
-  return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}, {"samples", s.n}};
-}
 
 class Bench {
  public:
@@ -186,9 +165,11 @@ class Bench {
   skb::bridge::slurm::LibSlurmClient* const slurm_;
 };
 
-void Print(const char* what, const Stats& s) {
-  std::printf("%-44s n=%-4zu p50=%7.1f ms  p90=%7.1f ms  p99=%7.1f ms  max=%7.1f ms\n", what, s.n,
-              s.p50, s.p90, s.p99, s.max);
+void Print(const char* what, const std::vector<double>& v) {
+  const nlohmann::json s = skb::bench::Percentiles(v);
+  std::printf("%-44s n=%-4zu p50=%7.1f ms  p90=%7.1f ms  p99=%7.1f ms  max=%7.1f ms\n", what,
+              s["samples"].get<size_t>(), s["p50"].get<double>(), s["p90"].get<double>(),
+              s["p99"].get<double>(), s["max"].get<double>());
 }
 
 }  // namespace
@@ -239,31 +220,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bridge log tail:\n%s\n", bridge.LogTail().c_str());
     return 1;
   }
-  Stats d1 = Percentiles(drain1), r1 = Percentiles(resume1), dN = Percentiles(drainN),
-        rN = Percentiles(resumeN), dn = Percentiles(down);
+  const auto &d1 = drain1, &r1 = resume1, &dN = drainN, &rN = resumeN, &dn = down;
   Print("condition set -> Slurm drained (1 node)", d1);
   Print("condition cleared -> Slurm resumed (1 node)", r1);
   Print(StrCat("condition set -> drained (", nodes, " nodes at once)").c_str(), dN);
   Print(StrCat("condition cleared -> resumed (", nodes, " at once)").c_str(), rN);
   Print("Slurm FAIL -> SlurmNodeHealthy=False", dn);
 
-  auto write = [&](const std::string& file, const std::string& name, const std::string& desc,
-                   const Stats& s, const std::string& target, const std::string& notes) {
-    nlohmann::json j = {{"name", name},     {"description", desc}, {"unit", " ms"},
-                        {"figures", Figures(s)}, {"target", target},    {"notes", notes}};
-    std::ofstream(out_dir + "/" + file) << j.dump(2) << "\n";
-  };
-  write("health_latency_drain_1.json", "k8s condition -> Slurm drain (1 node)",
+  skb::bench::WriteLatency(out_dir, "health_latency_drain_1", "k8s condition -> Slurm drain (1 node)",
         "GPUHealthy=False patched until slurmctld shows the node drained with the reason", d1,
         "p99 < 250 ms", StrCat(flips, " flips"));
-  write("health_latency_resume_1.json", "k8s condition cleared -> Slurm resume (1 node)",
+  skb::bench::WriteLatency(out_dir, "health_latency_resume_1", "k8s condition cleared -> Slurm resume (1 node)",
         "GPUHealthy=True patched until slurmctld shows the node not drained", r1, "",
         StrCat(flips, " flips"));
-  write(StrCat("health_latency_drain_", nodes, ".json"),
+  skb::bench::WriteLatency(out_dir, StrCat("health_latency_drain_", nodes),
         StrCat("k8s condition -> Slurm drain (", nodes, " nodes at once)"),
         "every testbed node flips at once; per-node latency", dN, "p99 < 250 ms",
         StrCat(std::max(1, flips / 4), " rounds"));
-  write("health_latency_slurm_down.json", "Slurm FAIL/DOWN -> SlurmNodeHealthy=False",
+  skb::bench::WriteLatency(out_dir, "health_latency_slurm_down", "Slurm FAIL/DOWN -> SlurmNodeHealthy=False",
         "scontrol state=fail until the Kubernetes node condition flips", dn,
         StrCat("bounded by the Slurm poll (", poll, ")"),
         "20 rounds; cost of a poll in slurm_poll_bench");

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/e2e_results.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
 #include "src/base/strings.h"
@@ -42,12 +43,6 @@ std::string Trim(const std::string& s) { return std::string(skb::StripWhitespace
 
 double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-nlohmann::json Figures(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  return {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}, {"max", v.back()},
-          {"samples", v.size()}};
-}
 
 std::string JobState(const std::string& id) {
   return Trim(Shell(StrCat("squeue -h -j ", id, " -o %T")).out);
@@ -81,7 +76,8 @@ int main(int argc, char** argv) {
                  "lending": {"enabled": true, "default_grace": ")", kGrace, R"(s",
                  "cooldown": ")", kCooldown, R"(s", "min_lend_time": "1s",
                  "class_upgrade_delay": "1s", "class_downgrade_delay": "60s",
-                 "reservation_update_interval": "30s"}})"));
+                 "reservation_update_interval": "30s",
+                 "anti_thrash": {"max_preemptions": 1000}}})"));
   if (auto s = bridge.Start(); !s.ok()) {
     std::fprintf(stderr, "bridge: %s\n", s.ToString().c_str());
     return 1;
@@ -91,8 +87,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < nodes; ++i) {
     auto r = RunCommand({"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p", "gpu", "-o",
                          "/dev/null", "--wrap",
-                         // A checkpointing job: it traps the checkpoint signal (an untrapped
-                         // SIGUSR1 ends the job; see the lending notes).
+                         // A checkpointing job: it traps the checkpoint signal (one that does
+                         // not dies of it and is requeued all the same).
                          "trap 'echo checkpoint' USR1; for i in $(seq 100000); do sleep 0.2; done"},
                         seconds(30));
     jobs.push_back(Trim(r.out));
@@ -163,20 +159,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bridge log tail:\n%s\n", bridge.LogTail(60000).c_str());
     return 1;
   }
-  auto write = [&](const std::string& file, const std::string& name, const std::string& desc,
-                   const std::vector<double>& v, const std::string& target,
-                   const std::string& notes) {
-    nlohmann::json j = {{"name", name},       {"description", desc}, {"unit", " ms"},
-                        {"figures", Figures(v)}, {"target", target},    {"notes", notes}};
-    std::ofstream(out_dir + "/" + file) << j.dump(2) << "\n";
-    std::printf("%s: %s\n", name.c_str(), j["figures"].dump().c_str());
-  };
-  write("preemption_latency.json", "Preemption: inference pod created -> Running, minus grace",
+  skb::bench::WriteLatency(out_dir, "preemption_latency", "Preemption: inference pod created -> Running, minus grace",
         "kube-scheduler preempts a reservation; the bridge drains, signals, waits the grace, "
         "requeues, releases",
         preempt, "p99 < 3000 ms", StrCat(preempt.size(), " runs, grace ", kGrace, " s, ", nodes,
                                          " busy nodes"));
-  write("return_latency.json", "Return: inference pod deleted -> requeued job running, minus cool-down",
+  skb::bench::WriteLatency(out_dir, "return_latency", "Return: inference pod deleted -> requeued job running, minus cool-down",
         "cool-down, reservation re-created, Slurm node resumed, the requeued job (made eligible "
         "at once) started",
         ret, "", StrCat(ret.size(), " runs, cool-down ", kCooldown,

@@ -283,6 +283,18 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
                                                                                      : "requeue";
       m.preemptions.WithLabels({mode}).Inc(static_cast<double>(action->job_ids.size()));
     }
+    // Durations the planner dated (since_unix): whole seconds, as the annotations keep them.
+    if (action->since_unix <= 0) continue;
+    const double since = static_cast<double>(ownership::ToUnix(opts_.clock->Now()) - action->since_unix);
+    if (since < 0) continue;
+    if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
+      for (size_t i = 0; i < action->job_ids.size(); ++i) m.preemption_grace.Observe(since);
+    } else if (action->kind == plan::ActionKind::kReleaseReservationPod &&
+               action->release_check == plan::ReleaseCheck::kNoSlurmJobs) {
+      m.lend_duration.Observe(since);
+    } else if (action->kind == plan::ActionKind::kResumeSlurmNode && lend) {
+      m.return_duration.Observe(since);
+    }
   }
 }
 

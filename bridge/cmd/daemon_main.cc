@@ -24,7 +24,9 @@
 #include "bridge/plugin_server/unix_server.h"
 #include "bridge/slurm/libslurm_client.h"
 #include "bridge/version.h"
+#include "k8s/api_error.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/observed_kube_client.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
@@ -119,8 +121,27 @@ int Run(int argc, char** argv) {
       return 2;
     }
   }
-  skb::bridge::slurm::LibSlurmClient slurm_client({.conf = cfg->slurm.conf,
-                                                   .call_timeout = cfg->slurm.call_timeout});
+  skb::observability::Registry registry;
+  skb::observability::BridgeMetrics metrics(&registry, skb::bridge::kVersion,
+                                            skb::bridge::kSlurmVersion);
+  // Failed apiserver requests by HTTP status ("transport" without a response); a watch
+  // ended by our own shutdown is not one.
+  auto count_api_error = [&metrics](const skb::k8s::RequestInfo&, const skb::Status& s) {
+    if (s.ok() || s.code() == skb::StatusCode::kCancelled) return;
+    auto code = skb::k8s::HttpCodeOf(s);
+    metrics.kubernetes_api_errors
+        .WithLabels({code ? std::to_string(*code) : std::string("transport")})
+        .Inc();
+  };
+  skb::k8s::ObservedKubeClient observed_kube(kube->get(), count_api_error);
+  skb::k8s::ObservedKubeClient observed_events(events_kube->get(), count_api_error);
+  skb::k8s::ObservedKubeClient observed_election(election_kube->get(), count_api_error);
+  skb::bridge::slurm::LibSlurmClient slurm_client(
+      {.conf = cfg->slurm.conf,
+       .call_timeout = cfg->slurm.call_timeout,
+       .on_error = [&metrics](const std::string& call, const skb::Status&) {
+         metrics.slurm_rpc_errors.WithLabels({call}).Inc();
+       }});
   skb::k8s::SystemClock clock;
   std::string identity = flags->identity;
   if (identity.empty()) {
@@ -129,14 +150,11 @@ int Run(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     identity = pod != nullptr && *pod != '\0' ? pod : skb::StrCat(host, "-", getpid());
   }
-  skb::observability::Registry registry;
-  skb::observability::BridgeMetrics metrics(&registry, skb::bridge::kVersion,
-                                            skb::bridge::kSlurmVersion);
   std::atomic<bool> lost_leadership{false};
   skb::bridge::Controller controller({.config = &*cfg,
-                                      .kube = kube->get(),
-                                      .events_kube = events_kube->get(),
-                                      .election_kube = election_kube->get(),
+                                      .kube = &observed_kube,
+                                      .events_kube = &observed_events,
+                                      .election_kube = &observed_election,
                                       .slurm = &slurm_client,
                                       .clock = &clock,
                                       .leader_election = flags->leader_election,

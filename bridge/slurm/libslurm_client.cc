@@ -346,6 +346,14 @@ StatusOr<NodeView> LibSlurmClient::LoadNode(const std::string& name) {
   return Call<NodeView>("load node", [name] { return ReadNode(name); });
 }
 
+void LibSlurmClient::ReportError(const std::string& what, const Status& status) const {
+  // "load jobs" -> "load_jobs": a label value; NotFound is an answer, not a failure.
+  if (status.code() == StatusCode::kNotFound) return;
+  std::string call = what;
+  std::replace(call.begin(), call.end(), ' ', '_');
+  options_.on_error(call, status);
+}
+
 StatusOr<Loaded<JobView>> LibSlurmClient::LoadJobs(UnixTime since) {
   return Call<Loaded<JobView>>("load jobs", [since]() -> StatusOr<Loaded<JobView>> {
     job_info_msg_t* msg = nullptr;

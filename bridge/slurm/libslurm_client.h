@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,9 @@ class LibSlurmClient final : public SlurmClient {
     std::chrono::milliseconds call_timeout{5000};
     // How long a write waits to see its effect (e.g. a requeued job leaving RUNNING).
     std::chrono::milliseconds verify_timeout{3000};
+    // Called with the call's name ("load_jobs", "requeue_job", ...) whenever a method
+    // fails (metrics: skb_slurm_rpc_errors_total). Optional.
+    std::function<void(const std::string& call, const Status& status)> on_error;
   };
 
   explicit LibSlurmClient(Options options);
@@ -60,8 +64,12 @@ class LibSlurmClient final : public SlurmClient {
  private:
   template <typename T>
   StatusOr<T> Call(const std::string& what, std::function<StatusOr<T>()> fn) {
-    return thread_->Run<T>(what, options_.call_timeout, std::move(fn));
+    StatusOr<T> r = thread_->Run<T>(what, options_.call_timeout, std::move(fn));
+    if (!r.ok() && options_.on_error) ReportError(what, r.status());
+    return r;
   }
+
+  void ReportError(const std::string& what, const Status& status) const;
 
   const Options options_;
   std::unique_ptr<CallThread> thread_;

@@ -469,6 +469,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
   std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
   std::map<uint32_t, slurm::UnixTime> signalled;
+  std::map<plan::JobPreemptMode, slurm::UnixTime> signalled_since;  // per preempt group
   bool newly_signalled = false;
   for (const slurm::JobView* j : f_.jobs) {
     if (!Actionable(*j)) {
@@ -504,6 +505,8 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     const Clock::TimePoint deadline = FromUnix(it->second) + p.grace;
     if (now >= deadline) {
       AddUnique(&to_preempt[p.mode], id);
+      auto& since = signalled_since[p.mode];
+      since = since == 0 ? it->second : std::min(since, it->second);
       Explain(StrCat("job ", j->job_id, ": grace of ", FormatSeconds(p.grace),
                      " over: ", plan::JobPreemptModeName(p.mode)));
     } else {
@@ -542,6 +545,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     a.job_comment = StrCat("preempted by k8s-bridge for ", who);
     a.preemptor = who;
     a.at_unix = ToUnix(now);
+    a.since_unix = signalled_since[mode];
   }
 
   if (!f_.jobs.empty()) return;
@@ -552,6 +556,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
                            f_.node->name, "; its GPUs go to Kubernetes (", who, ")"));
     a.pod = Ref(*r);
     a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
+    if (f_.lent_at) a.since_unix = ToUnix(*f_.lent_at);
   } else if (r != nullptr) {
     Explain(StrCat("reservation ", PodName(*r), " released: waiting for it to go"));
   }
@@ -604,6 +609,7 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
     a.job_ids = {PreemptId(e)};
     a.preempt_mode = p.mode;
     a.ended_after_signal = true;
+    a.since_unix = at;
     a.job_comment = StrCat("preempted by k8s-bridge for ", who);
     a.preemptor = who;
     a.at_unix = at;
@@ -714,6 +720,7 @@ void Planner::Returning() {
                     StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
                            " runs and no Kubernetes GPU pod is on the node"));
     a.expected_reason = f_.s->reason;
+    if (f_.idle_since) a.since_unix = ToUnix(*f_.idle_since);
   } else if (f_.admin_drain) {
     Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));
   }

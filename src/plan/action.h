@@ -147,6 +147,10 @@ struct Action {
   // (died of it, or checkpointed and exited): requeue the finished run that started before
   // `at_unix`, best effort -- Slurm refusing is a Warning Event, not an error.
   bool ended_after_signal = false;
+  // When what this action ends began (Unix seconds, 0 = not tracked), for the duration
+  // metrics: kPreemptSlurmJobs the checkpoint signal; kReleaseReservationPod (a lend) the
+  // start of the lend; kResumeSlurmNode (a return) the last Kubernetes GPU pod leaving.
+  int64_t since_unix = 0;
   TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
   EventType event_type = EventType::kNormal;
   std::string event_reason;       // CamelCase reason of the Event recording this action

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -102,6 +103,13 @@ std::string BridgeDaemon::Log() const {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string BridgeDaemon::HttpBase() const {
+  std::smatch m;
+  std::string log = Log();
+  if (!std::regex_search(log, m, std::regex("http_listening .* port=([0-9]+)"))) return "";
+  return "http://127.0.0.1:" + m[1].str();
 }
 
 std::string BridgeDaemon::LogTail(size_t bytes) const {

@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <regex>
 
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
@@ -261,6 +260,13 @@ TEST_F(HealthE2E, KubernetesLabelsBecomeSlurmFeatures) {
   auto c = RunCommand({"sbatch", "--parsable", "--output=/dev/null", "--constraint=zone_e2e-moved", "--wrap", "true"},
                       seconds(30));
   EXPECT_EQ(c.exit_code, 0) << "the new feature is schedulable: " << c.err;
+  // It runs on the relabelled node (a job left pending would wait forever once the label
+  // is back).
+  const std::string job = Trim(c.out);
+  EXPECT_TRUE(WaitFor([&] { return Trim(Shell(StrCat("squeue -h -j ", job, " -o %T")).out).empty(); },
+                      seconds(20)))
+      << Shell(StrCat("squeue -j ", job)).out;
+  Shell(StrCat("scancel ", job, " 2>/dev/null"));
   Shell(StrCat("kubectl label node ", kNode, " topology.kubernetes.io/zone=", before,
                " --overwrite"));
   EXPECT_TRUE(WaitFor([&] { return features().find("zone_" + before) != std::string::npos; },
@@ -302,10 +308,8 @@ TEST_F(HealthE2E, OddConditionMessagesAreSanitizedAndTheDaemonKeepsRunning) {
 TEST_F(HealthE2E, MetricsAndProbesShowWhatTheBridgeDid) {
   StartBridge(R"({"server": {"http_address": "127.0.0.1:0"},
                   "health": {"maintenance": {"deadline": "4s"}}})");
-  std::smatch m;
-  std::string log = daemon_->Log();
-  ASSERT_TRUE(std::regex_search(log, m, std::regex("http_listening .* port=([0-9]+)"))) << log;
-  const std::string base = StrCat("http://127.0.0.1:", m[1].str());
+  const std::string base = daemon_->HttpBase();
+  ASSERT_FALSE(base.empty()) << daemon_->Log();
   EXPECT_EQ(Trim(Shell(StrCat("curl -s -o /dev/null -w '%{http_code}' ", base, "/readyz")).out), "200");
   EXPECT_EQ(Trim(Shell(StrCat("curl -s ", base, "/healthz")).out), "ok");
   PatchCondition(kNode, "GPUHealthy", "False", "XidError", "XID 94");

@@ -138,6 +138,7 @@ class LendingE2E : public ::testing::Test {
     slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
     const std::string overlay =
         StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
+                   "server": {"http_address": "127.0.0.1:0"},
                    "features": {"labels": []},
                    "leader_election": {"lease_name": ")", kLease, R"(",
                      "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"},
@@ -252,6 +253,9 @@ class LendingE2E : public ::testing::Test {
     }
     return out;
   }
+
+  // The leader's /metrics.
+  std::string Metrics() { return Shell(StrCat("curl -s ", daemon_->HttpBase(), "/metrics")).out; }
 
   std::string NodeEvents(const std::string& node) {
     return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
@@ -388,6 +392,18 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
                            node, " -o custom-columns=R:.reason --no-headers"))
                   .out,
               HasSubstr("ReturnedToSlurm"));
+  // The durations the bridge observed: grace used, lend, return.
+  std::string metrics;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        metrics = Metrics();
+        return metrics.find("skb_return_duration_seconds_count 1") != std::string::npos;
+      },
+      seconds(10)))
+      << metrics;
+  EXPECT_THAT(metrics, HasSubstr("skb_preemptions_total{mode=\"requeue\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("skb_preemption_grace_seconds_count 1"));
+  EXPECT_THAT(metrics, HasSubstr("skb_lend_duration_seconds_count 1"));
 }
 
 // Every node lent at once, each job of another kind: one that traps the configured signal
