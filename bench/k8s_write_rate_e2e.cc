@@ -376,14 +376,10 @@ int main(int argc, char** argv) {
   skb::bench::WriteResult(
       out_dir, "k8s_write_rate",
       {{"name", "k8s_write_rate"},
-       {"unit", "writes/s"},
+       {"unit", "/s"},
        {"figures",
-        {{"object_writes_per_s", rate},
-         {"event_writes_per_s", event_rate},
-         {"job_starts_per_s", job_rate},
-         {"nodes", nodes},
-         {"by_kind", by_kind},
-         {"warmup_seconds", warmup}}},
+        {{"object_writes", rate}, {"event_writes", event_rate}, {"job_starts", job_rate}}},
+       {"details", {{"nodes", nodes}, {"by_kind", by_kind}, {"warmup_seconds", warmup}}},
        {"target", "<= 20 object writes/s average at 500 job starts/s on 1,000 nodes"},
        {"notes", StrCat("real Controller and apiserver with kwok nodes; synthetic Slurm churn (",
                         job_seconds, " s jobs, 1 GPU each); reservation_update_interval and "

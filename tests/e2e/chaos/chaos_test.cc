@@ -1,0 +1,313 @@
+// The reliability suite (issue 8, label chaos): for a fixed time (SKB_CHAOS_SECONDS, 150 by
+// default; longer on demand) the testbed gets random Slurm submissions (GPU jobs of 1-8
+// GPUs, some that trap the checkpoint signal and some that do not), inference pods created
+// and deleted, GPU health conditions flipping -- and faults on a schedule: the bridge
+// killed (SIGKILL) and restarted, kube-apiserver restarted, slurmctld restarted, a slurmd
+// stopped for a few seconds. A sampler checks every 100 ms that no node runs a Slurm job
+// and a Kubernetes GPU pod at once.
+//
+// Pass: zero double-booked samples; zero lost jobs (each submitted job COMPLETED, or still
+// pending/running -- none FAILED, CANCELLED or NODE_FAIL); once the chaos stops and the
+// bridge settles, no reservation stuck terminating and no bridge drain without its cause.
+// Prints the counts and the seed (SKB_CHAOS_SEED replays a schedule).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "src/base/strings.h"
+#include "tests/testbed/bridge_daemon.h"
+#include "tests/testbed/invariant_sampler.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace skb {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testbed::BridgeDaemon;
+using testbed::InvariantSampler;
+using testbed::RunCommand;
+using testbed::Shell;
+using testbed::WaitFor;
+using Steady = std::chrono::steady_clock;
+
+std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : fallback;
+}
+
+std::string Testbed(const std::string& args) {
+  return StrCat(SKB_SOURCE_DIR, "/scripts/testbed ", args);
+}
+
+class Chaos : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
+    Reset();
+    char tmpl[] = "/tmp/skb-chaos-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0777);
+    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    cfg->qps = 0;
+    auto kube = k8s::NewRestClient(*cfg);
+    ASSERT_TRUE(kube.ok()) << kube.status();
+    kube_ = std::move(*kube);
+    slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(
+        bridge::slurm::LibSlurmClient::Options{});
+    daemon_ = std::make_unique<BridgeDaemon>(
+        SKB_DAEMON_BINARY,
+        R"({"admission": {"preemptible_partitions": ["gpu"]},
+            "features": {"labels": []},
+            "leader_election": {"lease_name": "skb-chaos", "lease_duration": "3s",
+                                "renew_deadline": "2s", "retry_period": "500ms"},
+            "health": {"maintenance": {"deadline": "5s"}},
+            "lending": {"enabled": true, "default_grace": "3s", "cooldown": "6s",
+                        "min_lend_time": "3s", "class_upgrade_delay": "1s",
+                        "class_downgrade_delay": "3s", "reservation_update_interval": "5s",
+                        "anti_thrash": {"max_preemptions": 1000}}})");
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    plugin_ = std::make_unique<testbed::PluginPointer>(daemon_->socket(), "open");
+    ASSERT_TRUE(plugin_->ok());
+  }
+
+  void TearDown() override {
+    if (sampler_) sampler_->Stop();
+    if (::testing::Test::HasFailure() && daemon_) {
+      std::printf("bridge log tail:\n%s\n", daemon_->LogTail(8000).c_str());
+    }
+    if (daemon_) daemon_->Stop();
+    plugin_.reset();
+    for (const auto& id : jobs_) Shell(StrCat("scancel ", id, " 2>/dev/null"));
+    for (int i = 1; i <= testbed::TestbedNodeCount(); ++i) {
+      Shell(Testbed(StrCat("start slurmd-node", i)), seconds(120));
+      ClearCondition(StrCat("node", i));
+    }
+    Reset();
+    if (!dir_.empty()) Shell(StrCat("rm -rf ", dir_));
+  }
+
+  static void Reset() {
+    Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
+    Shell("kubectl delete pods -n default -l skb-e2e=chaos --grace-period=0 --force "
+          "--ignore-not-found >/dev/null 2>&1",
+          seconds(60));
+  }
+
+  static void ClearCondition(const std::string& node) {
+    nlohmann::json patch = {
+        {"status", {{"conditions", {{{"type", "GPUHealthy"}, {"$patch", "delete"}}}}}}};
+    RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic", "-p",
+                patch.dump()},
+               seconds(30));
+  }
+
+  static void SetUnhealthy(const std::string& node) {
+    const std::string now = Trim(Shell("date -u +%Y-%m-%dT%H:%M:%SZ").out);
+    nlohmann::json patch = {
+        {"status",
+         {{"conditions",
+           {{{"type", "GPUHealthy"}, {"status", "False"}, {"reason", "XidError"},
+             {"message", "chaos: XID 79"}, {"lastHeartbeatTime", now},
+             {"lastTransitionTime", now}}}}}}};
+    RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic", "-p",
+                patch.dump()},
+               seconds(30));
+  }
+
+  void Submit(int gpus, bool traps, int run_seconds) {
+    std::string script = traps ? StrCat("trap 'echo USR1 >> ", dir_, "/signal-$SLURM_JOB_ID' USR1; ")
+                               : std::string();
+    StrAppend(&script, "for i in $(seq ", run_seconds * 5, "); do sleep 0.2; done");
+    auto r = RunCommand({"sbatch", "--parsable", "--requeue", StrCat("--gres=gpu:", gpus), "-p",
+                         "gpu", "-o", "/dev/null", "--wrap", script},
+                        seconds(30));
+    if (r.exit_code == 0) jobs_.push_back(Trim(r.out));  // slurmctld down: not submitted
+  }
+
+  void CreateInference(const std::string& name) {
+    nlohmann::json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", "chaos"}}}}},
+        {"spec",
+         {{"priorityClassName", "inference-high"},
+          {"terminationGracePeriodSeconds", 1},
+          {"containers",
+           {{{"name", "main"},
+             {"image", "inference:1"},
+             {"resources",
+              {{"requests", {{"nvidia.com/gpu", "8"}}}, {"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+    (void)kube_->Create(k8s::Resource::Pods(), "default", pod);  // apiserver down: skipped
+  }
+
+  // The job's state as slurmctld shows it ("" when unknown).
+  std::string JobState(const std::string& id) {
+    std::string out = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
+    auto at = out.find("JobState=");
+    if (at == std::string::npos) return "";
+    auto end = out.find_first_of(" \n", at);
+    return out.substr(at + 9, end - at - 9);
+  }
+
+  std::string dir_;
+  std::vector<std::string> jobs_;
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<bridge::slurm::LibSlurmClient> slurm_;
+  std::unique_ptr<BridgeDaemon> daemon_;
+  std::unique_ptr<testbed::PluginPointer> plugin_;
+  std::unique_ptr<InvariantSampler> sampler_;
+};
+
+TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
+  const int duration = EnvInt("SKB_CHAOS_SECONDS", 150);
+  const unsigned seed = static_cast<unsigned>(
+      EnvInt("SKB_CHAOS_SEED", static_cast<int>(std::time(nullptr) % 1000000)));
+  std::printf("chaos: %d s, seed %u (SKB_CHAOS_SEED=%u replays the schedule)\n", duration, seed,
+              seed);
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int nodes = testbed::TestbedNodeCount();
+  sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get());
+
+  std::map<std::string, int> faults, actions;
+  std::vector<std::string> inference;  // live inference pods
+  std::map<std::string, Steady::time_point> unhealthy;  // node -> when to clear
+  int next_pod = 0;
+  const auto start = Steady::now();
+  const auto end = start + seconds(duration);
+  auto next_fault = start + seconds(15);
+  int fault_index = 0;
+  while (Steady::now() < end) {
+    // A random action every ~1.5 s.
+    const int what = pick(0, 9);
+    if (what < 5) {
+      const int gpus = std::vector<int>{1, 2, 4, 8}[pick(0, 3)];
+      Submit(gpus, pick(0, 4) != 0, pick(5, 40));
+      ++actions["sbatch"];
+    } else if (what < 8) {
+      if (inference.size() < 2 && (inference.empty() || pick(0, 1) == 0)) {
+        const std::string name = StrCat("chaos-infer-", next_pod++);
+        CreateInference(name);
+        inference.push_back(name);
+        ++actions["inference pod created"];
+      } else if (!inference.empty()) {
+        const size_t i = static_cast<size_t>(pick(0, static_cast<int>(inference.size()) - 1));
+        Shell(StrCat("kubectl delete pod -n default ", inference[i], " --wait=false 2>/dev/null"));
+        inference.erase(inference.begin() + static_cast<long>(i));
+        ++actions["inference pod deleted"];
+      }
+    } else {
+      const std::string node = StrCat("node", pick(1, nodes));
+      if (!unhealthy.count(node)) {
+        SetUnhealthy(node);
+        unhealthy[node] = Steady::now() + seconds(pick(5, 15));
+        ++actions["GPUHealthy=False"];
+      }
+    }
+    for (auto it = unhealthy.begin(); it != unhealthy.end();) {
+      if (Steady::now() >= it->second) {
+        ClearCondition(it->first);
+        it = unhealthy.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Faults on a schedule, in turn, every ~20 s.
+    if (Steady::now() >= next_fault) {
+      switch (fault_index++ % 4) {
+        case 0:
+          daemon_->Kill();
+          std::this_thread::sleep_for(seconds(2));
+          EXPECT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+          ++faults["bridge kill -9"];
+          break;
+        case 1:
+          Shell(Testbed("restart kube-apiserver"), seconds(120));
+          ++faults["kube-apiserver restart"];
+          break;
+        case 2:
+          Shell(Testbed("restart slurmctld"), seconds(120));
+          ++faults["slurmctld restart"];
+          break;
+        case 3: {
+          const std::string node = StrCat("node", pick(1, nodes));
+          Shell(Testbed(StrCat("stop slurmd-", node)), seconds(60));
+          std::this_thread::sleep_for(seconds(5));
+          Shell(Testbed(StrCat("start slurmd-", node)), seconds(120));
+          ++faults["slurmd stopped 5 s"];
+          break;
+        }
+      }
+      next_fault = Steady::now() + seconds(20);
+    }
+    std::this_thread::sleep_for(milliseconds(1500));
+  }
+
+  // The chaos stops: inference leaves, conditions clear; the bridge must settle.
+  for (const auto& [node, unused] : unhealthy) ClearCondition(node);
+  Shell("kubectl delete pods -n default -l skb-e2e=chaos --wait=false >/dev/null 2>&1");
+  auto settled = [&] {
+    auto terminating = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
+        "-o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{\"\\n\"}{end}' | grep -c .");
+    auto drains = Shell("sinfo -h -N -o '%E' | grep -c '^k8s-bridge:'");
+    return Trim(terminating.out) == "0" && Trim(drains.out) == "0";
+  };
+  const bool ok = WaitFor(settled, seconds(120), seconds(1));
+  sampler_->Stop();
+
+  int lost = 0, completed = 0, active = 0, requeued = 0;
+  std::string lost_list;
+  for (const auto& id : jobs_) {
+    const std::string state = JobState(id);
+    if (state == "COMPLETED") {
+      ++completed;
+    } else if (state == "PENDING" || state == "RUNNING" || state == "COMPLETING" ||
+               state == "SUSPENDED") {
+      ++active;
+    } else {
+      ++lost;
+      StrAppend(&lost_list, " ", id, "=", state.empty() ? "unknown" : state);
+    }
+    std::string shown = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
+    if (shown.find("Restarts=0") == std::string::npos && !shown.empty()) ++requeued;
+  }
+  std::printf("chaos: %d samples, %d double-booked; %zu jobs (%d completed, %d pending/running, "
+              "%d requeued at least once, %d lost)\n",
+              sampler_->samples(), sampler_->violations(), jobs_.size(), completed, active,
+              requeued, lost);
+  for (const auto& [k, v] : faults) std::printf("  fault %-28s x%d\n", k.c_str(), v);
+  for (const auto& [k, v] : actions) std::printf("  action %-27s x%d\n", k.c_str(), v);
+
+  EXPECT_EQ(sampler_->violations(), 0) << sampler_->first_violation();
+  EXPECT_GT(sampler_->samples(), duration * 3) << "the sampler hardly ran";
+  EXPECT_EQ(lost, 0) << "jobs that ended neither COMPLETED nor still queued:" << lost_list;
+  EXPECT_TRUE(ok) << "not settled after the chaos: "
+                  << Shell("kubectl get pods -n slurm-bridge -o wide; sinfo -N -o '%N %T %E'").out;
+  EXPECT_GE(static_cast<int>(faults.size()), std::min(4, duration / 25));
+}
+
+}  // namespace
+}  // namespace skb

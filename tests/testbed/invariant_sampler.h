@@ -1,0 +1,44 @@
+// Invariant 1 (DESIGN.md), sampled: every 100 ms, which nodes run a Slurm job and which a
+// Kubernetes GPU pod that is not a reservation. A node with both is a double booking.
+// Used by the lending e2e tests and the chaos suite for their whole duration.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/kube_client.h"
+
+namespace skb::testbed {
+
+class InvariantSampler {
+ public:
+  // Starts sampling at once; both clients must outlive the sampler.
+  InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm);
+  ~InvariantSampler() { Stop(); }
+  InvariantSampler(const InvariantSampler&) = delete;
+  InvariantSampler& operator=(const InvariantSampler&) = delete;
+
+  void Stop();
+  // Samples taken (a failed read of either side is not a sample: during an apiserver or
+  // slurmctld restart nothing is counted) and double-booked ones.
+  int samples() const { return samples_; }
+  int violations() const { return violations_; }
+  std::string first_violation();
+
+ private:
+  void Run();
+  void Sample();
+
+  k8s::KubeClient* const kube_;
+  bridge::slurm::LibSlurmClient* const slurm_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> samples_{0}, violations_{0};
+  std::mutex mu_;
+  std::string first_;
+  std::thread thread_;
+};
+
+}  // namespace skb::testbed
