@@ -155,6 +155,16 @@ std::vector<Preemption> PreemptionsFromEvents(const std::vector<json>& events) {
       }
       if (o.rank >= 8) continue;  // life of a lent node, not a new lend
       if (cur && cur->returned) finish();
+      // A lend starts with the lent-at record (LendingToKubernetes, or ReservationMissing
+      // for a node Kubernetes took without one) or drains for another preemptor: an open
+      // lend before it never had its return recorded.
+      const bool starts = o.rank == 0 || (o.reason == "SlurmNodeLent" && cur &&
+                                          !cur->lent_to.empty() &&
+                                          Preemptor(o.message) != cur->lent_to);
+      if (cur && starts) {
+        cur->superseded = true;
+        finish();
+      }
       if (!cur) {
         cur = Preemption{.node = node, .started = o.at};
       }
@@ -181,6 +191,7 @@ std::vector<Preemption> PreemptionsFromEvents(const std::vector<json>& events) {
 
 std::string Outcome(const Preemption& p) {
   if (p.returned) return "returned to Slurm";
+  if (p.superseded) return "no return recorded";
   if (p.released) return "lent to Kubernetes";
   if (!p.blocked.empty()) return StrCat("waiting for protected job(s) ", Join(p.blocked));
   return "lending";

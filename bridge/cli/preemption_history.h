@@ -41,6 +41,9 @@ struct Preemption {
   std::optional<Clock::TimePoint> released;  // reservation let go: GPUs to Kubernetes
   std::optional<Clock::TimePoint> returned;  // back to Slurm
   std::vector<std::string> warnings;         // Warning Events during the lend: "reason: message"
+  // A later lend started with no return recorded in between (the node was given back by
+  // hand, or the Events of the return expired or were dropped).
+  bool superseded = false;
 };
 
 // The bridge's Events about nodes (all namespaces; only `node` when not empty).
@@ -51,7 +54,8 @@ StatusOr<std::vector<nlohmann::json>> ListLendEvents(k8s::KubeClient& kube,
 // Sorted by start time, oldest first.
 std::vector<Preemption> PreemptionsFromEvents(const std::vector<nlohmann::json>& events);
 
-// "returned to Slurm", "lent to Kubernetes", "waiting for protected job(s) 7", "lending".
+// "returned to Slurm", "lent to Kubernetes", "waiting for protected job(s) 7", "lending",
+// "no return recorded".
 std::string Outcome(const Preemption& p);
 
 // LENT-AT NODE LENT-TO SIGNALLED PREEMPTED RELEASED OUTCOME RETURNED (wide: + WARNINGS).

@@ -113,5 +113,33 @@ TEST(PreemptionHistory, SeparatesLendsAndNodesAndKeepsOpenOnes) {
   EXPECT_EQ(PreemptionsTable({}, false), "No preemptions in the Events the apiserver keeps.\n");
 }
 
+TEST(PreemptionHistory, ALendWithoutARecordedReturnEndsWhereTheNextStarts) {
+  // node3 was given back by hand (no return Event), then lent again and returned.
+  std::vector<json> ev = {
+      Event("node3", "LendingToKubernetes", "Node node3 is lent to Kubernetes (default/a): x",
+            "2026-11-22T06:00:00Z"),
+      Event("node3", "ReservationReleased",
+            "Released reservation r: Slurm shows no job on node node3; its GPUs go to "
+            "Kubernetes (default/a)",
+            "2026-11-22T06:00:00Z"),
+      Event("node3", "LendingToKubernetes", "Node node3 is lent to Kubernetes (default/b): x",
+            "2026-11-22T06:05:00Z"),
+      Event("node3", "SlurmJobsPreempted",
+            "Requeued Slurm job(s) 35 on node node3: the node is lent to Kubernetes (default/b) "
+            "(jobs 35)",
+            "2026-11-22T06:05:05Z"),
+      Event("node3", "ReturnedToSlurm", "Node node3 belongs to Slurm again",
+            "2026-11-22T06:06:00Z"),
+  };
+  auto h = PreemptionsFromEvents(ev);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].lent_to, "default/a");
+  EXPECT_EQ(Outcome(h[0]), "no return recorded");
+  EXPECT_FALSE(h[0].returned.has_value());
+  EXPECT_EQ(h[1].lent_to, "default/b");
+  EXPECT_THAT(h[1].preempted, ElementsAre("35"));
+  EXPECT_EQ(Outcome(h[1]), "returned to Slurm");
+}
+
 }  // namespace
 }  // namespace skb::bridge::cli
