@@ -152,9 +152,19 @@ void Controller::Stop() {
   if (events_) events_->Stop();
 }
 
+std::shared_ptr<const std::vector<skb::slurm::JobView>> Controller::SlurmJobs() const {
+  std::lock_guard<std::mutex> lock(jobs_mu_);
+  return jobs_;
+}
+
 void Controller::OnSlurm(const slurm::SlurmState& s) {
   if (s.nodes_changed) reconciler_->SetSlurmNodes(s.nodes);
-  if (s.jobs_changed) reconciler_->SetSlurmJobs(s.jobs);
+  if (s.jobs_changed) {
+    reconciler_->SetSlurmJobs(s.jobs);
+    auto jobs = std::make_shared<const std::vector<skb::slurm::JobView>>(s.jobs);
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_ = std::move(jobs);
+  }
   if (s.nodes_changed || s.partitions_changed) {
     std::string default_partition;
     for (const auto& p : s.partitions) {

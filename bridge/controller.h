@@ -95,6 +95,9 @@ class Controller {
   std::string Leader() const;
 
   const Reconciler& reconciler() const { return *reconciler_; }
+  // Every job record of the last Slurm poll, pending and finished ones included (bridgectl
+  // get jobs); null before the first poll.
+  std::shared_ptr<const std::vector<skb::slurm::JobView>> SlurmJobs() const;
   AdmissionService& admission() { return admission_; }
 
   // What the planner says about `node` now (its explanation, and the actions it would
@@ -132,6 +135,8 @@ class Controller {
   std::atomic<bool> stop_worker_{true};
   std::mutex worker_mu_;
   std::vector<std::thread> workers_;  // guarded by worker_mu_
+  mutable std::mutex jobs_mu_;
+  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs_;  // guarded by jobs_mu_
 };
 
 }  // namespace skb::bridge

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "k8s/time_format.h"
+
 #include "src/base/strings.h"
 
 namespace skb::bridge::cli {
@@ -45,6 +47,16 @@ nlohmann::json SummaryJson(const v1::NodeSummary& n) {
           {"jobs", std::vector<uint32_t>(n.jobs().begin(), n.jobs().end())},
           {"pods", std::vector<std::string>(n.pods().begin(), n.pods().end())},
           {"features", std::vector<std::string>(n.features().begin(), n.features().end())}};
+}
+
+std::string Preempted(const v1::JobSummary& j) {
+  if (j.preemptions() == 0) return "0";
+  return StrCat(j.preemptions(), " (", j.preemptions_in_window(), " recent)");
+}
+
+std::string UnixTime(int64_t t) {
+  if (t <= 0) return "-";
+  return k8s::FormatTime(Clock::TimePoint{} + std::chrono::seconds(t));
 }
 
 }  // namespace
@@ -103,6 +115,74 @@ nlohmann::json NodesJson(const v1::ListNodesResponse& resp) {
           {"ready", resp.ready()},
           {"readyReason", resp.ready_reason()},
           {"nodes", std::move(nodes)}};
+}
+
+std::string JobsTable(const v1::ListJobsResponse& resp, bool wide) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"JOBID", "USER",        "PARTITION", "STATE", "NODES",
+                                   "GPUS",  "OWNER",       "PREEMPTIBLE", "PREEMPTED", "WHY"};
+  if (wide) {
+    for (const char* h : {"ACCOUNT", "QOS", "REASON", "RESTARTS", "STARTED"}) head.push_back(h);
+  }
+  rows.push_back(head);
+  for (const auto& j : resp.jobs()) {
+    const int64_t gpus = j.gpus_per_node() * std::max(1, j.nodes_size());
+    std::vector<std::string> row = {j.display_id().empty() ? StrCat(j.job_id()) : j.display_id(),
+                                    j.user().empty() ? StrCat(j.user_id()) : j.user(),
+                                    Dash(j.partition()),
+                                    Dash(j.state()),
+                                    Count(j.nodes_size(), Join(j.nodes(), ",")),
+                                    gpus == 0 ? "-" : StrCat(gpus),
+                                    Dash(j.owner()),
+                                    j.preemptible() ? "yes" : "no",
+                                    Preempted(j),
+                                    Dash(j.preemptible_why())};
+    if (row[4] == "0") row[4] = "-";
+    if (wide) {
+      row.push_back(Dash(j.account()));
+      row.push_back(Dash(j.qos()));
+      row.push_back(Dash(j.state_reason()));
+      row.push_back(StrCat(j.restart_count()));
+      row.push_back(UnixTime(j.start_time_unix()));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out = Table(rows);
+  if (resp.omitted() > 0) {
+    StrAppend(&out, "\n(", resp.omitted(), " more jobs not listed: the answer is capped)\n");
+  }
+  if (!resp.ready()) StrAppend(&out, "\n(not ready: ", resp.ready_reason(), ")\n");
+  return out;
+}
+
+nlohmann::json JobsJson(const v1::ListJobsResponse& resp) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& j : resp.jobs()) {
+    jobs.push_back({{"jobId", j.job_id()},
+                    {"displayId", j.display_id()},
+                    {"user", j.user()},
+                    {"userId", j.user_id()},
+                    {"account", j.account()},
+                    {"partition", j.partition()},
+                    {"qos", j.qos()},
+                    {"state", j.state()},
+                    {"stateReason", j.state_reason()},
+                    {"nodes", std::vector<std::string>(j.nodes().begin(), j.nodes().end())},
+                    {"gpusPerNode", j.gpus_per_node()},
+                    {"owner", j.owner()},
+                    {"preemptible", j.preemptible()},
+                    {"preemptibleWhy", j.preemptible_why()},
+                    {"preemptions", j.preemptions()},
+                    {"preemptionsInWindow", j.preemptions_in_window()},
+                    {"lastPreemptedUnix", j.last_preempted_unix()},
+                    {"restartCount", j.restart_count()},
+                    {"startTimeUnix", j.start_time_unix()}});
+  }
+  return {{"leader", resp.leader()},
+          {"ready", resp.ready()},
+          {"readyReason", resp.ready_reason()},
+          {"omitted", resp.omitted()},
+          {"jobs", std::move(jobs)}};
 }
 
 std::string DescribeText(const v1::DescribeNodeResponse& resp) {

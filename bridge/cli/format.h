@@ -20,6 +20,11 @@ std::string Table(const std::vector<std::vector<std::string>>& rows);
 std::string NodesTable(const api::v1::ListNodesResponse& resp, bool wide);
 nlohmann::json NodesJson(const api::v1::ListNodesResponse& resp);
 
+// JOBID USER PARTITION STATE NODES GPUS OWNER PREEMPTIBLE PREEMPTED WHY (wide: + ACCOUNT,
+// QOS, REASON, RESTARTS, STARTED). A job without a user name shows its uid.
+std::string JobsTable(const api::v1::ListJobsResponse& resp, bool wide);
+nlohmann::json JobsJson(const api::v1::ListJobsResponse& resp);
+
 // kubectl-describe-like text: summary, conditions, taints, why (explanation), plan.
 std::string DescribeText(const api::v1::DescribeNodeResponse& resp);
 nlohmann::json DescribeJson(const api::v1::DescribeNodeResponse& resp);

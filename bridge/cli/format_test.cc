@@ -77,5 +77,77 @@ TEST(Format, DescribeSaysWhyAndWhatItWouldDo) {
   EXPECT_EQ(DescribeJson(d)["plannedActions"][0], "DrainSlurmNode node2");
 }
 
+v1::ListJobsResponse TwoJobs() {
+  v1::ListJobsResponse r;
+  r.set_leader("bridge-0");
+  r.set_ready(true);
+  auto* a = r.add_jobs();
+  a->set_job_id(12);
+  a->set_display_id("12");
+  a->set_user("alice");
+  a->set_partition("gpu");
+  a->set_state("RUNNING");
+  a->add_nodes("node1");
+  a->add_nodes("node2");
+  a->set_gpus_per_node(4);
+  a->set_owner("slurm");
+  a->set_preemptible(true);
+  a->set_preemptible_why("partition gpu is preemptible");
+  a->set_preemptions(2);
+  a->set_preemptions_in_window(1);
+  a->set_start_time_unix(1700000000);
+  auto* b = r.add_jobs();
+  b->set_job_id(13);
+  b->set_display_id("10_[3-9]");
+  b->set_user("bob");
+  b->set_partition("gpu");
+  b->set_state("PENDING");
+  b->set_state_reason("Resources");
+  b->set_gpus_per_node(1);
+  b->set_preemptible(false);
+  b->set_preemptible_why("preempted 4 times in 6h (anti-thrash)");
+  return r;
+}
+
+TEST(Format, JobsTableShowsOwnerPreemptibilityAndWhy) {
+  std::string t = JobsTable(TwoJobs(), false);
+  EXPECT_THAT(t, HasSubstr("JOBID"));
+  EXPECT_THAT(t, HasSubstr("PREEMPTIBLE"));
+  EXPECT_THAT(t, HasSubstr("node1,node2"));
+  EXPECT_THAT(t, HasSubstr("2 (1 recent)"));
+  EXPECT_THAT(t, HasSubstr("partition gpu is preemptible"));
+  EXPECT_THAT(t, HasSubstr("10_[3-9]"));
+  EXPECT_THAT(t, HasSubstr("(anti-thrash)"));
+  // 4 GPUs on each of two nodes; a pending job shows what it asks for.
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = t.find('\n', at)) != std::string::npos; at = nl + 1) {
+    lines.push_back(t.substr(at, nl - at));
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[1], HasSubstr("  8  "));
+  EXPECT_THAT(lines[1], HasSubstr("yes"));
+  EXPECT_THAT(lines[2], HasSubstr("  no  "));
+  EXPECT_THAT(t, Not(HasSubstr("RESTARTS")));
+  std::string wide = JobsTable(TwoJobs(), true);
+  EXPECT_THAT(wide, HasSubstr("RESTARTS"));
+  EXPECT_THAT(wide, HasSubstr("Resources"));
+  EXPECT_THAT(wide, HasSubstr("2023-11-14T22:13:20Z"));
+  auto capped = TwoJobs();
+  capped.set_omitted(5);
+  EXPECT_THAT(JobsTable(capped, false), HasSubstr("5 more jobs not listed"));
+}
+
+TEST(Format, JobsJsonKeepsEveryField) {
+  nlohmann::json j = JobsJson(TwoJobs());
+  ASSERT_EQ(j["jobs"].size(), 2u);
+  EXPECT_EQ(j["jobs"][0]["jobId"], 12);
+  EXPECT_EQ(j["jobs"][0]["nodes"], nlohmann::json::array({"node1", "node2"}));
+  EXPECT_EQ(j["jobs"][0]["preemptible"], true);
+  EXPECT_EQ(j["jobs"][0]["preemptions"], 2);
+  EXPECT_EQ(j["jobs"][1]["preemptibleWhy"], "preempted 4 times in 6h (anti-thrash)");
+  EXPECT_EQ(j["jobs"][1]["stateReason"], "Resources");
+  EXPECT_EQ(j["omitted"], 0);
+}
+
 }  // namespace
 }  // namespace skb::bridge::cli

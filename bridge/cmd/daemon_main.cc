@@ -172,11 +172,12 @@ int Run(int argc, char** argv) {
                                       }});
 
   // The socket answers the plugin (admission, from the Slurm snapshot) and bridgectl
-  // (the merged inventory); every replica serves it from its own caches.
+  // (the merged inventory, the jobs); every replica serves it from its own caches.
   skb::bridge::InventoryQueries queries(
       {.snapshot = [&] { return controller.reconciler().Snapshot(); },
        .plan = [&](const std::string& node) { return controller.PlanNow(node); },
        .leader = [&] { return controller.Leader(); },
+       .jobs = [&] { return controller.SlurmJobs(); },
        .ready = [&](std::string* why) { return controller.Ready(why); },
        .clock = &clock},
       &*cfg);

@@ -1,8 +1,13 @@
 #include "bridge/plugin_server/inventory_queries.h"
 
+#include <algorithm>
+#include <set>
+
+#include "bridge/api/frame.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
 #include "src/ownership/ownership.h"
+#include "src/ownership/policy.h"
 #include "src/plan/action.h"
 
 namespace skb::bridge {
@@ -12,6 +17,23 @@ namespace v1 = ::skb::api::v1;
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
+}
+
+// Room left for the rest of a list_jobs answer (leader, frame, protobuf overhead).
+constexpr size_t kJobsAnswerBudget = api::kMaxQueryResponseSize - 64 * 1024;
+
+std::string DisplayId(const slurm::JobView& j) {
+  if (j.het_job_id != 0) return StrCat(j.het_job_id, "+", j.het_job_offset);
+  if (j.array_job_id != 0 && !j.array_task_str.empty()) {
+    return StrCat(j.array_job_id, "_[", j.array_task_str, "]");
+  }
+  if (j.array_job_id != 0) return StrCat(j.array_job_id, "_", j.array_task_id);
+  return StrCat(j.job_id);
+}
+
+// What bridgectl get jobs lists without --all: work that is queued or holds a node.
+bool Live(const slurm::JobView& j) {
+  return j.state == slurm::JobState::kPending || j.requeue_pending || ownership::HoldsNode(j);
 }
 
 }  // namespace
@@ -70,6 +92,51 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
   return out;
 }
 
+v1::JobSummary SummarizeJob(const slurm::JobView& j,
+                            const std::map<std::string, std::string, std::less<>>& owners,
+                            const config::Config& cfg, Clock::TimePoint now) {
+  v1::JobSummary out;
+  out.set_job_id(j.job_id);
+  out.set_display_id(DisplayId(j));
+  out.set_user(j.user_name);
+  out.set_user_id(j.user_id);
+  out.set_account(j.account);
+  out.set_partition(j.partition);
+  out.set_qos(j.qos);
+  std::string state(slurm::JobStateName(j.state));
+  if (j.completing) state += "+COMPLETING";
+  if (j.requeue_pending) state += "+REQUEUING";
+  out.set_state(state);
+  out.set_state_reason(j.state_reason);
+  std::set<std::string> seen;
+  std::string owner;
+  for (const auto& n : j.nodes) {
+    out.add_nodes(n);
+    // A job on a node the bridge does not see (not in the inventory): no owner to show.
+    auto it = owners.find(n);
+    const std::string o = it == owners.end() ? "-" : it->second;
+    if (seen.insert(o).second) StrAppend(&owner, owner.empty() ? "" : ",", o);
+  }
+  out.set_owner(owner);
+  out.set_gpus_per_node(j.gpus_per_node);
+  const ownership::JobPolicy p = ownership::PolicyFor(j, cfg, now);
+  if (cfg.lending.enabled) {
+    out.set_preemptible(p.preemptible);
+    out.set_preemptible_why(p.why);
+  } else {
+    out.set_preemptible(false);
+    out.set_preemptible_why(StrCat("lending is off: the bridge preempts nothing (policy: ", p.why, ")"));
+  }
+  const std::vector<slurm::UnixTime> times = ownership::PreemptionTimes(j.admin_comment);
+  out.set_preemptions(static_cast<uint32_t>(times.size()));
+  out.set_preemptions_in_window(
+      static_cast<uint32_t>(ownership::PreemptionsInWindow(j, cfg.lending, now)));
+  if (!times.empty()) out.set_last_preempted_unix(times.back());
+  out.set_restart_count(j.restart_count);
+  out.set_start_time_unix(j.start_time);
+  return out;
+}
+
 InventoryQueries::InventoryQueries(InventorySource source, const config::Config* cfg)
     : source_(std::move(source)), cfg_(*cfg) {}
 
@@ -82,6 +149,10 @@ bool InventoryQueries::Handle(const v1::Request& req, v1::Response* resp) const 
     DescribeNode(req.describe_node().name(), resp);
     return true;
   }
+  if (req.has_list_jobs()) {
+    ListJobs(req.list_jobs(), resp->mutable_list_jobs());
+    return true;
+  }
   return false;
 }
 
@@ -89,6 +160,46 @@ void InventoryQueries::ListNodes(v1::ListNodesResponse* out) const {
   const Clock::TimePoint now = source_.clock->Now();
   inventory::Inventory inv = source_.snapshot();
   for (const auto& n : inv.nodes()) *out->add_nodes() = Summarize(n, cfg_, now);
+  out->set_leader(source_.leader());
+  std::string why;
+  out->set_ready(source_.ready(&why));
+  out->set_ready_reason(why);
+}
+
+void InventoryQueries::ListJobs(const v1::ListJobsRequest& req,
+                                v1::ListJobsResponse* out) const {
+  const Clock::TimePoint now = source_.clock->Now();
+  inventory::Inventory inv = source_.snapshot();
+  std::map<std::string, std::string, std::less<>> owners;
+  for (const auto& n : inv.nodes()) owners[n.name] = Summarize(n, cfg_, now).owner();
+  std::vector<const slurm::JobView*> jobs;
+  std::shared_ptr<const std::vector<slurm::JobView>> all;
+  if (source_.jobs) all = source_.jobs();
+  if (all) {
+    for (const auto& j : *all) jobs.push_back(&j);
+  } else {
+    std::set<uint32_t> seen;
+    for (const auto& n : inv.nodes()) {
+      for (const auto& j : n.jobs) {
+        if (seen.insert(j.job_id).second) jobs.push_back(&j);
+      }
+    }
+  }
+  std::sort(jobs.begin(), jobs.end(),
+            [](const slurm::JobView* a, const slurm::JobView* b) { return a->job_id < b->job_id; });
+  size_t bytes = 0;
+  uint32_t omitted = 0;
+  for (const slurm::JobView* j : jobs) {
+    if (!req.all() && !Live(*j)) continue;
+    if (bytes > kJobsAnswerBudget) {
+      ++omitted;
+      continue;
+    }
+    v1::JobSummary* s = out->add_jobs();
+    *s = SummarizeJob(*j, owners, cfg_, now);
+    bytes += s->ByteSizeLong() + 8;
+  }
+  out->set_omitted(omitted);
   out->set_leader(source_.leader());
   std::string why;
   out->set_ready(source_.ready(&why));

@@ -1,4 +1,4 @@
-// bridgectl's queries (list_nodes, describe_node) answered from the daemon's merged view:
+// bridgectl's queries (list_nodes, describe_node, list_jobs) answered from the daemon's merged view:
 // the Reconciler's snapshot and the planner's explanation. Any replica answers from its
 // own caches; the answer says who leads.
 //
@@ -9,7 +9,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "bridge/api/v1/bridge.pb.h"
 #include "src/base/clock.h"
@@ -23,6 +26,9 @@ struct InventorySource {
   std::function<inventory::Inventory()> snapshot;
   std::function<health::NodePlan(const std::string& node)> plan;
   std::function<std::string()> leader;
+  // Every job record of the last Slurm poll (pending and finished ones included). Optional:
+  // without it list_jobs shows the jobs holding a node (from the snapshot).
+  std::function<std::shared_ptr<const std::vector<slurm::JobView>>()> jobs;
   std::function<bool(std::string* why)> ready;
   const Clock* clock = nullptr;
 };
@@ -39,18 +45,25 @@ std::string DisplayOwner(const inventory::ManagedNode& node, const health::Healt
 api::v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
                                Clock::TimePoint now);
 
+// One job as `bridgectl get jobs` shows it; `owners` maps Slurm node names to their
+// NodeSummary.owner.
+api::v1::JobSummary SummarizeJob(const slurm::JobView& job,
+                                 const std::map<std::string, std::string, std::less<>>& owners,
+                                 const config::Config& cfg, Clock::TimePoint now);
+
 class InventoryQueries {
  public:
   // `cfg` must outlive this.
   InventoryQueries(InventorySource source, const config::Config* cfg);
 
-  // Fills the list_nodes / describe_node answer (or an Error) and returns true; false for
+  // Fills the list_nodes / describe_node / list_jobs answer (or an Error) and returns true; false for
   // any other request body.
   bool Handle(const api::v1::Request& req, api::v1::Response* resp) const;
 
  private:
   void ListNodes(api::v1::ListNodesResponse* out) const;
   void DescribeNode(const std::string& name, api::v1::Response* resp) const;
+  void ListJobs(const api::v1::ListJobsRequest& req, api::v1::ListJobsResponse* out) const;
 
   const InventorySource source_;
   const config::Config& cfg_;

@@ -45,7 +45,8 @@ slurm::NodeView SlurmNode(std::string name) {
 
 class InventoryQueriesTest : public ::testing::Test {
  protected:
-  InventoryQueries Queries() {
+  InventoryQueries Queries(
+      std::function<std::shared_ptr<const std::vector<slurm::JobView>>()> jobs = nullptr) {
     return InventoryQueries(
         {.snapshot =
              [this] {
@@ -55,6 +56,7 @@ class InventoryQueriesTest : public ::testing::Test {
          .plan = [this](const std::string& n) { return plan_for_ = n, health::NodePlan{
                                                            .explanation = {"rule x: fine"}}; },
          .leader = [] { return std::string("bridge-0"); },
+         .jobs = std::move(jobs),
          .ready = [](std::string* why) { return *why = "ready", true; },
          .clock = &clock_},
         &cfg_);
@@ -63,6 +65,14 @@ class InventoryQueriesTest : public ::testing::Test {
     v1::Response resp;
     EXPECT_TRUE(Queries().Handle(req, &resp));
     return resp;
+  }
+
+  // node1 for Slurm; node2 drained for a lend to inference/web-0.
+  void TwoNodesSecondLent() {
+    c_.k8s = {Node("node1"), Node("node2")};
+    c_.slurm = {SlurmNode("node1"), SlurmNode("node2")};
+    c_.slurm[1].drain = true;
+    c_.slurm[1].reason = "k8s-bridge: lent to inference/web-0";
   }
 
   config::Config cfg_;
@@ -140,6 +150,80 @@ TEST_F(InventoryQueriesTest, UnknownNodeIsNotFoundAndOtherBodiesAreNotOurs) {
   ping.mutable_ping();
   v1::Response unused;
   EXPECT_FALSE(Queries().Handle(ping, &unused));
+}
+
+TEST_F(InventoryQueriesTest, ListsJobsWithTheirNodesOwnerAndPreemptionPolicy) {
+  cfg_.lending.enabled = true;
+  cfg_.admission.preemptible_partitions = {"scavenger"};
+  TwoNodesSecondLent();
+  slurm::JobView run;
+  run.job_id = 42;
+  run.user_name = "alice";
+  run.partition = "scavenger";
+  run.state = slurm::JobState::kRunning;
+  run.nodes = {"node1"};
+  run.gpus_per_node = 2;
+  run.requeue = true;
+  run.admin_comment = "k8s-bridge-preempted=1000,2000@inference/web-0";
+  slurm::JobView pending;
+  pending.job_id = 43;
+  pending.user_id = 1001;
+  pending.partition = "gpu";
+  pending.state = slurm::JobState::kPending;
+  pending.state_reason = "Resources";
+  slurm::JobView done;
+  done.job_id = 41;
+  done.state = slurm::JobState::kComplete;
+  c_.jobs = {run};
+  auto all = std::make_shared<const std::vector<slurm::JobView>>(
+      std::vector<slurm::JobView>{pending, run, done});
+  InventoryQueries q = Queries([&] { return all; });
+  v1::Request req;
+  req.mutable_list_jobs();
+  v1::Response resp;
+  ASSERT_TRUE(q.Handle(req, &resp));
+  ASSERT_TRUE(resp.has_list_jobs()) << resp.DebugString();
+  const auto& l = resp.list_jobs();
+  EXPECT_EQ(l.leader(), "bridge-0");
+  ASSERT_EQ(l.jobs_size(), 2) << "the finished job only with --all";
+  const auto& r = l.jobs(0);
+  EXPECT_EQ(r.job_id(), 42u);
+  EXPECT_EQ(r.user(), "alice");
+  EXPECT_EQ(r.state(), "RUNNING");
+  EXPECT_THAT(r.nodes(), ElementsAre("node1"));
+  EXPECT_EQ(r.owner(), "slurm");
+  EXPECT_TRUE(r.preemptible()) << r.preemptible_why();
+  EXPECT_THAT(r.preemptible_why(), HasSubstr("scavenger"));
+  EXPECT_EQ(r.preemptions(), 2u);
+  EXPECT_EQ(r.last_preempted_unix(), 2000);
+  const auto& p = l.jobs(1);
+  EXPECT_EQ(p.job_id(), 43u);
+  EXPECT_EQ(p.user(), "") << "no name: bridgectl looks up the uid";
+  EXPECT_EQ(p.user_id(), 1001u);
+  EXPECT_EQ(p.state_reason(), "Resources");
+  EXPECT_EQ(p.owner(), "");
+  EXPECT_FALSE(p.preemptible());
+  req.mutable_list_jobs()->set_all(true);
+  v1::Response every;
+  ASSERT_TRUE(q.Handle(req, &every));
+  EXPECT_EQ(every.list_jobs().jobs_size(), 3);
+  EXPECT_EQ(every.list_jobs().jobs(0).job_id(), 41u);
+}
+
+TEST_F(InventoryQueriesTest, JobsOnLentNodesShowTheOwnerAndWithoutAJobFeedTheSnapshotJobs) {
+  TwoNodesSecondLent();
+  slurm::JobView j;
+  j.job_id = 7;
+  j.state = slurm::JobState::kRunning;
+  j.nodes = {"node1", "node2"};
+  c_.jobs = {j};
+  v1::Request req;
+  req.mutable_list_jobs();
+  v1::Response resp = Ask(req);
+  ASSERT_EQ(resp.list_jobs().jobs_size(), 1) << "listed once although it holds two nodes";
+  EXPECT_EQ(resp.list_jobs().jobs(0).owner(), "slurm,k8s");
+  EXPECT_FALSE(resp.list_jobs().jobs(0).preemptible());
+  EXPECT_THAT(resp.list_jobs().jobs(0).preemptible_why(), HasSubstr("lending is off"));
 }
 
 }  // namespace

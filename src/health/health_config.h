@@ -68,6 +68,13 @@ struct HealthConfig {
   bool slurm_conditions = true;
 };
 
+// The condition `bridgectl drain` sets (status True, reason kBridgectlDrainReason, the
+// admin's text as message) and `bridgectl undrain` removes. Built in, whatever the
+// configured rules: True drains the Slurm node (running jobs finish), like a rule with
+// severity drain. Anyone may set it; bridgectl undrain only clears its own.
+inline constexpr std::string_view kDrainRequestedCondition = "DrainRequested";
+inline constexpr std::string_view kBridgectlDrainReason = "BridgectlDrain";
+
 // Condition types the bridge itself writes: never accepted as health rules (a rule on them
 // would feed the bridge's own output back into its input).
 inline constexpr std::string_view kSlurmHealthyCondition = "SlurmNodeHealthy";

@@ -162,6 +162,15 @@ HealthVerdict AssessHealth(const K8sNode& node, const HealthConfig& cfg, Clock::
     v.firing.push_back({StrCat("condition ", m->type), ConditionDescription(*m),
                         Severity::kDrain, std::nullopt});
   }
+  // The admin drain request (bridgectl drain): built in so the command works whatever the
+  // rules say; a configured rule on the same type already covers it.
+  if (const NodeCondition* d = node.FindCondition(kDrainRequestedCondition);
+      d != nullptr && d->status == "True" && cfg.maintenance_condition != d->type &&
+      std::none_of(cfg.conditions.begin(), cfg.conditions.end(),
+                   [&](const ConditionRule& r) { return r.type == d->type; })) {
+    v.firing.push_back({StrCat("condition ", d->type, " (admin drain request)"),
+                        ConditionDescription(*d), Severity::kDrain, std::nullopt});
+  }
   std::stable_sort(v.firing.begin(), v.firing.end(), [](const Signal& a, const Signal& b) {
     return a.severity == Severity::kDownNow && b.severity != Severity::kDownNow;
   });

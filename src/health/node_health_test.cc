@@ -361,6 +361,26 @@ TEST(PlanNodeHealth, AdminDrainMessageNamesTheUser) {
   EXPECT_EQ(a->condition.message, "bad DIMM (uid 1234)");
 }
 
+TEST(PlanNodeHealth, DrainRequestedDrainsWhateverTheRulesAndClearsWhenRemoved) {
+  ManagedNode n = Healthy();
+  SetCondition(&n, Cond("DrainRequested", "True", "BridgectlDrain", "swap PSU (alice)"));
+  n.jobs = {RunningJob(7)};
+  HealthConfig cfg;
+  cfg.conditions.clear();  // an operator's own rule list does not turn it off
+  NodePlan p = PlanNodeHealth(n, cfg, kNow);
+  const Action* a = Find(p, ActionKind::kDrainSlurmNode);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->slurm_reason, "k8s-bridge: DrainRequested=True: swap PSU (alice)");
+  EXPECT_EQ(Find(p, ActionKind::kRequeueSlurmJobs), nullptr) << "a drain lets jobs finish";
+  // Status False (or the condition gone): nothing fires.
+  SetCondition(&n, Cond("DrainRequested", "False", "BridgectlDrain", ""));
+  EXPECT_TRUE(AssessHealth(*n.k8s, cfg, kNow).firing.empty());
+  // A configured rule on the type is not counted twice.
+  cfg.conditions = {{"DrainRequested", {"True"}, std::chrono::milliseconds(0), Severity::kDrain}};
+  SetCondition(&n, Cond("DrainRequested", "True", "BridgectlDrain", "x"));
+  EXPECT_EQ(AssessHealth(*n.k8s, cfg, kNow).firing.size(), 1u);
+}
+
 TEST(SlurmReason, SanitizesAndLimits) {
   EXPECT_EQ(SlurmReason("GPUHealthy=False: a\nb\tc"), "k8s-bridge: GPUHealthy=False: a b c");
   std::string huge;

@@ -334,6 +334,34 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(metrics, ::testing::ContainsRegex("skb_preemptions_total\\{mode=\"requeue\"\\} [1-9]"));
   EXPECT_THAT(metrics, ::testing::ContainsRegex("skb_preemption_grace_seconds_count [1-9]"));
   EXPECT_THAT(metrics, HasSubstr("skb_lend_duration_seconds_count 1"));
+
+  // bridgectl tells the same story: the lend from the Events, the job's count from its
+  // admin comment.
+  auto history = RunCommand(
+      {SKB_BRIDGECTL_BINARY, "get", "preemptions", "--node", node, "-o", "json"}, seconds(30));
+  ASSERT_EQ(history.exit_code, 0) << history.err;
+  nlohmann::json lend;
+  const nlohmann::json parsed = nlohmann::json::parse(history.out);  // outlives the loop
+  for (const auto& p : parsed["preemptions"]) {
+    if (p["lentTo"] == "default/infer-a") lend = p;  // the latest one
+  }
+  ASSERT_TRUE(lend.is_object()) << history.out;
+  EXPECT_THAT(lend["signalled"].dump(), HasSubstr(StrCat("\"", victim, "\"")));
+  EXPECT_THAT(lend["preempted"].dump(), HasSubstr(StrCat("\"", victim, "\""))) << lend.dump();
+  EXPECT_EQ(lend["outcome"], "returned to Slurm") << lend.dump();
+  auto jobs = RunCommand(
+      {SKB_BRIDGECTL_BINARY, "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
+      seconds(30));
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  bool listed = false;
+  const nlohmann::json listed_jobs = nlohmann::json::parse(jobs.out);  // outlives the loop
+  for (const auto& j : listed_jobs["jobs"]) {
+    if (std::to_string(j["jobId"].get<uint32_t>()) != victim) continue;
+    listed = true;
+    EXPECT_GE(j["preemptions"].get<int>(), 1) << j.dump();
+    EXPECT_EQ(j["nodes"], nlohmann::json::array({node})) << j.dump();
+  }
+  EXPECT_TRUE(listed) << jobs.out;
 }
 
 // Every node lent at once, each job of another kind: one that traps the configured signal

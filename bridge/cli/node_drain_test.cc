@@ -1,0 +1,104 @@
+#include "bridge/cli/node_drain.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "k8s/fake_kube_client.h"
+
+namespace skb::bridge::cli {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const Clock::TimePoint kNow = Clock::TimePoint{} + std::chrono::hours(24 * 365 * 50);
+
+class NodeDrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json node = {{"apiVersion", "v1"},
+                 {"kind", "Node"},
+                 {"metadata", {{"name", "node3"}}},
+                 {"status",
+                  {{"conditions", json::array({{{"type", "Ready"},
+                                                {"status", "True"},
+                                                {"reason", "KubeletReady"}}})}}}};
+    ASSERT_TRUE(kube_.Create(k8s::Resource::Nodes(), "", node).ok());
+  }
+  // The node's conditions by type.
+  std::map<std::string, json> Conditions() {
+    std::map<std::string, json> out;
+    auto n = kube_.Get(k8s::Resource::Nodes(), "", "node3");
+    EXPECT_TRUE(n.ok());
+    for (const json& c : (*n)["status"]["conditions"]) out[c["type"].get<std::string>()] = c;
+    return out;
+  }
+  // What the kubelet (or an admin with kubectl) would write.
+  void SetConditions(json conditions) {
+    ASSERT_TRUE(kube_
+                    .Patch(k8s::Resource::Nodes(), "", "node3", k8s::PatchType::kJsonMerge,
+                           {{"status", {{"conditions", std::move(conditions)}}}})
+                    .ok());
+  }
+
+  k8s::FakeKubeClient kube_;
+};
+
+TEST_F(NodeDrainTest, DrainSetsTheConditionWithTheReasonAndWhoOnce) {
+  auto changed = RequestDrain(kube_, "node3", "swap PSU", "alice@login1", kNow);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  json c = Conditions()["DrainRequested"];
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "BridgectlDrain");
+  EXPECT_EQ(c["message"], "swap PSU (bridgectl drain by alice@login1)");
+  EXPECT_EQ(c["lastTransitionTime"], "2019-12-20T00:00:00Z");
+  // Again with the same words: nothing to do. New words keep the transition time.
+  EXPECT_FALSE(*RequestDrain(kube_, "node3", "swap PSU", "alice@login1", kNow));
+  ASSERT_TRUE(
+      *RequestDrain(kube_, "node3", "swap PSU and fan", "alice@login1", kNow + std::chrono::hours(1)));
+  c = Conditions()["DrainRequested"];
+  EXPECT_EQ(c["lastTransitionTime"], "2019-12-20T00:00:00Z");
+  EXPECT_THAT(c["message"].get<std::string>(), HasSubstr("fan"));
+}
+
+TEST_F(NodeDrainTest, BadInputAndSomeoneElsesConditionAreRefused) {
+  EXPECT_EQ(RequestDrain(kube_, "node3", "", "a", kNow).status().code(),
+            StatusCode::kInvalidArgument);
+  auto missing = RequestDrain(kube_, "nope", "x", "a", kNow);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("no node 'nope'"));
+  EXPECT_EQ(ClearDrain(kube_, "nope").status().code(), StatusCode::kNotFound);
+  SetConditions(json::array({{{"type", "DrainRequested"},
+                              {"status", "True"},
+                              {"reason", "Remediation"},
+                              {"message", "NHC says so"}}}));
+  auto theirs = RequestDrain(kube_, "node3", "x", "a", kNow);
+  EXPECT_EQ(theirs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(theirs.status().message(), HasSubstr("Remediation"));
+  auto clear = ClearDrain(kube_, "node3");
+  EXPECT_EQ(clear.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Conditions()["DrainRequested"]["reason"], "Remediation") << "left alone";
+}
+
+TEST_F(NodeDrainTest, UndrainRemovesOnlyOurConditionWhereverItSits) {
+  SetConditions(json::array({{{"type", "Ready"}, {"status", "True"}},
+                             {{"type", "GPUHealthy"}, {"status", "False"}, {"reason", "XID"}},
+                             {{"type", "DrainRequested"},
+                              {"status", "True"},
+                              {"reason", "BridgectlDrain"},
+                              {"message", "x"}},
+                             {{"type", "SlurmDrained"}, {"status", "True"}}}));
+  auto cleared = ClearDrain(kube_, "node3");
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_TRUE(*cleared);
+  auto c = Conditions();
+  EXPECT_EQ(c.count("DrainRequested"), 0u);
+  EXPECT_EQ(c.size(), 3u) << "Ready, GPUHealthy and SlurmDrained stay";
+  EXPECT_EQ(c["GPUHealthy"]["status"], "False");
+  // Nothing left to clear: not an error.
+  EXPECT_FALSE(*ClearDrain(kube_, "node3"));
+}
+
+}  // namespace
+}  // namespace skb::bridge::cli
