@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <cstring>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "k8s/utf8.h"
 #include "src/base/strings.h"
 
@@ -148,6 +152,39 @@ class Scanner {
     return true;
   }
 
+  // Inside a string: moves p_ to the first byte that may end a run of plain characters
+  // ('"', '\\', a control character, a non-ASCII byte), or to the last few bytes of the text.
+  void SkipPlain() {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end_ - p_ >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+      // Signed: bytes >= 0x80 are negative, so "less than a space" flags them too.
+      const __m128i stops = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+          _mm_cmplt_epi8(v, space));
+      const int mask = _mm_movemask_epi8(stops);
+      if (mask != 0) {
+        p_ += __builtin_ctz(static_cast<unsigned>(mask));
+        return;
+      }
+      p_ += 16;
+    }
+#endif
+    while (end_ - p_ >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p_, 8);
+      const uint64_t stops = StringStops(w);
+      if (stops != 0) {
+        p_ += __builtin_ctzll(stops) / 8;
+        return;
+      }
+      p_ += 8;
+    }
+  }
+
   // Moves past the string starting at p_ ('"'). Its raw contents go to `raw`; when `decoded`
   // is not null and the string has escapes, their decoded form goes there. *has_escapes
   // tells which.
@@ -157,16 +194,7 @@ class Scanner {
     const char* run = start;  // plain bytes not yet copied to *decoded (after an escape)
     bool escaped = false;
     for (;;) {
-      while (end_ - p_ >= 8) {
-        uint64_t w;
-        std::memcpy(&w, p_, 8);
-        const uint64_t stops = StringStops(w);
-        if (stops != 0) {
-          p_ += __builtin_ctzll(stops) / 8;
-          break;
-        }
-        p_ += 8;
-      }
+      SkipPlain();
       if (p_ >= end_) return Fail("unterminated string");
       const unsigned char c = static_cast<unsigned char>(*p_);
       if (c == '"') {

@@ -133,6 +133,30 @@ TEST(JsonSelection, OverflowingNumbersFailOnlyWhereDecoded) {
   EXPECT_TRUE(ParseSelected(R"({"skip":1e400})", keep).ok());
 }
 
+// Strings are scanned 16 and 8 bytes at a time: a special byte at every offset of every
+// length up to past two blocks, selected and skipped, agrees with nlohmann.
+TEST(JsonSelection, SpecialBytesAtEveryOffsetOfAString) {
+  const JsonSelection keep = JsonSelection::Fields({{"keep", {}}});
+  for (size_t len = 0; len < 40; ++len) {
+    for (size_t at = 0; at <= len; ++at) {
+      for (std::string_view special :
+           {std::string_view("\\n"), std::string_view("\\u00e9"), std::string_view("\xc3\xa9"),
+            std::string_view("\x01"), std::string_view("\xff"), std::string_view("\\q")}) {
+        std::string str = std::string(at, 'a') + std::string(special) + std::string(len - at, 'b');
+        for (const char* key : {"keep", "skip"}) {
+          const std::string doc = StrCat("{\"", key, "\":\"", str, "\",\"z\":1}");
+          json want = json::parse(doc, nullptr, false);
+          auto got = ParseSelected(doc, keep);
+          ASSERT_EQ(got.ok(), !want.is_discarded()) << doc;
+          if (got.ok() && std::string_view(key) == "keep") {
+            EXPECT_EQ((*got)["keep"], want["keep"]) << doc;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonSelection, EveryTruncationOfAnEventIsAnError) {
   const std::string line =
       json({{"type", "MODIFIED"}, {"object", testdata::RealisticPod()}}).dump();
