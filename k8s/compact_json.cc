@@ -165,7 +165,7 @@ void PutValue(std::string* out, const json& v) {
   }
 }
 
-// Reads an encoding this file wrote: trusted, so only debug checks.
+// Reads an encoding this file wrote: trusted, so no bounds checks.
 class Reader {
  public:
   explicit Reader(const uint8_t* p) : p_(p) {}
