@@ -67,9 +67,11 @@ Status Controller::Start() {
   nodes_->AddHandlers(
       {.on_add = on_node,
        .on_update = [on_node](const k8s::ObjectPtr&, const k8s::ObjectPtr& n) { on_node(n); },
-       .on_delete = [this](const k8s::ObjectPtr& obj, bool) {
-         reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj));
-       }});
+       .on_delete =
+           [this](const k8s::ObjectPtr& obj, bool) {
+             reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj));
+           },
+       .wants_old_object = false});
 
   k8s::InformerOptions pod_opts{.resource = k8s::Resource::Pods(),
                                 .field_selector = kLivePodsSelector,
@@ -92,10 +94,12 @@ Status Controller::Start() {
   pods_->AddHandlers(
       {.on_add = on_pod,
        .on_update = [on_pod](const k8s::ObjectPtr&, const k8s::ObjectPtr& p) { on_pod(p); },
-       .on_delete = [this](const k8s::ObjectPtr& obj, bool) {
-         auto info = k8s::ParsePod(*obj);
-         if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
-       }});
+       .on_delete =
+           [this](const k8s::ObjectPtr& obj, bool) {
+             auto info = k8s::ParsePod(*obj);
+             if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
+           },
+       .wants_old_object = false});
 
   poller_ = std::make_unique<slurm::SlurmPoller>(
       opts_.slurm, cfg_.slurm.poll_interval,

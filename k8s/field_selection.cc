@@ -1,108 +1,117 @@
 #include "k8s/field_selection.h"
 
 #include <initializer_list>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 namespace skb::k8s {
 namespace {
 
 using nlohmann::json;
 
-// Moves the listed keys of `from` (when present) into a new object.
-json Keep(json& from, std::initializer_list<const char*> keys) {
-  json out = json::object();
-  if (!from.is_object()) return out;
-  for (const char* k : keys) {
-    auto it = from.find(k);
-    if (it != from.end()) out[k] = std::move(*it);
+bool OneOf(std::string_view key, std::initializer_list<std::string_view> keys) {
+  for (std::string_view k : keys) {
+    if (k == key) return true;
   }
-  return out;
+  return false;
 }
 
-json Meta(json& obj, bool owners) {
-  auto md = obj.find("metadata");
-  if (md == obj.end()) return json::object();
-  json out = Keep(*md, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                        "deletionTimestamp", "labels", "annotations", "finalizers"});
+// Erases every key of `obj` not in `keys`; anything but an object becomes {}. In place: the
+// kept values are neither copied nor moved (after a selective decode almost all are kept).
+void KeepOnly(json& obj, std::initializer_list<std::string_view> keys) {
+  if (!obj.is_object()) {
+    obj = json::object();
+    return;
+  }
+  auto& m = obj.get_ref<json::object_t&>();
+  for (auto it = m.begin(); it != m.end();) {
+    it = OneOf(it->first, keys) ? std::next(it) : m.erase(it);
+  }
+}
+
+void Meta(json& obj, bool owners) {
+  json& md = obj["metadata"];
+  if (owners) {
+    KeepOnly(md, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                  "deletionTimestamp", "labels", "annotations", "finalizers", "ownerReferences"});
+  } else {
+    KeepOnly(md, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                  "deletionTimestamp", "labels", "annotations", "finalizers"});
+  }
   // kubectl apply's copy of the whole object: often the largest field, never needed.
-  if (out.contains("annotations") && out["annotations"].is_object()) {
-    out["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
-  }
-  if (owners && md->is_object() && md->contains("ownerReferences")) {
-    out["ownerReferences"] = std::move((*md)["ownerReferences"]);
-  }
-  return out;
+  auto ann = md.find("annotations");
+  if (ann != md.end() && ann->is_object())
+    ann->erase("kubectl.kubernetes.io/last-applied-configuration");
 }
 
 // cpu, memory, pods and extended resources (nvidia.com/gpu, ...); not storage or hugepages.
-json Resources(json& list) {
-  json out = json::object();
-  if (!list.is_object()) return out;
-  for (auto it = list.begin(); it != list.end(); ++it) {
-    const std::string& k = it.key();
-    if (k == "cpu" || k == "memory" || k == "pods" || k.find('/') != std::string::npos)
-      out[k] = std::move(*it);
+void Resources(json& list) {
+  if (!list.is_object()) {
+    list = json::object();
+    return;
   }
-  return out;
+  auto& m = list.get_ref<json::object_t&>();
+  for (auto it = m.begin(); it != m.end();) {
+    const std::string& k = it->first;
+    const bool keep =
+        k == "cpu" || k == "memory" || k == "pods" || k.find('/') != std::string::npos;
+    it = keep ? std::next(it) : m.erase(it);
+  }
 }
 
-json Conditions(json& status) {
-  json out = json::array();
-  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array())
-    return out;
-  for (json& c : status["conditions"]) {
-    out.push_back(Keep(c, {"type", "status", "reason", "message", "lastTransitionTime"}));
+// Trims each element of the list at `key` of `obj` (an object) to `fields`. A missing or
+// non-list entry becomes [] when `keep_empty`, and an empty list is dropped unless it is.
+void TrimList(json& obj, const char* key, std::initializer_list<std::string_view> fields,
+              bool keep_empty) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_array() || it->empty()) {
+    if (keep_empty) {
+      obj[key] = json::array();
+    } else if (it != obj.end()) {
+      obj.erase(it);
+    }
+    return;
   }
-  return out;
+  for (json& e : *it) KeepOnly(e, fields);
 }
 
-json Containers(json& spec, const char* key) {
-  json out = json::array();
-  if (!spec.is_object() || !spec.contains(key) || !spec[key].is_array()) return out;
-  for (json& c : spec[key]) out.push_back(Keep(c, {"name", "resources"}));
-  return out;
+void Conditions(json& status) {
+  TrimList(status, "conditions", {"type", "status", "reason", "message", "lastTransitionTime"},
+           /*keep_empty=*/false);
 }
 
 }  // namespace
 
 json SelectNodeFields(json&& node) {
   if (!node.is_object()) return std::move(node);
-  json out = {{"metadata", Meta(node, false)}};
-  if (node.contains("spec")) out["spec"] = Keep(node["spec"], {"unschedulable", "taints"});
-  if (node.contains("status")) {
-    json& status = node["status"];
-    json s = json::object();
-    if (status.is_object() && status.contains("capacity"))
-      s["capacity"] = Resources(status["capacity"]);
-    if (status.is_object() && status.contains("allocatable"))
-      s["allocatable"] = Resources(status["allocatable"]);
-    json conds = Conditions(status);
-    if (!conds.empty()) s["conditions"] = std::move(conds);
-    out["status"] = std::move(s);
+  KeepOnly(node, {"metadata", "spec", "status"});
+  Meta(node, false);
+  if (auto spec = node.find("spec"); spec != node.end()) KeepOnly(*spec, {"unschedulable", "taints"});
+  if (auto status = node.find("status"); status != node.end()) {
+    KeepOnly(*status, {"capacity", "allocatable", "conditions"});
+    if (auto c = status->find("capacity"); c != status->end()) Resources(*c);
+    if (auto a = status->find("allocatable"); a != status->end()) Resources(*a);
+    Conditions(*status);
   }
-  return out;
+  return std::move(node);
 }
 
 json SelectPodFields(json&& pod) {
   if (!pod.is_object()) return std::move(pod);
-  json out = {{"metadata", Meta(pod, true)}};
-  if (pod.contains("spec")) {
-    json& spec = pod["spec"];
-    json s = Keep(spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
-                         "terminationGracePeriodSeconds"});
-    s["containers"] = Containers(spec, "containers");
-    json init = Containers(spec, "initContainers");
-    if (!init.empty()) s["initContainers"] = std::move(init);
-    out["spec"] = std::move(s);
+  KeepOnly(pod, {"metadata", "spec", "status"});
+  Meta(pod, true);
+  if (auto spec = pod.find("spec"); spec != pod.end()) {
+    KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
+                     "terminationGracePeriodSeconds", "containers", "initContainers"});
+    TrimList(*spec, "containers", {"name", "resources"}, /*keep_empty=*/true);
+    TrimList(*spec, "initContainers", {"name", "resources"}, /*keep_empty=*/false);
   }
-  if (pod.contains("status")) {
-    json& status = pod["status"];
-    json s = Keep(status, {"phase", "nominatedNodeName"});
-    json conds = Conditions(status);
-    if (!conds.empty()) s["conditions"] = std::move(conds);
-    out["status"] = std::move(s);
+  if (auto status = pod.find("status"); status != pod.end()) {
+    KeepOnly(*status, {"phase", "nominatedNodeName", "conditions"});
+    Conditions(*status);
   }
-  return out;
+  return std::move(pod);
 }
 
 }  // namespace skb::k8s

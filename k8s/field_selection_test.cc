@@ -2,12 +2,117 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <string>
+#include <vector>
+
 #include "k8s/node_info.h"
 #include "k8s/pod_info.h"
 #include "k8s/testdata.h"
 
 namespace skb::k8s {
 namespace {
+
+// The first, straightforward implementation (rebuilds every kept value into new objects):
+// the in-place one must produce exactly the same objects.
+using nlohmann::json;
+
+// Moves the listed keys of `from` (when present) into a new object.
+json Keep(json& from, std::initializer_list<const char*> keys) {
+  json out = json::object();
+  if (!from.is_object()) return out;
+  for (const char* k : keys) {
+    auto it = from.find(k);
+    if (it != from.end()) out[k] = std::move(*it);
+  }
+  return out;
+}
+
+json Meta(json& obj, bool owners) {
+  auto md = obj.find("metadata");
+  if (md == obj.end()) return json::object();
+  json out = Keep(*md, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                        "deletionTimestamp", "labels", "annotations", "finalizers"});
+  // kubectl apply's copy of the whole object: often the largest field, never needed.
+  if (out.contains("annotations") && out["annotations"].is_object()) {
+    out["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+  }
+  if (owners && md->is_object() && md->contains("ownerReferences")) {
+    out["ownerReferences"] = std::move((*md)["ownerReferences"]);
+  }
+  return out;
+}
+
+// cpu, memory, pods and extended resources (nvidia.com/gpu, ...); not storage or hugepages.
+json Resources(json& list) {
+  json out = json::object();
+  if (!list.is_object()) return out;
+  for (auto it = list.begin(); it != list.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "cpu" || k == "memory" || k == "pods" || k.find('/') != std::string::npos)
+      out[k] = std::move(*it);
+  }
+  return out;
+}
+
+json Conditions(json& status) {
+  json out = json::array();
+  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array())
+    return out;
+  for (json& c : status["conditions"]) {
+    out.push_back(Keep(c, {"type", "status", "reason", "message", "lastTransitionTime"}));
+  }
+  return out;
+}
+
+json Containers(json& spec, const char* key) {
+  json out = json::array();
+  if (!spec.is_object() || !spec.contains(key) || !spec[key].is_array()) return out;
+  for (json& c : spec[key]) out.push_back(Keep(c, {"name", "resources"}));
+  return out;
+}
+
+json ReferenceSelectNodeFields(json&& node) {
+  if (!node.is_object()) return std::move(node);
+  json out = {{"metadata", Meta(node, false)}};
+  if (node.contains("spec")) out["spec"] = Keep(node["spec"], {"unschedulable", "taints"});
+  if (node.contains("status")) {
+    json& status = node["status"];
+    json s = json::object();
+    if (status.is_object() && status.contains("capacity"))
+      s["capacity"] = Resources(status["capacity"]);
+    if (status.is_object() && status.contains("allocatable"))
+      s["allocatable"] = Resources(status["allocatable"]);
+    json conds = Conditions(status);
+    if (!conds.empty()) s["conditions"] = std::move(conds);
+    out["status"] = std::move(s);
+  }
+  return out;
+}
+
+json ReferenceSelectPodFields(json&& pod) {
+  if (!pod.is_object()) return std::move(pod);
+  json out = {{"metadata", Meta(pod, true)}};
+  if (pod.contains("spec")) {
+    json& spec = pod["spec"];
+    json s = Keep(spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
+                         "terminationGracePeriodSeconds"});
+    s["containers"] = Containers(spec, "containers");
+    json init = Containers(spec, "initContainers");
+    if (!init.empty()) s["initContainers"] = std::move(init);
+    out["spec"] = std::move(s);
+  }
+  if (pod.contains("status")) {
+    json& status = pod["status"];
+    json s = Keep(status, {"phase", "nominatedNodeName"});
+    json conds = Conditions(status);
+    if (!conds.empty()) s["conditions"] = std::move(conds);
+    out["status"] = std::move(s);
+  }
+  return out;
+}
+
+
 
 // The trimmed object must read exactly like the full one through the views: the selection
 // keeps everything the bridge uses.
@@ -50,6 +155,30 @@ TEST(FieldSelection, PodViewUnchangedAndObjectSmaller) {
 TEST(FieldSelection, NonObjectsPassThrough) {
   EXPECT_EQ(SelectPodFields(nlohmann::json(5)), nlohmann::json(5));
   EXPECT_EQ(SelectNodeFields({{"metadata", "x"}})["metadata"], nlohmann::json::object());
+}
+
+TEST(FieldSelection, InPlaceTrimEqualsTheReferenceOnOddShapes) {
+  std::vector<nlohmann::json> inputs = {testdata::RealisticPod(), testdata::RealisticNode()};
+  for (const char* text : {
+           R"({})",
+           R"({"metadata":"x","spec":5,"status":[1]})",
+           R"({"metadata":{"annotations":"a","labels":{"a":"b"}},"spec":{"containers":{}}})",
+           R"({"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","k":"v"}}})",
+           R"({"spec":{"containers":[1,{"name":"a","env":[]}],"initContainers":[]}})",
+           R"({"spec":{"initContainers":[{"name":"i","resources":{},"image":"x"}],"taints":[]}})",
+           R"({"status":{"conditions":[],"phase":"Running","hostIP":"1"}})",
+           R"({"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"t"},"x"]}})",
+           R"({"status":{"capacity":{"cpu":"1","hugepages-2Mi":"0","a/b":"2"},"allocatable":7}})",
+           R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",
+       }) {
+    inputs.push_back(nlohmann::json::parse(text));
+  }
+  for (const nlohmann::json& in : inputs) {
+    EXPECT_EQ(SelectPodFields(nlohmann::json(in)), ReferenceSelectPodFields(nlohmann::json(in)))
+        << in.dump();
+    EXPECT_EQ(SelectNodeFields(nlohmann::json(in)), ReferenceSelectNodeFields(nlohmann::json(in)))
+        << in.dump();
+  }
 }
 
 }  // namespace

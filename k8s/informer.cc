@@ -15,13 +15,24 @@ std::string MetaField(const nlohmann::json& obj, const char* field) {
   return v != md->end() && v->is_string() ? v->get<std::string>() : "";
 }
 
-// A notification computed under the cache lock and delivered after it is released.
+// A notification computed under the cache lock and delivered after it is released. Objects
+// that come from the cache are decoded then, outside the lock.
 struct Notification {
   enum class Kind { kAdd, kUpdate, kDelete } kind;
   ObjectPtr old_obj;
   ObjectPtr obj;
   bool final_state_unknown = false;
+  CompactJson cached_old;  // becomes old_obj (kUpdate)
+  CompactJson cached_obj;  // becomes obj (kDelete inferred on relist)
 };
+
+ObjectPtr Decoded(const CompactJson& c) {
+  return std::make_shared<const nlohmann::json>(c.Decode());
+}
+
+std::string_view CachedMeta(const CompactJson& c, std::string_view field) {
+  return c.StringAt({"metadata", field});
+}
 
 }  // namespace
 
@@ -70,14 +81,14 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
 ObjectPtr Informer::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
-  return it == cache_.end() ? nullptr : it->second;
+  return it == cache_.end() ? nullptr : Decoded(it->second);
 }
 
 std::vector<ObjectPtr> Informer::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ObjectPtr> out;
   out.reserve(cache_.size());
-  for (const auto& [key, obj] : cache_) out.push_back(obj);
+  for (const auto& [key, obj] : cache_) out.push_back(Decoded(obj));
   return out;
 }
 
@@ -98,22 +109,29 @@ InformerStats Informer::Stats() const {
 
 namespace {
 
-void Deliver(const std::vector<InformerHandlers>& handlers,
-             const std::vector<Notification>& notes) {
-  for (const Notification& n : notes) {
+void Deliver(const std::vector<InformerHandlers>& handlers, std::vector<Notification>& notes) {
+  bool wants_old = false;
+  for (const InformerHandlers& h : handlers) wants_old |= h.on_update && h.wants_old_object;
+  for (Notification& n : notes) {
+    if (n.kind == Notification::Kind::kUpdate && wants_old) n.old_obj = Decoded(n.cached_old);
+    if (n.obj == nullptr) n.obj = Decoded(n.cached_obj);
+    n.cached_old = CompactJson();
+    n.cached_obj = CompactJson();
     for (const InformerHandlers& h : handlers) {
       switch (n.kind) {
         case Notification::Kind::kAdd:
           if (h.on_add) h.on_add(n.obj);
           break;
         case Notification::Kind::kUpdate:
-          if (h.on_update) h.on_update(n.old_obj, n.obj);
+          if (h.on_update) h.on_update(h.wants_old_object ? n.old_obj : nullptr, n.obj);
           break;
         case Notification::Kind::kDelete:
           if (h.on_delete) h.on_delete(n.obj, n.final_state_unknown);
           break;
       }
     }
+    n.old_obj.reset();  // unless a handler kept them
+    n.obj.reset();
   }
 }
 
@@ -126,7 +144,8 @@ Status Informer::Relist() {
   lo.limit = options_.page_size;
   ASSIGN_OR_RETURN(ListResult list, ListAll(*client_, options_.resource, options_.ns, lo));
 
-  std::unordered_map<std::string, ObjectPtr> fresh;
+  // Each item is trimmed and encoded at once, so the decoded list is freed item by item.
+  std::vector<std::pair<std::string, CompactJson>> fresh;
   fresh.reserve(list.items.size());
   uint64_t skipped = 0;
   for (nlohmann::json& item : list.items) {
@@ -138,26 +157,40 @@ Status Informer::Relist() {
       continue;
     }
     if (options_.transform) item = options_.transform(std::move(item));
-    fresh[std::move(key)] = std::make_shared<const nlohmann::json>(std::move(item));
+    fresh.emplace_back(std::move(key), CompactJson::Encode(item));
+    nlohmann::json().swap(item);
   }
+  list.items.clear();
 
+  // Notifications carry copies of the encodings and are decoded one at a time as they are
+  // delivered, so a relist of many changed objects never holds them all decoded.
   std::vector<Notification> notes;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, obj] : fresh) {
+    std::unordered_map<std::string, CompactJson> next;
+    next.reserve(fresh.size());
+    for (auto& [key, compact] : fresh) {
       auto old = cache_.find(key);
       if (old == cache_.end()) {
-        notes.push_back({Notification::Kind::kAdd, nullptr, obj});
-      } else if (MetaField(*old->second, "resourceVersion") != MetaField(*obj, "resourceVersion") ||
-                 MetaField(*old->second, "uid") != MetaField(*obj, "uid")) {
-        notes.push_back({Notification::Kind::kUpdate, old->second, obj});
+        notes.push_back({.kind = Notification::Kind::kAdd, .cached_obj = compact.Copy()});
+      } else if (CachedMeta(old->second, "resourceVersion") !=
+                     CachedMeta(compact, "resourceVersion") ||
+                 CachedMeta(old->second, "uid") != CachedMeta(compact, "uid")) {
+        notes.push_back({.kind = Notification::Kind::kUpdate,
+                         .cached_old = std::move(old->second),
+                         .cached_obj = compact.Copy()});
+      }
+      next.insert_or_assign(std::move(key), std::move(compact));
+    }
+    for (auto& [key, obj] : cache_) {
+      // Deleted while we were not watching: the last state we saw is all we have.
+      if (!next.count(key)) {
+        notes.push_back({.kind = Notification::Kind::kDelete,
+                         .final_state_unknown = true,
+                         .cached_obj = std::move(obj)});
       }
     }
-    for (const auto& [key, obj] : cache_) {
-      // Deleted while we were not watching: the last state we saw is all we have.
-      if (!fresh.count(key)) notes.push_back({Notification::Kind::kDelete, nullptr, obj, true});
-    }
-    cache_ = std::move(fresh);
+    cache_ = std::move(next);
     resource_version_ = list.resource_version;
     ++stats_.lists;
     stats_.skipped += skipped;
@@ -189,6 +222,8 @@ void Informer::Apply(WatchEvent&& ev) {
   }
   nlohmann::json obj =
       options_.transform ? options_.transform(std::move(ev.object)) : std::move(ev.object);
+  CompactJson compact;
+  if (ev.type != WatchEvent::Type::kDeleted) compact = CompactJson::Encode(obj);
   auto ptr = std::make_shared<const nlohmann::json>(std::move(obj));
   std::vector<Notification> notes;
   {
@@ -199,14 +234,16 @@ void Informer::Apply(WatchEvent&& ev) {
     if (ev.type == WatchEvent::Type::kDeleted) {
       if (it != cache_.end()) {
         cache_.erase(it);
-        notes.push_back({Notification::Kind::kDelete, nullptr, ptr, false});
+        notes.push_back({.kind = Notification::Kind::kDelete, .obj = ptr});
       }
     } else if (it == cache_.end()) {
-      cache_.emplace(std::move(key), ptr);
-      notes.push_back({Notification::Kind::kAdd, nullptr, ptr});
+      cache_.emplace(std::move(key), std::move(compact));
+      notes.push_back({.kind = Notification::Kind::kAdd, .obj = ptr});
     } else {
-      notes.push_back({Notification::Kind::kUpdate, it->second, ptr});
-      it->second = ptr;
+      notes.push_back({.kind = Notification::Kind::kUpdate,
+                       .obj = ptr,
+                       .cached_old = std::move(it->second)});
+      it->second = std::move(compact);
     }
   }
   Deliver(handlers_, notes);

@@ -163,6 +163,60 @@ TEST(Informer, RelistsOnExpiredResourceVersionAndReportsMissedDeletes) {
   EXPECT_EQ(inf.Size(), 3u);  // a, unchanged, d
 }
 
+// The cache keeps objects encoded (compact_json.h): an update's old object is decoded from
+// it, after a watch event and after a relist alike; handlers that do not want it get null.
+TEST(Informer, UpdatesCarryTheOldObjectFromTheCacheUnlessNotWanted) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+  Informer inf(&fake, PodOptions());
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto push = [&](std::string s) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(std::move(s));
+  };
+  InformerHandlers with_old;
+  with_old.on_update = [&](const ObjectPtr& old_obj, const ObjectPtr& obj) {
+    ASSERT_NE(old_obj, nullptr);
+    EXPECT_EQ((*old_obj)["metadata"]["annotations"]["big"], std::string(100, 'a'));
+    EXPECT_NE((*old_obj)["metadata"]["resourceVersion"], (*obj)["metadata"]["resourceVersion"]);
+    push((*old_obj)["status"].value("phase", "") + "->" + (*obj)["status"].value("phase", ""));
+  };
+  InformerHandlers without_old;
+  without_old.on_update = [&](const ObjectPtr& old_obj, const ObjectPtr&) {
+    push(old_obj == nullptr ? "no old" : "old");
+  };
+  without_old.wants_old_object = false;
+  inf.AddHandlers(with_old);
+  inf.AddHandlers(without_old);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+
+  ASSERT_TRUE(fake.Patch(Resource::Pods(), "ns", "a", PatchType::kJsonMerge,
+                         {{"status", {{"phase", "Running"}}}})
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() == 2;
+  }));
+
+  fake.FailNextListOrWatch(1, UnavailableError("connection refused"));
+  fake.DropWatches();
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 0; }));
+  json a = *fake.Get(Resource::Pods(), "ns", "a");
+  a["status"]["phase"] = "Succeeded";
+  ASSERT_TRUE(fake.Update(Resource::Pods(), "ns", a).ok());
+  fake.ExpireHistory();
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() == 4;
+  }));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_THAT(seen, ElementsAre("Pending->Running", "no old", "Running->Succeeded", "no old"));
+  EXPECT_EQ(inf.Stats().lists, 2u);
+}
+
 TEST(Informer, BookmarksAdvanceTheResourceVersion) {
   FakeKubeClient fake;
   Informer inf(&fake, PodOptions());

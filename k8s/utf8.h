@@ -1,0 +1,12 @@
+// UTF-8 encoding shared by the parsers of outside text (json_selection.cc, yaml_lite.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace skb::k8s {
+
+// Appends code point `cp` (at most U+10FFFF; the caller has rejected surrogates) as UTF-8.
+void AppendUtf8(std::string* out, uint32_t cp);
+
+}  // namespace skb::k8s
