@@ -111,17 +111,7 @@ int main(int argc, char** argv) {
   std::vector<double> preempt, ret;
   for (int run = 0; ok && run < runs; ++run) {
     const std::string name = StrCat("bench-infer-", run);
-    nlohmann::json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", "lending"}}}}},
-        {"spec",
-         {{"priorityClassName", "inference-high"},
-          {"terminationGracePeriodSeconds", 0},
-          {"containers",
-           {{{"name", "main"},
-             {"image", "inference:1"},
-             {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+    const nlohmann::json pod = skb::testbed::InferencePod(name, "lending");
     const auto t0 = Steady::now();
     if (!(*kube)->Create(skb::k8s::Resource::Pods(), "default", pod).ok()) {
       ok = false;

@@ -131,6 +131,21 @@ skb::StatusOr<std::string> TestbedDir() {
   return std::string(dir);
 }
 
+nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus) {
+  const std::string n = std::to_string(gpus);
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", label}}}}},
+          {"spec",
+           {{"priorityClassName", "inference-high"},
+            {"terminationGracePeriodSeconds", 1},
+            {"containers",
+             {{{"name", "main"},
+               {"image", "inference:1"},
+               {"resources",
+                {{"requests", {{"nvidia.com/gpu", n}}}, {"limits", {{"nvidia.com/gpu", n}}}}}}}}}}};
+}
+
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <functional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "src/base/status.h"
@@ -39,6 +41,10 @@ skb::StatusOr<std::string> TestbedDir();
 
 // Number of nodes the testbed runs (SKB_TESTBED_NODES, default 4).
 int TestbedNodeCount();
+
+// An inference pod as the tests and benchmarks create it in `default`: PriorityClass
+// inference-high (above the lending threshold), `gpus` nvidia.com/gpu, label skb-e2e=LABEL.
+nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus = 8);
 
 // The whole file, "" when it cannot be read.
 std::string ReadAll(const std::string& path);

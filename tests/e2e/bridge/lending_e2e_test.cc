@@ -227,19 +227,7 @@ class LendingE2E : public ::testing::Test {
   }
 
   void CreateInferencePod(const std::string& name) {
-    nlohmann::json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", "lending"}}}}},
-        {"spec",
-         {{"priorityClassName", "inference-high"},
-          {"terminationGracePeriodSeconds", 1},
-          {"containers",
-           {{{"name", "main"},
-             {"image", "inference:1"},
-             {"resources",
-              {{"requests", {{"nvidia.com/gpu", "8"}}}, {"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
-    auto r = kube_->Create(k8s::Resource::Pods(), "default", pod);
+    auto r = kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "lending"));
     ASSERT_TRUE(r.ok()) << r.status();
   }
 

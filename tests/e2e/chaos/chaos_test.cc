@@ -147,19 +147,8 @@ class Chaos : public ::testing::Test {
   }
 
   void CreateInference(const std::string& name) {
-    nlohmann::json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", "chaos"}}}}},
-        {"spec",
-         {{"priorityClassName", "inference-high"},
-          {"terminationGracePeriodSeconds", 1},
-          {"containers",
-           {{{"name", "main"},
-             {"image", "inference:1"},
-             {"resources",
-              {{"requests", {{"nvidia.com/gpu", "8"}}}, {"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
-    (void)kube_->Create(k8s::Resource::Pods(), "default", pod);  // apiserver down: skipped
+    // The apiserver may be down (a fault): then there is simply no pod.
+    (void)kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "chaos"));
   }
 
   // The job's state as slurmctld shows it ("" when unknown).
