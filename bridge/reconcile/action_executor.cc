@@ -36,6 +36,7 @@ Status ActionExecutor::Execute(const Action& a) {
     case ActionKind::kSetNodeTaint: s = ChangeTaint(a, /*add=*/true); break;
     case ActionKind::kRemoveNodeTaint: s = ChangeTaint(a, /*add=*/false); break;
     case ActionKind::kPatchNodeAnnotations: s = PatchNodeAnnotations(a); break;
+    case ActionKind::kRestoreFinalizer: s = RestoreFinalizer(a); break;
   }
   if (!s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kAborted) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.

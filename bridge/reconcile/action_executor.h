@@ -53,6 +53,7 @@ class ActionExecutor {
   Status DeleteReservation(const plan::Action& a);
   Status PatchPodAnnotations(const plan::Action& a);
   Status ReleaseReservation(const plan::Action& a);
+  Status RestoreFinalizer(const plan::Action& a);
   Status SignalJobs(const plan::Action& a);
   Status PreemptJobs(const plan::Action& a);
   Status ChangeTaint(const plan::Action& a, bool add);

@@ -216,6 +216,54 @@ Status ActionExecutor::PatchPodAnnotations(const Action& a) {
   return OkStatus();
 }
 
+Status ActionExecutor::RestoreFinalizer(const Action& a) {
+  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
+  if (!pod.ok()) {
+    if (pod.status().code() == StatusCode::kNotFound) {
+      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
+    }
+    return pod.status();
+  }
+  const std::string uid = MetaString(*pod, "uid");
+  if (!a.pod.uid.empty() && uid != a.pod.uid) {
+    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
+  }
+  const nlohmann::json& meta = (*pod)["metadata"];
+  if (meta.contains("deletionTimestamp")) {
+    // Kubernetes refuses new finalizers on a pod being deleted; the lend handles it.
+    return AbortedError(StrCat("pod ", a.pod.name, " is being deleted"));
+  }
+  const bool has_list = meta.contains("finalizers") && meta["finalizers"].is_array();
+  if (has_list) {
+    for (const auto& f : meta["finalizers"]) {
+      if (f.is_string() && f.get<std::string>() == ownership::kFinalizer) return OkStatus();
+    }
+  }
+  nlohmann::json ops = nlohmann::json::array(
+      {{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
+  if (has_list) {
+    ops.push_back({{"op", "add"}, {"path", "/metadata/finalizers/-"}, {"value", ownership::kFinalizer}});
+  } else {
+    ops.push_back({{"op", "add"},
+                   {"path", "/metadata/finalizers"},
+                   {"value", nlohmann::json::array({ownership::kFinalizer})}});
+  }
+  auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+                        k8s::PatchType::kJsonPatch, ops);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) {
+      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
+    }
+    if (r.status().code() == StatusCode::kInvalidArgument) {  // a "test" failed
+      return AbortedError(StrCat("pod ", a.pod.name, " changed: ", r.status().message()));
+    }
+    return r.status();
+  }
+  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
+  return OkStatus();
+}
+
 Status ActionExecutor::ReleaseReservation(const Action& a) {
   // Verify at the source what makes the release safe.
   if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {

@@ -251,6 +251,11 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
     // Actions change what we observe; the informers and the poller report it back, which
     // re-queues the node. A grace period ending is not observed: schedule it.
     if (result.plan.recheck_at) queue_->AddAt(name, *result.plan.recheck_at);
+    // Refused (FailedPrecondition: someone else's pod has the reservation's name, the
+    // namespace is gone, Slurm refuses a requeue...): what would unblock it may be a change
+    // the caches never see (a pod without GPUs deleted, a namespace created). Look again
+    // later; the Warning Event is aggregated by the recorder.
+    if (!result.status.ok()) queue_->AddAfter(name, kRefusedRecheck);
   }
   return result;
 }

@@ -34,6 +34,9 @@ struct ReconcileResult {
   std::vector<std::pair<size_t, Status>> outcomes;
 };
 
+// A node whose plan was refused is planned again after this long, changes or not.
+inline constexpr Clock::Duration kRefusedRecheck = std::chrono::seconds(10);
+
 class Reconciler {
  public:
   // All pointers must outlive the reconciler.

@@ -124,6 +124,7 @@ JobView ToJobView(const slurm_job_info_t& j) {
     v.exit_signal = WTERMSIG(static_cast<int>(j.exit_code));
   }
   v.requeue = j.requeue != 0;
+  v.batch = j.batch_flag != 0;
   v.restart_count = j.restart_cnt;
   v.admin_comment = Str(j.admin_comment);
   if (auto note = skb::slurm::ParseAnnotation(v.admin_comment)) v.signal = note->signal;

@@ -131,6 +131,7 @@ struct Facts {
   std::optional<Clock::TimePoint> idle_since;
   std::map<uint32_t, slurm::UnixTime> signalled;
   std::string lend_blocked;
+  std::string return_blocked;
   bool swap_taint = false;
   bool busy_taint = false;
   bool healthy = true;
@@ -183,6 +184,7 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation);
   if (const std::string* v = Find(ann, kSignalledAtAnnotation)) f.signalled = ParseSignalled(*v);
   if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
+  if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
   f.swap_taint = HasTaint(*f.k, kSwapTaintKey);
   f.busy_taint = HasTaint(*f.k, kBusyTaintKey);
 
@@ -300,6 +302,16 @@ void Planner::Run() {
       LendDefault(StrCat("reservation ", PodName(*r), " is being deleted"));
     }
   } else if (r != nullptr) {
+    if (!HasFinalizer(*r)) {
+      // Removed by hand: without it a deletion would free the GPUs in Kubernetes at once,
+      // before Slurm has left the node.
+      Action& a = Add(ActionKind::kRestoreFinalizer, "FinalizerRestored",
+                      StrCat("Reservation ", PodName(*r), " had lost the finalizer ", kFinalizer,
+                             " (removed by hand?): put back, so that deleting it waits for "
+                             "Slurm to leave node ", f_.node->name),
+                      EventType::kWarning);
+      a.pod = Ref(*r);
+    }
     if (Replacing(*r)) {
       out_->state = OwnerState::kSwapping;
       StartSwap("a replacement was started", EventType::kNormal);
@@ -677,7 +689,18 @@ void Planner::KubernetesOwned() {
     return;
   }
   if (f_.foreign != nullptr) {
-    Explain("a pod that is not the bridge's has the reservation's name: cannot return");
+    const std::string name = PodName(*f_.foreign);
+    Explain(StrCat("pod ", name, " is not the bridge's but has the reservation's name: cannot return"));
+    if (f_.return_blocked != name) {
+      plan::AnnotationPatch b;
+      b.set[kReturnBlockedAnnotation] = name;
+      PatchNode(std::move(b), "ReturnBlocked",
+                StrCat("Node ", f_.node->name, " cannot return to Slurm: pod ", name,
+                       " has its reservation's name but is not the bridge's (no label ",
+                       kRoleLabel, "=", kReservationRole,
+                       "); the node stays lent to Kubernetes until that pod is renamed or deleted"),
+                EventType::kWarning);
+    }
     return;
   }
   Create(ReservationClass::kIdle, "ReturningToSlurm",
@@ -726,7 +749,7 @@ void Planner::Returning() {
   }
   plan::AnnotationPatch p;
   RemoveIfPresent(&p, {kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation,
-                       kSignalledAtAnnotation, kLendBlockedAnnotation});
+                       kSignalledAtAnnotation, kLendBlockedAnnotation, kReturnBlockedAnnotation});
   PatchNode(std::move(p), "ReturnedToSlurm",
             StrCat("Node ", f_.node->name, " belongs to Slurm again"));
   for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {

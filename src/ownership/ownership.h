@@ -43,9 +43,12 @@
 //     holding) the GPUs in Kubernetes' count gets the slurm-busy NoSchedule taint.
 //
 // Bad input: a pod with the reservation's name but without the bridge's role label is
-// someone else's: never touched, counted as a Kubernetes GPU pod, Warning. A reservation
-// that vanished (finalizer removed by hand) while Slurm still runs jobs: if the node was
-// lent, the lend carries on (busy taint); if not, it is recreated at once. Deleting the
+// someone else's: never touched, counted as a Kubernetes GPU pod, Warning; on a lent node
+// it blocks the return (return-blocked annotation, Warning). A live reservation whose
+// finalizer was removed by hand gets it back (Warning) before anything else is done with
+// it. A reservation that vanished (finalizer removed by hand, then deleted) while Slurm
+// still runs jobs: if the node was lent, the lend carries on (busy taint); if not, it is
+// recreated at once. Deleting the
 // namespace deletes every reservation: every node is lent (protected work still waits)
 // and none returns until the namespace exists again (creates fail; the executor says so).
 //
@@ -84,6 +87,9 @@
 //   kSetNodeTaint / kRemoveNodeTaint  read-modify-write of spec.taints with
 //       resourceVersion (Conflict: Aborted); already so: no change, no Event.
 //   kPatchNodeAnnotations  merge patch of the node's metadata.annotations (remove = null).
+//   kRestoreFinalizer      ONE JSON patch: test uid, test deletionTimestamp absent, add
+//       kFinalizer. Already there: no change, no Event. NotFound or a failed test: Aborted
+//       (the pod went or is going; plan again).
 //   kDrainSlurmNode (lend)  as for health, but never over a drain whose reason lacks the
 //       bridge prefix (an admin's): Aborted.
 #pragma once

@@ -143,6 +143,10 @@ bool HasTaint(const ManagedNode& n, std::string_view key) {
 }
 
 // What the world records while the model executes actions.
+bool HasFinalizerOf(const GpuPod& p) {
+  return std::find(p.finalizers.begin(), p.finalizers.end(), kFinalizer) != p.finalizers.end();
+}
+
 struct Log {
   std::map<uint32_t, int> signals;      // job -> times signalled
   std::map<uint32_t, int> preemptions;  // job -> times preempted
@@ -278,6 +282,12 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
       for (const auto& [k, v] : a.annotations.set) n->k8s->annotations[k] = v;
       for (const auto& k : a.annotations.remove) n->k8s->annotations.erase(k);
       break;
+    case ActionKind::kRestoreFinalizer: {
+      GpuPod* p = find_pod(a.pod);
+      if (p == nullptr || p->terminating) break;  // Aborted: the pod went or is going
+      if (!HasFinalizerOf(*p)) p->finalizers.push_back(kFinalizer);
+      break;
+    }
     case ActionKind::kRequeueSlurmJobs:
     case ActionKind::kSetNodeCondition:
     case ActionKind::kSetSlurmFeatures:
@@ -730,6 +740,34 @@ const std::vector<Case>& Cases() {
        {ActionKind::kCreateReservationPod},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-idle");
+       }},
+      {"APodThatTookTheReservationsNameBlocksTheReturnWithAWarning",
+       [](ManagedNode* n, config::Config*) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
+         GpuPod p = K8sPod("reserve-node1", "Succeeded");  // ended: no longer uses the GPUs
+         p.namespace_name = kNs;
+         n->pods.push_back(p);
+       },
+       OwnerState::kKubernetes,
+       {ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(p.actions[0].event_reason, "ReturnBlocked");
+         EXPECT_EQ(p.actions[0].annotations.set.at(kReturnBlockedAnnotation),
+                   "slurm-bridge/reserve-node1");
+       }},
+      {"AFinalizerRemovedByHandIsPutBackFirst",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)}, *cfg);
+         Res(n)->finalizers.clear();
+         Res(n)->phase = "Running";
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kRestoreFinalizer},
+       [](const OwnershipPlan& p, const ManagedNode& n) {
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(p.actions[0].pod.uid, n.pods[0].uid);
        }},
       {"MinimumLendTimeHoldsTheReturn",
        [](ManagedNode* n, config::Config*) {

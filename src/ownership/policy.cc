@@ -142,6 +142,12 @@ JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock:
     p.why = "cannot be requeued (--no-requeue)";
     return p;
   }
+  if (p.mode != plan::JobPreemptMode::kCancel && !job.batch) {
+    // Slurm requeues batch jobs only; preempting an interactive one would mean killing it.
+    p.preemptible = false;
+    p.why = "an interactive job (srun/salloc), which Slurm cannot requeue";
+    return p;
+  }
   if (int64_t n = PreemptionsInWindow(job, l, now); n > l.max_preemptions) {
     p.preemptible = false;
     p.why = StrCat("preempted ", n, " times in ", FormatSeconds(l.preemption_window),

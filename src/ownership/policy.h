@@ -57,6 +57,9 @@ inline constexpr char kLentToAnnotation[] = "slurm-k8s-bridge.io/lent-to";
 inline constexpr char kSignalledAtAnnotation[] = "slurm-k8s-bridge.io/signalled-at";
 //   lend-blocked: "jobid,...": non-preemptible jobs a lend waits for (with a Warning).
 inline constexpr char kLendBlockedAnnotation[] = "slurm-k8s-bridge.io/lend-blocked";
+//   return-blocked: "ns/name" of a pod that is not the bridge's but has the reservation's
+//   name, which keeps the lent node from returning (with a Warning).
+inline constexpr char kReturnBlockedAnnotation[] = "slurm-k8s-bridge.io/return-blocked";
 //   idle-since: Unix seconds since when no Kubernetes GPU pod is on the lent node.
 inline constexpr char kIdleSinceAnnotation[] = "slurm-k8s-bridge.io/idle-since";
 

@@ -120,6 +120,14 @@ TEST(PolicyFor, PreemptibilitySignalAndMode) {
   j.partition = "spot";
   EXPECT_TRUE(PolicyFor(j, cfg, kNow).preemptible);
 
+  // Neither can an interactive job (srun/salloc): Slurm requeues batch jobs only.
+  j = Job(6);
+  j.batch = false;
+  EXPECT_FALSE(PolicyFor(j, cfg, kNow).preemptible);
+  EXPECT_THAT(PolicyFor(j, cfg, kNow).why, HasSubstr("interactive"));
+  j.partition = "spot";
+  EXPECT_TRUE(PolicyFor(j, cfg, kNow).preemptible) << "cancelling it is what its mode says";
+
   // Anti-thrash: more than max_preemptions in the window.
   cfg.lending.max_preemptions = 2;
   j = Job(5);

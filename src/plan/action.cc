@@ -20,6 +20,7 @@ std::string_view ActionKindName(ActionKind k) {
     case ActionKind::kSetNodeTaint: return "SetNodeTaint";
     case ActionKind::kRemoveNodeTaint: return "RemoveNodeTaint";
     case ActionKind::kPatchNodeAnnotations: return "PatchNodeAnnotations";
+    case ActionKind::kRestoreFinalizer: return "RestoreFinalizer";
   }
   return "Unknown";
 }
@@ -90,6 +91,7 @@ std::string ToString(const Action& a) {
                 " class=", a.reservation.priority_class_name, " gpus=", a.reservation.gpus);
       break;
     case ActionKind::kDeleteReservationPod:
+    case ActionKind::kRestoreFinalizer:
       StrAppend(&s, Pod(a.pod));
       break;
     case ActionKind::kPatchPodAnnotations:

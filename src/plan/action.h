@@ -34,6 +34,7 @@ enum class ActionKind {
   kSetNodeTaint,           // add `taint` to the Kubernetes node (no-op when present)
   kRemoveNodeTaint,        // remove the taint with `taint.key` and `taint.effect`
   kPatchNodeAnnotations,   // merge-patch `annotations` into the Kubernetes node's metadata
+  kRestoreFinalizer,       // put the bridge's finalizer back on `pod` (removed by hand)
 };
 
 std::string_view ActionKindName(ActionKind k);

@@ -102,6 +102,8 @@ struct JobView {
   UnixTime end_time = 0;       // finished jobs: when; running: the time limit's end
   int exit_signal = 0;         // finished jobs: the signal that ended the batch script, or 0
   bool requeue = false;        // may be requeued (--requeue / JobRequeue=1)
+  bool batch = true;           // a batch job (sbatch); srun/salloc allocations are not, and
+                               // Slurm refuses to requeue them
   uint32_t restart_count = 0;
   std::string admin_comment;
   std::optional<SignalSpec> signal;  // from the bridge's admission annotation

@@ -12,10 +12,22 @@ kubectl -n "$ns" delete pods -l slurm-k8s-bridge.io/role=reservation --grace-per
   --wait=true --timeout=60s >/dev/null 2>&1
 kubectl -n default delete pods -l skb-e2e=lending --grace-period=0 --force --wait=true \
   --timeout=60s >/dev/null 2>&1
+kubectl -n "$ns" delete pods -l skb-e2e=lending --grace-period=0 --force --wait=true \
+  --timeout=60s >/dev/null 2>&1
+# A test deletes the namespace: its pods are gone now; finalize it (the namespace
+# controller may be backing off for minutes), wait for it to go, then create it again.
+for _ in $(seq 120); do
+  phase="$(kubectl get namespace "$ns" -o jsonpath='{.status.phase}' 2>/dev/null)"
+  [[ "$phase" == Terminating ]] || break
+  kubectl get namespace "$ns" -o json 2>/dev/null | jq '.spec.finalizers=[]' |
+    kubectl replace --raw "/api/v1/namespaces/$ns/finalize" -f - >/dev/null 2>&1
+  sleep 0.5
+done
+kubectl get namespace "$ns" >/dev/null 2>&1 || kubectl create namespace "$ns" >/dev/null 2>&1
 for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
   kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
     slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
-    slurm-k8s-bridge.io/lend-blocked- >/dev/null 2>&1
+    slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/reservation-swap- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/slurm-busy- >/dev/null 2>&1
   kubectl uncordon "$n" >/dev/null 2>&1  # a `kubectl drain` test

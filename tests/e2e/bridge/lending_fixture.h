@@ -1,0 +1,260 @@
+// The lending end-to-end fixture: a bridge with lending on (short grace and cool-down)
+// against the testbed, the invariant-1 sampler running for the whole test, and helpers that
+// read Slurm and Kubernetes through their own CLIs (what an operator would look at).
+// Used by lending_e2e_test.cc (the flows) and lending_bad_input_e2e_test.cc (bad input).
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/slurm/libslurm_client.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
+#include "src/base/strings.h"
+#include "tests/testbed/bridge_daemon.h"
+#include "tests/testbed/invariant_sampler.h"
+#include "tests/testbed/testbed_support.h"
+
+// Test-only namespace: the using-declarations below serve the test files that open it.
+namespace skb::lending_e2e {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testbed::BridgeDaemon;
+using testbed::InvariantSampler;
+using testbed::RunCommand;
+using testbed::Shell;
+using testbed::WaitFor;
+using ::testing::HasSubstr;
+
+using Steady = std::chrono::steady_clock;
+
+inline std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+
+inline constexpr int kGraceSeconds = 5;
+inline constexpr int kCooldownSeconds = 8;
+
+class LendingE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
+    Reset();
+    char tmpl[] = "/tmp/skb-lend-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    chmod(dir_.c_str(), 0777);  // job scripts may run as another user
+    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
+    ASSERT_TRUE(cfg.ok()) << cfg.status();
+    cfg->qps = 0;
+    auto kube = k8s::NewRestClient(*cfg);
+    ASSERT_TRUE(kube.ok()) << kube.status();
+    kube_ = std::move(*kube);
+    slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
+    std::string overlay =
+        StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
+                   "server": {"http_address": "127.0.0.1:0"},
+                   "features": {"labels": []},
+                   "leader_election": {"lease_name": ")", kLease, R"(",
+                     "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"},
+                   "lending": {"enabled": true, "default_grace": ")", kGraceSeconds,
+               R"(s", "cooldown": ")", kCooldownSeconds,
+               R"(s", "min_lend_time": "5s", "class_upgrade_delay": "1s",
+                   "class_downgrade_delay": "5s", "reservation_update_interval": "5s"}})");
+    nlohmann::json merged = nlohmann::json::parse(overlay);
+    merged.merge_patch(extra_overlay_);
+    overlay = merged.dump();
+    if (replicas_ == 1) {
+      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay);
+    } else {
+      // Two candidates for a Lease of their own (a fresh one: delete what a crashed run
+      // may have left). The first leads; the second follows with warm caches.
+      Shell(StrCat("kubectl delete lease -n slurm-bridge ", kLease, " --ignore-not-found"));
+      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+                                               std::vector<std::string>{"--identity", "bridge-a"});
+      standby_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+                                                std::vector<std::string>{"--identity", "bridge-b"});
+    }
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    if (standby_) {
+      Status f = standby_->Start("snapshot_published");
+      ASSERT_TRUE(f.ok()) << f;
+      ASSERT_EQ(LeaseHolder(), "bridge-a");
+    }
+    ASSERT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
+                        seconds(60)))
+        << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+    sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get());
+  }
+
+  void TearDown() override {
+    if (sampler_) {
+      sampler_->Stop();
+      EXPECT_GT(sampler_->samples(), 50);
+      EXPECT_EQ(sampler_->violations(), 0)
+          << "double booking (" << sampler_->samples() << " samples): "
+          << sampler_->first_violation();
+      std::printf("invariant sampler: %d samples, %d double-booked\n", sampler_->samples(),
+                  sampler_->violations());
+    }
+    if (::testing::Test::HasFailure() && daemon_) {
+      std::printf("bridge log tail:\n%s\n", daemon_->LogTail(6000).c_str());
+    }
+    if (::testing::Test::HasFailure() && standby_) {
+      std::printf("standby log tail:\n%s\n", standby_->LogTail(6000).c_str());
+    }
+    if (daemon_) daemon_->Stop();
+    if (standby_) standby_->Stop();
+    for (const auto& id : jobs_) Shell(StrCat("scancel ", id));
+    Reset();
+    if (!dir_.empty()) Shell(StrCat("rm -rf ", dir_));
+  }
+
+  static std::string LeaseHolder() {
+    return Trim(RunCommand({"kubectl", "get", "lease", "-n", "slurm-bridge", kLease, "-o",
+                            "jsonpath={.spec.holderIdentity}"},
+                           seconds(30))
+                    .out);
+  }
+
+  static void Reset() {
+    auto r = Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  int RunningReservations() {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
+        "--field-selector=status.phase=Running --no-headers 2>/dev/null | "
+        "grep -vc Terminating");
+    return std::atoi(Trim(r.out).c_str());
+  }
+
+  // A job taking a whole node that writes the name and time of each signal in `traps`
+  // (e.g. "USR1") it gets to DIR/signal-ID; no traps: the signal kills it.
+  std::string Submit(const std::string& partition, const std::vector<std::string>& traps = {"USR1"},
+                     const std::vector<std::string>& sbatch_args = {}) {
+    std::string script;
+    for (const auto& sig : traps) {
+      StrAppend(&script, "trap 'echo ", sig, " $(date +%s.%N) >> ", dir_, "/signal-$SLURM_JOB_ID' ",
+                sig, "; ");
+    }
+    StrAppend(&script, "for i in $(seq 3000); do sleep 0.2; done");
+    std::vector<std::string> argv = {"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p",
+                                     partition, "-o", "/dev/null"};
+    argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
+    argv.insert(argv.end(), {"--wrap", script});
+    auto r = RunCommand(argv, seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = Trim(r.out);
+    jobs_.push_back(id);
+    return id;
+  }
+
+  std::string Signals(const std::string& id) {
+    return testbed::ReadAll(StrCat(dir_, "/signal-", id));
+  }
+
+  int Restarts(const std::string& id) { return std::atoi(JobField(id, "Restarts").c_str()); }
+
+  // Reservation pods by priority class, counting the Running ones not being deleted.
+  std::map<std::string, int> ReservationClasses() {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
+        "jsonpath='{range .items[*]}{.spec.priorityClassName} {.status.phase} "
+        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    std::map<std::string, int> out;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      std::string l = Trim(std::string(line));
+      if (l.size() > 8 && l.substr(l.size() - 8) == " Running") ++out[l.substr(0, l.size() - 8)];
+    }
+    return out;
+  }
+
+  // The leader's /metrics.
+  std::string Metrics() { return Shell(StrCat("curl -s ", daemon_->HttpBase(), "/metrics")).out; }
+
+  std::string NodeEvents(const std::string& node) {
+    return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
+                        node, " -o custom-columns=R:.reason,M:.message --no-headers"))
+        .out;
+  }
+
+  std::string JobField(const std::string& id, const std::string& field) {
+    std::string out = Shell(StrCat("scontrol show job ", id)).out;
+    auto at = out.find(field + "=");
+    if (at == std::string::npos) return "";
+    // AdminComment has a line of its own and may hold spaces.
+    auto end = out.find_first_of(field == "AdminComment" ? "\n" : " \n", at);
+    return out.substr(at + field.size() + 1, end - at - field.size() - 1);
+  }
+
+  std::string JobNode(const std::string& id) {
+    return Trim(Shell(StrCat("squeue -h -j ", id, " -o %N")).out);
+  }
+
+  bool AllRunning() {
+    for (const auto& id : jobs_) {
+      if (JobField(id, "JobState") != "RUNNING") return false;
+    }
+    return true;
+  }
+
+  // Every reservation of the wanted class, running, and no swap in progress.
+  bool ReservationsSettledAt(const std::string& cls) {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
+        "jsonpath='{range .items[*]}{.spec.priorityClassName} {.status.phase} "
+        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    int ok = 0;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      if (Trim(std::string(line)) == cls + " Running") ++ok;
+    }
+    auto taints = Shell("kubectl get nodes -o jsonpath='{.items[*].spec.taints[*].key}'").out;
+    return ok == testbed::TestbedNodeCount() &&
+           taints.find("reservation-swap") == std::string::npos;
+  }
+
+  void CreateInferencePod(const std::string& name) {
+    auto r = kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "lending"));
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+
+  std::string PodField(const std::string& name, const std::string& jsonpath) {
+    return Trim(RunCommand({"kubectl", "get", "pod", "-n", "default", name, "-o",
+                            "jsonpath={" + jsonpath + "}"},
+                           seconds(30))
+                    .out);
+  }
+
+  std::string dir_;
+  std::vector<std::string> jobs_;
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<bridge::slurm::LibSlurmClient> slurm_;
+  static constexpr char kLease[] = "skb-e2e-lending";
+  int replicas_ = 1;
+  // Merged over the fixture's config (JSON merge patch) before the daemon starts.
+  nlohmann::json extra_overlay_ = nlohmann::json::object();
+  std::unique_ptr<BridgeDaemon> daemon_;
+  std::unique_ptr<BridgeDaemon> standby_;  // the second replica (failover tests)
+  std::unique_ptr<InvariantSampler> sampler_;
+};
+
+class FailoverE2E : public LendingE2E {
+ protected:
+  FailoverE2E() { replicas_ = 2; }
+};
+
+}  // namespace skb::lending_e2e
