@@ -276,6 +276,15 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
                                    ": reservation not released"));
       }
     }
+  } else if (a.release_check == plan::ReleaseCheck::kNodeGone) {
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
+    if (node.ok()) {
+      return FailedPreconditionError(
+          StrCat("node ", a.node, " exists but the bridge does not manage it (label removed?): "
+                 "its reservation keeps its finalizer; label the node again, or remove the "
+                 "finalizer by hand once Slurm has left it"));
+    }
+    if (node.status().code() != StatusCode::kNotFound) return node.status();
   } else {
     auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
     if (!node.ok()) return node.status();

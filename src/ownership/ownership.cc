@@ -989,6 +989,37 @@ plan::ReservationSpec BuildReservation(const ManagedNode& node, ReservationClass
   return spec;
 }
 
+namespace {
+
+// The Kubernetes node was deleted (or is no longer selected): the garbage collector
+// deletes its reservation (owner reference), and our finalizer would keep that pod
+// forever. Its GPUs count nowhere now, so it is released -- once the executor has seen
+// at the source that the node is really gone (not merely unselected).
+void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Config& cfg,
+                                      OwnershipPlan* plan) {
+  const std::string& ns = cfg.lending.namespace_name.empty() ? cfg.kubernetes.namespace_name
+                                                             : cfg.lending.namespace_name;
+  for (const GpuPod& p : node.pods) {
+    const std::string* role = Find(p.labels, kRoleLabel);
+    if (p.namespace_name != ns || role == nullptr || *role != kReservationRole) continue;
+    if (!p.terminating || !HasFinalizer(p)) continue;
+    plan::Action a;
+    a.kind = ActionKind::kReleaseReservationPod;
+    a.node = node.name;
+    a.pod = Ref(p);
+    a.release_check = plan::ReleaseCheck::kNodeGone;
+    a.event_type = EventType::kNormal;
+    a.event_reason = "ReservationReleased";
+    a.event_message = StrCat("Released reservation ", PodName(p), ": its Kubernetes node ",
+                             node.name, " no longer exists");
+    plan->explanation.push_back(StrCat("reservation ", PodName(p),
+                                       " is being deleted and its node is gone: released"));
+    plan->actions.push_back(std::move(a));
+  }
+}
+
+}  // namespace
+
 OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
                             Clock::TimePoint now) {
   OwnershipPlan plan;
@@ -999,6 +1030,7 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
   }
   if (!node.k8s) {
     plan.explanation.push_back("not a Kubernetes node (or not selected): nothing to do");
+    ReleaseReservationsOfDeletedNode(node, cfg, &plan);
     return plan;
   }
   if (!node.slurm) {

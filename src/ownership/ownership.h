@@ -71,7 +71,8 @@
 //       metadata.uid, so a pod re-created under the name is not patched. NotFound: Aborted.
 //   kReleaseReservationPod verify first: kNoSlurmJobs -> Slurm, queried now (not the
 //       snapshot), shows no running/suspended/completing job on the node; kSwapTaint ->
-//       the node (GET) carries kSwapTaintKey:NoSchedule. Else Aborted. Then ONE JSON patch:
+//       the node (GET) carries kSwapTaintKey:NoSchedule; kNodeGone -> the node (GET) is
+//       NotFound (it exists but is not selected: FailedPrecondition). Else Aborted. Then ONE JSON patch:
 //       test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index. Then
 //       DELETE again with gracePeriodSeconds=1 (shortening a pending deletion is allowed):
 //       the pod's GPUs count in Kubernetes until the pod is gone, and waiting for the

@@ -223,8 +223,10 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
         for (const auto& j : n->jobs) {
           ASSERT_FALSE(HoldsNode(j)) << "released while job " << j.job_id << " holds the node";
         }
-      } else {
+      } else if (a.release_check == plan::ReleaseCheck::kSwapTaint) {
         ASSERT_TRUE(HasTaint(*n, kSwapTaintKey)) << "swap release without the swap taint";
+      } else {
+        ASSERT_FALSE(n->k8s.has_value()) << "node-gone release of an existing node";
       }
       p->annotations[kReleasedAnnotation] = "true";
       std::erase(p->finalizers, std::string(kFinalizer));
@@ -935,6 +937,22 @@ TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {
   EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
   n = BareNode();
   n.k8s.reset();
+  EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
+}
+
+TEST(PlanOwnership, TheReservationOfADeletedNodeIsReleased) {
+  config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(1)}, cfg);
+  n.k8s.reset();  // the Kubernetes node was deleted
+  EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty())
+      << "a live reservation is left to the garbage collector (owner reference)";
+  Res(&n)->terminating = true;  // which deletes it; our finalizer holds it
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  ASSERT_EQ(p.actions.size(), 1u);
+  EXPECT_EQ(p.actions[0].kind, ActionKind::kReleaseReservationPod);
+  EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kNodeGone);
+  EXPECT_EQ(p.actions[0].pod.uid, n.pods[0].uid);
+  std::erase(Res(&n)->finalizers, std::string(kFinalizer));
   EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
 }
 

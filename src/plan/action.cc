@@ -99,7 +99,9 @@ std::string ToString(const Action& a) {
       break;
     case ActionKind::kReleaseReservationPod:
       StrAppend(&s, Pod(a.pod), " check=",
-                a.release_check == ReleaseCheck::kSwapTaint ? "swap-taint" : "no-slurm-jobs");
+                a.release_check == ReleaseCheck::kSwapTaint  ? "swap-taint"
+                : a.release_check == ReleaseCheck::kNodeGone ? "node-gone"
+                                                             : "no-slurm-jobs");
       break;
     case ActionKind::kSignalSlurmJobs:
       StrAppend(&s, " jobs=", Jobs(a.job_ids), " signal=", a.signal, " scope=",

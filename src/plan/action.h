@@ -107,6 +107,7 @@ struct AnnotationPatch {
 enum class ReleaseCheck {
   kNoSlurmJobs,  // a lend: Slurm (queried now) shows no job holding the node
   kSwapTaint,    // a swap: the node carries the reservation-swap NoSchedule taint
+  kNodeGone,     // the Kubernetes node no longer exists (its GPUs count nowhere)
 };
 
 // Which processes of a job get a signal (scancel --signal: --full, --batch, steps only).

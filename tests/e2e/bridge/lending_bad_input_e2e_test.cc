@@ -356,5 +356,61 @@ TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {
   std::erase(jobs_, victim);
 }
 
+// A Kubernetes node deleted (scale-down, replacement): the garbage collector deletes its
+// reservation (owner reference), and the bridge releases it rather than keep a pod with a
+// finalizer forever. The node registering again gets a new reservation.
+TEST_F(LendingBadInputE2E, TheReservationOfADeletedNodeIsReleasedAndTheNodeBackGetsANewOne) {
+  const std::string node = StrCat("node", testbed::TestbedNodeCount());
+  SettleWith(node, "slurm-idle");
+  const std::string saved = StrCat(dir_, "/", node, ".json");
+  ASSERT_EQ(Shell(StrCat("kubectl get node ", node, " -o json | jq 'del(.metadata.uid, "
+                         ".metadata.resourceVersion, .metadata.creationTimestamp, "
+                         ".metadata.managedFields)' > ", saved))
+                .exit_code,
+            0);
+  // Put back whatever happens below: later tests need every node.
+  struct Restore {
+    std::string node, saved;
+    bool armed = true;
+    void Now() {
+      armed = false;
+      if (Shell(StrCat("kubectl get node ", node)).exit_code == 0) return;
+      Shell(StrCat("jq 'del(.status)' ", saved, " | kubectl create -f - && kubectl patch node ",
+                   node, " --subresource=status --type=merge -p \"$(jq -c "
+                   "'{status: {capacity: .status.capacity, allocatable: .status.allocatable}}' ",
+                   saved, ")\""));
+      WaitFor([&] {
+        return Trim(Shell(StrCat("kubectl get node ", node, " -o jsonpath='{.status.conditions"
+                                 "[?(@.type==\"Ready\")].status}'"))
+                        .out) == "True";
+      }, seconds(60));
+    }
+    ~Restore() {
+      if (armed) Now();
+    }
+  } restore{node, saved};
+
+  const std::string uid = ReservationField(node, ".metadata.uid");
+  ASSERT_EQ(Shell(StrCat("kubectl delete node ", node, " --wait=true --timeout=30s")).exit_code, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return RunCommand({"kubectl", "get", "pod", "-n", kNs, Reservation(node)}, seconds(30))
+                   .exit_code != 0;
+      },
+      seconds(60)))
+      << Shell(StrCat("kubectl get pod -n slurm-bridge ", Reservation(node), " -o yaml")).out
+      << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents(node), HasSubstr("no longer exists"));
+
+  restore.Now();  // the node registers again
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string now = ReservationField(node, ".metadata.uid");
+        return !now.empty() && now != uid && ReservationRunsAt(node, "slurm-idle");
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
