@@ -1,5 +1,8 @@
 #include "bridge/reconcile/reconciler.h"
 
+#include <csignal>
+#include <cstdlib>
+
 #include <algorithm>
 #include <set>
 #include <thread>
@@ -36,7 +39,9 @@ std::string JobFingerprint(const slurm::JobView& j) {
 
 Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names,
                        const Clock* clock, ActionExecutor* executor, reconcile::WorkQueue* queue)
-    : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {}
+    : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {
+  if (const char* v = std::getenv("SKB_TEST_CRASH_AFTER"); v != nullptr) crash_after_ = v;
+}
 
 void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
   std::string name = names_.SlurmName(node.name);
@@ -236,6 +241,14 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
     if (s.ok()) {
       ++result.executed;
       log->info("action {} outcome=ok", plan::ToString(a));
+      if (!crash_after_.empty() && a.event_reason == crash_after_) {
+        // Test hook (tests/e2e/bridge/lending_crash_e2e_test.cc): die the way kill -9
+        // would, right after this step took effect and before anything else happens.
+        log->warn("test_hook crash_after={} node={}: killing this process (SKB_TEST_CRASH_AFTER)",
+                  crash_after_, name);
+        log->flush();
+        std::raise(SIGKILL);
+      }
       continue;
     }
     log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),

@@ -77,6 +77,9 @@ class Reconciler {
   const config::Config cfg_;
   const inventory::NodeNameMap names_;
   const Clock* const clock_;
+  // SKB_TEST_CRASH_AFTER=<event reason>: a test hook; the process SIGKILLs itself right
+  // after the first action with that reason succeeds (invariant 3 at every step).
+  std::string crash_after_;
   ActionExecutor* const executor_;
   reconcile::WorkQueue* const queue_;
 

@@ -90,6 +90,14 @@ int BridgeDaemon::Stop() {
   return status;
 }
 
+bool BridgeDaemon::Exited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  return true;
+}
+
 void BridgeDaemon::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);

@@ -34,6 +34,8 @@ class BridgeDaemon {
   // SIGKILL and wait: a crash.
   void Kill();
   bool running() const { return pid_ > 0; }
+  // Whether the process has ended by itself (reaps it).
+  bool Exited();
 
   const std::string& socket() const { return socket_; }
   const std::string& dir() const { return dir_; }

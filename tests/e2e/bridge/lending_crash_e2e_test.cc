@@ -1,0 +1,96 @@
+// Invariant 3 (DESIGN.md) at every step of a lend and a return, end to end: the bridge is
+// killed right after each step takes effect (the SKB_TEST_CRASH_AFTER hook SIGKILLs the
+// daemon after the first action with that Event reason), then restarted; the flow must
+// finish as if nothing happened -- the inference pod runs, the victim is requeued (never
+// lost), the node returns, no finalizer is left, no bridge drain without its cause, and
+// the invariant-1 sampler sees no double booking throughout.
+#include "tests/e2e/bridge/lending_fixture.h"
+
+#include <cstdlib>
+#include <thread>
+
+namespace skb::lending_e2e {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::Not;
+
+struct Step {
+  const char* reason;  // the Event reason of the action after which the bridge dies
+  bool returning;      // a step of the return to Slurm (after the inference pod left)
+};
+
+void PrintTo(const Step& s, std::ostream* os) { *os << s.reason; }
+
+class CrashAtEveryStepE2E : public LendingE2E, public ::testing::WithParamInterface<Step> {};
+
+TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
+  const Step step = GetParam();
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
+
+  // The same bridge, armed to die after the step.
+  daemon_->Stop();
+  setenv("SKB_TEST_CRASH_AFTER", step.reason, 1);
+  Status s = daemon_->Start();
+  unsetenv("SKB_TEST_CRASH_AFTER");
+  ASSERT_TRUE(s.ok()) << s;
+
+  CreateInferencePod("infer-k");
+  if (step.returning) {
+    ASSERT_TRUE(WaitFor([&] { return PodField("infer-k", ".status.phase") == "Running"; },
+                        seconds(kGraceSeconds + 40)))
+        << Shell("kubectl get pods -A -o wide; squeue").out << daemon_->LogTail();
+    ASSERT_EQ(Shell("kubectl delete pod -n default infer-k --wait=false").exit_code, 0);
+  }
+  ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); },
+                      seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 40)))
+      << "the bridge never reached " << step.reason << "\n" << daemon_->LogTail();
+  EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", step.reason)));
+  std::printf("killed after %s\n", step.reason);
+  std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
+
+  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  if (!step.returning) {
+    ASSERT_TRUE(WaitFor([&] { return PodField("infer-k", ".status.phase") == "Running"; },
+                        seconds(kGraceSeconds + 40)))
+        << Shell("kubectl get pods -A -o wide; squeue; sinfo -N -o '%N %T %E'").out
+        << daemon_->LogTail();
+    ASSERT_EQ(Shell("kubectl delete pod -n default infer-k --wait=false").exit_code, 0);
+  }
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
+
+  // The victim: requeued once, never lost.
+  int requeued = 0;
+  for (const auto& id : jobs_) {
+    EXPECT_THAT(JobField(id, "JobState"), Not(AnyOf("FAILED", "CANCELLED"))) << id;
+    requeued += Restarts(id) > 0;
+  }
+  EXPECT_EQ(requeued, 1);
+  // Invariant 3: no stuck finalizer, no bridge drain without its cause, no lend left.
+  EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
+                      seconds(30)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  EXPECT_EQ(Trim(Shell("kubectl get pods -n slurm-bridge --no-headers | grep -c Terminating").out),
+            "0");
+  EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0")
+      << Shell("sinfo -N -o '%N %T %E'").out;
+  EXPECT_EQ(Shell("kubectl get nodes -o yaml | grep -c 'slurm-k8s-bridge.io/lent-at'").out, "0\n");
+}
+
+// The lend: record, drain, signal, requeue, release; the return: create the reservation,
+// resume the Slurm node.
+INSTANTIATE_TEST_SUITE_P(Steps, CrashAtEveryStepE2E,
+                         ::testing::Values(Step{"LendingToKubernetes", false},
+                                           Step{"SlurmNodeLent", false},
+                                           Step{"SlurmJobsSignalled", false},
+                                           Step{"SlurmJobsPreempted", false},
+                                           Step{"ReservationReleased", false},
+                                           Step{"ReturningToSlurm", true},
+                                           Step{"SlurmNodeReturned", true}),
+                         [](const auto& p) { return std::string(p.param.reason); });
+
+}  // namespace
+}  // namespace skb::lending_e2e
