@@ -254,6 +254,62 @@ TEST_F(LendingE2E, NonPreemptibleWorkIsNeverTakenByInference) {
   }
 }
 
+// A multi-node job is preempted as a whole: one of its nodes is lent, the job is signalled
+// and requeued once, and its other node goes back to the Slurm pool at once (not drained,
+// its reservation back to the idle class). It runs again on two nodes once the lent one
+// returns.
+TEST_F(LendingE2E, AMultiNodeJobIsRequeuedAsAWholeAndItsOtherNodeGoesBackToTheSlurmPool) {
+  const std::string multi = Submit("gpu", {"USR1"}, {"-N", "2"});
+  for (int i = 2; i < testbed::TestbedNodeCount(); ++i) Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  auto hostnames = [&] {
+    auto r = Shell(StrCat("scontrol show hostnames $(squeue -h -j ", multi, " -o %N)"));
+    std::vector<std::string> out;
+    for (const auto& l : StrSplit(r.out, '\n')) {
+      if (!Trim(std::string(l)).empty()) out.push_back(Trim(std::string(l)));
+    }
+    return out;
+  };
+  const std::vector<std::string> nodes = hostnames();
+  ASSERT_EQ(nodes.size(), 2u) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto c = ReservationClasses();
+        return c["slurm-preemptible"] == 2 &&
+               c["slurm-protected"] == testbed::TestbedNodeCount() - 2;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+
+  CreateInferencePod("infer-m");
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-m", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide; squeue").out;
+  const std::string lent = PodField("infer-m", ".spec.nodeName");
+  ASSERT_THAT(nodes, ::testing::Contains(lent));
+  const std::string other = nodes[0] == lent ? nodes[1] : nodes[0];
+  EXPECT_EQ(Restarts(multi), 1);
+  EXPECT_THAT(Signals(multi), HasSubstr("USR1"));
+  EXPECT_THAT(JobField(multi, "JobState"), ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")));
+  // The other node: back in the pool at once, its reservation idle again.
+  EXPECT_EQ(Trim(Shell(StrCat("sinfo -h -N -n ", other, " -o %E | head -1")).out), "none");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Trim(RunCommand({"kubectl", "get", "pod", "-n", "slurm-bridge",
+                                StrCat("reserve-", other), "-o",
+                                "jsonpath={.spec.priorityClassName} {.status.phase}"},
+                               seconds(30))
+                        .out) == "slurm-idle Running";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-m --wait=false").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
+  EXPECT_EQ(hostnames().size(), 2u);
+}
+
 TEST_F(LendingE2E, ABridgeKilledMidLendFinishesTheFlowAfterRestart) {
   for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
