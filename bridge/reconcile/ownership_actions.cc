@@ -212,7 +212,9 @@ Status ActionExecutor::PatchPodAnnotations(const Action& a) {
     return r.status();
   }
   // Job-list refreshes are routine: an Event only when the planner asked for one.
-  if (!a.event_reason.empty()) Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  if (!a.quiet && !a.event_reason.empty()) {
+    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  }
   return OkStatus();
 }
 

@@ -858,6 +858,7 @@ void Planner::SlurmOwned() {
                                          : StrCat(f_.jobs.size(), " Slurm job(s)")));
   a.pod = Ref(r);
   a.annotations = std::move(patch);
+  a.quiet = true;
 }
 
 void Planner::StartSwap(std::string why, EventType type) {

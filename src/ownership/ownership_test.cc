@@ -1343,6 +1343,8 @@ TEST(Story, JobListUpdatesAreBatched) {
     OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
     for (const Action& a : p.actions) {
       writes += a.kind == ActionKind::kPatchPodAnnotations;
+      EXPECT_TRUE(a.kind != ActionKind::kPatchPodAnnotations || a.quiet)
+          << "a job-list refresh records no Event: " << plan::ToString(a);
       Apply(a, &s.n, s.cfg, s.now, &s.log);
     }
   }
