@@ -381,5 +381,28 @@ TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
   EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0");
 }
 
+// Failover with the default Lease timings (15 s / 10 s / 2 s), for the record: the
+// standby takes over once the dead leader's Lease has expired.
+class DefaultLeaseFailoverE2E : public FailoverE2E {
+ protected:
+  DefaultLeaseFailoverE2E() {
+    extra_overlay_ = {{"leader_election",
+                       {{"lease_duration", "15s"}, {"renew_deadline", "10s"}, {"retry_period", "2s"}}}};
+  }
+};
+
+TEST_F(DefaultLeaseFailoverE2E, TheStandbyTakesOverWithinTheLeaseDuration) {
+  const auto t0 = Steady::now();
+  daemon_->Kill();
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(40),
+                      milliseconds(50)))
+      << LeaseHolder() << standby_->LogTail();
+  const double failover = std::chrono::duration<double>(Steady::now() - t0).count();
+  std::printf("failover: the standby holds the Lease %.2f s after the leader was killed "
+              "(default lease 15 s, renew 10 s, retry 2 s)\n",
+              failover);
+  EXPECT_LT(failover, 15.0 + 2.0 + 2.0) << "lease duration + retry period + slack";
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
