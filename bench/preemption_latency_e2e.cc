@@ -39,7 +39,7 @@ using std::chrono::seconds;
 constexpr int kGrace = 2;     // seconds
 constexpr int kCooldown = 3;  // seconds
 
-std::string Trim(const std::string& s) { return std::string(skb::StripWhitespace(s)); }
+using skb::testbed::Trim;
 
 double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 

@@ -153,6 +153,8 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+
 PluginPointer::PluginPointer(const std::string& socket, const std::string& failure_policy) {
   auto dir = TestbedDir();
   if (!dir.ok()) return;

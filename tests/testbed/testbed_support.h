@@ -49,6 +49,9 @@ nlohmann::json InferencePod(const std::string& name, const std::string& label, i
 // The whole file, "" when it cannot be read.
 std::string ReadAll(const std::string& path);
 
+// `s` without leading and trailing whitespace (command output).
+std::string Trim(const std::string& s);
+
 // Points the testbed slurmctld's job_submit plugin at the daemon socket `socket` by
 // rewriting its config file (k8s_bridge.conf next to slurm.conf; the plugin re-reads it)
 // and waits until slurmctld's log shows the plugin loaded it. Restores the original file

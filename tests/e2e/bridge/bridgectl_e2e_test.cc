@@ -33,7 +33,7 @@ constexpr char kNode[] = "node3";
 // Events this suite writes for `get preemptions` carry this label, to be deleted after.
 constexpr char kEventLabel[] = "skb-e2e=bridgectl";
 
-std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+using testbed::Trim;
 
 // Slurm's view of a node: "STATE|REASON".
 std::string SlurmState(const std::string& node) {

@@ -30,7 +30,7 @@ using ::testing::Not;
 
 constexpr char kNode[] = "node2";
 
-std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+using testbed::Trim;
 
 // Slurm's view of a node: "STATE|REASON", e.g. "idle|none" or "drained|k8s-bridge: ...".
 std::string SlurmState(const std::string& node) {

@@ -41,7 +41,7 @@ using ::testing::HasSubstr;
 
 using Steady = std::chrono::steady_clock;
 
-inline std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+using testbed::Trim;
 
 inline constexpr int kGraceSeconds = 5;
 inline constexpr int kCooldownSeconds = 8;

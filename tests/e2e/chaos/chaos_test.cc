@@ -47,7 +47,7 @@ using testbed::Shell;
 using testbed::WaitFor;
 using Steady = std::chrono::steady_clock;
 
-std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+using testbed::Trim;
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
