@@ -14,11 +14,14 @@
 // Creates nodes wr-0000.. labelled skb-bench=write-rate and the namespace
 // skb-bench-writes; deletes both at the end. Prints writes/s by verb and resource and
 // writes bench/results/k8s_write_rate.json.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -250,6 +253,24 @@ int64_t RunningReservations(skb::k8s::KubeClient& kube) {
   return pods.ok() ? static_cast<int64_t>(pods->items.size()) : -1;
 }
 
+// User + system CPU seconds of this process so far.
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// A "VmRSS:"-style field of /proc/self/status, in kB (0 when absent).
+double StatusKb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::atof(line.c_str() + field.size());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -338,6 +359,7 @@ int main(int argc, char** argv) {
   // Steady state: measure.
   const int64_t starts0 = slurm.starts();
   const int64_t slurm_writes0 = slurm.slurm_writes();
+  const double cpu0 = CpuSeconds();
   const auto t0 = Steady::now();
   std::map<std::string, int64_t> writes, events;
   for (int s = 0; s < seconds; s += 10) {
@@ -350,6 +372,10 @@ int main(int argc, char** argv) {
   }
   const double took = std::chrono::duration<double>(Steady::now() - t0).count();
   const double job_rate = static_cast<double>(slurm.starts() - starts0) / took;
+  // The bridge's cost in steady state: this process is the Controller (plus the churn
+  // model and the counters, which are cheap).
+  const double cpu_share = (CpuSeconds() - cpu0) / took;
+  const double rss_mb = StatusKb("VmRSS:") / 1024.0, hwm_mb = StatusKb("VmHWM:") / 1024.0;
   controller.Stop();
   Cleanup(**admin, nodes);
 
@@ -373,12 +399,15 @@ int main(int argc, char** argv) {
   const double event_rate = static_cast<double>(total_events) / took;
   std::printf("  object writes %.2f/s (target <= 20/s), Event writes %.2f/s, Slurm writes %lld\n",
               rate, event_rate, static_cast<long long>(slurm.slurm_writes() - slurm_writes0));
+  std::printf("  bridge process: %.1f%% of one core, RSS %.0f MB (peak %.0f MB)\n",
+              cpu_share * 100, rss_mb, hwm_mb);
   skb::bench::WriteResult(
-      out_dir, "k8s_write_rate",
-      {{"name", "k8s_write_rate"},
+      out_dir, nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes),
+      {{"name", nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes)},
        {"unit", "/s"},
        {"figures",
-        {{"object_writes", rate}, {"event_writes", event_rate}, {"job_starts", job_rate}}},
+        {{"object_writes", rate}, {"event_writes", event_rate}, {"job_starts", job_rate},
+         {"cpu_percent", cpu_share * 100}, {"rss_mb", rss_mb}, {"peak_rss_mb", hwm_mb}}},
        {"details", {{"nodes", nodes}, {"by_kind", by_kind}, {"warmup_seconds", warmup}}},
        {"target", "<= 20 object writes/s average at 500 job starts/s on 1,000 nodes"},
        {"notes", StrCat("real Controller and apiserver with kwok nodes; synthetic Slurm churn (",
