@@ -63,10 +63,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "preemption_latency_e2e: eval \"$(scripts/testbed env)\" first\n");
     return 2;
   }
-  auto cfg = skb::k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
-  if (!cfg.ok()) return 2;
-  cfg->qps = 0;
-  auto kube = skb::k8s::NewRestClient(*cfg);
+  auto kube = skb::testbed::AdminKubeClient();
   if (!kube.ok()) return 2;
   const std::string reset = StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh");
   Shell(reset, seconds(120));

@@ -3,6 +3,7 @@
 // src/ownership/ownership.h. Every one re-checks at the source and is idempotent; an Event
 // is recorded only when something changed.
 #include <algorithm>
+#include <optional>
 
 #include "bridge/logging.h"
 #include "bridge/reconcile/action_executor.h"
@@ -29,6 +30,16 @@ bool HasRole(const nlohmann::json& pod) {
   const auto& l = (*labels)["labels"];
   auto it = l.find(ownership::kRoleLabel);
   return it != l.end() && it->is_string() && it->get<std::string>() == ownership::kReservationRole;
+}
+
+// The index of the bridge's finalizer in a pod's metadata.finalizers, if it is there.
+std::optional<size_t> OurFinalizerIndex(const nlohmann::json& meta) {
+  if (!meta.contains("finalizers") || !meta["finalizers"].is_array()) return std::nullopt;
+  const auto& f = meta["finalizers"];
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i].is_string() && f[i].get<std::string>() == ownership::kFinalizer) return i;
+  }
+  return std::nullopt;
 }
 
 std::string MetaString(const nlohmann::json& obj, const char* key) {
@@ -235,12 +246,8 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
     // Kubernetes refuses new finalizers on a pod being deleted; the lend handles it.
     return AbortedError(StrCat("pod ", a.pod.name, " is being deleted"));
   }
+  if (OurFinalizerIndex(meta)) return OkStatus();
   const bool has_list = meta.contains("finalizers") && meta["finalizers"].is_array();
-  if (has_list) {
-    for (const auto& f : meta["finalizers"]) {
-      if (f.is_string() && f.get<std::string>() == ownership::kFinalizer) return OkStatus();
-    }
-  }
   nlohmann::json ops = nlohmann::json::array(
       {{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
   if (has_list) {
@@ -325,17 +332,11 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
                    {"value", "true"}});
     changed = true;
   }
-  if (meta.contains("finalizers") && meta["finalizers"].is_array()) {
-    const auto& f = meta["finalizers"];
-    for (size_t i = 0; i < f.size(); ++i) {
-      if (f[i].is_string() && f[i].get<std::string>() == ownership::kFinalizer) {
-        std::string path = StrCat("/metadata/finalizers/", i);
-        ops.push_back({{"op", "test"}, {"path", path}, {"value", ownership::kFinalizer}});
-        ops.push_back({{"op", "remove"}, {"path", path}});
-        changed = true;
-        break;
-      }
-    }
+  if (std::optional<size_t> i = OurFinalizerIndex(meta)) {
+    std::string path = StrCat("/metadata/finalizers/", *i);
+    ops.push_back({{"op", "test"}, {"path", path}, {"value", ownership::kFinalizer}});
+    ops.push_back({{"op", "remove"}, {"path", path}});
+    changed = true;
   }
   if (changed) {
     auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,

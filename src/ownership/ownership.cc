@@ -61,6 +61,18 @@ plan::PodRef Ref(const GpuPod& p) { return {p.namespace_name, p.name, p.uid}; }
 
 bool Terminal(const GpuPod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
+// Where the reservation pods live: lending.namespace, else kubernetes.namespace.
+const std::string& ReservationNamespace(const config::Config& cfg) {
+  return cfg.lending.namespace_name.empty() ? cfg.kubernetes.namespace_name
+                                            : cfg.lending.namespace_name;
+}
+
+// One of the bridge's reservation pods: in the reservation namespace with the role label.
+bool IsOurReservation(const GpuPod& p, const std::string& ns) {
+  const std::string* role = Find(p.labels, kRoleLabel);
+  return p.namespace_name == ns && role != nullptr && *role == kReservationRole;
+}
+
 bool HasFinalizer(const GpuPod& p) {
   return std::find(p.finalizers.begin(), p.finalizers.end(), kFinalizer) != p.finalizers.end();
 }
@@ -148,13 +160,10 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   f.now = now;
   f.k = &*node.k8s;
   f.s = &*node.slurm;
-  f.ns = cfg.lending.namespace_name.empty() ? cfg.kubernetes.namespace_name
-                                            : cfg.lending.namespace_name;
+  f.ns = ReservationNamespace(cfg);
   f.res_name = ReservationName(cfg.lending, f.k->name);
   for (const GpuPod& p : node.pods) {
-    const std::string* role = Find(p.labels, kRoleLabel);
-    const bool ours = p.namespace_name == f.ns && role != nullptr && *role == kReservationRole;
-    if (ours) {
+    if (IsOurReservation(p, f.ns)) {
       if (f.r == nullptr || (p.terminating && !f.r->terminating)) {
         if (f.r != nullptr) f.extra_ours.push_back(f.r);
         f.r = &p;
@@ -962,7 +971,7 @@ plan::ReservationSpec BuildReservation(const ManagedNode& node, ReservationClass
   const LendingConfig& l = cfg.lending;
   plan::ReservationSpec spec;
   const std::string k8s_name = node.k8s ? node.k8s->name : node.name;
-  spec.namespace_name = l.namespace_name.empty() ? cfg.kubernetes.namespace_name : l.namespace_name;
+  spec.namespace_name = ReservationNamespace(cfg);
   spec.name = ReservationName(l, k8s_name);
   spec.node = k8s_name;
   spec.gpu_resource = l.gpu_resource;
@@ -998,12 +1007,9 @@ namespace {
 // at the source that the node is really gone (not merely unselected).
 void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Config& cfg,
                                       OwnershipPlan* plan) {
-  const std::string& ns = cfg.lending.namespace_name.empty() ? cfg.kubernetes.namespace_name
-                                                             : cfg.lending.namespace_name;
+  const std::string& ns = ReservationNamespace(cfg);
   for (const GpuPod& p : node.pods) {
-    const std::string* role = Find(p.labels, kRoleLabel);
-    if (p.namespace_name != ns || role == nullptr || *role != kReservationRole) continue;
-    if (!p.terminating || !HasFinalizer(p)) continue;
+    if (!IsOurReservation(p, ns) || !p.terminating || !HasFinalizer(p)) continue;
     plan::Action a;
     a.kind = ActionKind::kReleaseReservationPod;
     a.node = node.name;

@@ -48,9 +48,9 @@
 // finalizer was removed by hand gets it back (Warning) before anything else is done with
 // it. A reservation that vanished (finalizer removed by hand, then deleted) while Slurm
 // still runs jobs: if the node was lent, the lend carries on (busy taint); if not, it is
-// recreated at once. Deleting the
-// namespace deletes every reservation: every node is lent (protected work still waits)
-// and none returns until the namespace exists again (creates fail; the executor says so).
+// recreated at once. Deleting the namespace deletes every reservation: every node is lent
+// (protected work still waits) and none returns until the namespace exists again (creates
+// fail; the executor says so).
 //
 // Executor contract (bridge/): each kind re-checks at the source, is idempotent, and
 // records event_type/event_reason/event_message as an Event on the node (and on the pod
@@ -72,8 +72,8 @@
 //   kReleaseReservationPod verify first: kNoSlurmJobs -> Slurm, queried now (not the
 //       snapshot), shows no running/suspended/completing job on the node; kSwapTaint ->
 //       the node (GET) carries kSwapTaintKey:NoSchedule; kNodeGone -> the node (GET) is
-//       NotFound (it exists but is not selected: FailedPrecondition). Else Aborted. Then ONE JSON patch:
-//       test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index. Then
+//       NotFound (it exists but is not selected: FailedPrecondition). Else Aborted. Then
+//       ONE JSON patch: test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index. Then
 //       DELETE again with gracePeriodSeconds=1 (shortening a pending deletion is allowed):
 //       the pod's GPUs count in Kubernetes until the pod is gone, and waiting for the
 //       kubelet to refresh the downward-API file would add up to a minute to every lend.

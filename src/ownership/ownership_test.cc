@@ -143,10 +143,6 @@ bool HasTaint(const ManagedNode& n, std::string_view key) {
 }
 
 // What the world records while the model executes actions.
-bool HasFinalizerOf(const GpuPod& p) {
-  return std::find(p.finalizers.begin(), p.finalizers.end(), kFinalizer) != p.finalizers.end();
-}
-
 struct Log {
   std::map<uint32_t, int> signals;      // job -> times signalled
   std::map<uint32_t, int> preemptions;  // job -> times preempted
@@ -287,7 +283,10 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
     case ActionKind::kRestoreFinalizer: {
       GpuPod* p = find_pod(a.pod);
       if (p == nullptr || p->terminating) break;  // Aborted: the pod went or is going
-      if (!HasFinalizerOf(*p)) p->finalizers.push_back(kFinalizer);
+      if (std::find(p->finalizers.begin(), p->finalizers.end(), kFinalizer) ==
+          p->finalizers.end()) {
+        p->finalizers.push_back(kFinalizer);
+      }
       break;
     }
     case ActionKind::kRequeueSlurmJobs:

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "k8s/kubeconfig.h"
+#include "k8s/rest_client.h"
 #include "src/base/strings.h"
 
 namespace skb::testbed {
@@ -154,6 +156,16 @@ std::string ReadAll(const std::string& path) {
 }
 
 std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
+
+StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient() {
+  const char* path = std::getenv("KUBECONFIG");
+  if (path == nullptr) {
+    return FailedPreconditionError("KUBECONFIG is not set: eval \"$(scripts/testbed env)\"");
+  }
+  ASSIGN_OR_RETURN(k8s::RestConfig cfg, k8s::LoadKubeconfig(path, ""));
+  cfg.qps = 0;
+  return k8s::NewRestClient(cfg);
+}
 
 PluginPointer::PluginPointer(const std::string& socket, const std::string& failure_policy) {
   auto dir = TestbedDir();

@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
-
-#include <nlohmann/json.hpp>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "k8s/kube_client.h"
 #include "src/base/status.h"
 
 namespace skb::testbed {
@@ -51,6 +53,10 @@ std::string ReadAll(const std::string& path);
 
 // `s` without leading and trailing whitespace (command output).
 std::string Trim(const std::string& s);
+
+// A Kubernetes client with the testbed's admin kubeconfig ($KUBECONFIG), not rate
+// limited (tests and benchmarks measure the bridge, not their own client).
+StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient();
 
 // Points the testbed slurmctld's job_submit plugin at the daemon socket `socket` by
 // rewriting its config file (k8s_bridge.conf next to slurm.conf; the plugin re-reads it)

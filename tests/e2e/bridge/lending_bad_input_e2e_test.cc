@@ -66,6 +66,13 @@ class LendingBadInputE2E : public LendingE2E {
            ReservationField(node, ".metadata.deletionTimestamp").empty();
   }
 
+  // A reservation other than the one with `old_uid` runs at class `cls` on `node`.
+  bool NewReservationRunsAt(const std::string& node, const std::string& old_uid,
+                            const std::string& cls) {
+    const std::string uid = ReservationField(node, ".metadata.uid");
+    return !uid.empty() && uid != old_uid && ReservationRunsAt(node, cls);
+  }
+
   std::string SlurmReason(const std::string& node) {
     return Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out);
   }
@@ -112,12 +119,8 @@ TEST_F(LendingBadInputE2E, AFinalizerRemovedByHandIsPutBackAndAVanishedReservati
                 .exit_code,
             0);
   ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string uid = ReservationField(node, ".metadata.uid");
-        return !uid.empty() && uid != old_uid && ReservationRunsAt(node, "slurm-preemptible");
-      },
-      seconds(30)))
+  ASSERT_TRUE(WaitFor([&] { return NewReservationRunsAt(node, old_uid, "slurm-preemptible"); },
+                      seconds(30)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
   EXPECT_THAT(NodeEvents(node), HasSubstr("ReservationMissing"));
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
@@ -403,12 +406,7 @@ TEST_F(LendingBadInputE2E, TheReservationOfADeletedNodeIsReleasedAndTheNodeBackG
   EXPECT_THAT(NodeEvents(node), HasSubstr("no longer exists"));
 
   restore.Now();  // the node registers again
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string now = ReservationField(node, ".metadata.uid");
-        return !now.empty() && now != uid && ReservationRunsAt(node, "slurm-idle");
-      },
-      seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return NewReservationRunsAt(node, uid, "slurm-idle"); }, seconds(60)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
 }
 

@@ -67,10 +67,7 @@ class Chaos : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     chmod(dir_.c_str(), 0777);
-    auto cfg = k8s::LoadKubeconfig(std::getenv("KUBECONFIG"), "");
-    ASSERT_TRUE(cfg.ok()) << cfg.status();
-    cfg->qps = 0;
-    auto kube = k8s::NewRestClient(*cfg);
+    auto kube = testbed::AdminKubeClient();
     ASSERT_TRUE(kube.ok()) << kube.status();
     kube_ = std::move(*kube);
     slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(
