@@ -194,12 +194,18 @@ Status Informer::Relist() {
     resource_version_ = list.resource_version;
     ++stats_.lists;
     stats_.skipped += skipped;
-    synced_ = true;
   }
-  synced_cv_.notify_all();
   Logger()->info("k8s_informer_listed resource={} objects={} resource_version={} changes={}",
                  options_.resource.Name(), Size(), list.resource_version, notes.size());
   Deliver(handlers_, notes);
+  // Synced only once the handlers have seen the list (like client-go's HasSynced of a
+  // handler registration): a consumer that waits for it must find their state complete,
+  // not the pods of a node whose add is still on its way.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced_ = true;
+  }
+  synced_cv_.notify_all();
   return OkStatus();
 }
 

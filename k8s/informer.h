@@ -103,7 +103,7 @@ class Informer {
   // Ends the watch (within about a second) and joins the thread. Idempotent.
   void Stop();
 
-  // True once the first list has been applied to the cache.
+  // True once the first list has been applied to the cache and delivered to the handlers.
   bool HasSynced() const;
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 

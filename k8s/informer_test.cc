@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "k8s/fake_kube_client.h"
@@ -104,6 +105,26 @@ TEST(Informer, ListsThenWatchesInOrder) {
   EXPECT_EQ(inf.Size(), 1u);
   EXPECT_EQ(inf.ResourceVersion(), std::to_string(fake.resource_version()));
   EXPECT_EQ(inf.Stats().lists, 1u);
+}
+
+// A consumer that waits for HasSynced must find the first list in its own state: the
+// adds are delivered before the informer says it is synced (a reconciler once planned a
+// node from its pods while the node's add was still on its way).
+TEST(Informer, HasSyncedOnlyAfterTheFirstListIsDelivered) {
+  FakeKubeClient fake;
+  for (const char* n : {"a", "b", "c"}) ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(n)).ok());
+  Informer inf(&fake, PodOptions());
+  std::atomic<int> delivered{0};
+  std::atomic<int> synced_while_delivering{0};
+  inf.AddHandlers({.on_add = [&](const ObjectPtr&) {
+    synced_while_delivering += inf.HasSynced();
+    std::this_thread::sleep_for(milliseconds(20));  // a slow handler widens the window
+    ++delivered;
+  }});
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  EXPECT_EQ(delivered.load(), 3);
+  EXPECT_EQ(synced_while_delivering.load(), 0);
 }
 
 TEST(Informer, ResumesAfterADroppedWatchWithoutRelistOrDuplicates) {

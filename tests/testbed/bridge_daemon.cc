@@ -24,7 +24,13 @@ BridgeDaemon::BridgeDaemon(std::string binary, std::string config_overlay,
 
 BridgeDaemon::~BridgeDaemon() {
   Stop();
-  if (!dir_.empty()) Shell(StrCat("rm -rf '", dir_, "'"));
+  if (dir_.empty()) return;
+  // SKB_KEEP_DAEMON_LOGS=<dir>: keep each daemon's whole log there (debugging a failure).
+  if (const char* keep = std::getenv("SKB_KEEP_DAEMON_LOGS"); keep != nullptr && *keep) {
+    Shell(StrCat("mkdir -p '", keep, "' && cp '", dir_, "/daemon.log' '", keep, "/",
+                 dir_.substr(dir_.find_last_of('/') + 1), ".log'"));
+  }
+  Shell(StrCat("rm -rf '", dir_, "'"));
 }
 
 Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseconds timeout) {

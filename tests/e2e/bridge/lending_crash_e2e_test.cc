@@ -68,7 +68,10 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
     EXPECT_THAT(JobField(id, "JobState"), Not(AnyOf("FAILED", "CANCELLED"))) << id;
     requeued += Restarts(id) > 0;
   }
-  EXPECT_EQ(requeued, 1);
+  EXPECT_EQ(requeued, 1) << "what the scheduler preempted:\n"
+                         << Shell("kubectl get events -A --field-selector reason=Preempted").out
+                         << "what the bridge did:\n"
+                         << Shell(StrCat("grep -E 'action|test_hook' ", daemon_->dir(), "/daemon.log")).out;
   // Invariant 3: no stuck finalizer, no bridge drain without its cause, no lend left.
   EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
                       seconds(30)))
