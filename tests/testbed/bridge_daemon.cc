@@ -40,6 +40,20 @@ Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseco
   if (kubeconfig == nullptr || slurm_conf == nullptr) {
     return FailedPreconditionError("KUBECONFIG and SLURM_CONF must be set: eval \"$(scripts/testbed env)\"");
   }
+  // The testbed's own bridge (scripts/testbed up without --no-bridge, or scripts/demo)
+  // would act on the same nodes and make every result meaningless.
+  if (auto tb = TestbedDir(); tb.ok()) {
+    pid_t other = 0;
+    std::ifstream(*tb + "/pids/bridge.pid") >> other;
+    std::string cmdline;
+    if (other > 0) std::getline(std::ifstream(StrCat("/proc/", other, "/cmdline")), cmdline, '\0');
+    if (cmdline.find("slurm-k8s-bridge") != std::string::npos) {
+      return FailedPreconditionError(
+          StrCat("the testbed's own bridge (pid ", other,
+                 ") is running and would act on the nodes this test drives: "
+                 "scripts/testbed stop bridge"));
+    }
+  }
   if (dir_.empty()) {
     char tmpl[] = "/tmp/skb-bridge-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
