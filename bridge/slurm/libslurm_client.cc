@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <map>
 #include <thread>
 
 #include <slurm/slurm.h>
@@ -166,15 +167,21 @@ Status PopulatePartitions(node_info_msg_t* nodes) {
   return OkStatus();
 }
 
-StatusOr<NodeView> ReadNode(const std::string& name) {
+// kWithout: a write checking state, reason or features needs no partitions (one RPC
+// less per read).
+enum class Partitions { kWith, kWithout };
+
+StatusOr<NodeView> ReadNode(const std::string& name, Partitions parts) {
   node_info_msg_t* msg = nullptr;
   std::string mutable_name = name;
   if (slurm_load_node_single(&msg, mutable_name.data(), SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
     return LastError(StrCat("load node ", name));
   }
-  if (Status p = PopulatePartitions(msg); !p.ok()) {
-    slurm_free_node_info_msg(msg);
-    return p;
+  if (parts == Partitions::kWith) {
+    if (Status p = PopulatePartitions(msg); !p.ok()) {
+      slurm_free_node_info_msg(msg);
+      return p;
+    }
   }
   std::optional<NodeView> found;
   for (uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i) {
@@ -185,6 +192,24 @@ StatusOr<NodeView> ReadNode(const std::string& name) {
   slurm_free_node_info_msg(msg);
   if (!found) return NotFoundError(StrCat("Slurm has no node named '", name, "'"));
   return *found;
+}
+
+// The named nodes in one RPC (every node, no partitions); a name Slurm does not know is
+// absent from the result.
+StatusOr<std::map<std::string, NodeView>> ReadNodes(const std::vector<std::string>& names) {
+  node_info_msg_t* msg = nullptr;
+  if (slurm_load_node(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+    return LastError("load nodes");
+  }
+  std::map<std::string, NodeView> out;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i) {
+    const char* n = msg->node_array[i].name;
+    if (n != nullptr && std::find(names.begin(), names.end(), n) != names.end()) {
+      out.emplace(n, ToNodeView(msg->node_array[i]));
+    }
+  }
+  slurm_free_node_info_msg(msg);
+  return out;
 }
 
 StatusOr<JobView> ReadJob(uint32_t job_id) {
@@ -247,6 +272,78 @@ StatusOr<WriteOutcome> JobTransition(uint32_t job_id, const std::string& what,
                                      StrCat(what, " of job ", job_id))
                       .status());
   return WriteOutcome::kChanged;
+}
+
+// Drains `nodes` with `reason`: one read, one update_node naming them all (a hostlist),
+// one verifying read until every drain is visible. Returns each node's outcome; the admin
+// rule of SlurmClient::DrainNode holds per node. If slurmctld refuses the joint update,
+// the nodes are updated one by one so that one bad node fails alone.
+std::map<std::string, StatusOr<WriteOutcome>> DrainNodes(const std::vector<std::string>& nodes,
+                                                         const std::string& reason,
+                                                         std::chrono::milliseconds verify) {
+  std::map<std::string, StatusOr<WriteOutcome>> out;
+  auto fail_all = [&](const Status& s) {
+    for (const auto& n : nodes) out.insert_or_assign(n, s);
+    return out;
+  };
+  auto drained = [&](const NodeView& v) { return v.drain && v.reason == reason; };
+  StatusOr<std::map<std::string, NodeView>> before = ReadNodes(nodes);
+  if (!before.ok()) return fail_all(before.status());
+  std::vector<std::string> todo;
+  for (const auto& n : nodes) {
+    auto it = before->find(n);
+    if (it == before->end()) {
+      out.insert_or_assign(n, NotFoundError(StrCat("Slurm has no node named '", n, "'")));
+    } else if (drained(it->second) || (it->second.drain && !it->second.DrainedByBridge())) {
+      // Already ours, or somebody else's drain that stays as it is.
+      out.insert_or_assign(n, WriteOutcome::kUnchanged);
+    } else {
+      todo.push_back(n);
+    }
+  }
+  if (todo.empty()) return out;
+  auto update = [&](const std::string& names) {
+    update_node_msg_t msg;
+    slurm_init_update_node_msg(&msg);
+    std::string hosts = names, why = reason;
+    msg.node_names = hosts.data();
+    msg.node_state = NODE_STATE_DRAIN;
+    msg.reason = why.data();
+    msg.reason_uid = getuid();
+    return UpdateNode(&msg, StrCat("drain node ", names)).status();
+  };
+  std::string joined;
+  for (const auto& n : todo) StrAppend(&joined, joined.empty() ? "" : ",", n);
+  std::vector<std::string> sent;
+  if (update(joined).ok()) {
+    sent = todo;
+  } else {
+    for (const auto& n : todo) {
+      if (Status s = update(n); s.ok()) {
+        sent.push_back(n);
+      } else {
+        out.insert_or_assign(n, s);
+      }
+    }
+  }
+  if (sent.empty()) return out;
+  auto visible = WaitUntil<std::map<std::string, NodeView>>(
+      [&] { return ReadNodes(sent); },
+      [&](const std::map<std::string, NodeView>& now) {
+        return std::all_of(sent.begin(), sent.end(), [&](const std::string& n) {
+          auto it = now.find(n);
+          return it != now.end() && drained(it->second);
+        });
+      },
+      verify, StrCat("drain of ", joined));
+  for (const auto& n : sent) {
+    if (visible.ok()) {
+      out.insert_or_assign(n, WriteOutcome::kChanged);
+    } else {
+      out.insert_or_assign(n, visible.status());
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -344,7 +441,7 @@ StatusOr<Loaded<NodeView>> LibSlurmClient::LoadNodes(UnixTime since) {
 }
 
 StatusOr<NodeView> LibSlurmClient::LoadNode(const std::string& name) {
-  return Call<NodeView>("load node", [name] { return ReadNode(name); });
+  return Call<NodeView>("load node", [name] { return ReadNode(name, Partitions::kWith); });
 }
 
 void LibSlurmClient::ReportError(const std::string& what, const Status& status) const {
@@ -416,36 +513,42 @@ StatusOr<WriteOutcome> LibSlurmClient::DrainNode(const std::string& node,
     return InvalidArgumentError(StrCat("drain reason '", reason, "' must start with '",
                                        kBridgeReasonPrefix, "'"));
   }
+  // Queued by reason; whichever call of that reason reaches the call thread first drains
+  // every node queued by then, and the others find their outcome waiting.
+  auto request = std::make_shared<DrainQueue::Request>();
+  request->node = node;
+  {
+    std::lock_guard<std::mutex> lock(drains_->mu);
+    drains_->by_reason[reason].push_back(request);
+  }
   const auto verify = options_.verify_timeout;
-  return Call<WriteOutcome>("drain node", [node, reason, verify]() -> StatusOr<WriteOutcome> {
-    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
-    if (n.drain && n.reason == reason) return WriteOutcome::kUnchanged;
-    // Somebody else's drain stays as it is: the node is drained either way, and the
-    // bridge must never own (and later resume) an admin's drain.
-    if (n.drain && !n.DrainedByBridge()) return WriteOutcome::kUnchanged;
-    update_node_msg_t msg;
-    slurm_init_update_node_msg(&msg);
-    std::string names = node, why = reason;
-    msg.node_names = names.data();
-    msg.node_state = NODE_STATE_DRAIN;
-    msg.reason = why.data();
-    msg.reason_uid = getuid();
-    RETURN_IF_ERROR(UpdateNode(&msg, StrCat("drain node ", node)).status());
-    ASSIGN_OR_RETURN(NodeView after,
-                     WaitUntil<NodeView>([&] { return ReadNode(node); },
-                                         [&](const NodeView& v) {
-                                           return v.drain && v.reason == reason;
-                                         },
-                                         verify, StrCat("drain of ", node)));
-    (void)after;
-    return WriteOutcome::kChanged;
-  });
+  return Call<WriteOutcome>(
+      "drain node", [request, reason, verify, q = drains_]() -> StatusOr<WriteOutcome> {
+        if (!request->outcome) {
+          std::vector<std::shared_ptr<DrainQueue::Request>> batch;
+          {
+            std::lock_guard<std::mutex> lock(q->mu);
+            batch = std::move(q->by_reason[reason]);
+            q->by_reason.erase(reason);
+          }
+          std::vector<std::string> nodes;
+          for (const auto& r : batch) {
+            if (std::find(nodes.begin(), nodes.end(), r->node) == nodes.end()) {
+              nodes.push_back(r->node);
+            }
+          }
+          auto outcomes = DrainNodes(nodes, reason, verify);
+          for (const auto& r : batch) r->outcome = outcomes.at(r->node);
+          q->batches.fetch_add(1);
+        }
+        return *request->outcome;
+      });
 }
 
 StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
   const auto verify = options_.verify_timeout;
   return Call<WriteOutcome>("resume node", [node, verify]() -> StatusOr<WriteOutcome> {
-    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node, Partitions::kWithout));
     if (!n.drain && n.base_state != NodeBaseState::kDown) return WriteOutcome::kUnchanged;
     if (!n.DrainedByBridge()) {
       return FailedPreconditionError(
@@ -459,7 +562,7 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
     msg.node_names = names.data();
     msg.node_state = NODE_RESUME;
     RETURN_IF_ERROR(UpdateNode(&msg, StrCat("resume node ", node)).status());
-    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node); },
+    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node, Partitions::kWithout); },
                                         [](const NodeView& v) { return !v.DrainedByBridge(); },
                                         verify, StrCat("resume of ", node))
                         .status());
@@ -478,7 +581,7 @@ StatusOr<WriteOutcome> LibSlurmClient::SetFeatures(const std::string& node,
       std::sort(v.begin(), v.end());
       return v;
     };
-    ASSIGN_OR_RETURN(NodeView n, ReadNode(node));
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node, Partitions::kWithout));
     if (sorted(n.features) == want && sorted(n.active_features) == want) {
       return WriteOutcome::kUnchanged;
     }
@@ -492,7 +595,7 @@ StatusOr<WriteOutcome> LibSlurmClient::SetFeatures(const std::string& node,
     msg.features = joined.data();
     msg.features_act = active.data();
     RETURN_IF_ERROR(UpdateNode(&msg, StrCat("set features of ", node)).status());
-    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node); },
+    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node, Partitions::kWithout); },
                                         [&](const NodeView& v) {
                                           return sorted(v.features) == want &&
                                                  sorted(v.active_features) == want;

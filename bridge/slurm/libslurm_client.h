@@ -11,10 +11,15 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "bridge/slurm/call_thread.h"
 #include "bridge/slurm/slurm_client.h"
@@ -61,7 +66,24 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
 
+  // How many drain updates reached slurmctld: drains with one reason that queue up while
+  // the call thread is busy go as one update_node (N nodes flipping at once cost three
+  // RPCs, not 3N).
+  uint64_t drain_batches() const { return drains_->batches.load(); }
+
  private:
+  // Drains waiting for the call thread, by reason. Shared with the queued closures, which
+  // may outlive a caller that timed out.
+  struct DrainQueue {
+    struct Request {
+      std::string node;
+      std::optional<StatusOr<WriteOutcome>> outcome;  // set on the call thread
+    };
+    std::mutex mu;
+    std::map<std::string, std::vector<std::shared_ptr<Request>>> by_reason;  // GUARDED_BY(mu)
+    std::atomic<uint64_t> batches{0};
+  };
+
   template <typename T>
   StatusOr<T> Call(const std::string& what, std::function<StatusOr<T>()> fn) {
     StatusOr<T> r = thread_->Run<T>(what, options_.call_timeout, std::move(fn));
@@ -73,6 +95,7 @@ class LibSlurmClient final : public SlurmClient {
 
   const Options options_;
   std::unique_ptr<CallThread> thread_;
+  std::shared_ptr<DrainQueue> drains_ = std::make_shared<DrainQueue>();
 };
 
 }  // namespace skb::bridge::slurm

@@ -12,7 +12,9 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "bridge/slurm/libslurm_client.h"
 #include "src/base/strings.h"
@@ -188,6 +190,53 @@ TEST_F(SlurmClientTest, DrainAndResumeOwnDrainIdempotently) {
   EXPECT_EQ(client_->DrainNode("node4", "no prefix").status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(client_->DrainNode("no-such-node", reason).status().code(), StatusCode::kNotFound);
+}
+
+// Many drains with one reason at once (a rack losing its switch): they queue behind the
+// call thread and go to slurmctld as few update_node calls, each caller still gets its own
+// verified outcome, an admin's drain keeps its reason, and an unknown node fails alone.
+TEST_F(SlurmClientTest, ConcurrentDrainsWithOneReasonAreBatchedAndEachVerified) {
+  std::vector<NodeRestorer> restore;
+  for (const char* n : {"node1", "node2", "node3", "node4"}) restore.push_back({n});
+  auto r = RunCommand({"scontrol", "update", "nodename=node2", "state=drain",
+                       "reason=admin: fan failure"}, seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string reason = "k8s-bridge: integration test rack drain";
+  const std::vector<std::string> nodes = {"node1", "node2", "node3", "node4", "no-such-node",
+                                          "node3"};
+  const uint64_t batches_before = client_->drain_batches();
+  std::vector<std::optional<StatusOr<WriteOutcome>>> got(nodes.size());
+  {
+    std::vector<std::thread> callers;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      callers.emplace_back([&, i] { got[i].emplace(client_->DrainNode(nodes[i], reason)); });
+    }
+    for (auto& t : callers) t.join();
+  }
+  EXPECT_LT(client_->drain_batches() - batches_before, nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ASSERT_TRUE(got[i].has_value());
+    const StatusOr<WriteOutcome>& o = *got[i];
+    if (nodes[i] == "no-such-node") {
+      EXPECT_EQ(o.status().code(), StatusCode::kNotFound) << o.status();
+      continue;
+    }
+    ASSERT_TRUE(o.ok()) << nodes[i] << ": " << o.status();
+    if (nodes[i] == "node2") {
+      EXPECT_EQ(*o, WriteOutcome::kUnchanged);
+    }
+  }
+  for (const char* n : {"node1", "node3", "node4"}) {
+    auto v = client_->LoadNode(n);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_TRUE(v->drain) << n;
+    EXPECT_EQ(v->reason, reason) << n;
+  }
+  EXPECT_EQ(client_->LoadNode("node2")->reason, "admin: fan failure");
+  // Again: everything is already as wanted.
+  for (const char* n : {"node1", "node3", "node4"}) {
+    EXPECT_EQ(*client_->DrainNode(n, reason), WriteOutcome::kUnchanged) << n;
+  }
 }
 
 TEST_F(SlurmClientTest, AdminDrainIsNeverResumedNorTakenOver) {
