@@ -66,9 +66,9 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
 
-  // How many drain updates reached slurmctld: drains with one reason that queue up while
-  // the call thread is busy go as one update_node (N nodes flipping at once cost three
-  // RPCs, not 3N).
+  // How many drain batches ran: drains with one reason that queue up while the call
+  // thread is busy are handled as one (one read, at most one joint update_node, one
+  // verifying read: N nodes flipping at once cost three RPCs, not 3N).
   uint64_t drain_batches() const { return drains_->batches.load(); }
 
  private:
