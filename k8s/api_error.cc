@@ -142,7 +142,11 @@ Status ApiErrorFromStatusObject(std::string_view what, const nlohmann::json& sta
 Status ApiError(std::string_view what, long http_code, std::string_view body,
                 std::string_view retry_after) {
   nlohmann::json obj = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
-  if (!obj.is_discarded() && obj.is_object() && obj.value("kind", "") == "Status") {
+  // Any JSON may arrive here (a proxy's error page, a fuzzer): "kind" need not be a string,
+  // and nlohmann's value("kind", "") throws when it is not.
+  auto kind = obj.is_object() ? obj.find("kind") : obj.end();
+  if (!obj.is_discarded() && obj.is_object() && kind != obj.end() && kind->is_string() &&
+      kind->get_ref<const std::string&>() == "Status") {
     // The HTTP code is authoritative; the header wins over details.retryAfterSeconds.
     StatusFields f = Extract(obj);
     return Build(what, http_code, std::move(f.reason), f.message,

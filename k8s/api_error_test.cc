@@ -84,6 +84,15 @@ TEST(ApiError, NonStatusBodiesAndUnknownCodes) {
   EXPECT_LT(ApiError("GET x", 500, huge, "").message().size(), 400u);
 }
 
+// Found by k8s_watch_fuzzer (k8s/fuzz/corpus/status_kind_not_a_string): a JSON body whose
+// "kind" is not a string threw nlohmann::type_error out of ApiError.
+TEST(ApiError, BodyWithANonStringKindIsNotAStatus) {
+  Status s = ApiError("GET x", 429, R"({"kind":429,"details":{"retryAfterSeconds":3}})", "");
+  EXPECT_TRUE(IsTooManyRequests(s));
+  EXPECT_THAT(s.message(), HasSubstr("429"));
+  EXPECT_FALSE(ApiError("GET x", 500, R"({"kind":["Status"]})", "").ok());
+}
+
 TEST(ApiError, FromWatchErrorObject) {
   auto obj = nlohmann::json::parse(StatusBody(410, "Expired", "too old resource version: 1 (42)"));
   Status s = ApiErrorFromStatusObject("WATCH /api/v1/pods", obj);

@@ -55,6 +55,12 @@ std::string FieldReader::PathOf(std::string_view key) const {
   return path_.empty() ? std::string(key) : StrCat(path_, ".", key);
 }
 
+std::string StringAt(const nlohmann::json& obj, std::string_view key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 void FieldReader::AddIssue(std::string field, std::string problem) const {
   if (issues_ != nullptr) issues_->push_back({std::move(field), std::move(problem)});
 }

@@ -59,6 +59,10 @@ class FieldReader {
   std::vector<FieldIssue>* issues_;
 };
 
+// The string at obj[key]; "" when obj is not an object or the value is absent or not a string
+// (where nlohmann's value(key, "") would throw). For one-off reads outside a typed view.
+std::string StringAt(const nlohmann::json& obj, std::string_view key);
+
 // "string", "number", ... for messages.
 std::string_view JsonTypeName(const nlohmann::json& j);
 

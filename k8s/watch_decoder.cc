@@ -15,7 +15,10 @@ StatusOr<WatchEvent> ParseWatchEvent(std::string_view line, std::string_view wha
   if (!parsed.ok())
     return DataLossError(StrCat(what, ": malformed event: ", parsed.status().message()));
   nlohmann::json j = std::move(parsed).value();
-  if (selection != nullptr && j.is_object() && j.value("type", "") == "ERROR") {
+  // Not j.value("type", ""): it throws when "type" is present but not a string.
+  auto type_field = j.is_object() ? j.find("type") : j.end();
+  if (selection != nullptr && type_field != j.end() && type_field->is_string() &&
+      type_field->get_ref<const std::string&>() == "ERROR") {
     // An error's Status object is not shaped like the selected type: decode it whole.
     auto whole = ParseSelected(line, kAll);
     if (whole.ok()) j = std::move(whole).value();

@@ -84,6 +84,19 @@ TEST(WatchDecoder, MalformedLinesAreDataLoss) {
   }
 }
 
+// With a selection, the decoder looks at "type" before the checks above; a non-string type
+// must be the same DataLoss there, not an exception out of nlohmann's value().
+TEST(WatchDecoder, NonStringTypeWithASelectionIsDataLoss) {
+  const JsonSelection& selection = JsonSelection::PodWatchEvent();
+  WatchDecoder d("watch", 1 << 20, &selection);
+  Collected c;
+  Status s = d.Feed(R"({"type":7,"object":{"kind":"Pod"}})"
+                    "\n",
+                    c.Handler());
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(c.events.empty());
+}
+
 TEST(WatchDecoder, DeepNestingIsDataLossNotAStackOverflow) {
   WatchDecoder d;
   Collected c;

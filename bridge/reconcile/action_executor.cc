@@ -1,5 +1,6 @@
 #include "bridge/reconcile/action_executor.h"
 
+#include "k8s/field_reader.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
 
@@ -112,8 +113,8 @@ Status ActionExecutor::SetCondition(const Action& a) {
   }
   if (conditions != nullptr) {
     for (const auto& c : *conditions) {
-      if (!c.is_object() || c.value("type", "") != a.condition.type) continue;
-      if (c.value("status", "") == a.condition.status && c.contains("lastTransitionTime") &&
+      if (k8s::StringAt(c, "type") != a.condition.type) continue;
+      if (k8s::StringAt(c, "status") == a.condition.status && c.contains("lastTransitionTime") &&
           c["lastTransitionTime"].is_string()) {
         transition = c["lastTransitionTime"].get<std::string>();
       }

@@ -8,6 +8,7 @@
 #include "bridge/logging.h"
 #include "bridge/reconcile/action_executor.h"
 #include "k8s/api_error.h"
+#include "k8s/field_reader.h"
 #include "src/base/strings.h"
 #include "src/ownership/policy.h"
 
@@ -165,7 +166,7 @@ Status ActionExecutor::CreateReservation(const Action& a) {
       // out: terminating, or terminal and not yet removed. Our live pod is what a retry
       // after a crash finds; a departing one means "not yet": try again shortly (the pod
       // cache no longer shows it, so no event would wake the planner).
-      std::string phase = existing->contains("status") ? (*existing)["status"].value("phase", "") : "";
+      std::string phase = existing->contains("status") ? k8s::StringAt((*existing)["status"], "phase") : "";
       if (!MetaString(*existing, "deletionTimestamp").empty() || phase == "Succeeded" ||
           phase == "Failed") {
         return AbortedError(StrCat("previous reservation ", r.namespace_name, "/", r.name,
@@ -300,7 +301,8 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     bool tainted = false;
     if (node->contains("spec") && (*node)["spec"].contains("taints")) {
       for (const auto& t : (*node)["spec"]["taints"]) {
-        if (t.value("key", "") == ownership::kSwapTaintKey && t.value("effect", "") == "NoSchedule") {
+        if (k8s::StringAt(t, "key") == ownership::kSwapTaintKey &&
+            k8s::StringAt(t, "effect") == "NoSchedule") {
           tainted = true;
         }
       }
@@ -479,7 +481,7 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
   bool present = false;
   if (node.contains("spec") && node["spec"].contains("taints") && node["spec"]["taints"].is_array()) {
     for (const auto& t : node["spec"]["taints"]) {
-      bool same = t.value("key", "") == a.taint.key && t.value("effect", "") == a.taint.effect;
+      bool same = k8s::StringAt(t, "key") == a.taint.key && k8s::StringAt(t, "effect") == a.taint.effect;
       if (same) {
         present = true;
         if (!add) continue;  // removing it

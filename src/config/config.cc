@@ -85,10 +85,12 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   nlohmann::json doc = nlohmann::json::parse(json_text, /*cb=*/nullptr,
                                              /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (doc.is_discarded()) {
-    // Re-parse with exceptions only to recover the position for the message.
+    // Re-parse with exceptions only to recover the position for the message. Catch every
+    // json exception, not only parse_error: a number too large for a double ("1e400") is an
+    // out_of_range, and an uncaught one would end the daemon instead of naming the problem.
     try {
       nlohmann::json unused = nlohmann::json::parse(json_text, nullptr, true, true);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       return InvalidArgumentError(StrCat("config: not valid JSON: ", e.what()));
     }
     return InvalidArgumentError("config: not valid JSON");

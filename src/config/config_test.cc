@@ -140,5 +140,12 @@ TEST(ParseConfig, MalformedDocuments) {
   EXPECT_FALSE(ParseConfig(deep).ok());
 }
 
+// Found by config_fuzzer (src/config/fuzz/corpus/number_overflow): a number beyond a double's
+// range made the diagnostic re-parse throw out_of_range, which nothing caught.
+TEST(ParseConfig, NumberOutOfRangeIsAnErrorNotACrash) {
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": {"qps": 1e400}})"), HasSubstr("number overflow"));
+  EXPECT_THAT(ErrorOf("3e521s"), HasSubstr("not valid JSON"));
+}
+
 }  // namespace
 }  // namespace skb::config
