@@ -29,6 +29,20 @@ admission::Policy PolicyFrom(const config::Config& cfg) {
 
 }  // namespace
 
+k8s::InformerOptions NodeInformerOptions(const config::Config& cfg) {
+  return {.resource = k8s::Resource::Nodes(),
+          .label_selector = cfg.kubernetes.node_selector,
+          .transform = k8s::SelectNodeFields,
+          .decode_selection = &k8s::JsonSelection::NodeWatchEvent()};
+}
+
+k8s::InformerOptions PodInformerOptions() {
+  return {.resource = k8s::Resource::Pods(),
+          .field_selector = kLivePodsSelector,
+          .transform = k8s::SelectPodFields,
+          .decode_selection = &k8s::JsonSelection::PodWatchEvent()};
+}
+
 Controller::Controller(ControllerOptions options)
     : opts_(std::move(options)), cfg_(*opts_.config), queue_(*opts_.clock, [this] {
         reconcile::WorkQueueOptions q;
@@ -50,11 +64,7 @@ Status Controller::Start() {
   if (started_.exchange(true)) return FailedPreconditionError("controller already started");
   auto log = Logger("reconcile");
 
-  k8s::InformerOptions node_opts{.resource = k8s::Resource::Nodes(),
-                                 .label_selector = cfg_.kubernetes.node_selector,
-                                 .transform = k8s::SelectNodeFields,
-                                 .decode_selection = &k8s::JsonSelection::NodeWatchEvent()};
-  nodes_ = std::make_unique<k8s::Informer>(opts_.kube, node_opts);
+  nodes_ = std::make_unique<k8s::Informer>(opts_.kube, NodeInformerOptions(cfg_));
   auto on_node = [this](const k8s::ObjectPtr& obj) {
     auto info = k8s::ParseNode(*obj);
     if (!info.ok()) {
@@ -73,11 +83,7 @@ Status Controller::Start() {
            },
        .wants_old_object = false});
 
-  k8s::InformerOptions pod_opts{.resource = k8s::Resource::Pods(),
-                                .field_selector = kLivePodsSelector,
-                                .transform = k8s::SelectPodFields,
-                                .decode_selection = &k8s::JsonSelection::PodWatchEvent()};
-  pods_ = std::make_unique<k8s::Informer>(opts_.kube, pod_opts);
+  pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
   auto on_pod = [this](const k8s::ObjectPtr& obj) {
     auto info = k8s::ParsePod(*obj);
     if (!info.ok()) {

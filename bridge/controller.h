@@ -43,6 +43,12 @@
 
 namespace skb::bridge {
 
+// The informers the controller runs: managed nodes (the configured label selector) and live
+// pods (not Succeeded/Failed), each trimmed to the fields the bridge reads. Exposed so that
+// benchmarks list and cache exactly what the daemon does.
+k8s::InformerOptions NodeInformerOptions(const config::Config& cfg);
+k8s::InformerOptions PodInformerOptions();
+
 struct ControllerOptions {
   const config::Config* config = nullptr;  // required; must outlive the controller
   k8s::KubeClient* kube = nullptr;         // required: informers and actions
@@ -92,6 +98,9 @@ class Controller {
   bool NodesSynced() const { return nodes_ && nodes_->HasSynced(); }
   bool PodsSynced() const { return pods_ && pods_->HasSynced(); }
   bool SlurmPolled() const { return polled_; }
+  // The informers' counters (zero before Start()).
+  k8s::InformerStats NodeInformerStats() const { return nodes_ ? nodes_->Stats() : k8s::InformerStats{}; }
+  k8s::InformerStats PodInformerStats() const { return pods_ ? pods_->Stats() : k8s::InformerStats{}; }
   std::string Leader() const;
 
   const Reconciler& reconciler() const { return *reconciler_; }

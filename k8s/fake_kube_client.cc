@@ -1,6 +1,7 @@
 #include "k8s/fake_kube_client.h"
 
 #include <chrono>
+#include <utility>
 
 #include "k8s/api_error.h"
 #include "src/base/strings.h"
@@ -111,19 +112,48 @@ StatusOr<json> FakeKubeClient::Get(const Resource& r, const std::string& ns,
 
 StatusOr<ListResult> FakeKubeClient::List(const Resource& r, const std::string& ns,
                                           const ListOptions& options) {
+  std::function<void(const ListOptions&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = list_hook_;
+  }
+  if (hook) hook(options);
   std::lock_guard<std::mutex> lock(mu_);
   ++list_calls_;
   RETURN_IF_ERROR(TakeInjectedFailure());
+  const std::string what = StrCat("GET ", r.Name());
+  int64_t snapshot = rv_;
+  std::string after;  // the last key the previous page served
+  if (!options.continue_token.empty()) {
+    const size_t bar = options.continue_token.find('|');
+    snapshot = bar == std::string::npos ? -1 : ParseRv(options.continue_token.substr(0, bar));
+    if (snapshot < 0) return ApiStatus(what, 400, "BadRequest", "invalid continue token");
+    if (snapshot < oldest_watchable_rv_) {
+      return ApiStatus(what, 410, "Expired",
+                       "The provided continue parameter is too old to display a consistent list "
+                       "result. You can start a new list without the continue parameter.");
+    }
+    after = options.continue_token.substr(bar + 1);
+  }
   const std::string prefix = StrCat(r.Name(), "|", r.namespaced ? ns : "", "|");
   const std::string all_ns_prefix = StrCat(r.Name(), "|");
   ListResult result;
-  result.resource_version = StrCat(rv_);
-  for (const auto& [key, obj] : objects_) {
+  result.resource_version = StrCat(snapshot);
+  const std::string* last = nullptr;
+  for (auto it = after.empty() ? objects_.begin() : objects_.upper_bound(after);
+       it != objects_.end(); ++it) {
+    const auto& [key, obj] = *it;
     bool in_scope =
         (r.namespaced && ns.empty()) ? key.rfind(all_ns_prefix, 0) == 0 : key.rfind(prefix, 0) == 0;
     if (!in_scope) continue;
     ASSIGN_OR_RETURN(bool match, Matches(obj, options));
-    if (match) result.items.push_back(obj);
+    if (!match) continue;
+    if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
+      result.continue_token = StrCat(snapshot, "|", *last);
+      break;
+    }
+    result.items.push_back(obj);
+    last = &key;
   }
   return result;
 }
@@ -304,6 +334,11 @@ void FakeKubeClient::SendBookmark(const Resource& r) {
                       json({{"kind", r.kind}, {"metadata", {{"resourceVersion", StrCat(rv_)}}}}),
                       rv_});
   changed_.notify_all();
+}
+
+void FakeKubeClient::OnList(std::function<void(const ListOptions&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  list_hook_ = std::move(hook);
 }
 
 void FakeKubeClient::DeleteSilently(const Resource& r, const std::string& ns,

@@ -5,6 +5,11 @@
 // break things the way a real cluster does: expire old resourceVersions (410), drop every
 // open watch (apiserver restart), fail the next calls.
 //
+// Lists honour `limit`: a continue token names the list's snapshot resourceVersion and the
+// last key served; it expires with the history (ExpireHistory: 410 Expired, as the
+// apiserver's after a compaction) and every page carries the snapshot's resourceVersion.
+// Unlike the apiserver's, later pages show objects as they are now, not as of the snapshot.
+//
 // It is not an apiserver: patches of every kind except JSON patch are applied as JSON merge
 // patches, label selectors support only `k=v` terms, field selectors only metadata.name and
 // metadata.namespace. Behaviour that matters beyond that is tested against the real
@@ -14,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -60,6 +66,9 @@ class FakeKubeClient final : public KubeClient {
   void FailNextListOrWatch(int n, Status status);
   // Sends a BOOKMARK at the current resourceVersion to watches of `r`.
   void SendBookmark(const Resource& r);
+  // Called at the start of every List (before its lock is taken, so it may call the fake):
+  // lets a test act between the pages of a paged list.
+  void OnList(std::function<void(const ListOptions&)> hook);
   // Removes an object without recording a watch event: a delete the watchers never see,
   // as when it happens while they are disconnected and the history is compacted.
   void DeleteSilently(const Resource& r, const std::string& ns, const std::string& name);
@@ -93,6 +102,7 @@ class FakeKubeClient final : public KubeClient {
   int watch_calls_ = 0;
   int fail_calls_ = 0;
   Status fail_status_;
+  std::function<void(const ListOptions&)> list_hook_;
   std::map<std::string, nlohmann::json> objects_;  // Key() -> object
   std::deque<HistoryEvent> history_;
 };

@@ -142,25 +142,56 @@ Status Informer::Relist() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  ASSIGN_OR_RETURN(ListResult list, ListAll(*client_, options_.resource, options_.ns, lo));
+  // Listed items are decoded with the watch selection's "object" part, when there is one.
+  lo.item_selection =
+      options_.decode_selection != nullptr ? options_.decode_selection->Find("object") : nullptr;
 
-  // Each item is trimmed and encoded at once, so the decoded list is freed item by item.
+  // Page by page, each item trimmed and encoded at once: a relist of 50,000 pods never holds
+  // more than one page of them decoded (ListAll held them all: ~1.5 GB at 50,000 pods).
+  // Nothing touches the cache until the last page is in, so a list that fails half-way
+  // leaves the cache, and what a later relist will diff against, as it was.
   std::vector<std::pair<std::string, CompactJson>> fresh;
-  fresh.reserve(list.items.size());
   uint64_t skipped = 0;
-  for (nlohmann::json& item : list.items) {
-    std::string key = KeyOf(item);
-    if (key.empty()) {
-      ++skipped;
-      Logger()->warn("k8s_informer_skip resource={} reason=\"object without metadata.name\"",
-                     options_.resource.Name());
-      continue;
+  auto list_pages = [&]() -> StatusOr<std::string> {
+    fresh.clear();
+    skipped = 0;
+    return ForEachListPage(*client_, options_.resource, options_.ns, lo, [&](ListResult&& page) {
+      // Stop() during a long list: end it between pages.
+      if (stop_) return CancelledError(StrCat("list ", options_.resource.Name(), ": stopping"));
+      if (fresh.empty() && page.remaining_item_count > 0) {
+        fresh.reserve(page.items.size() + static_cast<size_t>(page.remaining_item_count));
+      }
+      for (nlohmann::json& item : page.items) {
+        std::string key = KeyOf(item);
+        if (key.empty()) {
+          ++skipped;
+          Logger()->warn("k8s_informer_skip resource={} reason=\"object without metadata.name\"",
+                         options_.resource.Name());
+          continue;
+        }
+        if (options_.transform) item = options_.transform(std::move(item));
+        fresh.emplace_back(std::move(key), CompactJson::Encode(item));
+        nlohmann::json().swap(item);
+      }
+      return OkStatus();
+    });
+  };
+  StatusOr<std::string> listed = list_pages();
+  // Only a continued page can be 410 (the first asks for the latest state): the list took
+  // longer than the apiserver keeps its snapshot (etcd compaction, ~5 minutes). Start over
+  // at once with a new snapshot, as client-go's pager does; a second expiry is a failure
+  // and backs off like one.
+  if (!listed.ok() && IsResourceExpired(listed.status()) && !stop_) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.expired;
     }
-    if (options_.transform) item = options_.transform(std::move(item));
-    fresh.emplace_back(std::move(key), CompactJson::Encode(item));
-    nlohmann::json().swap(item);
+    Logger()->info("k8s_informer_relist resource={} reason=\"{}\" listed={}",
+                   options_.resource.Name(), listed.status().message(), fresh.size());
+    listed = list_pages();
   }
-  list.items.clear();
+  RETURN_IF_ERROR(listed.status());
+  const std::string& list_resource_version = *listed;
 
   // Notifications carry copies of the encodings and are decoded one at a time as they are
   // delivered, so a relist of many changed objects never holds them all decoded.
@@ -191,12 +222,12 @@ Status Informer::Relist() {
       }
     }
     cache_ = std::move(next);
-    resource_version_ = list.resource_version;
+    resource_version_ = list_resource_version;
     ++stats_.lists;
     stats_.skipped += skipped;
   }
   Logger()->info("k8s_informer_listed resource={} objects={} resource_version={} changes={}",
-                 options_.resource.Name(), Size(), list.resource_version, notes.size());
+                 options_.resource.Name(), Size(), list_resource_version, notes.size());
   Deliver(handlers_, notes);
   // Synced only once the handlers have seen the list (like client-go's HasSynced of a
   // handler registration): a consumer that waits for it must find their state complete,

@@ -57,8 +57,8 @@ struct InformerOptions {
   // resourceVersion. Called on the informer thread.
   std::function<nlohmann::json(nlohmann::json&&)> transform;
   // Optional: decode only these parts of watch events (JsonSelection::PodWatchEvent() with
-  // SelectPodFields as transform); must select at least what `transform` keeps. Must outlive
-  // the informer.
+  // SelectPodFields as transform), and its "object" part of listed items; must select at
+  // least what `transform` keeps. Must outlive the informer.
   const JsonSelection* decode_selection = nullptr;
   BackoffOptions backoff;  // between failed list/watch attempts
   // Server-side watch timeout; 0: random 5-10 minutes, as client-go.

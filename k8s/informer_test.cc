@@ -150,6 +150,21 @@ TEST(Informer, ResumesAfterADroppedWatchWithoutRelistOrDuplicates) {
   EXPECT_GE(fake.watch_calls(), 3);
 }
 
+// Cuts the informer off (its watch drops, its next attempt fails) and, while it is, deletes
+// pod `gone`, puts pod a into Running and creates pod `created`; then compacts the history,
+// so the reconnecting watch gets 410 and the informer must relist.
+void ChangeWhileCutOff(FakeKubeClient& fake, const std::string& gone, const std::string& created) {
+  fake.FailNextListOrWatch(1, UnavailableError("connection refused"));
+  fake.DropWatches();
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 0; }));
+  fake.DeleteSilently(Resource::Pods(), "ns", gone);
+  json a = *fake.Get(Resource::Pods(), "ns", "a");
+  a["status"]["phase"] = "Running";
+  ASSERT_TRUE(fake.Update(Resource::Pods(), "ns", a).ok());
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(created)).ok());
+  fake.ExpireHistory();
+}
+
 TEST(Informer, RelistsOnExpiredResourceVersionAndReportsMissedDeletes) {
   FakeKubeClient fake;
   ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
@@ -163,17 +178,7 @@ TEST(Informer, RelistsOnExpiredResourceVersionAndReportsMissedDeletes) {
   ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
   rec.Take();
 
-  // While the informer is cut off, b is deleted, a changes and d appears; then the history
-  // is compacted, so the reconnecting watch gets 410 and the informer must relist.
-  fake.FailNextListOrWatch(1, UnavailableError("connection refused"));
-  fake.DropWatches();
-  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 0; }));
-  fake.DeleteSilently(Resource::Pods(), "ns", "b");
-  json a = *fake.Get(Resource::Pods(), "ns", "a");
-  a["status"]["phase"] = "Running";
-  ASSERT_TRUE(fake.Update(Resource::Pods(), "ns", a).ok());
-  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("d")).ok());
-  fake.ExpireHistory();
+  ASSERT_NO_FATAL_FAILURE(ChangeWhileCutOff(fake, "b", "d"));
 
   ASSERT_TRUE(rec.WaitForCount(3));
   std::vector<std::string> got = rec.Take();
@@ -182,6 +187,101 @@ TEST(Informer, RelistsOnExpiredResourceVersionAndReportsMissedDeletes) {
   EXPECT_EQ(inf.Stats().lists, 2u);
   EXPECT_GE(inf.Stats().expired, 1u);
   EXPECT_EQ(inf.Size(), 3u);  // a, unchanged, d
+}
+
+// Relists go page by page (page_size); the semantics must be those of one list.
+InformerOptions PagedPodOptions() {
+  InformerOptions o = PodOptions();
+  o.page_size = 2;
+  return o;
+}
+
+TEST(Informer, PagedRelistReportsMissedDeletesOnlyAfterTheLastPage) {
+  FakeKubeClient fake;
+  for (const char* name : {"a", "b", "c", "d", "e"})
+    ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(name)).ok());
+  Informer inf(&fake, PagedPodOptions());
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(rec.WaitForCount(5));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+  EXPECT_EQ(fake.list_calls(), 3);  // 2 + 2 + 1
+  rec.Take();
+
+  ASSERT_NO_FATAL_FAILURE(ChangeWhileCutOff(fake, "e", "f"));  // e is on the last page
+
+  ASSERT_TRUE(rec.WaitForCount(3));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_THAT(rec.Take(), ::testing::UnorderedElementsAre("update ns/a Running", "add ns/f",
+                                                          "delete ns/e unknown"));
+  EXPECT_EQ(inf.Stats().lists, 2u);
+  EXPECT_EQ(inf.Size(), 5u);  // a, b, c, d, f
+}
+
+// Every page of a continued list carries the first page's snapshot resourceVersion, and the
+// watch starts from it: a write made while later pages are fetched (here to a key an earlier
+// page already passed) arrives through the watch, once.
+TEST(Informer, PagedListWatchesFromItsSnapshotSoWritesDuringPagingAreNotMissed) {
+  FakeKubeClient fake;
+  for (const char* name : {"b", "c", "d"})
+    ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(name)).ok());
+  std::atomic<bool> written{false};
+  fake.OnList([&](const ListOptions& o) {
+    if (!o.continue_token.empty() && !written.exchange(true)) {
+      ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a")).ok());
+    }
+  });
+  const std::string snapshot = std::to_string(fake.resource_version());
+  Informer inf(&fake, PagedPodOptions());
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  EXPECT_TRUE(written);
+  ASSERT_TRUE(rec.WaitForCount(4));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/b", "add ns/c", "add ns/d", "add ns/a"));
+  EXPECT_EQ(inf.Size(), 4u);
+  EXPECT_EQ(inf.Stats().lists, 1u);
+  EXPECT_TRUE(
+      WaitUntil([&] { return inf.ResourceVersion() == std::to_string(fake.resource_version()); }));
+  EXPECT_NE(snapshot, inf.ResourceVersion());
+}
+
+// A list that outlives the apiserver's snapshot gets 410 Expired on a continued page: the
+// informer starts the list over at once (no back-off, not counted as an error), keeps
+// nothing from the abandoned pages, and notifies each object once.
+TEST(Informer, PagedListWhoseContinueTokenExpiresStartsOverCleanly) {
+  FakeKubeClient fake;
+  for (const char* name : {"a", "b", "c", "d", "e"})
+    ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(name)).ok());
+  std::atomic<int> expiries{0};
+  fake.OnList([&](const ListOptions& o) {
+    // On the second page of the first attempt: compaction, and b goes away meanwhile.
+    if (!o.continue_token.empty() && expiries.fetch_add(1) == 0) {
+      fake.DeleteSilently(Resource::Pods(), "ns", "b");
+      fake.ExpireHistory();
+    }
+  });
+  InformerOptions slow_backoff = PagedPodOptions();
+  slow_backoff.backoff = {std::chrono::seconds(30), std::chrono::seconds(30), 0};
+  Informer inf(&fake, slow_backoff);
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));  // far below the back-off
+  ASSERT_TRUE(rec.WaitForCount(4));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/a", "add ns/c", "add ns/d", "add ns/e"));
+  EXPECT_EQ(inf.Size(), 4u);
+  EXPECT_EQ(inf.Get("ns/b"), nullptr);
+  const InformerStats st = inf.Stats();
+  EXPECT_EQ(st.lists, 1u);
+  EXPECT_EQ(st.expired, 1u);
+  EXPECT_EQ(st.errors, 0u);
+  EXPECT_EQ(fake.list_calls(), 2 + 2);  // abandoned after 2 pages; then a, c + d, e
+  EXPECT_EQ(inf.ResourceVersion(), std::to_string(fake.resource_version()));
 }
 
 // The cache keeps objects encoded (compact_json.h): an update's old object is decoded from

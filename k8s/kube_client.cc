@@ -2,27 +2,40 @@
 
 namespace skb::k8s {
 
-StatusOr<ListResult> ListAll(KubeClient& client, const Resource& r, const std::string& ns,
-                             ListOptions options) {
-  ListResult all;
+StatusOr<std::string> ForEachListPage(
+    KubeClient& client, const Resource& r, const std::string& ns, ListOptions options,
+    const std::function<Status(ListResult&& page)>& page_handler) {
+  std::string resource_version;
   bool first = true;
   do {
     ASSIGN_OR_RETURN(ListResult page, client.List(r, ns, options));
     if (first) {
-      all.resource_version = page.resource_version;
+      resource_version = page.resource_version;
       first = false;
-    }
-    if (all.items.empty()) {
-      all.items = std::move(page.items);
-    } else {
-      all.items.insert(all.items.end(), std::make_move_iterator(page.items.begin()),
-                       std::make_move_iterator(page.items.end()));
     }
     options.continue_token = page.continue_token;
     // A continuation carries its own snapshot; resourceVersion must not be repeated.
     options.resource_version.clear();
     options.resource_version_match.clear();
+    RETURN_IF_ERROR(page_handler(std::move(page)));
   } while (!options.continue_token.empty());
+  return resource_version;
+}
+
+StatusOr<ListResult> ListAll(KubeClient& client, const Resource& r, const std::string& ns,
+                             ListOptions options) {
+  ListResult all;
+  ASSIGN_OR_RETURN(all.resource_version,
+                   ForEachListPage(client, r, ns, std::move(options), [&all](ListResult&& page) {
+                     if (all.items.empty()) {
+                       all.items = std::move(page.items);
+                     } else {
+                       all.items.insert(all.items.end(),
+                                        std::make_move_iterator(page.items.begin()),
+                                        std::make_move_iterator(page.items.end()));
+                     }
+                     return OkStatus();
+                   }));
   return all;
 }
 

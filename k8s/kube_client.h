@@ -42,6 +42,9 @@ struct ListOptions {
   // optimisation for callers that trim objects anyway. Must outlive the call. Clients that
   // do not implement it deliver whole objects.
   const JsonSelection* watch_selection = nullptr;
+  // List only, optional: decode only these parts of each item (the "object" part of a watch
+  // selection). Must outlive the call. Clients that do not implement it deliver whole items.
+  const JsonSelection* item_selection = nullptr;
 };
 
 struct ListResult {
@@ -144,6 +147,13 @@ class KubeClient {
 // snapshot expires mid-way (410), returns OutOfRange: the caller starts over.
 StatusOr<ListResult> ListAll(KubeClient& client, const Resource& r, const std::string& ns,
                              ListOptions options);
+
+// The same, handing each page to `page_handler` as it arrives (so a caller that keeps less
+// than whole items never holds every item decoded at once); returns the list's
+// resource_version, or the first error (a page handler's included).
+StatusOr<std::string> ForEachListPage(KubeClient& client, const Resource& r,
+                                      const std::string& ns, ListOptions options,
+                                      const std::function<Status(ListResult&& page)>& page_handler);
 
 // The body of a DELETE (meta/v1 DeleteOptions without kind); {} when all defaults.
 nlohmann::json DeleteOptionsToJson(const DeleteOptions& options);

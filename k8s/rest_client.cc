@@ -1,5 +1,6 @@
 #include "k8s/rest_client.h"
 
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -78,7 +79,7 @@ void RestClient::Throttle() {
   if (wait > TokenBucket::Duration::zero()) std::this_thread::sleep_for(wait);
 }
 
-StatusOr<nlohmann::json> RestClient::Call(HttpRequest req) {
+StatusOr<nlohmann::json> RestClient::Call(HttpRequest req, const JsonSelection* selection) {
   Throttle();
   const std::string what = StrCat(req.method, " ", req.path.substr(0, req.path.find('?')));
   ASSIGN_OR_RETURN(HttpResponse resp, transport_->Send(req));
@@ -88,7 +89,7 @@ StatusOr<nlohmann::json> RestClient::Call(HttpRequest req) {
   // The bounded-depth scanner rather than nlohmann's parser: the same result for any real
   // object, an error instead of a stack-deep DOM for hostile input, and faster.
   static const JsonSelection kAll;
-  auto body = ParseSelected(resp.body, kAll);
+  auto body = ParseSelected(resp.body, selection != nullptr ? *selection : kAll);
   if (!body.ok()) {
     return DataLossError(StrCat(what, ": HTTP ", resp.status, " with a body that is not JSON (",
                                 resp.body.size(), " bytes): ", body.status().message()));
@@ -110,7 +111,12 @@ StatusOr<ListResult> RestClient::List(const Resource& r, const std::string& ns,
   AddListOptions(&q, options);
   HttpRequest req;
   req.path = ResourcePath(r, ns, "") + q.str();
-  ASSIGN_OR_RETURN(nlohmann::json body, Call(std::move(req)));
+  std::optional<JsonSelection> selection;
+  if (options.item_selection != nullptr) {
+    selection = JsonSelection::Fields({{"items", *options.item_selection}, {"metadata", {}}});
+  }
+  ASSIGN_OR_RETURN(nlohmann::json body,
+                   Call(std::move(req), selection ? &*selection : nullptr));
   const std::string what = StrCat("list ", r.Name());
   ListResult result;
   if (!body.is_object()) return DataLossError(StrCat(what, ": reply is not an object"));

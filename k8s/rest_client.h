@@ -45,7 +45,8 @@ class RestClient final : public KubeClient {
 
  private:
   // Waits for the rate limiter, sends, and turns a non-2xx reply into an error.
-  StatusOr<nlohmann::json> Call(HttpRequest req);
+  // Decodes a 2xx reply's body (only the `selection` of it when not null).
+  StatusOr<nlohmann::json> Call(HttpRequest req, const JsonSelection* selection = nullptr);
   void Throttle();
 
   std::unique_ptr<HttpTransport> transport_;

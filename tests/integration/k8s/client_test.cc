@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/api_error.h"
+#include "k8s/json_selection.h"
 #include "k8s/rest_client.h"
 #include "src/base/strings.h"
 #include "tests/integration/k8s/k8s_test_env.h"
@@ -254,6 +255,57 @@ TEST_F(K8sTest, PaginationWithLimitAndContinue) {
   for (const json& cm : all->items)
     ours += cm["metadata"]["name"].get<std::string>().rfind("k8stest-cm-", 0) == 0;
   EXPECT_EQ(ours, 5);
+}
+
+// What the informer's paged relist relies on: every page of a continued list is served from
+// the first page's snapshot and carries its resourceVersion (a write between pages is not in
+// the list, so watching from that resourceVersion delivers it); item_selection decodes only
+// the selected fields of each item and keeps the list's metadata.
+TEST_F(K8sTest, ContinuedPagesShareOneSnapshotAndItemSelectionTrimsItems) {
+  for (int i = 0; i < 5; ++i) {
+    json cm = {
+        {"apiVersion", "v1"},
+        {"kind", "ConfigMap"},
+        {"metadata", {{"name", StrCat("k8stest-cm-", i)}, {"labels", {{"k8stest", "page"}}}}},
+        {"data", {{"i", StrCat(i)}}}};
+    ASSERT_TRUE(client_->Create(Resource::ConfigMaps(), ns_, cm).ok());
+  }
+  const JsonSelection names = JsonSelection::Fields(
+      {{"metadata", JsonSelection::Fields({{"name", {}}, {"resourceVersion", {}}})}});
+  ListOptions o;
+  o.label_selector = "k8stest=page";
+  o.limit = 2;
+  o.item_selection = &names;
+  auto first = client_->List(Resource::ConfigMaps(), ns_, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->items.size(), 2u);
+  ASSERT_FALSE(first->continue_token.empty());
+  ASSERT_FALSE(first->resource_version.empty());
+  EXPECT_EQ(first->items[0],
+            json({{"metadata",
+                   {{"name", "k8stest-cm-0"},
+                    {"resourceVersion", first->items[0]["metadata"]["resourceVersion"]}}}}));
+
+  json late = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata", {{"name", "k8stest-cm-9"}, {"labels", {{"k8stest", "page"}}}}}};
+  ASSERT_TRUE(client_->Create(Resource::ConfigMaps(), ns_, late).ok());
+
+  std::vector<std::string> seen;
+  for (const json& item : first->items) seen.push_back(item["metadata"]["name"]);
+  o.continue_token = first->continue_token;
+  while (!o.continue_token.empty()) {
+    auto page = client_->List(Resource::ConfigMaps(), ns_, o);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(page->resource_version, first->resource_version);
+    for (const json& item : page->items) {
+      seen.push_back(item["metadata"]["name"]);
+      EXPECT_FALSE(item.contains("data"));
+    }
+    o.continue_token = page->continue_token;
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("k8stest-cm-0", "k8stest-cm-1", "k8stest-cm-2",
+                                           "k8stest-cm-3", "k8stest-cm-4"));
 }
 
 TEST_F(K8sTest, ExpiredResourceVersionIsOutOfRange) {
