@@ -210,6 +210,7 @@ int Run(int argc, char** argv) {
 
   // /metrics, /healthz, /readyz. Gauges that describe the current state are computed at
   // scrape time from the controller's view.
+  std::map<std::string, skb::k8s::InformerStats> informer_seen;  // source -> exported so far
   uint64_t plugin_seen_accepted = 0, plugin_seen_rejected = 0, plugin_seen_errors = 0,
            plugin_seen_fail_open = 0;
   registry.AddCollectHook([&] {
@@ -240,6 +241,16 @@ int Run(int argc, char** argv) {
       *seen = std::max(*seen, now_v);
       return d;
     };
+    for (const char* source : {"nodes", "pods"}) {
+      const skb::k8s::InformerStats now_stats = std::string_view(source) == "nodes"
+                                                    ? controller.NodeInformerStats()
+                                                    : controller.PodInformerStats();
+      skb::k8s::InformerStats& seen = informer_seen[source];
+      metrics.informer_lists.WithLabels({source}).Inc(grow(now_stats.lists, &seen.lists));
+      metrics.informer_watches.WithLabels({source}).Inc(grow(now_stats.watches, &seen.watches));
+      metrics.informer_expired.WithLabels({source}).Inc(grow(now_stats.expired, &seen.expired));
+      metrics.informer_errors.WithLabels({source}).Inc(grow(now_stats.errors, &seen.errors));
+    }
     metrics.plugin_requests.WithLabels({"accepted"}).Inc(grow(c.accepted, &plugin_seen_accepted));
     metrics.plugin_requests.WithLabels({"rejected"}).Inc(grow(c.rejected, &plugin_seen_rejected));
     metrics.plugin_requests.WithLabels({"error"}).Inc(grow(c.errors, &plugin_seen_errors));

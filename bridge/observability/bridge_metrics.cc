@@ -92,6 +92,23 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       cache_synced(Init(r->AddGaugeFamily("skb_cache_synced",
                                           "1 when the cache of this source is synced.", {"source"}),
                         kCacheSources)),
+      informer_lists(Init(r->AddCounterFamily("skb_informer_lists_total",
+                                              "Successful lists (relists included) of an "
+                                              "informer.",
+                                              {"source"}),
+                          kInformerSources)),
+      informer_watches(Init(r->AddCounterFamily("skb_informer_watches_total",
+                                                "Watch requests an informer started.", {"source"}),
+                            kInformerSources)),
+      informer_expired(Init(r->AddCounterFamily("skb_informer_expired_total",
+                                                "Watches that ended with 410 Gone (expired "
+                                                "resourceVersion), each followed by a relist.",
+                                                {"source"}),
+                            kInformerSources)),
+      informer_errors(Init(r->AddCounterFamily("skb_informer_errors_total",
+                                               "Failed list or watch attempts of an informer.",
+                                               {"source"}),
+                           kInformerSources)),
       slurm_poll_duration(Init(
           r->AddHistogramFamily("skb_slurm_poll_duration_seconds",
                                 "Time of one Slurm poll, by result.", {"result"}, PollBuckets()),

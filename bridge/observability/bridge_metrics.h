@@ -46,6 +46,8 @@ inline constexpr std::array<std::string_view, 3> kPreemptionModes = {"requeue", 
 inline constexpr std::array<std::string_view, 3> kPluginResults = {"accepted", "rejected", "error"};
 // What the daemon keeps a cache of (`source` label of skb_cache_synced).
 inline constexpr std::array<std::string_view, 3> kCacheSources = {"nodes", "pods", "slurm"};
+// Which informer (`source` label of the skb_informer_* counters).
+inline constexpr std::array<std::string_view, 2> kInformerSources = {"nodes", "pods"};
 // Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
 inline constexpr std::array<std::string_view, 3> kPollResults = {"changed", "unchanged", "error"};
 
@@ -137,6 +139,16 @@ class BridgeMetrics {
   // skb_cache_synced{source} (gauge): 1 once the nodes/pods informer has listed and is
   // watching, or the first Slurm poll succeeded; back to 0 while a relist is in progress.
   GaugeFamily& cache_synced;
+  // skb_informer_lists_total{source}, skb_informer_watches_total{source},
+  // skb_informer_expired_total{source}, skb_informer_errors_total{source} (counters): per
+  // informer (nodes|pods), successful (re)lists, watch requests started, watches that ended
+  // with 410 Gone (an expired resourceVersion: the informer relists), and failed list/watch
+  // attempts. Copied from k8s::InformerStats at scrape time. A steady rise of lists or
+  // expired means the bridge relists (a full LIST each) instead of resuming its watches.
+  CounterFamily& informer_lists;
+  CounterFamily& informer_watches;
+  CounterFamily& informer_expired;
+  CounterFamily& informer_errors;
   // skb_slurm_poll_duration_seconds{result} (histogram): time of one Slurm poll (node and
   // job reads by update_time), result changed|unchanged|error.
   HistogramFamily& slurm_poll_duration;

@@ -35,6 +35,10 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_plugin_fail_open_total", "counter"},
       {"skb_leader", "gauge"},
       {"skb_cache_synced", "gauge"},
+      {"skb_informer_lists_total", "counter"},
+      {"skb_informer_watches_total", "counter"},
+      {"skb_informer_expired_total", "counter"},
+      {"skb_informer_errors_total", "counter"},
       {"skb_slurm_poll_duration_seconds", "histogram"},
       {"skb_build_info", "gauge"},
   };
@@ -51,6 +55,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
   EXPECT_EQ(e->Value("skb_slurm_node_drains_total", {{"cause", "lending"}}), 0);
   EXPECT_EQ(e->Value("skb_plugin_requests_total", {{"result", "rejected"}}), 0);
   EXPECT_EQ(e->Value("skb_cache_synced", {{"source", "slurm"}}), 0);
+  EXPECT_EQ(e->Value("skb_informer_expired_total", {{"source", "pods"}}), 0);
   EXPECT_EQ(e->Value("skb_reconcile_duration_seconds_count", {{"result", "requeue"}}), 0);
   EXPECT_EQ(e->Value("skb_build_info", {{"version", "0.1.0"}, {"slurm_version", "22.05.8"}}), 1);
 }

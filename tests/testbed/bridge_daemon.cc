@@ -134,10 +134,15 @@ std::string BridgeDaemon::Log() const {
 }
 
 std::string BridgeDaemon::HttpBase() const {
-  std::smatch m;
-  std::string log = Log();
-  if (!std::regex_search(log, m, std::regex("http_listening .* port=([0-9]+)"))) return "";
-  return "http://127.0.0.1:" + m[1].str();
+  // The last http_listening line: a restarted daemon appends to the same log, on a new port.
+  const std::string log = Log();
+  const std::regex line("http_listening [^\n]* port=([0-9]+)");
+  std::string port;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
+       ++it) {
+    port = (*it)[1].str();
+  }
+  return port.empty() ? "" : "http://127.0.0.1:" + port;
 }
 
 std::string BridgeDaemon::LogTail(size_t bytes) const {

@@ -43,7 +43,8 @@ class BridgeDaemon {
   // The last `bytes` of the log, for failure messages.
   std::string LogTail(size_t bytes = 4000) const;
   // "http://127.0.0.1:PORT" of its HTTP server (server.http_address "127.0.0.1:0" in the
-  // overlay), from its `http_listening` log line; "" when it has none.
+  // overlay), from its last `http_listening` log line (a restart appends to the same log);
+  // "" when it has none.
   std::string HttpBase() const;
 
  private:

@@ -1,9 +1,11 @@
-// The reliability suite (issue 8, label chaos): for a fixed time (SKB_CHAOS_SECONDS, 150 by
+// The reliability suite (issue 8, label chaos): for a fixed time (SKB_CHAOS_SECONDS, 300 by
 // default; longer on demand) the testbed gets random Slurm submissions (GPU jobs of 1-8
 // GPUs, some that trap the checkpoint signal and some that do not), inference pods created
 // and deleted, GPU health conditions flipping -- and faults on a schedule: the bridge
 // killed (SIGKILL) and restarted, kube-apiserver restarted, slurmctld restarted, a slurmd
-// stopped for a few seconds. A sampler checks every 100 ms that no node runs a Slurm job
+// stopped for a few seconds, every watch made to fail with 410 Gone (kube-apiserver
+// restarted over an etcd compacted past the bridge's resourceVersions; the bridge's
+// skb_informer_expired_total must show its informers relisted). A sampler checks every 100 ms that no node runs a Slurm job
 // and a Kubernetes GPU pod at once.
 //
 // Pass: zero double-booked samples; zero lost jobs (each submitted job COMPLETED, or still
@@ -27,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/observability/exposition_parser.h"
 #include "bridge/slurm/libslurm_client.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
@@ -76,6 +79,7 @@ class Chaos : public ::testing::Test {
         SKB_DAEMON_BINARY,
         R"({"admission": {"preemptible_partitions": ["gpu"]},
             "features": {"labels": []},
+            "server": {"http_address": "127.0.0.1:0"},
             "leader_election": {"lease_name": "skb-chaos", "lease_duration": "3s",
                                 "renew_deadline": "2s", "retry_period": "500ms"},
             "health": {"maintenance": {"deadline": "5s"}},
@@ -148,6 +152,21 @@ class Chaos : public ::testing::Test {
     (void)kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "chaos"));
   }
 
+  // 410s the bridge's informers have seen (skb_informer_expired_total, nodes + pods); -1 when
+  // /metrics cannot be read.
+  double InformerExpired() {
+    auto e = observability::ParseExposition(
+        Shell(StrCat("curl -s --max-time 5 ", daemon_->HttpBase(), "/metrics")).out);
+    if (!e.ok()) return -1;
+    double sum = 0;
+    for (const char* source : {"nodes", "pods"}) {
+      auto v = e->Value("skb_informer_expired_total", {{"source", source}});
+      if (!v) return -1;
+      sum += *v;
+    }
+    return sum;
+  }
+
   // The job's state as slurmctld shows it ("" when unknown).
   std::string JobState(const std::string& id) {
     std::string out = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
@@ -167,7 +186,7 @@ class Chaos : public ::testing::Test {
 };
 
 TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
-  const int duration = EnvInt("SKB_CHAOS_SECONDS", 150);
+  const int duration = EnvInt("SKB_CHAOS_SECONDS", 300);
   const unsigned seed = static_cast<unsigned>(
       EnvInt("SKB_CHAOS_SEED", static_cast<int>(std::time(nullptr) % 1000000)));
   std::printf("chaos: %d s, seed %u (SKB_CHAOS_SEED=%u replays the schedule)\n", duration, seed,
@@ -222,7 +241,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
     }
     // Faults on a schedule, in turn, every ~20 s.
     if (Steady::now() >= next_fault) {
-      switch (fault_index++ % 4) {
+      switch (fault_index++ % 5) {
         case 0:
           daemon_->Kill();
           std::this_thread::sleep_for(seconds(2));
@@ -243,6 +262,17 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
           std::this_thread::sleep_for(seconds(5));
           Shell(Testbed(StrCat("start slurmd-", node)), seconds(120));
           ++faults["slurmd stopped 5 s"];
+          break;
+        }
+        case 4: {
+          const double before = InformerExpired();
+          Shell(Testbed("expire-watches"), seconds(120));
+          ++faults["watch 410 (etcd compacted)"];
+          const bool relisted = WaitFor([&] { return InformerExpired() > before; }, seconds(30),
+                                        seconds(1));
+          EXPECT_TRUE(before >= 0 && relisted)
+              << "skb_informer_expired_total did not rise after expire-watches (before: "
+              << before << ", now: " << InformerExpired() << ")";
           break;
         }
       }
@@ -292,7 +322,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   EXPECT_EQ(lost, 0) << "jobs that ended neither COMPLETED nor still queued:" << lost_list;
   EXPECT_TRUE(ok) << "not settled after the chaos: "
                   << Shell("kubectl get pods -n slurm-bridge -o wide; sinfo -N -o '%N %T %E'").out;
-  EXPECT_GE(static_cast<int>(faults.size()), std::min(4, duration / 25));
+  EXPECT_GE(static_cast<int>(faults.size()), std::min(5, duration / 25));
 }
 
 }  // namespace

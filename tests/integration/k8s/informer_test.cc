@@ -12,6 +12,7 @@
 #include "k8s/api_error.h"
 #include "k8s/api_event_recorder.h"
 #include "k8s/field_selection.h"
+#include "k8s/json_selection.h"
 #include "k8s/leader_elector.h"
 #include "k8s/node_info.h"
 #include "src/base/strings.h"
@@ -127,51 +128,110 @@ TEST(K8sInformer, NodesWithFieldSelectionReadThroughTheView) {
   }
 }
 
+// The bridge's node informer (bridge/controller.cc: its label selector, SelectNodeFields,
+// the NodeWatchEvent decode selection) with pages of 2 nodes, so its list takes pages.
+TEST(K8sInformer, PagedNodeListWithTheBridgesSelection) {
+  auto client = AdminClient();
+  ASSERT_NE(client, nullptr);
+  InformerOptions o;
+  o.resource = Resource::Nodes();
+  o.label_selector = "slurm-k8s-bridge.io/managed=true";
+  o.page_size = 2;
+  o.transform = SelectNodeFields;
+  o.decode_selection = &JsonSelection::NodeWatchEvent();
+  Informer inf(client.get(), o);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(20)));
+  const int n = skb::testbed::TestbedNodeCount();
+  EXPECT_GE(inf.Size(), static_cast<size_t>(n));
+  for (int i = 1; i <= n; ++i) {
+    ObjectPtr node = inf.Get(StrCat("node", i));
+    ASSERT_NE(node, nullptr) << "node" << i;
+    EXPECT_FALSE(node->at("metadata").contains("managedFields"));
+    EXPECT_FALSE(node->at("status").contains("images"));
+    auto view = ParseNode(*node);
+    ASSERT_TRUE(view.ok()) << view.status();
+    EXPECT_EQ(view->AllocatableGpus(), 8) << "node" << i;
+  }
+  EXPECT_FALSE(inf.ResourceVersion().empty());
+}
+
+// A paged list followed by the watch from its resourceVersion: nothing missed, nothing twice.
+TEST_F(K8sTest, PagedListThenWatchSeesEveryObjectOnce) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(
+        client_->Create(Resource::ConfigMaps(), ns_, ConfigMap(StrCat("k8stest-p", i), StrCat(i)))
+            .ok());
+  }
+  InformerOptions o = ConfigMapsIn(ns_);
+  o.page_size = 2;
+  Informer inf(client_.get(), o);
+  Log log;
+  inf.AddHandlers(log.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(20)));
+  for (int i = 0; i < 5; ++i) EXPECT_NE(inf.Get(StrCat(ns_, "/k8stest-p", i)), nullptr) << i;
+  ASSERT_TRUE(client_->Create(Resource::ConfigMaps(), ns_, ConfigMap("k8stest-p5", "5")).ok());
+  ASSERT_TRUE(WaitFor([&] { return inf.Get(ns_ + "/k8stest-p5") != nullptr; }, seconds(20)));
+  std::vector<std::string> got = log.Snapshot();
+  std::multiset<std::string> adds;
+  for (const std::string& e : got) {
+    if (e.find("kube-root-ca") == std::string::npos) adds.insert(e);
+  }
+  EXPECT_THAT(adds, ::testing::ElementsAre("add k8stest-p0", "add k8stest-p1", "add k8stest-p2",
+                                           "add k8stest-p3", "add k8stest-p4", "add k8stest-p5"));
+  EXPECT_EQ(inf.Stats().lists, 1u);
+  inf.Stop();
+}
+
 // Stops and starts the real kube-apiserver under a running informer: the informer must
 // reconnect (with back-off), and its cache must end up exactly equal to the apiserver's state,
 // with each change notified once.
-TEST_F(K8sTest, InformerSurvivesAnApiserverRestart) {
+// Runs an informer through a testbed fault on the apiserver (`scripts/testbed ARGS...`), then
+// checks it follows every later change exactly once and its cache equals a fresh list.
+void FollowsChangesAcrossAnApiserverFault(KubeClient* client, const std::string& ns,
+                                          std::vector<std::string> fault, bool expect_410) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(
-        client_->Create(Resource::ConfigMaps(), ns_, ConfigMap(StrCat("k8stest-r", i), "0")).ok());
+        client->Create(Resource::ConfigMaps(), ns, ConfigMap(StrCat("k8stest-r", i), "0")).ok());
   }
-  Informer inf(client_.get(), ConfigMapsIn(ns_));
+  Informer inf(client, ConfigMapsIn(ns));
   Log log;
   inf.AddHandlers(log.Handlers());
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(seconds(20)));
   ASSERT_TRUE(WaitFor([&] { return inf.Size() >= 3; }, seconds(10)));
 
-  auto restart = skb::testbed::RunCommand(
-      {StrCat(SKB_SOURCE_DIR, "/scripts/testbed"), "restart", "kube-apiserver"}, seconds(180));
+  fault.insert(fault.begin(), StrCat(SKB_SOURCE_DIR, "/scripts/testbed"));
+  auto restart = skb::testbed::RunCommand(fault, seconds(180));
   ASSERT_EQ(restart.exit_code, 0) << restart.out << restart.err;
   // The apiserver is back: change state and check the informer follows.
   StatusOr<json> created = InternalError("not yet");
   ASSERT_TRUE(WaitFor(
       [&] {
-        created = client_->Create(Resource::ConfigMaps(), ns_, ConfigMap("k8stest-after", "1"));
+        created = client->Create(Resource::ConfigMaps(), ns, ConfigMap("k8stest-after", "1"));
         return created.ok() || IsAlreadyExists(created.status());
       },
       seconds(60)));
-  ASSERT_TRUE(client_->Delete(Resource::ConfigMaps(), ns_, "k8stest-r0", {}).ok());
-  ASSERT_TRUE(client_
-                  ->Patch(Resource::ConfigMaps(), ns_, "k8stest-r1", PatchType::kJsonMerge,
+  ASSERT_TRUE(client->Delete(Resource::ConfigMaps(), ns, "k8stest-r0", {}).ok());
+  ASSERT_TRUE(client
+                  ->Patch(Resource::ConfigMaps(), ns, "k8stest-r1", PatchType::kJsonMerge,
                           {{"data", {{"v", "9"}}}})
                   .ok());
   ASSERT_TRUE(WaitFor(
       [&] {
-        ObjectPtr r1 = inf.Get(ns_ + "/k8stest-r1");
-        return inf.Get(ns_ + "/k8stest-after") != nullptr &&
-               inf.Get(ns_ + "/k8stest-r0") == nullptr && r1 && (*r1)["data"]["v"] == "9";
+        ObjectPtr r1 = inf.Get(ns + "/k8stest-r1");
+        return inf.Get(ns + "/k8stest-after") != nullptr &&
+               inf.Get(ns + "/k8stest-r0") == nullptr && r1 && (*r1)["data"]["v"] == "9";
       },
       seconds(60)));
 
   // The cache equals a fresh list.
-  auto list = client_->List(Resource::ConfigMaps(), ns_, {});
+  auto list = client->List(Resource::ConfigMaps(), ns, {});
   ASSERT_TRUE(list.ok());
   std::set<std::string> want, have;
   for (const json& cm : list->items)
-    want.insert(ns_ + "/" + cm["metadata"]["name"].get<std::string>());
+    want.insert(ns + "/" + cm["metadata"]["name"].get<std::string>());
   for (const ObjectPtr& cm : inf.List()) have.insert(Informer::KeyOf(*cm));
   EXPECT_EQ(have, want);
   // Each change notified exactly once (no duplicate adds from the reconnect or a relist).
@@ -182,9 +242,25 @@ TEST_F(K8sTest, InformerSurvivesAnApiserverRestart) {
   EXPECT_EQ(std::count(events.begin(), events.end(), "update k8stest-r1 9"), 1);
   InformerStats stats = inf.Stats();
   EXPECT_GE(stats.watches, 2u) << "the watch should have been re-established";
-  std::cerr << "informer stats after restart: lists=" << stats.lists << " watches=" << stats.watches
-            << " expired=" << stats.expired << " errors=" << stats.errors << "\n";
+  if (expect_410) {
+    // The watch resumed from a compacted resourceVersion: 410 Gone, then a relist.
+    EXPECT_GE(stats.expired, 1u);
+    EXPECT_GE(stats.lists, 2u);
+  }
+  std::cerr << "informer stats after " << fault.back() << ": lists=" << stats.lists
+            << " watches=" << stats.watches << " expired=" << stats.expired
+            << " errors=" << stats.errors << "\n";
   inf.Stop();
+}
+
+TEST_F(K8sTest, InformerSurvivesAnApiserverRestart) {
+  FollowsChangesAcrossAnApiserverFault(client_.get(), ns_, {"restart", "kube-apiserver"}, false);
+}
+
+// Issue 3's 410 path on the real apiserver: the informer's watch resumes from a resourceVersion
+// etcd has compacted away; it must relist and lose nothing.
+TEST_F(K8sTest, InformerRelistsWhenItsWatchExpires) {
+  FollowsChangesAcrossAnApiserverFault(client_.get(), ns_, {"expire-watches"}, true);
 }
 
 struct Candidate {
