@@ -17,7 +17,19 @@ InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlur
 
 void InvariantSampler::Stop() {
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    stopped_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - started_)
+                      .count();
+  }
+}
+
+double InvariantSampler::seconds() const {
+  const int64_t stopped = stopped_ns_;
+  const auto elapsed = stopped != 0 ? std::chrono::nanoseconds(stopped)
+                                    : std::chrono::steady_clock::now() - started_;
+  return std::chrono::duration<double>(elapsed).count();
 }
 
 std::string InvariantSampler::first_violation() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +27,8 @@ class InvariantSampler {
   // slurmctld restart nothing is counted) and double-booked ones.
   int samples() const { return samples_; }
   int violations() const { return violations_; }
+  // Seconds from construction to Stop() (or to now while it runs): how long it watched.
+  double seconds() const;
   std::string first_violation();
 
  private:
@@ -34,6 +37,8 @@ class InvariantSampler {
 
   k8s::KubeClient* const kube_;
   bridge::slurm::LibSlurmClient* const slurm_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::atomic<int64_t> stopped_ns_{0};  // since started_; 0 while running
   std::atomic<bool> stop_{false};
   std::atomic<int> samples_{0}, violations_{0};
   std::mutex mu_;
