@@ -61,6 +61,8 @@ class Bench {
   }
 
   // Waits until every node satisfies `pred` on its Slurm view; returns the time each did.
+  // One read of all nodes per round (LoadNodes(0), one RPC), not one per node: at 72 nodes a
+  // per-node poll every 5 ms would itself load slurmctld and slow what is measured.
   template <typename Pred>
   std::vector<Steady::time_point> WaitSlurm(const std::vector<std::string>& nodes, Pred pred,
                                             milliseconds timeout) {
@@ -69,13 +71,19 @@ class Bench {
     const auto deadline = Steady::now() + timeout;
     size_t left = nodes.size();
     while (left > 0 && Steady::now() < deadline) {
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (ok[i]) continue;
-        auto n = slurm_->LoadNode(nodes[i]);
-        if (n.ok() && pred(*n)) {
-          ok[i] = true;
-          done[i] = Steady::now();
-          --left;
+      auto all = slurm_->LoadNodes(0);
+      const auto seen = Steady::now();
+      if (all.ok()) {
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          if (ok[i]) continue;
+          for (const auto& v : all->items) {
+            if (v.name == nodes[i] && pred(v)) {
+              ok[i] = true;
+              done[i] = seen;
+              --left;
+              break;
+            }
+          }
         }
       }
       std::this_thread::sleep_for(milliseconds(5));
@@ -84,15 +92,18 @@ class Bench {
     return done;
   }
 
-  // k8s -> Slurm: `flips` rounds of all `nodes` going bad at once and clearing.
+  // k8s -> Slurm: `flips` rounds of all `nodes` going bad at once and clearing. Each node's
+  // latency runs from just before its own PATCH is sent (the patches go out one after the
+  // other; at 72 nodes the last one leaves ~0.5 s after the first).
   bool Flips(const std::vector<std::string>& nodes, int flips, std::vector<double>* drain,
              std::vector<double>* resume) {
+    std::vector<Steady::time_point> sent(nodes.size());
     for (int f = 0; f < flips; ++f) {
       const std::string msg = StrCat("bench flip ", f);
-      const auto t0 = Steady::now();
-      for (const auto& n : nodes) {
-        if (auto s = SetCondition(n, "GPUHealthy", "False", msg); !s.ok()) {
-          std::fprintf(stderr, "patch %s: %s\n", n.c_str(), s.ToString().c_str());
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        sent[i] = Steady::now();
+        if (auto s = SetCondition(nodes[i], "GPUHealthy", "False", msg); !s.ok()) {
+          std::fprintf(stderr, "patch %s: %s\n", nodes[i].c_str(), s.ToString().c_str());
           return false;
         }
       }
@@ -101,23 +112,25 @@ class Bench {
           [&](const skb::slurm::NodeView& v) {
             return v.drain && v.reason.find(msg) != std::string::npos;
           },
-          milliseconds(20000));
+          milliseconds(30000));
       if (drained.empty()) {
-        std::fprintf(stderr, "flip %d: not drained within 20 s\n", f);
+        std::fprintf(stderr, "flip %d: not drained within 30 s\n", f);
         return false;
       }
-      for (auto t : drained) drain->push_back(Ms(t - t0));
-      const auto t1 = Steady::now();
-      for (const auto& n : nodes) {
-        if (auto s = SetCondition(n, "GPUHealthy", "True", "bench ok"); !s.ok()) return false;
+      for (size_t i = 0; i < nodes.size(); ++i) drain->push_back(Ms(drained[i] - sent[i]));
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        sent[i] = Steady::now();
+        if (auto s = SetCondition(nodes[i], "GPUHealthy", "True", "bench ok"); !s.ok()) {
+          return false;
+        }
       }
       auto resumed = WaitSlurm(
-          nodes, [](const skb::slurm::NodeView& v) { return !v.drain; }, milliseconds(20000));
+          nodes, [](const skb::slurm::NodeView& v) { return !v.drain; }, milliseconds(30000));
       if (resumed.empty()) {
-        std::fprintf(stderr, "flip %d: not resumed within 20 s\n", f);
+        std::fprintf(stderr, "flip %d: not resumed within 30 s\n", f);
         return false;
       }
-      for (auto t : resumed) resume->push_back(Ms(t - t1));
+      for (size_t i = 0; i < nodes.size(); ++i) resume->push_back(Ms(resumed[i] - sent[i]));
     }
     return true;
   }

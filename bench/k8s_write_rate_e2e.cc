@@ -1,19 +1,34 @@
-// The Kubernetes write rate the bridge generates under Slurm job churn (issue 6: at 500 job
-// starts/s on 1,000 nodes, target <= 20 writes/s on average).
+// The Kubernetes load the bridge generates under Slurm job churn, and its cost at scale
+// (issue 6: at 500 job starts/s on 1,000 nodes, target <= 20 writes/s on average; issue 8:
+// 1,000 and 5,000 GPU nodes -- cold start, steady-state CPU, RSS, apiserver requests/s).
 //
 // Real: the bridge's Controller (informers, reconciler, ownership planner, executor,
 // event recorder) and the testbed's kube-apiserver with `--nodes` kwok GPU nodes and the
 // reservation pods the bridge creates on them. Synthetic: Slurm, whose node and job lists
-// come from a churn model (`--starts` jobs/s, each 1 GPU for `--job-seconds` on node
-// k mod N) through the SlurmClient interface -- the testbed's Slurm has 4 nodes. Every
-// Kubernetes write the bridge makes goes through a counting KubeClient decorator.
+// come from a generated cluster state and churn model (`--starts` jobs/s, each 1 GPU for
+// `--job-seconds` on node k mod N) through the SlurmClient adapter interface -- the
+// testbed's Slurm has 4 nodes. Every Kubernetes request the bridge makes (reads, watches
+// started, writes, Events) goes through a counting KubeClient decorator.
 //
-//   eval "$(scripts/testbed env)"; build/bench/k8s_write_rate_e2e [--nodes 1000]
-//       [--starts 500] [--job-seconds 16] [--seconds 120] [--out bench/results]
+//   eval "$(scripts/testbed env)"
+//   flock -o /tmp/skb-testbed.lock build/bench/k8s_write_rate_e2e [--nodes 1000]
+//       [--starts 500] [--job-seconds 16] [--seconds 120] [--warmup-timeout S]
+//       [--writers 32] [--out bench/results] [--note TEXT] [--namespace NS] [--cleanup]
 //
-// Creates nodes wr-0000.. labelled skb-bench=write-rate and the namespace
-// skb-bench-writes; deletes both at the end. Prints writes/s by verb and resource and
-// writes bench/results/k8s_write_rate.json.
+// Creates, with --writers concurrent requests on unthrottled admin clients, nodes
+// wr-0000.. labelled skb-bench=write-rate and the namespace skb-bench-writes (or
+// --namespace); deletes both
+// at the end, also on failure (--cleanup: only delete whatever a crashed run left). The
+// nodes carry kwok.x-k8s.io/node=fake, the annotation the testbed's kwok manages: kwok
+// heart-beats them (node status and Lease renewals) and runs the reservation pods the
+// bridge creates on them (marks them Running), so at 5,000 nodes kwok's own write load is
+// part of what the apiserver serves during the measurement.
+//
+// Measures: cold start (Controller::Start() until both informers synced and Slurm polled),
+// warm-up (until every node's reservation pod runs, bounded by --warmup-timeout), then over
+// --seconds of steady state: requests/s by verb and resource, object and Event writes/s,
+// this process's CPU share (it is the Controller, plus the cheap churn model) and RSS.
+// Writes bench/results/k8s_write_rate.json (1,000 nodes) or k8s_write_rate_<N>.json.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -22,7 +37,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -32,10 +49,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/e2e_results.h"
+#include "bench/kube_workers.h"
 #include "bridge/controller.h"
 #include "bridge/slurm/slurm_client.h"
 #include "k8s/kubeconfig.h"
-#include "k8s/observed_kube_client.h"
+#include "k8s/kube_client.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
@@ -49,30 +67,91 @@ using nlohmann::json;
 namespace bs = skb::bridge::slurm;
 using Steady = std::chrono::steady_clock;
 
-constexpr char kNamespace[] = "skb-bench-writes";
+// The reservations' namespace: skb-bench-writes, or --namespace (a previous run's may still
+// be terminating). Set once in main() before any thread starts.
+std::string g_namespace = "skb-bench-writes";
 constexpr char kLabel[] = "skb-bench";
 constexpr char kLabelValue[] = "write-rate";
 
-// Counts the writes that pass through, by "VERB resource[/subresource]".
-class WriteCounter {
+// A KubeClient decorator counting every request as it starts, by "verb resource[/sub]":
+// a watch counts once when it is opened (ObservedKubeClient reports when it ends).
+// Thread-safe.
+class CountingKubeClient final : public skb::k8s::KubeClient {
  public:
-  skb::k8s::ObservedKubeClient::Observer Observer() {
-    return [this](const skb::k8s::RequestInfo& r, const skb::Status&) {
-      if (!r.write()) return;
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[StrCat(r.verb, " ", r.resource->resource, r.subresource.empty() ? "" : "/",
-                       r.subresource)];
-    };
+  explicit CountingKubeClient(skb::k8s::KubeClient* inner) : inner_(inner) {}
+
+  StatusOr<json> Get(const skb::k8s::Resource& r, const std::string& ns, const std::string& name,
+                     const std::string& sub = "") override {
+    Count("get", r, sub);
+    return inner_->Get(r, ns, name, sub);
   }
+  StatusOr<skb::k8s::ListResult> List(const skb::k8s::Resource& r, const std::string& ns,
+                                      const skb::k8s::ListOptions& o) override {
+    Count("list", r, "");
+    return inner_->List(r, ns, o);
+  }
+  StatusOr<json> Create(const skb::k8s::Resource& r, const std::string& ns, const json& object,
+                        const skb::k8s::WriteOptions& o = {}) override {
+    Count("create", r, "");
+    return inner_->Create(r, ns, object, o);
+  }
+  StatusOr<json> Update(const skb::k8s::Resource& r, const std::string& ns, const json& object,
+                        const skb::k8s::WriteOptions& o = {},
+                        const std::string& sub = "") override {
+    Count("update", r, sub);
+    return inner_->Update(r, ns, object, o, sub);
+  }
+  StatusOr<json> Patch(const skb::k8s::Resource& r, const std::string& ns,
+                       const std::string& name, skb::k8s::PatchType type, const json& patch,
+                       const skb::k8s::PatchOptions& o = {},
+                       const std::string& sub = "") override {
+    Count("patch", r, sub);
+    return inner_->Patch(r, ns, name, type, patch, o, sub);
+  }
+  StatusOr<json> Delete(const skb::k8s::Resource& r, const std::string& ns,
+                        const std::string& name, const skb::k8s::DeleteOptions& o = {}) override {
+    Count("delete", r, "");
+    return inner_->Delete(r, ns, name, o);
+  }
+  StatusOr<json> CreateSubresource(const skb::k8s::Resource& r, const std::string& ns,
+                                   const std::string& name, const std::string& sub,
+                                   const json& body) override {
+    Count("create", r, sub);
+    return inner_->CreateSubresource(r, ns, name, sub, body);
+  }
+  skb::Status Watch(const skb::k8s::Resource& r, const std::string& ns,
+                    const skb::k8s::ListOptions& o, const skb::k8s::WatchHandler& handler,
+                    const std::atomic<bool>* cancel) override {
+    Count("watch", r, "");
+    return inner_->Watch(r, ns, o, handler, cancel);
+  }
+
+  // The counts since the last Take().
   std::map<std::string, int64_t> Take() {
     std::lock_guard<std::mutex> lock(mu_);
     return std::exchange(counts_, {});
   }
+  static bool IsWrite(const std::string& key) {
+    return key.rfind("get ", 0) != 0 && key.rfind("list ", 0) != 0 && key.rfind("watch ", 0) != 0;
+  }
 
  private:
+  void Count(const char* verb, const skb::k8s::Resource& r, const std::string& sub) {
+    std::string key = StrCat(verb, " ", r.resource, sub.empty() ? "" : "/", sub);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_[key];
+  }
+
+  skb::k8s::KubeClient* const inner_;
   std::mutex mu_;
   std::map<std::string, int64_t> counts_;
 };
+
+using Workers = skb::bench::KubeWorkers;
+
+skb::Status Ignore(const skb::Status& s, skb::StatusCode harmless) {
+  return s.code() == harmless ? skb::OkStatus() : s;
+}
 
 // Slurm as a churn model: job k starts at k/rate seconds after `origin` on node k mod N
 // with 1 GPU and runs `job_seconds`. Nodes are healthy and never drained.
@@ -196,14 +275,15 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-// Creates (or finds) `n` kwok GPU nodes; true when all exist with 8 GPUs allocatable.
-bool CreateNodes(skb::k8s::KubeClient& kube, int n) {
+// Creates (or finds) `n` kwok GPU nodes, `workers` at a time; true when all exist with 8
+// GPUs allocatable.
+bool CreateNodes(Workers& workers, int n) {
   const json status = {{"status",
                         {{"capacity", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"},
                                        {"nvidia.com/gpu", "8"}}},
                          {"allocatable", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"},
                                           {"nvidia.com/gpu", "8"}}}}}};
-  for (int i = 0; i < n; ++i) {
+  const int64_t failed = workers.Run(n, [&](skb::k8s::KubeClient& kube, int i) {
     const std::string name = ChurnSlurm::NodeName(i);
     json node = {{"apiVersion", "v1"},
                  {"kind", "Node"},
@@ -216,40 +296,75 @@ bool CreateNodes(skb::k8s::KubeClient& kube, int n) {
                      {"type", "kwok"},
                      {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}}};
     auto c = kube.Create(skb::k8s::Resource::Nodes(), "", node);
-    if (!c.ok() && c.status().code() != skb::StatusCode::kAlreadyExists) {
-      std::fprintf(stderr, "create node %s: %s\n", name.c_str(), c.status().ToString().c_str());
-      return false;
-    }
-    auto p = kube.Patch(skb::k8s::Resource::Nodes(), "", name, skb::k8s::PatchType::kJsonMerge,
-                        status, {}, "status");
-    if (!p.ok()) {
-      std::fprintf(stderr, "node %s status: %s\n", name.c_str(), p.status().ToString().c_str());
-      return false;
-    }
-  }
-  return true;
+    if (!c.ok() && c.status().code() != skb::StatusCode::kAlreadyExists) return c.status();
+    return kube
+        .Patch(skb::k8s::Resource::Nodes(), "", name, skb::k8s::PatchType::kJsonMerge, status, {},
+               "status")
+        .status();
+  });
+  return failed == 0;
 }
 
-void Cleanup(skb::k8s::KubeClient& kube, int n) {
-  // Reservation pods carry the bridge's finalizer: drop it, then the namespace and nodes.
+// Names of the objects of `r` in `ns` matching `label_selector` ("" = all).
+std::vector<std::string> Names(skb::k8s::KubeClient& kube, const skb::k8s::Resource& r,
+                               const std::string& ns, const std::string& label_selector) {
   skb::k8s::ListOptions o;
-  if (auto pods = skb::k8s::ListAll(kube, skb::k8s::Resource::Pods(), kNamespace, o); pods.ok()) {
-    for (const auto& p : pods->items) {
-      std::string name = p["metadata"].value("name", "");
-      (void)kube.Patch(skb::k8s::Resource::Pods(), kNamespace, name, skb::k8s::PatchType::kJsonMerge,
-                       {{"metadata", {{"finalizers", nullptr}}}});
-    }
+  o.label_selector = label_selector;
+  o.limit = 500;
+  std::vector<std::string> names;
+  if (auto list = skb::k8s::ListAll(kube, r, ns, o); list.ok()) {
+    for (const auto& item : list->items) names.push_back(item["metadata"].value("name", ""));
   }
-  (void)kube.Delete(skb::k8s::Resource::Namespaces(), "", kNamespace);
-  for (int i = 0; i < n; ++i) {
-    (void)kube.Delete(skb::k8s::Resource::Nodes(), "", ChurnSlurm::NodeName(i));
+  return names;
+}
+
+// Deletes whatever this bench created, found by name and label whatever the run's size was
+// (so it also cleans up after a crashed run): the reservation pods carry the bridge's
+// finalizer, so drop it, and delete them with gracePeriodSeconds=0 (their grace period is
+// 901 s and the testbed's kwok ends a reservation pod only at its end or on release), then
+// delete the namespace and wait for it to go (a re-run cannot create pods in a terminating
+// namespace), then the labelled nodes. True when clean.
+bool Cleanup(skb::k8s::KubeClient& admin, Workers& workers) {
+  const auto t0 = Steady::now();
+  int64_t failed = 0;
+  const auto pods = Names(admin, skb::k8s::Resource::Pods(), g_namespace, "");
+  skb::k8s::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  failed += workers.Run(static_cast<int>(pods.size()), [&](skb::k8s::KubeClient& kube, int i) {
+    RETURN_IF_ERROR(Ignore(kube.Patch(skb::k8s::Resource::Pods(), g_namespace, pods[i],
+                                      skb::k8s::PatchType::kJsonMerge,
+                                      {{"metadata", {{"finalizers", nullptr}}}})
+                               .status(),
+                           skb::StatusCode::kNotFound));
+    return Ignore(kube.Delete(skb::k8s::Resource::Pods(), g_namespace, pods[i], now).status(),
+                  skb::StatusCode::kNotFound);
+  });
+  (void)admin.Delete(skb::k8s::Resource::Namespaces(), "", g_namespace);
+  bool ns_gone = false;
+  for (int i = 0; i < 1200 && !ns_gone; ++i) {
+    auto got = admin.Get(skb::k8s::Resource::Namespaces(), "", g_namespace);
+    ns_gone = !got.ok() && got.status().code() == skb::StatusCode::kNotFound;
+    if (!ns_gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  const std::string selector = StrCat(kLabel, "=", kLabelValue);
+  const auto nodes = Names(admin, skb::k8s::Resource::Nodes(), "", selector);
+  failed += workers.Run(static_cast<int>(nodes.size()), [&](skb::k8s::KubeClient& kube, int i) {
+    return Ignore(kube.Delete(skb::k8s::Resource::Nodes(), "", nodes[i]).status(),
+                  skb::StatusCode::kNotFound);
+  });
+  const bool clean =
+      failed == 0 && ns_gone && Names(admin, skb::k8s::Resource::Nodes(), "", selector).empty();
+  std::printf("cleanup: %zu pods, namespace %s (%s), %zu nodes in %.0f s, %lld failures: %s\n",
+              pods.size(), g_namespace.c_str(), ns_gone ? "gone" : "STILL THERE", nodes.size(),
+              std::chrono::duration<double>(Steady::now() - t0).count(),
+              static_cast<long long>(failed), clean ? "clean" : "NOT CLEAN, run with --cleanup");
+  return clean;
 }
 
 int64_t RunningReservations(skb::k8s::KubeClient& kube) {
   skb::k8s::ListOptions o;
   o.field_selector = "status.phase=Running";
-  auto pods = skb::k8s::ListAll(kube, skb::k8s::Resource::Pods(), kNamespace, o);
+  auto pods = skb::k8s::ListAll(kube, skb::k8s::Resource::Pods(), g_namespace, o);
   return pods.ok() ? static_cast<int64_t>(pods->items.size()) : -1;
 }
 
@@ -271,6 +386,19 @@ double StatusKb(const std::string& field) {
   return 0;
 }
 
+
+int64_t Sum(const std::map<std::string, int64_t>& counts, bool writes_only) {
+  int64_t total = 0;
+  for (const auto& [k, v] : counts) {
+    if (!writes_only || CountingKubeClient::IsWrite(k)) total += v;
+  }
+  return total;
+}
+
+double Since(Steady::time_point t0) {
+  return std::chrono::duration<double>(Steady::now() - t0).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -279,54 +407,82 @@ int main(int argc, char** argv) {
   double starts = 500;
   double job_seconds = 16;
   int seconds = 120;
+  int warmup_timeout = -1;  // default: nodes / 2 + 120 s
+  int writers = 32;
+  bool cleanup_only = false;
   std::string out_dir = "bench/results";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string extra_note;  // --note: appended to the results' notes (e.g. what kwok did)
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--nodes") nodes = std::atoi(argv[i + 1]);
-    if (a == "--starts") starts = std::atof(argv[i + 1]);
-    if (a == "--job-seconds") job_seconds = std::atof(argv[i + 1]);
-    if (a == "--seconds") seconds = std::atoi(argv[i + 1]);
-    if (a == "--out") out_dir = argv[i + 1];
+    if (a == "--cleanup") {
+      cleanup_only = true;
+      continue;
+    }
+    if (i + 1 >= argc) return Fail(StrCat("missing value for ", a));
+    const char* v = argv[++i];
+    if (a == "--nodes") nodes = std::atoi(v);
+    else if (a == "--starts") starts = std::atof(v);
+    else if (a == "--job-seconds") job_seconds = std::atof(v);
+    else if (a == "--seconds") seconds = std::atoi(v);
+    else if (a == "--warmup-timeout") warmup_timeout = std::atoi(v);
+    else if (a == "--writers") writers = std::atoi(v);
+    else if (a == "--out") out_dir = v;
+    else if (a == "--note") extra_note = v;
+    else if (a == "--namespace") g_namespace = v;
+    else return Fail(StrCat("unknown flag ", a));
   }
-  if (nodes <= 0 || starts <= 0 || job_seconds <= 0 || seconds <= 0) {
-    return Fail("--nodes, --starts, --job-seconds and --seconds must be positive");
+  if (nodes <= 0 || starts <= 0 || job_seconds <= 0 || seconds <= 0 || writers <= 0) {
+    return Fail("--nodes, --starts, --job-seconds, --seconds and --writers must be positive");
   }
+  if (warmup_timeout < 0) warmup_timeout = nodes / 2 + 120;
   const char* kubeconfig = std::getenv("KUBECONFIG");
   if (kubeconfig == nullptr) return Fail("eval \"$(scripts/testbed env)\" first");
   auto kcfg = skb::k8s::LoadKubeconfig(kubeconfig, "");
   if (!kcfg.ok()) return Fail(kcfg.status().ToString());
-  // The harness's own client (setup, cleanup): unthrottled. The bridge's client below
+  // The harness's own clients (setup, cleanup): unthrottled. The bridge's client below
   // keeps the configured rate limits, as in production.
   auto admin_cfg = *kcfg;
   admin_cfg.qps = 0;
   auto admin = skb::k8s::NewRestClient(admin_cfg);
   if (!admin.ok()) return Fail(admin.status().ToString());
+  auto workers = skb::bench::KubeWorkers::Make(
+      writers, [&]() -> StatusOr<std::unique_ptr<skb::k8s::KubeClient>> {
+        return skb::k8s::NewRestClient(admin_cfg);
+      });
+  if (!workers.ok()) return Fail(workers.status().ToString());
+  if (cleanup_only) return Cleanup(**admin, *workers) ? 0 : 1;
 
   auto cfg = skb::config::ParseConfig(
       json{{"kubernetes", {{"node_selector", StrCat(kLabel, "=", kLabelValue)}}},
            {"features", {{"labels", json::array()}}},
            {"admission", {{"preemptible_partitions", {"gpu"}}}},
-           {"lending", {{"enabled", true}, {"namespace", kNamespace}}}}
+           {"lending", {{"enabled", true}, {"namespace", g_namespace}}}}
           .dump());
   if (!cfg.ok()) return Fail(cfg.status().ToString());
   kcfg->qps = cfg->kubernetes.qps;
   kcfg->burst = static_cast<int>(cfg->kubernetes.burst);
 
-  std::printf("creating %d kwok nodes and namespace %s...\n", nodes, kNamespace);
+  std::printf("creating %d kwok nodes (%d writers) and namespace %s...\n", nodes, writers,
+              g_namespace.c_str());
+  const auto t_create = Steady::now();
   (void)(*admin)->Create(skb::k8s::Resource::Namespaces(), "",
                          {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                          {"metadata", {{"name", kNamespace}}}});
-  if (!CreateNodes(**admin, nodes)) {
-    Cleanup(**admin, nodes);
+                          {"metadata", {{"name", g_namespace}}}});
+  if (!CreateNodes(*workers, nodes)) {
+    Cleanup(**admin, *workers);
     return Fail("creating the nodes failed");
   }
+  const double create_s = Since(t_create);
+  std::printf("  created in %.1f s\n", create_s);
 
   auto kube = skb::k8s::NewRestClient(*kcfg);
   auto events_kube = skb::k8s::NewRestClient(*kcfg);
-  if (!kube.ok() || !events_kube.ok()) return Fail("kube client");
-  WriteCounter object_writes, event_writes;
-  skb::k8s::ObservedKubeClient counted(kube->get(), object_writes.Observer());
-  skb::k8s::ObservedKubeClient counted_events(events_kube->get(), event_writes.Observer());
+  if (!kube.ok() || !events_kube.ok()) {
+    Cleanup(**admin, *workers);
+    return Fail("kube client");
+  }
+  CountingKubeClient counted(kube->get());
+  CountingKubeClient counted_events(events_kube->get());
   ChurnSlurm slurm(nodes, starts, job_seconds);
   skb::k8s::SystemClock clock;
   skb::bridge::ControllerOptions opts;
@@ -338,80 +494,126 @@ int main(int argc, char** argv) {
   opts.leader_election = false;
   opts.identity = "write-rate-bench";
   skb::bridge::Controller controller(opts);
+
+  // Cold start: informers listed and synced, Slurm polled once.
+  const auto t_start = Steady::now();
   if (auto s = controller.Start(); !s.ok()) {
-    Cleanup(**admin, nodes);
+    Cleanup(**admin, *workers);
     return Fail(s.ToString());
   }
+  while (!(controller.NodesSynced() && controller.PodsSynced() && controller.SlurmPolled()) &&
+         Since(t_start) < warmup_timeout) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool synced = controller.NodesSynced() && controller.PodsSynced() && controller.SlurmPolled();
+  const double cold_start = Since(t_start);
+  const double sync_rss_mb = StatusKb("VmRSS:") / 1024.0;
+  std::printf("cold start: %s after %.2f s, RSS %.0f MB\n", synced ? "synced" : "NOT SYNCED",
+              cold_start, sync_rss_mb);
 
   // Warm-up: every node gets its reservation (one create each, at the client's rate limit).
-  const auto t_start = Steady::now();
-  while (RunningReservations(**admin) < nodes &&
-         Steady::now() - t_start < std::chrono::seconds(nodes / 2 + 120)) {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+  // Polled every 2 s, less often on large clusters: each poll lists every reservation.
+  const auto poll = std::chrono::seconds(std::max(2, nodes / 1000));
+  while (RunningReservations(**admin) < nodes && Since(t_start) < warmup_timeout) {
+    std::this_thread::sleep_for(poll);
   }
-  const double warmup = std::chrono::duration<double>(Steady::now() - t_start).count();
+  const double warmup = Since(t_start);
   const int64_t running = RunningReservations(**admin);
-  std::printf("warm-up: %lld/%d reservations running after %.0f s\n",
-              static_cast<long long>(running), nodes, warmup);
-  auto warm_writes = object_writes.Take();
-  (void)event_writes.Take();
+  std::printf("warm-up: %lld/%d reservations running %.0f s after Start()%s\n",
+              static_cast<long long>(running), nodes, warmup,
+              running < nodes ? " (TIMED OUT)" : "");
+  const auto warm_requests = counted.Take();
+  const auto warm_events = counted_events.Take();
 
   // Steady state: measure.
   const int64_t starts0 = slurm.starts();
   const int64_t slurm_writes0 = slurm.slurm_writes();
   const double cpu0 = CpuSeconds();
   const auto t0 = Steady::now();
-  std::map<std::string, int64_t> writes, events;
+  std::map<std::string, int64_t> requests, events;
   for (int s = 0; s < seconds; s += 10) {
     std::this_thread::sleep_for(std::chrono::seconds(10));
-    for (auto& [k, v] : object_writes.Take()) writes[k] += v;
-    for (auto& [k, v] : event_writes.Take()) events[k] += v;
-    int64_t total = 0;
-    for (auto& [k, v] : writes) total += v;
-    std::printf("  +%3d s: %lld object writes so far\n", s + 10, static_cast<long long>(total));
+    for (auto& [k, v] : counted.Take()) requests[k] += v;
+    for (auto& [k, v] : counted_events.Take()) events[k] += v;
+    std::printf("  +%3d s: %lld requests, %lld object writes so far\n", s + 10,
+                static_cast<long long>(Sum(requests, false)),
+                static_cast<long long>(Sum(requests, true)));
   }
-  const double took = std::chrono::duration<double>(Steady::now() - t0).count();
+  const double took = Since(t0);
   const double job_rate = static_cast<double>(slurm.starts() - starts0) / took;
   // The bridge's cost in steady state: this process is the Controller (plus the churn
-  // model and the counters, which are cheap).
+  // model and the counters, which are cheap; the harness's workers are idle).
   const double cpu_share = (CpuSeconds() - cpu0) / took;
   const double rss_mb = StatusKb("VmRSS:") / 1024.0, hwm_mb = StatusKb("VmHWM:") / 1024.0;
   controller.Stop();
-  Cleanup(**admin, nodes);
+  const bool clean = Cleanup(**admin, *workers);
 
-  int64_t total = 0, total_events = 0;
-  json by_kind = json::object();
-  std::printf("\n%d nodes, %.0f Slurm job starts/s measured over %.0f s (warm-up %.0f s, "
-              "%lld writes)\n",
-              nodes, job_rate, took, warmup,
-              static_cast<long long>([&] {
-                int64_t t = 0;
-                for (auto& [k, v] : warm_writes) t += v;
-                return t;
-              }()));
-  for (const auto& [k, v] : writes) {
-    total += v;
-    by_kind[k] = static_cast<double>(v) / took;
-    std::printf("  %-40s %8.2f writes/s\n", k.c_str(), static_cast<double>(v) / took);
+  std::printf("\n%d nodes, %.0f Slurm job starts/s measured over %.0f s\n", nodes, job_rate,
+              took);
+  std::printf("  cold start (list + sync) %.2f s, warm-up %.0f s (%lld/%d reservations, "
+              "%lld requests, %lld object writes)\n",
+              cold_start, warmup, static_cast<long long>(running), nodes,
+              static_cast<long long>(Sum(warm_requests, false) + Sum(warm_events, false)),
+              static_cast<long long>(Sum(warm_requests, true)));
+  json warmup_by_kind = json::object();
+  for (const auto& [k, v] : warm_requests) warmup_by_kind[k] = v;
+  for (const auto& [k, v] : warm_events) warmup_by_kind[StrCat(k, " (events client)")] = v;
+  std::printf("  warm-up requests: %s\n", warmup_by_kind.dump().c_str());
+  json writes_by_kind = json::object(), requests_by_kind = json::object();
+  for (const auto& [k, v] : requests) {
+    const double r = static_cast<double>(v) / took;
+    requests_by_kind[k] = r;
+    if (CountingKubeClient::IsWrite(k)) writes_by_kind[k] = r;
+    std::printf("  %-40s %8.2f requests/s\n", k.c_str(), r);
   }
-  for (const auto& [k, v] : events) total_events += v;
-  const double rate = static_cast<double>(total) / took;
-  const double event_rate = static_cast<double>(total_events) / took;
-  std::printf("  object writes %.2f/s (target <= 20/s), Event writes %.2f/s, Slurm writes %lld\n",
-              rate, event_rate, static_cast<long long>(slurm.slurm_writes() - slurm_writes0));
-  std::printf("  bridge process: %.1f%% of one core, RSS %.0f MB (peak %.0f MB)\n",
-              cpu_share * 100, rss_mb, hwm_mb);
+  for (const auto& [k, v] : events) {
+    const double r = static_cast<double>(v) / took;
+    requests_by_kind[StrCat(k, " (events client)")] = r;
+    std::printf("  %-40s %8.2f requests/s (events client)\n", k.c_str(), r);
+  }
+  const double rate = static_cast<double>(Sum(requests, true)) / took;
+  const double event_rate = static_cast<double>(Sum(events, true)) / took;
+  const double request_rate = static_cast<double>(Sum(requests, false) + Sum(events, false)) / took;
+  std::printf("  all requests %.2f/s; object writes %.2f/s (target <= 20/s), Event writes "
+              "%.2f/s, Slurm writes %lld\n",
+              request_rate, rate, event_rate,
+              static_cast<long long>(slurm.slurm_writes() - slurm_writes0));
+  std::printf("  bridge process: %.1f%% of one core, RSS %.0f MB after sync, %.0f MB in steady "
+              "state (peak %.0f MB)\n",
+              cpu_share * 100, sync_rss_mb, rss_mb, hwm_mb);
+  const std::string name =
+      nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes);
   skb::bench::WriteResult(
-      out_dir, nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes),
-      {{"name", nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes)},
-       {"unit", "/s"},
+      out_dir, name,
+      {{"name", name},
+       {"unit", ""},  // mixed: *_s seconds, *_mb MB, the rest per second
        {"figures",
-        {{"object_writes", rate}, {"event_writes", event_rate}, {"job_starts", job_rate},
-         {"cpu_percent", cpu_share * 100}, {"rss_mb", rss_mb}, {"peak_rss_mb", hwm_mb}}},
-       {"details", {{"nodes", nodes}, {"by_kind", by_kind}, {"warmup_seconds", warmup}}},
+        {{"object_writes", rate}, {"event_writes", event_rate}, {"requests_per_s", request_rate},
+         {"job_starts", job_rate}, {"cold_start_sync_s", cold_start}, {"warmup_s", warmup},
+         {"cpu_percent", cpu_share * 100}, {"rss_mb", rss_mb}, {"sync_rss_mb", sync_rss_mb},
+         {"peak_rss_mb", hwm_mb}}},
+       {"details",
+        {{"nodes", nodes},
+         {"steady_seconds", took},
+         {"by_kind", writes_by_kind},
+         {"requests_by_kind", requests_by_kind},
+         {"warmup_requests_by_kind", warmup_by_kind},
+         {"warmup_seconds", warmup},
+         {"warmup_timeout_seconds", warmup_timeout},
+         {"reservations_running", running},
+         {"node_create_seconds", create_s},
+         {"node_writers", writers},
+         {"cleanup_clean", clean}}},
        {"target", "<= 20 object writes/s average at 500 job starts/s on 1,000 nodes"},
-       {"notes", StrCat("real Controller and apiserver with kwok nodes; synthetic Slurm churn (",
-                        job_seconds, " s jobs, 1 GPU each); reservation_update_interval and "
-                        "class delays at their defaults")}});
-  return running == nodes ? 0 : 1;
+       {"notes",
+        StrCat("real Controller and apiserver with kwok nodes (kwok heart-beats them and runs "
+               "the reservation pods); synthetic Slurm: generated cluster state and churn (",
+               job_seconds, " s jobs, 1 GPU each) through the SlurmClient adapter interface; "
+               "reservation_update_interval and class delays at their defaults; bridge client "
+               "at its default rate limit (", cfg->kubernetes.qps, " qps, burst ",
+               cfg->kubernetes.burst, "); requests/s counts watches when opened; cold start = "
+               "Start() to informers synced and Slurm polled; warm-up = Start() to every "
+               "reservation running", running < nodes ? " (TIMED OUT)" : "", "; ", seconds,
+               " s steady state", extra_note.empty() ? "" : "; ", extra_note)}});
+  return running == nodes && synced && clean ? 0 : 1;
 }
