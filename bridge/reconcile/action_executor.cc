@@ -102,10 +102,17 @@ Status ActionExecutor::Requeue(const Action& a) {
   return OkStatus();
 }
 
-Status ActionExecutor::SetCondition(const Action& a) {
-  // lastTransitionTime changes only when the status flips: read the current condition.
+StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a,
+                                                           const std::string& now) {
+  using Transition = plan::ConditionSpec::Transition;
+  // lastTransitionTime changes only when the status flips. The planner says which from its
+  // cache; only when it could not does the executor read the current condition.
+  switch (a.condition.transition) {
+    case Transition::kNow: return now;
+    case Transition::kKeep: return k8s::FormatTime(a.condition.since);
+    case Transition::kUnknown: break;
+  }
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", a.node));
-  std::string now = k8s::FormatTime(clock_->Now());
   std::string transition = now;
   const nlohmann::json* conditions = nullptr;
   if (auto st = node.find("status"); st != node.end() && st->is_object()) {
@@ -120,6 +127,12 @@ Status ActionExecutor::SetCondition(const Action& a) {
       }
     }
   }
+  return transition;
+}
+
+Status ActionExecutor::SetCondition(const Action& a) {
+  const std::string now = k8s::FormatTime(clock_->Now());
+  ASSIGN_OR_RETURN(std::string transition, ConditionTransition(a, now));
   // A strategic merge patch merges conditions by type: other controllers' conditions
   // stay exactly as they are.
   nlohmann::json patch = {

@@ -44,6 +44,8 @@ class ActionExecutor {
   Status Resume(const plan::Action& a);
   Status Requeue(const plan::Action& a);
   Status SetCondition(const plan::Action& a);
+  // The lastTransitionTime SetCondition writes (`now` when the status flips).
+  StatusOr<std::string> ConditionTransition(const plan::Action& a, const std::string& now);
   Status SetFeatures(const plan::Action& a);
   void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
               const std::string& message);

@@ -7,6 +7,7 @@ namespace skb::bridge {
 inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node) {
   inventory::K8sNode k;
   k.name = node.meta.name;
+  k.uid = node.meta.uid;
   k.labels = node.meta.labels;
   k.annotations = node.meta.annotations;
   k.unschedulable = node.unschedulable;

@@ -9,7 +9,7 @@ namespace {
 
 TEST(ToK8sNode, KeepsWhatThePlannerNeeds) {
   nlohmann::json obj = nlohmann::json::parse(R"({
-    "metadata": {"name": "node1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+    "metadata": {"name": "node1", "uid": "0c4e-node1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
     "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
     "status": {
       "capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"},
@@ -21,6 +21,7 @@ TEST(ToK8sNode, KeepsWhatThePlannerNeeds) {
   ASSERT_TRUE(info.ok()) << info.status();
   inventory::K8sNode k = ToK8sNode(*info);
   EXPECT_EQ(k.name, "node1");
+  EXPECT_EQ(k.uid, "0c4e-node1");
   EXPECT_TRUE(k.unschedulable);
   ASSERT_EQ(k.taints.size(), 1u);
   EXPECT_EQ(k.taints[0].effect, "NoSchedule");

@@ -130,19 +130,26 @@ Status ActionExecutor::CreateReservation(const Action& a) {
   // The node is the reservation's controller (owner reference): `kubectl drain` evicts a
   // pod with a controller without --force, and the garbage collector removes the pod
   // with its node.
-  auto node = kube_->Get(k8s::Resource::Nodes(), "", r.node);
-  if (!node.ok()) {
-    if (node.status().code() == StatusCode::kNotFound) {
-      return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name, "/",
-                                            r.name, ": node ", r.node, " is gone"));
+  // The uid comes from the planner's cache; a node it does not know is read. A cached uid
+  // of a node deleted meanwhile makes an orphan the garbage collector deletes, which the
+  // planner then sees as a reservation of a deleted node (released, ReleaseCheck::kNodeGone).
+  std::string node_uid = r.node_uid;
+  if (node_uid.empty()) {
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", r.node);
+    if (!node.ok()) {
+      if (node.status().code() == StatusCode::kNotFound) {
+        return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name,
+                                              "/", r.name, ": node ", r.node, " is gone"));
+      }
+      return node.status();
     }
-    return node.status();
+    node_uid = MetaString(*node, "uid");
   }
   nlohmann::json pod = PodObject(r);
   pod["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
                                          {"kind", "Node"},
                                          {"name", r.node},
-                                         {"uid", MetaString(*node, "uid")},
+                                         {"uid", node_uid},
                                          {"controller", true},
                                          {"blockOwnerDeletion", false}}};
   auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, pod);

@@ -75,6 +75,12 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
         cur->message == spec.message) {
       return;
     }
+    if (cur == nullptr || cur->status != spec.status) {
+      spec.transition = plan::ConditionSpec::Transition::kNow;
+    } else if (cur->last_transition != Clock::TimePoint{}) {
+      spec.transition = plan::ConditionSpec::Transition::kKeep;
+      spec.since = cur->last_transition;
+    }  // else the cache holds no readable transition time: the executor reads the node
     Action a;
     a.kind = ActionKind::kSetNodeCondition;
     a.node = node.name;

@@ -361,6 +361,41 @@ TEST(PlanNodeHealth, AdminDrainMessageNamesTheUser) {
   EXPECT_EQ(a->condition.message, "bad DIMM (uid 1234)");
 }
 
+// The executor writes lastTransitionTime from what the planner's cache knows, without a GET.
+TEST(PlanNodeHealth, ConditionActionsCarryTheTransitionTheCacheKnows) {
+  using Transition = plan::ConditionSpec::Transition;
+  ManagedNode n = Healthy();
+  DrainedBy(&n, "bad DIMM");  // SlurmDrained False -> True: it flips now
+  const Action* a = Find(PlanNodeHealth(n, HealthConfig{}, kNow), ActionKind::kSetNodeCondition);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->condition.status, "True");
+  EXPECT_EQ(a->condition.transition, Transition::kNow);
+
+  // Same status, new message: the cached transition stays.
+  SetCondition(&n, Cond("SlurmDrained", "True", "DrainedByAdmin", "old", kNow - hours(3)));
+  NodePlan kept = PlanNodeHealth(n, HealthConfig{}, kNow);
+  a = Find(kept, ActionKind::kSetNodeCondition);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->condition.message, "bad DIMM");
+  EXPECT_EQ(a->condition.transition, Transition::kKeep);
+  EXPECT_EQ(a->condition.since, kNow - hours(3));
+
+  // A cached condition without a readable time: the executor must read the node.
+  SetCondition(&n, Cond("SlurmDrained", "True", "DrainedByAdmin", "old", Clock::TimePoint{}));
+  NodePlan unknown = PlanNodeHealth(n, HealthConfig{}, kNow);
+  a = Find(unknown, ActionKind::kSetNodeCondition);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->condition.transition, Transition::kUnknown);
+
+  // A condition the node does not carry yet starts now.
+  n.k8s->conditions.clear();
+  NodePlan first = PlanNodeHealth(n, HealthConfig{}, kNow);
+  for (const Action& c : first.actions) {
+    if (c.kind != ActionKind::kSetNodeCondition) continue;
+    EXPECT_EQ(c.condition.transition, Transition::kNow) << c.condition.type;
+  }
+}
+
 TEST(PlanNodeHealth, DrainRequestedDrainsWhateverTheRulesAndClearsWhenRemoved) {
   ManagedNode n = Healthy();
   SetCondition(&n, Cond("DrainRequested", "True", "BridgectlDrain", "swap PSU (alice)"));

@@ -33,6 +33,7 @@ struct Taint {
 
 struct K8sNode {
   std::string name;
+  std::string uid;  // metadata.uid
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   std::vector<NodeCondition> conditions;

@@ -974,6 +974,7 @@ plan::ReservationSpec BuildReservation(const ManagedNode& node, ReservationClass
   spec.namespace_name = ReservationNamespace(cfg);
   spec.name = ReservationName(l, k8s_name);
   spec.node = k8s_name;
+  if (node.k8s) spec.node_uid = node.k8s->uid;
   spec.gpu_resource = l.gpu_resource;
   if (node.k8s)
     spec.gpus = node.k8s->gpu_allocatable > 0 ? node.k8s->gpu_allocatable : node.k8s->gpu_capacity;

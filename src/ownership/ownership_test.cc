@@ -929,6 +929,16 @@ INSTANTIATE_TEST_SUITE_P(Ownership, PlanTable, ::testing::ValuesIn(Cases()),
 
 // ---- Bad input -------------------------------------------------------------------------
 
+// The owner reference's uid comes from the cache (no GET of the node per create); a node the
+// cache knows without a uid leaves it empty, and the executor reads the node.
+TEST(BuildReservation, CarriesTheNodeUidFromTheCache) {
+  ManagedNode n = BareNode();
+  n.k8s->uid = "6f1c-node1";
+  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "6f1c-node1");
+  n.k8s->uid.clear();
+  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "");
+}
+
 TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {
   config::Config cfg = Cfg();
   ManagedNode n = BareNode();

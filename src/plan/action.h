@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "src/base/clock.h"
+
 namespace skb::plan {
 
 // Every Slurm reason the bridge writes starts with this; the bridge only ever undoes a
@@ -44,6 +46,14 @@ struct ConditionSpec {
   std::string status;  // True, False, Unknown
   std::string reason;  // CamelCase
   std::string message;
+  // lastTransitionTime as the planner's cache knows it, so that the executor need not read
+  // the node first (a GET per write: at 5,000 nodes, a third of the bridge's set-up requests).
+  // kUnknown: read the node; kNow: the status flips now; kKeep: the status stays: keep `since`.
+  // The bridge is the only writer of its conditions, so the cache can only lag its own
+  // writes: a lagging cache repeats a write with a transition time late by that lag.
+  enum class Transition { kUnknown, kNow, kKeep };
+  Transition transition = Transition::kUnknown;
+  Clock::TimePoint since{};  // kKeep
   friend bool operator==(const ConditionSpec&, const ConditionSpec&) = default;
 };
 
@@ -81,6 +91,7 @@ struct ReservationSpec {
   std::string namespace_name;
   std::string name;
   std::string node;                 // spec.nodeName (bound directly, no scheduler)
+  std::string node_uid;             // its uid for the owner reference ("": read the node)
   std::string gpu_resource;         // "nvidia.com/gpu": requests = limits = `gpus`
   int64_t gpus = 0;
   std::string priority_class_name;  // spec.priorityClassName

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "k8s/time_format.h"
 #include "src/health/node_health.h"
 #include "tests/integration/reconcile/act_test_env.h"
 
@@ -166,6 +167,36 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
     Status st = exec_->Execute(a);
     ASSERT_TRUE(st.ok()) << st;
   }
+}
+
+// When the planner's cache knows the transition (plan::ConditionSpec::transition), the
+// executor writes it as it is, without reading the node.
+TEST_F(ActionExecutorTest, ATransitionTheCacheKnowsIsWrittenAsItIs) {
+  using Transition = plan::ConditionSpec::Transition;
+  Action a;
+  a.kind = ActionKind::kSetNodeCondition;
+  a.node = kNode;
+  a.condition = {"SlurmDrained", "False", "NotDrained", "kept"};
+  a.condition.transition = Transition::kKeep;
+  auto since = k8s::ParseTime("2026-01-02T03:04:05Z");
+  ASSERT_TRUE(since.ok());
+  a.condition.since = *since;
+  a.event_reason = "SlurmNodeNotDrained";
+  a.event_message = "executor test";
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  EXPECT_EQ(Condition("SlurmDrained")["lastTransitionTime"], "2026-01-02T03:04:05Z");
+  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.condition.transition = Transition::kNow;
+  {
+    Status st = exec_->Execute(a);
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  nlohmann::json now = Condition("SlurmDrained");
+  EXPECT_NE(now["lastTransitionTime"], "2026-01-02T03:04:05Z");
+  EXPECT_EQ(now["message"], "");
 }
 
 TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {
