@@ -366,7 +366,8 @@ TEST(PlanNodeHealth, ConditionActionsCarryTheTransitionTheCacheKnows) {
   using Transition = plan::ConditionSpec::Transition;
   ManagedNode n = Healthy();
   DrainedBy(&n, "bad DIMM");  // SlurmDrained False -> True: it flips now
-  const Action* a = Find(PlanNodeHealth(n, HealthConfig{}, kNow), ActionKind::kSetNodeCondition);
+  NodePlan flips = PlanNodeHealth(n, HealthConfig{}, kNow);
+  const Action* a = Find(flips, ActionKind::kSetNodeCondition);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->condition.status, "True");
   EXPECT_EQ(a->condition.transition, Transition::kNow);
