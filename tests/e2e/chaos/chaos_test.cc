@@ -310,10 +310,11 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
     std::string shown = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
     if (shown.find("Restarts=0") == std::string::npos && !shown.empty()) ++requeued;
   }
-  std::printf("chaos: %d samples, %d double-booked; %zu jobs (%d completed, %d pending/running, "
-              "%d requeued at least once, %d lost)\n",
-              sampler_->samples(), sampler_->violations(), jobs_.size(), completed, active,
-              requeued, lost);
+  std::printf("chaos: %d samples, %d double-booked (%d pod-samples a kubelet would have "
+              "refused); %zu jobs (%d completed, %d pending/running, %d requeued at least once, "
+              "%d lost)\n",
+              sampler_->samples(), sampler_->violations(), sampler_->kubelet_rejects(),
+              jobs_.size(), completed, active, requeued, lost);
   for (const auto& [k, v] : faults) std::printf("  fault %-28s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : actions) std::printf("  action %-27s x%d\n", k.c_str(), v);
 
