@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/reconcile/k8s_convert.h"
+#include "k8s/node_info.h"
+#include "k8s/pod_info.h"
 #include "src/base/strings.h"
 
 namespace skb::testbed {
@@ -39,35 +43,16 @@ std::string InvariantSampler::first_violation() {
   return first_;
 }
 
-namespace {
-
-// A GPU request's count: "8" or 8 (whole devices; anything else counts as 0).
-int64_t GpuCount(const nlohmann::json& q) {
-  if (q.is_number_integer()) return q.get<int64_t>();
-  if (!q.is_string()) return 0;
-  const std::string& text = q.get_ref<const std::string&>();
-  int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-}  // namespace
-
 int64_t InvariantSampler::Allocatable(const std::string& node) {
   auto it = allocatable_.find(node);
   if (it != allocatable_.end()) return it->second;
   // Read once per node (GPU counts do not change in the tests); 0 = unknown: no pod is
   // treated as refused on that node.
   auto got = kube_->Get(k8s::Resource::Nodes(), "", node);
-  int64_t n = 0;
-  if (got.ok() && got->contains("status") && (*got)["status"].contains("allocatable") &&
-      (*got)["status"]["allocatable"].contains("nvidia.com/gpu")) {
-    n = GpuCount((*got)["status"]["allocatable"]["nvidia.com/gpu"]);
-  }
-  if (got.ok()) allocatable_[node] = n;
+  if (!got.ok()) return 0;
+  auto info = k8s::ParseNode(*got);
+  const int64_t n = info.ok() ? info->AllocatableGpus() : 0;
+  allocatable_[node] = n;
   return n;
 }
 
@@ -98,21 +83,17 @@ void InvariantSampler::Sample() {
   };
   std::map<std::string, std::vector<GpuPod>> by_node;
   for (const auto& p : pods->items) {
-    const auto& meta = p["metadata"];
+    // The bridge's own view of a pod (its GPU count and whether it is a reservation).
+    auto info = k8s::ParsePod(p);
+    if (!info.ok()) continue;
+    std::optional<inventory::GpuPod> pod = bridge::ToGpuPod(*info);
+    if (!pod || pod->node_name.empty()) continue;
     GpuPod g;
-    g.reservation = meta.contains("labels") &&
-                    meta["labels"].value("slurm-k8s-bridge.io/role", "") == "reservation";
-    for (const auto& c : p["spec"].value("containers", nlohmann::json::array())) {
-      if (c.contains("resources") && c["resources"].contains("requests") &&
-          c["resources"]["requests"].contains("nvidia.com/gpu")) {
-        g.gpus += GpuCount(c["resources"]["requests"]["nvidia.com/gpu"]);
-      }
-    }
-    const std::string node = p["spec"].value("nodeName", "");
-    if (g.gpus <= 0 || node.empty()) continue;
+    g.reservation = pod->reservation;
+    g.gpus = pod->gpus;
     if (p.contains("status")) g.start = p["status"].value("startTime", "");
-    g.name = StrCat(meta.value("namespace", ""), "/", meta.value("name", ""));
-    by_node[node].push_back(std::move(g));
+    g.name = StrCat(pod->namespace_name, "/", pod->name);
+    by_node[pod->node_name].push_back(std::move(g));
   }
   for (auto& [node, gpu_pods] : by_node) {
     // A kubelet admits pods in the order they reach it and rejects one whose GPUs are no
