@@ -12,6 +12,7 @@
 //
 //   eval "$(scripts/testbed env)"; build/bench/health_latency_e2e [--flips N] [--out DIR]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -93,45 +94,51 @@ class Bench {
   }
 
   // k8s -> Slurm: `flips` rounds of all `nodes` going bad at once and clearing. Each node's
-  // latency runs from just before its own PATCH is sent (the patches go out one after the
-  // other; at 72 nodes the last one leaves ~0.5 s after the first).
+  // latency runs from just before its own PATCH is sent. The patches go out one after the
+  // other from a thread of their own (at 72 nodes the last leaves ~0.5 s after the first)
+  // while this thread watches Slurm, so no node waits for the others' patches to be seen.
   bool Flips(const std::vector<std::string>& nodes, int flips, std::vector<double>* drain,
              std::vector<double>* resume) {
-    std::vector<Steady::time_point> sent(nodes.size());
     for (int f = 0; f < flips; ++f) {
       const std::string msg = StrCat("bench flip ", f);
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        sent[i] = Steady::now();
-        if (auto s = SetCondition(nodes[i], "GPUHealthy", "False", msg); !s.ok()) {
-          std::fprintf(stderr, "patch %s: %s\n", nodes[i].c_str(), s.ToString().c_str());
-          return false;
-        }
-      }
-      auto drained = WaitSlurm(
-          nodes,
-          [&](const skb::slurm::NodeView& v) {
-            return v.drain && v.reason.find(msg) != std::string::npos;
-          },
-          milliseconds(30000));
-      if (drained.empty()) {
+      if (!Round(nodes, "False", msg,
+                 [&](const skb::slurm::NodeView& v) {
+                   return v.drain && v.reason.find(msg) != std::string::npos;
+                 },
+                 drain)) {
         std::fprintf(stderr, "flip %d: not drained within 30 s\n", f);
         return false;
       }
-      for (size_t i = 0; i < nodes.size(); ++i) drain->push_back(Ms(drained[i] - sent[i]));
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        sent[i] = Steady::now();
-        if (auto s = SetCondition(nodes[i], "GPUHealthy", "True", "bench ok"); !s.ok()) {
-          return false;
-        }
-      }
-      auto resumed = WaitSlurm(
-          nodes, [](const skb::slurm::NodeView& v) { return !v.drain; }, milliseconds(30000));
-      if (resumed.empty()) {
+      if (!Round(nodes, "True", "bench ok",
+                 [](const skb::slurm::NodeView& v) { return !v.drain; }, resume)) {
         std::fprintf(stderr, "flip %d: not resumed within 30 s\n", f);
         return false;
       }
-      for (size_t i = 0; i < nodes.size(); ++i) resume->push_back(Ms(resumed[i] - sent[i]));
     }
+    return true;
+  }
+
+  // One round: GPUHealthy=`status` patched on every node (from a second thread) until
+  // every node satisfies `pred` in Slurm; appends each node's latency to `out`.
+  template <typename Pred>
+  bool Round(const std::vector<std::string>& nodes, const std::string& status,
+             const std::string& msg, Pred pred, std::vector<double>* out) {
+    std::vector<Steady::time_point> sent(nodes.size());
+    std::atomic<bool> patch_failed{false};
+    std::thread patcher([&] {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        sent[i] = Steady::now();
+        if (auto s = SetCondition(nodes[i], "GPUHealthy", status, msg); !s.ok()) {
+          std::fprintf(stderr, "patch %s: %s\n", nodes[i].c_str(), s.ToString().c_str());
+          patch_failed = true;
+          return;
+        }
+      }
+    });
+    auto done = WaitSlurm(nodes, pred, milliseconds(30000));
+    patcher.join();
+    if (patch_failed || done.empty()) return false;
+    for (size_t i = 0; i < nodes.size(); ++i) out->push_back(Ms(done[i] - sent[i]));
     return true;
   }
 
