@@ -44,11 +44,10 @@ k8s::InformerOptions PodInformerOptions() {
 }
 
 Controller::Controller(ControllerOptions options)
-    : opts_(std::move(options)), cfg_(*opts_.config), queue_(*opts_.clock, [this] {
-        reconcile::WorkQueueOptions q;
-        q.on_change = [this] { worker_cv_.notify_all(); };
-        return q;
-      }()),
+    : opts_(std::move(options)),
+      cfg_(*opts_.config),
+      queue_(*opts_.clock, WakeOnChange()),
+      status_queue_(*opts_.clock, WakeOnChange()),
       admission_(PolicyFrom(cfg_)) {
   events_ = std::make_unique<k8s::ApiEventRecorder>(
       opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
@@ -56,6 +55,13 @@ Controller::Controller(ControllerOptions options)
                                                cfg_.lending);
   reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
                                              executor_.get(), &queue_);
+  reconciler_->SetStatusQueue(&status_queue_);
+}
+
+reconcile::WorkQueueOptions Controller::WakeOnChange() {
+  reconcile::WorkQueueOptions q;
+  q.on_change = [this] { worker_cv_.notify_all(); };
+  return q;
 }
 
 Controller::~Controller() { Stop(); }
@@ -201,7 +207,10 @@ void Controller::StartActing() {
   Logger("reconcile")->info("acting identity={}", opts_.identity);
   stop_worker_ = false;
   for (int i = 0; i < std::max(1, opts_.workers); ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
+    workers_.emplace_back([this, i] { WorkerLoop(i, /*status_lane=*/false); });
+  }
+  for (int i = 0; i < std::max(1, opts_.status_workers); ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i, /*status_lane=*/true); });
   }
 }
 
@@ -221,8 +230,9 @@ void Controller::StopActing() {
   Logger("reconcile")->info("stopped_acting identity={}", opts_.identity);
 }
 
-void Controller::WorkerLoop(int index) {
-  pthread_setname_np(pthread_self(), StrCat("reconcile-", index).c_str());
+void Controller::WorkerLoop(int index, bool status_lane) {
+  pthread_setname_np(pthread_self(), StrCat(status_lane ? "status-" : "reconcile-", index).c_str());
+  reconcile::WorkQueue& queue = status_lane ? status_queue_ : queue_;
   auto log = Logger("reconcile");
   // Acting on half a view could resume a node whose condition is not cached yet: wait.
   {
@@ -232,14 +242,14 @@ void Controller::WorkerLoop(int index) {
     }
   }
   if (stop_worker_) return;
-  if (index == 0 && cfg_.lending.enabled) {
+  if (index == 0 && !status_lane && cfg_.lending.enabled) {
     if (Status s = EnsurePriorityClasses(opts_.kube, cfg_.lending); !s.ok()) {
       log->error("priority_classes error=\"{}\" (reservation pods will be refused until this "
                  "is fixed)",
                  s.message());
     }
   }
-  if (index == 0) {
+  if (index == 0 && !status_lane) {
     // A new leader plans every node once: whatever happened while nobody acted is handled.
     const inventory::Inventory snapshot = reconciler_->Snapshot();
     for (const auto& n : snapshot.nodes()) queue_.Add(n.name);
@@ -247,16 +257,21 @@ void Controller::WorkerLoop(int index) {
               pods_->Size(), queue_.Len(), opts_.workers);
   }
   while (!stop_worker_) {
-    if (auto key = queue_.Get()) {
+    if (auto key = queue.Get()) {
       const auto start = std::chrono::steady_clock::now();
-      ReconcileResult r = reconciler_->ReconcileNode(*key);
-      if (r.executed > 0) poller_->Kick();  // observe our own changes without waiting
-      if (opts_.metrics != nullptr) RecordMetrics(r, std::chrono::steady_clock::now() - start);
-      queue_.Done(*key);
+      ReconcileResult r = status_lane ? reconciler_->WriteNodeStatus(*key)
+                                      : reconciler_->ReconcileNode(*key);
+      // Observe our own Slurm changes without waiting (status writes show up in the node
+      // informer by themselves).
+      if (r.executed > 0 && !status_lane) poller_->Kick();
+      if (opts_.metrics != nullptr) {
+        RecordMetrics(r, std::chrono::steady_clock::now() - start, status_lane);
+      }
+      queue.Done(*key);
       continue;
     }
     std::unique_lock<std::mutex> lock(worker_wait_mu_);
-    auto next = queue_.NextReadyTime();
+    auto next = queue.NextReadyTime();
     auto wait = std::chrono::milliseconds(1000);
     if (next) {
       auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*next -
@@ -269,10 +284,13 @@ void Controller::WorkerLoop(int index) {
   }
 }
 
-void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took) {
+void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took,
+                               bool status_lane) {
   observability::BridgeMetrics& m = *opts_.metrics;
   const double seconds = std::chrono::duration<double>(took).count();
-  if (!r.status.ok()) {
+  if (status_lane) {
+    // not a reconcile: only its actions are counted
+  } else if (!r.status.ok()) {
     m.reconcile_error.Observe(seconds);
   } else if (r.plan.recheck_at) {
     m.reconcile_requeue.Observe(seconds);

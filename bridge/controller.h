@@ -70,6 +70,9 @@ struct ControllerOptions {
   // never handled by two at once). Slurm calls are serialized by the Slurm client anyway;
   // parallelism hides Kubernetes round trips when many nodes change at once.
   int workers = 4;
+  // Status workers: node-condition writes (SlurmNodeHealthy, SlurmDrained), in a queue of
+  // their own so that a burst of them never delays a drain (Reconciler::SetStatusQueue).
+  int status_workers = 2;
   // Optional: the bridge's Prometheus metrics (reconcile, actions, Slurm polls).
   observability::BridgeMetrics* metrics = nullptr;
   // Called once, on the elector's thread, when a leader stops leading.
@@ -113,13 +116,17 @@ class Controller {
   // take: none once the leader has acted). Plans without acting, on any replica.
   health::NodePlan PlanNow(const std::string& node) const;
   size_t QueueDepth() const { return queue_.Len(); }
+  size_t StatusQueueDepth() const { return status_queue_.Len(); }
 
  private:
   void StartActing();
   void StopActing();
-  void WorkerLoop(int index);
+  // Reconcile workers take nodes from queue_; status workers from status_queue_.
+  void WorkerLoop(int index, bool status_lane);
   void OnSlurm(const slurm::SlurmState& state);
-  void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took);
+  // Action outcomes; the reconcile duration only for the reconcile lane.
+  void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took, bool status_lane);
+  reconcile::WorkQueueOptions WakeOnChange();
 
   const ControllerOptions opts_;
   const config::Config& cfg_;
@@ -127,6 +134,7 @@ class Controller {
   std::mutex worker_wait_mu_;
   std::condition_variable worker_cv_;
   reconcile::WorkQueue queue_;
+  reconcile::WorkQueue status_queue_;
   std::unique_ptr<k8s::ApiEventRecorder> events_;
   std::unique_ptr<ActionExecutor> executor_;
   std::unique_ptr<Reconciler> reconciler_;

@@ -215,6 +215,7 @@ int Run(int argc, char** argv) {
            plugin_seen_fail_open = 0;
   registry.AddCollectHook([&] {
     metrics.workqueue_depth.Set(static_cast<double>(controller.QueueDepth()));
+    metrics.status_queue_depth.Set(static_cast<double>(controller.StatusQueueDepth()));
     metrics.leader.Set(controller.IsLeader() ? 1 : 0);
     metrics.cache_synced.WithLabels({"nodes"}).Set(controller.NodesSynced() ? 1 : 0);
     metrics.cache_synced.WithLabels({"pods"}).Set(controller.PodsSynced() ? 1 : 0);

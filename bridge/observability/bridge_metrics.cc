@@ -42,6 +42,8 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       reconcile_error(reconcile_duration.WithLabels({kResultError})),
       workqueue_depth(
           r->AddGauge("skb_workqueue_depth", "Node keys waiting in the reconcile work queue.")),
+      status_queue_depth(r->AddGauge("skb_status_queue_depth",
+                                     "Nodes waiting for their node-condition writes.")),
       actions(r->AddCounterFamily("skb_actions_total",
                                   "Actions executed by the bridge, by kind and outcome.",
                                   {"kind", "outcome"})),

@@ -69,6 +69,9 @@ class BridgeMetrics {
   // skb_workqueue_depth (gauge): keys waiting in the work queue (not counting the ones in
   // flight). Set by the daemon after Add/Get, or by a Registry collect hook reading Len().
   Gauge& workqueue_depth;
+  // skb_status_queue_depth (gauge): nodes waiting for their condition writes (the status
+  // lane, Reconciler::SetStatusQueue). Set by the daemon like workqueue_depth.
+  Gauge& status_queue_depth;
 
   // skb_actions_total{kind,outcome} (counter): actions the executor carried out, by
   // plan::ActionKindName ("DrainSlurmNode", "RequeueSlurmJobs", ...) and Outcome.

@@ -20,6 +20,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
   const std::map<std::string, std::string> want = {
       {"skb_reconcile_duration_seconds", "histogram"},
       {"skb_workqueue_depth", "gauge"},
+      {"skb_status_queue_depth", "gauge"},
       {"skb_actions_total", "counter"},
       {"skb_slurm_node_drains_total", "counter"},
       {"skb_slurm_node_resumes_total", "counter"},

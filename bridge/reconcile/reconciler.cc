@@ -235,7 +235,18 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   ReconcileResult result;
   result.plan = PlanNode(name);
   auto log = Logger("reconcile");
+  const auto is_condition = [](const plan::Action& a) {
+    return a.kind == plan::ActionKind::kSetNodeCondition;
+  };
+  // Conditions mirror Slurm's state, whatever becomes of the other actions: queued even if
+  // one of those fails.
+  if (status_queue_ != nullptr &&
+      std::any_of(result.plan.actions.begin(), result.plan.actions.end(), is_condition)) {
+    status_queue_->Add(name);
+  }
   for (const plan::Action& a : result.plan.actions) {
+    // With a status lane, WriteNodeStatus writes it, from the state it sees then.
+    if (status_queue_ != nullptr && is_condition(a)) continue;
     Status s = executor_->Execute(a);
     result.outcomes.emplace_back(static_cast<size_t>(&a - result.plan.actions.data()), s);
     if (s.ok()) {
@@ -256,21 +267,49 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
     result.status = s;
     break;  // later actions may depend on this one (drain before requeue)
   }
+  Requeue(queue_, name, result);
+  return result;
+}
+
+ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
+  ReconcileResult result;
+  result.plan = PlanNode(name);
+  auto log = Logger("reconcile");
+  for (const plan::Action& a : result.plan.actions) {
+    if (a.kind != plan::ActionKind::kSetNodeCondition) continue;
+    Status s = executor_->Execute(a);
+    result.outcomes.emplace_back(static_cast<size_t>(&a - result.plan.actions.data()), s);
+    if (!s.ok()) {
+      log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
+                StatusCodeName(s.code()), s.message());
+      result.status = s;
+      break;
+    }
+    ++result.executed;
+    log->info("action {} outcome=ok", plan::ToString(a));
+  }
+  // A grace period ending is the reconcile lane's to schedule, not this one's.
+  result.plan.recheck_at.reset();
+  Requeue(status_queue_, name, result);
+  return result;
+}
+
+void Reconciler::Requeue(reconcile::WorkQueue* queue, const std::string& name,
+                         const ReconcileResult& result) {
   if (!result.status.ok() && (result.status.code() == StatusCode::kUnavailable ||
                               result.status.code() == StatusCode::kAborted)) {
-    queue_->AddRateLimited(name);
+    queue->AddRateLimited(name);
   } else {
-    queue_->Forget(name);
+    queue->Forget(name);
     // Actions change what we observe; the informers and the poller report it back, which
     // re-queues the node. A grace period ending is not observed: schedule it.
-    if (result.plan.recheck_at) queue_->AddAt(name, *result.plan.recheck_at);
+    if (result.plan.recheck_at) queue->AddAt(name, *result.plan.recheck_at);
     // Refused (FailedPrecondition: someone else's pod has the reservation's name, the
     // namespace is gone, Slurm refuses a requeue...): what would unblock it may be a change
     // the caches never see (a pod without GPUs deleted, a namespace created). Look again
     // later; the Warning Event is aggregated by the recorder.
-    if (!result.status.ok()) queue_->AddAfter(name, kRefusedRecheck);
+    if (!result.status.ok()) queue->AddAfter(name, kRefusedRecheck);
   }
-  return result;
 }
 
 void Reconciler::RunWorker(const std::atomic<bool>& stop, std::chrono::milliseconds idle) {

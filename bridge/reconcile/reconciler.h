@@ -60,6 +60,19 @@ class Reconciler {
   // Plans node `name` (Slurm's name) from the current state and executes the plan. Re-queues
   // itself: rate-limited on a retryable error, at plan.recheck_at when a grace ends.
   ReconcileResult ReconcileNode(const std::string& name);
+
+  // Node-condition writes in a lane of their own. With a status queue set, ReconcileNode
+  // carries out every action but the kSetNodeCondition ones and queues the node there;
+  // WriteNodeStatus (the status workers) plans it again and writes only its conditions.
+  // The conditions mirror Slurm's view (SlurmNodeHealthy, SlurmDrained): a burst of them,
+  // paced by the client's rate limit (72 nodes flipping = 144 writes, 7 s at 20 qps),
+  // then never holds a reconcile worker, so drains and resumes are not queued behind them,
+  // and a node whose condition flips back before its write is written once, as it is now.
+  // Without one (tests), conditions are written inline, in plan order. Set before use.
+  void SetStatusQueue(reconcile::WorkQueue* queue) { status_queue_ = queue; }
+  // Plans node `name` and writes the node conditions that differ; re-queues itself on the
+  // status queue on failure (rate-limited when retryable). Requires a status queue.
+  ReconcileResult WriteNodeStatus(const std::string& name);
   // Takes names from the queue and reconciles them until `stop`; sleeps until the next
   // delayed key is due (at most `idle`).
   void RunWorker(const std::atomic<bool>& stop,
@@ -73,6 +86,10 @@ class Reconciler {
   inventory::ManagedNode NodeLocked(const std::string& name) const;
   bool EndedOnLentNodeLocked(const slurm::JobView& j) const;
   std::string PodNode(const inventory::GpuPod& p) const;
+  // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
+  // the plan's recheck time otherwise.
+  static void Requeue(reconcile::WorkQueue* queue, const std::string& name,
+                      const ReconcileResult& result);
 
   const config::Config cfg_;
   const inventory::NodeNameMap names_;
@@ -82,6 +99,7 @@ class Reconciler {
   std::string crash_after_;
   ActionExecutor* const executor_;
   reconcile::WorkQueue* const queue_;
+  reconcile::WorkQueue* status_queue_ = nullptr;
 
   mutable std::mutex mu_;
   std::map<std::string, inventory::K8sNode> k8s_nodes_;           // by Slurm name

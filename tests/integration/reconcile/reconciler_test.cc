@@ -97,6 +97,63 @@ TEST_F(ReconcilerTest, ConditionDrainsAndClearingResumes) {
   EXPECT_TRUE(Step().plan.actions.empty());
 }
 
+// The daemon's status lane: ReconcileNode acts on Slurm and leaves the node conditions to
+// WriteNodeStatus, which writes them as they are when it runs: a drain is not held up by
+// condition writes, and a state that came and went before its write is never written.
+TEST_F(ReconcilerTest, StatusLaneWritesConditionsApartAsTheyAreWhenItRuns) {
+  reconcile::WorkQueue status(clock_);
+  rec_->SetStatusQueue(&status);
+  auto write_status = [&] {
+    auto key = status.Get();
+    EXPECT_EQ(key.value_or(""), kNode);
+    ReconcileResult r = rec_->WriteNodeStatus(kNode);
+    if (key) status.Done(*key);
+    return r;
+  };
+  auto executed = [](const ReconcileResult& r, plan::ActionKind kind) {
+    int n = 0;
+    for (const auto& [index, s] : r.outcomes) n += s.ok() && r.plan.actions[index].kind == kind;
+    return n;
+  };
+
+  SetGpuHealthy("False", "XID 48 on GPU 1");
+  ReconcileResult r = Step();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(executed(r, plan::ActionKind::kDrainSlurmNode), 1);
+  EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 48 on GPU 1");
+  // The drained state observed: the condition is planned, queued apart, not written here.
+  r = Step();
+  EXPECT_EQ(executed(r, plan::ActionKind::kSetNodeCondition), 0);
+  EXPECT_NE(Condition("SlurmDrained", "status"), "True");
+  ASSERT_EQ(status.Len(), 1u);
+  r = write_status();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(executed(r, plan::ActionKind::kSetNodeCondition), r.executed);
+  EXPECT_EQ(Condition("SlurmDrained", "status"), "True");
+  const std::string since = Condition("SlurmDrained", "lastTransitionTime");
+
+  // Resumed, then drained again before the status lane ran: SlurmDrained=False is never
+  // written; one write carries the new drain, and the transition time stays.
+  SetGpuHealthy("True", "recovered");
+  ASSERT_TRUE(Step().status.ok());
+  EXPECT_EQ(SlurmReason(), "none");
+  ASSERT_TRUE(Step().status.ok());
+  SetGpuHealthy("False", "XID 79 on GPU 2");
+  ASSERT_TRUE(Step().status.ok());
+  ASSERT_TRUE(Step().status.ok());
+  EXPECT_EQ(status.Len(), 1u);  // one entry, however often the node was planned
+  r = write_status();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.executed, 1);
+  EXPECT_EQ(Condition("SlurmDrained", "status"), "True");
+  EXPECT_EQ(Condition("SlurmDrained", "message"), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 2");
+  EXPECT_EQ(Condition("SlurmDrained", "lastTransitionTime"), since);
+  // Nothing left for either lane once the written state is observed.
+  r = Step();
+  EXPECT_TRUE(r.plan.actions.empty());
+  EXPECT_EQ(status.Len(), 0u);
+}
+
 TEST_F(ReconcilerTest, AdminDrainSurvivesAndIsShownAsSuch) {
   ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
                          " state=drain reason='admin: swap PSU'")).exit_code, 0);
