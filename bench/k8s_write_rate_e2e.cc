@@ -25,7 +25,8 @@
 // part of what the apiserver serves during the measurement.
 //
 // Measures: cold start (Controller::Start() until both informers synced and Slurm polled),
-// warm-up (until every node's reservation pod runs, bounded by --warmup-timeout), then over
+// warm-up (until every node's reservation pod runs and its node conditions are written,
+// bounded by --warmup-timeout), then over
 // --seconds of steady state: requests/s by verb and resource, object and Event writes/s,
 // this process's CPU share (it is the Controller, plus the cheap churn model) and RSS.
 // Writes bench/results/k8s_write_rate.json (1,000 nodes) or k8s_write_rate_<N>.json.
@@ -511,17 +512,28 @@ int main(int argc, char** argv) {
   std::printf("cold start: %s after %.2f s, RSS %.0f MB\n", synced ? "synced" : "NOT SYNCED",
               cold_start, sync_rss_mb);
 
-  // Warm-up: every node gets its reservation (one create each, at the client's rate limit).
-  // Polled every 2 s, less often on large clusters: each poll lists every reservation.
+  // Warm-up: every node gets its reservation (one create each, at the client's rate limit)
+  // and its node conditions (the status lane, which yields to the reservations: it writes
+  // with what rate the reconcile lane leaves). Reservations polled every 2 s, less often on
+  // large clusters: each poll lists every reservation.
   const auto poll = std::chrono::seconds(std::max(2, nodes / 1000));
   while (RunningReservations(**admin) < nodes && Since(t_start) < warmup_timeout) {
     std::this_thread::sleep_for(poll);
   }
-  const double warmup = Since(t_start);
+  const double reservations_s = Since(t_start);
   const int64_t running = RunningReservations(**admin);
-  std::printf("warm-up: %lld/%d reservations running %.0f s after Start()%s\n",
-              static_cast<long long>(running), nodes, warmup,
-              running < nodes ? " (TIMED OUT)" : "");
+  // The status queue empty on three looks in a row (a key in flight is not counted).
+  for (int empty = 0; empty < 3 && Since(t_start) < warmup_timeout;) {
+    empty = controller.StatusQueueDepth() == 0 ? empty + 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const bool status_done = controller.StatusQueueDepth() == 0;
+  const double warmup = Since(t_start);
+  std::printf("warm-up: %lld/%d reservations running %.0f s after Start()%s; node conditions "
+              "%s %.0f s after Start()\n",
+              static_cast<long long>(running), nodes, reservations_s,
+              running < nodes ? " (TIMED OUT)" : "", status_done ? "written" : "NOT all written",
+              warmup);
   const auto warm_requests = counted.Take();
   const auto warm_events = counted_events.Take();
 
@@ -599,6 +611,8 @@ int main(int argc, char** argv) {
          {"requests_by_kind", requests_by_kind},
          {"warmup_requests_by_kind", warmup_by_kind},
          {"warmup_seconds", warmup},
+         {"warmup_reservations_seconds", reservations_s},
+         {"warmup_status_written", status_done},
          {"warmup_timeout_seconds", warmup_timeout},
          {"reservations_running", running},
          {"node_create_seconds", create_s},
@@ -613,7 +627,8 @@ int main(int argc, char** argv) {
                "at its default rate limit (", cfg->kubernetes.qps, " qps, burst ",
                cfg->kubernetes.burst, "); requests/s counts watches when opened; cold start = "
                "Start() to informers synced and Slurm polled; warm-up = Start() to every "
-               "reservation running", running < nodes ? " (TIMED OUT)" : "", "; ", seconds,
+               "reservation running (", static_cast<int>(reservations_s), " s) and every node "
+               "condition written", running < nodes || !status_done ? " (TIMED OUT)" : "", "; ", seconds,
                " s steady state", extra_note.empty() ? "" : "; ", extra_note)}});
-  return running == nodes && synced && clean ? 0 : 1;
+  return running == nodes && status_done && synced && clean ? 0 : 1;
 }
