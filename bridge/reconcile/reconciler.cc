@@ -273,6 +273,10 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
 
 ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
   ReconcileResult result;
+  if (status_queue_ == nullptr) {
+    result.status = FailedPreconditionError("WriteNodeStatus without a status queue");
+    return result;
+  }
   result.plan = PlanNode(name);
   auto log = Logger("reconcile");
   for (const plan::Action& a : result.plan.actions) {

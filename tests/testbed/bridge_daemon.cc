@@ -1,6 +1,7 @@
 #include "tests/testbed/bridge_daemon.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,9 +76,14 @@ Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseco
   const size_t log_start = Log().size();
   std::vector<std::string> args = {binary_, "--config", dir_ + "/config.json"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) return InternalError("fork failed");
   if (pid_ == 0) {
+    // Dies with the test: a test killed mid-run (a ctest timeout, ^C) must not leave a
+    // daemon acting on the testbed's nodes under the next run. The signal comes when the
+    // forking *thread* ends, so start daemons from a thread that outlives them.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(125);
     if (freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
     if (freopen(log.c_str(), "a", stdout) == nullptr) _exit(126);
     std::vector<char*> argv;
