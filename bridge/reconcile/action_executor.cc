@@ -147,6 +147,7 @@ Status ActionExecutor::SetCondition(const Action& a) {
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.node, k8s::PatchType::kStrategicMerge,
                         patch, {}, "status");
   if (!r.ok()) return r.status();
+  if (a.quiet) return OkStatus();  // a healthy state's first publication: no news
   bool healthy_news = a.condition.status == (a.condition.type == "SlurmDrained" ? "False" : "True");
   Record(a, healthy_news ? k8s::EventType::kNormal : k8s::EventType::kWarning, a.event_reason,
          a.event_message);

@@ -67,8 +67,9 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
                          NodePlan* plan) {
   const slurm::NodeView& s = *node.slurm;
   const K8sNode& k = *node.k8s;
+  // `healthy`: the state a working node is in (Slurm up, not drained).
   auto want = [&](plan::ConditionSpec spec, std::string_view event_reason,
-                  std::string event_message) {
+                  std::string event_message, bool healthy) {
     spec.message = ConditionMessage(spec.message);
     const NodeCondition* cur = k.FindCondition(spec.type);
     if (cur != nullptr && cur->status == spec.status && cur->reason == spec.reason &&
@@ -87,6 +88,9 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     a.condition = std::move(spec);
     a.event_reason = std::string(event_reason);
     a.event_message = std::move(event_message);
+    // A healthy state published for the first time is no news (and not "healthy again"):
+    // the condition is the record, no Event. Half the Events of a node's set-up.
+    a.quiet = healthy && cur == nullptr;
     plan->actions.push_back(std::move(a));
   };
 
@@ -101,10 +105,11 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     std::string msg = s.reason.empty() ? StrCat("Slurm state ", s.StateString())
                                        : StrCat("Slurm state ", s.StateString(), ": ", s.reason);
     want({std::string(kSlurmHealthyCondition), "False", reason, msg}, reason,
-         StrCat("Slurm reports node ", node.name, " unhealthy: ", msg));
+         StrCat("Slurm reports node ", node.name, " unhealthy: ", msg), /*healthy=*/false);
   } else {
     want({std::string(kSlurmHealthyCondition), "True", "SlurmNodeUp", "slurmd is responding"},
-         "SlurmNodeUp", StrCat("Slurm reports node ", node.name, " healthy again"));
+         "SlurmNodeUp", StrCat("Slurm reports node ", node.name, " healthy again"),
+         /*healthy=*/true);
   }
 
   if (s.drain) {
@@ -115,10 +120,10 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     std::string msg = s.reason;
     if (!s.DrainedByBridge() && s.reason_uid != 0) StrAppend(&msg, " (uid ", s.reason_uid, ")");
     want({std::string(kSlurmDrainedCondition), "True", reason, msg}, reason,
-         StrCat("Slurm node ", node.name, " drained: ", msg));
+         StrCat("Slurm node ", node.name, " drained: ", msg), /*healthy=*/false);
   } else {
     want({std::string(kSlurmDrainedCondition), "False", "NotDrained", ""}, "SlurmNodeNotDrained",
-         StrCat("Slurm node ", node.name, " accepts jobs"));
+         StrCat("Slurm node ", node.name, " accepts jobs"), /*healthy=*/true);
   }
 }
 

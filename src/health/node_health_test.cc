@@ -1,5 +1,8 @@
 #include "src/health/node_health.h"
 
+#include <map>
+#include <string>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -395,6 +398,35 @@ TEST(PlanNodeHealth, ConditionActionsCarryTheTransitionTheCacheKnows) {
     if (c.kind != ActionKind::kSetNodeCondition) continue;
     EXPECT_EQ(c.condition.transition, Transition::kNow) << c.condition.type;
   }
+}
+
+// A healthy state published for the first time records no Event ("healthy again" would be
+// wrong, and it is half the Events of a node's set-up); every other write records one.
+TEST(PlanNodeHealth, FirstPublicationOfAHealthyStateIsQuiet) {
+  auto quiet = [](const NodePlan& p) {
+    std::map<std::string, bool> out;
+    for (const Action& a : p.actions) {
+      if (a.kind == ActionKind::kSetNodeCondition) out[a.condition.type] = a.quiet;
+    }
+    return out;
+  };
+  ManagedNode n = Healthy();
+  n.k8s->conditions = {Cond("Ready", "True", "KubeletReady")};
+  EXPECT_EQ(quiet(PlanNodeHealth(n, HealthConfig{}, kNow)),
+            (std::map<std::string, bool>{{"SlurmDrained", true}, {"SlurmNodeHealthy", true}}));
+
+  // Unhealthy news is news, first time or not.
+  DrainedBy(&n, "bad DIMM");
+  n.slurm->fail = true;
+  EXPECT_EQ(quiet(PlanNodeHealth(n, HealthConfig{}, kNow)),
+            (std::map<std::string, bool>{{"SlurmDrained", false}, {"SlurmNodeHealthy", false}}));
+
+  // Healthy again, after it was not: an Event.
+  n = Healthy();
+  SetCondition(&n, Cond("SlurmNodeHealthy", "False", "SlurmNodeFailed", "Slurm state FAIL"));
+  SetCondition(&n, Cond("SlurmDrained", "True", "DrainedByAdmin", "bad DIMM"));
+  EXPECT_EQ(quiet(PlanNodeHealth(n, HealthConfig{}, kNow)),
+            (std::map<std::string, bool>{{"SlurmDrained", false}, {"SlurmNodeHealthy", false}}));
 }
 
 TEST(PlanNodeHealth, DrainRequestedDrainsWhateverTheRulesAndClearsWhenRemoved) {

@@ -168,8 +168,9 @@ struct Action {
   EventType event_type = EventType::kNormal;
   std::string event_reason;       // CamelCase reason of the Event recording this action
   std::string event_message;      // what a human reads in `kubectl describe node`
-  // Routine bookkeeping (a reservation's job-list refresh): logged, no Event. The record
-  // is the object itself, and an Event per refresh would double the bridge's write rate.
+  // Routine bookkeeping (a reservation's job-list refresh, a healthy node condition's first
+  // publication): logged, no Event. The record is the object itself, and an Event per
+  // refresh would double the bridge's write rate.
   bool quiet = false;
 
   friend bool operator==(const Action&, const Action&) = default;
