@@ -14,6 +14,7 @@
 //   flock -o /tmp/skb-testbed.lock build/bench/k8s_write_rate_e2e [--nodes 1000]
 //       [--starts 500] [--job-seconds 16] [--seconds 120] [--warmup-timeout S]
 //       [--writers 32] [--out bench/results] [--note TEXT] [--namespace NS] [--cleanup]
+//       [--qps Q]   (the bridge's kubernetes.qps, burst 2x; default: the config default)
 //
 // Creates, with --writers concurrent requests on unthrottled admin clients, nodes
 // wr-0000.. labelled skb-bench=write-rate and the namespace skb-bench-writes (or
@@ -29,7 +30,8 @@
 // bounded by --warmup-timeout), then over
 // --seconds of steady state: requests/s by verb and resource, object and Event writes/s,
 // this process's CPU share (it is the Controller, plus the cheap churn model) and RSS.
-// Writes bench/results/k8s_write_rate.json (1,000 nodes) or k8s_write_rate_<N>.json.
+// Writes bench/results/k8s_write_rate.json (1,000 nodes) or k8s_write_rate_<N>.json, with
+// _qps<Q> appended under --qps.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -413,6 +415,7 @@ int main(int argc, char** argv) {
   bool cleanup_only = false;
   std::string out_dir = "bench/results";
   std::string extra_note;  // --note: appended to the results' notes (e.g. what kwok did)
+  double qps = 0;          // --qps: the bridge's kubernetes.qps (burst 2x); 0: the default
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--cleanup") {
@@ -429,6 +432,7 @@ int main(int argc, char** argv) {
     else if (a == "--writers") writers = std::atoi(v);
     else if (a == "--out") out_dir = v;
     else if (a == "--note") extra_note = v;
+    else if (a == "--qps") qps = std::atof(v);
     else if (a == "--namespace") g_namespace = v;
     else return Fail(StrCat("unknown flag ", a));
   }
@@ -453,8 +457,13 @@ int main(int argc, char** argv) {
   if (!workers.ok()) return Fail(workers.status().ToString());
   if (cleanup_only) return Cleanup(**admin, *workers) ? 0 : 1;
 
+  json kube_cfg = {{"node_selector", StrCat(kLabel, "=", kLabelValue)}};
+  if (qps > 0) {
+    kube_cfg["qps"] = qps;
+    kube_cfg["burst"] = static_cast<int>(2 * qps);
+  }
   auto cfg = skb::config::ParseConfig(
-      json{{"kubernetes", {{"node_selector", StrCat(kLabel, "=", kLabelValue)}}},
+      json{{"kubernetes", kube_cfg},
            {"features", {{"labels", json::array()}}},
            {"admission", {{"preemptible_partitions", {"gpu"}}}},
            {"lending", {{"enabled", true}, {"namespace", g_namespace}}}}
@@ -594,7 +603,8 @@ int main(int argc, char** argv) {
               "state (peak %.0f MB)\n",
               cpu_share * 100, sync_rss_mb, rss_mb, hwm_mb);
   const std::string name =
-      nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes);
+      StrCat(nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes),
+             qps > 0 ? StrCat("_qps", static_cast<int>(qps)) : "");
   skb::bench::WriteResult(
       out_dir, name,
       {{"name", name},
@@ -624,7 +634,7 @@ int main(int argc, char** argv) {
                "the reservation pods); synthetic Slurm: generated cluster state and churn (",
                job_seconds, " s jobs, 1 GPU each) through the SlurmClient adapter interface; "
                "reservation_update_interval and class delays at their defaults; bridge client "
-               "at its default rate limit (", cfg->kubernetes.qps, " qps, burst ",
+               "at ", qps > 0 ? "a raised" : "its default", " rate limit (", cfg->kubernetes.qps, " qps, burst ",
                cfg->kubernetes.burst, "); requests/s counts watches when opened; cold start = "
                "Start() to informers synced and Slurm polled; warm-up = Start() to every "
                "reservation running (", static_cast<int>(reservations_s), " s) and every node "
