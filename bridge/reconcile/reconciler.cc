@@ -49,6 +49,7 @@ void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
     std::lock_guard<std::mutex> lock(mu_);
     k8s_to_slurm_[node.name] = name;
     k8s_nodes_[name] = std::move(node);
+    k8s_node_count_ = k8s_nodes_.size();
   }
   queue_->Add(name);
 }
@@ -59,6 +60,7 @@ void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
     std::lock_guard<std::mutex> lock(mu_);
     k8s_to_slurm_.erase(k8s_name);
     k8s_nodes_.erase(name);
+    k8s_node_count_ = k8s_nodes_.size();
   }
   queue_->Add(name);
 }
@@ -210,7 +212,8 @@ health::NodePlan Reconciler::PlanNode(const std::string& name) const {
   }
   // Ownership first (a lend drain replaces a health drain, never the other way round),
   // then health, then features.
-  ownership::OwnershipPlan own = ownership::PlanOwnership(node, cfg_, now);
+  ownership::OwnershipPlan own =
+      ownership::PlanOwnership(node, cfg_, now, MinReservationUpdateInterval());
   health::NodePlan plan;
   plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
   for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
@@ -229,6 +232,17 @@ health::NodePlan Reconciler::PlanNode(const std::string& name) const {
     plan.recheck_at = health.recheck_at;
   }
   return plan;
+}
+
+Clock::Duration Reconciler::MinReservationUpdateInterval() const {
+  // Job-list refreshes of N reservations at one per interval are N / interval writes per
+  // second. They are bookkeeping: they may use half the client's rate limit, never more, so
+  // that lends, returns and status writes keep the rest (5,000 nodes at 20 qps: every 500 s
+  // rather than 83 writes/s the client cannot make, which held every worker in the limiter).
+  const double qps = cfg_.kubernetes.qps;
+  if (qps <= 0) return {};
+  const double seconds = static_cast<double>(k8s_node_count_.load()) / (kRefreshShareOfQps * qps);
+  return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(seconds));
 }
 
 ReconcileResult Reconciler::ReconcileNode(const std::string& name) {

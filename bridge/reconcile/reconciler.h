@@ -36,6 +36,8 @@ struct ReconcileResult {
 
 // A node whose plan was refused is planned again after this long, changes or not.
 inline constexpr Clock::Duration kRefusedRecheck = std::chrono::seconds(10);
+// The share of kubernetes.qps that reservations' job-list refreshes may use at most.
+inline constexpr double kRefreshShareOfQps = 0.5;
 
 class Reconciler {
  public:
@@ -78,6 +80,10 @@ class Reconciler {
   void RunWorker(const std::atomic<bool>& stop,
                  std::chrono::milliseconds idle = std::chrono::milliseconds(50));
 
+  // The floor under lending.reservation_update_interval for the cluster's current size:
+  // Kubernetes nodes / (kRefreshShareOfQps * kubernetes.qps); zero when unthrottled.
+  Clock::Duration MinReservationUpdateInterval() const;
+
   // The merged view of one node / of all nodes (bridgectl, the admission snapshot).
   inventory::ManagedNode Node(const std::string& name) const;
   inventory::Inventory Snapshot() const;
@@ -103,6 +109,7 @@ class Reconciler {
 
   mutable std::mutex mu_;
   std::map<std::string, inventory::K8sNode> k8s_nodes_;           // by Slurm name
+  std::atomic<size_t> k8s_node_count_{0};                          // k8s_nodes_.size()
   std::map<std::string, std::string> k8s_to_slurm_;                // k8s name -> Slurm name
   std::map<std::string, inventory::GpuPod> pods_;                  // "ns/name"
   std::map<std::string, slurm::NodeView> slurm_nodes_;             // by name

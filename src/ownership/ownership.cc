@@ -124,6 +124,8 @@ struct Facts {
   const config::Config* cfg = nullptr;
   const LendingConfig* l = nullptr;
   Clock::TimePoint now{};
+  // lending.reservation_update_interval, or the caller's floor when that is longer.
+  Clock::Duration update_interval{};
   const inventory::K8sNode* k = nullptr;
   const slurm::NodeView* s = nullptr;
 
@@ -157,6 +159,7 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   f.node = &node;
   f.cfg = &cfg;
   f.l = &cfg.lending;
+  f.update_interval = cfg.lending.reservation_update_interval;
   f.now = now;
   f.k = &*node.k8s;
   f.s = &*node.slurm;
@@ -853,11 +856,11 @@ void Planner::SlurmOwned() {
   // Batched: at most one write per node per interval, whatever the job churn.
   const std::optional<Clock::TimePoint> updated =
       TimeAnnotation(r.annotations, kJobsUpdatedAtAnnotation);
-  if (updated && now < *updated + f_.l->reservation_update_interval) {
-    Recheck(*updated + f_.l->reservation_update_interval);
+  if (updated && now < *updated + f_.update_interval) {
+    Recheck(*updated + f_.update_interval);
     Explain(StrCat("reservation annotations updated at most every ",
-                   FormatSeconds(f_.l->reservation_update_interval), ": next in ",
-                   FormatSeconds(*updated + f_.l->reservation_update_interval - now)));
+                   FormatSeconds(f_.update_interval), ": next in ",
+                   FormatSeconds(*updated + f_.update_interval - now)));
     return;
   }
   patch.set[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(now));
@@ -1029,7 +1032,7 @@ void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Con
 }  // namespace
 
 OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
-                            Clock::TimePoint now) {
+                            Clock::TimePoint now, Clock::Duration min_update_interval) {
   OwnershipPlan plan;
   if (!cfg.lending.enabled) {
     plan.state = OwnerState::kDisabled;
@@ -1046,6 +1049,8 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
     return plan;
   }
   Facts f = Observe(node, cfg, now);
+  f.update_interval = std::max<Clock::Duration>(cfg.lending.reservation_update_interval,
+                                                min_update_interval);
   Planner(f, &plan).Run();
   return plan;
 }

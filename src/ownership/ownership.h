@@ -121,8 +121,11 @@ struct OwnershipPlan {
   std::vector<std::string> explanation;
 };
 
+// `min_update_interval`: a floor under lending.reservation_update_interval that the caller
+// derives from the cluster's size (the job-list refreshes of N nodes are N / interval writes
+// per second, which must leave the client's rate limit room for the actions that matter).
 OwnershipPlan PlanOwnership(const inventory::ManagedNode& node, const config::Config& cfg,
-                            Clock::TimePoint now);
+                            Clock::TimePoint now, Clock::Duration min_update_interval = {});
 
 // The reservation pod's name for a Kubernetes node name ("reserve-{node}").
 std::string ReservationName(const LendingConfig& cfg, std::string_view k8s_node_name);

@@ -939,6 +939,23 @@ TEST(BuildReservation, CarriesTheNodeUidFromTheCache) {
   EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "");
 }
 
+// The caller's floor (a large cluster at a modest client rate) stretches the job-list
+// refresh interval; a floor below the configured interval changes nothing.
+TEST(PlanOwnership, JobListRefreshWaitsForTheLongerOfIntervalAndFloor) {
+  config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(1)});
+  Res(&n)->annotations[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(kNow - seconds(90)));
+  n.jobs.push_back(Job(2));
+  // 90 s since the last refresh, configured 60 s: due.
+  EXPECT_EQ(Kinds(PlanOwnership(n, cfg, kNow, seconds(30))),
+            std::vector<ActionKind>{ActionKind::kPatchPodAnnotations});
+  // A 500 s floor (5,000 nodes at 20 qps): not yet, and a recheck when it is.
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow, seconds(500));
+  EXPECT_TRUE(p.actions.empty()) << Dump(p);
+  EXPECT_EQ(p.recheck_at, kNow + seconds(410));
+  EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("at most every 500s")));
+}
+
 TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {
   config::Config cfg = Cfg();
   ManagedNode n = BareNode();
