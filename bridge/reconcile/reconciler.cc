@@ -261,11 +261,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   for (const plan::Action& a : result.plan.actions) {
     // With a status lane, WriteNodeStatus writes it, from the state it sees then.
     if (status_queue_ != nullptr && is_condition(a)) continue;
-    Status s = executor_->Execute(a);
-    result.outcomes.emplace_back(static_cast<size_t>(&a - result.plan.actions.data()), s);
-    if (s.ok()) {
-      ++result.executed;
-      log->info("action {} outcome=ok", plan::ToString(a));
+    if (ExecuteLogged(a, &result).ok()) {
       if (!crash_after_.empty() && a.event_reason == crash_after_) {
         // Test hook (tests/e2e/bridge/lending_crash_e2e_test.cc): die the way kill -9
         // would, right after this step took effect and before anything else happens.
@@ -276,9 +272,6 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
       }
       continue;
     }
-    log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
-              StatusCodeName(s.code()), s.message());
-    result.status = s;
     break;  // later actions may depend on this one (drain before requeue)
   }
   Requeue(queue_, name, result);
@@ -292,24 +285,29 @@ ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
     return result;
   }
   result.plan = PlanNode(name);
-  auto log = Logger("reconcile");
   for (const plan::Action& a : result.plan.actions) {
     if (a.kind != plan::ActionKind::kSetNodeCondition) continue;
-    Status s = executor_->Execute(a);
-    result.outcomes.emplace_back(static_cast<size_t>(&a - result.plan.actions.data()), s);
-    if (!s.ok()) {
-      log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
-                StatusCodeName(s.code()), s.message());
-      result.status = s;
-      break;
-    }
-    ++result.executed;
-    log->info("action {} outcome=ok", plan::ToString(a));
+    if (!ExecuteLogged(a, &result).ok()) break;
   }
   // A grace period ending is the reconcile lane's to schedule, not this one's.
   result.plan.recheck_at.reset();
   Requeue(status_queue_, name, result);
   return result;
+}
+
+Status Reconciler::ExecuteLogged(const plan::Action& a, ReconcileResult* result) {
+  Status s = executor_->Execute(a);
+  result->outcomes.emplace_back(static_cast<size_t>(&a - result->plan.actions.data()), s);
+  auto log = Logger("reconcile");
+  if (s.ok()) {
+    ++result->executed;
+    log->info("action {} outcome=ok", plan::ToString(a));
+  } else {
+    log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
+              StatusCodeName(s.code()), s.message());
+    result->status = s;
+  }
+  return s;
 }
 
 void Reconciler::Requeue(reconcile::WorkQueue* queue, const std::string& name,

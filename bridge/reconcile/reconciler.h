@@ -94,6 +94,9 @@ class Reconciler {
   std::string PodNode(const inventory::GpuPod& p) const;
   // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
   // the plan's recheck time otherwise.
+  // Executes one action of result->plan: its outcome recorded and logged, executed counted,
+  // result->status set on failure.
+  Status ExecuteLogged(const plan::Action& a, ReconcileResult* result);
   static void Requeue(reconcile::WorkQueue* queue, const std::string& name,
                       const ReconcileResult& result);
 

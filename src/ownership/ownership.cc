@@ -154,12 +154,14 @@ struct Facts {
   bool lent() const { return lent_at.has_value() || lend_drain; }
 };
 
-Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoint now) {
+Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoint now,
+              Clock::Duration min_update_interval) {
   Facts f;
   f.node = &node;
   f.cfg = &cfg;
   f.l = &cfg.lending;
-  f.update_interval = cfg.lending.reservation_update_interval;
+  f.update_interval =
+      std::max<Clock::Duration>(cfg.lending.reservation_update_interval, min_update_interval);
   f.now = now;
   f.k = &*node.k8s;
   f.s = &*node.slurm;
@@ -1048,9 +1050,7 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
     plan.explanation.push_back("Slurm has no node of this name: nothing to do");
     return plan;
   }
-  Facts f = Observe(node, cfg, now);
-  f.update_interval = std::max<Clock::Duration>(cfg.lending.reservation_update_interval,
-                                                min_update_interval);
+  Facts f = Observe(node, cfg, now, min_update_interval);
   Planner(f, &plan).Run();
   return plan;
 }
