@@ -5,10 +5,13 @@ SKB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # Pinned versions of what the testbed builds from the Go module proxy. Changing one
 # invalidates its cache entry (the cache key also hashes the wrapper module's go.sum).
-SKB_K8S_VERSION="v1.33.13"
-SKB_KWOK_VERSION="v0.7.0"
-SKB_HELM_VERSION="v3.18.4"
-SKB_GO_MIN="1.24"
+SKB_K8S_VERSION="v1.37.2"
+SKB_KWOK_VERSION="v0.8.0"
+SKB_HELM_VERSION="v3.22.0"
+SKB_GO_MIN="1.26"
+# The Go toolchain fetched as a module from the Go module proxy when the machine's Go is
+# missing or older than SKB_GO_MIN (Debian 12's golang-go is 1.19).
+SKB_GO_TOOLCHAIN="go1.27.3"
 
 SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
 SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
@@ -50,6 +53,13 @@ skb_go_version() {
   skb_have go || return 0
   go env GOVERSION 2>/dev/null | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/'
 }
+
+# Puts the toolchain scripts/setup fetched into the cache first on PATH, when there is one.
+skb_use_cached_go() {
+  local d="$SKB_CACHE/go/$SKB_GO_TOOLCHAIN/bin"
+  if [[ -x "$d/go" ]]; then PATH="$d:$PATH"; export PATH; fi
+}
+skb_use_cached_go
 
 # version_ge A B: is dotted version A >= B?
 skb_version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
