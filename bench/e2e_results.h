@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace skb::bench {
 
@@ -17,8 +16,11 @@ inline nlohmann::json Percentiles(std::vector<double> v) {
   if (v.empty()) return {{"p50", 0}, {"p90", 0}, {"p99", 0}, {"max", 0}, {"samples", 0}};
   std::sort(v.begin(), v.end());
   auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  return {{"p50", at(0.5)}, {"p90", at(0.9)},       {"p99", at(0.99)},
-          {"max", v.back()}, {"samples", v.size()}};
+  return {{"p50", at(0.5)},
+          {"p90", at(0.9)},
+          {"p99", at(0.99)},
+          {"max", v.back()},
+          {"samples", v.size()}};
 }
 
 // Writes `result` (name, description, unit, figures, target, notes) to DIR/STEM.json and

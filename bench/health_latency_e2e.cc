@@ -17,14 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "bridge/slurm/libslurm_client.h"
 #include "bench/e2e_results.h"
+#include "bridge/slurm/libslurm_client.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
@@ -101,16 +100,18 @@ class Bench {
              std::vector<double>* resume) {
     for (int f = 0; f < flips; ++f) {
       const std::string msg = StrCat("bench flip ", f);
-      if (!Round(nodes, "False", msg,
-                 [&](const skb::slurm::NodeView& v) {
-                   return v.drain && v.reason.find(msg) != std::string::npos;
-                 },
-                 drain)) {
+      if (!Round(
+              nodes, "False", msg,
+              [&](const skb::slurm::NodeView& v) {
+                return v.drain && v.reason.find(msg) != std::string::npos;
+              },
+              drain)) {
         std::fprintf(stderr, "flip %d: not drained within 30 s\n", f);
         return false;
       }
-      if (!Round(nodes, "True", "bench ok",
-                 [](const skb::slurm::NodeView& v) { return !v.drain; }, resume)) {
+      if (!Round(
+              nodes, "True", "bench ok", [](const skb::slurm::NodeView& v) { return !v.drain; },
+              resume)) {
         std::fprintf(stderr, "flip %d: not resumed within 30 s\n", f);
         return false;
       }
@@ -223,8 +224,8 @@ int main(int argc, char** argv) {
   }
 
   const std::string poll = "200ms";
-  skb::testbed::BridgeDaemon bridge(
-      daemon, StrCat(R"({"slurm": {"poll_interval": ")", poll, R"("}, "features": {"labels": []}})"));
+  skb::testbed::BridgeDaemon bridge(daemon, StrCat(R"({"slurm": {"poll_interval": ")", poll,
+                                                   R"("}, "features": {"labels": []}})"));
   if (auto s = bridge.Start("caches_synced", std::chrono::seconds(30)); !s.ok()) {
     std::fprintf(stderr, "bridge: %s\n", s.ToString().c_str());
     return 1;
@@ -247,19 +248,22 @@ int main(int argc, char** argv) {
   Print(StrCat("condition cleared -> resumed (", nodes, " at once)").c_str(), rN);
   Print("Slurm FAIL -> SlurmNodeHealthy=False", dn);
 
-  skb::bench::WriteLatency(out_dir, "health_latency_drain_1", "k8s condition -> Slurm drain (1 node)",
-        "GPUHealthy=False patched until slurmctld shows the node drained with the reason", d1,
-        "p99 < 250 ms", StrCat(flips, " flips"));
-  skb::bench::WriteLatency(out_dir, "health_latency_resume_1", "k8s condition cleared -> Slurm resume (1 node)",
-        "GPUHealthy=True patched until slurmctld shows the node not drained", r1, "",
-        StrCat(flips, " flips"));
+  skb::bench::WriteLatency(
+      out_dir, "health_latency_drain_1", "k8s condition -> Slurm drain (1 node)",
+      "GPUHealthy=False patched until slurmctld shows the node drained with the reason", d1,
+      "p99 < 250 ms", StrCat(flips, " flips"));
+  skb::bench::WriteLatency(out_dir, "health_latency_resume_1",
+                           "k8s condition cleared -> Slurm resume (1 node)",
+                           "GPUHealthy=True patched until slurmctld shows the node not drained", r1,
+                           "", StrCat(flips, " flips"));
   skb::bench::WriteLatency(out_dir, StrCat("health_latency_drain_", nodes),
-        StrCat("k8s condition -> Slurm drain (", nodes, " nodes at once)"),
-        "every testbed node flips at once; per-node latency", dN, "p99 < 250 ms",
-        StrCat(std::max(1, flips / 4), " rounds"));
-  skb::bench::WriteLatency(out_dir, "health_latency_slurm_down", "Slurm FAIL/DOWN -> SlurmNodeHealthy=False",
-        "scontrol state=fail until the Kubernetes node condition flips", dn,
-        StrCat("bounded by the Slurm poll (", poll, ")"),
-        "20 rounds; cost of a poll in slurm_poll_bench");
+                           StrCat("k8s condition -> Slurm drain (", nodes, " nodes at once)"),
+                           "every testbed node flips at once; per-node latency", dN, "p99 < 250 ms",
+                           StrCat(std::max(1, flips / 4), " rounds"));
+  skb::bench::WriteLatency(out_dir, "health_latency_slurm_down",
+                           "Slurm FAIL/DOWN -> SlurmNodeHealthy=False",
+                           "scontrol state=fail until the Kubernetes node condition flips", dn,
+                           StrCat("bounded by the Slurm poll (", poll, ")"),
+                           "20 rounds; cost of a poll in slurm_poll_bench");
   return 0;
 }

@@ -1,9 +1,10 @@
 // Memory per cached object in an informer-style cache, for realistic Nodes and Pods: as the
 // informer keeps them (key -> CompactJson of the bridge's field selection, compact_json.h),
 // and the alternatives (key -> shared_ptr<const json> with and without the selection, typed
-// views); plus the per-object cost of encoding, decoding and parsing views. Targets (issue 3): <= 2 KB per Node, <= 1 KB per Pod with the
-// field selection. Measured by counting heap bytes (malloc_usable_size) allocated while
-// filling the cache; reported as "bytes/object" counters, not asserted.
+// views); plus the per-object cost of encoding, decoding and parsing views. Targets (issue 3): <= 2
+// KB per Node, <= 1 KB per Pod with the field selection. Measured by counting heap bytes
+// (malloc_usable_size) allocated while filling the cache; reported as "bytes/object" counters, not
+// asserted.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 

@@ -590,7 +590,8 @@ int main(int argc, char** argv) {
 
   auto admin = skb::testbed::AdminKubeClient();  // not rate limited: the harness's writes
   if (!admin.ok()) return Fail(admin.status().ToString());
-  auto workers = skb::bench::KubeWorkers::Make(writers, [] { return skb::testbed::AdminKubeClient(); });
+  auto workers =
+      skb::bench::KubeWorkers::Make(writers, [] { return skb::testbed::AdminKubeClient(); });
   if (!workers.ok()) return Fail(workers.status().ToString());
   if (cleanup) return DeleteObjects(**admin, *workers) ? 0 : 1;
 

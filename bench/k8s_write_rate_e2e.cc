@@ -44,19 +44,18 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "bench/e2e_results.h"
 #include "bench/kube_workers.h"
 #include "bridge/controller.h"
 #include "bridge/slurm/slurm_client.h"
-#include "k8s/kubeconfig.h"
 #include "k8s/kube_client.h"
+#include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
@@ -64,9 +63,9 @@
 
 namespace {
 
+using nlohmann::json;
 using skb::StatusOr;
 using skb::StrCat;
-using nlohmann::json;
 namespace bs = skb::bridge::slurm;
 using Steady = std::chrono::steady_clock;
 
@@ -104,15 +103,14 @@ class CountingKubeClient final : public skb::k8s::KubeClient {
     Count("update", r, sub);
     return inner_->Update(r, ns, object, o, sub);
   }
-  StatusOr<json> Patch(const skb::k8s::Resource& r, const std::string& ns,
-                       const std::string& name, skb::k8s::PatchType type, const json& patch,
-                       const skb::k8s::PatchOptions& o = {},
-                       const std::string& sub = "") override {
+  StatusOr<json> Patch(const skb::k8s::Resource& r, const std::string& ns, const std::string& name,
+                       skb::k8s::PatchType type, const json& patch,
+                       const skb::k8s::PatchOptions& o = {}, const std::string& sub = "") override {
     Count("patch", r, sub);
     return inner_->Patch(r, ns, name, type, patch, o, sub);
   }
-  StatusOr<json> Delete(const skb::k8s::Resource& r, const std::string& ns,
-                        const std::string& name, const skb::k8s::DeleteOptions& o = {}) override {
+  StatusOr<json> Delete(const skb::k8s::Resource& r, const std::string& ns, const std::string& name,
+                        const skb::k8s::DeleteOptions& o = {}) override {
     Count("delete", r, "");
     return inner_->Delete(r, ns, name, o);
   }
@@ -161,9 +159,12 @@ skb::Status Ignore(const skb::Status& s, skb::StatusCode harmless) {
 class ChurnSlurm : public bs::SlurmClient {
  public:
   ChurnSlurm(int nodes, double rate, double job_seconds)
-      : nodes_(nodes), rate_(rate), job_seconds_(job_seconds),
+      : nodes_(nodes),
+        rate_(rate),
+        job_seconds_(job_seconds),
         // Start in the steady state: as if the churn had been going on for a while.
-        origin_(Steady::now() - std::chrono::milliseconds(static_cast<int64_t>(job_seconds * 1000))) {}
+        origin_(Steady::now() -
+                std::chrono::milliseconds(static_cast<int64_t>(job_seconds * 1000))) {}
 
   static std::string NodeName(int i) {
     char buf[16];
@@ -231,9 +232,7 @@ class ChurnSlurm : public bs::SlurmClient {
   int64_t slurm_writes() const { return writes_.load(); }
 
  private:
-  double Seconds() const {
-    return std::chrono::duration<double>(Steady::now() - origin_).count();
-  }
+  double Seconds() const { return std::chrono::duration<double>(Steady::now() - origin_).count(); }
   bs::NodeView Node(int i) const {
     bs::NodeView n;
     n.name = NodeName(i);
@@ -281,11 +280,12 @@ int Fail(const std::string& what) {
 // Creates (or finds) `n` kwok GPU nodes, `workers` at a time; true when all exist with 8
 // GPUs allocatable.
 bool CreateNodes(Workers& workers, int n) {
-  const json status = {{"status",
-                        {{"capacity", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"},
-                                       {"nvidia.com/gpu", "8"}}},
-                         {"allocatable", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"},
-                                          {"nvidia.com/gpu", "8"}}}}}};
+  const json status = {
+      {"status",
+       {{"capacity",
+         {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
+        {"allocatable",
+         {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}}}}};
   const int64_t failed = workers.Run(n, [&](skb::k8s::KubeClient& kube, int i) {
     const std::string name = ChurnSlurm::NodeName(i);
     json node = {{"apiVersion", "v1"},
@@ -334,11 +334,11 @@ bool Cleanup(skb::k8s::KubeClient& admin, Workers& workers) {
   skb::k8s::DeleteOptions now;
   now.grace_period_seconds = 0;
   failed += workers.Run(static_cast<int>(pods.size()), [&](skb::k8s::KubeClient& kube, int i) {
-    RETURN_IF_ERROR(Ignore(kube.Patch(skb::k8s::Resource::Pods(), g_namespace, pods[i],
-                                      skb::k8s::PatchType::kJsonMerge,
-                                      {{"metadata", {{"finalizers", nullptr}}}})
-                               .status(),
-                           skb::StatusCode::kNotFound));
+    RETURN_IF_ERROR(Ignore(
+        kube.Patch(skb::k8s::Resource::Pods(), g_namespace, pods[i],
+                   skb::k8s::PatchType::kJsonMerge, {{"metadata", {{"finalizers", nullptr}}}})
+            .status(),
+        skb::StatusCode::kNotFound));
     return Ignore(kube.Delete(skb::k8s::Resource::Pods(), g_namespace, pods[i], now).status(),
                   skb::StatusCode::kNotFound);
   });
@@ -389,7 +389,6 @@ double StatusKb(const std::string& field) {
   return 0;
 }
 
-
 int64_t Sum(const std::map<std::string, int64_t>& counts, bool writes_only) {
   int64_t total = 0;
   for (const auto& [k, v] : counts) {
@@ -424,17 +423,28 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return Fail(StrCat("missing value for ", a));
     const char* v = argv[++i];
-    if (a == "--nodes") nodes = std::atoi(v);
-    else if (a == "--starts") starts = std::atof(v);
-    else if (a == "--job-seconds") job_seconds = std::atof(v);
-    else if (a == "--seconds") seconds = std::atoi(v);
-    else if (a == "--warmup-timeout") warmup_timeout = std::atoi(v);
-    else if (a == "--writers") writers = std::atoi(v);
-    else if (a == "--out") out_dir = v;
-    else if (a == "--note") extra_note = v;
-    else if (a == "--qps") qps = std::atof(v);
-    else if (a == "--namespace") g_namespace = v;
-    else return Fail(StrCat("unknown flag ", a));
+    if (a == "--nodes")
+      nodes = std::atoi(v);
+    else if (a == "--starts")
+      starts = std::atof(v);
+    else if (a == "--job-seconds")
+      job_seconds = std::atof(v);
+    else if (a == "--seconds")
+      seconds = std::atoi(v);
+    else if (a == "--warmup-timeout")
+      warmup_timeout = std::atoi(v);
+    else if (a == "--writers")
+      writers = std::atoi(v);
+    else if (a == "--out")
+      out_dir = v;
+    else if (a == "--note")
+      extra_note = v;
+    else if (a == "--qps")
+      qps = std::atof(v);
+    else if (a == "--namespace")
+      g_namespace = v;
+    else
+      return Fail(StrCat("unknown flag ", a));
   }
   if (nodes <= 0 || starts <= 0 || job_seconds <= 0 || seconds <= 0 || writers <= 0) {
     return Fail("--nodes, --starts, --job-seconds, --seconds and --writers must be positive");
@@ -462,12 +472,12 @@ int main(int argc, char** argv) {
     kube_cfg["qps"] = qps;
     kube_cfg["burst"] = static_cast<int>(2 * qps);
   }
-  auto cfg = skb::config::ParseConfig(
-      json{{"kubernetes", kube_cfg},
-           {"features", {{"labels", json::array()}}},
-           {"admission", {{"preemptible_partitions", {"gpu"}}}},
-           {"lending", {{"enabled", true}, {"namespace", g_namespace}}}}
-          .dump());
+  auto cfg =
+      skb::config::ParseConfig(json{{"kubernetes", kube_cfg},
+                                    {"features", {{"labels", json::array()}}},
+                                    {"admission", {{"preemptible_partitions", {"gpu"}}}},
+                                    {"lending", {{"enabled", true}, {"namespace", g_namespace}}}}
+                                   .dump());
   if (!cfg.ok()) return Fail(cfg.status().ToString());
   kcfg->qps = cfg->kubernetes.qps;
   kcfg->burst = static_cast<int>(cfg->kubernetes.burst);
@@ -475,9 +485,9 @@ int main(int argc, char** argv) {
   std::printf("creating %d kwok nodes (%d writers) and namespace %s...\n", nodes, writers,
               g_namespace.c_str());
   const auto t_create = Steady::now();
-  (void)(*admin)->Create(skb::k8s::Resource::Namespaces(), "",
-                         {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                          {"metadata", {{"name", g_namespace}}}});
+  (void)(*admin)->Create(
+      skb::k8s::Resource::Namespaces(), "",
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", g_namespace}}}});
   if (!CreateNodes(*workers, nodes)) {
     Cleanup(**admin, *workers);
     return Fail("creating the nodes failed");
@@ -515,7 +525,8 @@ int main(int argc, char** argv) {
          Since(t_start) < warmup_timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const bool synced = controller.NodesSynced() && controller.PodsSynced() && controller.SlurmPolled();
+  const bool synced =
+      controller.NodesSynced() && controller.PodsSynced() && controller.SlurmPolled();
   const double cold_start = Since(t_start);
   const double sync_rss_mb = StatusKb("VmRSS:") / 1024.0;
   std::printf("cold start: %s after %.2f s, RSS %.0f MB\n", synced ? "synced" : "NOT SYNCED",
@@ -538,11 +549,11 @@ int main(int argc, char** argv) {
   }
   const bool status_done = controller.StatusQueueDepth() == 0;
   const double warmup = Since(t_start);
-  std::printf("warm-up: %lld/%d reservations running %.0f s after Start()%s; node conditions "
-              "%s %.0f s after Start()\n",
-              static_cast<long long>(running), nodes, reservations_s,
-              running < nodes ? " (TIMED OUT)" : "", status_done ? "written" : "NOT all written",
-              warmup);
+  std::printf(
+      "warm-up: %lld/%d reservations running %.0f s after Start()%s; node conditions "
+      "%s %.0f s after Start()\n",
+      static_cast<long long>(running), nodes, reservations_s, running < nodes ? " (TIMED OUT)" : "",
+      status_done ? "written" : "NOT all written", warmup);
   const auto warm_requests = counted.Take();
   const auto warm_events = counted_events.Take();
 
@@ -569,13 +580,13 @@ int main(int argc, char** argv) {
   controller.Stop();
   const bool clean = Cleanup(**admin, *workers);
 
-  std::printf("\n%d nodes, %.0f Slurm job starts/s measured over %.0f s\n", nodes, job_rate,
-              took);
-  std::printf("  cold start (list + sync) %.2f s, warm-up %.0f s (%lld/%d reservations, "
-              "%lld requests, %lld object writes)\n",
-              cold_start, warmup, static_cast<long long>(running), nodes,
-              static_cast<long long>(Sum(warm_requests, false) + Sum(warm_events, false)),
-              static_cast<long long>(Sum(warm_requests, true)));
+  std::printf("\n%d nodes, %.0f Slurm job starts/s measured over %.0f s\n", nodes, job_rate, took);
+  std::printf(
+      "  cold start (list + sync) %.2f s, warm-up %.0f s (%lld/%d reservations, "
+      "%lld requests, %lld object writes)\n",
+      cold_start, warmup, static_cast<long long>(running), nodes,
+      static_cast<long long>(Sum(warm_requests, false) + Sum(warm_events, false)),
+      static_cast<long long>(Sum(warm_requests, true)));
   json warmup_by_kind = json::object();
   for (const auto& [k, v] : warm_requests) warmup_by_kind[k] = v;
   for (const auto& [k, v] : warm_events) warmup_by_kind[StrCat(k, " (events client)")] = v;
@@ -595,13 +606,14 @@ int main(int argc, char** argv) {
   const double rate = static_cast<double>(Sum(requests, true)) / took;
   const double event_rate = static_cast<double>(Sum(events, true)) / took;
   const double request_rate = static_cast<double>(Sum(requests, false) + Sum(events, false)) / took;
-  std::printf("  all requests %.2f/s; object writes %.2f/s (target <= 20/s), Event writes "
-              "%.2f/s, Slurm writes %lld\n",
-              request_rate, rate, event_rate,
-              static_cast<long long>(slurm.slurm_writes() - slurm_writes0));
-  std::printf("  bridge process: %.1f%% of one core, RSS %.0f MB after sync, %.0f MB in steady "
-              "state (peak %.0f MB)\n",
-              cpu_share * 100, sync_rss_mb, rss_mb, hwm_mb);
+  std::printf(
+      "  all requests %.2f/s; object writes %.2f/s (target <= 20/s), Event writes "
+      "%.2f/s, Slurm writes %lld\n",
+      request_rate, rate, event_rate, static_cast<long long>(slurm.slurm_writes() - slurm_writes0));
+  std::printf(
+      "  bridge process: %.1f%% of one core, RSS %.0f MB after sync, %.0f MB in steady "
+      "state (peak %.0f MB)\n",
+      cpu_share * 100, sync_rss_mb, rss_mb, hwm_mb);
   const std::string name =
       StrCat(nodes == 1000 ? std::string("k8s_write_rate") : StrCat("k8s_write_rate_", nodes),
              qps > 0 ? StrCat("_qps", static_cast<int>(qps)) : "");
@@ -610,9 +622,15 @@ int main(int argc, char** argv) {
       {{"name", name},
        {"unit", ""},  // mixed: *_s seconds, *_mb MB, the rest per second
        {"figures",
-        {{"object_writes", rate}, {"event_writes", event_rate}, {"requests_per_s", request_rate},
-         {"job_starts", job_rate}, {"cold_start_sync_s", cold_start}, {"warmup_s", warmup},
-         {"cpu_percent", cpu_share * 100}, {"rss_mb", rss_mb}, {"sync_rss_mb", sync_rss_mb},
+        {{"object_writes", rate},
+         {"event_writes", event_rate},
+         {"requests_per_s", request_rate},
+         {"job_starts", job_rate},
+         {"cold_start_sync_s", cold_start},
+         {"warmup_s", warmup},
+         {"cpu_percent", cpu_share * 100},
+         {"rss_mb", rss_mb},
+         {"sync_rss_mb", sync_rss_mb},
          {"peak_rss_mb", hwm_mb}}},
        {"details",
         {{"nodes", nodes},
@@ -632,13 +650,19 @@ int main(int argc, char** argv) {
        {"notes",
         StrCat("real Controller and apiserver with kwok nodes (kwok heart-beats them and runs "
                "the reservation pods); synthetic Slurm: generated cluster state and churn (",
-               job_seconds, " s jobs, 1 GPU each) through the SlurmClient adapter interface; "
+               job_seconds,
+               " s jobs, 1 GPU each) through the SlurmClient adapter interface; "
                "reservation_update_interval and class delays at their defaults; bridge client "
-               "at ", qps > 0 ? "a raised" : "its default", " rate limit (", cfg->kubernetes.qps, " qps, burst ",
-               cfg->kubernetes.burst, "); requests/s counts watches when opened; cold start = "
+               "at ",
+               qps > 0 ? "a raised" : "its default", " rate limit (", cfg->kubernetes.qps,
+               " qps, burst ", cfg->kubernetes.burst,
+               "); requests/s counts watches when opened; cold start = "
                "Start() to informers synced and Slurm polled; warm-up = Start() to every "
-               "reservation running (", static_cast<int>(reservations_s), " s) and every node "
-               "condition written", running < nodes || !status_done ? " (TIMED OUT)" : "", "; ", seconds,
+               "reservation running (",
+               static_cast<int>(reservations_s),
+               " s) and every node "
+               "condition written",
+               running < nodes || !status_done ? " (TIMED OUT)" : "", "; ", seconds,
                " s steady state", extra_note.empty() ? "" : "; ", extra_note)}});
   return running == nodes && status_done && synced && clean ? 0 : 1;
 }

@@ -13,11 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/e2e_results.h"
 #include "k8s/kubeconfig.h"
@@ -42,7 +41,6 @@ constexpr int kCooldown = 3;  // seconds
 using skb::testbed::Trim;
 
 double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
 
 std::string JobState(const std::string& id) {
   return Trim(Shell(StrCat("squeue -h -j ", id, " -o %T")).out);
@@ -70,8 +68,10 @@ int main(int argc, char** argv) {
   skb::testbed::BridgeDaemon bridge(
       SKB_DAEMON_BINARY,
       StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]}, "features": {"labels": []},
-                 "lending": {"enabled": true, "default_grace": ")", kGrace, R"(s",
-                 "cooldown": ")", kCooldown, R"(s", "min_lend_time": "1s",
+                 "lending": {"enabled": true, "default_grace": ")",
+             kGrace, R"(s",
+                 "cooldown": ")",
+             kCooldown, R"(s", "min_lend_time": "1s",
                  "class_upgrade_delay": "1s", "class_downgrade_delay": "60s",
                  "reservation_update_interval": "30s",
                  "anti_thrash": {"max_preemptions": 1000}}})"));
@@ -97,9 +97,10 @@ int main(int argc, char** argv) {
     return true;
   };
   auto settled = [&] {
-    auto r = Shell("kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
-                   "-o jsonpath='{range .items[*]}{.spec.priorityClassName}/{.status.phase} "
-                   "{end}' | tr ' ' '\\n' | grep -c '^slurm-preemptible/Running$'");
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
+        "-o jsonpath='{range .items[*]}{.spec.priorityClassName}/{.status.phase} "
+        "{end}' | tr ' ' '\\n' | grep -c '^slurm-preemptible/Running$'");
     auto taints = Shell("kubectl get nodes -o jsonpath='{.items[*].spec.taints[*].key}'").out;
     return std::atoi(Trim(r.out).c_str()) == nodes &&
            taints.find("reservation-swap") == std::string::npos;
@@ -146,15 +147,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bridge log tail:\n%s\n", bridge.LogTail(60000).c_str());
     return 1;
   }
-  skb::bench::WriteLatency(out_dir, "preemption_latency", "Preemption: inference pod created -> Running, minus grace",
-        "kube-scheduler preempts a reservation; the bridge drains, signals, waits the grace, "
-        "requeues, releases",
-        preempt, "p99 < 3000 ms", StrCat(preempt.size(), " runs, grace ", kGrace, " s, ", nodes,
-                                         " busy nodes"));
-  skb::bench::WriteLatency(out_dir, "return_latency", "Return: inference pod deleted -> requeued job running, minus cool-down",
-        "cool-down, reservation re-created, Slurm node resumed, the requeued job (made eligible "
-        "at once) started",
-        ret, "", StrCat(ret.size(), " runs, cool-down ", kCooldown,
-                        " s; Slurm's own ~120 s requeue hold is lifted by the bridge"));
+  skb::bench::WriteLatency(
+      out_dir, "preemption_latency", "Preemption: inference pod created -> Running, minus grace",
+      "kube-scheduler preempts a reservation; the bridge drains, signals, waits the grace, "
+      "requeues, releases",
+      preempt, "p99 < 3000 ms",
+      StrCat(preempt.size(), " runs, grace ", kGrace, " s, ", nodes, " busy nodes"));
+  skb::bench::WriteLatency(
+      out_dir, "return_latency",
+      "Return: inference pod deleted -> requeued job running, minus cool-down",
+      "cool-down, reservation re-created, Slurm node resumed, the requeued job (made eligible "
+      "at once) started",
+      ret, "",
+      StrCat(ret.size(), " runs, cool-down ", kCooldown,
+             " s; Slurm's own ~120 s requeue hold is lifted by the bridge"));
   return 0;
 }

@@ -2,7 +2,7 @@
 // code slurmctld runs under its locks) against a real UnixServer + AdmissionService on a
 // Unix socket, in one process. Reports mean (Google Benchmark) and p50/p99 counters.
 #include <benchmark/benchmark.h>
-
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +10,8 @@
 #include <fstream>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
-#include "bridge/plugin_server/admission_service.h"
 #include "bridge/logging.h"
+#include "bridge/plugin_server/admission_service.h"
 #include "bridge/plugin_server/unix_server.h"
 #include "slurm-plugin/plugin_core.h"
 
@@ -32,13 +30,16 @@ void BM_PluginAdmit(benchmark::State& state) {
   inv.known = true;
   inv.default_partition = "gpu";
   for (int i = 1; i <= 64; ++i) {
-    inv.nodes.push_back({"node" + std::to_string(i), {{"h100", 8}}, {"h100", "nvlink"},
-                         {"gpu"}, skb::admission::NodeFacts::Availability::kAvailable, ""});
+    inv.nodes.push_back({"node" + std::to_string(i),
+                         {{"h100", 8}},
+                         {"h100", "nvlink"},
+                         {"gpu"},
+                         skb::admission::NodeFacts::Availability::kAvailable,
+                         ""});
   }
   svc.Publish(inv);
-  skb::bridge::UnixServer server({.path = sock}, [&](std::string_view f, uint32_t pid) {
-    return svc.HandleFrame(f, pid);
-  });
+  skb::bridge::UnixServer server(
+      {.path = sock}, [&](std::string_view f, uint32_t pid) { return svc.HandleFrame(f, pid); });
   if (!server.Start().ok()) {
     state.SkipWithError("cannot start server");
     return;
@@ -55,9 +56,10 @@ void BM_PluginAdmit(benchmark::State& state) {
   int64_t failures = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (conn.Admit(job, &out, &why) != skb::plugin::BridgeConnection::Outcome::kAnswered) ++failures;
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    if (conn.Admit(job, &out, &why) != skb::plugin::BridgeConnection::Outcome::kAnswered)
+      ++failures;
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   if (!us.empty()) {

@@ -50,7 +50,8 @@ Controller::Controller(ControllerOptions options)
       status_queue_(*opts_.clock, WakeOnChange()),
       admission_(PolicyFrom(cfg_)) {
   events_ = std::make_unique<k8s::ApiEventRecorder>(
-      opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube, k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
+      opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube,
+      k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
   executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock,
                                                cfg_.lending);
   reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
@@ -74,8 +75,8 @@ Status Controller::Start() {
   auto on_node = [this](const k8s::ObjectPtr& obj) {
     auto info = k8s::ParseNode(*obj);
     if (!info.ok()) {
-      Logger("k8s")->warn("node_skipped name=\"{}\" error=\"{}\"",
-                          k8s::Informer::KeyOf(*obj), info.status().message());
+      Logger("k8s")->warn("node_skipped name=\"{}\" error=\"{}\"", k8s::Informer::KeyOf(*obj),
+                          info.status().message());
       return;
     }
     reconciler_->UpdateK8sNode(ToK8sNode(*info));
@@ -83,10 +84,8 @@ Status Controller::Start() {
   nodes_->AddHandlers(
       {.on_add = on_node,
        .on_update = [on_node](const k8s::ObjectPtr&, const k8s::ObjectPtr& n) { on_node(n); },
-       .on_delete =
-           [this](const k8s::ObjectPtr& obj, bool) {
-             reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj));
-           },
+       .on_delete = [this](const k8s::ObjectPtr& obj,
+                           bool) { reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj)); },
        .wants_old_object = false});
 
   pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
@@ -114,8 +113,7 @@ Status Controller::Start() {
        .wants_old_object = false});
 
   poller_ = std::make_unique<slurm::SlurmPoller>(
-      opts_.slurm, cfg_.slurm.poll_interval,
-      [this](const slurm::SlurmState& s) { OnSlurm(s); });
+      opts_.slurm, cfg_.slurm.poll_interval, [this](const slurm::SlurmState& s) { OnSlurm(s); });
   if (auto* m = opts_.metrics) {
     poller_->SetObserver([m](const Status& s, bool changed, std::chrono::microseconds took) {
       std::string_view result = !s.ok() ? "error" : changed ? "changed" : "unchanged";
@@ -134,22 +132,24 @@ Status Controller::Start() {
     StartActing();
     return OkStatus();
   }
-  k8s::LeaderElectionConfig le{
-      .lease_namespace = cfg_.kubernetes.namespace_name,
-      .lease_name = opts_.lease_name,
-      .identity = opts_.identity,
-      .lease_duration = opts_.lease_duration,
-      .renew_deadline = opts_.renew_deadline,
-      .retry_period = opts_.retry_period,
-      .on_started_leading = [this] { StartActing(); },
-      .on_stopped_leading =
-          [this] {
-            StopActing();
-            if (!stopped_ && opts_.on_lost_leadership) opts_.on_lost_leadership();
-          },
-      .on_new_leader =
-          [](const std::string& id) { Logger("reconcile")->info("leader_observed identity={}", id); },
-      .clock = opts_.clock};
+  k8s::LeaderElectionConfig le{.lease_namespace = cfg_.kubernetes.namespace_name,
+                               .lease_name = opts_.lease_name,
+                               .identity = opts_.identity,
+                               .lease_duration = opts_.lease_duration,
+                               .renew_deadline = opts_.renew_deadline,
+                               .retry_period = opts_.retry_period,
+                               .on_started_leading = [this] { StartActing(); },
+                               .on_stopped_leading =
+                                   [this] {
+                                     StopActing();
+                                     if (!stopped_ && opts_.on_lost_leadership)
+                                       opts_.on_lost_leadership();
+                                   },
+                               .on_new_leader =
+                                   [](const std::string& id) {
+                                     Logger("reconcile")->info("leader_observed identity={}", id);
+                                   },
+                               .clock = opts_.clock};
   auto elector = k8s::LeaderElector::Create(
       opts_.election_kube != nullptr ? opts_.election_kube : opts_.kube, std::move(le));
   if (!elector.ok()) return elector.status();
@@ -244,23 +244,24 @@ void Controller::WorkerLoop(int index, bool status_lane) {
   if (stop_worker_) return;
   if (index == 0 && !status_lane && cfg_.lending.enabled) {
     if (Status s = EnsurePriorityClasses(opts_.kube, cfg_.lending); !s.ok()) {
-      log->error("priority_classes error=\"{}\" (reservation pods will be refused until this "
-                 "is fixed)",
-                 s.message());
+      log->error(
+          "priority_classes error=\"{}\" (reservation pods will be refused until this "
+          "is fixed)",
+          s.message());
     }
   }
   if (index == 0 && !status_lane) {
     // A new leader plans every node once: whatever happened while nobody acted is handled.
     const inventory::Inventory snapshot = reconciler_->Snapshot();
     for (const auto& n : snapshot.nodes()) queue_.Add(n.name);
-    log->info("caches_synced nodes={} pods={} queued={} workers={}", nodes_->Size(),
-              pods_->Size(), queue_.Len(), opts_.workers);
+    log->info("caches_synced nodes={} pods={} queued={} workers={}", nodes_->Size(), pods_->Size(),
+              queue_.Len(), opts_.workers);
   }
   while (!stop_worker_) {
     if (auto key = queue.Get()) {
       const auto start = std::chrono::steady_clock::now();
-      ReconcileResult r = status_lane ? reconciler_->WriteNodeStatus(*key)
-                                      : reconciler_->ReconcileNode(*key);
+      ReconcileResult r =
+          status_lane ? reconciler_->WriteNodeStatus(*key) : reconciler_->ReconcileNode(*key);
       // Observe our own Slurm changes without waiting (status writes show up in the node
       // informer by themselves).
       if (r.executed > 0 && !status_lane) poller_->Kick();
@@ -274,8 +275,8 @@ void Controller::WorkerLoop(int index, bool status_lane) {
     auto next = queue.NextReadyTime();
     auto wait = std::chrono::milliseconds(1000);
     if (next) {
-      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*next -
-                                                                         opts_.clock->Now());
+      auto until =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*next - opts_.clock->Now());
       wait = std::clamp(until, std::chrono::milliseconds(1), wait);
     }
     // on_change notifies without this lock, so a wake-up can slip between NextReadyTime and
@@ -302,7 +303,7 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
     const bool retryable = status.code() == StatusCode::kUnavailable ||
                            status.code() == StatusCode::kAborted ||
                            status.code() == StatusCode::kDeadlineExceeded;
-    auto outcome = status.ok()  ? observability::Outcome::kSuccess
+    auto outcome = status.ok() ? observability::Outcome::kSuccess
                    : retryable ? observability::Outcome::kRetryableError
                                : observability::Outcome::kError;
     m.Action(plan::ActionKindName(action->kind), outcome).Inc();
@@ -310,20 +311,21 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
     const bool lend = action->slurm_reason.rfind(plan::kLendReasonPrefix, 0) == 0 ||
                       action->expected_reason.rfind(plan::kLendReasonPrefix, 0) == 0;
     const bool maintenance =
-        !lend && (action->slurm_reason.find(cfg_.health.maintenance_condition) != std::string::npos ||
-                  action->expected_reason.find(cfg_.health.maintenance_condition) !=
-                      std::string::npos);
+        !lend &&
+        (action->slurm_reason.find(cfg_.health.maintenance_condition) != std::string::npos ||
+         action->expected_reason.find(cfg_.health.maintenance_condition) != std::string::npos);
     std::string_view cause = lend ? "lending" : maintenance ? "maintenance" : "health";
     if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Inc();
     if (action->kind == plan::ActionKind::kResumeSlurmNode) m.resumes.WithLabels({cause}).Inc();
     if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
-      std::string_view mode = action->preempt_mode == plan::JobPreemptMode::kCancel ? "cancel"
-                                                                                     : "requeue";
+      std::string_view mode =
+          action->preempt_mode == plan::JobPreemptMode::kCancel ? "cancel" : "requeue";
       m.preemptions.WithLabels({mode}).Inc(static_cast<double>(action->job_ids.size()));
     }
     // Durations the planner dated (since_unix): whole seconds, as the annotations keep them.
     if (action->since_unix <= 0) continue;
-    const double since = static_cast<double>(ownership::ToUnix(opts_.clock->Now()) - action->since_unix);
+    const double since =
+        static_cast<double>(ownership::ToUnix(opts_.clock->Now()) - action->since_unix);
     if (since < 0) continue;
     if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
       for (size_t i = 0; i < action->job_ids.size(); ++i) m.preemption_grace.Observe(since);

@@ -56,8 +56,8 @@ struct ControllerOptions {
   // Events never delays an action and nothing delays a Lease renewal. Null: `kube`.
   k8s::KubeClient* events_kube = nullptr;
   k8s::KubeClient* election_kube = nullptr;
-  slurm::SlurmClient* slurm = nullptr;     // required
-  const Clock* clock = nullptr;            // required
+  slurm::SlurmClient* slurm = nullptr;  // required
+  const Clock* clock = nullptr;         // required
   // Leader election on the Lease `lease_name` in the bridge's namespace. Off: this
   // process acts as if it always led (a single replica, tests).
   bool leader_election = true;
@@ -102,8 +102,12 @@ class Controller {
   bool PodsSynced() const { return pods_ && pods_->HasSynced(); }
   bool SlurmPolled() const { return polled_; }
   // The informers' counters (zero before Start()).
-  k8s::InformerStats NodeInformerStats() const { return nodes_ ? nodes_->Stats() : k8s::InformerStats{}; }
-  k8s::InformerStats PodInformerStats() const { return pods_ ? pods_->Stats() : k8s::InformerStats{}; }
+  k8s::InformerStats NodeInformerStats() const {
+    return nodes_ ? nodes_->Stats() : k8s::InformerStats{};
+  }
+  k8s::InformerStats PodInformerStats() const {
+    return pods_ ? pods_->Stats() : k8s::InformerStats{};
+  }
   std::string Leader() const;
 
   const Reconciler& reconciler() const { return *reconciler_; }

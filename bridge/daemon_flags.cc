@@ -52,8 +52,7 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
     } else if (arg == "--help" || arg == "-h") {
       f.help = true;
     } else {
-      return InvalidArgumentError(
-          StrCat("unknown flag '", arg, "' (see --help)"));
+      return InvalidArgumentError(StrCat("unknown flag '", arg, "' (see --help)"));
     }
   }
   return f;

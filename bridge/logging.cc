@@ -18,11 +18,21 @@ class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
               spdlog::memory_buf_t& dest) override {
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\r': dest.append(std::string_view("\\r")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
+        case '"':
+          dest.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          dest.append(std::string_view("\\\\"));
+          break;
+        case '\n':
+          dest.append(std::string_view("\\n"));
+          break;
+        case '\r':
+          dest.append(std::string_view("\\r"));
+          break;
+        case '\t':
+          dest.append(std::string_view("\\t"));
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             char buf[8];
@@ -76,8 +86,8 @@ Status SetupLogging(std::string_view level, std::string_view format) {
 std::shared_ptr<spdlog::logger> Logger(const std::string& component) {
   if (auto existing = spdlog::get(component)) return existing;
   auto def = spdlog::default_logger();
-  auto logger = std::make_shared<spdlog::logger>(component, def->sinks().begin(),
-                                                 def->sinks().end());
+  auto logger =
+      std::make_shared<spdlog::logger>(component, def->sinks().begin(), def->sinks().end());
   logger->set_level(def->level());
   logger->flush_on(spdlog::level::info);
   try {

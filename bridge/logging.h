@@ -6,11 +6,11 @@
 // kubeconfigs to a logger.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <spdlog/spdlog.h>
 
 #include "src/base/status.h"
 

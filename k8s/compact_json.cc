@@ -29,43 +29,42 @@ constexpr uint8_t kDict = 0x80;
 // Strings common in Kubernetes objects, one byte each. Generic vocabulary only (field names
 // the typed views read, API values, well-known label and annotation keys); the order is part
 // of the in-memory format of this process only.
-constexpr auto kDictionary = std::to_array<std::string_view>({
-    // Field names.
-    "metadata", "name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-    "deletionTimestamp", "labels", "annotations", "finalizers", "ownerReferences", "apiVersion",
-    "kind", "controller", "blockOwnerDeletion", "spec", "nodeName", "schedulerName", "priority",
-    "priorityClassName", "terminationGracePeriodSeconds", "containers", "initContainers",
-    "resources", "requests", "limits", "status", "phase", "nominatedNodeName", "conditions",
-    "type", "reason", "message", "lastTransitionTime", "unschedulable", "taints", "key",
-    "value", "effect", "timeAdded", "capacity", "allocatable",
-    // Resource names.
-    "cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu",
-    // Values.
-    "True", "False", "Unknown", "Running", "Pending", "Succeeded", "Failed", "NoSchedule",
-    "PreferNoSchedule", "NoExecute", "Ready", "MemoryPressure", "DiskPressure", "PIDPressure",
-    "NetworkUnavailable", "PodScheduled", "Initialized", "ContainersReady",
-    "PodReadyToStartContainers", "DisruptionTarget", "KubeletReady", "KubeletNotReady",
-    "KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID",
-    "kubelet has sufficient memory available", "kubelet has no disk pressure",
-    "kubelet has sufficient PID available", "kubelet is posting ready status",
-    "default-scheduler", "v1", "apps/v1", "batch/v1", "ReplicaSet", "StatefulSet", "DaemonSet",
-    "Job", "Node", "true", "false", "amd64", "arm64", "linux",
-    // Well-known label and annotation keys.
-    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
-    "beta.kubernetes.io/arch", "beta.kubernetes.io/os", "node.kubernetes.io/instance-type",
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "node-role.kubernetes.io/control-plane", "node.kubernetes.io/unschedulable",
-    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "app.kubernetes.io/name",
-    "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/part-of",
-    "app.kubernetes.io/managed-by", "app.kubernetes.io/version", "pod-template-hash",
-    "controller-revision-hash", "pod-template-generation", "statefulset.kubernetes.io/pod-name",
-    "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid", "job-name",
-    "controller-uid", "node.alpha.kubernetes.io/ttl",
-    "volumes.kubernetes.io/controller-managed-attach-detach",
-    "kubectl.kubernetes.io/restartedAt", "kubectl.kubernetes.io/default-container",
-    "prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path",
-    "nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory",
-    "nvidia.com/gpu.present"});
+constexpr auto kDictionary = std::to_array<std::string_view>(
+    {// Field names.
+     "metadata", "name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+     "deletionTimestamp", "labels", "annotations", "finalizers", "ownerReferences", "apiVersion",
+     "kind", "controller", "blockOwnerDeletion", "spec", "nodeName", "schedulerName", "priority",
+     "priorityClassName", "terminationGracePeriodSeconds", "containers", "initContainers",
+     "resources", "requests", "limits", "status", "phase", "nominatedNodeName", "conditions",
+     "type", "reason", "message", "lastTransitionTime", "unschedulable", "taints", "key", "value",
+     "effect", "timeAdded", "capacity", "allocatable",
+     // Resource names.
+     "cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu",
+     // Values.
+     "True", "False", "Unknown", "Running", "Pending", "Succeeded", "Failed", "NoSchedule",
+     "PreferNoSchedule", "NoExecute", "Ready", "MemoryPressure", "DiskPressure", "PIDPressure",
+     "NetworkUnavailable", "PodScheduled", "Initialized", "ContainersReady",
+     "PodReadyToStartContainers", "DisruptionTarget", "KubeletReady", "KubeletNotReady",
+     "KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID",
+     "kubelet has sufficient memory available", "kubelet has no disk pressure",
+     "kubelet has sufficient PID available", "kubelet is posting ready status", "default-scheduler",
+     "v1", "apps/v1", "batch/v1", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Node", "true",
+     "false", "amd64", "arm64", "linux",
+     // Well-known label and annotation keys.
+     "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os", "beta.kubernetes.io/arch",
+     "beta.kubernetes.io/os", "node.kubernetes.io/instance-type", "topology.kubernetes.io/zone",
+     "topology.kubernetes.io/region", "node-role.kubernetes.io/control-plane",
+     "node.kubernetes.io/unschedulable", "node.kubernetes.io/not-ready",
+     "node.kubernetes.io/unreachable", "app.kubernetes.io/name", "app.kubernetes.io/instance",
+     "app.kubernetes.io/component", "app.kubernetes.io/part-of", "app.kubernetes.io/managed-by",
+     "app.kubernetes.io/version", "pod-template-hash", "controller-revision-hash",
+     "pod-template-generation", "statefulset.kubernetes.io/pod-name",
+     "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid", "job-name",
+     "controller-uid", "node.alpha.kubernetes.io/ttl",
+     "volumes.kubernetes.io/controller-managed-attach-detach", "kubectl.kubernetes.io/restartedAt",
+     "kubectl.kubernetes.io/default-container", "prometheus.io/scrape", "prometheus.io/port",
+     "prometheus.io/path", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
+     "nvidia.com/gpu.memory", "nvidia.com/gpu.present"});
 static_assert(kDictionary.size() <= 128, "one byte per dictionary string");
 static_assert(std::all_of(kDictionary.begin(), kDictionary.end(),
                           [](std::string_view d) { return !d.empty() && d.size() <= 64; }));

@@ -31,11 +31,34 @@ TEST(CompactJson, RoundTripsRealisticObjectsWholeAndTrimmed) {
 
 TEST(CompactJson, RoundTripsEveryKindOfValue) {
   for (const json& v : std::vector<json>{
-           nullptr, true, false, 0, 63, 64, -1, -64, 127, 128, 1000000,
-           std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
-           std::numeric_limits<uint64_t>::max(), 0.5, -1.25e300, 0.0, "", "x",
-           std::string(200, 'y'), "True", "Tru", "Truee", "nvidia.com/gpu", "é中😀",
-           std::string("nul\0in", 6), json::array(), json::object(),
+           nullptr,
+           true,
+           false,
+           0,
+           63,
+           64,
+           -1,
+           -64,
+           127,
+           128,
+           1000000,
+           std::numeric_limits<int64_t>::min(),
+           std::numeric_limits<int64_t>::max(),
+           std::numeric_limits<uint64_t>::max(),
+           0.5,
+           -1.25e300,
+           0.0,
+           "",
+           "x",
+           std::string(200, 'y'),
+           "True",
+           "Tru",
+           "Truee",
+           "nvidia.com/gpu",
+           "é中😀",
+           std::string("nul\0in", 6),
+           json::array(),
+           json::object(),
            json::array({1, "a", nullptr, json::array({json::object()})}),
            json({{"", ""}, {"metadata", {{"name", "n"}}}, {"True", "False"}, {"k", {1, 2.5}}}),
        }) {
@@ -51,8 +74,8 @@ TEST(CompactJson, StringAtWalksWithoutDecoding) {
   EXPECT_EQ(pod.StringAt({"metadata", "resourceVersion"}), "48213907");
   EXPECT_EQ(pod.StringAt({"status", "phase"}), "Running");  // a dictionary string
   EXPECT_EQ(pod.StringAt({"metadata", "missing"}), "");
-  EXPECT_EQ(pod.StringAt({"spec", "priority"}), "");        // a number
-  EXPECT_EQ(pod.StringAt({"metadata", "name", "x"}), "");   // through a string
+  EXPECT_EQ(pod.StringAt({"spec", "priority"}), "");            // a number
+  EXPECT_EQ(pod.StringAt({"metadata", "name", "x"}), "");       // through a string
   EXPECT_EQ(pod.StringAt({"spec", "containers", "name"}), "");  // through a list
   EXPECT_EQ(pod.StringAt({}), "");
   EXPECT_EQ(CompactJson::Encode("top").StringAt({}), "top");

@@ -87,7 +87,8 @@ json SelectNodeFields(json&& node) {
   if (!node.is_object()) return std::move(node);
   KeepOnly(node, {"metadata", "spec", "status"});
   Meta(node, false);
-  if (auto spec = node.find("spec"); spec != node.end()) KeepOnly(*spec, {"unschedulable", "taints"});
+  if (auto spec = node.find("spec"); spec != node.end())
+    KeepOnly(*spec, {"unschedulable", "taints"});
   if (auto status = node.find("status"); status != node.end()) {
     KeepOnly(*status, {"capacity", "allocatable", "conditions"});
     if (auto c = status->find("capacity"); c != status->end()) Resources(*c);

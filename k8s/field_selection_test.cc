@@ -112,8 +112,6 @@ json ReferenceSelectPodFields(json&& pod) {
   return out;
 }
 
-
-
 // The trimmed object must read exactly like the full one through the views: the selection
 // keeps everything the bridge uses.
 TEST(FieldSelection, NodeViewUnchangedAndObjectSmaller) {
@@ -159,18 +157,19 @@ TEST(FieldSelection, NonObjectsPassThrough) {
 
 TEST(FieldSelection, InPlaceTrimEqualsTheReferenceOnOddShapes) {
   std::vector<nlohmann::json> inputs = {testdata::RealisticPod(), testdata::RealisticNode()};
-  for (const char* text : {
-           R"({})",
-           R"({"metadata":"x","spec":5,"status":[1]})",
-           R"({"metadata":{"annotations":"a","labels":{"a":"b"}},"spec":{"containers":{}}})",
-           R"({"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","k":"v"}}})",
-           R"({"spec":{"containers":[1,{"name":"a","env":[]}],"initContainers":[]}})",
-           R"({"spec":{"initContainers":[{"name":"i","resources":{},"image":"x"}],"taints":[]}})",
-           R"({"status":{"conditions":[],"phase":"Running","hostIP":"1"}})",
-           R"({"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"t"},"x"]}})",
-           R"({"status":{"capacity":{"cpu":"1","hugepages-2Mi":"0","a/b":"2"},"allocatable":7}})",
-           R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",
-       }) {
+  for (
+      const char* text : {
+          R"({})",
+          R"({"metadata":"x","spec":5,"status":[1]})",
+          R"({"metadata":{"annotations":"a","labels":{"a":"b"}},"spec":{"containers":{}}})",
+          R"({"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","k":"v"}}})",
+          R"({"spec":{"containers":[1,{"name":"a","env":[]}],"initContainers":[]}})",
+          R"({"spec":{"initContainers":[{"name":"i","resources":{},"image":"x"}],"taints":[]}})",
+          R"({"status":{"conditions":[],"phase":"Running","hostIP":"1"}})",
+          R"({"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"t"},"x"]}})",
+          R"({"status":{"capacity":{"cpu":"1","hugepages-2Mi":"0","a/b":"2"},"allocatable":7}})",
+          R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",
+      }) {
     inputs.push_back(nlohmann::json::parse(text));
   }
   for (const nlohmann::json& in : inputs) {

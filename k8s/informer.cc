@@ -277,9 +277,8 @@ void Informer::Apply(WatchEvent&& ev) {
       cache_.emplace(std::move(key), std::move(compact));
       notes.push_back({.kind = Notification::Kind::kAdd, .obj = ptr});
     } else {
-      notes.push_back({.kind = Notification::Kind::kUpdate,
-                       .obj = ptr,
-                       .cached_old = std::move(it->second)});
+      notes.push_back(
+          {.kind = Notification::Kind::kUpdate, .obj = ptr, .cached_old = std::move(it->second)});
       it->second = std::move(compact);
     }
   }

@@ -108,7 +108,7 @@ class Informer {
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
   ObjectPtr Get(const std::string& key) const;  // null when absent; decodes
-  std::vector<ObjectPtr> List() const;           // decodes every object
+  std::vector<ObjectPtr> List() const;          // decodes every object
   size_t Size() const;
   // The resourceVersion the cache reflects.
   std::string ResourceVersion() const;
@@ -138,9 +138,9 @@ class Informer {
   mutable std::mutex mu_;
   mutable std::condition_variable synced_cv_;
   std::unordered_map<std::string, CompactJson> cache_;  // GUARDED_BY(mu_)
-  std::string resource_version_;                      // GUARDED_BY(mu_)
-  bool synced_ = false;                               // GUARDED_BY(mu_)
-  InformerStats stats_;                               // GUARDED_BY(mu_)
+  std::string resource_version_;                        // GUARDED_BY(mu_)
+  bool synced_ = false;                                 // GUARDED_BY(mu_)
+  InformerStats stats_;                                 // GUARDED_BY(mu_)
 };
 
 }  // namespace skb::k8s

@@ -112,7 +112,8 @@ TEST(Informer, ListsThenWatchesInOrder) {
 // node from its pods while the node's add was still on its way).
 TEST(Informer, HasSyncedOnlyAfterTheFirstListIsDelivered) {
   FakeKubeClient fake;
-  for (const char* n : {"a", "b", "c"}) ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(n)).ok());
+  for (const char* n : {"a", "b", "c"})
+    ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod(n)).ok());
   Informer inf(&fake, PodOptions());
   std::atomic<int> delivered{0};
   std::atomic<int> synced_while_delivering{0};

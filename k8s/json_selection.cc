@@ -120,14 +120,30 @@ class Scanner {
     p_ += 2;
     char plain;
     switch (e) {
-      case '"': plain = '"'; break;
-      case '\\': plain = '\\'; break;
-      case '/': plain = '/'; break;
-      case 'b': plain = '\b'; break;
-      case 'f': plain = '\f'; break;
-      case 'n': plain = '\n'; break;
-      case 'r': plain = '\r'; break;
-      case 't': plain = '\t'; break;
+      case '"':
+        plain = '"';
+        break;
+      case '\\':
+        plain = '\\';
+        break;
+      case '/':
+        plain = '/';
+        break;
+      case 'b':
+        plain = '\b';
+        break;
+      case 'f':
+        plain = '\f';
+        break;
+      case 'n':
+        plain = '\n';
+        break;
+      case 'r':
+        plain = '\r';
+        break;
+      case 't':
+        plain = '\t';
+        break;
       case 'u': {
         uint32_t cp;
         if (!Hex4(&cp)) return false;
@@ -162,9 +178,9 @@ class Scanner {
     while (end_ - p_ >= 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
       // Signed: bytes >= 0x80 are negative, so "less than a space" flags them too.
-      const __m128i stops = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-          _mm_cmplt_epi8(v, space));
+      const __m128i stops =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                       _mm_cmplt_epi8(v, space));
       const int mask = _mm_movemask_epi8(stops);
       if (mask != 0) {
         p_ += __builtin_ctz(static_cast<unsigned>(mask));
@@ -402,8 +418,9 @@ class Scanner {
           bool escaped;
           if (!Key(&raw_key, &escaped)) return false;
           // Keys with escapes are never selected (no Kubernetes field name needs one).
-          const JsonSelection* child =
-              sel.keeps_all() ? &sel : escaped ? nullptr : sel.Find(raw_key);
+          const JsonSelection* child = sel.keeps_all() ? &sel
+                                       : escaped       ? nullptr
+                                                       : sel.Find(raw_key);
           if (child == nullptr) {
             if (!Skip(depth + 1)) return false;
           } else {
@@ -481,18 +498,17 @@ const JsonSelection* JsonSelection::Find(std::string_view key) const {
 const JsonSelection& JsonSelection::PodWatchEvent() {
   static const JsonSelection sel = [] {
     JsonSelection container = Fields({{"name", All()}, {"resources", All()}});
-    JsonSelection pod =
-        Fields({{"metadata", Meta(true)},
-                {"spec", Fields({{"nodeName", All()},
-                                 {"schedulerName", All()},
-                                 {"priority", All()},
-                                 {"priorityClassName", All()},
-                                 {"terminationGracePeriodSeconds", All()},
-                                 {"containers", container},
-                                 {"initContainers", container}})},
-                {"status", Fields({{"phase", All()},
-                                   {"nominatedNodeName", All()},
-                                   {"conditions", Conditions()}})}});
+    JsonSelection pod = Fields(
+        {{"metadata", Meta(true)},
+         {"spec", Fields({{"nodeName", All()},
+                          {"schedulerName", All()},
+                          {"priority", All()},
+                          {"priorityClassName", All()},
+                          {"terminationGracePeriodSeconds", All()},
+                          {"containers", container},
+                          {"initContainers", container}})},
+         {"status",
+          Fields({{"phase", All()}, {"nominatedNodeName", All()}, {"conditions", Conditions()}})}});
     return Fields({{"type", All()}, {"object", pod}});
   }();
   return sel;

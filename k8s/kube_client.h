@@ -151,8 +151,8 @@ StatusOr<ListResult> ListAll(KubeClient& client, const Resource& r, const std::s
 // The same, handing each page to `page_handler` as it arrives (so a caller that keeps less
 // than whole items never holds every item decoded at once); returns the list's
 // resource_version, or the first error (a page handler's included).
-StatusOr<std::string> ForEachListPage(KubeClient& client, const Resource& r,
-                                      const std::string& ns, ListOptions options,
+StatusOr<std::string> ForEachListPage(KubeClient& client, const Resource& r, const std::string& ns,
+                                      ListOptions options,
                                       const std::function<Status(ListResult&& page)>& page_handler);
 
 // The body of a DELETE (meta/v1 DeleteOptions without kind); {} when all defaults.

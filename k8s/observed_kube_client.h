@@ -39,8 +39,7 @@ class ObservedKubeClient final : public KubeClient {
                                  PatchType type, const nlohmann::json& patch,
                                  const PatchOptions& options = {},
                                  const std::string& subresource = "") override;
-  StatusOr<nlohmann::json> Delete(const Resource& r, const std::string& ns,
-                                  const std::string& name,
+  StatusOr<nlohmann::json> Delete(const Resource& r, const std::string& ns, const std::string& name,
                                   const DeleteOptions& options = {}) override;
   StatusOr<nlohmann::json> CreateSubresource(const Resource& r, const std::string& ns,
                                              const std::string& name,

@@ -23,9 +23,8 @@ TEST(ObservedKubeClient, ReportsEveryRequestWithItsOutcomeAndForwardsTheResult) 
                    (r.write() ? " write " : " read ") +
                    (s.ok() ? "ok" : std::to_string(HttpCodeOf(s).value_or(0))));
   });
-  nlohmann::json pod = {{"apiVersion", "v1"},
-                        {"kind", "Pod"},
-                        {"metadata", {{"name", "p"}, {"namespace", "ns"}}}};
+  nlohmann::json pod = {
+      {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}, {"namespace", "ns"}}}};
   ASSERT_TRUE(kube.Create(Resource::Pods(), "ns", pod).ok());
   auto got = kube.Get(Resource::Pods(), "ns", "p");
   ASSERT_TRUE(got.ok());
@@ -36,9 +35,9 @@ TEST(ObservedKubeClient, ReportsEveryRequestWithItsOutcomeAndForwardsTheResult) 
                   .ok());
   ASSERT_TRUE(kube.List(Resource::Pods(), "ns", {}).ok());
   ASSERT_TRUE(kube.Delete(Resource::Pods(), "ns", "p").ok());
-  EXPECT_THAT(seen, ElementsAre("create pods write ok", "get pods read ok",
-                                "get pods read 404", "patch pods write ok", "list pods read ok",
-                                "delete pods write ok"));
+  EXPECT_THAT(seen,
+              ElementsAre("create pods write ok", "get pods read ok", "get pods read 404",
+                          "patch pods write ok", "list pods read ok", "delete pods write ok"));
 }
 
 }  // namespace

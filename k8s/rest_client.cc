@@ -115,8 +115,7 @@ StatusOr<ListResult> RestClient::List(const Resource& r, const std::string& ns,
   if (options.item_selection != nullptr) {
     selection = JsonSelection::Fields({{"items", *options.item_selection}, {"metadata", {}}});
   }
-  ASSIGN_OR_RETURN(nlohmann::json body,
-                   Call(std::move(req), selection ? &*selection : nullptr));
+  ASSIGN_OR_RETURN(nlohmann::json body, Call(std::move(req), selection ? &*selection : nullptr));
   const std::string what = StrCat("list ", r.Name());
   ListResult result;
   if (!body.is_object()) return DataLossError(StrCat(what, ": reply is not an object"));

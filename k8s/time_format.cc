@@ -1,12 +1,10 @@
 #include "k8s/time_format.h"
 
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 
 #include "src/base/strings.h"
-
-#include <cstdio>
-#include <ctime>
 
 namespace skb::k8s {
 namespace {
@@ -110,6 +108,5 @@ StatusOr<Clock::TimePoint> ParseTime(std::string_view s) {
   return Clock::TimePoint{} + std::chrono::seconds(t - offset_seconds) +
          std::chrono::nanoseconds(nanos);
 }
-
 
 }  // namespace skb::k8s

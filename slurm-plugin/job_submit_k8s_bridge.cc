@@ -15,15 +15,15 @@
 //
 // Built against the exact Slurm release it is loaded by (SLURM_VERSION_NUMBER below is
 // checked by slurmctld at load time; a mismatch refuses to load the plugin).
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/slurm_version.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
-
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
-#include <slurm/slurm_version.h>
 
 #include "slurm-plugin/plugin_core.h"
 
@@ -126,10 +126,10 @@ int Unanswered(const std::string& why, uint32_t uid, char** err_msg) {
                            "Retry in a minute or contact the administrators.");
     return SLURM_ERROR;
   }
-  slurm_info("job_submit/k8s_bridge: job from uid %u accepted without admission: %s "
-             "(FailurePolicy=open, fail_open_total=%llu)",
-             uid, why.c_str(),
-             static_cast<unsigned long long>(g_conn ? g_conn->fail_open().load() : 0));
+  slurm_info(
+      "job_submit/k8s_bridge: job from uid %u accepted without admission: %s "
+      "(FailurePolicy=open, fail_open_total=%llu)",
+      uid, why.c_str(), static_cast<unsigned long long>(g_conn ? g_conn->fail_open().load() : 0));
   return SLURM_SUCCESS;
 }
 
@@ -148,8 +148,8 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (!accept) {
     slurm_info("job_submit/k8s_bridge: job from uid %u rejected: %s", submit_uid,
                answer.user_message().c_str());
-    SetErrMsg(err_msg, answer.user_message().empty() ? "k8s-bridge: job rejected"
-                                                     : answer.user_message());
+    SetErrMsg(err_msg,
+              answer.user_message().empty() ? "k8s-bridge: job rejected" : answer.user_message());
     return ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE;
   }
   if (answer.set_admin_comment()) {
@@ -177,8 +177,7 @@ SKB_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 SKB_EXPORT int init(void) {
   try {
     slurm_info("job_submit/k8s_bridge: loaded (built for Slurm %u.%02u.%02u)",
-               SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
-               SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
+               SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER),
                SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
     g_conn = std::make_unique<skb::plugin::BridgeConnection>(ConfigPath(), &Log);
     g_conn->Start();
@@ -208,7 +207,8 @@ SKB_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 
 // Modifications (scontrol update) are not re-admitted: the bridge judges submissions.
 // job_record_t is internal to slurmctld; the plugin only needs its address.
-SKB_EXPORT int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t submit_uid, char** err_msg) {
+SKB_EXPORT int job_modify(job_desc_msg_t* job_desc, void* job_ptr, uint32_t submit_uid,
+                          char** err_msg) {
   (void)job_desc;
   (void)job_ptr;
   (void)submit_uid;

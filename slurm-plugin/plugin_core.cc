@@ -21,8 +21,10 @@ namespace v1 = ::skb::api::v1;
 using Clock = std::chrono::steady_clock;
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -54,7 +56,8 @@ bool ParsePluginConfig(std::string_view text, PluginConfig* out, std::string* er
     for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (key == "socketpath") {
       if (value.empty() || value.size() >= sizeof(sockaddr_un::sun_path) || value[0] != '/') {
-        *error = "line " + std::to_string(line_no) + ": SocketPath must be an absolute path of "
+        *error = "line " + std::to_string(line_no) +
+                 ": SocketPath must be an absolute path of "
                  "at most 107 bytes";
         return false;
       }
@@ -82,8 +85,8 @@ bool ParsePluginConfig(std::string_view text, PluginConfig* out, std::string* er
   return true;
 }
 
-bool InterpretAdmitResponse(std::string_view frame, uint64_t request_id,
-                            v1::AdmitResponse* out, std::string* why) {
+bool InterpretAdmitResponse(std::string_view frame, uint64_t request_id, v1::AdmitResponse* out,
+                            std::string* why) {
   v1::Response resp;
   if (!resp.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
     *why = "undecodable response";
@@ -126,10 +129,10 @@ bool BridgeConnection::ReloadConfig() {
   if (stat(config_path_.c_str(), &st) != 0) {
     if (config_mtime_.tv_sec != -1) {
       config_mtime_ = {-1, 0};
-      log_(false, "no config file " + config_path_ + "; using defaults socket=" +
-                      config().socket_path + " timeout_ms=" +
-                      std::to_string(config().budget.count()) + " policy=" +
-                      (config().fail_closed ? "closed" : "open"));
+      log_(false, "no config file " + config_path_ +
+                      "; using defaults socket=" + config().socket_path +
+                      " timeout_ms=" + std::to_string(config().budget.count()) +
+                      " policy=" + (config().fail_closed ? "closed" : "open"));
     }
     return false;
   }
@@ -303,7 +306,8 @@ BridgeConnection::Outcome BridgeConnection::Admit(const v1::JobDescription& job,
       int ms = RemainingMs(deadline);
       if (ms == 0 || poll(&p, 1, ms) <= 0) {
         return fail("timed out sending to the daemon (budget " +
-                        std::to_string(config_.budget.count()) + "ms)", true);
+                        std::to_string(config_.budget.count()) + "ms)",
+                    true);
       }
       continue;
     }
@@ -324,8 +328,8 @@ BridgeConnection::Outcome BridgeConnection::Admit(const v1::JobDescription& job,
     int pr = ms == 0 ? 0 : poll(&p, 1, ms);
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) {
-      return fail("no answer within the budget of " + std::to_string(config_.budget.count()) +
-                      "ms", true);
+      return fail("no answer within the budget of " + std::to_string(config_.budget.count()) + "ms",
+                  true);
     }
     ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
     if (n == 0) return fail("the daemon closed the connection", false);

@@ -56,8 +56,7 @@ class BridgeConnection {
   void Stop();   // joins it
 
   enum class Outcome { kAnswered, kUnavailable };
-  Outcome Admit(const api::v1::JobDescription& job, api::v1::AdmitResponse* out,
-                std::string* why);
+  Outcome Admit(const api::v1::JobDescription& job, api::v1::AdmitResponse* out, std::string* why);
 
   PluginConfig config() const;
   const std::atomic<uint64_t>& fail_open() const { return fail_open_; }
@@ -66,7 +65,7 @@ class BridgeConnection {
 
  private:
   void Loop();
-  bool ReloadConfig();   // true when the socket path changed
+  bool ReloadConfig();                                        // true when the socket path changed
   int ConnectNow(const std::string& path, std::string* why);  // non-blocking; -1 on failure
   void CloseLocked();
 
@@ -82,8 +81,8 @@ class BridgeConnection {
   bool stop_ = false;
   bool kick_ = false;
   std::thread thread_;
-  std::atomic<uint64_t> admitted_{0}, rejected_{0}, fail_open_{0}, fail_closed_{0},
-      timeouts_{0}, protocol_errors_{0};
+  std::atomic<uint64_t> admitted_{0}, rejected_{0}, fail_open_{0}, fail_closed_{0}, timeouts_{0},
+      protocol_errors_{0};
 };
 
 }  // namespace skb::plugin

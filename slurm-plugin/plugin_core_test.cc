@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -17,15 +16,17 @@ namespace skb::plugin {
 namespace {
 
 namespace v1 = ::skb::api::v1;
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 
 TEST(ParsePluginConfig, KeysDefaultsAndErrors) {
   PluginConfig c;
   std::string err;
-  ASSERT_TRUE(ParsePluginConfig("# comment\nSocketPath=/tmp/x.sock\n timeoutms = 20 \n"
-                                "FailurePolicy=closed # trailing\n",
-                                &c, &err)) << err;
+  ASSERT_TRUE(
+      ParsePluginConfig("# comment\nSocketPath=/tmp/x.sock\n timeoutms = 20 \n"
+                        "FailurePolicy=closed # trailing\n",
+                        &c, &err))
+      << err;
   EXPECT_EQ(c.socket_path, "/tmp/x.sock");
   EXPECT_EQ(c.budget, milliseconds(20));
   EXPECT_TRUE(c.fail_closed);
@@ -105,8 +106,12 @@ admission::Inventory H100Inventory() {
   inv.known = true;
   inv.default_partition = "gpu";
   for (int i = 1; i <= 4; ++i) {
-    inv.nodes.push_back({"node" + std::to_string(i), {{"h100", 8}}, {"h100"}, {"gpu"},
-                         admission::NodeFacts::Availability::kAvailable, ""});
+    inv.nodes.push_back({"node" + std::to_string(i),
+                         {{"h100", 8}},
+                         {"h100"},
+                         {"gpu"},
+                         admission::NodeFacts::Availability::kAvailable,
+                         ""});
   }
   return inv;
 }

@@ -27,8 +27,7 @@ namespace sim = skb::sim;
 
 struct Args {
   std::string tasks, nodes, out, series, config, name;
-  std::vector<sim::Mode> modes{sim::Mode::kStaticPeak, sim::Mode::kStaticAvg,
-                               sim::Mode::kBridge};
+  std::vector<sim::Mode> modes{sim::Mode::kStaticPeak, sim::Mode::kStaticAvg, sim::Mode::kBridge};
   double node_fraction = 1;
   sim::Options options;
 };
@@ -160,23 +159,24 @@ void AddFigures(const sim::Result& r, nlohmann::ordered_json* figures) {
 
 void PrintSummary(const sim::Result& r, double run_ms) {
   std::printf(
-      "%-12s nodes %lld, %lld GPUs (k8s %lld, %lld GPUs) alloc %.3f%% (%.1f of %.1f GPU-h; inf %.1f, "
+      "%-12s nodes %lld, %lld GPUs (k8s %lld, %lld GPUs) alloc %.3f%% (%.1f of %.1f GPU-h; inf "
+      "%.1f, "
       "train %.1f)\n"
       "             inference wait p50 %.1fs p99 %.1fs max %.1fs (never %lld) | training "
       "slowdown p50 %.2f p99 %.2f (unfinished %lld)\n"
       "             lost %.2f GPU-h (%.3f%%) preemptions %lld (jobs %lld, mean %.4f, max %lld) "
       "lends %lld returns %lld | %.0f ms\n",
       std::string(sim::ModeName(r.mode)).c_str(), static_cast<long long>(r.nodes),
-      static_cast<long long>(r.gpus),
-      static_cast<long long>(r.k8s_nodes), static_cast<long long>(r.k8s_gpus),
-      100 * r.allocation, r.allocated_gpu_hours, r.capacity_gpu_hours, r.inference_gpu_hours,
-      r.training_gpu_hours, r.inference_wait_s.p50, r.inference_wait_s.p99,
-      r.inference_wait_s.max, static_cast<long long>(r.inference_never_started),
-      r.training_slowdown.p50, r.training_slowdown.p99,
-      static_cast<long long>(r.training_never_finished), r.lost_gpu_hours, 100 * r.lost_fraction,
-      static_cast<long long>(r.preemptions), static_cast<long long>(r.preempted_jobs),
-      r.preemptions_per_job, static_cast<long long>(r.max_preemptions_per_job),
-      static_cast<long long>(r.lends), static_cast<long long>(r.returns), run_ms);
+      static_cast<long long>(r.gpus), static_cast<long long>(r.k8s_nodes),
+      static_cast<long long>(r.k8s_gpus), 100 * r.allocation, r.allocated_gpu_hours,
+      r.capacity_gpu_hours, r.inference_gpu_hours, r.training_gpu_hours, r.inference_wait_s.p50,
+      r.inference_wait_s.p99, r.inference_wait_s.max,
+      static_cast<long long>(r.inference_never_started), r.training_slowdown.p50,
+      r.training_slowdown.p99, static_cast<long long>(r.training_never_finished), r.lost_gpu_hours,
+      100 * r.lost_fraction, static_cast<long long>(r.preemptions),
+      static_cast<long long>(r.preempted_jobs), r.preemptions_per_job,
+      static_cast<long long>(r.max_preemptions_per_job), static_cast<long long>(r.lends),
+      static_cast<long long>(r.returns), run_ms);
 }
 
 int Fail(const skb::Status& s) {
@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
   const std::vector<sim::GpuNode> nodes =
       sim::SampleNodes(*all_nodes, args.node_fraction, args.options.seed);
 
-  nlohmann::ordered_json modes = nlohmann::ordered_json::object(), figures = nlohmann::ordered_json::object();
+  nlohmann::ordered_json modes = nlohmann::ordered_json::object(),
+                         figures = nlohmann::ordered_json::object();
   std::vector<sim::Result> results;
   for (sim::Mode m : args.modes) {
     const auto start = std::chrono::steady_clock::now();
@@ -232,9 +233,11 @@ int main(int argc, char** argv) {
     const sim::Result& any = results.front();
     const double inf = any.demand_inference_gpu_hours, train = any.demand_training_gpu_hours;
     notes = StrCat("demand ", Round(inf + train, 10), " GPU-h (inference ", Round(inf, 10),
-                   ", training ", Round(train, 10), "); a split that serves all inference "
+                   ", training ", Round(train, 10),
+                   "); a split that serves all inference "
                    "allocates >= inference, so bridge/static-peak <= (inference + training) / "
-                   "inference = ", Round(inf > 0 ? (inf + train) / inf : 0, 1000), "x");
+                   "inference = ",
+                   Round(inf > 0 ? (inf + train) / inf : 0, 1000), "x");
   }
   if (peak && bridge && peak->allocated_gpu_hours > 0) {
     const double ratio = bridge->allocated_gpu_hours / peak->allocated_gpu_hours;
@@ -252,8 +255,8 @@ int main(int argc, char** argv) {
          StrCat("tasks ", args.tasks, ", nodes ", args.nodes, " (fraction ", args.node_fraction,
                 "), seed ", args.options.seed, ", checkpoint every ",
                 args.options.checkpoint_interval.count(), " s",
-                args.options.checkpoint_on_signal ? " and on the signal" : "",
-                ", lend overhead ", args.options.lend_overhead.count() / 1000.0, " s")},
+                args.options.checkpoint_on_signal ? " and on the signal" : "", ", lend overhead ",
+                args.options.lend_overhead.count() / 1000.0, " s")},
         {"unit", ""},
         {"figures", figures},
         {"target",

@@ -114,7 +114,7 @@ struct Node {
   std::vector<int> nominated;
   TimePoint lent_at{};
   std::optional<TimePoint> idle_since;
-  uint64_t epoch = 0;  // bumped when pods come or go: stale return checks are dropped
+  uint64_t epoch = 0;           // bumped when pods come or go: stale return checks are dropped
   bool class_volatile = false;  // a job carries a preemption record (anti-thrash ages)
 };
 
@@ -184,7 +184,8 @@ class Simulation {
   void LoadTasks(const std::vector<Task>& tasks) {
     int64_t trace_end = 0;
     for (const Task& t : tasks) {
-      trace_end = std::max({trace_end, t.creation, t.deletion.value_or(0), t.scheduled.value_or(0)});
+      trace_end =
+          std::max({trace_end, t.creation, t.deletion.value_or(0), t.scheduled.value_or(0)});
     }
     for (const Task& t : tasks) {
       if (!t.UsesGpu() || !t.scheduled || t.WholeGpus() > max_node_gpus_) {
@@ -248,9 +249,8 @@ class Simulation {
 
     std::vector<int> order(nodes_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return nodes_[a].spec->gpus > nodes_[b].spec->gpus;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return nodes_[a].spec->gpus > nodes_[b].spec->gpus; });
     // Slurm keeps at least one node its largest job fits on.
     int64_t max_job = 0;
     for (const Job& j : jobs_) max_job = std::max(max_job, j.gpus);
@@ -390,8 +390,9 @@ class Simulation {
     ++j.run;
     j.signalled_at.reset();
     if (!j.first_start) j.first_start = now_;
-    const double phase =
-        opt_.random_checkpoint_phase ? Uniform(opt_.seed * 0x100000001b3ULL ^ (uint64_t(id) << 20) ^ j.run) : 1.0;
+    const double phase = opt_.random_checkpoint_phase
+                             ? Uniform(opt_.seed * 0x100000001b3ULL ^ (uint64_t(id) << 20) ^ j.run)
+                             : 1.0;
     j.first_checkpoint = Seconds(phase * static_cast<double>(opt_.checkpoint_interval.count()));
     j.view.state = slurm::JobState::kRunning;
     j.view.nodes = {node.spec->name};
@@ -438,9 +439,9 @@ class Simulation {
     ++j.preemptions;
     ++result_.preemptions;
     const Node& node = nodes_[static_cast<size_t>(j.node)];
-    j.view.admin_comment = own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
-                                                 StrCat("inference/lend-", node.spec->name),
-                                                 cfg_.lending);
+    j.view.admin_comment =
+        own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
+                              StrCat("inference/lend-", node.spec->name), cfg_.lending);
     StopJob(id);
     if (j.preempt_mode == plan::JobPreemptMode::kCancel) {
       j.cancelled = true;

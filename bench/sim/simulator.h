@@ -113,11 +113,11 @@ struct Result {
   // Over the whole run (work continues past the window until every job ends).
   double allocated_gpu_hours_total = 0;
   double lost_gpu_hours = 0;
-  double lost_fraction = 0;  // lost / allocated_gpu_hours_total
+  double lost_fraction = 0;      // lost / allocated_gpu_hours_total
   Percentiles inference_wait_s;  // start - arrival, pods that started
   int64_t inference_never_started = 0;
-  Percentiles training_wait_s;     // first start - submit
-  Percentiles training_slowdown;   // (end - submit) / max(run time, 10 s)
+  Percentiles training_wait_s;    // first start - submit
+  Percentiles training_slowdown;  // (end - submit) / max(run time, 10 s)
   int64_t training_never_finished = 0;
   int64_t preemptions = 0, preempted_jobs = 0, max_preemptions_per_job = 0;
   double preemptions_per_job = 0;  // over all training jobs
@@ -132,7 +132,6 @@ StatusOr<Result> Simulate(const std::vector<Task>& tasks, const std::vector<GpuN
 
 // A deterministic sample of about `fraction` of the nodes, per GPU model (at least one
 // node of each model), in node-file order: a smaller cluster to put the trace under load.
-std::vector<GpuNode> SampleNodes(const std::vector<GpuNode>& nodes, double fraction,
-                                 uint64_t seed);
+std::vector<GpuNode> SampleNodes(const std::vector<GpuNode>& nodes, double fraction, uint64_t seed);
 
 }  // namespace skb::sim

@@ -115,8 +115,8 @@ TEST(Simulate, GraceAndOverheadFromTheOptions) {
 // An idle Slurm node is the cheapest victim (PickVictims): the pod takes n2 at once and no
 // job is preempted; Guaranteed jobs are never preempted (protected reservation).
 TEST(Simulate, IdleNodesFirstAndProtectedNeverTaken) {
-  Result r = Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(2, 2),
-                 Mode::kBridge);
+  Result r =
+      Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(2, 2), Mode::kBridge);
   EXPECT_EQ(r.preemptions, 0);
   EXPECT_EQ(r.inference_wait_s.p99, 0);
 
@@ -133,8 +133,7 @@ TEST(Simulate, IdleNodesFirstAndProtectedNeverTaken) {
 TEST(Simulate, AntiThrashProtectsAfterKPreemptions) {
   Options o = Exact();
   o.config.lending.max_preemptions = 0;
-  Result r = Sim({T("a", "BE", 2, 0, 10000), T("p1", "LS", 1, 10, 100),
-                  T("p2", "LS", 1, 400, 100)},
+  Result r = Sim({T("a", "BE", 2, 0, 10000), T("p1", "LS", 1, 10, 100), T("p2", "LS", 1, 400, 100)},
                  Nodes(1, 2), Mode::kBridge, o);
   EXPECT_EQ(r.preemptions, 1);
   EXPECT_DOUBLE_EQ(r.inference_wait_s.max, 10310 - 400);
@@ -156,8 +155,8 @@ TEST(Simulate, FractionalPodsPackOntoOneGpu) {
 TEST(Simulate, StaticSplitLeavesSlurmANodeForItsLargestJob) {
   std::vector<GpuNode> nodes = Nodes(2, 8);
   nodes.push_back({"small", 2, "T4", 4});
-  Result r = Sim({T("p", "LS", 8, 0, 100), T("q", "LS", 2, 0, 100), T("j", "BE", 8, 0, 100)},
-                 nodes, Mode::kStaticPeak);
+  Result r = Sim({T("p", "LS", 8, 0, 100), T("q", "LS", 2, 0, 100), T("j", "BE", 8, 0, 100)}, nodes,
+                 Mode::kStaticPeak);
   EXPECT_EQ(r.k8s_gpus, 10);
   EXPECT_EQ(r.training_never_finished, 0);
   EXPECT_EQ(r.inference_never_started, 0);
@@ -171,7 +170,8 @@ std::vector<Task> RandomTrace(int n) {
     const bool ls = next() % 3 == 0;
     const int64_t gpus = ls ? 1 : 1 + static_cast<int64_t>(next() % 4);
     tasks.push_back(T("t" + std::to_string(i), ls ? "LS" : "BE", gpus,
-                      static_cast<int64_t>(next() % 20000), 60 + static_cast<int64_t>(next() % 5000),
+                      static_cast<int64_t>(next() % 20000),
+                      60 + static_cast<int64_t>(next() % 5000),
                       ls ? 100 + static_cast<int64_t>(next() % 901) : 1000));
   }
   return tasks;
@@ -202,9 +202,9 @@ TEST(Simulate, DeterministicForASeed) {
 TEST(Simulate, SkipsTasksWithoutGpuOrNeverScheduled) {
   Task never = T("n", "BE", 1, 0, 10);
   never.scheduled.reset();
-  Result r = Sim({T("cpu", "LS", 0, 0, 10, 0), never, T("big", "BE", 16, 0, 10),
-                  T("ok", "BE", 1, 0, 10)},
-                 Nodes(1, 8), Mode::kBridge);
+  Result r =
+      Sim({T("cpu", "LS", 0, 0, 10, 0), never, T("big", "BE", 16, 0, 10), T("ok", "BE", 1, 0, 10)},
+          Nodes(1, 8), Mode::kBridge);
   EXPECT_EQ(r.skipped_tasks, 3);
   EXPECT_EQ(r.training_jobs, 1);
 }

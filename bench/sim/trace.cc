@@ -120,12 +120,12 @@ StatusOr<std::vector<Task>> ParseTasks(std::string_view text, std::string_view f
     t.qos = std::string(csv.Field("qos"));
     if (t.qos.empty()) return csv.Error("column 'qos' is empty");
     if (t.scheduled && *t.scheduled < t.creation) {
-      return csv.Error(StrCat("scheduled_time ", *t.scheduled, " is before creation_time ",
-                              t.creation));
+      return csv.Error(
+          StrCat("scheduled_time ", *t.scheduled, " is before creation_time ", t.creation));
     }
     if (t.deletion && t.scheduled && *t.deletion < *t.scheduled) {
-      return csv.Error(StrCat("deletion_time ", *t.deletion, " is before scheduled_time ",
-                              *t.scheduled));
+      return csv.Error(
+          StrCat("deletion_time ", *t.deletion, " is before scheduled_time ", *t.scheduled));
     }
     tasks.push_back(std::move(t));
   }

@@ -24,8 +24,8 @@ namespace skb::sim {
 
 struct Task {
   std::string name;
-  int64_t num_gpu = 0;    // whole GPUs (1 with gpu_milli < 1000: a share of one GPU)
-  int64_t gpu_milli = 0;  // thousandths of one GPU, for sharing tasks
+  int64_t num_gpu = 0;                // whole GPUs (1 with gpu_milli < 1000: a share of one GPU)
+  int64_t gpu_milli = 0;              // thousandths of one GPU, for sharing tasks
   std::vector<std::string> gpu_spec;  // allowed GPU models; empty = any
   std::string qos;                    // LS, BE, Burstable, Guaranteed
   int64_t creation = 0;               // seconds from the trace's start

@@ -13,13 +13,12 @@ constexpr char kHeader[] =
     "deletion_time,scheduled_time\n";
 
 TEST(ParseTasks, ReadsEveryColumnTheSimulatorUses) {
-  StatusOr<std::vector<Task>> t = ParseTasks(
-      std::string(kHeader) +
-          "p0,12000,16384,1,460,,LS,Running,10,200,12\n"
-          "p1,1000,100,8,1000,V100M32|G2,BE,Failed,5,,\r\n"
-          "\n"
-          "p2,1000,100,0,0,,Burstable,Succeeded,7,9,8\n",
-      "tasks.csv");
+  StatusOr<std::vector<Task>> t = ParseTasks(std::string(kHeader) +
+                                                 "p0,12000,16384,1,460,,LS,Running,10,200,12\n"
+                                                 "p1,1000,100,8,1000,V100M32|G2,BE,Failed,5,,\r\n"
+                                                 "\n"
+                                                 "p2,1000,100,0,0,,Burstable,Succeeded,7,9,8\n",
+                                             "tasks.csv");
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->size(), 3u);
   const Task& a = (*t)[0];

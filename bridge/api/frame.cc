@@ -13,10 +13,9 @@ uint32_t ReadBigEndian32(const char* p) {
 bool EncodeFrame(std::string_view payload, std::string* out, uint32_t max_frame) {
   if (payload.empty() || payload.size() > max_frame) return false;
   const auto n = static_cast<uint32_t>(payload.size());
-  const char header[kFrameHeaderSize] = {static_cast<char>((n >> 24) & 0xff),
-                                         static_cast<char>((n >> 16) & 0xff),
-                                         static_cast<char>((n >> 8) & 0xff),
-                                         static_cast<char>(n & 0xff)};
+  const char header[kFrameHeaderSize] = {
+      static_cast<char>((n >> 24) & 0xff), static_cast<char>((n >> 16) & 0xff),
+      static_cast<char>((n >> 8) & 0xff), static_cast<char>(n & 0xff)};
   out->append(header, kFrameHeaderSize);
   out->append(payload);
   return true;

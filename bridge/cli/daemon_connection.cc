@@ -72,8 +72,8 @@ StatusOr<api::v1::Response> DaemonConnection::Call(api::v1::Request request) con
     pollfd p{fd, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
     int ms = RemainingMs(deadline);
     if (ms == 0) {
-      return UnavailableError(StrCat("the daemon at ", path_, " did not answer within ",
-                                     timeout_.count(), " ms"));
+      return UnavailableError(
+          StrCat("the daemon at ", path_, " did not answer within ", timeout_.count(), " ms"));
     }
     int r = poll(&p, 1, ms);
     if (r < 0 && errno == EINTR) continue;

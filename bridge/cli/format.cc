@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "k8s/time_format.h"
-
 #include "src/base/strings.h"
 
 namespace skb::bridge::cli {
@@ -82,7 +81,8 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
 
 std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> head = {"NODE", "GPUS", "OWNER", "K8S", "SLURM", "REASON", "JOBS", "PODS"};
+  std::vector<std::string> head = {"NODE",  "GPUS",   "OWNER", "K8S",
+                                   "SLURM", "REASON", "JOBS",  "PODS"};
   if (wide) {
     head.push_back("FEATURES");
     head.push_back("K8S-NAME");
@@ -119,8 +119,8 @@ nlohmann::json NodesJson(const v1::ListNodesResponse& resp) {
 
 std::string JobsTable(const v1::ListJobsResponse& resp, bool wide) {
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> head = {"JOBID", "USER",        "PARTITION", "STATE", "NODES",
-                                   "GPUS",  "OWNER",       "PREEMPTIBLE", "PREEMPTED", "WHY"};
+  std::vector<std::string> head = {"JOBID", "USER",  "PARTITION",   "STATE",     "NODES",
+                                   "GPUS",  "OWNER", "PREEMPTIBLE", "PREEMPTED", "WHY"};
   if (wide) {
     for (const char* h : {"ACCOUNT", "QOS", "REASON", "RESTARTS", "STARTED"}) head.push_back(h);
   }
@@ -207,8 +207,8 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
     std::vector<std::vector<std::string>> rows = {
         {"  TYPE", "STATUS", "SINCE", "REASON", "MESSAGE"}};
     for (const auto& c : resp.conditions()) {
-      rows.push_back({"  " + c.type(), c.status(), Dash(c.last_transition_time()),
-                      Dash(c.reason()), Dash(c.message())});
+      rows.push_back({"  " + c.type(), c.status(), Dash(c.last_transition_time()), Dash(c.reason()),
+                      Dash(c.message())});
     }
     out += Table(rows);
   }
@@ -237,8 +237,8 @@ nlohmann::json DescribeJson(const v1::DescribeNodeResponse& resp) {
           {"unschedulable", resp.unschedulable()},
           {"explanation",
            std::vector<std::string>(resp.explanation().begin(), resp.explanation().end())},
-          {"plannedActions", std::vector<std::string>(resp.planned_actions().begin(),
-                                                      resp.planned_actions().end())},
+          {"plannedActions",
+           std::vector<std::string>(resp.planned_actions().begin(), resp.planned_actions().end())},
           {"recheckAt", resp.recheck_at()}};
 }
 

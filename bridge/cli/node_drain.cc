@@ -40,7 +40,8 @@ StatusOr<bool> RequestDrain(k8s::KubeClient& kube, const std::string& node,
   if (!got.ok()) return NodeError(got.status(), node);
   const std::string stamp = k8s::FormatTime(now);
   std::string transition = stamp;
-  const std::string message = health::ConditionMessage(StrCat(reason, " (bridgectl drain by ", who, ")"));
+  const std::string message =
+      health::ConditionMessage(StrCat(reason, " (bridgectl drain by ", who, ")"));
   for (const json& c : Conditions(*got)) {
     if (!c.is_object() || Str(c, "type") != health::kDrainRequestedCondition) continue;
     if (Str(c, "status") != "True") continue;
@@ -61,8 +62,8 @@ StatusOr<bool> RequestDrain(k8s::KubeClient& kube, const std::string& node,
                                                {"message", message},
                                                {"lastHeartbeatTime", stamp},
                                                {"lastTransitionTime", transition}}})}}}};
-  auto r = kube.Patch(k8s::Resource::Nodes(), "", node, k8s::PatchType::kStrategicMerge, patch,
-                      {}, "status");
+  auto r = kube.Patch(k8s::Resource::Nodes(), "", node, k8s::PatchType::kStrategicMerge, patch, {},
+                      "status");
   if (!r.ok()) return NodeError(r.status(), node);
   return true;
 }

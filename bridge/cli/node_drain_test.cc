@@ -16,13 +16,13 @@ const Clock::TimePoint kNow = Clock::TimePoint{} + std::chrono::hours(24 * 365 *
 class NodeDrainTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    json node = {{"apiVersion", "v1"},
-                 {"kind", "Node"},
-                 {"metadata", {{"name", "node3"}}},
-                 {"status",
-                  {{"conditions", json::array({{{"type", "Ready"},
-                                                {"status", "True"},
-                                                {"reason", "KubeletReady"}}})}}}};
+    json node = {
+        {"apiVersion", "v1"},
+        {"kind", "Node"},
+        {"metadata", {{"name", "node3"}}},
+        {"status",
+         {{"conditions",
+           json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}})}}}};
     ASSERT_TRUE(kube_.Create(k8s::Resource::Nodes(), "", node).ok());
   }
   // The node's conditions by type.
@@ -55,8 +55,8 @@ TEST_F(NodeDrainTest, DrainSetsTheConditionWithTheReasonAndWhoOnce) {
   EXPECT_EQ(c["lastTransitionTime"], "2019-12-20T00:00:00Z");
   // Again with the same words: nothing to do. New words keep the transition time.
   EXPECT_FALSE(*RequestDrain(kube_, "node3", "swap PSU", "alice@login1", kNow));
-  ASSERT_TRUE(
-      *RequestDrain(kube_, "node3", "swap PSU and fan", "alice@login1", kNow + std::chrono::hours(1)));
+  ASSERT_TRUE(*RequestDrain(kube_, "node3", "swap PSU and fan", "alice@login1",
+                            kNow + std::chrono::hours(1)));
   c = Conditions()["DrainRequested"];
   EXPECT_EQ(c["lastTransitionTime"], "2019-12-20T00:00:00Z");
   EXPECT_THAT(c["message"].get<std::string>(), HasSubstr("fan"));

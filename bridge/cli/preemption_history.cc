@@ -27,14 +27,14 @@ const json& Obj(const json& obj, const char* key) {
 // timestamps have seconds only). -1: not part of a lend.
 int Rank(const std::string& reason) {
   static const std::map<std::string, int, std::less<>> kRanks = {
-      {"LendingToKubernetes", 0},     {"ReservationMissing", 0},
-      {"SlurmNodeLent", 1},           {"LendBlockedByProtectedJobs", 2},
-      {"SlurmWorkRemains", 2},        {"SlurmJobsSignalled", 3},
-      {"CheckpointGraceStarted", 4},  {"SlurmJobsPreempted", 5},
-      {"ReservationReleased", 6},     {"LendCompleted", 7},
-      {"SlurmWorkGone", 7},           {"LentNodeInUse", 8},
-      {"LentNodeIdle", 8},            {"ReturnAbandoned", 8},
-      {"ReturningToSlurm", 9},        {"SlurmNodeReturned", 10},
+      {"LendingToKubernetes", 0},    {"ReservationMissing", 0},
+      {"SlurmNodeLent", 1},          {"LendBlockedByProtectedJobs", 2},
+      {"SlurmWorkRemains", 2},       {"SlurmJobsSignalled", 3},
+      {"CheckpointGraceStarted", 4}, {"SlurmJobsPreempted", 5},
+      {"ReservationReleased", 6},    {"LendCompleted", 7},
+      {"SlurmWorkGone", 7},          {"LentNodeInUse", 8},
+      {"LentNodeIdle", 8},           {"ReturnAbandoned", 8},
+      {"ReturningToSlurm", 9},       {"SlurmNodeReturned", 10},
       {"ReturnedToSlurm", 11}};
   auto it = kRanks.find(reason);
   return it == kRanks.end() ? -1 : it->second;
@@ -68,7 +68,8 @@ std::vector<std::string> JobIds(const std::string& message) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string id = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string id =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!id.empty()) ids.push_back(id);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -96,9 +97,7 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep = "
   return out;
 }
 
-std::string When(const std::optional<Clock::TimePoint>& t) {
-  return t ? k8s::FormatTime(*t) : "-";
-}
+std::string When(const std::optional<Clock::TimePoint>& t) { return t ? k8s::FormatTime(*t) : "-"; }
 
 }  // namespace
 
@@ -158,9 +157,9 @@ std::vector<Preemption> PreemptionsFromEvents(const std::vector<json>& events) {
       // A lend starts with the lent-at record (LendingToKubernetes, or ReservationMissing
       // for a node Kubernetes took without one) or drains for another preemptor: an open
       // lend before it never had its return recorded.
-      const bool starts = o.rank == 0 || (o.reason == "SlurmNodeLent" && cur &&
-                                          !cur->lent_to.empty() &&
-                                          Preemptor(o.message) != cur->lent_to);
+      const bool starts =
+          o.rank == 0 || (o.reason == "SlurmNodeLent" && cur && !cur->lent_to.empty() &&
+                          Preemptor(o.message) != cur->lent_to);
       if (cur && starts) {
         cur->superseded = true;
         finish();

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,11 +32,11 @@ namespace skb::bridge::cli {
 struct Preemption {
   std::string node;
   Clock::TimePoint started{};
-  std::string lent_to;                 // "ns/pod" of the preemptor, or "kubernetes"
-  std::vector<std::string> signalled;  // Slurm job ids sent the checkpoint signal
-  std::vector<std::string> preempted;  // requeued (or cancelled) job ids
-  std::string preempt_mode;            // "Requeued", "Requeued (held)", "Cancelled"
-  std::vector<std::string> blocked;    // protected jobs the lend waited for
+  std::string lent_to;                       // "ns/pod" of the preemptor, or "kubernetes"
+  std::vector<std::string> signalled;        // Slurm job ids sent the checkpoint signal
+  std::vector<std::string> preempted;        // requeued (or cancelled) job ids
+  std::string preempt_mode;                  // "Requeued", "Requeued (held)", "Cancelled"
+  std::vector<std::string> blocked;          // protected jobs the lend waited for
   std::optional<Clock::TimePoint> released;  // reservation let go: GPUs to Kubernetes
   std::optional<Clock::TimePoint> returned;  // back to Slurm
   std::vector<std::string> warnings;         // Warning Events during the lend: "reason: message"

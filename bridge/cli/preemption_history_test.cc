@@ -7,8 +7,8 @@ namespace skb::bridge::cli {
 namespace {
 
 using nlohmann::json;
-using ::testing::ElementsAre;
 using ::testing::ContainsRegex;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A core/v1 Event as the bridge's recorder writes it about a node.
@@ -70,7 +70,8 @@ TEST(PreemptionHistory, RebuildsALendFromItsEvents) {
   EXPECT_TRUE(p.warnings.size() == 1 && p.warnings[0].rfind("SlurmNodeLent", 0) == 0);
   std::string t = PreemptionsTable(h, false);
   EXPECT_THAT(t, HasSubstr("LENT-AT"));
-  EXPECT_THAT(t, ContainsRegex("2026-11-22T06:00:00Z +node2 +inference/web-0 +12,13 +requeued 12,13 +2026-11-22T06:00:33Z +returned to Slurm"));
+  EXPECT_THAT(t, ContainsRegex("2026-11-22T06:00:00Z +node2 +inference/web-0 +12,13 +requeued "
+                               "12,13 +2026-11-22T06:00:33Z +returned to Slurm"));
   EXPECT_THAT(t, HasSubstr("2026-11-22T06:10:00Z"));
   json j = PreemptionsJson(h);
   EXPECT_EQ(j["preemptions"][0]["outcome"], "returned to Slurm");

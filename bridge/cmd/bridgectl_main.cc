@@ -120,8 +120,9 @@ int KubeFail(const skb::Status& s, const std::string& what) {
     msg += " (is the Kubernetes apiserver reachable with this kubeconfig?)";
   } else if (s.code() == skb::StatusCode::kPermissionDenied ||
              s.code() == skb::StatusCode::kUnauthenticated) {
-    msg += " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
-           "needs list on events)";
+    msg +=
+        " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
+        "needs list on events)";
   }
   return Fail(msg);
 }
@@ -145,21 +146,23 @@ int Drain(const Flags& f, const std::string& node, bool drain) {
   if (!kube.ok()) return Fail(std::string(kube.status().message()));
   const std::string cond = std::string(skb::health::kDrainRequestedCondition);
   if (drain) {
-    auto changed = cli::RequestDrain(**kube, node, f.reason, Who(),
-                                     skb::k8s::SystemClock::Get()->Now());
+    auto changed =
+        cli::RequestDrain(**kube, node, f.reason, Who(), skb::k8s::SystemClock::Get()->Now());
     if (!changed.ok()) return KubeFail(changed.status(), "drain " + node);
-    std::printf("%s: %s %s=True (reason %s): the bridge drains the Slurm node; running jobs "
-                "finish (`bridgectl describe node %s`)\n",
-                node.c_str(), *changed ? "set" : "already has", cond.c_str(),
-                std::string(skb::health::kBridgectlDrainReason).c_str(), node.c_str());
+    std::printf(
+        "%s: %s %s=True (reason %s): the bridge drains the Slurm node; running jobs "
+        "finish (`bridgectl describe node %s`)\n",
+        node.c_str(), *changed ? "set" : "already has", cond.c_str(),
+        std::string(skb::health::kBridgectlDrainReason).c_str(), node.c_str());
     return 0;
   }
   auto cleared = cli::ClearDrain(**kube, node);
   if (!cleared.ok()) return KubeFail(cleared.status(), "undrain " + node);
   if (*cleared) {
-    std::printf("%s: removed %s: the bridge resumes the Slurm node unless another signal or an "
-                "admin's own Slurm drain holds it\n",
-                node.c_str(), cond.c_str());
+    std::printf(
+        "%s: removed %s: the bridge resumes the Slurm node unless another signal or an "
+        "admin's own Slurm drain holds it\n",
+        node.c_str(), cond.c_str());
   } else {
     std::printf("%s: no drain by bridgectl to clear\n", node.c_str());
   }

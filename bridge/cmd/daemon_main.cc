@@ -1,22 +1,21 @@
 // slurm-k8s-bridge: the daemon. Thin wiring only; everything testable lives in libraries.
-#include <csignal>
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-
 #include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <map>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 
-#include "bridge/daemon_flags.h"
-#include "bridge/logging.h"
 #include "bridge/api/v1/bridge.pb.h"
 #include "bridge/controller.h"
+#include "bridge/daemon_flags.h"
+#include "bridge/logging.h"
 #include "bridge/observability/bridge_metrics.h"
 #include "bridge/observability/http_server.h"
 #include "bridge/observability/metrics.h"
@@ -81,11 +80,12 @@ int Run(int argc, char** argv) {
   }
   auto log = skb::bridge::Logger("main");
   if (flags->check_config) {
-    std::printf("config OK: namespace=%s node_selector=%s slurm.poll_interval=%lldms "
-                "socket=%s http=%s\n",
-                cfg->kubernetes.namespace_name.c_str(), cfg->kubernetes.node_selector.c_str(),
-                static_cast<long long>(cfg->slurm.poll_interval.count()),
-                cfg->server.socket_path.c_str(), cfg->server.http_address.c_str());
+    std::printf(
+        "config OK: namespace=%s node_selector=%s slurm.poll_interval=%lldms "
+        "socket=%s http=%s\n",
+        cfg->kubernetes.namespace_name.c_str(), cfg->kubernetes.node_selector.c_str(),
+        static_cast<long long>(cfg->slurm.poll_interval.count()), cfg->server.socket_path.c_str(),
+        cfg->server.http_address.c_str());
     return 0;
   }
 
@@ -97,15 +97,16 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  log->info("starting version={} slurm_abi={} namespace={} node_selector=\"{}\" "
-            "slurm_poll={}ms",
-            skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
-            cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
+  log->info(
+      "starting version={} slurm_abi={} namespace={} node_selector=\"{}\" "
+      "slurm_poll={}ms",
+      skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
+      cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
 
   // Kubernetes: the kubeconfig from the config, else in-cluster, else $KUBECONFIG.
-  auto rest = cfg->kubernetes.kubeconfig.empty() ? skb::k8s::DefaultRestConfig("")
-                                                 : skb::k8s::LoadKubeconfig(
-                                                       cfg->kubernetes.kubeconfig, "");
+  auto rest = cfg->kubernetes.kubeconfig.empty()
+                  ? skb::k8s::DefaultRestConfig("")
+                  : skb::k8s::LoadKubeconfig(cfg->kubernetes.kubeconfig, "");
   if (!rest.ok()) {
     log->error("kubernetes_config_failed error=\"{}\"", rest.status().message());
     return 2;

@@ -42,8 +42,8 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       reconcile_error(reconcile_duration.WithLabels({kResultError})),
       workqueue_depth(
           r->AddGauge("skb_workqueue_depth", "Node keys waiting in the reconcile work queue.")),
-      status_queue_depth(r->AddGauge("skb_status_queue_depth",
-                                     "Nodes waiting for their node-condition writes.")),
+      status_queue_depth(
+          r->AddGauge("skb_status_queue_depth", "Nodes waiting for their node-condition writes.")),
       actions(r->AddCounterFamily("skb_actions_total",
                                   "Actions executed by the bridge, by kind and outcome.",
                                   {"kind", "outcome"})),
@@ -107,10 +107,10 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
                                                 "resourceVersion), each followed by a relist.",
                                                 {"source"}),
                             kInformerSources)),
-      informer_errors(Init(r->AddCounterFamily("skb_informer_errors_total",
-                                               "Failed list or watch attempts of an informer.",
-                                               {"source"}),
-                           kInformerSources)),
+      informer_errors(
+          Init(r->AddCounterFamily("skb_informer_errors_total",
+                                   "Failed list or watch attempts of an informer.", {"source"}),
+               kInformerSources)),
       slurm_poll_duration(Init(
           r->AddHistogramFamily("skb_slurm_poll_duration_seconds",
                                 "Time of one Slurm poll, by result.", {"result"}, PollBuckets()),

@@ -122,19 +122,21 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       if (c.fail_open() != counters_.plugin_fail_open ||
           c.fail_closed() != counters_.plugin_fail_closed ||
           c.timeouts() != counters_.plugin_timeouts) {
-        Logger("plugin")->info("plugin_counters pid={} fail_open={} fail_closed={} timeouts={} "
-                               "admitted={} rejected={} protocol_errors={}",
-                               peer_pid, c.fail_open(), c.fail_closed(), c.timeouts(),
-                               c.admitted(), c.rejected(), c.protocol_errors());
+        Logger("plugin")->info(
+            "plugin_counters pid={} fail_open={} fail_closed={} timeouts={} "
+            "admitted={} rejected={} protocol_errors={}",
+            peer_pid, c.fail_open(), c.fail_closed(), c.timeouts(), c.admitted(), c.rejected(),
+            c.protocol_errors());
         counters_.plugin_fail_open = c.fail_open();
         counters_.plugin_fail_closed = c.fail_closed();
         counters_.plugin_timeouts = c.timeouts();
       }
       if (!d.accept) {
-        Logger("plugin")->info("admission_reject uid={} partition=\"{}\" tres_per_node=\"{}\" "
-                               "message=\"{}\"",
-                               job.submit_uid(), Truncate(job.partition(), 100),
-                               Truncate(job.tres_per_node(), 100), d.user_message);
+        Logger("plugin")->info(
+            "admission_reject uid={} partition=\"{}\" tres_per_node=\"{}\" "
+            "message=\"{}\"",
+            job.submit_uid(), Truncate(job.partition(), 100), Truncate(job.tres_per_node(), 100),
+            d.user_message);
       }
     }
   } else if (!query_handler_ || !query_handler_(req, &resp)) {

@@ -62,7 +62,8 @@ class AdmissionService {
   Counters counters() const;
 
  private:
-  std::shared_ptr<const admission::Inventory> Snapshot(std::chrono::steady_clock::time_point* at) const;
+  std::shared_ptr<const admission::Inventory> Snapshot(
+      std::chrono::steady_clock::time_point* at) const;
 
   const admission::Policy policy_;
   QueryHandler query_handler_;

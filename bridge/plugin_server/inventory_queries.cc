@@ -82,10 +82,10 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
   } else {
     out.set_slurm_state("not in Slurm");
   }
-  out.set_owner(cfg.lending.enabled && node.k8s && node.slurm
-                    ? std::string(ownership::OwnerStateName(
-                          ownership::PlanOwnership(node, cfg, now).state))
-                    : DisplayOwner(node, verdict));
+  out.set_owner(
+      cfg.lending.enabled && node.k8s && node.slurm
+          ? std::string(ownership::OwnerStateName(ownership::PlanOwnership(node, cfg, now).state))
+          : DisplayOwner(node, verdict));
   if (out.owner() == "slurm" && !verdict.firing.empty()) out.set_owner("unhealthy");
   for (const auto& j : node.jobs) out.add_jobs(j.job_id);
   for (const auto& p : node.pods) out.add_pods(StrCat(p.namespace_name, "/", p.name));
@@ -125,7 +125,8 @@ v1::JobSummary SummarizeJob(const slurm::JobView& j,
     out.set_preemptible_why(p.why);
   } else {
     out.set_preemptible(false);
-    out.set_preemptible_why(StrCat("lending is off: the bridge preempts nothing (policy: ", p.why, ")"));
+    out.set_preemptible_why(
+        StrCat("lending is off: the bridge preempts nothing (policy: ", p.why, ")"));
   }
   const std::vector<slurm::UnixTime> times = ownership::PreemptionTimes(j.admin_comment);
   out.set_preemptions(static_cast<uint32_t>(times.size()));
@@ -166,8 +167,7 @@ void InventoryQueries::ListNodes(v1::ListNodesResponse* out) const {
   out->set_ready_reason(why);
 }
 
-void InventoryQueries::ListJobs(const v1::ListJobsRequest& req,
-                                v1::ListJobsResponse* out) const {
+void InventoryQueries::ListJobs(const v1::ListJobsRequest& req, v1::ListJobsResponse* out) const {
   const Clock::TimePoint now = source_.clock->Now();
   inventory::Inventory inv = source_.snapshot();
   std::map<std::string, std::string, std::less<>> owners;

@@ -1,6 +1,6 @@
-// bridgectl's queries (list_nodes, describe_node, list_jobs) answered from the daemon's merged view:
-// the Reconciler's snapshot and the planner's explanation. Any replica answers from its
-// own caches; the answer says who leads.
+// bridgectl's queries (list_nodes, describe_node, list_jobs) answered from the daemon's merged
+// view: the Reconciler's snapshot and the planner's explanation. Any replica answers from its own
+// caches; the answer says who leads.
 //
 //   InventoryQueries q({.snapshot = [&] { return c.reconciler().Snapshot(); }, ...}, &cfg);
 //   admission.SetQueryHandler([&](const auto& req, auto* resp) { return q.Handle(req, resp); });
@@ -56,8 +56,8 @@ class InventoryQueries {
   // `cfg` must outlive this.
   InventoryQueries(InventorySource source, const config::Config* cfg);
 
-  // Fills the list_nodes / describe_node / list_jobs answer (or an Error) and returns true; false for
-  // any other request body.
+  // Fills the list_nodes / describe_node / list_jobs answer (or an Error) and returns true; false
+  // for any other request body.
   bool Handle(const api::v1::Request& req, api::v1::Response* resp) const;
 
  private:

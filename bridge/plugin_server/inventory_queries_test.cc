@@ -9,9 +9,9 @@ namespace {
 namespace v1 = ::skb::api::v1;
 using inventory::K8sNode;
 using inventory::ManagedNode;
+using std::chrono::hours;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using std::chrono::hours;
 
 const Clock::TimePoint kNow = Clock::TimePoint{} + hours(24 * 365 * 50);
 
@@ -53,8 +53,10 @@ class InventoryQueriesTest : public ::testing::Test {
                return inventory::Inventory::Build(c_.k8s, c_.slurm, c_.jobs, c_.pods,
                                                   inventory::NodeNameMap{});
              },
-         .plan = [this](const std::string& n) { return plan_for_ = n, health::NodePlan{
-                                                           .explanation = {"rule x: fine"}}; },
+         .plan =
+             [this](const std::string& n) {
+               return plan_for_ = n, health::NodePlan{.explanation = {"rule x: fine"}};
+             },
          .leader = [] { return std::string("bridge-0"); },
          .jobs = std::move(jobs),
          .ready = [](std::string* why) { return *why = "ready", true; },
@@ -94,7 +96,10 @@ TEST_F(InventoryQueriesTest, ListsEveryNodeWithItsOwnerHealthAndWork) {
   job.state = slurm::JobState::kRunning;
   job.nodes = {"node1"};
   c_.jobs = {job};
-  c_.pods = {{.namespace_name = "inference", .name = "web-0", .node_name = "node3", .gpus = 8,
+  c_.pods = {{.namespace_name = "inference",
+              .name = "web-0",
+              .node_name = "node3",
+              .gpus = 8,
               .phase = "Running"}};
   v1::Request req;
   req.mutable_list_nodes();

@@ -53,18 +53,17 @@ Status UnixServer::Start() {
     }
   }
   // A socket file left by a crashed daemon is removed; a live one is not ours to take.
-  struct stat st{};
+  struct stat st {};
   if (lstat(options_.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       return FailedPreconditionError(StrCat(options_.path, " exists and is not a socket"));
     }
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool live = probe >= 0 &&
-                      connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    const bool live =
+        probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     if (probe >= 0) close(probe);
     if (live) {
-      return FailedPreconditionError(
-          StrCat("another process already serves on ", options_.path));
+      return FailedPreconditionError(StrCat("another process already serves on ", options_.path));
     }
     unlink(options_.path.c_str());
   }
@@ -159,8 +158,8 @@ void UnixServer::Loop() {
           close(cfd);
           continue;
         }
-        const bool allowed = cred.uid == 0 || cred.uid == geteuid() ||
-                             options_.allowed_uids.count(cred.uid) != 0;
+        const bool allowed =
+            cred.uid == 0 || cred.uid == geteuid() || options_.allowed_uids.count(cred.uid) != 0;
         if (!allowed) {
           log->warn("peer_denied pid={} uid={} reason=\"uid not allowed\"", cred.pid, cred.uid);
           ++denied_;

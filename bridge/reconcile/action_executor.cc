@@ -23,21 +23,51 @@ void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::str
 Status ActionExecutor::Execute(const Action& a) {
   Status s;
   switch (a.kind) {
-    case ActionKind::kDrainSlurmNode: s = Drain(a); break;
-    case ActionKind::kResumeSlurmNode: s = Resume(a); break;
-    case ActionKind::kRequeueSlurmJobs: s = Requeue(a); break;
-    case ActionKind::kSetNodeCondition: s = SetCondition(a); break;
-    case ActionKind::kSetSlurmFeatures: s = SetFeatures(a); break;
-    case ActionKind::kCreateReservationPod: s = CreateReservation(a); break;
-    case ActionKind::kDeleteReservationPod: s = DeleteReservation(a); break;
-    case ActionKind::kPatchPodAnnotations: s = PatchPodAnnotations(a); break;
-    case ActionKind::kReleaseReservationPod: s = ReleaseReservation(a); break;
-    case ActionKind::kSignalSlurmJobs: s = SignalJobs(a); break;
-    case ActionKind::kPreemptSlurmJobs: s = PreemptJobs(a); break;
-    case ActionKind::kSetNodeTaint: s = ChangeTaint(a, /*add=*/true); break;
-    case ActionKind::kRemoveNodeTaint: s = ChangeTaint(a, /*add=*/false); break;
-    case ActionKind::kPatchNodeAnnotations: s = PatchNodeAnnotations(a); break;
-    case ActionKind::kRestoreFinalizer: s = RestoreFinalizer(a); break;
+    case ActionKind::kDrainSlurmNode:
+      s = Drain(a);
+      break;
+    case ActionKind::kResumeSlurmNode:
+      s = Resume(a);
+      break;
+    case ActionKind::kRequeueSlurmJobs:
+      s = Requeue(a);
+      break;
+    case ActionKind::kSetNodeCondition:
+      s = SetCondition(a);
+      break;
+    case ActionKind::kSetSlurmFeatures:
+      s = SetFeatures(a);
+      break;
+    case ActionKind::kCreateReservationPod:
+      s = CreateReservation(a);
+      break;
+    case ActionKind::kDeleteReservationPod:
+      s = DeleteReservation(a);
+      break;
+    case ActionKind::kPatchPodAnnotations:
+      s = PatchPodAnnotations(a);
+      break;
+    case ActionKind::kReleaseReservationPod:
+      s = ReleaseReservation(a);
+      break;
+    case ActionKind::kSignalSlurmJobs:
+      s = SignalJobs(a);
+      break;
+    case ActionKind::kPreemptSlurmJobs:
+      s = PreemptJobs(a);
+      break;
+    case ActionKind::kSetNodeTaint:
+      s = ChangeTaint(a, /*add=*/true);
+      break;
+    case ActionKind::kRemoveNodeTaint:
+      s = ChangeTaint(a, /*add=*/false);
+      break;
+    case ActionKind::kPatchNodeAnnotations:
+      s = PatchNodeAnnotations(a);
+      break;
+    case ActionKind::kRestoreFinalizer:
+      s = RestoreFinalizer(a);
+      break;
   }
   if (!s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kAborted) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
@@ -102,15 +132,17 @@ Status ActionExecutor::Requeue(const Action& a) {
   return OkStatus();
 }
 
-StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a,
-                                                           const std::string& now) {
+StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a, const std::string& now) {
   using Transition = plan::ConditionSpec::Transition;
   // lastTransitionTime changes only when the status flips. The planner says which from its
   // cache; only when it could not does the executor read the current condition.
   switch (a.condition.transition) {
-    case Transition::kNow: return now;
-    case Transition::kKeep: return k8s::FormatTime(a.condition.since);
-    case Transition::kUnknown: break;
+    case Transition::kNow:
+      return now;
+    case Transition::kKeep:
+      return k8s::FormatTime(a.condition.since);
+    case Transition::kUnknown:
+      break;
   }
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", a.node));
   std::string transition = now;
@@ -137,15 +169,14 @@ Status ActionExecutor::SetCondition(const Action& a) {
   // stay exactly as they are.
   nlohmann::json patch = {
       {"status",
-       {{"conditions",
-         nlohmann::json::array({{{"type", a.condition.type},
-                                 {"status", a.condition.status},
-                                 {"reason", a.condition.reason},
-                                 {"message", a.condition.message},
-                                 {"lastHeartbeatTime", now},
-                                 {"lastTransitionTime", transition}}})}}}};
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.node, k8s::PatchType::kStrategicMerge,
-                        patch, {}, "status");
+       {{"conditions", nlohmann::json::array({{{"type", a.condition.type},
+                                               {"status", a.condition.status},
+                                               {"reason", a.condition.reason},
+                                               {"message", a.condition.message},
+                                               {"lastHeartbeatTime", now},
+                                               {"lastTransitionTime", transition}}})}}}};
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.node, k8s::PatchType::kStrategicMerge, patch,
+                        {}, "status");
   if (!r.ok()) return r.status();
   if (a.quiet) return OkStatus();  // a healthy state's first publication: no news
   bool healthy_news = a.condition.status == (a.condition.type == "SlurmDrained" ? "False" : "True");

@@ -1,6 +1,5 @@
 #include "bridge/reconcile/k8s_convert.h"
 
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -74,55 +74,52 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
     if (!t.effect.empty()) j["effect"] = t.effect;
     tolerations.push_back(std::move(j));
   }
-  nlohmann::json resources = {{"requests", {{r.gpu_resource, std::to_string(r.gpus)},
-                                            {"cpu", "1m"},
-                                            {"memory", "8Mi"}}},
-                              {"limits", {{r.gpu_resource, std::to_string(r.gpus)},
-                                          {"cpu", "10m"},
-                                          {"memory", "16Mi"}}}};
-  nlohmann::json container = {
-      {"name", "reservation"},
-      {"image", r.image},
-      {"resources", std::move(resources)},
-      {"volumeMounts", {{{"name", "reservation"}, {"mountPath", ownership::kAnnotationsMountPath},
-                         {"readOnly", true}}}},
-      {"securityContext",
-       {{"runAsNonRoot", true},
-        {"runAsUser", 65534},
-        {"readOnlyRootFilesystem", true},
-        {"allowPrivilegeEscalation", false},
-        {"capabilities", {{"drop", {"ALL"}}}}}}};
+  nlohmann::json resources = {
+      {"requests", {{r.gpu_resource, std::to_string(r.gpus)}, {"cpu", "1m"}, {"memory", "8Mi"}}},
+      {"limits", {{r.gpu_resource, std::to_string(r.gpus)}, {"cpu", "10m"}, {"memory", "16Mi"}}}};
+  nlohmann::json container = {{"name", "reservation"},
+                              {"image", r.image},
+                              {"resources", std::move(resources)},
+                              {"volumeMounts",
+                               {{{"name", "reservation"},
+                                 {"mountPath", ownership::kAnnotationsMountPath},
+                                 {"readOnly", true}}}},
+                              {"securityContext",
+                               {{"runAsNonRoot", true},
+                                {"runAsUser", 65534},
+                                {"readOnlyRootFilesystem", true},
+                                {"allowPrivilegeEscalation", false},
+                                {"capabilities", {{"drop", {"ALL"}}}}}}};
   if (!r.command.empty()) container["command"] = r.command;
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", r.name},
-        {"namespace", r.namespace_name},
-        {"labels", r.labels},
-        {"annotations", r.annotations},
-        {"finalizers", r.finalizers}}},
-      {"spec",
-       {{"nodeName", r.node},
-        {"priorityClassName", r.priority_class_name},
-        {"restartPolicy", "Always"},
-        {"terminationGracePeriodSeconds", r.termination_grace_seconds},
-        {"automountServiceAccountToken", false},
-        {"tolerations", std::move(tolerations)},
-        {"containers", {std::move(container)}},
-        {"volumes",
-         {{{"name", "reservation"},
-           {"downwardAPI",
-            {{"items", {{{"path", "annotations"},
-                         {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", r.name},
+            {"namespace", r.namespace_name},
+            {"labels", r.labels},
+            {"annotations", r.annotations},
+            {"finalizers", r.finalizers}}},
+          {"spec",
+           {{"nodeName", r.node},
+            {"priorityClassName", r.priority_class_name},
+            {"restartPolicy", "Always"},
+            {"terminationGracePeriodSeconds", r.termination_grace_seconds},
+            {"automountServiceAccountToken", false},
+            {"tolerations", std::move(tolerations)},
+            {"containers", {std::move(container)}},
+            {"volumes",
+             {{{"name", "reservation"},
+               {"downwardAPI",
+                {{"items",
+                  {{{"path", "annotations"},
+                    {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
 }
 
 }  // namespace
 
 void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std::string& name,
                                const std::string& uid) {
-  events_->Record(k8s::PodRef(ns, name, uid), ToK8s(a.event_type), a.event_reason,
-                  a.event_message);
+  events_->Record(k8s::PodRef(ns, name, uid), ToK8s(a.event_type), a.event_reason, a.event_message);
 }
 
 Status ActionExecutor::CreateReservation(const Action& a) {
@@ -138,8 +135,8 @@ Status ActionExecutor::CreateReservation(const Action& a) {
     auto node = kube_->Get(k8s::Resource::Nodes(), "", r.node);
     if (!node.ok()) {
       if (node.status().code() == StatusCode::kNotFound) {
-        return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name,
-                                              "/", r.name, ": node ", r.node, " is gone"));
+        return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name, "/",
+                                              r.name, ": node ", r.node, " is gone"));
       }
       return node.status();
     }
@@ -173,7 +170,8 @@ Status ActionExecutor::CreateReservation(const Action& a) {
       // out: terminating, or terminal and not yet removed. Our live pod is what a retry
       // after a crash finds; a departing one means "not yet": try again shortly (the pod
       // cache no longer shows it, so no event would wake the planner).
-      std::string phase = existing->contains("status") ? k8s::StringAt((*existing)["status"], "phase") : "";
+      std::string phase =
+          existing->contains("status") ? k8s::StringAt((*existing)["status"], "phase") : "";
       if (!MetaString(*existing, "deletionTimestamp").empty() || phase == "Succeeded" ||
           phase == "Failed") {
         return AbortedError(StrCat("previous reservation ", r.namespace_name, "/", r.name,
@@ -186,8 +184,8 @@ Status ActionExecutor::CreateReservation(const Action& a) {
                                           ownership::kRoleLabel, " label): left alone"));
   }
   if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kPermissionDenied) {
-    return FailedPreconditionError(StrCat("cannot create reservation ", r.namespace_name, "/",
-                                          r.name, ": ", s.message()));
+    return FailedPreconditionError(
+        StrCat("cannot create reservation ", r.namespace_name, "/", r.name, ": ", s.message()));
   }
   return s;
 }
@@ -256,10 +254,11 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
   }
   if (OurFinalizerIndex(meta)) return OkStatus();
   const bool has_list = meta.contains("finalizers") && meta["finalizers"].is_array();
-  nlohmann::json ops = nlohmann::json::array(
-      {{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
+  nlohmann::json ops =
+      nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
   if (has_list) {
-    ops.push_back({{"op", "add"}, {"path", "/metadata/finalizers/-"}, {"value", ownership::kFinalizer}});
+    ops.push_back(
+        {{"op", "add"}, {"path", "/metadata/finalizers/-"}, {"value", ownership::kFinalizer}});
   } else {
     ops.push_back({{"op", "add"},
                    {"path", "/metadata/finalizers"},
@@ -297,7 +296,8 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
     if (node.ok()) {
       return FailedPreconditionError(
-          StrCat("node ", a.node, " exists but the bridge does not manage it (label removed?): "
+          StrCat("node ", a.node,
+                 " exists but the bridge does not manage it (label removed?): "
                  "its reservation keeps its finalizer; label the node again, or remove the "
                  "finalizer by hand once Slurm has left it"));
     }
@@ -326,7 +326,8 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
   }
   const nlohmann::json& meta = (*pod)["metadata"];
-  nlohmann::json ops = nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
+  nlohmann::json ops =
+      nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
   bool changed = false;
   const bool has_annotations = meta.contains("annotations") && meta["annotations"].is_object();
   if (!has_annotations) {
@@ -335,10 +336,10 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
                    {"value", {{ownership::kReleasedAnnotation, "true"}}}});
     changed = true;
   } else if (meta["annotations"].value(ownership::kReleasedAnnotation, "") != "true") {
-    ops.push_back({{"op", "add"},
-                   {"path", StrCat("/metadata/annotations/",
-                                   PointerSegment(ownership::kReleasedAnnotation))},
-                   {"value", "true"}});
+    ops.push_back(
+        {{"op", "add"},
+         {"path", StrCat("/metadata/annotations/", PointerSegment(ownership::kReleasedAnnotation))},
+         {"value", "true"}});
     changed = true;
   }
   if (std::optional<size_t> i = OurFinalizerIndex(meta)) {
@@ -384,7 +385,8 @@ Status ActionExecutor::SignalJobs(const Action& a) {
       std::lock_guard<std::mutex> lock(signalled_mu_);
       auto it = signalled_.find({id, a.signal});
       if (it != signalled_.end() && now - it->second < kSignalDedupWindow) continue;
-      std::erase_if(signalled_, [&](const auto& e) { return now - e.second >= kSignalDedupWindow; });
+      std::erase_if(signalled_,
+                    [&](const auto& e) { return now - e.second >= kSignalDedupWindow; });
     }
     Status s = slurm_->SignalJob(id, a.signal, scope);
     if (s.ok()) {
@@ -434,17 +436,17 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
                       o.status().message()));
         continue;
       }
-      if (auto c = slurm_->SetAdminComment(id, ownership::RecordPreemption(
-                                                   job->admin_comment, a.at_unix, a.preemptor,
-                                                   lending_));
+      if (auto c = slurm_->SetAdminComment(
+              id,
+              ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_));
           !c.ok()) {
-        Logger("reconcile")->warn("admin_comment_failed job={} error=\"{}\"", id,
-                                  c.status().message());
+        Logger("reconcile")
+            ->warn("admin_comment_failed job={} error=\"{}\"", id, c.status().message());
       }
     } else {
       if (!here || !active || job->requeue_pending) continue;
-      std::string comment = ownership::RecordPreemption(job->admin_comment, a.at_unix,
-                                                        a.preemptor, lending_);
+      std::string comment =
+          ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_);
       if (auto c = slurm_->SetAdminComment(id, comment); !c.ok()) {
         if (first_error.ok()) first_error = c.status();
         continue;
@@ -462,8 +464,8 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
       // Without this the requeued job waits ~2 min (Slurm's requeue begin time) even when
       // other nodes are free. Best effort: the job is safe either way.
       if (auto e = slurm_->MakeEligibleNow(id); !e.ok()) {
-        Logger("reconcile")->warn("make_eligible_failed job={} error=\"{}\"", id,
-                                  e.status().message());
+        Logger("reconcile")
+            ->warn("make_eligible_failed job={} error=\"{}\"", id, e.status().message());
       }
     }
     StrAppend(&done, done.empty() ? "" : ",", id);
@@ -475,8 +477,8 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
     // Slurm refused (e.g. a job that cannot be requeued): the planner asks again; the
     // busy taint keeps Kubernetes off the node meanwhile.
     if (first_error.code() == StatusCode::kUnavailable) return first_error;
-    return FailedPreconditionError(StrCat("preempting jobs on ", a.node, ": ",
-                                          first_error.message()));
+    return FailedPreconditionError(
+        StrCat("preempting jobs on ", a.node, ": ", first_error.message()));
   }
   return OkStatus();
 }
@@ -486,9 +488,11 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));
   nlohmann::json taints = nlohmann::json::array();
   bool present = false;
-  if (node.contains("spec") && node["spec"].contains("taints") && node["spec"]["taints"].is_array()) {
+  if (node.contains("spec") && node["spec"].contains("taints") &&
+      node["spec"]["taints"].is_array()) {
     for (const auto& t : node["spec"]["taints"]) {
-      bool same = k8s::StringAt(t, "key") == a.taint.key && k8s::StringAt(t, "effect") == a.taint.effect;
+      bool same =
+          k8s::StringAt(t, "key") == a.taint.key && k8s::StringAt(t, "effect") == a.taint.effect;
       if (same) {
         present = true;
         if (!add) continue;  // removing it
@@ -503,7 +507,8 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
     taints.push_back(std::move(t));
   }
   nlohmann::json ops = nlohmann::json::array(
-      {{{"op", "test"}, {"path", "/metadata/resourceVersion"},
+      {{{"op", "test"},
+        {"path", "/metadata/resourceVersion"},
         {"value", MetaString(node, "resourceVersion")}},
        {{"op", "add"}, {"path", "/spec/taints"}, {"value", std::move(taints)}}});
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonPatch, ops);

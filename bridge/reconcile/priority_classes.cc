@@ -23,31 +23,35 @@ Status EnsurePriorityClasses(k8s::KubeClient* kube, const ownership::LendingConf
     if (got.ok()) {
       int64_t value = got->value("value", int64_t{0});
       if (value != w.ref->value) {
-        return FailedPreconditionError(
-            StrCat("PriorityClass ", name, " has value ", value, " but lending.priority_classes.",
-                   w.key, ".value is ", w.ref->value, ": make them agree"));
+        return FailedPreconditionError(StrCat("PriorityClass ", name, " has value ", value,
+                                              " but lending.priority_classes.", w.key, ".value is ",
+                                              w.ref->value, ": make them agree"));
       }
       continue;
     }
     if (got.status().code() == StatusCode::kPermissionDenied) {
-      Logger("reconcile")->info("priority_class_unchecked name={} reason=\"no read access: "
-                                "assuming the chart manages it\"",
-                                name);
+      Logger("reconcile")
+          ->info(
+              "priority_class_unchecked name={} reason=\"no read access: "
+              "assuming the chart manages it\"",
+              name);
       continue;
     }
     if (got.status().code() != StatusCode::kNotFound) return got.status();
-    nlohmann::json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
-                         {"kind", "PriorityClass"},
-                         {"metadata",
-                          {{"name", name},
-                           {"labels", {{"app.kubernetes.io/managed-by", "slurm-k8s-bridge"}}}}},
-                         {"value", w.ref->value},
-                         {"preemptionPolicy", "Never"},
-                         {"description", StrCat("slurm-k8s-bridge: ", w.what)}};
+    nlohmann::json pc = {
+        {"apiVersion", "scheduling.k8s.io/v1"},
+        {"kind", "PriorityClass"},
+        {"metadata",
+         {{"name", name}, {"labels", {{"app.kubernetes.io/managed-by", "slurm-k8s-bridge"}}}}},
+        {"value", w.ref->value},
+        {"preemptionPolicy", "Never"},
+        {"description", StrCat("slurm-k8s-bridge: ", w.what)}};
     auto created = kube->Create(k8s::Resource::PriorityClasses(), "", pc);
     if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
-      return FailedPreconditionError(StrCat("PriorityClass ", name, " is missing and cannot be "
-                                            "created (", created.status().message(),
+      return FailedPreconditionError(StrCat("PriorityClass ", name,
+                                            " is missing and cannot be "
+                                            "created (",
+                                            created.status().message(),
                                             "): install the chart's PriorityClasses or grant "
                                             "priorityclasses create"));
     }

@@ -1,9 +1,8 @@
 #include "bridge/reconcile/reconciler.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
-
-#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -16,8 +15,8 @@ namespace skb::bridge {
 namespace {
 
 bool HoldsNode(const slurm::JobView& j) {
-  return j.state == skb::slurm::JobState::kRunning ||
-         j.state == skb::slurm::JobState::kSuspended || j.completing;
+  return j.state == skb::slurm::JobState::kRunning || j.state == skb::slurm::JobState::kSuspended ||
+         j.completing;
 }
 
 // What of a Slurm node the planner looks at; a change in any of it makes the node dirty.
@@ -37,8 +36,8 @@ std::string JobFingerprint(const slurm::JobView& j) {
 
 }  // namespace
 
-Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names,
-                       const Clock* clock, ActionExecutor* executor, reconcile::WorkQueue* queue)
+Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names, const Clock* clock,
+                       ActionExecutor* executor, reconcile::WorkQueue* queue)
     : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {
   if (const char* v = std::getenv("SKB_TEST_CRASH_AFTER"); v != nullptr) crash_after_ = v;
 }

@@ -27,9 +27,9 @@
 namespace skb::bridge {
 
 struct ReconcileResult {
-  health::NodePlan plan;         // what was planned (bridgectl describe shows it)
-  int executed = 0;              // actions carried out
-  Status status;                 // first failure, if any
+  health::NodePlan plan;  // what was planned (bridgectl describe shows it)
+  int executed = 0;       // actions carried out
+  Status status;          // first failure, if any
   // Every action attempted (its index in plan.actions) with its result (metrics).
   std::vector<std::pair<size_t, Status>> outcomes;
 };
@@ -111,12 +111,12 @@ class Reconciler {
   reconcile::WorkQueue* status_queue_ = nullptr;
 
   mutable std::mutex mu_;
-  std::map<std::string, inventory::K8sNode> k8s_nodes_;           // by Slurm name
-  std::atomic<size_t> k8s_node_count_{0};                          // k8s_nodes_.size()
-  std::map<std::string, std::string> k8s_to_slurm_;                // k8s name -> Slurm name
-  std::map<std::string, inventory::GpuPod> pods_;                  // "ns/name"
-  std::map<std::string, slurm::NodeView> slurm_nodes_;             // by name
-  std::map<uint32_t, slurm::JobView> jobs_;                        // holding a node
+  std::map<std::string, inventory::K8sNode> k8s_nodes_;  // by Slurm name
+  std::atomic<size_t> k8s_node_count_{0};                // k8s_nodes_.size()
+  std::map<std::string, std::string> k8s_to_slurm_;      // k8s name -> Slurm name
+  std::map<std::string, inventory::GpuPod> pods_;        // "ns/name"
+  std::map<std::string, slurm::NodeView> slurm_nodes_;   // by name
+  std::map<uint32_t, slurm::JobView> jobs_;              // holding a node
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_;

@@ -22,34 +22,34 @@ struct CallThread::State {
 
 CallThread::CallThread(std::string name, std::function<void()> init, std::function<void()> fini)
     : state_(std::make_shared<State>()) {
-  thread_ = std::thread([st = state_, name = std::move(name), init = std::move(init),
-                         fini = std::move(fini)] {
-    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-    if (init) init();
-    std::unique_lock<std::mutex> lock(st->mu);
-    for (;;) {
-      st->cv.wait(lock, [&] { return st->stop || !st->queue.empty(); });
-      if (st->queue.empty()) break;  // stop requested and nothing left
-      State::Task task = std::move(st->queue.front());
-      st->queue.pop_front();
-      const auto now = std::chrono::steady_clock::now();
-      if (now > task.deadline) continue;  // its caller has given up already
-      st->running = task.what;
-      st->running_since = now;
-      st->running_deadline = task.deadline;
-      lock.unlock();
-      task.fn();
-      lock.lock();
-      st->running.clear();
-      ++st->completed;
-      st->cv.notify_all();
-    }
-    lock.unlock();
-    if (fini) fini();
-    lock.lock();
-    st->finished = true;
-    st->cv.notify_all();
-  });
+  thread_ = std::thread(
+      [st = state_, name = std::move(name), init = std::move(init), fini = std::move(fini)] {
+        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+        if (init) init();
+        std::unique_lock<std::mutex> lock(st->mu);
+        for (;;) {
+          st->cv.wait(lock, [&] { return st->stop || !st->queue.empty(); });
+          if (st->queue.empty()) break;  // stop requested and nothing left
+          State::Task task = std::move(st->queue.front());
+          st->queue.pop_front();
+          const auto now = std::chrono::steady_clock::now();
+          if (now > task.deadline) continue;  // its caller has given up already
+          st->running = task.what;
+          st->running_since = now;
+          st->running_deadline = task.deadline;
+          lock.unlock();
+          task.fn();
+          lock.lock();
+          st->running.clear();
+          ++st->completed;
+          st->cv.notify_all();
+        }
+        lock.unlock();
+        if (fini) fini();
+        lock.lock();
+        st->finished = true;
+        st->cv.notify_all();
+      });
 }
 
 CallThread::~CallThread() {
@@ -73,8 +73,9 @@ Status CallThread::Execute(const std::string& what, std::chrono::milliseconds ti
   std::unique_lock<std::mutex> lock(state_->mu);
   if (state_->stop) return UnavailableError(StrCat(what, ": the Slurm call thread is stopping"));
   if (!state_->running.empty() && now > state_->running_deadline) {
-    const auto secs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          now - state_->running_since).count() / 1000.0;
+    const auto secs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - state_->running_since).count() /
+        1000.0;
     return UnavailableError(StrCat(what, ": slurmctld is not answering (the call '",
                                    state_->running, "' has been waiting for ", secs, "s)"));
   }
@@ -87,8 +88,8 @@ Status CallThread::Execute(const std::string& what, std::chrono::milliseconds ti
   state_->cv.notify_all();
   const bool ok = state_->cv.wait_until(lock, deadline, [&] { return *finished; });
   if (!ok) {
-    return UnavailableError(StrCat(what, ": no answer from slurmctld within ", timeout.count(),
-                                   "ms"));
+    return UnavailableError(
+        StrCat(what, ": no answer from slurmctld within ", timeout.count(), "ms"));
   }
   return OkStatus();
 }

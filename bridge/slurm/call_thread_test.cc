@@ -12,11 +12,14 @@ using std::chrono::milliseconds;
 TEST(CallThread, RunsInitThenCallsOnOneThread) {
   std::atomic<std::thread::id> init_id{};
   {
-    CallThread t("test", [&] { init_id = std::this_thread::get_id(); }, nullptr);
-    auto a = t.Run<std::thread::id>("a", milliseconds(2000),
-                                    [] { return StatusOr<std::thread::id>(std::this_thread::get_id()); });
-    auto b = t.Run<std::thread::id>("b", milliseconds(2000),
-                                    [] { return StatusOr<std::thread::id>(std::this_thread::get_id()); });
+    CallThread t(
+        "test", [&] { init_id = std::this_thread::get_id(); }, nullptr);
+    auto a = t.Run<std::thread::id>("a", milliseconds(2000), [] {
+      return StatusOr<std::thread::id>(std::this_thread::get_id());
+    });
+    auto b = t.Run<std::thread::id>("b", milliseconds(2000), [] {
+      return StatusOr<std::thread::id>(std::this_thread::get_id());
+    });
     ASSERT_TRUE(a.ok());
     ASSERT_TRUE(b.ok());
     EXPECT_EQ(*a, *b);

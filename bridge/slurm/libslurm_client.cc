@@ -1,5 +1,7 @@
 #include "bridge/slurm/libslurm_client.h"
 
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,9 +10,6 @@
 #include <cstdlib>
 #include <map>
 #include <thread>
-
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 
 #include "src/base/strings.h"
 #include "src/slurm/syntax.h"
@@ -58,8 +57,8 @@ NodeView ToNodeView(const node_info_t& n) {
   NodeView v;
   v.name = Str(n.name);
   const uint32_t base = n.node_state & NODE_STATE_BASE;
-  v.base_state = base <= NODE_STATE_FUTURE ? static_cast<NodeBaseState>(base)
-                                           : NodeBaseState::kUnknown;
+  v.base_state =
+      base <= NODE_STATE_FUTURE ? static_cast<NodeBaseState>(base) : NodeBaseState::kUnknown;
   v.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
   v.fail = (n.node_state & NODE_STATE_FAIL) != 0;
   v.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
@@ -142,10 +141,14 @@ PartitionView ToPartitionView(const partition_info_t& p, uint16_t cluster_mode) 
   } else {
     v.gang = (mode & PREEMPT_MODE_GANG) != 0;
     const uint16_t m = mode & ~(PREEMPT_MODE_GANG | PREEMPT_MODE_WITHIN);
-    if (m & PREEMPT_MODE_SUSPEND) v.preempt_mode = PreemptMode::kSuspend;
-    else if (m & PREEMPT_MODE_REQUEUE) v.preempt_mode = PreemptMode::kRequeue;
-    else if (m & PREEMPT_MODE_CANCEL) v.preempt_mode = PreemptMode::kCancel;
-    else v.preempt_mode = PreemptMode::kOff;
+    if (m & PREEMPT_MODE_SUSPEND)
+      v.preempt_mode = PreemptMode::kSuspend;
+    else if (m & PREEMPT_MODE_REQUEUE)
+      v.preempt_mode = PreemptMode::kRequeue;
+    else if (m & PREEMPT_MODE_CANCEL)
+      v.preempt_mode = PreemptMode::kCancel;
+    else
+      v.preempt_mode = PreemptMode::kOff;
   }
   v.is_default = (p.flags & PART_FLAG_DEFAULT) != 0;
   v.priority_tier = p.priority_tier;
@@ -357,8 +360,8 @@ std::map<std::string, StatusOr<WriteOutcome>> DrainNodes(const std::vector<std::
 
 Status SlurmErrorToStatus(int err, const std::string& what) {
   const char* text = slurm_strerror(err);
-  std::string msg = StrCat(what, ": ", text != nullptr ? text : "unknown error", " (slurm errno ",
-                           err, ")");
+  std::string msg =
+      StrCat(what, ": ", text != nullptr ? text : "unknown error", " (slurm errno ", err, ")");
   StatusCode code = StatusCode::kUnknown;
   switch (err) {
     case ESLURM_INVALID_JOB_ID:
@@ -474,7 +477,8 @@ StatusOr<Loaded<JobView>> LibSlurmClient::LoadJobs(UnixTime since) {
     out.changed = true;
     out.update_time = msg->last_update;
     out.items.reserve(msg->record_count);
-    for (uint32_t i = 0; i < msg->record_count; ++i) out.items.push_back(ToJobView(msg->job_array[i]));
+    for (uint32_t i = 0; i < msg->record_count; ++i)
+      out.items.push_back(ToJobView(msg->job_array[i]));
     slurm_free_job_info_msg(msg);
     return out;
   });
@@ -485,40 +489,40 @@ StatusOr<JobView> LibSlurmClient::LoadJob(uint32_t job_id) {
 }
 
 StatusOr<Loaded<PartitionView>> LibSlurmClient::LoadPartitions(UnixTime since) {
-  return Call<Loaded<PartitionView>>("load partitions",
-                                     [since]() -> StatusOr<Loaded<PartitionView>> {
-    partition_info_msg_t* msg = nullptr;
-    Loaded<PartitionView> out;
-    if (slurm_load_partitions(static_cast<time_t>(since), &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
-        out.update_time = since;
+  return Call<Loaded<PartitionView>>(
+      "load partitions", [since]() -> StatusOr<Loaded<PartitionView>> {
+        partition_info_msg_t* msg = nullptr;
+        Loaded<PartitionView> out;
+        if (slurm_load_partitions(static_cast<time_t>(since), &msg, SHOW_ALL) != SLURM_SUCCESS) {
+          if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+            out.update_time = since;
+            return out;
+          }
+          return LastError("load partitions");
+        }
+        slurm_conf_t* conf = nullptr;
+        if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) {
+          slurm_free_partition_info_msg(msg);
+          return LastError("load slurmctld config (for PreemptMode)");
+        }
+        const uint16_t cluster_mode = conf->preempt_mode;
+        slurm_free_ctl_conf(conf);
+        out.changed = true;
+        out.update_time = msg->last_update;
+        for (uint32_t i = 0; i < msg->record_count; ++i) {
+          if (msg->partition_array[i].name == nullptr) continue;
+          out.items.push_back(ToPartitionView(msg->partition_array[i], cluster_mode));
+        }
+        slurm_free_partition_info_msg(msg);
         return out;
-      }
-      return LastError("load partitions");
-    }
-    slurm_conf_t* conf = nullptr;
-    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) {
-      slurm_free_partition_info_msg(msg);
-      return LastError("load slurmctld config (for PreemptMode)");
-    }
-    const uint16_t cluster_mode = conf->preempt_mode;
-    slurm_free_ctl_conf(conf);
-    out.changed = true;
-    out.update_time = msg->last_update;
-    for (uint32_t i = 0; i < msg->record_count; ++i) {
-      if (msg->partition_array[i].name == nullptr) continue;
-      out.items.push_back(ToPartitionView(msg->partition_array[i], cluster_mode));
-    }
-    slurm_free_partition_info_msg(msg);
-    return out;
-  });
+      });
 }
 
 StatusOr<WriteOutcome> LibSlurmClient::DrainNode(const std::string& node,
-                                                  const std::string& reason) {
+                                                 const std::string& reason) {
   if (reason.rfind(kBridgeReasonPrefix, 0) != 0) {
-    return InvalidArgumentError(StrCat("drain reason '", reason, "' must start with '",
-                                       kBridgeReasonPrefix, "'"));
+    return InvalidArgumentError(
+        StrCat("drain reason '", reason, "' must start with '", kBridgeReasonPrefix, "'"));
   }
   // Queued by reason; whichever call of that reason reaches the call thread first drains
   // every node queued by then, and the others find their outcome waiting.
@@ -558,10 +562,10 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
     ASSIGN_OR_RETURN(NodeView n, ReadNode(node, Partitions::kWithout));
     if (!n.drain && n.base_state != NodeBaseState::kDown) return WriteOutcome::kUnchanged;
     if (!n.DrainedByBridge()) {
-      return FailedPreconditionError(
-          StrCat("node ", node, " is ", n.StateString(), " with reason '", n.reason, "' set by uid ",
-                 n.reason_uid, "; the bridge only resumes drains it made (reason prefix '",
-                 kBridgeReasonPrefix, "')"));
+      return FailedPreconditionError(StrCat(
+          "node ", node, " is ", n.StateString(), " with reason '", n.reason, "' set by uid ",
+          n.reason_uid, "; the bridge only resumes drains it made (reason prefix '",
+          kBridgeReasonPrefix, "')"));
     }
     update_node_msg_t msg;
     slurm_init_update_node_msg(&msg);
@@ -578,7 +582,7 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {
 }
 
 StatusOr<WriteOutcome> LibSlurmClient::SetFeatures(const std::string& node,
-                                                          const std::vector<std::string>& features) {
+                                                   const std::vector<std::string>& features) {
   const auto verify = options_.verify_timeout;
   std::vector<std::string> want = features;
   std::sort(want.begin(), want.end());
@@ -617,9 +621,15 @@ Status LibSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope)
   if (signal <= 0 || signal >= 65) return InvalidArgumentError(StrCat("bad signal ", signal));
   uint16_t flags = 0;
   switch (scope) {
-    case SignalScope::kBatchStep: flags = KILL_JOB_BATCH; break;
-    case SignalScope::kSteps: flags = KILL_STEPS_ONLY; break;
-    case SignalScope::kFullJob: flags = KILL_FULL_JOB; break;
+    case SignalScope::kBatchStep:
+      flags = KILL_JOB_BATCH;
+      break;
+    case SignalScope::kSteps:
+      flags = KILL_STEPS_ONLY;
+      break;
+    case SignalScope::kFullJob:
+      flags = KILL_FULL_JOB;
+      break;
   }
   auto r = Call<bool>("signal job", [job_id, signal, flags]() -> StatusOr<bool> {
     ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
@@ -685,7 +695,8 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeJob(uint32_t job_id) {
 StatusOr<WriteOutcome> LibSlurmClient::CancelJob(uint32_t job_id) {
   return Call<WriteOutcome>("cancel job", [job_id, verify = options_.verify_timeout] {
     return JobTransition(
-        job_id, "cancel", verify, IsFinished, [job_id] { return slurm_kill_job(job_id, SIGKILL, 0); },
+        job_id, "cancel", verify, IsFinished,
+        [job_id] { return slurm_kill_job(job_id, SIGKILL, 0); },
         [](const JobView& j) { return IsFinished(j) || j.completing; });
   });
 }
@@ -712,11 +723,10 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
   return Call<WriteOutcome>("make job eligible", [job_id, verify]() -> StatusOr<WriteOutcome> {
     // A requeue completes asynchronously (the job's steps end first), and slurmctld sets
     // the requeue begin time only when the job is back to PENDING: wait for that.
-    auto pending = WaitUntil<JobView>([&] { return ReadJob(job_id); },
-                                      [](const JobView& v) {
-                                        return v.state == JobState::kPending && !v.completing;
-                                      },
-                                      verify, StrCat("requeue of job ", job_id));
+    auto pending = WaitUntil<JobView>(
+        [&] { return ReadJob(job_id); },
+        [](const JobView& v) { return v.state == JobState::kPending && !v.completing; }, verify,
+        StrCat("requeue of job ", job_id));
     if (!pending.ok()) return pending.status();
     job_desc_msg_t desc;
     slurm_init_job_desc_msg(&desc);

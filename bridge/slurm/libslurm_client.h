@@ -57,7 +57,7 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) override;
   StatusOr<WriteOutcome> ResumeNode(const std::string& node) override;
   StatusOr<WriteOutcome> SetFeatures(const std::string& node,
-                                           const std::vector<std::string>& features) override;
+                                     const std::vector<std::string>& features) override;
   Status SignalJob(uint32_t job_id, int signal, SignalScope scope) override;
   StatusOr<WriteOutcome> RequeueJob(uint32_t job_id, bool hold) override;
   StatusOr<WriteOutcome> SuspendJob(uint32_t job_id) override;

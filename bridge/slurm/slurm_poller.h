@@ -61,9 +61,9 @@ class SlurmPoller {
   bool failing_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;    // guarded by mu_
-  bool kicked_ = false;  // guarded by mu_
-  uint64_t polls_ = 0;   // guarded by mu_
+  bool stop_ = false;                           // guarded by mu_
+  bool kicked_ = false;                         // guarded by mu_
+  uint64_t polls_ = 0;                          // guarded by mu_
   std::chrono::microseconds last_duration_{0};  // guarded by mu_
   std::thread thread_;
 };

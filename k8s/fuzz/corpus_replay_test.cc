@@ -1,13 +1,13 @@
 // Replays the checked-in fuzz corpus through the fuzz entry point with the normal compiler
 // (and under ASan/UBSan in the sanitizer build), so the parsing paths the corpus covers are
 // exercised on every test run even where libFuzzer is not available.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "k8s/fuzz/watch_fuzz.h"
 
@@ -27,7 +27,8 @@ TEST(FuzzCorpus, EveryEntryRunsThroughTheEntryPoint) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(SKB_K8S_FUZZ_CORPUS)) {
     std::string data = Read(entry.path());
-    EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()), data.size()), 0);
+    EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(data.data()), data.size()),
+              0);
     ++files;
   }
   EXPECT_GE(files, 10);

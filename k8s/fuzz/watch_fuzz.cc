@@ -31,7 +31,8 @@ FuzzResult RunWatchFuzzInput(std::string_view input) {
     if (node.ok()) (void)node->AllocatableGpus();
     return true;
   };
-  const size_t split = input.empty() ? 0 : static_cast<unsigned char>(input[0]) % (input.size() + 1);
+  const size_t split =
+      input.empty() ? 0 : static_cast<unsigned char>(input[0]) % (input.size() + 1);
   Status s = decoder.Feed(input.substr(0, split), handler);
   if (s.ok()) s = decoder.Feed(input.substr(split), handler);
   if (s.ok()) s = decoder.Finish(handler);
@@ -39,9 +40,9 @@ FuzzResult RunWatchFuzzInput(std::string_view input) {
 
   // The informers decode with a selection (only the fields the views read): the same input
   // through that path, which parses differently and looks at "type" first.
-  WatchDecoder selected("fuzz-selected", 64 << 10,
-                        input.size() % 2 ? &JsonSelection::PodWatchEvent()
-                                         : &JsonSelection::NodeWatchEvent());
+  WatchDecoder selected(
+      "fuzz-selected", 64 << 10,
+      input.size() % 2 ? &JsonSelection::PodWatchEvent() : &JsonSelection::NodeWatchEvent());
   auto count_only = [](WatchEvent&&) { return true; };
   if (selected.Feed(input, count_only).ok()) (void)selected.Finish(count_only);
 

@@ -9,8 +9,8 @@
 namespace skb::k8s::fuzz {
 
 struct FuzzResult {
-  int events = 0;        // watch events decoded
-  int views_ok = 0;      // objects a typed view accepted
+  int events = 0;          // watch events decoded
+  int views_ok = 0;        // objects a typed view accepted
   bool stream_ok = false;  // the whole input decoded as a watch stream without error
 };
 

@@ -17,6 +17,9 @@ SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
 SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
 # SKB_TESTBED_NODES: default 4, or what the running testbed was started with (scripts/testbed).
 SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
+# ccache keys on paths relative to the checkout, so every clone shares one cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SKB_ROOT}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 
 skb_log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${SKB_STEP:-skb}" "$*" >&2; }
 

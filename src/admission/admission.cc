@@ -154,15 +154,15 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
       const std::string what = req.type.empty() ? "GPUs" : StrCat("GPUs of type ", req.type);
       if (nodes_with == 0) {
         if (!req.type.empty()) {
-          return reject(StrCat("no node", where, " has gpu type ", req.type, "; available: ",
-                               available));
+          return reject(
+              StrCat("no node", where, " has gpu type ", req.type, "; available: ", available));
         }
         return reject(StrCat("no node", where, " has GPUs"));
       }
       if (field.scope == "per job") {
         if (req.count > total) {
-          return reject(StrCat("the job asks for ", req.count, " ", what, " but all nodes",
-                               where, " together have ", total, "; available: ", available));
+          return reject(StrCat("the job asks for ", req.count, " ", what, " but all nodes", where,
+                               " together have ", total, "; available: ", available));
         }
       } else if (req.count > max_per_node) {
         return reject(StrCat("the job asks for ", req.count, " ", what, " ", field.scope,

@@ -17,11 +17,15 @@ Inventory TestInventory() {
   inv.known = true;
   inv.default_partition = "gpu";
   for (int i = 1; i <= 4; ++i) {
-    inv.nodes.push_back({"node" + std::to_string(i), {{"h100", 8}}, {"h100", "nvlink"},
-                         {"gpu", "urgent"}, Availability::kAvailable, ""});
+    inv.nodes.push_back({"node" + std::to_string(i),
+                         {{"h100", 8}},
+                         {"h100", "nvlink"},
+                         {"gpu", "urgent"},
+                         Availability::kAvailable,
+                         ""});
   }
-  inv.nodes.push_back({"node5", {{"l40s", 4}}, {"l40s"}, {"inference"},
-                       Availability::kAvailable, ""});
+  inv.nodes.push_back(
+      {"node5", {{"l40s", 4}}, {"l40s"}, {"inference"}, Availability::kAvailable, ""});
   return inv;
 }
 

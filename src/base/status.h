@@ -136,11 +136,10 @@ class [[nodiscard]] StatusOr {
   }
   // NOLINTNEXTLINE(google-explicit-constructor)
   StatusOr(T value) : value_(std::move(value)) {}
-  template <typename U,
-            typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
-                                        !std::is_same_v<std::decay_t<U>, Status> &&
-                                        !std::is_same_v<std::decay_t<U>, StatusOr<T>> &&
-                                        !std::is_same_v<std::decay_t<U>, T>>>
+  template <typename U, typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
+                                                    !std::is_same_v<std::decay_t<U>, Status> &&
+                                                    !std::is_same_v<std::decay_t<U>, StatusOr<T>> &&
+                                                    !std::is_same_v<std::decay_t<U>, T>>>
   // NOLINTNEXTLINE(google-explicit-constructor)
   StatusOr(U&& value) : value_(T(std::forward<U>(value))) {}
 

@@ -44,8 +44,7 @@ TEST(ParseConfig, ReadsEverySection) {
 TEST(ParseConfig, ErrorsNameTheKeyAndTheProblem) {
   EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": 5}})"),
               HasSubstr("key 'slurm.poll_interval': expected a duration string"));
-  EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": "10ms"}})"),
-              HasSubstr("at least 50ms"));
+  EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": "10ms"}})"), HasSubstr("at least 50ms"));
   EXPECT_THAT(ErrorOf(R"({"slurm": {"pol_interval": "1s"}})"),
               HasSubstr("unknown key 'slurm.pol_interval'"));
   EXPECT_THAT(ErrorOf(R"({"extra": 1})"), HasSubstr("unknown key 'extra'"));
@@ -124,7 +123,8 @@ TEST(ParseConfig, LeaderElectionTimingFollowsClientGoRules) {
       R"({"leader_election": {"lease_duration": "4s", "renew_deadline": "3s", "retry_period": "500ms"}})");
   ASSERT_TRUE(fast.ok()) << fast.status();
   EXPECT_EQ(fast->leader_election.retry_period, std::chrono::milliseconds(500));
-  auto bad = ParseConfig(R"({"leader_election": {"lease_duration": "5s", "renew_deadline": "5s"}})");
+  auto bad =
+      ParseConfig(R"({"leader_election": {"lease_duration": "5s", "renew_deadline": "5s"}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("leader_election.lease_duration"));
   auto typo = ParseConfig(R"({"leader_election": {"lease_durations": "5s"}})");

@@ -23,8 +23,8 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   std::string_view rest = text;
   while (!rest.empty()) {
     size_t num_end = 0;
-    while (num_end < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[num_end])) ||
-                                     rest[num_end] == '.')) {
+    while (num_end < rest.size() &&
+           (std::isdigit(static_cast<unsigned char>(rest[num_end])) || rest[num_end] == '.')) {
       ++num_end;
     }
     if (num_end == 0) {
@@ -53,8 +53,8 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     } else if (unit == "h") {
       ms_per_unit = 3'600'000;
     } else {
-      return InvalidArgumentError(StrCat(
-          "duration '", text, "': unit must be one of ms, s, m, h (got '", unit, "')"));
+      return InvalidArgumentError(
+          StrCat("duration '", text, "': unit must be one of ms, s, m, h (got '", unit, "')"));
     }
     total += std::chrono::duration<double, std::milli>(value * ms_per_unit);
   }
@@ -67,9 +67,9 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
 JsonReader::JsonReader(const nlohmann::json& object, std::string path)
     : object_(object.is_object() ? object : EmptyObject()), path_(std::move(path)) {
   if (!object.is_object() && !object.is_null()) {
-    status_ = InvalidArgumentError(StrCat(
-        "config: ", path_.empty() ? "the document" : "key '" + path_ + "'",
-        ": expected an object, got ", TypeName(object)));
+    status_ = InvalidArgumentError(
+        StrCat("config: ", path_.empty() ? "the document" : "key '" + path_ + "'",
+               ": expected an object, got ", TypeName(object)));
   }
 }
 
@@ -145,8 +145,7 @@ void JsonReader::Duration(std::string_view key, std::chrono::milliseconds* out) 
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_string()) {
-    return Fail(key, StrCat("expected a duration string such as \"30s\", got ",
-                                  TypeName(*v)));
+    return Fail(key, StrCat("expected a duration string such as \"30s\", got ", TypeName(*v)));
   }
   auto d = ParseDuration(v->get<std::string>());
   if (!d.ok()) return Fail(key, d.status().message());

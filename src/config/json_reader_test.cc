@@ -6,8 +6,8 @@
 namespace skb::config {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 
 TEST(ParseDuration, AcceptsGoSyntax) {
   EXPECT_EQ(*ParseDuration("250ms"), milliseconds(250));

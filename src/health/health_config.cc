@@ -19,8 +19,10 @@ bool IsBridgeCondition(std::string_view type) {
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
-    case Severity::kDrain: return "drain";
-    case Severity::kDownNow: return "down";
+    case Severity::kDrain:
+      return "drain";
+    case Severity::kDownNow:
+      return "down";
   }
   return "drain";
 }

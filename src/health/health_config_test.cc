@@ -33,7 +33,8 @@ TEST(HealthConfig, ListsReplaceTheDefaults) {
     "taints": [],
     "cordon": "ignore",
     "maintenance": {"condition": "RebootRequested", "deadline": "30m"},
-    "slurm_conditions": false})", &cfg);
+    "slurm_conditions": false})",
+                  &cfg);
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(cfg.conditions.size(), 1u);
   EXPECT_EQ(cfg.conditions[0].bad_status.size(), 2u);

@@ -115,8 +115,8 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
   if (s.drain) {
     bool jobs_running = std::any_of(node.jobs.begin(), node.jobs.end(), JobHoldsNode);
     std::string reason = verdict.maintenance && !jobs_running ? "ReadyForMaintenance"
-                         : s.DrainedByBridge()                 ? "DrainedByBridge"
-                                                               : "DrainedByAdmin";
+                         : s.DrainedByBridge()                ? "DrainedByBridge"
+                                                              : "DrainedByAdmin";
     std::string msg = s.reason;
     if (!s.DrainedByBridge() && s.reason_uid != 0) StrAppend(&msg, " (uid ", s.reason_uid, ")");
     want({std::string(kSlurmDrainedCondition), "True", reason, msg}, reason,
@@ -158,7 +158,8 @@ HealthVerdict AssessHealth(const K8sNode& node, const HealthConfig& cfg, Clock::
       if (t.key != rule.key) continue;
       if (rule.value && t.value != *rule.value) continue;
       if (!rule.effects.empty() && !Contains(rule.effects, t.effect)) continue;
-      std::string desc = StrCat("taint ", t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+      std::string desc =
+          StrCat("taint ", t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
       v.firing.push_back({StrCat("taint ", rule.key), desc, rule.severity, std::nullopt});
       break;
     }
@@ -170,8 +171,8 @@ HealthVerdict AssessHealth(const K8sNode& node, const HealthConfig& cfg, Clock::
       m != nullptr && m->status == "True") {
     v.maintenance = true;
     v.maintenance_since = m->last_transition;
-    v.firing.push_back({StrCat("condition ", m->type), ConditionDescription(*m),
-                        Severity::kDrain, std::nullopt});
+    v.firing.push_back(
+        {StrCat("condition ", m->type), ConditionDescription(*m), Severity::kDrain, std::nullopt});
   }
   // The admin drain request (bridgectl drain): built in so the command works whatever the
   // rules say; a configured rule on the same type already covers it.
@@ -218,11 +219,11 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     if (verdict.firing.size() > 1) StrAppend(&text, " (+", verdict.firing.size() - 1, " more)");
     std::string reason = SlurmReason(text);
     if (s.drain && !s.DrainedByBridge()) {
-      plan.explanation.push_back(StrCat("Slurm drain by an admin is in place ('", s.reason,
-                                        "'): left as it is"));
+      plan.explanation.push_back(
+          StrCat("Slurm drain by an admin is in place ('", s.reason, "'): left as it is"));
     } else if (lent) {
-      plan.explanation.push_back(StrCat("node is lent to Kubernetes ('", s.reason,
-                                        "'): its drain stays"));
+      plan.explanation.push_back(
+          StrCat("node is lent to Kubernetes ('", s.reason, "'): its drain stays"));
     } else if (!s.drain || s.reason != reason) {
       Action a;
       a.kind = ActionKind::kDrainSlurmNode;
@@ -245,8 +246,8 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
       for (const slurm::JobView& j : node.jobs) {
         if (!JobHoldsNode(j) || j.completing) continue;
         if (!j.requeue) {
-          plan.explanation.push_back(StrCat("job ", j.job_id,
-                                            " cannot be requeued (--no-requeue): left to finish"));
+          plan.explanation.push_back(
+              StrCat("job ", j.job_id, " cannot be requeued (--no-requeue): left to finish"));
           continue;
         }
         evict.push_back(j.job_id);
@@ -268,8 +269,8 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     a.node = node.name;
     a.expected_reason = s.reason;
     a.event_reason = "SlurmNodeResumed";
-    a.event_message = StrCat("Resumed Slurm node ", node.name, ": the signal cleared ('",
-                             s.reason, "')");
+    a.event_message =
+        StrCat("Resumed Slurm node ", node.name, ": the signal cleared ('", s.reason, "')");
     plan.actions.push_back(std::move(a));
   } else if (s.drain && !s.DrainedByBridge()) {
     plan.explanation.push_back(

@@ -1,10 +1,10 @@
 #include "src/health/node_health.h"
 
-#include <map>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <map>
+#include <string>
 
 #include "src/base/strings.h"
 
@@ -16,11 +16,11 @@ using inventory::ManagedNode;
 using inventory::NodeCondition;
 using plan::Action;
 using plan::ActionKind;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 const Clock::TimePoint kNow = Clock::TimePoint{} + hours(24 * 365 * 50);
 
@@ -92,8 +92,8 @@ void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
       });
       break;
     case ActionKind::kSetNodeCondition:
-      SetCondition(n, {a.condition.type, a.condition.status, a.condition.reason,
-                       a.condition.message, now});
+      SetCondition(
+          n, {a.condition.type, a.condition.status, a.condition.reason, a.condition.message, now});
       break;
     case ActionKind::kSetSlurmFeatures:
       n->slurm->features = n->slurm->active_features = a.features;
@@ -224,7 +224,8 @@ INSTANTIATE_TEST_SUITE_P(
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("Ready", "False", "KubeletNotReady", "", kNow - seconds(10)));
              },
-             {}, ""},
+             {},
+             ""},
         Case{"NotReadyPastGraceDrainsAndRequeuesRequeueableJobs",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("Ready", "Unknown", "NodeStatusUnknown",
@@ -243,7 +244,8 @@ INSTANTIATE_TEST_SUITE_P(
              [](ManagedNode* n, HealthConfig*) {
                n->k8s->taints = {{"nvidia.com/gpu.health", "healthy", "NoSchedule"}};
              },
-             {}, ""},
+             {},
+             ""},
         Case{"CordonDrains",
              [](ManagedNode* n, HealthConfig*) { n->k8s->unschedulable = true; },
              {ActionKind::kDrainSlurmNode},
@@ -253,7 +255,8 @@ INSTANTIATE_TEST_SUITE_P(
                n->k8s->unschedulable = true;
                c->cordon.reset();
              },
-             {}, ""},
+             {},
+             ""},
         Case{"CustomConditionRuleDownNow",
              [](ManagedNode* n, HealthConfig* c) {
                c->conditions.push_back({"KernelDeadlock", {"True"}, {}, Severity::kDownNow});
@@ -280,8 +283,8 @@ INSTANTIATE_TEST_SUITE_P(
              "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade"},
         Case{"MaintenancePastDeadlineRequeues",
              [](ManagedNode* n, HealthConfig*) {
-               SetCondition(n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade", "",
-                                    kNow - hours(2)));
+               SetCondition(
+                   n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade", "", kNow - hours(2)));
                DrainedBy(n, "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade");
                n->jobs = {RunningJob(31)};
              },
@@ -304,13 +307,15 @@ INSTANTIATE_TEST_SUITE_P(
              "SlurmNodeNotResponding"},
         Case{"TransientNotRespondingIsNotPublished",
              [](ManagedNode* n, HealthConfig*) { n->slurm->not_responding = true; },
-             {}, ""},
+             {},
+             ""},
         Case{"SlurmConditionsCanBeTurnedOff",
              [](ManagedNode* n, HealthConfig* c) {
                n->k8s->conditions.resize(1);
                c->slurm_conditions = false;
              },
-             {}, ""}),
+             {},
+             ""}),
     [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
 
 TEST(PlanNodeHealth, PendingSignalAsksForARecheckWhenGraceEnds) {

@@ -14,8 +14,7 @@ std::string NodeNameMap::SlurmName(std::string_view k8s_name) const {
   return std::string(k8s_name);
 }
 
-Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes,
-                           std::vector<slurm::NodeView> slurm_nodes,
+Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::NodeView> slurm_nodes,
                            const std::vector<slurm::JobView>& jobs, std::vector<GpuPod> pods,
                            const NodeNameMap& names) {
   Inventory inv;
@@ -46,8 +45,8 @@ Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes,
     slot(name).slurm = std::move(s);
   }
   for (const slurm::JobView& j : jobs) {
-    bool holds = j.state == slurm::JobState::kRunning ||
-                 j.state == slurm::JobState::kSuspended || j.completing;
+    bool holds = j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
+                 j.completing;
     bool ended = !holds && j.state != slurm::JobState::kPending && !j.requeue_pending;
     if (!holds && !ended) continue;
     for (const std::string& n : j.nodes) {

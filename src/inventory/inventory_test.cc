@@ -57,11 +57,11 @@ TEST(Inventory, MergesBothSidesByName) {
 }
 
 TEST(Inventory, AttachesJobsThatHoldEachNode) {
-  Inventory inv = Inventory::Build(
-      {K("node1"), K("node2")}, {S("node1"), S("node2")},
-      {J(1, {"node1", "node2"}), J(2, {"node2"}, slurm::JobState::kPending),
-       J(3, {"node2"}, slurm::JobState::kSuspended), J(4, {"node9"})},
-      {}, {});
+  Inventory inv =
+      Inventory::Build({K("node1"), K("node2")}, {S("node1"), S("node2")},
+                       {J(1, {"node1", "node2"}), J(2, {"node2"}, slurm::JobState::kPending),
+                        J(3, {"node2"}, slurm::JobState::kSuspended), J(4, {"node9"})},
+                       {}, {});
   ASSERT_EQ(inv.Find("node1")->jobs.size(), 1u);
   EXPECT_EQ(inv.Find("node1")->jobs[0].job_id, 1u);
   std::vector<uint32_t> ids;
@@ -96,11 +96,11 @@ TEST(Inventory, AttachesPodsByKubernetesNameThroughTheNameMap) {
   NodeNameMap names;
   names.strip_suffix = ".gpu.example";
   names.explicit_names = {{"odd-name", "node7"}};
-  Inventory inv = Inventory::Build({K("node1.gpu.example"), K("odd-name")},
-                                   {S("node1"), S("node7")}, {},
-                                   {P("a", "node1.gpu.example", 1), P("b", "odd-name", 8),
-                                    P("pending", "", 2), P("elsewhere", "node3", 1)},
-                                   names);
+  Inventory inv =
+      Inventory::Build({K("node1.gpu.example"), K("odd-name")}, {S("node1"), S("node7")}, {},
+                       {P("a", "node1.gpu.example", 1), P("b", "odd-name", 8), P("pending", "", 2),
+                        P("elsewhere", "node3", 1)},
+                       names);
   EXPECT_THAT(Names(inv), ElementsAre("node1", "node7"));
   ASSERT_EQ(inv.Find("node1")->pods.size(), 1u);
   EXPECT_EQ(inv.Find("node1")->pods[0].name, "a");

@@ -38,7 +38,7 @@ struct K8sNode {
   std::map<std::string, std::string> annotations;
   std::vector<NodeCondition> conditions;
   std::vector<Taint> taints;
-  bool unschedulable = false;  // spec.unschedulable (cordon)
+  bool unschedulable = false;   // spec.unschedulable (cordon)
   int64_t gpu_capacity = 0;     // status.capacity["nvidia.com/gpu"]
   int64_t gpu_allocatable = 0;  // status.allocatable["nvidia.com/gpu"]
 

@@ -20,7 +20,7 @@ namespace skb::inventory {
 struct GpuPod {
   std::string namespace_name;
   std::string name;
-  std::string node_name;     // spec.nodeName ("" while unscheduled)
+  std::string node_name;  // spec.nodeName ("" while unscheduled)
   int64_t gpus = 0;
   std::string phase;         // Pending, Running, Succeeded, Failed
   bool terminating = false;  // deletionTimestamp set

@@ -322,7 +322,8 @@ void Planner::Run() {
       Action& a = Add(ActionKind::kRestoreFinalizer, "FinalizerRestored",
                       StrCat("Reservation ", PodName(*r), " had lost the finalizer ", kFinalizer,
                              " (removed by hand?): put back, so that deleting it waits for "
-                             "Slurm to leave node ", f_.node->name),
+                             "Slurm to leave node ",
+                             f_.node->name),
                       EventType::kWarning);
       a.pod = Ref(*r);
     }
@@ -625,13 +626,12 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
     }
     (*signalled)[e.job_id] = at;
     Explain(StrCat(ended, ": requeued as a preempted job"));
-    Action& a =
-        Add(ActionKind::kPreemptSlurmJobs, "EndedJobRequeued",
-            StrCat("Requeued Slurm job ", PreemptId(e), ": it ended ", slurm::JobStateName(e.state),
-                   " after the checkpoint signal (", SignalName(p.signal),
-                   ") instead of waiting for the grace period; node ", f_.node->name,
-                   " is lent to Kubernetes (", who, ")"),
-            EventType::kWarning);
+    Action& a = Add(ActionKind::kPreemptSlurmJobs, "EndedJobRequeued",
+                    StrCat("Requeued Slurm job ", PreemptId(e), ": it ended ",
+                           slurm::JobStateName(e.state), " after the checkpoint signal (",
+                           SignalName(p.signal), ") instead of waiting for the grace period; node ",
+                           f_.node->name, " is lent to Kubernetes (", who, ")"),
+                    EventType::kWarning);
     a.job_ids = {PreemptId(e)};
     a.preempt_mode = p.mode;
     a.ended_after_signal = true;
@@ -704,14 +704,15 @@ void Planner::KubernetesOwned() {
   }
   if (f_.foreign != nullptr) {
     const std::string name = PodName(*f_.foreign);
-    Explain(StrCat("pod ", name, " is not the bridge's but has the reservation's name: cannot return"));
+    Explain(
+        StrCat("pod ", name, " is not the bridge's but has the reservation's name: cannot return"));
     if (f_.return_blocked != name) {
       plan::AnnotationPatch b;
       b.set[kReturnBlockedAnnotation] = name;
       PatchNode(std::move(b), "ReturnBlocked",
                 StrCat("Node ", f_.node->name, " cannot return to Slurm: pod ", name,
-                       " has its reservation's name but is not the bridge's (no label ",
-                       kRoleLabel, "=", kReservationRole,
+                       " has its reservation's name but is not the bridge's (no label ", kRoleLabel,
+                       "=", kReservationRole,
                        "); the node stays lent to Kubernetes until that pod is renamed or deleted"),
                 EventType::kWarning);
     }
@@ -1025,8 +1026,8 @@ void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Con
     a.event_reason = "ReservationReleased";
     a.event_message = StrCat("Released reservation ", PodName(p), ": its Kubernetes node ",
                              node.name, " no longer exists");
-    plan->explanation.push_back(StrCat("reservation ", PodName(p),
-                                       " is being deleted and its node is gone: released"));
+    plan->explanation.push_back(
+        StrCat("reservation ", PodName(p), " is being deleted and its node is gone: released"));
     plan->actions.push_back(std::move(a));
   }
 }

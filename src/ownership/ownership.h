@@ -73,11 +73,10 @@
 //       snapshot), shows no running/suspended/completing job on the node; kSwapTaint ->
 //       the node (GET) carries kSwapTaintKey:NoSchedule; kNodeGone -> the node (GET) is
 //       NotFound (it exists but is not selected: FailedPrecondition). Else Aborted. Then
-//       ONE JSON patch: test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index. Then
-//       DELETE again with gracePeriodSeconds=1 (shortening a pending deletion is allowed):
-//       the pod's GPUs count in Kubernetes until the pod is gone, and waiting for the
-//       kubelet to refresh the downward-API file would add up to a minute to every lend.
-//       NotFound: OK.
+//       ONE JSON patch: test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index.
+//       Then DELETE again with gracePeriodSeconds=1 (shortening a pending deletion is allowed): the
+//       pod's GPUs count in Kubernetes until the pod is gone, and waiting for the kubelet to
+//       refresh the downward-API file would add up to a minute to every lend. NotFound: OK.
 //   kSignalSlurmJobs       slurm_kill_job2(id, signal, KILL_FULL_JOB | KILL_JOB_BATCH | 0
 //       for kFull | kBatchOnly | kSteps); a job no longer running: skipped, OK.
 //   kPreemptSlurmJobs      per job, re-read: not running/suspended on this node -> skip.

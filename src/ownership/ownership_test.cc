@@ -251,7 +251,8 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
             ASSERT_LE(j.start_time, a.at_unix) << "requeued another run of job " << id;
             ASSERT_NE(j.state, slurm::JobState::kCancelled) << "requeued a cancelled job " << id;
             ++log->preemptions[id];
-            j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
+            j.admin_comment =
+                RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
             log->requeued.push_back(j);
           }
           std::erase_if(n->ended_jobs, [&](const slurm::JobView& j) { return j.job_id == id; });

@@ -6,21 +6,36 @@ namespace skb::plan {
 
 std::string_view ActionKindName(ActionKind k) {
   switch (k) {
-    case ActionKind::kDrainSlurmNode: return "DrainSlurmNode";
-    case ActionKind::kResumeSlurmNode: return "ResumeSlurmNode";
-    case ActionKind::kRequeueSlurmJobs: return "RequeueSlurmJobs";
-    case ActionKind::kSetNodeCondition: return "SetNodeCondition";
-    case ActionKind::kSetSlurmFeatures: return "SetSlurmFeatures";
-    case ActionKind::kCreateReservationPod: return "CreateReservationPod";
-    case ActionKind::kDeleteReservationPod: return "DeleteReservationPod";
-    case ActionKind::kPatchPodAnnotations: return "PatchPodAnnotations";
-    case ActionKind::kReleaseReservationPod: return "ReleaseReservationPod";
-    case ActionKind::kSignalSlurmJobs: return "SignalSlurmJobs";
-    case ActionKind::kPreemptSlurmJobs: return "PreemptSlurmJobs";
-    case ActionKind::kSetNodeTaint: return "SetNodeTaint";
-    case ActionKind::kRemoveNodeTaint: return "RemoveNodeTaint";
-    case ActionKind::kPatchNodeAnnotations: return "PatchNodeAnnotations";
-    case ActionKind::kRestoreFinalizer: return "RestoreFinalizer";
+    case ActionKind::kDrainSlurmNode:
+      return "DrainSlurmNode";
+    case ActionKind::kResumeSlurmNode:
+      return "ResumeSlurmNode";
+    case ActionKind::kRequeueSlurmJobs:
+      return "RequeueSlurmJobs";
+    case ActionKind::kSetNodeCondition:
+      return "SetNodeCondition";
+    case ActionKind::kSetSlurmFeatures:
+      return "SetSlurmFeatures";
+    case ActionKind::kCreateReservationPod:
+      return "CreateReservationPod";
+    case ActionKind::kDeleteReservationPod:
+      return "DeleteReservationPod";
+    case ActionKind::kPatchPodAnnotations:
+      return "PatchPodAnnotations";
+    case ActionKind::kReleaseReservationPod:
+      return "ReleaseReservationPod";
+    case ActionKind::kSignalSlurmJobs:
+      return "SignalSlurmJobs";
+    case ActionKind::kPreemptSlurmJobs:
+      return "PreemptSlurmJobs";
+    case ActionKind::kSetNodeTaint:
+      return "SetNodeTaint";
+    case ActionKind::kRemoveNodeTaint:
+      return "RemoveNodeTaint";
+    case ActionKind::kPatchNodeAnnotations:
+      return "PatchNodeAnnotations";
+    case ActionKind::kRestoreFinalizer:
+      return "RestoreFinalizer";
   }
   return "Unknown";
 }
@@ -31,18 +46,24 @@ std::string_view EventTypeName(EventType t) {
 
 std::string_view SignalScopeName(SignalScope s) {
   switch (s) {
-    case SignalScope::kFull: return "full";
-    case SignalScope::kBatchOnly: return "batch";
-    case SignalScope::kSteps: return "steps";
+    case SignalScope::kFull:
+      return "full";
+    case SignalScope::kBatchOnly:
+      return "batch";
+    case SignalScope::kSteps:
+      return "steps";
   }
   return "full";
 }
 
 std::string_view JobPreemptModeName(JobPreemptMode m) {
   switch (m) {
-    case JobPreemptMode::kRequeue: return "requeue";
-    case JobPreemptMode::kRequeueHold: return "requeue_hold";
-    case JobPreemptMode::kCancel: return "cancel";
+    case JobPreemptMode::kRequeue:
+      return "requeue";
+    case JobPreemptMode::kRequeueHold:
+      return "requeue_hold";
+    case JobPreemptMode::kCancel:
+      return "cancel";
   }
   return "requeue";
 }
@@ -79,8 +100,8 @@ std::string ToString(const Action& a) {
       StrAppend(&s, " jobs=", Jobs(a.job_ids));
       break;
     case ActionKind::kSetNodeCondition:
-      StrAppend(&s, " ", a.condition.type, "=", a.condition.status, " reason=",
-                a.condition.reason, " message='", a.condition.message, "'");
+      StrAppend(&s, " ", a.condition.type, "=", a.condition.status, " reason=", a.condition.reason,
+                " message='", a.condition.message, "'");
       break;
     case ActionKind::kSetSlurmFeatures:
       StrAppend(&s, " features=");
@@ -104,8 +125,8 @@ std::string ToString(const Action& a) {
                                                              : "no-slurm-jobs");
       break;
     case ActionKind::kSignalSlurmJobs:
-      StrAppend(&s, " jobs=", Jobs(a.job_ids), " signal=", a.signal, " scope=",
-                SignalScopeName(a.signal_scope));
+      StrAppend(&s, " jobs=", Jobs(a.job_ids), " signal=", a.signal,
+                " scope=", SignalScopeName(a.signal_scope));
       break;
     case ActionKind::kPreemptSlurmJobs:
       StrAppend(&s, " jobs=", Jobs(a.job_ids), " mode=", JobPreemptModeName(a.preempt_mode),

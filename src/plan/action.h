@@ -90,9 +90,9 @@ struct TolerationSpec {
 struct ReservationSpec {
   std::string namespace_name;
   std::string name;
-  std::string node;                 // spec.nodeName (bound directly, no scheduler)
-  std::string node_uid;             // its uid for the owner reference ("": read the node)
-  std::string gpu_resource;         // "nvidia.com/gpu": requests = limits = `gpus`
+  std::string node;          // spec.nodeName (bound directly, no scheduler)
+  std::string node_uid;      // its uid for the owner reference ("": read the node)
+  std::string gpu_resource;  // "nvidia.com/gpu": requests = limits = `gpus`
   int64_t gpus = 0;
   std::string priority_class_name;  // spec.priorityClassName
   int32_t priority = 0;             // the class's value (informative: admission sets it)
@@ -138,18 +138,18 @@ std::string_view JobPreemptModeName(JobPreemptMode m);
 struct Action {
   ActionKind kind = ActionKind::kDrainSlurmNode;
   std::string node;
-  std::string slurm_reason;     // kDrainSlurmNode
-  std::string expected_reason;  // kResumeSlurmNode
-  std::vector<uint32_t> job_ids;  // kRequeueSlurmJobs
-  ConditionSpec condition;        // kSetNodeCondition
+  std::string slurm_reason;           // kDrainSlurmNode
+  std::string expected_reason;        // kResumeSlurmNode
+  std::vector<uint32_t> job_ids;      // kRequeueSlurmJobs
+  ConditionSpec condition;            // kSetNodeCondition
   std::vector<std::string> features;  // kSetSlurmFeatures
   ReservationSpec reservation;        // kCreateReservationPod
   PodRef pod;  // kDeleteReservationPod, kPatchPodAnnotations, kReleaseReservationPod
-  AnnotationPatch annotations;        // kPatchPodAnnotations, kPatchNodeAnnotations
+  AnnotationPatch annotations;  // kPatchPodAnnotations, kPatchNodeAnnotations
   ReleaseCheck release_check = ReleaseCheck::kNoSlurmJobs;  // kReleaseReservationPod
-  int signal = 0;                                   // kSignalSlurmJobs (signal number)
-  SignalScope signal_scope = SignalScope::kFull;    // kSignalSlurmJobs
-  JobPreemptMode preempt_mode = JobPreemptMode::kRequeue;  // kPreemptSlurmJobs
+  int signal = 0;                                           // kSignalSlurmJobs (signal number)
+  SignalScope signal_scope = SignalScope::kFull;            // kSignalSlurmJobs
+  JobPreemptMode preempt_mode = JobPreemptMode::kRequeue;   // kPreemptSlurmJobs
   // kPreemptSlurmJobs: why, for humans ("preempted by k8s-bridge for ns/pod"); for whom
   // ("ns/pod" or "kubernetes"); and when (Unix seconds). The executor records the last two
   // in each job's admin comment (ownership::RecordPreemption) for anti-thrash.
@@ -166,8 +166,8 @@ struct Action {
   int64_t since_unix = 0;
   TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
   EventType event_type = EventType::kNormal;
-  std::string event_reason;       // CamelCase reason of the Event recording this action
-  std::string event_message;      // what a human reads in `kubectl describe node`
+  std::string event_reason;   // CamelCase reason of the Event recording this action
+  std::string event_message;  // what a human reads in `kubectl describe node`
   // Routine bookkeeping (a reservation's job-list refresh, a healthy node condition's first
   // publication): logged, no Event. The record is the object itself, and an Event per
   // refresh would double the bridge's write rate.

@@ -36,7 +36,8 @@ std::optional<std::string> FeatureFor(const LabelFeature& m, const inventory::K8
 
 FeaturesConfig FeaturesConfig::Defaults() {
   FeaturesConfig c;
-  c.labels.push_back({"nvidia.com/gpu.product", "",
+  c.labels.push_back({"nvidia.com/gpu.product",
+                      "",
                       {{"NVIDIA-H100-80GB-HBM3", "h100"},
                        {"NVIDIA-H100-SXM5-80GB", "h100"},
                        {"NVIDIA-H200", "h200"},
@@ -75,8 +76,9 @@ Status ReadFeaturesConfig(config::JsonReader r, FeaturesConfig* out) {
         e.Merge(values.StringMap(&m.values));
         if (m.label.empty()) e.Fail("label", "must name a node label");
         if (m.values.empty() && m.prefix.empty()) {
-          e.Fail("prefix", "needed when there is no \"values\" map (it is how the bridge "
-                           "tells its features from those in slurm.conf)");
+          e.Fail("prefix",
+                 "needed when there is no \"values\" map (it is how the bridge "
+                 "tells its features from those in slurm.conf)");
         }
         if (!m.prefix.empty() && SanitizeFeature(m.prefix) != m.prefix) {
           e.Fail("prefix", "may only contain a-z, 0-9, '_', '.', '-'");
@@ -112,8 +114,7 @@ std::vector<std::string> DesiredFeatures(const inventory::ManagedNode& node,
   return {want.begin(), want.end()};
 }
 
-std::optional<Action> PlanFeatures(const inventory::ManagedNode& node,
-                                   const FeaturesConfig& cfg) {
+std::optional<Action> PlanFeatures(const inventory::ManagedNode& node, const FeaturesConfig& cfg) {
   if (!node.k8s || !node.slurm || cfg.labels.empty()) return std::nullopt;
   std::vector<std::string> want = DesiredFeatures(node, cfg);
   std::vector<std::string> have = node.slurm->features;
@@ -130,8 +131,8 @@ std::optional<Action> PlanFeatures(const inventory::ManagedNode& node,
   a.event_reason = "SlurmFeaturesUpdated";
   std::string list;
   for (const auto& f : want) StrAppend(&list, list.empty() ? "" : ",", f);
-  a.event_message = StrCat("Slurm node ", node.name, " features set to ", list,
-                           " from its Kubernetes labels");
+  a.event_message =
+      StrCat("Slurm node ", node.name, " features set to ", list, " from its Kubernetes labels");
   return a;
 }
 

@@ -74,7 +74,9 @@ Status Read(std::string_view text, FeaturesConfig* cfg) {
 TEST(FeaturesConfig, ReadsAndValidates) {
   FeaturesConfig cfg = FeaturesConfig::Defaults();
   ASSERT_TRUE(Read(R"({"labels": [{"label": "gpu", "values": {"A100 80GB": "a100"}},
-                                  {"label": "rack", "prefix": "r_"}]})", &cfg).ok());
+                                  {"label": "rack", "prefix": "r_"}]})",
+                   &cfg)
+                  .ok());
   ASSERT_EQ(cfg.labels.size(), 2u);
   EXPECT_EQ(cfg.labels[0].values.at("A100 80GB"), "a100");
   EXPECT_THAT(Read(R"({"labels": [{"label": "rack"}]})", &cfg).message(),

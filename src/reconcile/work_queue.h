@@ -48,9 +48,7 @@ class WorkQueue {
   void Add(const std::string& key);
   // Queues `key` at `at` (now if in the past). An earlier schedule for the key wins.
   void AddAt(const std::string& key, Clock::TimePoint at);
-  void AddAfter(const std::string& key, Clock::Duration delay) {
-    AddAt(key, clock_.Now() + delay);
-  }
+  void AddAfter(const std::string& key, Clock::Duration delay) { AddAt(key, clock_.Now() + delay); }
   // Queues `key` after its back-off: base * 2^failures, capped at max.
   void AddRateLimited(const std::string& key);
   // Clears the failure count of `key` (after a successful reconcile).
@@ -77,8 +75,8 @@ class WorkQueue {
   const Clock& clock_;
   const WorkQueueOptions options_;
   mutable std::mutex mu_;
-  std::deque<std::string> ready_;                      // FIFO of ready keys
-  std::set<std::string, std::less<>> queued_;          // in ready_
+  std::deque<std::string> ready_;              // FIFO of ready keys
+  std::set<std::string, std::less<>> queued_;  // in ready_
   std::set<std::string, std::less<>> in_flight_;
   std::set<std::string, std::less<>> dirty_in_flight_;  // added while in flight
   std::map<std::string, Clock::TimePoint> waiting_;     // delayed keys -> due time

@@ -79,9 +79,9 @@ TEST_F(WorkQueueTest, RateLimitedBackOffDoublesAndIsCappedAndForgotten) {
     ASSERT_EQ(q.Get(), "x");
     q.Done("x");
   }
-  EXPECT_THAT(delays, ::testing::ElementsAre(milliseconds(100), milliseconds(200),
-                                             milliseconds(400), milliseconds(800), seconds(1),
-                                             seconds(1)));
+  EXPECT_THAT(delays,
+              ::testing::ElementsAre(milliseconds(100), milliseconds(200), milliseconds(400),
+                                     milliseconds(800), seconds(1), seconds(1)));
   EXPECT_EQ(q.Failures("x"), 6);
   q.Forget("x");
   EXPECT_EQ(q.Failures("x"), 0);

@@ -21,10 +21,23 @@ std::optional<int64_t> ParseCount(std::string_view s) {
   if (s.empty()) return std::nullopt;
   int64_t mult = 1;
   switch (s.back()) {
-    case 'k': case 'K': mult = 1024; s.remove_suffix(1); break;
-    case 'm': case 'M': mult = 1024 * 1024; s.remove_suffix(1); break;
-    case 'g': case 'G': mult = int64_t{1024} * 1024 * 1024; s.remove_suffix(1); break;
-    default: break;
+    case 'k':
+    case 'K':
+      mult = 1024;
+      s.remove_suffix(1);
+      break;
+    case 'm':
+    case 'M':
+      mult = 1024 * 1024;
+      s.remove_suffix(1);
+      break;
+    case 'g':
+    case 'G':
+      mult = int64_t{1024} * 1024 * 1024;
+      s.remove_suffix(1);
+      break;
+    default:
+      break;
   }
   if (!IsDigits(s) || s.size() > 15) return std::nullopt;
   int64_t v = 0;
@@ -69,7 +82,10 @@ std::vector<GpuCount> ParseNodeGpus(std::string_view gres) {
     std::string type;
     int64_t count = 1;
     if (f.size() == 2) {
-      if (auto c = ParseCount(f[1])) count = *c; else type = std::string(f[1]);
+      if (auto c = ParseCount(f[1]))
+        count = *c;
+      else
+        type = std::string(f[1]);
     } else if (f.size() >= 3) {
       type = std::string(f[1]);
       count = ParseCount(f[2]).value_or(0);
@@ -90,7 +106,8 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres) {
     std::string_view rest;
     if (entry.rfind("gres:", 0) == 0 || entry.rfind("gres/", 0) == 0) {
       rest = entry.substr(5);
-    } else if (entry.find('=') != std::string_view::npos || entry.find('/') != std::string_view::npos) {
+    } else if (entry.find('=') != std::string_view::npos ||
+               entry.find('/') != std::string_view::npos) {
       continue;  // cpu=2, mem=1G, license/x=1: not generic resources
     } else {
       rest = entry;
@@ -105,20 +122,24 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres) {
     }
     req.name = std::string(f[0]);
     if (f.size() == 2) {
-      if (auto c = ParseCount(f[1])) req.count = *c; else req.type = std::string(f[1]);
+      if (auto c = ParseCount(f[1]))
+        req.count = *c;
+      else
+        req.type = std::string(f[1]);
     } else if (f.size() == 3) {
       req.type = std::string(f[1]);
       auto c = ParseCount(f[2]);
       if (!c) {
-        return InvalidArgumentError(StrCat("gres request '", entry, "': count '", f[2],
-                                           "' is not a number"));
+        return InvalidArgumentError(
+            StrCat("gres request '", entry, "': count '", f[2], "' is not a number"));
       }
       req.count = *c;
     } else if (f.size() > 3) {
       return InvalidArgumentError(StrCat("malformed gres request '", entry, "'"));
     }
     if (req.type.size() > 64 || req.name.size() > 64) {
-      return InvalidArgumentError(StrCat("gres name or type too long in '", entry.substr(0, 80), "'"));
+      return InvalidArgumentError(
+          StrCat("gres name or type too long in '", entry.substr(0, 80), "'"));
     }
     out.push_back(std::move(req));
   }
@@ -138,8 +159,8 @@ StatusOr<std::vector<std::string>> ParseConstraintFeatures(std::string_view cons
   };
   for (char c : constraint) {
     const bool name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' ||
-                           c == '=' || c == ':' || c == '+' || c == '/';
+                           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.' || c == '=' ||
+                           c == ':' || c == '+' || c == '/';
     if (name_char) {
       current.push_back(c);
       continue;
@@ -151,8 +172,8 @@ StatusOr<std::vector<std::string>> ParseConstraintFeatures(std::string_view cons
       if (out.size() > 256) return InvalidArgumentError("constraint names more than 256 features");
       continue;
     }
-    return InvalidArgumentError(StrCat("character '", std::string(1, c),
-                                       "' is not allowed in a --constraint expression"));
+    return InvalidArgumentError(
+        StrCat("character '", std::string(1, c), "' is not allowed in a --constraint expression"));
   }
   flush();
   return out;

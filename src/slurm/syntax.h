@@ -24,7 +24,7 @@ std::vector<GpuCount> ParseNodeGpus(std::string_view gres);
 // One generic-resource request: "gres:gpu:h100:2" -> {name "gpu", type "h100", count 2}.
 struct GresRequest {
   std::string name;
-  std::string type;   // empty = any type
+  std::string type;  // empty = any type
   int64_t count = 1;
   friend bool operator==(const GresRequest&, const GresRequest&) = default;
 };

@@ -6,13 +6,20 @@ namespace skb::slurm {
 
 std::string_view NodeBaseStateName(NodeBaseState s) {
   switch (s) {
-    case NodeBaseState::kUnknown: return "unknown";
-    case NodeBaseState::kDown: return "down";
-    case NodeBaseState::kIdle: return "idle";
-    case NodeBaseState::kAllocated: return "allocated";
-    case NodeBaseState::kError: return "error";
-    case NodeBaseState::kMixed: return "mixed";
-    case NodeBaseState::kFuture: return "future";
+    case NodeBaseState::kUnknown:
+      return "unknown";
+    case NodeBaseState::kDown:
+      return "down";
+    case NodeBaseState::kIdle:
+      return "idle";
+    case NodeBaseState::kAllocated:
+      return "allocated";
+    case NodeBaseState::kError:
+      return "error";
+    case NodeBaseState::kMixed:
+      return "mixed";
+    case NodeBaseState::kFuture:
+      return "future";
   }
   return "unknown";
 }
@@ -39,19 +46,32 @@ std::string NodeView::StateString() const {
 
 std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kPending: return "PENDING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kSuspended: return "SUSPENDED";
-    case JobState::kComplete: return "COMPLETED";
-    case JobState::kCancelled: return "CANCELLED";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kTimeout: return "TIMEOUT";
-    case JobState::kNodeFail: return "NODE_FAIL";
-    case JobState::kPreempted: return "PREEMPTED";
-    case JobState::kBootFail: return "BOOT_FAIL";
-    case JobState::kDeadline: return "DEADLINE";
-    case JobState::kOutOfMemory: return "OUT_OF_MEMORY";
-    case JobState::kUnknown: return "UNKNOWN";
+    case JobState::kPending:
+      return "PENDING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kSuspended:
+      return "SUSPENDED";
+    case JobState::kComplete:
+      return "COMPLETED";
+    case JobState::kCancelled:
+      return "CANCELLED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kTimeout:
+      return "TIMEOUT";
+    case JobState::kNodeFail:
+      return "NODE_FAIL";
+    case JobState::kPreempted:
+      return "PREEMPTED";
+    case JobState::kBootFail:
+      return "BOOT_FAIL";
+    case JobState::kDeadline:
+      return "DEADLINE";
+    case JobState::kOutOfMemory:
+      return "OUT_OF_MEMORY";
+    case JobState::kUnknown:
+      return "UNKNOWN";
   }
   return "UNKNOWN";
 }

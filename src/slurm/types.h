@@ -40,13 +40,13 @@ struct NodeView {
   bool fail = false;            // FAIL
   bool not_responding = false;  // NOT_RESPONDING ('*' in sinfo)
   bool reboot_requested = false;
-  std::string reason;           // empty when none
-  uint32_t reason_uid = 0;      // who set the reason (valid when reason is set)
+  std::string reason;       // empty when none
+  uint32_t reason_uid = 0;  // who set the reason (valid when reason is set)
   UnixTime reason_time = 0;
-  std::string gres;             // as Slurm prints it: "gpu:h100:8(S:0-1)"
-  std::string gres_used;        // "gpu:h100:2(IDX:0-1)"
-  std::vector<GpuCount> gpus;       // parsed from gres
-  std::vector<GpuCount> gpus_used;  // parsed from gres_used
+  std::string gres;                          // as Slurm prints it: "gpu:h100:8(S:0-1)"
+  std::string gres_used;                     // "gpu:h100:2(IDX:0-1)"
+  std::vector<GpuCount> gpus;                // parsed from gres
+  std::vector<GpuCount> gpus_used;           // parsed from gres_used
   std::vector<std::string> features;         // available features
   std::vector<std::string> active_features;  // currently active features
   std::vector<std::string> partitions;
@@ -64,8 +64,19 @@ struct NodeView {
 };
 
 enum class JobState {
-  kPending, kRunning, kSuspended, kComplete, kCancelled, kFailed, kTimeout, kNodeFail,
-  kPreempted, kBootFail, kDeadline, kOutOfMemory, kUnknown
+  kPending,
+  kRunning,
+  kSuspended,
+  kComplete,
+  kCancelled,
+  kFailed,
+  kTimeout,
+  kNodeFail,
+  kPreempted,
+  kBootFail,
+  kDeadline,
+  kOutOfMemory,
+  kUnknown
 };
 
 std::string_view JobStateName(JobState s);
@@ -91,19 +102,19 @@ struct JobView {
   std::string account;
   std::string qos;
   std::string partition;
-  uint32_t priority = 0;       // 0 = held
+  uint32_t priority = 0;  // 0 = held
   JobState state = JobState::kUnknown;
-  bool completing = false;     // COMPLETING flag
-  bool requeue_pending = false;  // REQUEUE flags: on its way back to PENDING
-  std::string state_reason;    // "Resources", "JobHeldUser", ...
+  bool completing = false;         // COMPLETING flag
+  bool requeue_pending = false;    // REQUEUE flags: on its way back to PENDING
+  std::string state_reason;        // "Resources", "JobHeldUser", ...
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
-  int64_t gpus_per_node = 0;   // allocated (running) or requested (pending) GPUs per node
+  int64_t gpus_per_node = 0;       // allocated (running) or requested (pending) GPUs per node
   UnixTime start_time = 0;
-  UnixTime end_time = 0;       // finished jobs: when; running: the time limit's end
-  int exit_signal = 0;         // finished jobs: the signal that ended the batch script, or 0
-  bool requeue = false;        // may be requeued (--requeue / JobRequeue=1)
-  bool batch = true;           // a batch job (sbatch); srun/salloc allocations are not, and
-                               // Slurm refuses to requeue them
+  UnixTime end_time = 0;  // finished jobs: when; running: the time limit's end
+  int exit_signal = 0;    // finished jobs: the signal that ended the batch script, or 0
+  bool requeue = false;   // may be requeued (--requeue / JobRequeue=1)
+  bool batch = true;      // a batch job (sbatch); srun/salloc allocations are not, and
+                          // Slurm refuses to requeue them
   uint32_t restart_count = 0;
   std::string admin_comment;
   std::optional<SignalSpec> signal;  // from the bridge's admission annotation

@@ -3,12 +3,11 @@
 // state directory) is started while the first one holds the ports.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <signal.h>
 
 #include "src/base/strings.h"
 #include "tests/testbed/testbed_support.h"
@@ -16,13 +15,13 @@
 namespace skb::testbed {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 
 TEST(TestbedFailure, PortInUseNamesTheStepAndDownCleansUp) {
   ASSERT_TRUE(TestbedDir().ok()) << TestbedDir().status().message();
-  std::string dir = StrCat(std::filesystem::temp_directory_path().string(), "/skb-second-",
-                           std::rand() % 100000);
+  std::string dir =
+      StrCat(std::filesystem::temp_directory_path().string(), "/skb-second-", std::rand() % 100000);
   std::string env = StrCat("SKB_TESTBED_DIR=", dir, " ");
   std::string testbed = StrCat(SKB_SOURCE_DIR, "/scripts/testbed");
 

@@ -61,8 +61,8 @@ class KubeletSemantics : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   void RemoveFinalizers(const std::string& name) {
-    CommandResult r = RunCommand({"kubectl", "patch", "pod", "-n", ns_, name, "--type=merge",
-                                  "-p", R"({"metadata":{"finalizers":null}})"},
+    CommandResult r = RunCommand({"kubectl", "patch", "pod", "-n", ns_, name, "--type=merge", "-p",
+                                  R"({"metadata":{"finalizers":null}})"},
                                  seconds(30));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
@@ -73,16 +73,21 @@ class KubeletSemantics : public ::testing::Test {
 apiVersion: v1
 kind: Pod
 metadata:
-  name: )", name, R"(
+  name: )",
+                  name, R"(
   finalizers: [testbed.slurm-k8s-bridge.io/hold]
-  labels: {)", reservation ? "slurm-k8s-bridge.io/role: reservation" : "app: plain", R"(}
+  labels: {)",
+                  reservation ? "slurm-k8s-bridge.io/role: reservation" : "app: plain", R"(}
 spec:
-  nodeName: )", node, R"(
-  terminationGracePeriodSeconds: )", grace, R"(
+  nodeName: )",
+                  node, R"(
+  terminationGracePeriodSeconds: )",
+                  grace, R"(
   containers:
   - name: main
     image: registry.invalid/pause:1
-    resources: {limits: {nvidia.com/gpu: )", gpus, R"(}}
+    resources: {limits: {nvidia.com/gpu: )",
+                  gpus, R"(}}
 )");
   }
 
@@ -111,9 +116,9 @@ TEST_F(KubeletSemantics, ReservationRunsUntilReleased) {
     std::this_thread::sleep_for(seconds(1));
     ASSERT_EQ(Phase("reserve"), "Running") << "after " << i + 1 << " s";
   }
-  CommandResult r = RunCommand({"kubectl", "annotate", "pod", "-n", ns_, "reserve",
-                                "slurm-k8s-bridge.io/released=true"},
-                               seconds(30));
+  CommandResult r = RunCommand(
+      {"kubectl", "annotate", "pod", "-n", ns_, "reserve", "slurm-k8s-bridge.io/released=true"},
+      seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(WaitPhase("reserve", "Failed", seconds(10))) << Phase("reserve");
   RemoveFinalizers("reserve");
@@ -154,9 +159,9 @@ spec:
   std::this_thread::sleep_for(seconds(3));
   EXPECT_EQ(PodField("inference", "{.spec.nodeName}"), "");
   EXPECT_EQ(Phase("inference"), "Pending");
-  CommandResult r = RunCommand({"kubectl", "annotate", "pod", "-n", ns_, "reserve",
-                                "slurm-k8s-bridge.io/released=true"},
-                               seconds(30));
+  CommandResult r = RunCommand(
+      {"kubectl", "annotate", "pod", "-n", ns_, "reserve", "slurm-k8s-bridge.io/released=true"},
+      seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Released -> terminal -> the scheduler counts the GPUs free (finalizer or not).
   EXPECT_TRUE(WaitPhase("inference", "Running", seconds(60))) << Phase("inference");

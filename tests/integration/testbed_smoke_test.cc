@@ -86,8 +86,8 @@ TEST_F(TestbedSmoke, SlurmNodesAreIdleWithEightGpus) {
 
 TEST_F(TestbedSmoke, SlurmGpuJobRunsToCompletion) {
   CommandResult sub = RunCommand({"sbatch", "--parsable", "--gres=gpu:2", "--job-name=smoke",
-                           "--output=/dev/null", "--wrap", "sleep 5"},
-                          seconds(30));
+                                  "--output=/dev/null", "--wrap", "sleep 5"},
+                                 seconds(30));
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   std::string id(StripWhitespace(sub.out));
   ASSERT_FALSE(id.empty());
@@ -95,7 +95,8 @@ TEST_F(TestbedSmoke, SlurmGpuJobRunsToCompletion) {
   bool ran = false;
   bool done = WaitFor(
       [&] {
-        CommandResult r = RunCommand({"squeue", "-h", "-j", id, "-o", "%T", "--states=all"}, seconds(10));
+        CommandResult r =
+            RunCommand({"squeue", "-h", "-j", id, "-o", "%T", "--states=all"}, seconds(10));
         state = std::string(StripWhitespace(r.out));
         if (state == "RUNNING") ran = true;
         return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" ||
@@ -109,7 +110,8 @@ TEST_F(TestbedSmoke, SlurmGpuJobRunsToCompletion) {
 
 TEST_F(TestbedSmoke, KubernetesGpuPodIsScheduledAndRuns) {
   const std::string ns = "smoke-test";
-  RunCommand({"kubectl", "delete", "namespace", ns, "--ignore-not-found", "--wait=true"}, seconds(60));
+  RunCommand({"kubectl", "delete", "namespace", ns, "--ignore-not-found", "--wait=true"},
+             seconds(60));
   ASSERT_EQ(RunCommand({"kubectl", "create", "namespace", ns}, seconds(30)).exit_code, 0);
   const std::string manifest = R"(
 apiVersion: apps/v1

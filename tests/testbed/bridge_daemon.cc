@@ -8,10 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "src/base/strings.h"
 #include "tests/testbed/testbed_support.h"
@@ -20,7 +19,8 @@ namespace skb::testbed {
 
 BridgeDaemon::BridgeDaemon(std::string binary, std::string config_overlay,
                            std::vector<std::string> extra_args)
-    : binary_(std::move(binary)), overlay_(std::move(config_overlay)),
+    : binary_(std::move(binary)),
+      overlay_(std::move(config_overlay)),
       extra_args_(std::move(extra_args)) {}
 
 BridgeDaemon::~BridgeDaemon() {
@@ -39,7 +39,8 @@ Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseco
   const char* kubeconfig = std::getenv("KUBECONFIG");
   const char* slurm_conf = std::getenv("SLURM_CONF");
   if (kubeconfig == nullptr || slurm_conf == nullptr) {
-    return FailedPreconditionError("KUBECONFIG and SLURM_CONF must be set: eval \"$(scripts/testbed env)\"");
+    return FailedPreconditionError(
+        "KUBECONFIG and SLURM_CONF must be set: eval \"$(scripts/testbed env)\"");
   }
   // The testbed's own bridge (scripts/testbed up without --no-bridge, or scripts/demo)
   // would act on the same nodes and make every result meaningless.
@@ -61,11 +62,10 @@ Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseco
     dir_ = tmpl;
     socket_ = dir_ + "/bridge.sock";
   }
-  nlohmann::json cfg = {
-      {"logging", {{"level", "info"}}},
-      {"kubernetes", {{"kubeconfig", kubeconfig}, {"namespace", "slurm-bridge"}}},
-      {"slurm", {{"conf", slurm_conf}, {"poll_interval", "200ms"}}},
-      {"server", {{"socket_path", socket_}, {"http_address", ""}}}};
+  nlohmann::json cfg = {{"logging", {{"level", "info"}}},
+                        {"kubernetes", {{"kubeconfig", kubeconfig}, {"namespace", "slurm-bridge"}}},
+                        {"slurm", {{"conf", slurm_conf}, {"poll_interval", "200ms"}}},
+                        {"server", {{"socket_path", socket_}, {"http_address", ""}}}};
   if (!overlay_.empty()) {
     auto overlay = nlohmann::json::parse(overlay_, nullptr, false);
     if (overlay.is_discarded()) return InvalidArgumentError("config overlay is not JSON");
@@ -103,7 +103,8 @@ Status BridgeDaemon::Start(const std::string& ready_line, std::chrono::milliseco
       },
       timeout, std::chrono::milliseconds(50));
   if (pid_ < 0) return InternalError(StrCat("the daemon exited at startup:\n", LogTail()));
-  if (!ready) return DeadlineExceededError(StrCat("no '", ready_line, "' in the log:\n", LogTail()));
+  if (!ready)
+    return DeadlineExceededError(StrCat("no '", ready_line, "' in the log:\n", LogTail()));
   return OkStatus();
 }
 

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bridge/reconcile/k8s_convert.h"
 #include "k8s/node_info.h"

@@ -26,7 +26,7 @@ void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK
 }  // namespace
 
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                  const std::string& stdin_text) {
+                         const std::string& stdin_text) {
   CommandResult result;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0 ||
@@ -135,17 +135,18 @@ skb::StatusOr<std::string> TestbedDir() {
 
 nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus) {
   const std::string n = std::to_string(gpus);
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", label}}}}},
-          {"spec",
-           {{"priorityClassName", "inference-high"},
-            {"terminationGracePeriodSeconds", 1},
-            {"containers",
-             {{{"name", "main"},
-               {"image", "inference:1"},
-               {"resources",
-                {{"requests", {{"nvidia.com/gpu", n}}}, {"limits", {{"nvidia.com/gpu", n}}}}}}}}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", label}}}}},
+      {"spec",
+       {{"priorityClassName", "inference-high"},
+        {"terminationGracePeriodSeconds", 1},
+        {"containers",
+         {{{"name", "main"},
+           {"image", "inference:1"},
+           {"resources",
+            {{"requests", {{"nvidia.com/gpu", n}}}, {"limits", {{"nvidia.com/gpu", n}}}}}}}}}}};
 }
 
 std::string ReadAll(const std::string& path) {

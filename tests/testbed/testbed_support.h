@@ -7,10 +7,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "k8s/kube_client.h"
 #include "src/base/status.h"
@@ -20,14 +19,14 @@ namespace skb::testbed {
 struct CommandResult {
   int exit_code = -1;  // -1 when killed by the deadline or a signal
   bool timed_out = false;
-  std::string out;     // stdout
-  std::string err;     // stderr
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 // Runs argv[0] (looked up in PATH) with the given arguments, feeding `stdin_text` to its
 // standard input, and kills it (SIGKILL to its process group) past `timeout`.
 CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                  const std::string& stdin_text = "");
+                         const std::string& stdin_text = "");
 
 // Shorthand: runs `sh -c script`.
 CommandResult Shell(const std::string& script,

@@ -15,10 +15,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     skb::admission::Inventory inv;
     inv.known = true;
     inv.default_partition = "gpu";
-    inv.nodes.push_back({"node1", {{"h100", 8}}, {"h100"}, {"gpu"},
-                         skb::admission::NodeFacts::Availability::kAvailable, ""});
-    inv.nodes.push_back({"node2", {{"a100", 4}}, {"a100", "ib"}, {"gpu", "urgent"},
-                         skb::admission::NodeFacts::Availability::kLent, "lent"});
+    inv.nodes.push_back({"node1",
+                         {{"h100", 8}},
+                         {"h100"},
+                         {"gpu"},
+                         skb::admission::NodeFacts::Availability::kAvailable,
+                         ""});
+    inv.nodes.push_back({"node2",
+                         {{"a100", 4}},
+                         {"a100", "ib"},
+                         {"gpu", "urgent"},
+                         skb::admission::NodeFacts::Availability::kLent,
+                         "lent"});
     s->Publish(std::move(inv));
     return s;
   }();

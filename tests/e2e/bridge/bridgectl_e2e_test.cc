@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <thread>
 
 #include "src/base/strings.h"
@@ -68,9 +67,8 @@ class BridgectlE2E : public ::testing::Test {
     ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
     ASSERT_NE(std::getenv("KUBECONFIG"), nullptr) << "eval \"$(scripts/testbed env)\" first";
     Cleanup();
-    daemon_ = std::make_unique<BridgeDaemon>(
-        SKB_DAEMON_BINARY,
-        R"({"features": {"labels": []},
+    daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY,
+                                             R"({"features": {"labels": []},
             "leader_election": {"lease_name": "skb-e2e-bridgectl"}})");
     Status s = daemon_->Start();
     ASSERT_TRUE(s.ok()) << s;
@@ -185,8 +183,10 @@ TEST_F(BridgectlE2E, DrainGoesThroughTheConditionIntoSlurmAndUndrainResumes) {
   EXPECT_THAT(d.out, HasSubstr("DrainRequested"));
   EXPECT_EQ(K8sCondition(kNode, "DrainRequested"), "True/BridgectlDrain");
   ASSERT_TRUE(WaitFor(
-      [] { return SlurmState(kNode).find("k8s-bridge: DrainRequested=True: e2e psu swap") !=
-                  std::string::npos; },
+      [] {
+        return SlurmState(kNode).find("k8s-bridge: DrainRequested=True: e2e psu swap") !=
+               std::string::npos;
+      },
       seconds(30)))
       << SlurmState(kNode);
   EXPECT_THAT(SlurmState(kNode), HasSubstr("bridgectl drain by"));
@@ -198,17 +198,17 @@ TEST_F(BridgectlE2E, DrainGoesThroughTheConditionIntoSlurmAndUndrainResumes) {
   auto u = Bridgectl({"undrain", kNode}, false);
   ASSERT_EQ(u.exit_code, 0) << u.err;
   EXPECT_EQ(K8sCondition(kNode, "DrainRequested"), "");
-  ASSERT_TRUE(WaitFor([] { return SlurmState(kNode).find("drain") == std::string::npos; },
-                      seconds(30)))
+  ASSERT_TRUE(
+      WaitFor([] { return SlurmState(kNode).find("drain") == std::string::npos; }, seconds(30)))
       << SlurmState(kNode);
   EXPECT_THAT(Bridgectl({"undrain", kNode}, false).out, HasSubstr("no drain by bridgectl"));
 }
 
 TEST_F(BridgectlE2E, UndrainNeverResumesAnAdminsSlurmDrain) {
-  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
-                         " state=drain reason='e2e admin drain'"))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Shell(StrCat("scontrol update nodename=", kNode, " state=drain reason='e2e admin drain'"))
+          .exit_code,
+      0);
   ASSERT_EQ(Bridgectl({"drain", kNode, "--reason", "e2e overlap"}, false).exit_code, 0);
   std::this_thread::sleep_for(seconds(2));
   ASSERT_EQ(Bridgectl({"undrain", kNode}, false).exit_code, 0);
@@ -238,8 +238,10 @@ TEST_F(BridgectlE2E, GetPreemptionsReadsTheBridgesEventsFromTheApiserver) {
     nlohmann::json ev = {
         {"apiVersion", "v1"},
         {"kind", "Event"},
-        {"metadata", {{"generateName", "node3.e2e-"}, {"namespace", "default"},
-                      {"labels", {{"skb-e2e", "bridgectl"}}}}},
+        {"metadata",
+         {{"generateName", "node3.e2e-"},
+          {"namespace", "default"},
+          {"labels", {{"skb-e2e", "bridgectl"}}}}},
         {"involvedObject", {{"kind", "Node"}, {"name", kNode}, {"apiVersion", "v1"}}},
         {"reason", flow[i].first},
         {"message", flow[i].second},
@@ -270,9 +272,8 @@ TEST_F(BridgectlE2E, GetPreemptionsReadsTheBridgesEventsFromTheApiserver) {
 }
 
 TEST_F(BridgectlE2E, ErrorsSayWhatToCheck) {
-  auto gone = RunCommand({SKB_BRIDGECTL_BINARY, "--socket", "/nonexistent/bridge.sock", "get",
-                          "jobs"},
-                         seconds(30));
+  auto gone = RunCommand(
+      {SKB_BRIDGECTL_BINARY, "--socket", "/nonexistent/bridge.sock", "get", "jobs"}, seconds(30));
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_THAT(gone.err, HasSubstr("/nonexistent/bridge.sock"));
   auto unknown = Bridgectl({"drain", "no-such-node", "--reason", "x"}, false);
@@ -283,9 +284,9 @@ TEST_F(BridgectlE2E, ErrorsSayWhatToCheck) {
   EXPECT_EQ(Bridgectl({"drain", kNode}, false).exit_code, 2) << "no --reason";
   EXPECT_EQ(Bridgectl({"get", "jobs", "--bogus"}).exit_code, 2);
   EXPECT_EQ(Bridgectl({"get", "nodes", "--all"}).exit_code, 2);
-  auto nokube = RunCommand({SKB_BRIDGECTL_BINARY, "--kubeconfig", "/nonexistent/kubeconfig",
-                            "get", "preemptions"},
-                           seconds(30));
+  auto nokube = RunCommand(
+      {SKB_BRIDGECTL_BINARY, "--kubeconfig", "/nonexistent/kubeconfig", "get", "preemptions"},
+      seconds(30));
   EXPECT_EQ(nokube.exit_code, 1);
   EXPECT_THAT(nokube.err, HasSubstr("--kubeconfig"));
   EXPECT_EQ(K8sCondition(kNode, "DrainRequested"), "") << "errors changed nothing";

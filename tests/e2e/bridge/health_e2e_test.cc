@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
 #include "tests/testbed/testbed_support.h"
@@ -58,15 +57,14 @@ void PatchCondition(const std::string& node, const std::string& type, const std:
            {"reason", reason},
            {"message", message},
            {"lastTransitionTime", Trim(Shell("date -u +%Y-%m-%dT%H:%M:%SZ").out)}}}}}}};
-  auto r = RunCommand({"kubectl", "patch", "node", node, "--subresource=status",
-                       "--type=strategic", "-p", patch.dump()},
+  auto r = RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic",
+                       "-p", patch.dump()},
                       seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
 void DeleteCondition(const std::string& node, const std::string& type) {
-  nlohmann::json patch = {
-      {"status", {{"conditions", {{{"type", type}, {"$patch", "delete"}}}}}}};
+  nlohmann::json patch = {{"status", {{"conditions", {{{"type", type}, {"$patch", "delete"}}}}}}};
   RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic", "-p",
               patch.dump()},
              seconds(30));
@@ -74,11 +72,11 @@ void DeleteCondition(const std::string& node, const std::string& type) {
 
 // The node's condition of `type` as "Status/Reason", "" when absent.
 std::string K8sCondition(const std::string& node, const std::string& type) {
-  auto r = RunCommand({"kubectl", "get", "node", node, "-o",
-                       StrCat("jsonpath={.status.conditions[?(@.type==\"", type,
-                              "\")].status}/{.status.conditions[?(@.type==\"", type,
-                              "\")].reason}")},
-                      seconds(30));
+  auto r =
+      RunCommand({"kubectl", "get", "node", node, "-o",
+                  StrCat("jsonpath={.status.conditions[?(@.type==\"", type,
+                         "\")].status}/{.status.conditions[?(@.type==\"", type, "\")].reason}")},
+                 seconds(30));
   std::string s = Trim(r.out);
   return s == "/" ? "" : s;
 }
@@ -106,7 +104,8 @@ class HealthE2E : public ::testing::Test {
                  Trim(Shell(StrCat("squeue -h -w ", kNode, " -o %i")).out).empty();
         },
         seconds(60)))
-        << SlurmState(kNode) << "\n" << Shell(StrCat("squeue -w ", kNode)).out;
+        << SlurmState(kNode) << "\n"
+        << Shell(StrCat("squeue -w ", kNode)).out;
   }
   void TearDown() override {
     if (daemon_) daemon_->Stop();
@@ -141,7 +140,8 @@ TEST_F(HealthE2E, ConditionDrainsWithItsReasonAndClearingResumes) {
   StartBridge();
   PatchCondition(kNode, "GPUHealthy", "False", "XidError", "XID 79 on GPU 3");
   ASSERT_TRUE(WaitFor([] { return Drained(kNode); }, seconds(20), milliseconds(50)))
-      << SlurmState(kNode) << "\n" << daemon_->LogTail();
+      << SlurmState(kNode) << "\n"
+      << daemon_->LogTail();
   EXPECT_EQ(Reason(kNode), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
   EXPECT_TRUE(WaitFor([] { return K8sCondition(kNode, "SlurmDrained").rfind("True/", 0) == 0; },
                       seconds(20)))
@@ -170,15 +170,18 @@ TEST_F(HealthE2E, ConditionDrainsWithItsReasonAndClearingResumes) {
 
   PatchCondition(kNode, "GPUHealthy", "True", "GpuOk", "all GPUs pass");
   ASSERT_TRUE(WaitFor([] { return !Drained(kNode); }, seconds(20), milliseconds(50)))
-      << SlurmState(kNode) << "\n" << daemon_->LogTail();
+      << SlurmState(kNode) << "\n"
+      << daemon_->LogTail();
   EXPECT_TRUE(WaitFor([] { return K8sCondition(kNode, "SlurmDrained").rfind("False/", 0) == 0; },
                       seconds(20)));
 }
 
 TEST_F(HealthE2E, AnAdminDrainIsNeverResumedByTheBridge) {
   StartBridge();
-  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
-                         " state=drain reason='admin: bad DIMM'")).exit_code, 0);
+  ASSERT_EQ(
+      Shell(StrCat("scontrol update nodename=", kNode, " state=drain reason='admin: bad DIMM'"))
+          .exit_code,
+      0);
   PatchCondition(kNode, "GPUHealthy", "False", "XidError", "XID 48");
   std::this_thread::sleep_for(seconds(2));
   EXPECT_EQ(Reason(kNode), "admin: bad DIMM") << "the admin's reason is kept";
@@ -203,14 +206,12 @@ TEST_F(HealthE2E, CordonDrainsAndUncordonResumes) {
 
 TEST_F(HealthE2E, MaintenanceDrainsWaitsTheDeadlineRequeuesAndReportsReady) {
   StartBridge();
-  auto sub = RunCommand({"sbatch", "--parsable", "--requeue", "-w", kNode, "--gres=gpu:1",
-                         "--wrap", "sleep 600"},
-                        seconds(30));
+  auto sub = RunCommand(
+      {"sbatch", "--parsable", "--requeue", "-w", kNode, "--gres=gpu:1", "--wrap", "sleep 600"},
+      seconds(30));
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   const std::string job = Trim(sub.out);
-  auto job_state = [&] {
-    return Trim(Shell(StrCat("squeue -h -j ", job, " -o %T")).out);
-  };
+  auto job_state = [&] { return Trim(Shell(StrCat("squeue -h -j ", job, " -o %T")).out); };
   ASSERT_TRUE(WaitFor([&] { return job_state() == "RUNNING"; }, seconds(30))) << job_state();
 
   PatchCondition(kNode, "MaintenanceRequested", "True", "FirmwareUpdate", "BIOS 2.1 rollout");
@@ -218,9 +219,11 @@ TEST_F(HealthE2E, MaintenanceDrainsWaitsTheDeadlineRequeuesAndReportsReady) {
       << SlurmState(kNode);
   EXPECT_EQ(job_state(), "RUNNING") << "the job gets until the deadline";
   // After the 4 s deadline the job is requeued (not lost) and the node reports ready.
-  ASSERT_TRUE(WaitFor([] { return K8sCondition(kNode, "SlurmDrained") == "True/ReadyForMaintenance"; },
-                      seconds(40)))
-      << K8sCondition(kNode, "SlurmDrained") << "\n" << daemon_->LogTail();
+  ASSERT_TRUE(
+      WaitFor([] { return K8sCondition(kNode, "SlurmDrained") == "True/ReadyForMaintenance"; },
+              seconds(40)))
+      << K8sCondition(kNode, "SlurmDrained") << "\n"
+      << daemon_->LogTail();
   std::string shown = Shell(StrCat("scontrol show job ", job)).out;
   EXPECT_THAT(shown, ::testing::ContainsRegex("Restarts=[1-9]")) << shown;
   EXPECT_THAT(shown, Not(HasSubstr("JobState=FAILED")));
@@ -229,8 +232,8 @@ TEST_F(HealthE2E, MaintenanceDrainsWaitsTheDeadlineRequeuesAndReportsReady) {
   // Cancel the requeued job only once it is back in the queue with nothing left on the node
   // (a cancel racing the requeue's completion is what once left the node "mixed").
   EXPECT_TRUE(WaitFor([&] { return job_state() == "PENDING"; }, seconds(20))) << job_state();
-  EXPECT_TRUE(WaitFor([] { return SlurmState(kNode).find("comp") == std::string::npos; },
-                      seconds(20)))
+  EXPECT_TRUE(
+      WaitFor([] { return SlurmState(kNode).find("comp") == std::string::npos; }, seconds(20)))
       << SlurmState(kNode);
   Shell(StrCat("scancel ", job));
 
@@ -239,38 +242,42 @@ TEST_F(HealthE2E, MaintenanceDrainsWaitsTheDeadlineRequeuesAndReportsReady) {
 }
 
 TEST_F(HealthE2E, KubernetesLabelsBecomeSlurmFeatures) {
-  StartBridge(R"({"features": {"labels": [{"label": "topology.kubernetes.io/zone", "prefix": "zone_"}]}})");
+  StartBridge(
+      R"({"features": {"labels": [{"label": "topology.kubernetes.io/zone", "prefix": "zone_"}]}})");
   auto features = [] {
     return Trim(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%b' | head -1")).out);
   };
-  const std::string before = Trim(
-      RunCommand({"kubectl", "get", "node", kNode, "-o",
-                  "jsonpath={.metadata.labels.topology\\.kubernetes\\.io/zone}"},
-                 seconds(30))
-          .out);
-  ASSERT_TRUE(WaitFor([&] { return features().find("zone_" + before) != std::string::npos; },
-                      seconds(20)))
+  const std::string before =
+      Trim(RunCommand({"kubectl", "get", "node", kNode, "-o",
+                       "jsonpath={.metadata.labels.topology\\.kubernetes\\.io/zone}"},
+                      seconds(30))
+               .out);
+  ASSERT_TRUE(
+      WaitFor([&] { return features().find("zone_" + before) != std::string::npos; }, seconds(20)))
       << features();
   ASSERT_EQ(Shell(StrCat("kubectl label node ", kNode,
-                         " topology.kubernetes.io/zone=e2e-moved --overwrite")).exit_code, 0);
-  EXPECT_TRUE(WaitFor([&] { return features().find("zone_e2e-moved") != std::string::npos; },
-                      seconds(20)))
+                         " topology.kubernetes.io/zone=e2e-moved --overwrite"))
+                .exit_code,
+            0);
+  EXPECT_TRUE(
+      WaitFor([&] { return features().find("zone_e2e-moved") != std::string::npos; }, seconds(20)))
       << features();
   EXPECT_THAT(features(), Not(HasSubstr("zone_" + before)));
-  auto c = RunCommand({"sbatch", "--parsable", "--output=/dev/null", "--constraint=zone_e2e-moved", "--wrap", "true"},
+  auto c = RunCommand({"sbatch", "--parsable", "--output=/dev/null", "--constraint=zone_e2e-moved",
+                       "--wrap", "true"},
                       seconds(30));
   EXPECT_EQ(c.exit_code, 0) << "the new feature is schedulable: " << c.err;
   // It runs on the relabelled node (a job left pending would wait forever once the label
   // is back).
   const std::string job = Trim(c.out);
-  EXPECT_TRUE(WaitFor([&] { return Trim(Shell(StrCat("squeue -h -j ", job, " -o %T")).out).empty(); },
-                      seconds(20)))
+  EXPECT_TRUE(WaitFor(
+      [&] { return Trim(Shell(StrCat("squeue -h -j ", job, " -o %T")).out).empty(); }, seconds(20)))
       << Shell(StrCat("squeue -j ", job)).out;
   Shell(StrCat("scancel ", job, " 2>/dev/null"));
   Shell(StrCat("kubectl label node ", kNode, " topology.kubernetes.io/zone=", before,
                " --overwrite"));
-  EXPECT_TRUE(WaitFor([&] { return features().find("zone_" + before) != std::string::npos; },
-                      seconds(20)));
+  EXPECT_TRUE(
+      WaitFor([&] { return features().find("zone_" + before) != std::string::npos; }, seconds(20)));
 }
 
 TEST_F(HealthE2E, ARestartedBridgePicksUpWhereItWas) {
@@ -284,7 +291,8 @@ TEST_F(HealthE2E, ARestartedBridgePicksUpWhereItWas) {
   EXPECT_TRUE(Drained(kNode)) << "nobody resumed it while the bridge was down";
   ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
   EXPECT_TRUE(WaitFor([] { return !Drained(kNode); }, seconds(20), milliseconds(50)))
-      << SlurmState(kNode) << "\n" << daemon_->LogTail();
+      << SlurmState(kNode) << "\n"
+      << daemon_->LogTail();
 }
 
 TEST_F(HealthE2E, OddConditionMessagesAreSanitizedAndTheDaemonKeepsRunning) {
@@ -310,7 +318,8 @@ TEST_F(HealthE2E, MetricsAndProbesShowWhatTheBridgeDid) {
                   "health": {"maintenance": {"deadline": "4s"}}})");
   const std::string base = daemon_->HttpBase();
   ASSERT_FALSE(base.empty()) << daemon_->Log();
-  EXPECT_EQ(Trim(Shell(StrCat("curl -s -o /dev/null -w '%{http_code}' ", base, "/readyz")).out), "200");
+  EXPECT_EQ(Trim(Shell(StrCat("curl -s -o /dev/null -w '%{http_code}' ", base, "/readyz")).out),
+            "200");
   EXPECT_EQ(Trim(Shell(StrCat("curl -s ", base, "/healthz")).out), "ok");
   PatchCondition(kNode, "GPUHealthy", "False", "XidError", "XID 94");
   ASSERT_TRUE(WaitFor([] { return Drained(kNode); }, seconds(20), milliseconds(50)));
@@ -322,7 +331,8 @@ TEST_F(HealthE2E, MetricsAndProbesShowWhatTheBridgeDid) {
       },
       seconds(10)))
       << metrics;
-  EXPECT_THAT(metrics, HasSubstr("skb_actions_total{kind=\"DrainSlurmNode\",outcome=\"success\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("skb_actions_total{kind=\"DrainSlurmNode\",outcome=\"success\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("skb_nodes{owner=\"unhealthy\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("skb_leader 1"));
 }
@@ -336,9 +346,9 @@ TEST_F(HealthE2E, ASlurmdThatStopsShowsAsAConditionOnTheKubernetesNode) {
   const std::string testbed = StrCat(SKB_SOURCE_DIR, "/scripts/testbed");
   ASSERT_EQ(Shell(StrCat(testbed, " stop slurmd-", node), seconds(60)).exit_code, 0);
   // slurmctld marks it DOWN after SlurmdTimeout (30 s on the testbed).
-  bool down = WaitFor(
-      [&] { return K8sCondition(node, "SlurmNodeHealthy").rfind("False/", 0) == 0; },
-      seconds(120), milliseconds(500));
+  bool down =
+      WaitFor([&] { return K8sCondition(node, "SlurmNodeHealthy").rfind("False/", 0) == 0; },
+              seconds(120), milliseconds(500));
   auto start = Shell(StrCat(testbed, " start slurmd-", node), seconds(120));
   ASSERT_TRUE(down) << K8sCondition(node, "SlurmNodeHealthy") << " " << SlurmState(node) << "\n"
                     << daemon_->LogTail();

@@ -14,11 +14,10 @@
 //     node stays lent (Warning) until that pod goes;
 //   - an interactive job (srun), which Slurm cannot requeue, is protected; a batch job
 //     whose requeue is turned off during its grace is left running, and the lend waits.
-#include "tests/e2e/bridge/lending_fixture.h"
-
 #include <thread>
 
 #include "src/ownership/policy.h"
+#include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
 namespace {
@@ -99,8 +98,10 @@ TEST_F(LendingBadInputE2E, AFinalizerRemovedByHandIsPutBackAndAVanishedReservati
                           seconds(30));
   ASSERT_EQ(patch.exit_code, 0) << patch.err;
   EXPECT_TRUE(WaitFor(
-      [&] { return ReservationField(node, ".metadata.finalizers") ==
-                   StrCat("[\"", ownership::kFinalizer, "\"]"); },
+      [&] {
+        return ReservationField(node, ".metadata.finalizers") ==
+               StrCat("[\"", ownership::kFinalizer, "\"]");
+      },
       seconds(20)))
       << ReservationField(node, ".metadata.finalizers") << daemon_->LogTail();
   EXPECT_THAT(NodeEvents(node), HasSubstr("FinalizerRestored"));
@@ -192,12 +193,14 @@ TEST_F(NamespaceDeletedE2E, EveryNodeIsLentProtectedWorkWaitedForAndTheyReturnWi
   // The namespace then goes once kube-controller-manager's namespace controller looks
   // again, which after minutes of waiting on our finalizers can be minutes later (its
   // back-off): finalize it the way an admin would, to go on.
-  Shell(StrCat("kubectl get namespace ", kNs, " -o json | jq '.spec.finalizers=[]' | "
-               "kubectl replace --raw /api/v1/namespaces/", kNs, "/finalize -f - >/dev/null"));
-  ASSERT_TRUE(WaitFor(
-      [&] { return Shell(StrCat("kubectl get namespace ", kNs)).exit_code != 0; },
-      seconds(60)))
-      << Shell("kubectl get namespace slurm-bridge -o yaml; kubectl get pods -n slurm-bridge -o yaml")
+  Shell(StrCat("kubectl get namespace ", kNs,
+               " -o json | jq '.spec.finalizers=[]' | "
+               "kubectl replace --raw /api/v1/namespaces/",
+               kNs, "/finalize -f - >/dev/null"));
+  ASSERT_TRUE(WaitFor([&] { return Shell(StrCat("kubectl get namespace ", kNs)).exit_code != 0; },
+                      seconds(60)))
+      << Shell(
+             "kubectl get namespace slurm-bridge -o yaml; kubectl get pods -n slurm-bridge -o yaml")
              .out
       << daemon_->LogTail();
   ASSERT_TRUE(WaitFor(
@@ -258,8 +261,8 @@ TEST_F(LendingBadInputE2E, EditedRequestsAreRefusedAndAnOverwrittenJobListIsWrit
                 .exit_code,
             0);
   const std::string path = ".metadata.annotations.slurm-k8s-bridge\\.io/jobs";
-  EXPECT_TRUE(WaitFor(
-      [&] { return ReservationField(node, path).rfind(id + " ", 0) == 0; }, seconds(30)))
+  EXPECT_TRUE(
+      WaitFor([&] { return ReservationField(node, path).rfind(id + " ", 0) == 0; }, seconds(30)))
       << ReservationField(node, path);
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);
@@ -268,17 +271,19 @@ TEST_F(LendingBadInputE2E, EditedRequestsAreRefusedAndAnOverwrittenJobListIsWrit
 TEST_F(LendingBadInputE2E, APodTakingTheReservationsNameKeepsTheNodeLentUntilItGoes) {
   // An idle node lent to an inference pod.
   CreateInferencePod("infer-e");
-  ASSERT_TRUE(WaitFor([&] { return PodField("infer-e", ".status.phase") == "Running"; },
-                      seconds(40)))
+  ASSERT_TRUE(
+      WaitFor([&] { return PodField("infer-e", ".status.phase") == "Running"; }, seconds(40)))
       << Shell("kubectl get pods -A -o wide").out;
   const std::string node = PodField("infer-e", ".spec.nodeName");
-  ASSERT_TRUE(WaitFor([&] { return Shell(StrCat("kubectl get pod -n ", kNs, " ",
-                                                Reservation(node))).exit_code != 0; },
-                      seconds(30)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Shell(StrCat("kubectl get pod -n ", kNs, " ", Reservation(node))).exit_code != 0;
+      },
+      seconds(30)));
   // Someone else's pod (no role label, no GPUs) takes the reservation's name.
   auto foreign = RunCommand({"kubectl", "run", "-n", kNs, Reservation(node), "--image=pause",
-                             "--restart=Never", "--labels=skb-e2e=lending",
-                             "--overrides", StrCat(R"({"spec":{"nodeName":")", node, R"("}})")},
+                             "--restart=Never", "--labels=skb-e2e=lending", "--overrides",
+                             StrCat(R"({"spec":{"nodeName":")", node, R"("}})")},
                             seconds(30));
   ASSERT_EQ(foreign.exit_code, 0) << foreign.err;
   const std::string foreign_uid = ReservationField(node, ".metadata.uid");
@@ -286,9 +291,9 @@ TEST_F(LendingBadInputE2E, APodTakingTheReservationsNameKeepsTheNodeLentUntilItG
   // The inference pod leaves: after the cool-down the bridge would return the node, but
   // cannot create its reservation; the node stays lent and the bridge says why.
   ASSERT_EQ(Shell("kubectl delete pod -n default infer-e --wait=false").exit_code, 0);
-  ASSERT_TRUE(WaitFor([&] { return NodeEvents(node).find("CreateReservationPodFailed") !=
-                                   std::string::npos; },
-                      seconds(kCooldownSeconds + 30)))
+  ASSERT_TRUE(WaitFor(
+      [&] { return NodeEvents(node).find("CreateReservationPodFailed") != std::string::npos; },
+      seconds(kCooldownSeconds + 30)))
       << NodeEvents(node) << daemon_->LogTail();
   EXPECT_THAT(NodeEvents(node), HasSubstr("is not the bridge's"));
   EXPECT_THAT(SlurmReason(node), HasSubstr("k8s-bridge: lent to"));
@@ -300,8 +305,7 @@ TEST_F(LendingBadInputE2E, APodTakingTheReservationsNameKeepsTheNodeLentUntilItG
                          " --grace-period=0 --force --wait=true --timeout=30s"))
                 .exit_code,
             0);
-  ASSERT_TRUE(WaitFor([&] { return SlurmReason(node) == "none"; },
-                      seconds(kCooldownSeconds + 40)))
+  ASSERT_TRUE(WaitFor([&] { return SlurmReason(node) == "none"; }, seconds(kCooldownSeconds + 40)))
       << SlurmReason(node) << daemon_->LogTail();
   EXPECT_TRUE(ReservationRunsAt(node, "slurm-idle"));
 }
@@ -333,8 +337,8 @@ TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {
   // the job's requeue off: the bridge must not requeue it (Slurm would refuse) nor kill
   // it; the lend waits for it, and Kubernetes stays off the node.
   CreateInferencePod("infer-f");
-  ASSERT_TRUE(WaitFor([&] { return Signals(victim).find("USR1") != std::string::npos; },
-                      seconds(30)))
+  ASSERT_TRUE(
+      WaitFor([&] { return Signals(victim).find("USR1") != std::string::npos; }, seconds(30)))
       << Shell("sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
   ASSERT_EQ(Shell(StrCat("scontrol update jobid=", victim, " requeue=0")).exit_code, 0);
   std::this_thread::sleep_for(seconds(kGraceSeconds + 8));
@@ -342,8 +346,8 @@ TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {
   EXPECT_EQ(Restarts(victim), 0);
   EXPECT_EQ(PodField("infer-f", ".status.phase"), "Pending");
   const std::string events = NodeEvents(node);
-  EXPECT_THAT(events, AnyOf(HasSubstr("LendBlockedByProtectedJobs"),
-                            HasSubstr("PreemptSlurmJobsFailed")))
+  EXPECT_THAT(events,
+              AnyOf(HasSubstr("LendBlockedByProtectedJobs"), HasSubstr("PreemptSlurmJobsFailed")))
       << events;
   for (const auto& id : jobs_) {
     if (id == victim) continue;
@@ -353,8 +357,8 @@ TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {
 
   // The job ends by itself (here: its user cancels it): the lend completes.
   Shell(StrCat("scancel ", victim));
-  ASSERT_TRUE(WaitFor([&] { return PodField("infer-f", ".status.phase") == "Running"; },
-                      seconds(40)))
+  ASSERT_TRUE(
+      WaitFor([&] { return PodField("infer-f", ".status.phase") == "Running"; }, seconds(40)))
       << Shell("kubectl get pods -A -o wide; sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
   std::erase(jobs_, victim);
 }
@@ -366,9 +370,11 @@ TEST_F(LendingBadInputE2E, TheReservationOfADeletedNodeIsReleasedAndTheNodeBackG
   const std::string node = StrCat("node", testbed::TestbedNodeCount());
   SettleWith(node, "slurm-idle");
   const std::string saved = StrCat(dir_, "/", node, ".json");
-  ASSERT_EQ(Shell(StrCat("kubectl get node ", node, " -o json | jq 'del(.metadata.uid, "
+  ASSERT_EQ(Shell(StrCat("kubectl get node ", node,
+                         " -o json | jq 'del(.metadata.uid, "
                          ".metadata.resourceVersion, .metadata.creationTimestamp, "
-                         ".metadata.managedFields)' > ", saved))
+                         ".metadata.managedFields)' > ",
+                         saved))
                 .exit_code,
             0);
   // Put back whatever happens below: later tests need every node.
@@ -379,14 +385,18 @@ TEST_F(LendingBadInputE2E, TheReservationOfADeletedNodeIsReleasedAndTheNodeBackG
       armed = false;
       if (Shell(StrCat("kubectl get node ", node)).exit_code == 0) return;
       Shell(StrCat("jq 'del(.status)' ", saved, " | kubectl create -f - && kubectl patch node ",
-                   node, " --subresource=status --type=merge -p \"$(jq -c "
+                   node,
+                   " --subresource=status --type=merge -p \"$(jq -c "
                    "'{status: {capacity: .status.capacity, allocatable: .status.allocatable}}' ",
                    saved, ")\""));
-      WaitFor([&] {
-        return Trim(Shell(StrCat("kubectl get node ", node, " -o jsonpath='{.status.conditions"
-                                 "[?(@.type==\"Ready\")].status}'"))
-                        .out) == "True";
-      }, seconds(60));
+      WaitFor(
+          [&] {
+            return Trim(Shell(StrCat("kubectl get node ", node,
+                                     " -o jsonpath='{.status.conditions"
+                                     "[?(@.type==\"Ready\")].status}'"))
+                            .out) == "True";
+          },
+          seconds(60));
     }
     ~Restore() {
       if (armed) Now();

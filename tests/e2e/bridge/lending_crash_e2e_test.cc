@@ -4,10 +4,10 @@
 // finish as if nothing happened -- the inference pod runs, the victim is requeued (never
 // lost), the node returns, no finalizer is left, no bridge drain without its cause, and
 // the invariant-1 sampler sees no double booking throughout.
-#include "tests/e2e/bridge/lending_fixture.h"
-
 #include <cstdlib>
 #include <thread>
+
+#include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
 namespace {
@@ -46,7 +46,8 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
   }
   ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); },
                       seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 40)))
-      << "the bridge never reached " << step.reason << "\n" << daemon_->LogTail();
+      << "the bridge never reached " << step.reason << "\n"
+      << daemon_->LogTail();
   EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", step.reason)));
   std::printf("killed after %s\n", step.reason);
   std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
@@ -68,13 +69,14 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
     EXPECT_THAT(JobField(id, "JobState"), Not(AnyOf("FAILED", "CANCELLED"))) << id;
     requeued += Restarts(id) > 0;
   }
-  EXPECT_EQ(requeued, 1) << "what the scheduler preempted:\n"
-                         << Shell("kubectl get events -A --field-selector reason=Preempted").out
-                         << "what the bridge did:\n"
-                         << Shell(StrCat("grep -E 'action|test_hook' ", daemon_->dir(), "/daemon.log")).out;
+  EXPECT_EQ(requeued, 1)
+      << "what the scheduler preempted:\n"
+      << Shell("kubectl get events -A --field-selector reason=Preempted").out
+      << "what the bridge did:\n"
+      << Shell(StrCat("grep -E 'action|test_hook' ", daemon_->dir(), "/daemon.log")).out;
   // Invariant 3: no stuck finalizer, no bridge drain without its cause, no lend left.
-  EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
-                      seconds(30)))
+  EXPECT_TRUE(
+      WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); }, seconds(30)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out;
   // A reservation may be Terminating for a moment (the requeued job running again swaps
   // its node's reservation to the preemptible class); none may stay so.
@@ -97,15 +99,13 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
 
 // The lend: record, drain, signal, requeue, release; the return: create the reservation,
 // resume the Slurm node.
-INSTANTIATE_TEST_SUITE_P(Steps, CrashAtEveryStepE2E,
-                         ::testing::Values(Step{"LendingToKubernetes", false},
-                                           Step{"SlurmNodeLent", false},
-                                           Step{"SlurmJobsSignalled", false},
-                                           Step{"SlurmJobsPreempted", false},
-                                           Step{"ReservationReleased", false},
-                                           Step{"ReturningToSlurm", true},
-                                           Step{"SlurmNodeReturned", true}),
-                         [](const auto& p) { return std::string(p.param.reason); });
+INSTANTIATE_TEST_SUITE_P(
+    Steps, CrashAtEveryStepE2E,
+    ::testing::Values(Step{"LendingToKubernetes", false}, Step{"SlurmNodeLent", false},
+                      Step{"SlurmJobsSignalled", false}, Step{"SlurmJobsPreempted", false},
+                      Step{"ReservationReleased", false}, Step{"ReturningToSlurm", true},
+                      Step{"SlurmNodeReturned", true}),
+    [](const auto& p) { return std::string(p.param.reason); });
 
 }  // namespace
 }  // namespace skb::lending_e2e

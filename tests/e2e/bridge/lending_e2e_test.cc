@@ -7,20 +7,19 @@
 // A sampler checks invariant 1 (DESIGN.md) every 100 ms for the whole test: no node runs a
 // Slurm job holding GPUs and a Kubernetes GPU pod at the same time. The bridge is killed
 // (SIGKILL) mid-lend and must finish the flow after a restart (invariant 3).
-#include "tests/e2e/bridge/lending_fixture.h"
-
 #include <atomic>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
 namespace {
 
 TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm) {
   for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60)))
-      << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   // The reservations follow the jobs: preemptible class, swapped in place.
   ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out;
@@ -51,7 +50,9 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(Shell(StrCat("scontrol show job ", victim)).out,
               ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
   std::string events = Shell(StrCat("kubectl get events -n default --field-selector "
-                                    "involvedObject.name=", node, " -o custom-columns=R:.reason "
+                                    "involvedObject.name=",
+                                    node,
+                                    " -o custom-columns=R:.reason "
                                     "--no-headers"))
                            .out;
   EXPECT_THAT(events, HasSubstr("SlurmJobsSignalled"));
@@ -82,7 +83,8 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
       << metrics;
   // At least once: a re-plan on a cache that has not yet seen the requeue repeats the
   // (then no-op) preemption, and the counters count executed actions.
-  EXPECT_THAT(metrics, ::testing::ContainsRegex("skb_preemptions_total\\{mode=\"requeue\"\\} [1-9]"));
+  EXPECT_THAT(metrics,
+              ::testing::ContainsRegex("skb_preemptions_total\\{mode=\"requeue\"\\} [1-9]"));
   EXPECT_THAT(metrics, ::testing::ContainsRegex("skb_preemption_grace_seconds_count [1-9]"));
   EXPECT_THAT(metrics, HasSubstr("skb_lend_duration_seconds_count 1"));
 
@@ -100,9 +102,9 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(lend["signalled"].dump(), HasSubstr(StrCat("\"", victim, "\"")));
   EXPECT_THAT(lend["preempted"].dump(), HasSubstr(StrCat("\"", victim, "\""))) << lend.dump();
   EXPECT_EQ(lend["outcome"], "returned to Slurm") << lend.dump();
-  auto jobs = RunCommand(
-      {SKB_BRIDGECTL_BINARY, "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
-      seconds(30));
+  auto jobs =
+      RunCommand({SKB_BRIDGECTL_BINARY, "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
+                 seconds(30));
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   bool listed = false;
   const nlohmann::json listed_jobs = nlohmann::json::parse(jobs.out);  // outlives the loop
@@ -153,11 +155,12 @@ TEST_F(LendingE2E, EachJobGetsItsCheckpointSignalAndOneThatIgnoresItIsStillReque
   EXPECT_THAT(Signals(own), HasSubstr("USR2"));
   EXPECT_THAT(Signals(own), ::testing::Not(HasSubstr("USR1"))) << "its own signal, not ours";
   EXPECT_EQ(Signals(untrapped), "");
-  std::string all_events = Shell(
-      "kubectl get events -n default -o custom-columns=R:.reason,M:.message --no-headers").out;
-  EXPECT_THAT(all_events, ::testing::ContainsRegex(
-                              StrCat("EndedJobRequeued +Requeued Slurm job ", untrapped,
-                                     ": it ended FAILED after the checkpoint signal")));
+  std::string all_events =
+      Shell("kubectl get events -n default -o custom-columns=R:.reason,M:.message --no-headers")
+          .out;
+  EXPECT_THAT(all_events,
+              ::testing::ContainsRegex(StrCat("EndedJobRequeued +Requeued Slurm job ", untrapped,
+                                              ": it ended FAILED after the checkpoint signal")));
 
   for (int i = 0; i < testbed::TestbedNodeCount(); ++i) {
     Shell(StrCat("kubectl delete pod -n default infer-", i, " --wait=false"));
@@ -214,15 +217,16 @@ TEST_F(LendingE2E, KubectlDrainVacatesSlurmGracefullyAndUncordonReturnsTheNode) 
   const std::string node = JobNode(victim);
   ASSERT_FALSE(node.empty());
   const auto t0 = Steady::now();
-  auto drain = RunCommand({"kubectl", "drain", node, "--ignore-daemonsets",
-                           "--delete-emptydir-data", "--timeout=90s"},
-                          seconds(120));
+  auto drain = RunCommand(
+      {"kubectl", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"},
+      seconds(120));
   const double took = std::chrono::duration<double>(Steady::now() - t0).count();
   std::printf("kubectl drain %s took %.1f s (grace %d s)\n", node.c_str(), took, kGraceSeconds);
   ASSERT_EQ(drain.exit_code, 0) << drain.out << drain.err << Shell("squeue").out;
   EXPECT_GE(Restarts(victim), 1);
   EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
-  EXPECT_THAT(JobField(victim, "JobState"), ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")));
+  EXPECT_THAT(JobField(victim, "JobState"),
+              ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")));
   EXPECT_THAT(Shell(StrCat("sinfo -h -N -n ", node, " -o %T | head -1")).out, HasSubstr("drain"));
   EXPECT_THAT(NodeEvents(node), HasSubstr("ReservationReleased"));
   for (const auto& id : jobs_) {
@@ -295,10 +299,10 @@ TEST_F(LendingE2E, AMultiNodeJobIsRequeuedAsAWholeAndItsOtherNodeGoesBackToTheSl
   EXPECT_EQ(Trim(Shell(StrCat("sinfo -h -N -n ", other, " -o %E | head -1")).out), "none");
   EXPECT_TRUE(WaitFor(
       [&] {
-        return Trim(RunCommand({"kubectl", "get", "pod", "-n", "slurm-bridge",
-                                StrCat("reserve-", other), "-o",
-                                "jsonpath={.spec.priorityClassName} {.status.phase}"},
-                               seconds(30))
+        return Trim(RunCommand(
+                        {"kubectl", "get", "pod", "-n", "slurm-bridge", StrCat("reserve-", other),
+                         "-o", "jsonpath={.spec.priorityClassName} {.status.phase}"},
+                        seconds(30))
                         .out) == "slurm-idle Running";
       },
       seconds(30)))
@@ -338,8 +342,8 @@ TEST_F(LendingE2E, ABridgeKilledMidLendFinishesTheFlowAfterRestart) {
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
       << Shell("squeue; sinfo -N -o '%N %T %E'").out;
   // No stuck finalizer, no bridge drain left without its cause.
-  EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
-                      seconds(30)));
+  EXPECT_TRUE(
+      WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); }, seconds(30)));
   EXPECT_EQ(Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out), "0")
       << Shell("sinfo -N -o '%N %T %E'").out;
 }
@@ -349,9 +353,9 @@ TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
   // The follower answers bridgectl from its own caches and names the leader.
-  auto table = RunCommand({SKB_BRIDGECTL_BINARY, "--socket", standby_->socket(), "get", "nodes",
-                           "-o", "json"},
-                          seconds(30));
+  auto table = RunCommand(
+      {SKB_BRIDGECTL_BINARY, "--socket", standby_->socket(), "get", "nodes", "-o", "json"},
+      seconds(30));
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_EQ(nlohmann::json::parse(table.out)["leader"], "bridge-a");
 
@@ -364,13 +368,13 @@ TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
       seconds(30), milliseconds(50)));
   const auto t0 = Steady::now();
   daemon_->Kill();  // the leader dies mid-lend, holding the Lease
-  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(30),
-                      milliseconds(50)))
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(30), milliseconds(50)))
       << LeaseHolder();
   const double failover = std::chrono::duration<double>(Steady::now() - t0).count();
-  std::printf("failover: the standby holds the Lease %.2f s after the leader was killed "
-              "(lease 3 s, renew 2 s, retry 0.5 s)\n",
-              failover);
+  std::printf(
+      "failover: the standby holds the Lease %.2f s after the leader was killed "
+      "(lease 3 s, renew 2 s, retry 0.5 s)\n",
+      failover);
   EXPECT_LT(failover, 10.0);
   ASSERT_TRUE(WaitFor([&] { return PodField("infer-d", ".status.phase") == "Running"; },
                       seconds(kGraceSeconds + 40)))
@@ -386,21 +390,22 @@ TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
 class DefaultLeaseFailoverE2E : public FailoverE2E {
  protected:
   DefaultLeaseFailoverE2E() {
-    extra_overlay_ = {{"leader_election",
-                       {{"lease_duration", "15s"}, {"renew_deadline", "10s"}, {"retry_period", "2s"}}}};
+    extra_overlay_ = {
+        {"leader_election",
+         {{"lease_duration", "15s"}, {"renew_deadline", "10s"}, {"retry_period", "2s"}}}};
   }
 };
 
 TEST_F(DefaultLeaseFailoverE2E, TheStandbyTakesOverWithinTheLeaseDuration) {
   const auto t0 = Steady::now();
   daemon_->Kill();
-  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(40),
-                      milliseconds(50)))
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(40), milliseconds(50)))
       << LeaseHolder() << standby_->LogTail();
   const double failover = std::chrono::duration<double>(Steady::now() - t0).count();
-  std::printf("failover: the standby holds the Lease %.2f s after the leader was killed "
-              "(default lease 15 s, renew 10 s, retry 2 s)\n",
-              failover);
+  std::printf(
+      "failover: the standby holds the Lease %.2f s after the leader was killed "
+      "(default lease 15 s, renew 10 s, retry 2 s)\n",
+      failover);
   EXPECT_LT(failover, 15.0 + 2.0 + 2.0) << "lease duration + retry period + slack";
 }
 

@@ -6,7 +6,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,10 +14,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bridge/slurm/libslurm_client.h"
 #include "k8s/kubeconfig.h"
@@ -59,16 +57,17 @@ class LendingE2E : public ::testing::Test {
     auto kube = testbed::AdminKubeClient();
     ASSERT_TRUE(kube.ok()) << kube.status();
     kube_ = std::move(*kube);
-    slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
-    std::string overlay =
-        StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
+    slurm_ =
+        std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
+    std::string overlay = StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]},
                    "server": {"http_address": "127.0.0.1:0"},
                    "features": {"labels": []},
-                   "leader_election": {"lease_name": ")", kLease, R"(",
+                   "leader_election": {"lease_name": ")",
+                                 kLease, R"(",
                      "lease_duration": "3s", "renew_deadline": "2s", "retry_period": "500ms"},
-                   "lending": {"enabled": true, "default_grace": ")", kGraceSeconds,
-               R"(s", "cooldown": ")", kCooldownSeconds,
-               R"(s", "min_lend_time": "5s", "class_upgrade_delay": "1s",
+                   "lending": {"enabled": true, "default_grace": ")",
+                                 kGraceSeconds, R"(s", "cooldown": ")", kCooldownSeconds,
+                                 R"(s", "min_lend_time": "5s", "class_upgrade_delay": "1s",
                    "class_downgrade_delay": "5s", "reservation_update_interval": "5s"}})");
     nlohmann::json merged = nlohmann::json::parse(overlay);
     merged.merge_patch(extra_overlay_);
@@ -107,9 +106,8 @@ class LendingE2E : public ::testing::Test {
       // failed short tests on a loaded machine (49 of 50 in a 24 s test).
       EXPECT_GE(sampler_->samples(), std::max(10, static_cast<int>(sampler_->seconds())))
           << "the sampler hardly ran in " << sampler_->seconds() << " s";
-      EXPECT_EQ(sampler_->violations(), 0)
-          << "double booking (" << sampler_->samples() << " samples): "
-          << sampler_->first_violation();
+      EXPECT_EQ(sampler_->violations(), 0) << "double booking (" << sampler_->samples()
+                                           << " samples): " << sampler_->first_violation();
       std::printf("invariant sampler: %d samples in %.1f s, %d double-booked\n",
                   sampler_->samples(), sampler_->seconds(), sampler_->violations());
     }
@@ -156,8 +154,8 @@ class LendingE2E : public ::testing::Test {
                 sig, "; ");
     }
     StrAppend(&script, "for i in $(seq 3000); do sleep 0.2; done");
-    std::vector<std::string> argv = {"sbatch", "--parsable", "--requeue", "--gres=gpu:8", "-p",
-                                     partition, "-o", "/dev/null"};
+    std::vector<std::string> argv = {"sbatch", "--parsable", "--requeue", "--gres=gpu:8",
+                                     "-p",     partition,    "-o",        "/dev/null"};
     argv.insert(argv.end(), sbatch_args.begin(), sbatch_args.end());
     argv.insert(argv.end(), {"--wrap", script});
     auto r = RunCommand(argv, seconds(30));
@@ -191,8 +189,8 @@ class LendingE2E : public ::testing::Test {
   std::string Metrics() { return Shell(StrCat("curl -s ", daemon_->HttpBase(), "/metrics")).out; }
 
   std::string NodeEvents(const std::string& node) {
-    return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
-                        node, " -o custom-columns=R:.reason,M:.message --no-headers"))
+    return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=", node,
+                        " -o custom-columns=R:.reason,M:.message --no-headers"))
         .out;
   }
 
@@ -232,7 +230,8 @@ class LendingE2E : public ::testing::Test {
   }
 
   void CreateInferencePod(const std::string& name) {
-    auto r = kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "lending"));
+    auto r =
+        kube_->Create(k8s::Resource::Pods(), "default", testbed::InferencePod(name, "lending"));
     ASSERT_TRUE(r.ok()) << r.status();
   }
 

@@ -4,9 +4,9 @@
 // the lend-and-return flow with real kube-scheduler preemption, two replicas electing a
 // leader. Then one verb is taken away and the bridge must say Forbidden, clearly, change
 // nothing it should not, and recover once the verb is back.
-#include "tests/e2e/bridge/lending_fixture.h"
-
 #include <thread>
+
+#include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
 namespace {
@@ -22,9 +22,9 @@ constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 std::string RenderRbac() {
   std::string cmd = StrCat("helm template ", kRelease, " ", SKB_SOURCE_DIR,
                            "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.33.0");
-  for (const char* t : {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
-                        "rolebinding-reservations", "role-leaderelection",
-                        "rolebinding-leaderelection"}) {
+  for (const char* t :
+       {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
+        "rolebinding-reservations", "role-leaderelection", "rolebinding-leaderelection"}) {
     StrAppend(&cmd, " --show-only templates/", t, ".yaml");
   }
   return cmd;
@@ -49,20 +49,21 @@ class RbacE2E : public LendingE2E {
     }
     // A kubeconfig with the ServiceAccount's token and the testbed's CA: nothing of the
     // admin's credentials.
-    auto token = RunCommand({"kubectl", "create", "token", "-n", "slurm-bridge", kServiceAccount,
-                             "--duration=2h"},
-                            seconds(30));
+    auto token = RunCommand(
+        {"kubectl", "create", "token", "-n", "slurm-bridge", kServiceAccount, "--duration=2h"},
+        seconds(30));
     ASSERT_EQ(token.exit_code, 0) << token.err;
     char tmpl[] = "/tmp/skb-rbac-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     rbac_dir_ = tmpl;
     const std::string kubeconfig = StrCat(rbac_dir_, "/kubeconfig");
-    const std::string server = Trim(
-        Shell("kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'").out);
+    const std::string server =
+        Trim(Shell("kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'").out);
     const std::string ca = StrCat(rbac_dir_, "/ca.crt");
     ASSERT_EQ(Shell(StrCat("kubectl config view --minify --raw -o "
                            "jsonpath='{.clusters[0].cluster.certificate-authority-data}' | "
-                           "base64 -d > ", ca, " && test -s ", ca))
+                           "base64 -d > ",
+                           ca, " && test -s ", ca))
                   .exit_code,
               0);
     ASSERT_FALSE(server.empty());
@@ -156,8 +157,8 @@ TEST_F(RbacWithoutCreateE2E, AMissingVerbIsAClearForbiddenErrorAndNothingElseCha
   // The verb given back: the bridge recovers by itself (refused plans are retried).
   auto fix = Shell(StrCat(RenderRbac(), " | kubectl apply -f -"), seconds(60));
   ASSERT_EQ(fix.exit_code, 0) << fix.err;
-  EXPECT_TRUE(WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); },
-                      seconds(60)))
+  EXPECT_TRUE(
+      WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); }, seconds(60)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
 }
 

@@ -5,8 +5,8 @@
 // killed (SIGKILL) and restarted, kube-apiserver restarted, slurmctld restarted, a slurmd
 // stopped for a few seconds, every watch made to fail with 410 Gone (kube-apiserver
 // restarted over an etcd compacted past the bridge's resourceVersions; the bridge's
-// skb_informer_expired_total must show its informers relisted). A sampler checks every 100 ms that no node runs a Slurm job
-// and a Kubernetes GPU pod at once.
+// skb_informer_expired_total must show its informers relisted). A sampler checks every 100 ms that
+// no node runs a Slurm job and a Kubernetes GPU pod at once.
 //
 // Pass: zero double-booked samples; zero lost jobs (each submitted job COMPLETED, or still
 // pending/running -- none FAILED, CANCELLED or NODE_FAIL); once the chaos stops and the
@@ -14,20 +14,18 @@
 // Prints the counts and the seed (SKB_CHAOS_SEED replays a schedule).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bridge/observability/exposition_parser.h"
 #include "bridge/slurm/libslurm_client.h"
@@ -73,11 +71,10 @@ class Chaos : public ::testing::Test {
     auto kube = testbed::AdminKubeClient();
     ASSERT_TRUE(kube.ok()) << kube.status();
     kube_ = std::move(*kube);
-    slurm_ = std::make_unique<bridge::slurm::LibSlurmClient>(
-        bridge::slurm::LibSlurmClient::Options{});
-    daemon_ = std::make_unique<BridgeDaemon>(
-        SKB_DAEMON_BINARY,
-        R"({"admission": {"preemptible_partitions": ["gpu"]},
+    slurm_ =
+        std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
+    daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY,
+                                             R"({"admission": {"preemptible_partitions": ["gpu"]},
             "features": {"labels": []},
             "server": {"http_address": "127.0.0.1:0"},
             "leader_election": {"lease_name": "skb-chaos", "lease_duration": "3s",
@@ -111,9 +108,10 @@ class Chaos : public ::testing::Test {
 
   static void Reset() {
     Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
-    Shell("kubectl delete pods -n default -l skb-e2e=chaos --grace-period=0 --force "
-          "--ignore-not-found >/dev/null 2>&1",
-          seconds(60));
+    Shell(
+        "kubectl delete pods -n default -l skb-e2e=chaos --grace-period=0 --force "
+        "--ignore-not-found >/dev/null 2>&1",
+        seconds(60));
   }
 
   static void ClearCondition(const std::string& node) {
@@ -126,20 +124,23 @@ class Chaos : public ::testing::Test {
 
   static void SetUnhealthy(const std::string& node) {
     const std::string now = Trim(Shell("date -u +%Y-%m-%dT%H:%M:%SZ").out);
-    nlohmann::json patch = {
-        {"status",
-         {{"conditions",
-           {{{"type", "GPUHealthy"}, {"status", "False"}, {"reason", "XidError"},
-             {"message", "chaos: XID 79"}, {"lastHeartbeatTime", now},
-             {"lastTransitionTime", now}}}}}}};
+    nlohmann::json patch = {{"status",
+                             {{"conditions",
+                               {{{"type", "GPUHealthy"},
+                                 {"status", "False"},
+                                 {"reason", "XidError"},
+                                 {"message", "chaos: XID 79"},
+                                 {"lastHeartbeatTime", now},
+                                 {"lastTransitionTime", now}}}}}}};
     RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic", "-p",
                 patch.dump()},
                seconds(30));
   }
 
   void Submit(int gpus, bool traps, int run_seconds) {
-    std::string script = traps ? StrCat("trap 'echo USR1 >> ", dir_, "/signal-$SLURM_JOB_ID' USR1; ")
-                               : std::string();
+    std::string script = traps
+                             ? StrCat("trap 'echo USR1 >> ", dir_, "/signal-$SLURM_JOB_ID' USR1; ")
+                             : std::string();
     StrAppend(&script, "for i in $(seq ", run_seconds * 5, "); do sleep 0.2; done");
     auto r = RunCommand({"sbatch", "--parsable", "--requeue", StrCat("--gres=gpu:", gpus), "-p",
                          "gpu", "-o", "/dev/null", "--wrap", script},
@@ -197,7 +198,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get());
 
   std::map<std::string, int> faults, actions;
-  std::vector<std::string> inference;  // live inference pods
+  std::vector<std::string> inference;                   // live inference pods
   std::map<std::string, Steady::time_point> unhealthy;  // node -> when to clear
   int next_pod = 0;
   const auto start = Steady::now();
@@ -268,11 +269,11 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
           const double before = InformerExpired();
           Shell(Testbed("expire-watches"), seconds(120));
           ++faults["watch 410 (etcd compacted)"];
-          const bool relisted = WaitFor([&] { return InformerExpired() > before; }, seconds(30),
-                                        seconds(1));
+          const bool relisted =
+              WaitFor([&] { return InformerExpired() > before; }, seconds(30), seconds(1));
           EXPECT_TRUE(before >= 0 && relisted)
-              << "skb_informer_expired_total did not rise after expire-watches (before: "
-              << before << ", now: " << InformerExpired() << ")";
+              << "skb_informer_expired_total did not rise after expire-watches (before: " << before
+              << ", now: " << InformerExpired() << ")";
           break;
         }
       }
@@ -310,11 +311,12 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
     std::string shown = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
     if (shown.find("Restarts=0") == std::string::npos && !shown.empty()) ++requeued;
   }
-  std::printf("chaos: %d samples, %d double-booked (%d pod-samples a kubelet would have "
-              "refused); %zu jobs (%d completed, %d pending/running, %d requeued at least once, "
-              "%d lost)\n",
-              sampler_->samples(), sampler_->violations(), sampler_->kubelet_rejects(),
-              jobs_.size(), completed, active, requeued, lost);
+  std::printf(
+      "chaos: %d samples, %d double-booked (%d pod-samples a kubelet would have "
+      "refused); %zu jobs (%d completed, %d pending/running, %d requeued at least once, "
+      "%d lost)\n",
+      sampler_->samples(), sampler_->violations(), sampler_->kubelet_rejects(), jobs_.size(),
+      completed, active, requeued, lost);
   for (const auto& [k, v] : faults) std::printf("  fault %-28s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : actions) std::printf("  action %-27s x%d\n", k.c_str(), v);
 

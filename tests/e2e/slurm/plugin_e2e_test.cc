@@ -7,7 +7,6 @@
 // `scripts/testbed restart slurmctld` after building.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +25,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
 
 class PluginE2E : public ::testing::Test {
  protected:
@@ -69,9 +67,9 @@ class PluginE2E : public ::testing::Test {
             static_cast<char*>(nullptr));
       _exit(127);
     }
-    ASSERT_TRUE(WaitFor([&] {
-      return ReadAll(log).find("snapshot_published") != std::string::npos;
-    }, seconds(20))) << ReadAll(log);
+    ASSERT_TRUE(WaitFor(
+        [&] { return ReadAll(log).find("snapshot_published") != std::string::npos; }, seconds(20)))
+        << ReadAll(log);
   }
 
   void StopDaemon() {
@@ -101,7 +99,8 @@ TEST_F(PluginE2E, ValidGpuJobIsAcceptedAndAnnotated) {
   ASSERT_FALSE(id.empty()) << err;
   EXPECT_THAT(ShowJob(id), HasSubstr("AdminComment=k8s-bridge:preemptible=true"));
   std::string urgent = Sbatch({"--hold", "--partition=urgent", "--gres=gpu:h100:8",
-                               "--signal=B:USR1@120", "--wrap", "true"}, &janitor_, &err);
+                               "--signal=B:USR1@120", "--wrap", "true"},
+                              &janitor_, &err);
   ASSERT_FALSE(urgent.empty()) << err;
   EXPECT_THAT(ShowJob(urgent),
               HasSubstr("AdminComment=k8s-bridge:preemptible=false,signal=10@120:B"));
@@ -109,19 +108,21 @@ TEST_F(PluginE2E, ValidGpuJobIsAcceptedAndAnnotated) {
   EXPECT_FALSE(Sbatch({"--hold", "--wrap", "true"}, &janitor_, &err).empty()) << err;
   EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:0", "--wrap", "true"}, &janitor_, &err).empty())
       << err;
-  EXPECT_FALSE(Sbatch({"--hold", "--array=0-3", "--gres=gpu:1", "--wrap", "true"}, &janitor_,
-                      &err).empty()) << err;
+  EXPECT_FALSE(
+      Sbatch({"--hold", "--array=0-3", "--gres=gpu:1", "--wrap", "true"}, &janitor_, &err).empty())
+      << err;
 }
 
 TEST_F(PluginE2E, ImpossibleJobsAreRejectedWithAnActionableMessage) {
   StartDaemon();
   std::string err;
   EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:a100:2", "--wrap", "true"}, &janitor_, &err).empty());
-  EXPECT_THAT(err, HasSubstr("k8s-bridge: no node has gpu type a100; available: h100 x8 on 4 nodes"));
+  EXPECT_THAT(err,
+              HasSubstr("k8s-bridge: no node has gpu type a100; available: h100 x8 on 4 nodes"));
   EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:h100:16", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err, HasSubstr("asks for 16 GPUs of type h100 per node but no node has more than 8"));
-  EXPECT_TRUE(Sbatch({"--hold", "--constraint=infiniband", "--wrap", "true"}, &janitor_, &err)
-                  .empty());
+  EXPECT_TRUE(
+      Sbatch({"--hold", "--constraint=infiniband", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err, HasSubstr("unknown feature 'infiniband' in --constraint"));
   EXPECT_THAT(DaemonLog(), HasSubstr("admission_reject"));
 }
@@ -132,15 +133,20 @@ TEST_F(PluginE2E, JobNamingALentNodeIsAcceptedWithANote) {
     ~Resume() { RunCommand({"scontrol", "update", "nodename=node2", "state=resume"}, seconds(30)); }
   } resume;
   ASSERT_EQ(RunCommand({"scontrol", "update", "nodename=node2", "state=drain",
-                        "reason=k8s-bridge: lent to infer/llm-0"}, seconds(30)).exit_code, 0);
+                        "reason=k8s-bridge: lent to infer/llm-0"},
+                       seconds(30))
+                .exit_code,
+            0);
   // The daemon's snapshot follows Slurm within a poll interval.
   ASSERT_TRUE(WaitFor([&] { return DaemonLog().find("snapshot_published") != std::string::npos; },
                       seconds(5)));
   std::string err, out;
-  bool noted = WaitFor([&] {
-    std::string id = Sbatch({"--hold", "-w", "node2", "--wrap", "true"}, &janitor_, &err);
-    return !id.empty() && err.find("node node2 is lent to Kubernetes") != std::string::npos;
-  }, seconds(10), milliseconds(300));
+  bool noted = WaitFor(
+      [&] {
+        std::string id = Sbatch({"--hold", "-w", "node2", "--wrap", "true"}, &janitor_, &err);
+        return !id.empty() && err.find("node node2 is lent to Kubernetes") != std::string::npos;
+      },
+      seconds(10), milliseconds(300));
   EXPECT_TRUE(noted) << err;
 }
 
@@ -150,9 +156,11 @@ TEST_F(PluginE2E, DaemonDownFailsOpenAndIsCounted) {
   std::string err;
   std::string id = Sbatch({"--hold", "--gres=gpu:a100:2", "--wrap", "true"}, &janitor_, &err);
   EXPECT_FALSE(id.empty()) << "fail-open must accept: " << err;
-  EXPECT_TRUE(WaitFor([&] {
-    return ReadAll(ctld_log_).find("accepted without admission", log_size) != std::string::npos;
-  }, seconds(10)));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ReadAll(ctld_log_).find("accepted without admission", log_size) != std::string::npos;
+      },
+      seconds(10)));
   EXPECT_THAT(ReadAll(ctld_log_).substr(log_size), HasSubstr("fail_open_total="));
   // Once the daemon is back, the plugin reports its counters with the next request.
   StartDaemon();
@@ -186,8 +194,8 @@ TEST_F(PluginE2E, SlurmctldSurvivesABurstOf1000SubmitsAcrossADaemonRestart) {
       StartDaemon();
     }
     std::string err;
-    std::string id = Sbatch({"--hold", "--gres=gpu:h100:1", "--job-name=skb-burst", "--wrap",
-                             "true"}, &janitor_, &err);
+    std::string id = Sbatch(
+        {"--hold", "--gres=gpu:h100:1", "--job-name=skb-burst", "--wrap", "true"}, &janitor_, &err);
     if (id.empty()) {
       ++failed;
       last_err = err;

@@ -45,8 +45,8 @@ class ActOnTestbedTest : public ::testing::Test {
                  "idle";
         },
         std::chrono::seconds(60), std::chrono::milliseconds(500)))
-        << node << " is not idle: "
-        << testbed::Shell(StrCat("sinfo -h -N -n ", node, " -o '%T %E'")).out;
+        << node
+        << " is not idle: " << testbed::Shell(StrCat("sinfo -h -N -n ", node, " -o '%T %E'")).out;
   }
   void StopEvents() {
     if (events_) events_->Stop();

@@ -16,9 +16,9 @@ namespace {
 using plan::Action;
 using plan::ActionKind;
 using std::chrono::seconds;
-using ::testing::HasSubstr;
 using testbed::RunCommand;
 using testbed::Shell;
+using ::testing::HasSubstr;
 
 // node4 of the testbed: drained and resumed here, always resumed afterwards.
 constexpr char kNode[] = "node4";
@@ -34,16 +34,14 @@ class ActionExecutorTest : public testing::ActOnTestbedTest {
     StopEvents();
     Cleanup();
   }
-  void Cleanup() {
-    Shell(StrCat("scontrol update nodename=", kNode, " state=resume 2>/dev/null"));
-  }
+  void Cleanup() { Shell(StrCat("scontrol update nodename=", kNode, " state=resume 2>/dev/null")); }
   std::string SlurmReason() {
-    return std::string(StripWhitespace(
-        Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
+    return std::string(
+        StripWhitespace(Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
   }
   std::string SlurmState() {
-    return std::string(StripWhitespace(
-        Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out));
+    return std::string(
+        StripWhitespace(Shell(StrCat("sinfo -h -N -n ", kNode, " -o '%T' | head -1")).out));
   }
   nlohmann::json Condition(const std::string& type) {
     auto node = kube_->Get(k8s::Resource::Nodes(), "", kNode);
@@ -56,8 +54,9 @@ class ActionExecutorTest : public testing::ActOnTestbedTest {
   // Events on the node with this reason, as kubectl sees them.
   int EventCount(const std::string& reason) {
     events_->Flush();
-    auto r = Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=",
-                          kNode, ",reason=", reason, " -o jsonpath='{range .items[*]}{.count}{\"\\n\"}{end}'"));
+    auto r =
+        Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=", kNode,
+                     ",reason=", reason, " -o jsonpath='{range .items[*]}{.count}{\"\\n\"}{end}'"));
     int total = 0;
     for (auto line : StrSplit(r.out, '\n', true)) total += std::atoi(std::string(line).c_str());
     return total;
@@ -115,7 +114,9 @@ TEST_F(ActionExecutorTest, ResumeRefusesADrainThatChangedHands) {
   ASSERT_TRUE(exec_->Execute(Drain("cordoned (spec.unschedulable)")).ok());
   // An admin re-drains the node with their own reason after the plan was made.
   ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
-                         " state=drain reason='admin: replacing PSU'")).exit_code, 0);
+                         " state=drain reason='admin: replacing PSU'"))
+                .exit_code,
+            0);
   Status s = exec_->Execute(Resume("k8s-bridge: cordoned (spec.unschedulable)"));
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_EQ(SlurmReason(), "admin: replacing PSU");

@@ -15,8 +15,8 @@ namespace skb::bridge {
 namespace {
 
 using std::chrono::seconds;
-using ::testing::HasSubstr;
 using testbed::Shell;
+using ::testing::HasSubstr;
 
 constexpr char kNode[] = "node3";
 
@@ -64,13 +64,14 @@ class ReconcilerTest : public testing::ActOnTestbedTest {
     return rec_->ReconcileNode(kNode);
   }
   std::string SlurmReason() {
-    return std::string(StripWhitespace(Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
+    return std::string(
+        StripWhitespace(Shell(StrCat("sinfo -h -n ", kNode, " -o '%E' | head -1")).out));
   }
   std::string Condition(const std::string& type, const std::string& field) {
-    return testbed::RunCommand({"kubectl", "get", "node", kNode, "-o",
-                                StrCat("jsonpath={.status.conditions[?(@.type==\"", type,
-                                       "\")].", field, "}")},
-                               seconds(30))
+    return testbed::RunCommand(
+               {"kubectl", "get", "node", kNode, "-o",
+                StrCat("jsonpath={.status.conditions[?(@.type==\"", type, "\")].", field, "}")},
+               seconds(30))
         .out;
   }
 
@@ -155,8 +156,10 @@ TEST_F(ReconcilerTest, StatusLaneWritesConditionsApartAsTheyAreWhenItRuns) {
 }
 
 TEST_F(ReconcilerTest, AdminDrainSurvivesAndIsShownAsSuch) {
-  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", kNode,
-                         " state=drain reason='admin: swap PSU'")).exit_code, 0);
+  ASSERT_EQ(
+      Shell(StrCat("scontrol update nodename=", kNode, " state=drain reason='admin: swap PSU'"))
+          .exit_code,
+      0);
   ASSERT_TRUE(Step().status.ok());
   ReconcileResult r = Step();
   EXPECT_TRUE(r.plan.actions.empty());

@@ -3,9 +3,10 @@
 //
 // Run after `scripts/testbed up --no-bridge` and `eval "$(scripts/testbed env)"`. Jobs
 // the tests submit are cancelled at the end of each test; nodes they drain are resumed.
+#include "bridge/slurm/libslurm_client.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "bridge/slurm/libslurm_client.h"
 #include "src/base/strings.h"
 #include "tests/integration/slurm/slurm_test_util.h"
 #include "tests/testbed/testbed_support.h"
@@ -55,10 +55,12 @@ class SlurmClientTest : public ::testing::Test {
   }
 
   bool WaitState(uint32_t id, JobState want, seconds timeout = seconds(60)) {
-    return WaitFor([&] {
-      auto j = client_->LoadJob(id);
-      return j.ok() && j->state == want && !j->requeue_pending;
-    }, timeout);
+    return WaitFor(
+        [&] {
+          auto j = client_->LoadJob(id);
+          return j.ok() && j->state == want && !j->requeue_pending;
+        },
+        timeout);
   }
 
   std::unique_ptr<LibSlurmClient> client_;
@@ -133,7 +135,8 @@ TEST_F(SlurmClientTest, LoadsJobsWithTheirRequestAndAnnotation) {
                               "--signal=B:USR1@90", "--job-name=skb-read", "--wrap", "sleep 1"});
   ASSERT_NE(id, 0u);
   RunCommand({"scontrol", "update", StrCat("jobid=", id),
-              "admincomment=ops k8s-bridge:preemptible=true,signal=10@90:B"}, seconds(30));
+              "admincomment=ops k8s-bridge:preemptible=true,signal=10@90:B"},
+             seconds(30));
   auto job = client_->LoadJob(id);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->job_id, id);
@@ -187,8 +190,7 @@ TEST_F(SlurmClientTest, DrainAndResumeOwnDrainIdempotently) {
   EXPECT_FALSE(client_->LoadNode("node4")->drain);
   EXPECT_EQ(*client_->ResumeNode("node4"), WriteOutcome::kUnchanged);
 
-  EXPECT_EQ(client_->DrainNode("node4", "no prefix").status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(client_->DrainNode("node4", "no prefix").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(client_->DrainNode("no-such-node", reason).status().code(), StatusCode::kNotFound);
 }
 
@@ -198,12 +200,13 @@ TEST_F(SlurmClientTest, DrainAndResumeOwnDrainIdempotently) {
 TEST_F(SlurmClientTest, ConcurrentDrainsWithOneReasonAreBatchedAndEachVerified) {
   std::vector<NodeRestorer> restore;
   for (const char* n : {"node1", "node2", "node3", "node4"}) restore.push_back({n});
-  auto r = RunCommand({"scontrol", "update", "nodename=node2", "state=drain",
-                       "reason=admin: fan failure"}, seconds(30));
+  auto r = RunCommand(
+      {"scontrol", "update", "nodename=node2", "state=drain", "reason=admin: fan failure"},
+      seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string reason = "k8s-bridge: integration test rack drain";
-  const std::vector<std::string> nodes = {"node1", "node2", "node3", "node4", "no-such-node",
-                                          "node3"};
+  const std::vector<std::string> nodes = {"node1", "node2",        "node3",
+                                          "node4", "no-such-node", "node3"};
   const uint64_t batches_before = client_->drain_batches();
   std::vector<std::optional<StatusOr<WriteOutcome>>> got(nodes.size());
   {
@@ -241,8 +244,9 @@ TEST_F(SlurmClientTest, ConcurrentDrainsWithOneReasonAreBatchedAndEachVerified) 
 
 TEST_F(SlurmClientTest, AdminDrainIsNeverResumedNorTakenOver) {
   NodeRestorer restore{"node3"};
-  auto r = RunCommand({"scontrol", "update", "nodename=node3", "state=drain",
-                       "reason=admin: bad DIMM"}, seconds(30));
+  auto r =
+      RunCommand({"scontrol", "update", "nodename=node3", "state=drain", "reason=admin: bad DIMM"},
+                 seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto resumed = client_->ResumeNode("node3");
   EXPECT_EQ(resumed.status().code(), StatusCode::kFailedPrecondition);
@@ -269,7 +273,8 @@ TEST_F(SlurmClientTest, SetsAvailableAndActiveFeaturesTogetherAndVerifies) {
     std::string features;
     ~Restore() {
       RunCommand({"scontrol", "update", "nodename=node4", "availablefeatures=" + features,
-                  "activefeatures=" + features}, seconds(30));
+                  "activefeatures=" + features},
+                 seconds(30));
     }
   } restore{joined};
   // A feature slurm.conf never declared: available and active arrive in one update.
@@ -296,7 +301,8 @@ TEST_F(SlurmClientTest, SignalsTheBatchStepOfARunningJob) {
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string marker = StrCat(dir_template, "/got-usr1");
   const uint32_t id = Submit({"--gres=gpu:1", "--wrap",
-                              StrCat("trap 'touch ", marker, "' USR1; for i in $(seq 600); do "
+                              StrCat("trap 'touch ", marker,
+                                     "' USR1; for i in $(seq 600); do "
                                      "sleep 0.2; done")});
   ASSERT_NE(id, 0u);
   ASSERT_TRUE(WaitState(id, JobState::kRunning)) << skb::testbed::JobState(std::to_string(id));
@@ -372,8 +378,8 @@ TEST_F(SlurmClientTest, SuspendResumeAndCancel) {
   auto c = client_->CancelJob(id);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(*c, WriteOutcome::kChanged);
-  EXPECT_TRUE(WaitFor([&] { return client_->LoadJob(id)->state == JobState::kCancelled; },
-                      seconds(30)));
+  EXPECT_TRUE(
+      WaitFor([&] { return client_->LoadJob(id)->state == JobState::kCancelled; }, seconds(30)));
   EXPECT_EQ(*client_->CancelJob(id), WriteOutcome::kUnchanged);
 
   const uint32_t pending = Submit({"--hold", "--wrap", "true"});
@@ -384,8 +390,8 @@ TEST_F(SlurmClientTest, SuspendResumeAndCancel) {
 
 // Last in the file: restarts slurmctld.
 TEST_F(SlurmClientTest, SlurmctldDownIsUnavailableAndCallsRecoverAfterRestart) {
-  auto fast = std::make_unique<LibSlurmClient>(LibSlurmClient::Options{
-      .conf = std::getenv("SLURM_CONF"), .call_timeout = seconds(5)});
+  auto fast = std::make_unique<LibSlurmClient>(
+      LibSlurmClient::Options{.conf = std::getenv("SLURM_CONF"), .call_timeout = seconds(5)});
   ASSERT_TRUE(fast->LoadNodes(0).ok());
   auto stop = skb::testbed::Testbed("stop slurmctld");
   ASSERT_EQ(stop.exit_code, 0) << stop.out << stop.err;

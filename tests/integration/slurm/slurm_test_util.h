@@ -2,10 +2,10 @@
 // and always cancel them, read a job's state with squeue, run scripts/testbed.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "src/base/strings.h"
 #include "tests/testbed/testbed_support.h"
@@ -53,8 +53,8 @@ inline std::string Sbatch(const std::vector<std::string>& args, JobJanitor* jani
 
 // squeue's state of a job ("PENDING", "RUNNING", ...; "" when unknown).
 inline std::string JobState(const std::string& id) {
-  CommandResult r = RunCommand({"squeue", "-h", "-j", id, "--states=all", "-o", "%T"},
-                               std::chrono::seconds(30));
+  CommandResult r =
+      RunCommand({"squeue", "-h", "-j", id, "--states=all", "-o", "%T"}, std::chrono::seconds(30));
   return std::string(StripWhitespace(r.out));
 }
 
