@@ -1,0 +1,98 @@
+# Install rules and the Debian package (CPack DEB).
+#
+#   cmake --install build --prefix /usr            # onto this host
+#   cpack --config build/CPackConfig.cmake -B DIR  # DIR/slurm-k8s-bridge_<ver>_<arch>.deb
+#
+# What goes where (prefix /usr):
+#   /usr/bin/slurm-k8s-bridge, /usr/bin/bridgectl
+#   <Slurm PluginDir>/job_submit_k8s_bridge.so   (SKB_SLURM_PLUGIN_DIR, below)
+#   /usr/lib/systemd/system/slurm-k8s-bridge.service
+#   /etc/slurm-k8s-bridge/config.json            (a conffile: dpkg keeps local edits)
+#   /usr/share/doc/slurm-k8s-bridge/              README, the chart's values for reference
+# A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
+# binaries and the config by their installed paths, so the package is built with the prefix
+# the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
+if(CMAKE_INSTALL_PREFIX_INITIALIZED_TO_DEFAULT)
+  set(CMAKE_INSTALL_PREFIX /usr CACHE PATH "Install prefix" FORCE)
+endif()
+include(GNUInstallDirs)
+# `install`/cpack install what is built and build nothing (its preinstall step would
+# otherwise build every test and benchmark first).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
+
+# Slurm loads plugins from slurm.conf's PluginDir, whose default is compiled into libslurm:
+# Debian's is <libdir>/slurm-wlm (/usr/lib/x86_64-linux-gnu/slurm-wlm on Debian 12), upstream's
+# <libdir>/slurm. Found beside the libslurm this tree links, by the plugins already there.
+get_filename_component(_skb_slurm_libdir "${Slurm_LIBRARY}" REALPATH)
+get_filename_component(_skb_slurm_libdir "${_skb_slurm_libdir}" DIRECTORY)
+set(_skb_plugin_dir "")
+foreach(_d slurm-wlm slurm)
+  if(EXISTS "${_skb_slurm_libdir}/${_d}/auth_munge.so" OR
+     EXISTS "${_skb_slurm_libdir}/${_d}/job_submit_all_partitions.so")
+    set(_skb_plugin_dir "${_skb_slurm_libdir}/${_d}")
+    break()
+  endif()
+endforeach()
+if(NOT _skb_plugin_dir)
+  if(EXISTS /etc/debian_version)
+    set(_skb_plugin_dir "${_skb_slurm_libdir}/slurm-wlm")
+  else()
+    set(_skb_plugin_dir "${_skb_slurm_libdir}/slurm")
+  endif()
+endif()
+set(SKB_SLURM_PLUGIN_DIR "${_skb_plugin_dir}" CACHE PATH
+    "Slurm's PluginDir: where job_submit_k8s_bridge.so is installed (absolute)")
+set(SKB_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/slurm-k8s-bridge")
+set(SKB_DOC_DIR "${CMAKE_INSTALL_FULL_DATAROOTDIR}/doc/slurm-k8s-bridge")
+set(SKB_SYSTEMD_UNIT_DIR "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+message(STATUS "Install: plugin into ${SKB_SLURM_PLUGIN_DIR}, config in ${SKB_CONFIG_DIR}")
+
+install(TARGETS slurm-k8s-bridge bridgectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS job_submit_k8s_bridge LIBRARY DESTINATION ${SKB_SLURM_PLUGIN_DIR})
+configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/slurm-k8s-bridge.service.in
+               ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service
+        DESTINATION ${SKB_SYSTEMD_UNIT_DIR})
+install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/config.json DESTINATION ${SKB_CONFIG_DIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${SKB_DOC_DIR})
+
+# The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
+# the binaries load or need at run time without linking it:
+#   - libslurm dlopens auth_munge.so (and cred_munge.so ...) from slurm-wlm-basic-plugins,
+#     which also creates the slurm user (uid 64030) the unit runs as;
+#   - the plugin only loads into slurmctld of the release it was built against (major.minor).
+string(REGEX MATCH "^([0-9]+)\\.([0-9]+)" _skb_slurm_mm "${Slurm_VERSION}")
+set(_skb_slurm_major "${CMAKE_MATCH_1}")
+math(EXPR _skb_slurm_next_minor "${CMAKE_MATCH_2} + 1")
+if(_skb_slurm_next_minor LESS 10)
+  set(_skb_slurm_next_minor "0${_skb_slurm_next_minor}")
+endif()
+set(_skb_slurm_next "${_skb_slurm_major}.${_skb_slurm_next_minor}")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+set(CPACK_PACKAGE_NAME slurm-k8s-bridge)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm and Kubernetes sharing GPU nodes")
+set(CPACK_PACKAGE_DESCRIPTION
+    "A Slurm job_submit plugin and a daemon that let Slurm and Kubernetes schedule the same \
+GPU nodes: Kubernetes sees Slurm's nodes as taken by reservation pods, an inference pod can \
+borrow a node (the Slurm jobs get their checkpoint signal and are requeued), and node health \
+set in Kubernetes drains the node in Slurm. Built for Slurm ${_skb_slurm_mm}.")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "slurm-wlm-basic-plugins (>= ${_skb_slurm_mm}~), slurm-wlm-basic-plugins (<< ${_skb_slurm_next}~)")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "munge, ca-certificates")
+set(CPACK_DEBIAN_PACKAGE_BREAKS "slurmctld (<< ${_skb_slurm_mm}~), slurmctld (>= ${_skb_slurm_next}~)")
+configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/conffiles.in
+               ${PROJECT_BINARY_DIR}/dist/conffiles @ONLY)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_BINARY_DIR}/dist/conffiles ${PROJECT_SOURCE_DIR}/bridge/dist/postinst ${PROJECT_SOURCE_DIR}/bridge/dist/prerm
+    ${PROJECT_SOURCE_DIR}/bridge/dist/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# Only the three artifacts above, stripped, without the build's test and bench programs.
+set(CPACK_STRIP_FILES ON)
+include(CPack)

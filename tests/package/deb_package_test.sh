@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# deb_package_test BUILD_DIR OUT_DIR: builds the Debian package from BUILD_DIR (cpack) into
+# OUT_DIR and checks what it holds and what it asks for:
+#   - exactly the daemon, bridgectl, the plugin in Slurm's PluginDir, the systemd unit, the
+#     example config (a conffile) and the README; no test or bench program;
+#   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
+#     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
+#     auth_munge.so from it at run time);
+#   - the unit starts the packaged binary with the packaged config, as the slurm user.
+# deb_root_test then installs the package into a bare Debian root.
+set -euo pipefail
+BUILD="$1" OUT="$2"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+rm -rf "$OUT" && mkdir -p "$OUT"
+cpack --config "$BUILD/CPackConfig.cmake" -B "$OUT" >"$OUT/cpack.log" 2>&1 ||
+  { cat "$OUT/cpack.log" >&2; fail "cpack failed"; }
+rm -rf "$OUT/_CPack_Packages"
+debs=("$OUT"/*.deb)
+((${#debs[@]} == 1)) && [[ -f "${debs[0]}" ]] || fail "expected one .deb in $OUT, got: ${debs[*]}"
+deb="${debs[0]}"
+ln -sf "$(basename "$deb")" "$OUT/slurm-k8s-bridge.deb"
+echo "package: $deb ($(stat -c %s "$deb") bytes)"
+
+field() { dpkg-deb -f "$deb" "$1"; }
+cache() { sed -n "s|^$1:[A-Z]*=||p" "$BUILD/CMakeCache.txt"; }
+prefix="$(cache CMAKE_INSTALL_PREFIX)"
+plugin_dir="$(cache SKB_SLURM_PLUGIN_DIR)"
+[[ "$prefix" == /usr ]] && etc=/etc || etc="$prefix/etc"
+
+[[ "$(field Package)" == slurm-k8s-bridge ]] || fail "Package: $(field Package)"
+depends="$(field Depends)"
+echo "Depends: $depends"
+for lib in libslurm38 libcurl4 'libprotobuf' libspdlog 'libstdc\+\+6' 'libc6'; do
+  grep -Eq "(^|, )$lib" <<<"$depends" || fail "Depends lacks $lib"
+done
+slurm_mm="$(sed -n 's/^Slurm_VERSION:[A-Z]*=\([0-9]*\.[0-9]*\).*/\1/p' "$BUILD/CMakeCache.txt")"
+if [[ -z "$slurm_mm" ]]; then  # FindSlurm sets a normal variable: read it from the version header
+  slurm_mm="$(grep -o 'built against Slurm [0-9.]*' <("$BUILD/bridge/slurm-k8s-bridge" --version) |
+    awk '{print $4}' | cut -d. -f1,2)"
+fi
+grep -q "slurm-wlm-basic-plugins (>= $slurm_mm~)" <<<"$depends" ||
+  fail "Depends lacks slurm-wlm-basic-plugins (>= $slurm_mm~)"
+grep -q "slurm-wlm-basic-plugins (<< " <<<"$depends" || fail "Depends has no upper Slurm bound"
+grep -q munge <<<"$(field Recommends)" || fail "Recommends lacks munge"
+
+# The file list, exactly (directories left out).
+dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$OUT/files"
+cat >"$OUT/expected" <<LIST
+$prefix/bin/bridgectl
+$prefix/bin/slurm-k8s-bridge
+$prefix/lib/systemd/system/slurm-k8s-bridge.service
+$prefix/share/doc/slurm-k8s-bridge/README.md
+$etc/slurm-k8s-bridge/config.json
+$plugin_dir/job_submit_k8s_bridge.so
+LIST
+sort -o "$OUT/expected" "$OUT/expected"
+diff -u "$OUT/expected" "$OUT/files" || fail "package contents differ from the expected list"
+
+ctl="$OUT/control" && rm -rf "$ctl" && dpkg-deb -e "$deb" "$ctl"
+grep -qx "$etc/slurm-k8s-bridge/config.json" "$ctl/conffiles" || fail "config.json is no conffile"
+for s in postinst prerm postrm; do [[ -x "$ctl/$s" ]] || fail "no executable $s"; done
+
+root="$OUT/root" && rm -rf "$root" && dpkg-deb -x "$deb" "$root"
+unit="$root$prefix/lib/systemd/system/slurm-k8s-bridge.service"
+grep -qx "ExecStart=$prefix/bin/slurm-k8s-bridge --config $etc/slurm-k8s-bridge/config.json" "$unit" ||
+  fail "the unit does not start the packaged daemon with the packaged config"
+grep -qx 'User=slurm' "$unit" || fail "the unit does not run as slurm"
+grep -qx 'RuntimeDirectory=slurm-k8s-bridge' "$unit" || fail "the unit has no RuntimeDirectory"
+# The example config is valid for the packaged daemon, and its socket lives in the unit's
+# RuntimeDirectory.
+"$root$prefix/bin/slurm-k8s-bridge" --check-config --config "$root$etc/slurm-k8s-bridge/config.json" ||
+  fail "the packaged daemon rejects the packaged config"
+grep -q '"/run/slurm-k8s-bridge/' "$root$etc/slurm-k8s-bridge/config.json" ||
+  fail "the example config's socket is not under /run/slurm-k8s-bridge"
+# The plugin exports Slurm's plugin symbols and is built for the release slurmctld runs.
+syms="$(nm -D --defined-only "$root$plugin_dir/job_submit_k8s_bridge.so" | awk '{print $3}')"
+for s in plugin_name plugin_type plugin_version init fini job_submit job_modify; do
+  grep -qx "$s" <<<"$syms" || fail "the plugin does not export $s"
+done
+rm -rf "$root" "$ctl"
+echo "OK"
