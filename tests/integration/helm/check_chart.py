@@ -129,16 +129,15 @@ EXPECTED_CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 EXPECTED_RESERVATION_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch", "update"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch"]},
 ]
-EVICTION_RULE = {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}
 EXPECTED_LEASE_RULES = [
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
      "verbs": ["get", "create", "update"]},
 ]
 
 
-def check_common(objs, label, release, namespace, eviction):
+def check_common(objs, label, release, namespace):
     # Every object labelled; every name a DNS label (<= 63) or subdomain for cluster objects.
     for o in objs:
         md = o["metadata"]
@@ -202,8 +201,7 @@ def check_common(objs, label, release, namespace, eviction):
     check(cr["rules"] == EXPECTED_CLUSTER_RULES,
           f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
-    want = EXPECTED_RESERVATION_RULES + ([EVICTION_RULE] if eviction else [])
-    check(roles.get("reservations", {}).get("rules") == want,
+    check(roles.get("reservations", {}).get("rules") == EXPECTED_RESERVATION_RULES,
           f"{label}: reservation Role rules differ: {roles.get('reservations')}")
     check(roles.get("leaderelection", {}).get("rules") == EXPECTED_LEASE_RULES,
           f"{label}: lease Role rules differ: {roles.get('leaderelection')}")
@@ -244,9 +242,10 @@ def cmd_render():
     kinds = sorted(o["kind"] for o in objs)
     check(kinds == sorted(["PriorityClass"] * 4 + [
         "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
-        "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod"]),
+        "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
+        "NetworkPolicy"]),
         f"defaults: unexpected set of objects {kinds}")
-    dep, cfg = check_common(objs, "defaults", "skb", ns, eviction=False)
+    dep, cfg = check_common(objs, "defaults", "skb", ns)
     check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
     anti = dep["spec"]["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
     terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
@@ -254,13 +253,17 @@ def cmd_render():
           terms[0]["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
           "defaults: replicas sharing a hostPath socket are not spread one per host")
     check(cfg["lending"]["enabled"] is True, "defaults: lending not enabled")
+    default_np = one(objs, "NetworkPolicy")
+    check(default_np["spec"]["policyTypes"] == ["Ingress"] and
+          default_np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}],
+          f"defaults: NetworkPolicy must admit only the http port: {default_np['spec']}")
     test_pod = one(objs, "Pod")
     check(test_pod["metadata"]["annotations"].get("helm.sh/hook") == "test",
           "the test Pod is not a helm test hook")
 
     # Everything on.
     objs = docs(template(namespace=ns, values=[VALUES_ALL]))
-    dep, cfg = check_common(objs, "all-on", "skb", ns, eviction=True)
+    dep, cfg = check_common(objs, "all-on", "skb", ns)
     check(dep["spec"]["replicas"] == 3, "all-on: replicas")
     check(cfg["admission"]["preemptible_qos"] == ["low"], "all-on: config block not rendered")
     check(cfg["kubernetes"]["node_selector"] == "gpu=true", "all-on: node_selector")
@@ -290,7 +293,7 @@ def cmd_render():
     # A 53-character release name (Helm's maximum) still gives <= 63-character names.
     long_release = "r" * 53
     objs = docs(template(release=long_release, namespace=ns, values=[VALUES_ALL]))
-    check_common(objs, "long-release", long_release, ns, eviction=True)
+    check_common(objs, "long-release", long_release, ns)
 
     # A config change rolls the pods (checksum annotation); an unrelated change does not.
     def checksum(sets):
