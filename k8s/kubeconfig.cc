@@ -222,6 +222,14 @@ StatusOr<RestConfig> ParseKubeconfig(std::string_view text, const std::string& p
       auto token = ReadSmallFile(cfg.bearer_token_file, "'tokenFile'");
       if (!token.ok()) return user.Error(StatusCode::kFailedPrecondition, token.status().message());
     }
+    // A bearer token over plain HTTP is readable by anyone on the path (kubectl sends it;
+    // the bridge does not).
+    if (cfg.server.rfind("http://", 0) == 0 &&
+        (!cfg.bearer_token.empty() || !cfg.bearer_token_file.empty())) {
+      return cluster.Error(StatusCode::kFailedPrecondition,
+                           "'server' is http:// and the user has a token, which would be sent "
+                           "in clear: use https://");
+    }
   }
   return cfg;
 }

@@ -84,6 +84,25 @@ TEST_F(KubeconfigTest, FilesResolveRelativeToTheKubeconfig) {
   EXPECT_EQ(cfg->bearer_token_file, dir_ + "/token");
 }
 
+TEST_F(KubeconfigTest, PlainHttpIsRefusedWhenATokenWouldBeSent) {
+  auto plain = [](std::string t) { return t.replace(t.find("https://"), 8, "http://"); };
+  auto token = LoadKubeconfig(Write("token", plain(Config("", "    token: abc.def\n"))), "");
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(token.status().message(), HasSubstr("in clear"));
+  EXPECT_THAT(token.status().message(), Not(HasSubstr("abc.def")));
+  Write("tok", "from-file\n");
+  auto file = LoadKubeconfig(Write("file", plain(Config("", "    tokenFile: tok\n"))), "");
+  EXPECT_EQ(file.status().code(), StatusCode::kFailedPrecondition);
+  // Without a token (an authenticating proxy on loopback, say) plain HTTP stays allowed.
+  auto anonymous = LoadKubeconfig(
+      Write("anon", plain(Config("", "    client-certificate-data: " + Base64Encode(kCert) +
+                                         "\n    client-key-data: " + Base64Encode(kKey) + "\n"))),
+      "");
+  ASSERT_TRUE(anonymous.ok()) << anonymous.status();
+  EXPECT_EQ(anonymous->server, "http://127.0.0.1:6443");
+}
+
 TEST_F(KubeconfigTest, TokenWinsOverTokenFile) {
   auto cfg =
       ParseKubeconfig(Config("", "    token: t\n    tokenFile: /nonexistent\n"), "/x/config", "");
