@@ -112,7 +112,8 @@ TEST_F(TestbedSmoke, KubernetesGpuPodIsScheduledAndRuns) {
   const std::string ns = "smoke-test";
   RunCommand({"kubectl", "delete", "namespace", ns, "--ignore-not-found", "--wait=true"},
              seconds(60));
-  ASSERT_EQ(RunCommand({"kubectl", "create", "namespace", ns}, seconds(30)).exit_code, 0);
+  Status created = CreateNamespace(ns);  // with its default ServiceAccount
+  ASSERT_TRUE(created.ok()) << created;
   const std::string manifest = R"(
 apiVersion: apps/v1
 kind: Deployment

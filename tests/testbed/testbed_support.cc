@@ -133,20 +133,86 @@ skb::StatusOr<std::string> TestbedDir() {
   return std::string(dir);
 }
 
-nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus) {
-  const std::string n = std::to_string(gpus);
-  return {
+nlohmann::json PodManifest(const TestPod& pod) {
+  const std::string n = std::to_string(pod.gpus);
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [k, v] : pod.labels) labels[k] = v;
+  nlohmann::json m = {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
-      {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"skb-e2e", label}}}}},
+      {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_name}, {"labels", labels}}},
       {"spec",
-       {{"priorityClassName", "inference-high"},
-        {"terminationGracePeriodSeconds", 1},
+       {{"terminationGracePeriodSeconds", pod.grace_seconds},
         {"containers",
          {{{"name", "main"},
            {"image", "inference:1"},
            {"resources",
-            {{"requests", {{"nvidia.com/gpu", n}}}, {"limits", {{"nvidia.com/gpu", n}}}}}}}}}}};
+            {{"requests", {{pod.resource, n}}}, {"limits", {{pod.resource, n}}}}}}}}}}};
+  if (!pod.finalizers.empty()) m["metadata"]["finalizers"] = pod.finalizers;
+  nlohmann::json& spec = m["spec"];
+  if (!pod.priority_class.empty()) spec["priorityClassName"] = pod.priority_class;
+  if (!pod.node_name.empty()) spec["nodeName"] = pod.node_name;
+  if (!pod.node_selector.empty()) {
+    spec["nodeSelector"] = {{"kubernetes.io/hostname", pod.node_selector}};
+  }
+  if (pod.tolerate_all) spec["tolerations"] = {{{"operator", "Exists"}}};
+  return m;
+}
+
+namespace {
+TestPod Inference(const std::string& name, const std::string& label, int gpus) {
+  TestPod p;
+  p.name = name;
+  p.labels = {{"skb-e2e", label}};
+  p.gpus = gpus;
+  p.priority_class = "inference-high";
+  return p;
+}
+}  // namespace
+
+nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus) {
+  return PodManifest(Inference(name, label, gpus));
+}
+
+nlohmann::json NodeNamePod(const std::string& name, const std::string& label,
+                           const std::string& node, int gpus) {
+  TestPod p = Inference(name, label, gpus);
+  p.node_name = node;
+  return PodManifest(p);
+}
+
+nlohmann::json TolerateAllPod(const std::string& name, const std::string& label, int gpus) {
+  TestPod p = Inference(name, label, gpus);
+  p.tolerate_all = true;
+  return PodManifest(p);
+}
+
+Status CreateNamespace(const std::string& ns, std::chrono::milliseconds timeout) {
+  CommandResult r = RunCommand({"kubectl", "create", "namespace", ns}, std::chrono::seconds(30));
+  if (r.exit_code != 0 && r.err.find("AlreadyExists") == std::string::npos) {
+    return UnavailableError(StrCat("kubectl create namespace ", ns, ": ", r.err));
+  }
+  return WaitForDefaultServiceAccount(ns, timeout);
+}
+
+Status WaitForDefaultServiceAccount(const std::string& ns, std::chrono::milliseconds timeout) {
+  const bool ok = WaitFor(
+      [&] {
+        return RunCommand({"kubectl", "get", "serviceaccount", "default", "-n", ns},
+                          std::chrono::seconds(30))
+                   .exit_code == 0;
+      },
+      timeout);
+  if (ok) return OkStatus();
+  return DeadlineExceededError(
+      StrCat("namespace ", ns, " has no default ServiceAccount (kube-controller-manager down?)"));
+}
+
+CommandResult TestbedCommand(const std::vector<std::string>& args,
+                             std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {StrCat(SKB_SOURCE_DIR, "/scripts/testbed")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, timeout);
 }
 
 std::string ReadAll(const std::string& path) {

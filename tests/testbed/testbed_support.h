@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,9 +44,55 @@ skb::StatusOr<std::string> TestbedDir();
 // Number of nodes the testbed runs (SKB_TESTBED_NODES, default 4).
 int TestbedNodeCount();
 
+// A pod as tests create them to probe kube-scheduler and the (simulated) kubelets: one
+// container asking `gpus` of `resource` (requests = limits).
+struct TestPod {
+  std::string name;
+  std::string namespace_name = "default";
+  std::map<std::string, std::string> labels;
+  int gpus = 8;
+  std::string resource = "nvidia.com/gpu";
+  std::string priority_class;  // "" for none
+  // Set: the pod is bound at creation and kube-scheduler never sees it (no taint, no
+  // resource check but the kubelet's admission).
+  std::string node_name;
+  // Placed by kube-scheduler on this node (a nodeSelector on kubernetes.io/hostname).
+  std::string node_selector;
+  // Tolerates every taint (`operator: Exists` without a key), as many DaemonSets and
+  // system pods do: NoSchedule guards do not keep it away.
+  bool tolerate_all = false;
+  int grace_seconds = 1;
+  std::vector<std::string> finalizers;
+};
+nlohmann::json PodManifest(const TestPod& pod);
+
 // An inference pod as the tests and benchmarks create it in `default`: PriorityClass
 // inference-high (above the lending threshold), `gpus` nvidia.com/gpu, label skb-e2e=LABEL.
 nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus = 8);
+
+// The same inference pod bound to `node` by spec.nodeName: it bypasses kube-scheduler (and
+// so every NoSchedule taint); only the kubelet's admission can refuse it.
+nlohmann::json NodeNamePod(const std::string& name, const std::string& label,
+                           const std::string& node, int gpus = 8);
+
+// The same inference pod tolerating every taint (kube-scheduler places it on a node the
+// bridge tainted NoSchedule).
+nlohmann::json TolerateAllPod(const std::string& name, const std::string& label, int gpus = 8);
+
+// Creates namespace `ns` (already there is fine) and waits until it has its default
+// ServiceAccount: pods created before kube-controller-manager made it are refused
+// (serviceaccount "default" not found).
+Status CreateNamespace(const std::string& ns,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// Waits (bounded) until namespace `ns` has its default ServiceAccount.
+Status WaitForDefaultServiceAccount(const std::string& ns,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Runs `scripts/testbed ARGS...` of this source tree: the kubelet and GPU faults
+// (kubelet-fail, kubelet-restart, gpu-lost, gpu-recovered, force-delete) and component
+// stop/start/restart.
+CommandResult TestbedCommand(const std::vector<std::string>& args,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
 // The whole file, "" when it cannot be read.
 std::string ReadAll(const std::string& path);

@@ -24,6 +24,12 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 kubectl get namespace "$ns" >/dev/null 2>&1 || kubectl create namespace "$ns" >/dev/null 2>&1
+# Pods (the bridge's reservations) created before the namespace's default ServiceAccount
+# exists are refused: wait for it.
+for _ in $(seq 150); do
+  kubectl get serviceaccount default -n "$ns" >/dev/null 2>&1 && break
+  sleep 0.2
+done
 for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
   kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
     slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
@@ -45,6 +47,14 @@ void K8sTest::SetUp() {
       client_->Create(Resource::Namespaces(), "",
                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
   ASSERT_TRUE(created.ok()) << created.status();
+  // Pods created before kube-controller-manager made the namespace's default ServiceAccount
+  // are refused (serviceaccount "default" not found).
+  bool has_account = false;
+  for (int i = 0; i < 300 && !has_account; ++i) {
+    has_account = client_->Get(Resource::ServiceAccounts(), ns_, "default").ok();
+    if (!has_account) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(has_account) << "namespace " << ns_ << " has no default ServiceAccount after 60 s";
 }
 
 void K8sTest::TearDown() {
