@@ -30,10 +30,18 @@ cat >"$ROOT/etc/slurm-k8s-bridge/config.json" <<JSON
 JSON
 in_root slurm-k8s-bridge --check-config --config /etc/slurm-k8s-bridge/config.json
 log="$ROOT/daemon.log"
-in_root slurm-k8s-bridge --config /etc/slurm-k8s-bridge/config.json --no-leader-election \
-  >"$log" 2>&1 &
+# chroot and env exec, so $! is the daemon itself (a shell function here would leave the
+# daemon running after the test, holding the testbed lock it inherited).
+chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  slurm-k8s-bridge --config /etc/slurm-k8s-bridge/config.json --no-leader-election \
+  >"$log" 2>&1 9>&- &
 daemon=$!
-stop_daemon() { kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true; }
+stop_daemon() {
+  kill "$daemon" 2>/dev/null || return 0
+  for _ in $(seq 1 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$daemon" 2>/dev/null || true
+  wait "$daemon" 2>/dev/null || true
+}
 trap 'stop_daemon; deb_root_cleanup' EXIT
 
 ready=""
@@ -55,4 +63,5 @@ echo "/readyz: $ready"
 grep -q '^skb_cache_synced{source="slurm"} 1' <(curl -fsS "http://127.0.0.1:$port/metrics") ||
   fail "metrics do not show a Slurm poll"
 stop_daemon
+kill -0 "$daemon" 2>/dev/null && fail "the daemon outlived the test"
 echo "OK"
