@@ -98,6 +98,9 @@ Rendered as a dict; callers serialise it.
 {{- if not (hasKey $slurm "conf") -}}{{- $_ := set $slurm "conf" (printf "%s/slurm.conf" .Values.slurm.confDir.mountPath) -}}{{- end -}}
 {{- $_ := set $cfg "slurm" $slurm -}}
 {{- end -}}
+{{- $lendingNs := get $cfg "lending" | default dict -}}
+{{- if not (hasKey $lendingNs "namespace") -}}{{- $_ := set $lendingNs "namespace" (include "skb.reservationNamespace" .) -}}{{- end -}}
+{{- $_ := set $cfg "lending" $lendingNs -}}
 {{- if .Values.priorityClasses.create -}}
 {{- $lending := get $cfg "lending" | default dict -}}
 {{- $pc := .Values.priorityClasses -}}
@@ -120,10 +123,15 @@ Rendered as a dict; callers serialise it.
 {{- toJson $cfg -}}
 {{- end -}}
 
-{{/* The namespace of the reservation pods: config.lending.namespace or the release's. */}}
+{{/*
+The namespace of the reservation pods: config.lending.namespace, else
+reservationNamespace.name, else "<release namespace>-reservations". Never the release's own
+namespace by default: that one must admit hostPath (socket, munge) for the bridge, and a
+stolen bridge token that may create pods there could start a privileged one.
+*/}}
 {{- define "skb.reservationNamespace" -}}
 {{- $lending := (.Values.config | default dict).lending | default dict -}}
-{{- $lending.namespace | default .Release.Namespace -}}
+{{- $lending.namespace | default .Values.reservationNamespace.name | default (printf "%s-reservations" .Release.Namespace) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/*

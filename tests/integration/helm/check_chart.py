@@ -148,8 +148,9 @@ def check_common(objs, label, release, namespace):
         check(labels.get("app.kubernetes.io/instance") == release,
               f"{where}: missing app.kubernetes.io/instance={release}")
         check("helm.sh/chart" in labels, f"{where}: missing helm.sh/chart label")
-        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "PriorityClass"):
-            check(md.get("namespace") in (namespace, "monitoring"), f"{where}: no namespace")
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "PriorityClass", "Namespace"):
+            check(md.get("namespace") in (namespace, f"{namespace}-reservations", "monitoring"),
+                  f"{where}: no namespace")
 
     dep = one(objs, "Deployment")
     spec = dep["spec"]["template"]["spec"]
@@ -195,6 +196,23 @@ def check_common(objs, label, release, namespace):
     check(svc["spec"]["ports"][0]["targetPort"] == "http", f"{label}: service targetPort")
     check(svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"],
           f"{label}: service selector differs from the Deployment's")
+
+    # Reservation pods in their own namespace, under Pod Security; the pod
+    # writes granted there only.
+    res_ns = cfg["lending"]["namespace"]
+    check(res_ns != namespace, f"{label}: reservation pods share the bridge's namespace")
+    for ns_obj in find(objs, "Namespace"):
+        check(ns_obj["metadata"]["name"] == res_ns, f"{label}: unexpected Namespace")
+        psa = {k.rsplit("/", 1)[-1]: v for k, v in ns_obj["metadata"]["labels"].items()
+               if k.startswith("pod-security.kubernetes.io/")}
+        check(psa.get("enforce") == "baseline" and psa.get("warn") == "restricted" and
+              psa.get("audit") == "restricted",
+              f"{label}: reservation namespace Pod Security labels {psa}")
+    for kind in ("Role", "RoleBinding"):
+        for r in find(objs, kind):
+            if r["metadata"]["name"].endswith("-reservations"):
+                check(r["metadata"]["namespace"] == res_ns,
+                      f"{label}: {r['metadata']['name']} not in the reservation namespace")
 
     # Least privilege: exactly these rules, no wildcard anywhere.
     cr = one(objs, "ClusterRole")
@@ -243,7 +261,7 @@ def cmd_render():
     check(kinds == sorted(["PriorityClass"] * 4 + [
         "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
         "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
-        "NetworkPolicy"]),
+        "NetworkPolicy", "Namespace"]),
         f"defaults: unexpected set of objects {kinds}")
     dep, cfg = check_common(objs, "defaults", "skb", ns)
     check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
@@ -327,6 +345,20 @@ def cmd_dry_run():
         ns = "default"
     have_sm_crd = run(["kubectl", "get", "crd", "servicemonitors.monitoring.coreos.com"],
                       ok=False).returncode == 0
+    # The reservation namespace (a chart object) must exist for the Role in it: made for the
+    # dry run, removed after.
+    res_ns = f"{ns}-reservations"
+    made_res_ns = run(["kubectl", "get", "namespace", res_ns], ok=False).returncode != 0
+    if made_res_ns:
+        run(["kubectl", "create", "namespace", res_ns])
+    try:
+        dry_run_cases(ns, kube_version, have_sm_crd)
+    finally:
+        if made_res_ns:
+            run(["kubectl", "delete", "namespace", res_ns, "--wait=false"], ok=False)
+
+
+def dry_run_cases(ns, kube_version, have_sm_crd):
     for label, values in (("defaults", []), ("all-on", [VALUES_ALL])):
         cmd = ["helm", "template", "skb", CHART, "--namespace", ns, "--kube-version",
                kube_version]
