@@ -115,6 +115,13 @@ Status ReadLendingConfig(config::JsonReader r, LendingConfig* out) {
   if (out->image.empty()) r.Fail("image", "must name a container image");
   if (out->gpu_resource.empty() || out->gpu_resource.find('/') == std::string::npos) {
     r.Fail("gpu_resource", "must be an extended resource name such as nvidia.com/gpu");
+  } else if (out->gpu_resource != kSupportedGpuResource) {
+    // Every reader of GPU counts (pods' requests, nodes' allocatable, the inventory) reads
+    // nvidia.com/gpu: a reservation requesting anything else would be invisible to the
+    // bridge itself, and a preemption of it would never drain Slurm.
+    r.Fail("gpu_resource", StrCat("only ", kSupportedGpuResource,
+                                  " is supported (the bridge counts GPUs of pods and nodes "
+                                  "by that name)"));
   }
 
   config::JsonReader classes = r.Object("priority_classes");

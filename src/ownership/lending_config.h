@@ -29,6 +29,10 @@ struct PriorityClassRef {
   friend bool operator==(const PriorityClassRef&, const PriorityClassRef&) = default;
 };
 
+// The GPU resource the bridge reads and requests. lending.gpu_resource accepts only this
+// until the readers (pods, nodes, the inventory) take the name from the config.
+inline constexpr char kSupportedGpuResource[] = "nvidia.com/gpu";
+
 struct LendingConfig {
   // Off by default: lending creates pods and needs the PriorityClasses to exist (the chart
   // turns it on).
@@ -43,7 +47,7 @@ struct LendingConfig {
   // over a downward-API file), so the image needs /bin/sh, grep and sleep.
   std::string image = "busybox:1.36";
   // The extended resource the reservation requests (all of the node's allocatable).
-  std::string gpu_resource = "nvidia.com/gpu";
+  std::string gpu_resource = kSupportedGpuResource;  // the only value accepted
 
   // Reservation classes: an idle node is the cheapest victim; a node whose jobs are all
   // preemptible is below `inference_threshold`; a node with any non-preemptible (or

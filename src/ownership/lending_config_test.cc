@@ -42,7 +42,7 @@ TEST(ReadLendingConfig, DefaultsAreSafe) {
 TEST(ReadLendingConfig, ReadsEveryKey) {
   auto cfg = Read(R"({
     "enabled": true, "namespace": "slurm", "name_pattern": "hold-{node}.gpu",
-    "image": "registry.local/reserve:1", "gpu_resource": "amd.com/gpu",
+    "image": "registry.local/reserve:1", "gpu_resource": "nvidia.com/gpu",
     "priority_classes": {"idle": {"name": "a", "value": -10},
                          "preemptible": {"name": "b", "value": 10},
                          "protected": {"name": "c", "value": 5000}},
@@ -61,7 +61,7 @@ TEST(ReadLendingConfig, ReadsEveryKey) {
   EXPECT_EQ(cfg->namespace_name, "slurm");
   EXPECT_EQ(cfg->name_pattern, "hold-{node}.gpu");
   EXPECT_EQ(cfg->image, "registry.local/reserve:1");
-  EXPECT_EQ(cfg->gpu_resource, "amd.com/gpu");
+  EXPECT_EQ(cfg->gpu_resource, "nvidia.com/gpu");
   EXPECT_EQ(cfg->idle_class, (PriorityClassRef{"a", -10}));
   EXPECT_EQ(cfg->protected_class, (PriorityClassRef{"c", 5000}));
   EXPECT_EQ(cfg->inference_threshold, 100);
@@ -88,6 +88,10 @@ TEST(ReadLendingConfig, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(R"({"namespace": "Slurm"})"), HasSubstr("DNS label"));
   EXPECT_THAT(ErrorOf(R"({"image": ""})"), HasSubstr("'lending.image'"));
   EXPECT_THAT(ErrorOf(R"({"gpu_resource": "gpu"})"), HasSubstr("extended resource"));
+  // Refused rather than half-honoured: only the reservation's request would use it, and
+  // the bridge would see neither its own reservations nor the pods preempting them.
+  EXPECT_THAT(ErrorOf(R"({"gpu_resource": "amd.com/gpu"})"),
+              HasSubstr("only nvidia.com/gpu is supported"));
   EXPECT_THAT(ErrorOf(R"({"priority_classes": {"idle": {"value": 5000}}})"),
               HasSubstr("rise strictly"));
   EXPECT_THAT(ErrorOf(R"({"priority_classes": {"idle": {"name": "slurm-protected"}}})"),

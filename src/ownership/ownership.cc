@@ -141,6 +141,7 @@ struct Facts {
   bool lend_drain = false;
   bool admin_drain = false;
   std::optional<Clock::TimePoint> lent_at;
+  bool lent_at_garbled = false;  // present but unreadable (read as `now`)
   std::string lent_to;
   std::optional<Clock::TimePoint> idle_since;
   std::map<uint32_t, slurm::UnixTime> signalled;
@@ -193,7 +194,10 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   f.admin_drain = f.s->drain && !f.s->DrainedByBridge();
   const auto& ann = f.k->annotations;
   f.lent_at = TimeAnnotation(ann, kLentAtAnnotation);
-  if (Find(ann, kLentAtAnnotation) != nullptr && !f.lent_at) f.lent_at = now;  // garbled
+  if (Find(ann, kLentAtAnnotation) != nullptr && !f.lent_at) {
+    f.lent_at = now;  // garbled: the lend goes on, and the record is written again
+    f.lent_at_garbled = true;
+  }
   if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
   f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation);
   if (const std::string* v = Find(ann, kSignalledAtAnnotation)) f.signalled = ParseSignalled(*v);
@@ -412,13 +416,22 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   Explain(StrCat("lent to Kubernetes (", who, ")", f_.lent_at ? "" : ": lend starts now"));
 
   // 0. Record the lend on the node first: from here on the node counts as Kubernetes'.
-  if (!f_.lent_at) {
+  if (!f_.lent_at || f_.lent_at_garbled) {
     plan::AnnotationPatch p;
     Clock::TimePoint since = now;
     if (f_.lend_drain && f_.s->reason_time > 0) since = FromUnix(f_.s->reason_time);
     p.set[kLentAtAnnotation] = StrCat(ToUnix(since));
     p.set[kLentToAnnotation] = who;
-    PatchNode(std::move(p), std::move(start_reason), std::move(start_message), start_type);
+    if (f_.lent_at_garbled) {
+      // Read as "now" on every plan, min_lend_time would never pass: the node would stay
+      // lent for ever. Written again from what is known.
+      PatchNode(std::move(p), "LendRecordRepaired",
+                StrCat("Node ", f_.node->name, " had an unreadable ", kLentAtAnnotation, " ('",
+                       *Find(f_.k->annotations, kLentAtAnnotation), "'): written again"),
+                EventType::kWarning);
+    } else {
+      PatchNode(std::move(p), std::move(start_reason), std::move(start_message), start_type);
+    }
   }
   // 1. No new Slurm work lands here.
   if (f_.admin_drain) {
@@ -805,10 +818,18 @@ void Planner::SlurmOwned() {
         " runs beside the reservation (the node has more GPUs than the reservation holds?)"));
   }
   const int64_t gpus = Gpus();
-  if (gpus > 0 && r.gpus != gpus) {
-    Explain(StrCat(
-        "the reservation holds ", r.gpus, " GPUs, the node has ", gpus,
-        " allocatable: pod requests are immutable; it is replaced at the next class change"));
+  if (gpus > r.gpus) {
+    // A GPU came back (allocatable grew): a pod would fit beside the reservation while
+    // Slurm uses every GPU. Pod requests are immutable: replace it, sized to the node.
+    StartSwap(
+        StrCat("the reservation holds ", r.gpus, " GPUs, the node has ", gpus, " allocatable"),
+        EventType::kWarning);
+    return;
+  }
+  if (gpus > 0 && r.gpus > gpus) {
+    Explain(StrCat("the reservation holds ", r.gpus, " GPUs, the node has ", gpus,
+                   " allocatable: nothing fits beside it; kept (a swap would only open the "
+                   "guard's window)"));
   }
   if (r.phase == "Running") {
     for (const char* key : {kSwapTaintKey, kBusyTaintKey}) {

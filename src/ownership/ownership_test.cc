@@ -539,6 +539,35 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[2].event_type, plan::EventType::kWarning);
        }},
+      // A GPU recovered (XID cleared): allocatable grew past what the reservation holds,
+      // and a pod would fit beside it. Replaced under the guard, sized to the node.
+      {"ReservationSmallerThanTheNodeIsReplaced",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         Res(n)->gpus = 7;  // made while the node offered 7
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
+        ActionKind::kDeleteReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].taint.key, kSwapTaintKey);
+         EXPECT_THAT(p.actions[2].event_message, HasSubstr("holds 7 GPUs, the node has 8"));
+       }},
+      // A GPU lost: the reservation holds more than the node offers, which leaves no room
+      // beside it; a swap would only open the guard's window. Kept.
+      {"ReservationLargerThanTheNodeIsKept",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         Res(n)->annotations[kJobsAnnotation] = FormatJobList(n->jobs);
+         n->k8s->gpu_capacity = n->k8s->gpu_allocatable = 7;
+       },
+       OwnerState::kSlurm,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         bool explained = false;
+         for (const auto& e : p.explanation) explained |= e.find("holds 8 GPUs") != std::string::npos;
+         EXPECT_TRUE(explained);
+       }},
       {"SwapReleasesTheOldPodUnderTheTaint",
        [](ManagedNode* n, config::Config*) {
          *n = SlurmNode({Job(1)});
@@ -990,12 +1019,15 @@ TEST(PlanOwnership, GarbledAnnotationsAreNotTrusted) {
   n.k8s->annotations[kSignalledAtAnnotation] = "1:yesterday,x,:5,99999999999:1";
   n.k8s->annotations[kLentAtAnnotation] = "soon";
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  // lent-at garbled: treated as now (present: not rewritten); signalled-at garbled: the job
-  // is signalled as if never signalled (a second checkpoint signal is harmless, a skipped
-  // grace is not).
-  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kDrainSlurmNode, ActionKind::kSignalSlurmJobs,
-                                    ActionKind::kPatchNodeAnnotations))
+  // lent-at garbled: treated as now and written again (read as now on every plan, the node
+  // would never return); signalled-at garbled: the job is signalled as if never signalled
+  // (a second checkpoint signal is harmless, a skipped grace is not).
+  EXPECT_THAT(Kinds(p),
+              ElementsAre(ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
+                          ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations))
       << Dump(p);
+  EXPECT_EQ(p.actions[0].event_reason, "LendRecordRepaired");
+  EXPECT_EQ(p.actions[0].annotations.set.at(kLentAtAnnotation), StrCat(ToUnix(kNow)));
   n = SlurmNode({Job(1)});
   Res(&n)->annotations[kJobsUpdatedAtAnnotation] = "later";
   Res(&n)->annotations[kClassWantedAnnotation] = "protected@x";
