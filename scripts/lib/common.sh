@@ -20,6 +20,8 @@ SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
 # ccache keys on paths relative to the checkout, so every clone shares one cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SKB_ROOT}"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+# Debug info names the build directory; without this a second checkout would never hit.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 skb_log() { printf '%s [%s] %s\n' "$(date -u +%H:%M:%S)" "${SKB_STEP:-skb}" "$*" >&2; }
 

@@ -1,0 +1,154 @@
+// skb_quota_study: the guaranteed-quota study (quota_study.h). Replays the Philly trace
+// on clusters of several sizes in the three modes and prints, from one run:
+//   * per size and mode: the worst team's p99 wait, GPU-hours served / capacity,
+//     preempted GPU-hours and within-guarantee service;
+//   * the smallest size at which every team's p99 wait is within 24 h and 4 h, per mode,
+//     and the ratio quotas / static;
+//   * per team at one size: wait p50/p99, guarantee kept, preempted GPU-hours.
+// Writes bench/results/quota_study.csv (the curve) and quota_study_teams.csv.
+//
+//   skb_quota_study --trace PATH [--sizes 240,320,...] [--team-size GPUS] [--out DIR]
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/quota/quota_study.h"
+
+using skb::quota_study::Mode;
+using skb::quota_study::Result;
+
+namespace {
+
+std::string Hours(double s) {
+  if (std::isinf(s)) return "never";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f h", s / 3600.0);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string trace, out_dir = ".";
+  std::vector<int> sizes = {200, 240, 280,  320,  400,  480,  560,  640,
+                            800, 960, 1200, 1600, 2000, 2400, 3200, 4000};
+  int team_size = 640;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--trace") {
+      trace = value();
+    } else if (a == "--out") {
+      out_dir = value();
+    } else if (a == "--team-size") {
+      team_size = std::stoi(value());
+    } else if (a == "--sizes") {
+      sizes.clear();
+      std::stringstream ss(value());
+      std::string s;
+      while (std::getline(ss, s, ',')) sizes.push_back(std::stoi(s));
+    } else {
+      std::fprintf(stderr,
+                   "usage: skb_quota_study --trace philly_vc_sep_oct.csv [--sizes A,B,...] "
+                   "[--team-size GPUS] [--out DIR]\n");
+      return 2;
+    }
+  }
+  auto jobs = skb::quota_study::ReadPhilly(trace);
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "%s\n", jobs.status().ToString().c_str());
+    return 1;
+  }
+  skb::quota_study::Options options;
+  std::printf(
+      "trace: %zu jobs, %zu teams; nodes of %d GPUs; grace %lld s, checkpoint every "
+      "%lld s, min run time %lld s\n",
+      jobs->size(), skb::quota_study::Shares(*jobs).size(), options.gpus_per_node,
+      static_cast<long long>(options.grace_s),
+      static_cast<long long>(options.checkpoint_interval_s),
+      static_cast<long long>(options.min_run_time_s));
+  std::ofstream curve(out_dir + "/quota_study.csv");
+  curve << "mode,cluster_gpus,worst_p99_wait_h,served_gpu_h,capacity_gpu_h,preempted_gpu_h,"
+           "within_guarantee_jobs,within_guarantee_on_time\n";
+  const Mode modes[] = {Mode::kStatic, Mode::kPool, Mode::kQuotas};
+  std::printf("\n%-7s %6s %14s %10s %12s %16s\n", "mode", "GPUs", "worst p99 wait", "served/cap",
+              "preempt GPU-h", "guarantee <=10m");
+  double need24[3], need4[3];
+  for (int m = 0; m < 3; ++m) need24[m] = need4[m] = std::numeric_limits<double>::infinity();
+  for (int size : sizes) {
+    for (int m = 0; m < 3; ++m) {
+      Result r = skb::quota_study::Simulate(*jobs, size, modes[m], options);
+      double preempted = 0;
+      int within = 0, on_time = 0;
+      for (const auto& t : r.teams) {
+        preempted += t.preempted_gpu_h;
+        within += t.within_guarantee_jobs;
+        on_time += t.within_guarantee_on_time;
+      }
+      std::string kept =
+          within > 0 ? std::to_string(100.0 * on_time / within).substr(0, 5) + "%" : "-";
+      std::printf("%-7s %6d %14s %10.3f %12.1f %16s\n", ModeName(modes[m]), r.cluster_gpus,
+                  Hours(r.worst_p99_s).c_str(), r.gpu_h_served / r.gpu_h_capacity, preempted,
+                  kept.c_str());
+      std::fflush(stdout);
+      curve << ModeName(modes[m]) << "," << r.cluster_gpus << ","
+            << (std::isinf(r.worst_p99_s) ? -1 : r.worst_p99_s / 3600.0) << "," << r.gpu_h_served
+            << "," << r.gpu_h_capacity << "," << preempted << "," << within << "," << on_time
+            << "\n";
+      if (r.worst_p99_s <= 24 * 3600.0) need24[m] = std::min<double>(need24[m], r.cluster_gpus);
+      if (r.worst_p99_s <= 4 * 3600.0) need4[m] = std::min<double>(need4[m], r.cluster_gpus);
+    }
+  }
+  std::printf("\nsmallest cluster (of the sizes run) at which every team's p99 wait is within:\n");
+  for (int m = 0; m < 3; ++m) {
+    std::printf("  %-7s 24 h: %s GPUs   4 h: %s GPUs\n", ModeName(modes[m]),
+                std::isinf(need24[m]) ? "beyond the sizes run"
+                                      : std::to_string(static_cast<int>(need24[m])).c_str(),
+                std::isinf(need4[m]) ? "beyond the sizes run"
+                                     : std::to_string(static_cast<int>(need4[m])).c_str());
+  }
+  auto ratio = [](double a, double b) {
+    return std::isinf(a) || std::isinf(b) ? std::string("n/a")
+                                          : std::to_string(a / b).substr(0, 5) + "x";
+  };
+  std::printf("  quotas / static: 24 h %s, 4 h %s\n", ratio(need24[2], need24[0]).c_str(),
+              ratio(need4[2], need4[0]).c_str());
+
+  std::ofstream teams(out_dir + "/quota_study_teams.csv");
+  teams << "mode,cluster_gpus,team,guaranteed_gpus,jobs,never_started,wait_p50_h,wait_p99_h,"
+           "within_guarantee_jobs,within_guarantee_on_time,preempted_gpu_h,preemptions\n";
+  std::printf("\nper team at %d GPUs:\n%-7s %-8s %6s %6s %10s %10s %14s %10s\n", team_size, "mode",
+              "team", "guar.", "jobs", "wait p50", "wait p99", "guarantee<=10m", "preempt h");
+  for (Mode mode : modes) {
+    Result r = skb::quota_study::Simulate(*jobs, team_size, mode, options);
+    for (const auto& t : r.teams) {
+      std::string kept =
+          t.within_guarantee_jobs > 0
+              ? std::to_string(100.0 * t.within_guarantee_on_time / t.within_guarantee_jobs)
+                        .substr(0, 5) +
+                    "%"
+              : "-";
+      std::printf("%-7s %-8s %6d %6d %10s %10s %14s %10.1f\n", ModeName(mode), t.team.c_str(),
+                  t.guaranteed, t.jobs, Hours(t.wait_p50_s).c_str(), Hours(t.wait_p99_s).c_str(),
+                  kept.c_str(), t.preempted_gpu_h);
+      teams << ModeName(mode) << "," << r.cluster_gpus << "," << t.team << "," << t.guaranteed
+            << "," << t.jobs << "," << t.never_started << ","
+            << (std::isinf(t.wait_p50_s) ? -1 : t.wait_p50_s / 3600.0) << ","
+            << (std::isinf(t.wait_p99_s) ? -1 : t.wait_p99_s / 3600.0) << ","
+            << t.within_guarantee_jobs << "," << t.within_guarantee_on_time << ","
+            << t.preempted_gpu_h << "," << t.preemptions << "\n";
+    }
+  }
+  return 0;
+}
