@@ -35,8 +35,8 @@ std::string Hours(double s) {
 
 int main(int argc, char** argv) {
   std::string trace, out_dir = ".";
-  std::vector<int> sizes = {200, 240, 280,  320,  400,  480,  560,  640,
-                            800, 960, 1200, 1600, 2000, 2400, 3200, 4000};
+  std::vector<int> sizes = {240,  320,  400,  480,  560,  640,  800,  960, 1200,
+                            1600, 2000, 2400, 3200, 4000, 4800, 6400, 8000};
   int team_size = 640;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

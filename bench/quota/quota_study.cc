@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <list>
+#include <map>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -26,7 +27,7 @@ const char* ModeName(Mode m) {
   return "?";
 }
 
-StatusOr<std::vector<Job>> ReadPhilly(const std::string& path) {
+StatusOr<std::vector<Job>> ReadPhilly(const std::string& path, int min_team_jobs) {
   std::ifstream in(path);
   if (!in) return NotFoundError("cannot read " + path);
   std::string line;
@@ -62,6 +63,11 @@ StatusOr<std::vector<Job>> ReadPhilly(const std::string& path) {
     if (j.gpus <= 0 || j.duration_s <= 0) continue;
     jobs.push_back(std::move(j));
   }
+  // Teams with a handful of jobs (the trace has labels with under 10) are left out: a
+  // static split cannot give them even one node, and they carry no load worth a quota.
+  std::map<std::string, int> per_team;
+  for (const Job& j : jobs) per_team[j.team]++;
+  std::erase_if(jobs, [&](const Job& j) { return per_team[j.team] < min_team_jobs; });
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
   if (jobs.empty()) return InvalidArgumentError(path + ": no jobs");
@@ -325,14 +331,19 @@ class Sim {
   // Starts every job of `queue` that fits (FIFO with backfill), while GPUs are free.
   void Backfill(std::list<int>& queue, int team_for_free) {
     int free = FreeTotal(team_for_free);
-    for (auto it = queue.begin(); it != queue.end() && free > 0;) {
+    // A size that found no place finds none for anything as large until a start changes
+    // the nodes (starts only take GPUs away): keeps saturated passes linear and cheap.
+    int unplaceable = std::numeric_limits<int>::max();
+    for (auto it = queue.begin(); it != queue.end() && free > 0 && unplaceable > 1;) {
       int job = *it;
-      if (jobs_[job].gpus > free || states_[job].awaiting_victims > 0) {
+      if (jobs_[job].gpus > free || jobs_[job].gpus >= unplaceable ||
+          states_[job].awaiting_victims > 0) {
         ++it;
         continue;
       }
       auto p = Place(job);
       if (p.empty()) {
+        unplaceable = jobs_[job].gpus;
         ++it;
         continue;
       }
@@ -457,25 +468,38 @@ class Sim {
     // Quotas, phase 1: work within its team's floor, oldest first per team; what does not
     // fit idle GPUs reclaims borrowed work.
     std::optional<quota::Classification> full;
+    int unplaceable = std::numeric_limits<int>::max();  // as in Backfill; starts only shrink it
     for (size_t t = 0; t < teams_.size(); ++t) {
       const int floor = quotas_.tenants[t].guaranteed;
+      int unreclaimable = std::numeric_limits<int>::max();  // per team: its own work is spared
       for (auto it = queues_[t].begin(); it != queues_[t].end();) {
-        if (usage_[t] + claimed_[t] >= floor) break;
+        const int room = floor - usage_[t] - claimed_[t];
+        if (room <= 0 || (unplaceable <= 1 && unreclaimable <= 1)) break;
         int job = *it;
-        if (states_[job].awaiting_victims > 0 ||
-            usage_[t] + claimed_[t] + jobs_[job].gpus > floor) {
+        const int g = jobs_[job].gpus;
+        if (states_[job].awaiting_victims > 0 || g > room ||
+            (g >= unplaceable && g >= unreclaimable)) {
           ++it;
           continue;
         }
-        auto p = Place(job);
-        if (!p.empty()) {
-          Start(job, std::move(p));
-          it = queues_[t].erase(it);
-          full.reset();
-          continue;
+        if (g < unplaceable) {
+          auto p = Place(job);
+          if (!p.empty()) {
+            Start(job, std::move(p));
+            it = queues_[t].erase(it);
+            full.reset();
+            continue;
+          }
+          unplaceable = g;
         }
-        if (!full) full = Full();
-        if (TryReclaim(job, *full)) full.reset();
+        if (g < unreclaimable) {
+          if (!full) full = Full();
+          if (TryReclaim(job, *full)) {
+            full.reset();
+          } else {
+            unreclaimable = g;
+          }
+        }
         ++it;
       }
     }

@@ -37,8 +37,9 @@ struct Job {
 };
 
 // Reads philly_vc_sep_oct.csv (timestamp,duration,num_gpus,gpu_time,cluster). Rows with
-// no GPUs or no run time are skipped; the result is sorted by submit time.
-StatusOr<std::vector<Job>> ReadPhilly(const std::string& path);
+// no GPUs or no run time, and the jobs of teams with fewer than `min_team_jobs` jobs, are
+// skipped; the result is sorted by submit time.
+StatusOr<std::vector<Job>> ReadPhilly(const std::string& path, int min_team_jobs = 10);
 
 enum class Mode { kStatic, kPool, kQuotas };
 const char* ModeName(Mode m);
