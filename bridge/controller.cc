@@ -12,6 +12,7 @@
 #include "k8s/node_info.h"
 #include "k8s/pod_info.h"
 #include "src/admission/admission.h"
+#include "src/base/retry.h"
 #include "src/base/strings.h"
 
 namespace skb::bridge {
@@ -300,21 +301,12 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   }
   for (const auto& [index, status] : r.outcomes) {
     const plan::Action* action = &r.plan.actions[index];
-    const bool retryable = status.code() == StatusCode::kUnavailable ||
-                           status.code() == StatusCode::kAborted ||
-                           status.code() == StatusCode::kDeadlineExceeded;
-    auto outcome = status.ok() ? observability::Outcome::kSuccess
-                   : retryable ? observability::Outcome::kRetryableError
-                               : observability::Outcome::kError;
+    auto outcome = status.ok()           ? observability::Outcome::kSuccess
+                   : IsRetryable(status) ? observability::Outcome::kRetryableError
+                                         : observability::Outcome::kError;
     m.Action(plan::ActionKindName(action->kind), outcome).Inc();
     if (!status.ok()) continue;
-    const bool lend = action->slurm_reason.rfind(plan::kLendReasonPrefix, 0) == 0 ||
-                      action->expected_reason.rfind(plan::kLendReasonPrefix, 0) == 0;
-    const bool maintenance =
-        !lend &&
-        (action->slurm_reason.find(cfg_.health.maintenance_condition) != std::string::npos ||
-         action->expected_reason.find(cfg_.health.maintenance_condition) != std::string::npos);
-    std::string_view cause = lend ? "lending" : maintenance ? "maintenance" : "health";
+    const std::string_view cause = plan::DrainCauseLabel(action->cause);
     if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Inc();
     if (action->kind == plan::ActionKind::kResumeSlurmNode) m.resumes.WithLabels({cause}).Inc();
     if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
@@ -332,7 +324,8 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
     } else if (action->kind == plan::ActionKind::kReleaseReservationPod &&
                action->release_check == plan::ReleaseCheck::kNoSlurmJobs) {
       m.lend_duration.Observe(since);
-    } else if (action->kind == plan::ActionKind::kResumeSlurmNode && lend) {
+    } else if (action->kind == plan::ActionKind::kResumeSlurmNode &&
+               action->cause == plan::Cause::kReturn) {
       m.return_duration.Observe(since);
     }
   }
@@ -357,7 +350,7 @@ std::string Controller::Leader() const {
   return elector_ ? elector_->Leader() : "";
 }
 
-health::NodePlan Controller::PlanNow(const std::string& node) const {
+plan::NodePlan Controller::PlanNow(const std::string& node) const {
   return reconciler_->PlanNode(node);
 }
 

@@ -118,7 +118,7 @@ class Controller {
 
   // What the planner says about `node` now (its explanation, and the actions it would
   // take: none once the leader has acted). Plans without acting, on any replica.
-  health::NodePlan PlanNow(const std::string& node) const;
+  plan::NodePlan PlanNow(const std::string& node) const;
   size_t QueueDepth() const { return queue_.Len(); }
   size_t StatusQueueDepth() const { return status_queue_.Len(); }
 

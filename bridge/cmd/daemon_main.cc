@@ -223,14 +223,9 @@ int Run(int argc, char** argv) {
     metrics.cache_synced.WithLabels({"slurm"}).Set(controller.SlurmPolled() ? 1 : 0);
     std::map<std::string, std::pair<double, double>> by_owner;  // owner -> nodes, GPUs
     for (std::string_view o : skb::observability::kOwners) by_owner[std::string(o)] = {0, 0};
-    const skb::inventory::Inventory inv = controller.reconciler().Snapshot();
-    const auto now = clock.Now();
-    for (const auto& n : inv.nodes()) {
-      auto summary = skb::bridge::Summarize(n, *cfg, now);
-      std::string owner = summary.owner() == "swapping" ? "slurm" : summary.owner();
+    for (const auto& [owner, t] : controller.reconciler().OwnerTotals()) {
       if (!by_owner.count(owner)) continue;  // unknown: one side only
-      by_owner[owner].first += 1;
-      by_owner[owner].second += static_cast<double>(summary.gpus());
+      by_owner[owner] = {static_cast<double>(t.first), static_cast<double>(t.second)};
     }
     for (const auto& [owner, v] : by_owner) {
       metrics.nodes_by_owner.WithLabels({owner}).Set(v.first);

@@ -8,16 +8,12 @@
 #include "src/base/strings.h"
 #include "src/ownership/ownership.h"
 #include "src/ownership/policy.h"
-#include "src/plan/action.h"
+#include "src/plan/planner.h"
 
 namespace skb::bridge {
 namespace {
 
 namespace v1 = ::skb::api::v1;
-
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
 
 // Room left for the rest of a list_jobs answer (leader, frame, protobuf overhead).
 constexpr size_t kJobsAnswerBudget = api::kMaxQueryResponseSize - 64 * 1024;
@@ -38,16 +34,6 @@ bool Live(const slurm::JobView& j) {
 
 }  // namespace
 
-std::string DisplayOwner(const inventory::ManagedNode& node, const health::HealthVerdict& verdict) {
-  if (!node.k8s || !node.slurm) return "unknown";
-  const slurm::NodeView& s = *node.slurm;
-  if (s.drain && StartsWith(s.reason, plan::kLendReasonPrefix)) return "k8s";
-  if (!verdict.firing.empty() || verdict.maintenance) return "unhealthy";
-  if (s.DrainedByBridge()) return "unhealthy";
-  if (s.base_state == skb::slurm::NodeBaseState::kDown || s.fail) return "unhealthy";
-  return "slurm";
-}
-
 v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
                           Clock::TimePoint now) {
   v1::NodeSummary out;
@@ -59,7 +45,6 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
     const inventory::K8sNode& k = *node.k8s;
     out.set_k8s_name(k.name);
     if (auto model = k.Label(kGpuProductLabel)) out.set_gpu_model(*model);
-    out.set_gpus(k.gpu_allocatable > 0 ? k.gpu_allocatable : k.gpu_capacity);
     verdict = health::AssessHealth(k, cfg.health, now);
     std::string h;
     for (const auto& sig : verdict.firing) StrAppend(&h, h.empty() ? "" : "; ", sig.description);
@@ -77,16 +62,12 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
     const slurm::NodeView& s = *node.slurm;
     out.set_slurm_state(s.StateString());
     out.set_slurm_reason(s.reason);
-    if (out.gpus() == 0) out.set_gpus(s.TotalGpus());
     for (const auto& f : s.active_features) out.add_features(f);
   } else {
     out.set_slurm_state("not in Slurm");
   }
-  out.set_owner(
-      cfg.lending.enabled && node.k8s && node.slurm
-          ? std::string(ownership::OwnerStateName(ownership::PlanOwnership(node, cfg, now).state))
-          : DisplayOwner(node, verdict));
-  if (out.owner() == "slurm" && !verdict.firing.empty()) out.set_owner("unhealthy");
+  out.set_gpus(node.Gpus());
+  out.set_owner(plan::PlanOwner(node, cfg, now));
   for (const auto& j : node.jobs) out.add_jobs(j.job_id);
   for (const auto& p : node.pods) out.add_pods(StrCat(p.namespace_name, "/", p.name));
   return out;

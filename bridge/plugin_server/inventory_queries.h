@@ -36,12 +36,7 @@ struct InventorySource {
 // The label that names a node's GPU model (GPU Feature Discovery).
 inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 
-// Who may use the node's GPUs now, for display (the ownership state machine refines this
-// with lending/returning): "unhealthy" when a health signal fires or the bridge drained the
-// node for health; "k8s" when it is lent; "slurm" when Slurm may place jobs; "unknown" when
-// one side does not know the node.
-std::string DisplayOwner(const inventory::ManagedNode& node, const health::HealthVerdict& verdict);
-
+// One node as `bridgectl get nodes` shows it; its owner is plan::PlanOwner's.
 api::v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
                                Clock::TimePoint now);
 

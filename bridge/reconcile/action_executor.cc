@@ -2,6 +2,7 @@
 
 #include "k8s/field_reader.h"
 #include "k8s/time_format.h"
+#include "src/base/retry.h"
 #include "src/base/strings.h"
 
 namespace skb::bridge {
@@ -15,9 +16,21 @@ ActionExecutor::ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube,
                                ownership::LendingConfig lending)
     : slurm_(slurm), kube_(kube), events_(events), clock_(clock), lending_(std::move(lending)) {}
 
+k8s::EventType ToK8sEventType(plan::EventType t) {
+  return t == plan::EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal;
+}
+
 void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::string& reason,
                             const std::string& message) {
   events_->Record(k8s::NodeRef(a.node), type, reason, message);
+}
+
+void ActionExecutor::Record(const Action& a) {
+  Record(a, ToK8sEventType(a.event_type), a.event_reason, a.event_message);
+}
+
+void ActionExecutor::Record(const Action& a, const std::string& message) {
+  Record(a, ToK8sEventType(a.event_type), a.event_reason, message);
 }
 
 Status ActionExecutor::Execute(const Action& a) {
@@ -69,7 +82,7 @@ Status ActionExecutor::Execute(const Action& a) {
       s = RestoreFinalizer(a);
       break;
   }
-  if (!s.ok() && s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kAborted) {
+  if (!s.ok() && !IsRetryable(s)) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
     Record(a, k8s::EventType::kWarning, StrCat(ActionKindName(a.kind), "Failed"),
            StrCat(a.event_message, " -- failed: ", s.message()));
@@ -78,8 +91,9 @@ Status ActionExecutor::Execute(const Action& a) {
 }
 
 Status ActionExecutor::Drain(const Action& a) {
-  if (a.slurm_reason.rfind(plan::kLendReasonPrefix, 0) == 0) {
-    // A lend never takes over an admin's drain (it would later be resumed as ours).
+  if (a.cause == plan::Cause::kLend) {
+    // A lend never takes over an admin's drain (it would later be resumed as ours): the
+    // source re-check of whose drain is in place reads Slurm's reason as it is now.
     ASSIGN_OR_RETURN(slurm::NodeView n, slurm_->LoadNode(a.node));
     if (n.drain && !n.DrainedByBridge()) {
       return AbortedError(StrCat("node ", a.node, " is drained by an admin ('", n.reason,
@@ -87,9 +101,7 @@ Status ActionExecutor::Drain(const Action& a) {
     }
   }
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->DrainNode(a.node, a.slurm_reason));
-  if (o == WriteOutcome::kChanged) {
-    Record(a, k8s::EventType::kWarning, a.event_reason, a.event_message);
-  }
+  if (o == WriteOutcome::kChanged) Record(a);
   return OkStatus();
 }
 
@@ -103,9 +115,7 @@ Status ActionExecutor::Resume(const Action& a) {
                                "' since it was planned ('", a.expected_reason, "')"));
   }
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->ResumeNode(a.node));
-  if (o == WriteOutcome::kChanged) {
-    Record(a, k8s::EventType::kNormal, a.event_reason, a.event_message);
-  }
+  if (o == WriteOutcome::kChanged) Record(a);
   return OkStatus();
 }
 
@@ -123,8 +133,7 @@ Status ActionExecutor::Requeue(const Action& a) {
     if (first_error.ok()) first_error = o.status();
   }
   if (!requeued.empty()) {
-    Record(a, k8s::EventType::kWarning, a.event_reason,
-           StrCat(a.event_message, " (jobs ", requeued, ")"));
+    Record(a, StrCat(a.event_message, " (jobs ", requeued, ")"));
   }
   if (!first_error.ok()) {
     return Status(first_error.code(), StrCat("requeue on ", a.node, " failed for ", failed));
@@ -179,17 +188,13 @@ Status ActionExecutor::SetCondition(const Action& a) {
                         {}, "status");
   if (!r.ok()) return r.status();
   if (a.quiet) return OkStatus();  // a healthy state's first publication: no news
-  bool healthy_news = a.condition.status == (a.condition.type == "SlurmDrained" ? "False" : "True");
-  Record(a, healthy_news ? k8s::EventType::kNormal : k8s::EventType::kWarning, a.event_reason,
-         a.event_message);
+  Record(a);
   return OkStatus();
 }
 
 Status ActionExecutor::SetFeatures(const Action& a) {
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->SetFeatures(a.node, a.features));
-  if (o == WriteOutcome::kChanged) {
-    Record(a, k8s::EventType::kNormal, a.event_reason, a.event_message);
-  }
+  if (o == WriteOutcome::kChanged) Record(a);
   return OkStatus();
 }
 

@@ -30,6 +30,8 @@
 
 namespace skb::bridge {
 
+k8s::EventType ToK8sEventType(plan::EventType t);
+
 class ActionExecutor {
  public:
   // All pointers must outlive the executor.
@@ -49,6 +51,9 @@ class ActionExecutor {
   Status SetFeatures(const plan::Action& a);
   void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
               const std::string& message);
+  // The Event the planner attached to `a` (its type, reason and message; or `message`).
+  void Record(const plan::Action& a);
+  void Record(const plan::Action& a, const std::string& message);
   // Node ownership (ownership_actions.cc; contract in src/ownership/ownership.h). Node
   // names are Kubernetes names here: the ownership planner assumes the identity mapping.
   Status CreateReservation(const plan::Action& a);

@@ -19,10 +19,6 @@ using slurm::WriteOutcome;
 
 namespace {
 
-k8s::EventType ToK8s(plan::EventType t) {
-  return t == plan::EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal;
-}
-
 bool HasRole(const nlohmann::json& pod) {
   const auto* labels = pod.contains("metadata") ? &pod["metadata"] : nullptr;
   if (labels == nullptr || !labels->contains("labels") || !(*labels)["labels"].is_object()) {
@@ -119,7 +115,8 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
 
 void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std::string& name,
                                const std::string& uid) {
-  events_->Record(k8s::PodRef(ns, name, uid), ToK8s(a.event_type), a.event_reason, a.event_message);
+  events_->Record(k8s::PodRef(ns, name, uid), ToK8sEventType(a.event_type), a.event_reason,
+                  a.event_message);
 }
 
 Status ActionExecutor::CreateReservation(const Action& a) {
@@ -151,7 +148,7 @@ Status ActionExecutor::CreateReservation(const Action& a) {
                                          {"blockOwnerDeletion", false}}};
   auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, pod);
   if (created.ok()) {
-    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+    Record(a);
     RecordPod(a, r.namespace_name, r.name, MetaString(*created, "uid"));
     return OkStatus();
   }
@@ -205,7 +202,7 @@ Status ActionExecutor::DeleteReservation(const Action& a) {
   opts.precondition_uid = MetaString(*pod, "uid");
   auto r = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
   if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
-  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  Record(a);
   RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
   return OkStatus();
 }
@@ -230,7 +227,7 @@ Status ActionExecutor::PatchPodAnnotations(const Action& a) {
   }
   // Job-list refreshes are routine: an Event only when the planner asked for one.
   if (!a.quiet && !a.event_reason.empty()) {
-    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+    Record(a);
   }
   return OkStatus();
 }
@@ -275,7 +272,7 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
     }
     return r.status();
   }
-  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  Record(a);
   RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
   return OkStatus();
 }
@@ -366,7 +363,7 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
   auto d = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
   if (!d.ok() && d.status().code() != StatusCode::kNotFound) return d.status();
   if (changed) {
-    Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+    Record(a);
     RecordPod(a, a.pod.namespace_name, a.pod.name, uid);
   }
   return OkStatus();
@@ -402,7 +399,7 @@ Status ActionExecutor::SignalJobs(const Action& a) {
     return s;
   }
   if (!sent.empty()) {
-    Record(a, ToK8s(a.event_type), a.event_reason, StrCat(a.event_message, " (jobs ", sent, ")"));
+    Record(a, StrCat(a.event_message, " (jobs ", sent, ")"));
   }
   return OkStatus();
 }
@@ -471,7 +468,7 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
     StrAppend(&done, done.empty() ? "" : ",", id);
   }
   if (!done.empty()) {
-    Record(a, ToK8s(a.event_type), a.event_reason, StrCat(a.event_message, " (jobs ", done, ")"));
+    Record(a, StrCat(a.event_message, " (jobs ", done, ")"));
   }
   if (!first_error.ok()) {
     // Slurm refused (e.g. a job that cannot be requeued): the planner asks again; the
@@ -518,7 +515,7 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
     }
     return r.status();
   }
-  Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  Record(a);
   return OkStatus();
 }
 
@@ -530,7 +527,7 @@ Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonMerge,
                         {{"metadata", {{"annotations", ann}}}});
   if (!r.ok()) return r.status();
-  if (!a.event_reason.empty()) Record(a, ToK8s(a.event_type), a.event_reason, a.event_message);
+  if (!a.event_reason.empty()) Record(a);
   return OkStatus();
 }
 

@@ -7,9 +7,10 @@
 #include <thread>
 
 #include "bridge/logging.h"
+#include "src/base/retry.h"
 #include "src/base/strings.h"
-#include "src/ownership/ownership.h"
-#include "src/plan/features.h"
+#include "src/ownership/policy.h"
+#include "src/plan/planner.h"
 
 namespace skb::bridge {
 namespace {
@@ -201,36 +202,46 @@ inventory::Inventory Reconciler::Snapshot() const {
   return inventory::Inventory::Build(std::move(k), std::move(s), j, std::move(p), names_);
 }
 
-health::NodePlan Reconciler::PlanNode(const std::string& name) const {
-  inventory::ManagedNode node = Node(name);
+plan::NodePlan Reconciler::PlanNode(const std::string& name) const {
+  return plan::PlanNode(Node(name), cfg_, clock_->Now(),
+                        {.min_reservation_update_interval = MinReservationUpdateInterval()});
+}
+
+void Reconciler::RecordOwner(const inventory::ManagedNode& node, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  if (!node.k8s && !node.slurm) {
+    owners_.erase(node.name);
+    return;
+  }
+  owners_[node.name] = {owner, node.Gpus()};
+}
+
+std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() const {
+  std::map<std::string, std::pair<size_t, int64_t>> totals;
+  std::vector<std::string> unplanned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> owners_lock(owners_mu_);
+    for (const auto& [name, k] : k8s_nodes_) {
+      auto it = owners_.find(name);
+      if (it == owners_.end()) {
+        unplanned.push_back(name);
+        continue;
+      }
+      auto& t = totals[std::string(plan::CountedOwner(it->second.owner))];
+      t.first += 1;
+      t.second += it->second.gpus;
+    }
+  }
+  // Nodes no reconcile has planned yet (a follower acts on none): their owner now.
   const Clock::TimePoint now = clock_->Now();
-  health::NodePlan health = health::PlanNodeHealth(node, cfg_.health, now);
-  if (!cfg_.lending.enabled) {
-    if (auto f = plan::PlanFeatures(node, cfg_.features)) health.actions.push_back(*f);
-    return health;
+  for (const auto& name : unplanned) {
+    const inventory::ManagedNode node = Node(name);
+    auto& t = totals[std::string(plan::CountedOwner(plan::PlanOwner(node, cfg_, now)))];
+    t.first += 1;
+    t.second += node.Gpus();
   }
-  // Ownership first (a lend drain replaces a health drain, never the other way round),
-  // then health, then features.
-  ownership::OwnershipPlan own =
-      ownership::PlanOwnership(node, cfg_, now, MinReservationUpdateInterval());
-  health::NodePlan plan;
-  plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
-  for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
-  for (auto& line : health.explanation) plan.explanation.push_back(std::move(line));
-  const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(), [](const auto& a) {
-    return a.kind == plan::ActionKind::kDrainSlurmNode;
-  });
-  plan.actions = std::move(own.actions);
-  for (auto& a : health.actions) {
-    if (own_drains && a.kind == plan::ActionKind::kDrainSlurmNode) continue;
-    plan.actions.push_back(std::move(a));
-  }
-  if (auto f = plan::PlanFeatures(node, cfg_.features)) plan.actions.push_back(*f);
-  plan.recheck_at = own.recheck_at;
-  if (health.recheck_at && (!plan.recheck_at || *health.recheck_at < *plan.recheck_at)) {
-    plan.recheck_at = health.recheck_at;
-  }
-  return plan;
+  return totals;
 }
 
 Clock::Duration Reconciler::MinReservationUpdateInterval() const {
@@ -246,7 +257,10 @@ Clock::Duration Reconciler::MinReservationUpdateInterval() const {
 
 ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   ReconcileResult result;
-  result.plan = PlanNode(name);
+  const inventory::ManagedNode node = Node(name);
+  result.plan = plan::PlanNode(node, cfg_, clock_->Now(),
+                               {.min_reservation_update_interval = MinReservationUpdateInterval()});
+  RecordOwner(node, result.plan.owner);
   auto log = Logger("reconcile");
   const auto is_condition = [](const plan::Action& a) {
     return a.kind == plan::ActionKind::kSetNodeCondition;
@@ -283,13 +297,11 @@ ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
     result.status = FailedPreconditionError("WriteNodeStatus without a status queue");
     return result;
   }
-  result.plan = PlanNode(name);
+  // The conditions alone: ownership is the reconcile lane's.
+  result.plan = health::PlanNodeConditions(Node(name), cfg_.health, clock_->Now());
   for (const plan::Action& a : result.plan.actions) {
-    if (a.kind != plan::ActionKind::kSetNodeCondition) continue;
     if (!ExecuteLogged(a, &result).ok()) break;
   }
-  // A grace period ending is the reconcile lane's to schedule, not this one's.
-  result.plan.recheck_at.reset();
   Requeue(status_queue_, name, result);
   return result;
 }
@@ -311,8 +323,7 @@ Status Reconciler::ExecuteLogged(const plan::Action& a, ReconcileResult* result)
 
 void Reconciler::Requeue(reconcile::WorkQueue* queue, const std::string& name,
                          const ReconcileResult& result) {
-  if (!result.status.ok() && (result.status.code() == StatusCode::kUnavailable ||
-                              result.status.code() == StatusCode::kAborted)) {
+  if (!result.status.ok() && IsRetryable(result.status)) {
     queue->AddRateLimited(name);
   } else {
     queue->Forget(name);

@@ -22,14 +22,15 @@
 #include "src/config/config.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
+#include "src/plan/node_plan.h"
 #include "src/reconcile/work_queue.h"
 
 namespace skb::bridge {
 
 struct ReconcileResult {
-  health::NodePlan plan;  // what was planned (bridgectl describe shows it)
-  int executed = 0;       // actions carried out
-  Status status;          // first failure, if any
+  plan::NodePlan plan;  // what was planned (bridgectl describe shows it)
+  int executed = 0;     // actions carried out
+  Status status;        // first failure, if any
   // Every action attempted (its index in plan.actions) with its result (metrics).
   std::vector<std::pair<size_t, Status>> outcomes;
 };
@@ -58,7 +59,7 @@ class Reconciler {
   // --- the step ---
   // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe
   // on any replica; tests).
-  health::NodePlan PlanNode(const std::string& name) const;
+  plan::NodePlan PlanNode(const std::string& name) const;
   // Plans node `name` (Slurm's name) from the current state and executes the plan. Re-queues
   // itself: rate-limited on a retryable error, at plan.recheck_at when a grace ends.
   ReconcileResult ReconcileNode(const std::string& name);
@@ -84,6 +85,11 @@ class Reconciler {
   // Kubernetes nodes / (kRefreshShareOfQps * kubernetes.qps); zero when unthrottled.
   Clock::Duration MinReservationUpdateInterval() const;
 
+  // Managed nodes and their GPUs by owner (skb_nodes, skb_gpus), as the last reconcile of
+  // each node planned it (plan::CountedOwner); a node no reconcile has planned yet (on a
+  // follower, every node) is planned for its owner now.
+  std::map<std::string, std::pair<size_t, int64_t>> OwnerTotals() const;
+
   // The merged view of one node / of all nodes (bridgectl, the admission snapshot).
   inventory::ManagedNode Node(const std::string& name) const;
   inventory::Inventory Snapshot() const;
@@ -92,6 +98,7 @@ class Reconciler {
   inventory::ManagedNode NodeLocked(const std::string& name) const;
   bool EndedOnLentNodeLocked(const slurm::JobView& j) const;
   std::string PodNode(const inventory::GpuPod& p) const;
+  void RecordOwner(const inventory::ManagedNode& node, const std::string& owner);
   // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
   // the plan's recheck time otherwise.
   // Executes one action of result->plan: its outcome recorded and logged, executed counted,
@@ -120,6 +127,14 @@ class Reconciler {
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_;
+
+  // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
+  struct PlannedOwner {
+    std::string owner;
+    int64_t gpus = 0;
+  };
+  mutable std::mutex owners_mu_;                // after mu_ when both are held
+  std::map<std::string, PlannedOwner> owners_;  // by Slurm name; guarded by owners_mu_
 };
 
 }  // namespace skb::bridge

@@ -88,6 +88,9 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     a.condition = std::move(spec);
     a.event_reason = std::string(event_reason);
     a.event_message = std::move(event_message);
+    a.cause = plan::Cause::kSlurmState;
+    // Good news (back to the state a working node is in) is Normal, anything else a Warning.
+    a.event_type = healthy ? plan::EventType::kNormal : plan::EventType::kWarning;
     // A healthy state published for the first time is no news (and not "healthy again"):
     // the condition is the record, no Event. Half the Events of a node's set-up.
     a.quiet = healthy && cur == nullptr;
@@ -218,6 +221,9 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     std::string text = top.description;
     if (verdict.firing.size() > 1) StrAppend(&text, " (+", verdict.firing.size() - 1, " more)");
     std::string reason = SlurmReason(text);
+    const plan::Cause cause = top.rule == StrCat("condition ", cfg.maintenance_condition)
+                                  ? plan::Cause::kMaintenance
+                                  : plan::Cause::kHealth;
     if (s.drain && !s.DrainedByBridge()) {
       plan.explanation.push_back(
           StrCat("Slurm drain by an admin is in place ('", s.reason, "'): left as it is"));
@@ -229,6 +235,8 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
       a.kind = ActionKind::kDrainSlurmNode;
       a.node = node.name;
       a.slurm_reason = reason;
+      a.cause = cause;
+      a.event_type = plan::EventType::kWarning;
       a.event_reason = "SlurmNodeDrained";
       a.event_message = StrCat("Drained Slurm node ", node.name, ": ", text);
       plan.actions.push_back(std::move(a));
@@ -258,6 +266,8 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
       a.kind = ActionKind::kRequeueSlurmJobs;
       a.node = node.name;
       a.job_ids = evict;
+      a.cause = down_now ? plan::Cause::kHealth : plan::Cause::kMaintenance;
+      a.event_type = plan::EventType::kWarning;
       a.event_reason = down_now ? "SlurmJobsRequeued" : "MaintenanceDeadlinePassed";
       a.event_message = StrCat("Requeued ", evict.size(), " Slurm job(s) on ", node.name, ": ",
                                down_now ? text : "maintenance deadline passed");
@@ -268,6 +278,10 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     a.kind = ActionKind::kResumeSlurmNode;
     a.node = node.name;
     a.expected_reason = s.reason;
+    // The drain's reason is the only record of why it was made.
+    a.cause = s.reason.find(cfg.maintenance_condition) != std::string::npos
+                  ? plan::Cause::kMaintenance
+                  : plan::Cause::kHealth;
     a.event_reason = "SlurmNodeResumed";
     a.event_message =
         StrCat("Resumed Slurm node ", node.name, ": the signal cleared ('", s.reason, "')");
@@ -279,6 +293,14 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
 
   if (cfg.slurm_conditions) PlanSlurmConditions(node, verdict, &plan);
   if (plan.explanation.empty()) plan.explanation.push_back("healthy: no signal");
+  return plan;
+}
+
+NodePlan PlanNodeConditions(const inventory::ManagedNode& node, const HealthConfig& cfg,
+                            Clock::TimePoint now) {
+  NodePlan plan;
+  if (!node.k8s || !node.slurm || !cfg.slurm_conditions) return plan;
+  PlanSlurmConditions(node, AssessHealth(*node.k8s, cfg, now), &plan);
   return plan;
 }
 

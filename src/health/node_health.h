@@ -16,6 +16,7 @@
 #include "src/health/health_config.h"
 #include "src/inventory/managed_node.h"
 #include "src/plan/action.h"
+#include "src/plan/node_plan.h"
 
 namespace skb::health {
 
@@ -40,17 +41,15 @@ struct HealthVerdict {
 HealthVerdict AssessHealth(const inventory::K8sNode& node, const HealthConfig& cfg,
                            Clock::TimePoint now);
 
-struct NodePlan {
-  std::vector<plan::Action> actions;
-  // Plan this node again at this time even if nothing changes (a grace period or a
-  // deadline ends).
-  std::optional<Clock::TimePoint> recheck_at;
-  // Why the node is in its state: one line per fact or rule considered (bridgectl describe).
-  std::vector<std::string> explanation;
-};
+using NodePlan = plan::NodePlan;
 
 NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& cfg,
                         Clock::TimePoint now);
+
+// The slice of PlanNodeHealth the status lane writes: the node conditions that mirror
+// Slurm's view (kSetNodeCondition actions only; the same ones PlanNodeHealth plans).
+NodePlan PlanNodeConditions(const inventory::ManagedNode& node, const HealthConfig& cfg,
+                            Clock::TimePoint now);
 
 // "k8s-bridge: <text>" made safe for a Slurm reason: control characters replaced, at most
 // kMaxReasonBytes bytes (cut on a UTF-8 character boundary, "..." appended).

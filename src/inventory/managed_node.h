@@ -55,6 +55,15 @@ struct ManagedNode {
   // names the first (highest priority) in the lend reason and does not return the node to
   // Slurm while one waits.
   std::vector<GpuPod> nominated_pods;
+
+  // The node's GPUs: Kubernetes' allocatable count (its capacity while allocatable is
+  // unknown), else Slurm's.
+  int64_t Gpus() const {
+    int64_t gpus = 0;
+    if (k8s) gpus = k8s->gpu_allocatable > 0 ? k8s->gpu_allocatable : k8s->gpu_capacity;
+    if (gpus == 0 && slurm) gpus = slurm->TotalGpus();
+    return gpus;
+  }
 };
 
 }  // namespace skb::inventory

@@ -225,6 +225,20 @@ class Planner {
   void Run();
 
  private:
+  // What an action planned in state `s` is for (the state is set before its flow runs).
+  static plan::Cause CauseOf(OwnerState s) {
+    switch (s) {
+      case OwnerState::kLending:
+      case OwnerState::kKubernetes:
+        return plan::Cause::kLend;
+      case OwnerState::kReturning:
+        return plan::Cause::kReturn;
+      case OwnerState::kSwapping:
+        return plan::Cause::kSwap;
+      default:
+        return plan::Cause::kReservation;
+    }
+  }
   // --- building blocks
   void Explain(std::string line) { out_->explanation.push_back(std::move(line)); }
   void Recheck(Clock::TimePoint t) {
@@ -235,6 +249,7 @@ class Planner {
     Action a;
     a.kind = kind;
     a.node = f_.node->name;
+    a.cause = CauseOf(out_->state);
     a.event_type = type;
     a.event_reason = std::move(event_reason);
     a.event_message = std::move(event_message);
@@ -441,6 +456,8 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
         Add(ActionKind::kDrainSlurmNode, "SlurmNodeLent",
             StrCat("Drained Slurm node ", f_.node->name, ": lent to Kubernetes (", who, ")"));
     a.slurm_reason = health::SlurmReason(StrCat("lent to ", who));
+    a.cause = plan::Cause::kLend;
+    a.event_type = EventType::kWarning;
   }
 
   bool k8s_running = false;
@@ -771,6 +788,7 @@ void Planner::Returning() {
                     StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
                            " runs and no Kubernetes GPU pod is on the node"));
     a.expected_reason = f_.s->reason;
+    a.cause = plan::Cause::kReturn;
     if (f_.idle_since) a.since_unix = ToUnix(*f_.idle_since);
   } else if (f_.admin_drain) {
     Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));

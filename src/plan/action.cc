@@ -44,6 +44,40 @@ std::string_view EventTypeName(EventType t) {
   return t == EventType::kWarning ? "Warning" : "Normal";
 }
 
+std::string_view CauseName(Cause c) {
+  switch (c) {
+    case Cause::kHealth:
+      return "health";
+    case Cause::kMaintenance:
+      return "maintenance";
+    case Cause::kSlurmState:
+      return "slurm-state";
+    case Cause::kLend:
+      return "lend";
+    case Cause::kReturn:
+      return "return";
+    case Cause::kSwap:
+      return "swap";
+    case Cause::kReservation:
+      return "reservation";
+    case Cause::kFeatures:
+      return "features";
+  }
+  return "health";
+}
+
+std::string_view DrainCauseLabel(Cause c) {
+  switch (c) {
+    case Cause::kLend:
+    case Cause::kReturn:
+      return "lending";
+    case Cause::kMaintenance:
+      return "maintenance";
+    default:
+      return "health";
+  }
+}
+
 std::string_view SignalScopeName(SignalScope s) {
   switch (s) {
     case SignalScope::kFull:

@@ -60,6 +60,23 @@ struct ConditionSpec {
 // Severity of the Event recording an action (Kubernetes Event type).
 enum class EventType { kNormal, kWarning };
 
+// Why the planner asked for an action. Decided by the planner that made it, so nothing
+// downstream (executor guards, metrics, bridgectl) recovers it from a reason string.
+enum class Cause {
+  kHealth,       // a bad condition, taint or cordon on the Kubernetes node (src/health)
+  kMaintenance,  // the maintenance condition (src/health)
+  kSlurmState,   // publishing Slurm's view of the node as Kubernetes conditions
+  kLend,         // lending the node to Kubernetes (src/ownership)
+  kReturn,       // taking a lent node back for Slurm
+  kSwap,         // replacing the reservation pod (a class change, a failed pod)
+  kReservation,  // keeping a Slurm-owned node's reservation pod in shape
+  kFeatures,     // Slurm node features from Kubernetes labels (src/plan/features)
+};
+std::string_view CauseName(Cause c);
+// The `cause` label of skb_slurm_node_drains_total / _resumes_total: "lending" (a lend or
+// a return), "maintenance" or "health".
+std::string_view DrainCauseLabel(Cause c);
+
 // A pod the action applies to; `uid` is a precondition (the action must not touch a
 // different pod that took the same name).
 struct PodRef {
@@ -165,6 +182,8 @@ struct Action {
   // start of the lend; kResumeSlurmNode (a return) the last Kubernetes GPU pod leaving.
   int64_t since_unix = 0;
   TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
+  Cause cause = Cause::kHealth;
+  // The Event recording this action once it changed something: its type, reason and text.
   EventType event_type = EventType::kNormal;
   std::string event_reason;   // CamelCase reason of the Event recording this action
   std::string event_message;  // what a human reads in `kubectl describe node`

@@ -128,6 +128,7 @@ std::optional<Action> PlanFeatures(const inventory::ManagedNode& node, const Fea
   a.kind = ActionKind::kSetSlurmFeatures;
   a.node = node.name;
   a.features = want;
+  a.cause = plan::Cause::kFeatures;
   a.event_reason = "SlurmFeaturesUpdated";
   std::string list;
   for (const auto& f : want) StrAppend(&list, list.empty() ? "" : ",", f);

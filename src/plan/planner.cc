@@ -1,0 +1,85 @@
+#include "src/plan/planner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "src/base/strings.h"
+#include "src/health/node_health.h"
+#include "src/ownership/ownership.h"
+#include "src/plan/features.h"
+
+namespace skb::plan {
+namespace {
+
+// The owner of a node the ownership planner does not manage (lending off, or one side
+// missing): Slurm's, unless something keeps Slurm off it.
+std::string HealthOwner(const inventory::ManagedNode& node, const config::Config& cfg,
+                        Clock::TimePoint now) {
+  if (!node.k8s || !node.slurm) return "unknown";
+  const slurm::NodeView& s = *node.slurm;
+  if (s.drain && s.reason.starts_with(kLendReasonPrefix)) return "k8s";
+  const health::HealthVerdict verdict = health::AssessHealth(*node.k8s, cfg.health, now);
+  if (!verdict.firing.empty() || verdict.maintenance) return "unhealthy";
+  if (s.DrainedByBridge()) return "unhealthy";
+  if (s.base_state == slurm::NodeBaseState::kDown || s.fail) return "unhealthy";
+  return "slurm";
+}
+
+// A Slurm-owned node with a firing health signal shows as unhealthy.
+std::string Owner(const inventory::ManagedNode& node, const config::Config& cfg,
+                  Clock::TimePoint now, ownership::OwnerState state) {
+  std::string owner = std::string(ownership::OwnerStateName(state));
+  if (owner == "slurm" && !health::AssessHealth(*node.k8s, cfg.health, now).firing.empty()) {
+    owner = "unhealthy";
+  }
+  return owner;
+}
+
+bool Managed(const inventory::ManagedNode& node, const config::Config& cfg) {
+  return cfg.lending.enabled && node.k8s && node.slurm;
+}
+
+}  // namespace
+
+NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
+                  Clock::TimePoint now, PlanOptions options) {
+  NodePlan health = health::PlanNodeHealth(node, cfg.health, now);
+  if (!cfg.lending.enabled) {
+    if (auto f = PlanFeatures(node, cfg.features)) health.actions.push_back(*f);
+    health.owner = HealthOwner(node, cfg, now);
+    return health;
+  }
+  ownership::OwnershipPlan own =
+      ownership::PlanOwnership(node, cfg, now, options.min_reservation_update_interval);
+  NodePlan plan;
+  plan.owner = Managed(node, cfg) ? Owner(node, cfg, now, own.state) : HealthOwner(node, cfg, now);
+  plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
+  for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
+  for (auto& line : health.explanation) plan.explanation.push_back(std::move(line));
+  const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(), [](const auto& a) {
+    return a.kind == ActionKind::kDrainSlurmNode;
+  });
+  plan.actions = std::move(own.actions);
+  for (auto& a : health.actions) {
+    if (own_drains && a.kind == ActionKind::kDrainSlurmNode) continue;
+    plan.actions.push_back(std::move(a));
+  }
+  if (auto f = PlanFeatures(node, cfg.features)) plan.actions.push_back(*f);
+  plan.recheck_at = own.recheck_at;
+  if (health.recheck_at && (!plan.recheck_at || *health.recheck_at < *plan.recheck_at)) {
+    plan.recheck_at = health.recheck_at;
+  }
+  return plan;
+}
+
+std::string PlanOwner(const inventory::ManagedNode& node, const config::Config& cfg,
+                      Clock::TimePoint now) {
+  if (!Managed(node, cfg)) return HealthOwner(node, cfg, now);
+  return Owner(node, cfg, now, ownership::PlanOwnership(node, cfg, now).state);
+}
+
+std::string_view CountedOwner(std::string_view owner) {
+  return owner == "swapping" ? "slurm" : owner;
+}
+
+}  // namespace skb::plan

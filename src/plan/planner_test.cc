@@ -1,0 +1,168 @@
+#include "src/plan/planner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "src/health/node_health.h"
+
+namespace skb::plan {
+namespace {
+
+using inventory::GpuPod;
+using inventory::ManagedNode;
+using std::chrono::hours;
+using ::testing::ElementsAre;
+
+const Clock::TimePoint kNow = Clock::TimePoint{} + hours(24 * 365 * 50);
+
+// An idle node both sides know, its Slurm conditions already published.
+ManagedNode IdleNode() {
+  ManagedNode n;
+  n.name = "node1";
+  inventory::K8sNode k;
+  k.name = "node1";
+  k.conditions = {{"Ready", "True", "KubeletReady", "", kNow - hours(1)},
+                  {"SlurmNodeHealthy", "True", "SlurmNodeUp", "slurmd is responding", kNow},
+                  {"SlurmDrained", "False", "NotDrained", "", kNow}};
+  k.gpu_capacity = k.gpu_allocatable = 8;
+  n.k8s = k;
+  slurm::NodeView s;
+  s.name = "node1";
+  s.base_state = slurm::NodeBaseState::kIdle;
+  s.gpus = {{"h100", 8}};
+  n.slurm = s;
+  return n;
+}
+
+void InMaintenance(ManagedNode* n, const config::Config& cfg) {
+  n->k8s->conditions.push_back(
+      {cfg.health.maintenance_condition, "True", "Planned", "fan swap", kNow - hours(1)});
+}
+
+const Action* Find(const NodePlan& p, ActionKind kind) {
+  for (const Action& a : p.actions) {
+    if (a.kind == kind) return &a;
+  }
+  return nullptr;
+}
+
+TEST(PlanNode, OwnerWithoutLendingFollowsHealth) {
+  config::Config cfg;
+  ManagedNode n = IdleNode();
+  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, "slurm");
+  EXPECT_EQ(PlanOwner(n, cfg, kNow), "slurm");
+
+  InMaintenance(&n, cfg);
+  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, "unhealthy");
+
+  ManagedNode lent = IdleNode();
+  lent.slurm->drain = true;
+  lent.slurm->reason = "k8s-bridge: lent to ml/infer-0";
+  EXPECT_EQ(PlanOwner(lent, cfg, kNow), "k8s");
+
+  ManagedNode slurm_only = IdleNode();
+  slurm_only.k8s.reset();
+  EXPECT_EQ(PlanNode(slurm_only, cfg, kNow).owner, "unknown");
+}
+
+TEST(PlanNode, HealthActionsCarryTheirCauseAndEvent) {
+  config::Config cfg;
+  ManagedNode n = IdleNode();
+  InMaintenance(&n, cfg);
+  NodePlan p = PlanNode(n, cfg, kNow);
+  const Action* drain = Find(p, ActionKind::kDrainSlurmNode);
+  ASSERT_NE(drain, nullptr);
+  EXPECT_EQ(drain->cause, Cause::kMaintenance);
+  EXPECT_EQ(drain->event_type, EventType::kWarning);
+  EXPECT_EQ(DrainCauseLabel(drain->cause), "maintenance");
+
+  // Once drained and the maintenance over: the resume says why the drain was made.
+  ManagedNode done = IdleNode();
+  done.slurm->drain = true;
+  done.slurm->reason = drain->slurm_reason;
+  const Action* resume = Find(PlanNode(done, cfg, kNow), ActionKind::kResumeSlurmNode);
+  ASSERT_NE(resume, nullptr);
+  EXPECT_EQ(resume->cause, Cause::kMaintenance);
+  EXPECT_EQ(resume->event_type, EventType::kNormal);
+
+  done.slurm->reason = health::SlurmReason("GPUHealthy=False: XID 79");
+  resume = Find(PlanNode(done, cfg, kNow), ActionKind::kResumeSlurmNode);
+  ASSERT_NE(resume, nullptr);
+  EXPECT_EQ(resume->cause, Cause::kHealth);
+  EXPECT_EQ(DrainCauseLabel(resume->cause), "health");
+}
+
+TEST(PlanNode, ConditionEventsAreWarningsUnlessGoodNews) {
+  config::Config cfg;
+  ManagedNode n = IdleNode();
+  n.slurm->base_state = slurm::NodeBaseState::kDown;
+  n.slurm->drain = true;
+  n.slurm->reason = "admin";
+  NodePlan p = PlanNode(n, cfg, kNow);
+  for (const Action& a : p.actions) {
+    if (a.kind != ActionKind::kSetNodeCondition) continue;
+    EXPECT_EQ(a.cause, Cause::kSlurmState);
+    EXPECT_EQ(a.event_type, EventType::kWarning) << ToString(a);
+  }
+  ManagedNode back = IdleNode();
+  back.k8s->conditions[1] = {"SlurmNodeHealthy", "False", "SlurmNodeDown", "x", kNow};
+  const Action* up = Find(PlanNode(back, cfg, kNow), ActionKind::kSetNodeCondition);
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->event_type, EventType::kNormal);
+}
+
+TEST(PlanNode, StatusSliceIsTheFullPlansConditions) {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  ManagedNode n = IdleNode();
+  n.slurm->base_state = slurm::NodeBaseState::kDown;
+  n.slurm->drain = true;
+  n.slurm->reason = "admin";
+  NodePlan full = PlanNode(n, cfg, kNow);
+  std::vector<Action> conditions;
+  for (const Action& a : full.actions) {
+    if (a.kind == ActionKind::kSetNodeCondition) conditions.push_back(a);
+  }
+  ASSERT_EQ(conditions.size(), 2u);
+  EXPECT_EQ(health::PlanNodeConditions(n, cfg.health, kNow).actions, conditions);
+}
+
+TEST(PlanNode, LendDrainReplacesHealthDrain) {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  cfg.lending.namespace_name = "slurm-bridge";
+  ManagedNode n = IdleNode();
+  InMaintenance(&n, cfg);
+  GpuPod p;
+  p.namespace_name = "ml";
+  p.name = "infer-0";
+  p.gpus = 8;
+  p.phase = "Pending";
+  p.priority = 500'000;
+  p.nominated_node_name = "node1";
+  n.nominated_pods.push_back(p);
+  NodePlan plan = PlanNode(n, cfg, kNow);
+  EXPECT_EQ(plan.owner, "lending");
+  std::vector<const Action*> drains;
+  for (const Action& a : plan.actions) {
+    if (a.kind == ActionKind::kDrainSlurmNode) drains.push_back(&a);
+  }
+  ASSERT_EQ(drains.size(), 1u) << "the lend's drain replaces the health drain";
+  EXPECT_EQ(drains[0]->cause, Cause::kLend);
+  EXPECT_EQ(drains[0]->event_type, EventType::kWarning);
+  EXPECT_EQ(DrainCauseLabel(drains[0]->cause), "lending");
+  for (const Action& a : plan.actions) {
+    if (a.kind == ActionKind::kSetNodeCondition) continue;
+    EXPECT_EQ(a.cause, Cause::kLend) << ToString(a);
+  }
+}
+
+TEST(PlanNode, SwappingCountsAsSlurm) {
+  EXPECT_EQ(CountedOwner("swapping"), "slurm");
+  EXPECT_EQ(CountedOwner("k8s"), "k8s");
+}
+
+}  // namespace
+}  // namespace skb::plan
