@@ -1,0 +1,372 @@
+// The action executor against in-memory Slurm and Kubernetes (FakeSlurmClient,
+// FakeKubeClient): each action's idempotency, its re-check at the source, and how an error
+// maps to a retry (no Event) or a Warning Event. What only the real slurmctld and
+// apiserver show is tested on the testbed (tests/integration/reconcile).
+#include "bridge/reconcile/action_executor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <mutex>
+#include <vector>
+
+#include "bridge/slurm/fake_slurm_client.h"
+#include "k8s/fake_kube_client.h"
+#include "src/base/retry.h"
+#include "src/base/strings.h"
+#include "src/health/node_health.h"
+#include "src/ownership/policy.h"
+
+namespace skb::bridge {
+namespace {
+
+using plan::Action;
+using plan::ActionKind;
+using plan::Cause;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const Clock::TimePoint kStart = Clock::TimePoint{} + std::chrono::hours(24 * 365 * 50);
+
+struct Recorded {
+  std::string object;
+  k8s::EventType type;
+  std::string reason;
+  std::string message;
+};
+
+class RecordingEvents final : public k8s::EventRecorder {
+ public:
+  void Record(const k8s::ObjectReference& object, k8s::EventType type, const std::string& reason,
+              const std::string& message) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back({StrCat(object.kind, "/", object.name), type, reason, message});
+  }
+  std::vector<Recorded> events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  std::vector<std::string> reasons() const {
+    std::vector<std::string> out;
+    for (const auto& e : events()) out.push_back(e.reason);
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Recorded> events_;
+};
+
+slurm::NodeView IdleNode(std::string name) {
+  slurm::NodeView n;
+  n.name = std::move(name);
+  n.base_state = skb::slurm::NodeBaseState::kIdle;
+  return n;
+}
+
+slurm::JobView Running(uint32_t id, std::string node) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.state = skb::slurm::JobState::kRunning;
+  j.requeue = true;
+  j.nodes = {std::move(node)};
+  return j;
+}
+
+class ActionExecutorUnitTest : public ::testing::Test {
+ protected:
+  ActionExecutorUnitTest() : clock_(kStart), executor_(&slurm_, &kube_, &events_, &clock_) {
+    slurm_.AddNode(IdleNode("node1"));
+    EXPECT_TRUE(kube_
+                    .Create(k8s::Resource::Nodes(), "",
+                            {{"apiVersion", "v1"},
+                             {"kind", "Node"},
+                             {"metadata", {{"name", "node1"}}},
+                             {"spec", nlohmann::json::object()},
+                             {"status", {{"conditions", nlohmann::json::array()}}}})
+                    .ok());
+  }
+
+  static Action Drain(std::string text, Cause cause = Cause::kHealth) {
+    Action a;
+    a.kind = ActionKind::kDrainSlurmNode;
+    a.node = "node1";
+    a.slurm_reason = health::SlurmReason(text);
+    a.cause = cause;
+    a.event_type = plan::EventType::kWarning;
+    a.event_reason = "SlurmNodeDrained";
+    a.event_message = "drained: " + text;
+    return a;
+  }
+  static Action Resume(std::string expected) {
+    Action a;
+    a.kind = ActionKind::kResumeSlurmNode;
+    a.node = "node1";
+    a.expected_reason = std::move(expected);
+    a.event_reason = "SlurmNodeResumed";
+    a.event_message = "resumed";
+    return a;
+  }
+  static Action JobsAction(ActionKind kind, std::vector<uint32_t> ids) {
+    Action a;
+    a.kind = kind;
+    a.node = "node1";
+    a.job_ids = std::move(ids);
+    a.event_type = plan::EventType::kWarning;
+    a.event_reason = "Jobs";
+    a.event_message = "jobs";
+    return a;
+  }
+
+  SimulatedClock clock_;
+  slurm::FakeSlurmClient slurm_;
+  k8s::FakeKubeClient kube_;
+  RecordingEvents events_;
+  ActionExecutor executor_;
+};
+
+TEST_F(ActionExecutorUnitTest, DrainIsIdempotentAndRecordsThePlannedEvent) {
+  Action a = Drain("GPUHealthy=False: XID 79");
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("DrainNode node1 ", a.slurm_reason)));
+  ASSERT_EQ(events_.events().size(), 1u) << "the second drain changed nothing";
+  EXPECT_EQ(events_.events()[0].type, k8s::EventType::kWarning);
+  EXPECT_EQ(events_.events()[0].object, "Node/node1");
+}
+
+TEST_F(ActionExecutorUnitTest, LendNeverRewordsAnAdminDrain) {
+  slurm::NodeView n = IdleNode("node1");
+  n.drain = true;
+  n.reason = "bad fan";
+  slurm_.AddNode(n);
+  Status s = executor_.Execute(Drain("lent to ml/infer-0", Cause::kLend));
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(slurm_.Writes(), IsEmpty());
+  EXPECT_THAT(events_.events(), IsEmpty()) << "Aborted is retried, not a Warning";
+  // A health drain leaves it too (the client keeps somebody else's drain), with no Event.
+  EXPECT_TRUE(executor_.Execute(Drain("cordoned")).ok());
+  EXPECT_EQ(slurm_.Node("node1").reason, "bad fan");
+  EXPECT_THAT(events_.events(), IsEmpty());
+}
+
+TEST_F(ActionExecutorUnitTest, LendTakesOverTheBridgesOwnDrain) {
+  ASSERT_TRUE(executor_.Execute(Drain("cordoned")).ok());
+  Action lend = Drain("lent to ml/infer-0", Cause::kLend);
+  ASSERT_TRUE(executor_.Execute(lend).ok());
+  EXPECT_EQ(slurm_.Node("node1").reason, lend.slurm_reason);
+}
+
+TEST_F(ActionExecutorUnitTest, ResumeOnlyTheDrainThatWasPlanned) {
+  Action drain = Drain("cordoned");
+  ASSERT_TRUE(executor_.Execute(drain).ok());
+  EXPECT_EQ(executor_.Execute(Resume("k8s-bridge: something else")).code(), StatusCode::kAborted);
+  EXPECT_TRUE(slurm_.Node("node1").drain);
+  ASSERT_TRUE(executor_.Execute(Resume(drain.slurm_reason)).ok());
+  EXPECT_FALSE(slurm_.Node("node1").drain);
+  ASSERT_TRUE(executor_.Execute(Resume(drain.slurm_reason)).ok()) << "not drained: nothing to do";
+  EXPECT_THAT(events_.reasons(), ElementsAre("SlurmNodeDrained", "SlurmNodeResumed"));
+  EXPECT_EQ(events_.events()[1].type, k8s::EventType::kNormal);
+}
+
+TEST_F(ActionExecutorUnitTest, RetryableErrorsRecordNoWarning) {
+  for (Status err : {UnavailableError("slurmctld busy"), DeadlineExceededError("timeout"),
+                     AbortedError("moved")}) {
+    slurm_.FailNext("DrainNode", err);
+    Status s = executor_.Execute(Drain("cordoned"));
+    EXPECT_EQ(s.code(), err.code());
+    EXPECT_TRUE(IsRetryable(s));
+  }
+  EXPECT_THAT(events_.events(), IsEmpty());
+}
+
+TEST_F(ActionExecutorUnitTest, TerminalErrorsRecordAWarning) {
+  slurm_.FailNext("DrainNode", PermissionDeniedError("not an operator"));
+  Status s = executor_.Execute(Drain("cordoned"));
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  ASSERT_EQ(events_.events().size(), 1u);
+  EXPECT_EQ(events_.events()[0].reason, "DrainSlurmNodeFailed");
+  EXPECT_EQ(events_.events()[0].type, k8s::EventType::kWarning);
+  EXPECT_THAT(events_.events()[0].message, HasSubstr("not an operator"));
+}
+
+TEST_F(ActionExecutorUnitTest, RequeueSkipsGoneJobsAndNamesTheRequeuedOnes) {
+  slurm_.AddJob(Running(7, "node1"));
+  ASSERT_TRUE(executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {7, 8})).ok());
+  ASSERT_TRUE(executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {7})).ok());
+  EXPECT_THAT(slurm_.Writes(), ElementsAre("RequeueJob 7 hold=0"));
+  ASSERT_EQ(events_.events().size(), 1u);
+  EXPECT_THAT(events_.events()[0].message, HasSubstr("(jobs 7)"));
+
+  slurm::JobView stubborn = Running(9, "node1");
+  stubborn.requeue = false;
+  slurm_.AddJob(stubborn);
+  Status s = executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {9}));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+}
+
+TEST_F(ActionExecutorUnitTest, SignalOncePerJobWithinTheWindow) {
+  slurm_.AddJob(Running(7, "node1"));
+  slurm::JobView pending = Running(8, "node1");
+  pending.state = skb::slurm::JobState::kPending;
+  slurm_.AddJob(pending);
+  Action a = JobsAction(ActionKind::kSignalSlurmJobs, {7, 8});
+  a.signal = SIGUSR1;
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("SignalJob 7 ", SIGUSR1, " scope=2")));
+  clock_.Advance(std::chrono::seconds(31));
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_EQ(slurm_.Writes().size(), 2u) << "signalled again once the window passed";
+  slurm_.FailNext("SignalJob", UnavailableError("busy"));
+  clock_.Advance(std::chrono::seconds(31));
+  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+}
+
+TEST_F(ActionExecutorUnitTest, PreemptRecordsWhyThenRequeuesOnlyWorkOnTheNode) {
+  slurm_.AddJob(Running(7, "node1"));
+  slurm_.AddJob(Running(8, "node2"));
+  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7, 8, 9});
+  a.preemptor = "ml/infer-0";
+  a.at_unix = 1000;
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  std::vector<std::string> w = slurm_.Writes();
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_THAT(w[0], HasSubstr("SetAdminComment 7 "));
+  EXPECT_EQ(w[1], "RequeueJob 7 hold=0");
+  EXPECT_EQ(w[2], "MakeEligibleNow 7");
+  EXPECT_THAT(slurm_.Job(7).admin_comment, HasSubstr("ml/infer-0"));
+  ASSERT_TRUE(executor_.Execute(a).ok()) << "already pending: nothing to do";
+  EXPECT_EQ(slurm_.Writes().size(), 3u);
+  EXPECT_EQ(events_.events().size(), 1u);
+}
+
+TEST_F(ActionExecutorUnitTest, PreemptRefusedBySlurmIsTerminalUnlessUnavailable) {
+  slurm_.AddJob(Running(7, "node1"));
+  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7});
+  slurm_.FailNext("RequeueJob", InvalidArgumentError("job not requeueable"));
+  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kFailedPrecondition);
+  slurm_.FailNext("RequeueJob", UnavailableError("busy"));
+  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+}
+
+TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
+  slurm_.AddJob(Running(7, "node1"));
+  Action a;
+  a.kind = ActionKind::kReleaseReservationPod;
+  a.node = "node1";
+  a.pod = {"slurm-bridge", "reserve-node1", "uid-1"};
+  a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
+  Status s = executor_.Execute(a);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("job 7"));
+  slurm_.FailNext("LoadJobs", UnavailableError("busy"));
+  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+  EXPECT_THAT(events_.events(), IsEmpty());
+}
+
+TEST_F(ActionExecutorUnitTest, FeaturesAreSetOnce) {
+  Action a;
+  a.kind = ActionKind::kSetSlurmFeatures;
+  a.node = "node1";
+  a.features = {"h100", "nvlink"};
+  a.cause = Cause::kFeatures;
+  a.event_reason = "SlurmFeaturesUpdated";
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_THAT(slurm_.Writes(), ElementsAre("SetFeatures node1 h100,nvlink"));
+  EXPECT_THAT(events_.reasons(), ElementsAre("SlurmFeaturesUpdated"));
+}
+
+TEST_F(ActionExecutorUnitTest, ConditionEventTypeIsThePlannersAndQuietRecordsNone) {
+  Action a;
+  a.kind = ActionKind::kSetNodeCondition;
+  a.node = "node1";
+  a.condition = {"SlurmDrained", "True", "DrainedByAdmin", "bad fan"};
+  a.condition.transition = plan::ConditionSpec::Transition::kNow;
+  a.cause = Cause::kSlurmState;
+  a.event_type = plan::EventType::kWarning;
+  a.event_reason = "DrainedByAdmin";
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.event_type = plan::EventType::kNormal;
+  a.event_reason = "SlurmNodeNotDrained";
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  a.quiet = true;
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  auto ev = events_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].type, k8s::EventType::kWarning);
+  EXPECT_EQ(ev[1].type, k8s::EventType::kNormal);
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ((*node)["status"]["conditions"][0]["status"], "False");
+}
+
+TEST_F(ActionExecutorUnitTest, TaintIsAddedAndRemovedOnce) {
+  Action a;
+  a.kind = ActionKind::kSetNodeTaint;
+  a.node = "node1";
+  a.taint = {"slurm-k8s-bridge.io/busy", "", "NoSchedule"};
+  a.event_reason = "Tainted";
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  a.kind = ActionKind::kRemoveNodeTaint;
+  a.event_reason = "Untainted";
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_THAT(events_.reasons(), ElementsAre("Tainted", "Untainted"));
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_TRUE((*node)["spec"]["taints"].empty());
+}
+
+TEST_F(ActionExecutorUnitTest, NeverDeletesAPodThatIsNotTheBridges) {
+  ASSERT_TRUE(kube_
+                  .Create(k8s::Resource::Pods(), "slurm-bridge",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"metadata", {{"name", "reserve-node1"}, {"namespace", "slurm-bridge"}}},
+                           {"spec", {{"nodeName", "node1"}}}})
+                  .ok());
+  Action a;
+  a.kind = ActionKind::kDeleteReservationPod;
+  a.node = "node1";
+  a.pod = {"slurm-bridge", "reserve-node1", ""};
+  a.event_reason = "ReservationDeleted";
+  Status s = executor_.Execute(a);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(kube_.Get(k8s::Resource::Pods(), "slurm-bridge", "reserve-node1").ok());
+  EXPECT_THAT(events_.reasons(), ElementsAre("DeleteReservationPodFailed"));
+}
+
+TEST_F(ActionExecutorUnitTest, DeletesOurReservationOnceAndChecksItsUid) {
+  auto created =
+      kube_.Create(k8s::Resource::Pods(), "slurm-bridge",
+                   {{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata",
+                     {{"name", "reserve-node1"},
+                      {"namespace", "slurm-bridge"},
+                      {"labels", {{ownership::kRoleLabel, ownership::kReservationRole}}}}},
+                    {"spec", {{"nodeName", "node1"}}}});
+  ASSERT_TRUE(created.ok());
+  Action a;
+  a.kind = ActionKind::kDeleteReservationPod;
+  a.node = "node1";
+  a.pod = {"slurm-bridge", "reserve-node1", "some-other-uid"};
+  a.event_reason = "ReservationDeleted";
+  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kAborted) << "re-created under the name";
+  a.pod.uid = (*created)["metadata"]["uid"];
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  ASSERT_TRUE(executor_.Execute(a).ok()) << "gone: nothing to do";
+  EXPECT_EQ(kube_.Get(k8s::Resource::Pods(), "slurm-bridge", "reserve-node1").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_THAT(events_.reasons(), ElementsAre("ReservationDeleted", "ReservationDeleted"))
+      << "on the node and on the pod";
+}
+
+}  // namespace
+}  // namespace skb::bridge

@@ -1,0 +1,253 @@
+#include "bridge/slurm/fake_slurm_client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "src/base/strings.h"
+
+namespace skb::bridge::slurm {
+
+using skb::slurm::JobState;
+
+void FakeSlurmClient::AddNode(NodeView node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string name = node.name;
+  nodes_[name] = std::move(node);
+  ++update_time_;
+}
+
+void FakeSlurmClient::AddJob(JobView job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t id = job.job_id;
+  jobs_[id] = std::move(job);
+  ++update_time_;
+}
+
+NodeView FakeSlurmClient::Node(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? NodeView{} : it->second;
+}
+
+JobView FakeSlurmClient::Job(uint32_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? JobView{} : it->second;
+}
+
+void FakeSlurmClient::FailNext(const std::string& method, Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failures_[method].push_back(std::move(status));
+}
+
+std::vector<std::string> FakeSlurmClient::Writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_;
+}
+
+int FakeSlurmClient::Calls(const std::string& method) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = calls_.find(method);
+  return it == calls_.end() ? 0 : it->second;
+}
+
+Status FakeSlurmClient::Enter(const std::string& method) {
+  ++calls_[method];
+  auto it = failures_.find(method);
+  if (it == failures_.end() || it->second.empty()) return OkStatus();
+  Status s = std::move(it->second.front());
+  it->second.pop_front();
+  return s;
+}
+
+void FakeSlurmClient::Wrote(std::string line) {
+  writes_.push_back(std::move(line));
+  ++update_time_;
+}
+
+StatusOr<Loaded<NodeView>> FakeSlurmClient::LoadNodes(UnixTime since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("LoadNodes"));
+  Loaded<NodeView> out;
+  out.update_time = update_time_;
+  out.changed = since < update_time_;
+  if (out.changed) {
+    for (const auto& [name, n] : nodes_) out.items.push_back(n);
+  }
+  return out;
+}
+
+StatusOr<NodeView> FakeSlurmClient::LoadNode(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("LoadNode"));
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", name));
+  return it->second;
+}
+
+StatusOr<Loaded<JobView>> FakeSlurmClient::LoadJobs(UnixTime since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("LoadJobs"));
+  Loaded<JobView> out;
+  out.update_time = update_time_;
+  out.changed = since < update_time_;
+  if (out.changed) {
+    for (const auto& [id, j] : jobs_) out.items.push_back(j);
+  }
+  return out;
+}
+
+StatusOr<JobView> FakeSlurmClient::LoadJob(uint32_t job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("LoadJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  return it->second;
+}
+
+StatusOr<Loaded<PartitionView>> FakeSlurmClient::LoadPartitions(UnixTime since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("LoadPartitions"));
+  Loaded<PartitionView> out;
+  out.update_time = update_time_;
+  out.changed = since < update_time_;
+  return out;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::DrainNode(const std::string& node,
+                                                  const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("DrainNode"));
+  if (!reason.starts_with(skb::slurm::kBridgeReasonPrefix)) {
+    return InvalidArgumentError(StrCat("drain reason '", reason, "' lacks the bridge's prefix"));
+  }
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
+  NodeView& n = it->second;
+  if (n.drain && (!n.DrainedByBridge() || n.reason == reason)) return WriteOutcome::kUnchanged;
+  n.drain = true;
+  n.reason = reason;
+  Wrote(StrCat("DrainNode ", node, " ", reason));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::ResumeNode(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("ResumeNode"));
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
+  NodeView& n = it->second;
+  if (!n.drain) return WriteOutcome::kUnchanged;
+  if (!n.DrainedByBridge()) {
+    return FailedPreconditionError(StrCat("node ", node, " is drained by somebody else"));
+  }
+  n.drain = false;
+  n.reason.clear();
+  Wrote(StrCat("ResumeNode ", node));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::SetFeatures(const std::string& node,
+                                                    const std::vector<std::string>& features) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("SetFeatures"));
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
+  NodeView& n = it->second;
+  if (n.features == features && n.active_features == features) return WriteOutcome::kUnchanged;
+  n.features = n.active_features = features;
+  std::string list;
+  for (const auto& f : features) StrAppend(&list, list.empty() ? "" : ",", f);
+  Wrote(StrCat("SetFeatures ", node, " ", list));
+  return WriteOutcome::kChanged;
+}
+
+Status FakeSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("SignalJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  if (it->second.state != JobState::kRunning) {
+    return FailedPreconditionError(StrCat("job ", job_id, " is not running"));
+  }
+  Wrote(StrCat("SignalJob ", job_id, " ", signal, " scope=", static_cast<int>(scope)));
+  return OkStatus();
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("RequeueJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  JobView& j = it->second;
+  if (j.state == JobState::kPending && (!hold || j.Held())) return WriteOutcome::kUnchanged;
+  if (j.state != JobState::kPending && !j.requeue) {
+    return FailedPreconditionError(StrCat("job ", job_id, " cannot be requeued"));
+  }
+  j.state = JobState::kPending;
+  j.nodes.clear();
+  if (hold) j.priority = 0;
+  Wrote(StrCat("RequeueJob ", job_id, " hold=", hold ? 1 : 0));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::SuspendJob(uint32_t job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("SuspendJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  if (it->second.state == JobState::kSuspended) return WriteOutcome::kUnchanged;
+  it->second.state = JobState::kSuspended;
+  Wrote(StrCat("SuspendJob ", job_id));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::ResumeJob(uint32_t job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("ResumeJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  if (it->second.state != JobState::kSuspended) return WriteOutcome::kUnchanged;
+  it->second.state = JobState::kRunning;
+  Wrote(StrCat("ResumeJob ", job_id));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::CancelJob(uint32_t job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("CancelJob"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  JobView& j = it->second;
+  if (j.state != JobState::kPending && j.state != JobState::kRunning &&
+      j.state != JobState::kSuspended) {
+    return WriteOutcome::kUnchanged;
+  }
+  j.state = JobState::kCancelled;
+  Wrote(StrCat("CancelJob ", job_id));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::SetAdminComment(uint32_t job_id,
+                                                        const std::string& comment) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("SetAdminComment"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  if (it->second.admin_comment == comment) return WriteOutcome::kUnchanged;
+  it->second.admin_comment = comment;
+  Wrote(StrCat("SetAdminComment ", job_id, " ", comment));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::MakeEligibleNow(uint32_t job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(Enter("MakeEligibleNow"));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
+  if (it->second.state != JobState::kPending) return WriteOutcome::kUnchanged;
+  Wrote(StrCat("MakeEligibleNow ", job_id));
+  return WriteOutcome::kChanged;
+}
+
+}  // namespace skb::bridge::slurm

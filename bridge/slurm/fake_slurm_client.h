@@ -1,0 +1,80 @@
+// An in-memory SlurmClient for unit tests of the act layer (the action executor, the
+// reconciler): nodes and jobs as values, with the interface's documented semantics (a drain
+// never takes over somebody else's drain, a resume refuses a drain that is not the
+// bridge's, writes report kChanged or kUnchanged, a job that is not running cannot be
+// signalled), a log of the writes made, and failures a test injects per call.
+//
+//   FakeSlurmClient slurm;
+//   slurm.AddNode(Idle("node1"));
+//   slurm.FailNext("DrainNode", UnavailableError("slurmctld busy"));
+//   executor.Execute(drain);  // Unavailable
+//
+// It is not slurmctld: no scheduling, no job steps, update_time is a counter. Behaviour
+// beyond the interface's contract is tested against the real slurmctld
+// (tests/integration/slurm).
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bridge/slurm/slurm_client.h"
+
+namespace skb::bridge::slurm {
+
+class FakeSlurmClient final : public SlurmClient {
+ public:
+  // --- the cluster ---
+  void AddNode(NodeView node);
+  void AddJob(JobView job);
+  NodeView Node(const std::string& name) const;  // a default NodeView when unknown
+  JobView Job(uint32_t job_id) const;            // a default JobView when unknown
+
+  // The next call of `method` ("DrainNode", "LoadJob", ...) fails with `status`; several
+  // failures queued for one method are returned in order.
+  void FailNext(const std::string& method, Status status);
+
+  // Every write made, in order: "DrainNode node1 k8s-bridge: ...", "RequeueJob 7 hold=0",
+  // "SignalJob 7 10 scope=2", "SetAdminComment 7 ...", ... Writes that failed are not listed.
+  std::vector<std::string> Writes() const;
+  // The calls of `method` made, failed ones included.
+  int Calls(const std::string& method) const;
+
+  // --- SlurmClient ---
+  StatusOr<Loaded<NodeView>> LoadNodes(UnixTime since) override;
+  StatusOr<NodeView> LoadNode(const std::string& name) override;
+  StatusOr<Loaded<JobView>> LoadJobs(UnixTime since) override;
+  StatusOr<JobView> LoadJob(uint32_t job_id) override;
+  StatusOr<Loaded<PartitionView>> LoadPartitions(UnixTime since) override;
+  StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) override;
+  StatusOr<WriteOutcome> ResumeNode(const std::string& node) override;
+  StatusOr<WriteOutcome> SetFeatures(const std::string& node,
+                                     const std::vector<std::string>& features) override;
+  Status SignalJob(uint32_t job_id, int signal, SignalScope scope) override;
+  StatusOr<WriteOutcome> RequeueJob(uint32_t job_id, bool hold) override;
+  StatusOr<WriteOutcome> SuspendJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> ResumeJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
+  StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
+  StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
+
+ private:
+  // Counts the call; the injected failure for `method`, if one is queued. Requires mu_.
+  Status Enter(const std::string& method);
+  void Wrote(std::string line);  // requires mu_
+
+  mutable std::mutex mu_;
+  std::map<std::string, NodeView> nodes_;               // guarded by mu_
+  std::map<uint32_t, JobView> jobs_;                    // guarded by mu_
+  std::map<std::string, std::deque<Status>> failures_;  // guarded by mu_
+  std::map<std::string, int> calls_;                    // guarded by mu_
+  std::vector<std::string> writes_;                     // guarded by mu_
+  UnixTime update_time_ = 1;                            // guarded by mu_
+};
+
+}  // namespace skb::bridge::slurm
