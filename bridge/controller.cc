@@ -18,8 +18,8 @@
 namespace skb::bridge {
 namespace {
 
-// Terminal pods hold no GPU and kube-scheduler does not count them either (DESIGN.md): the
-// pod cache keeps only the others, and a pod turning terminal arrives as a delete.
+// Terminal pods hold no GPU and kube-scheduler does not count them either (docs/architecture.md):
+// the pod cache keeps only the others, and a pod turning terminal arrives as a delete.
 constexpr char kLivePodsSelector[] = "status.phase!=Succeeded,status.phase!=Failed";
 
 admission::Policy PolicyFrom(const config::Config& cfg) {
@@ -58,11 +58,18 @@ Controller::Controller(ControllerOptions options)
   reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
                                              executor_.get(), &queue_);
   reconciler_->SetStatusQueue(&status_queue_);
+  if (opts_.after_action) reconciler_->SetAfterAction(opts_.after_action);
 }
 
 reconcile::WorkQueueOptions Controller::WakeOnChange() {
   reconcile::WorkQueueOptions q;
-  q.on_change = [this] { worker_cv_.notify_all(); };
+  // Taking the waiters' mutex before notifying closes the lost wake-up: a worker either
+  // has not yet read NextReadyTime under that mutex (and sees the new key) or is already
+  // waiting (and is woken).
+  q.on_change = [this] {
+    { std::lock_guard<std::mutex> lock(worker_wait_mu_); }
+    worker_cv_.notify_all();
+  };
   return q;
 }
 
@@ -280,8 +287,8 @@ void Controller::WorkerLoop(int index, bool status_lane) {
           std::chrono::duration_cast<std::chrono::milliseconds>(*next - opts_.clock->Now());
       wait = std::clamp(until, std::chrono::milliseconds(1), wait);
     }
-    // on_change notifies without this lock, so a wake-up can slip between NextReadyTime and
-    // the wait: the 1 s bound caps that rare delay.
+    // on_change takes this lock before it notifies, so no wake-up slips between
+    // NextReadyTime and the wait; the 1 s bound only re-reads a simulated clock.
     worker_cv_.wait_for(lock, wait);
   }
 }

@@ -77,6 +77,9 @@ struct ControllerOptions {
   observability::BridgeMetrics* metrics = nullptr;
   // Called once, on the elector's thread, when a leader stops leading.
   std::function<void()> on_lost_leadership;
+  // Optional: called on a reconcile worker after each action it carried out (a test hook:
+  // the daemon's SKB_TEST_CRASH_AFTER).
+  std::function<void(const plan::Action&)> after_action;
 };
 
 class Controller {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -152,6 +153,19 @@ int Run(int argc, char** argv) {
     identity = pod != nullptr && *pod != '\0' ? pod : skb::StrCat(host, "-", getpid());
   }
   std::atomic<bool> lost_leadership{false};
+  // Test hook (tests/e2e/bridge/lending_crash_e2e_test.cc): SKB_TEST_CRASH_AFTER=<Event
+  // reason> makes the daemon die the way kill -9 would, right after the first action with
+  // that reason took effect and before anything else happens.
+  std::function<void(const skb::plan::Action&)> after_action;
+  if (const char* v = std::getenv("SKB_TEST_CRASH_AFTER"); v != nullptr && *v != '\0') {
+    after_action = [reason = std::string(v), log](const skb::plan::Action& a) {
+      if (a.event_reason != reason) return;
+      log->warn("test_hook crash_after={} node={}: killing this process (SKB_TEST_CRASH_AFTER)",
+                reason, a.node);
+      log->flush();
+      std::raise(SIGKILL);
+    };
+  }
   skb::bridge::Controller controller({.config = &*cfg,
                                       .kube = &observed_kube,
                                       .events_kube = &observed_events,
@@ -165,12 +179,14 @@ int Run(int argc, char** argv) {
                                       .renew_deadline = cfg->leader_election.renew_deadline,
                                       .retry_period = cfg->leader_election.retry_period,
                                       .metrics = &metrics,
-                                      .on_lost_leadership = [&] {
-                                        // Stop at once; the supervisor restarts us as a
-                                        // follower (STYLE.md: exit on loss).
-                                        lost_leadership = true;
-                                        kill(getpid(), SIGTERM);
-                                      }});
+                                      .on_lost_leadership =
+                                          [&] {
+                                            // Stop at once; the supervisor restarts us as a
+                                            // follower (exit on loss).
+                                            lost_leadership = true;
+                                            kill(getpid(), SIGTERM);
+                                          },
+                                      .after_action = after_action});
 
   // The socket answers the plugin (admission, from the Slurm snapshot) and bridgectl
   // (the merged inventory, the jobs); every replica serves it from its own caches.

@@ -7,9 +7,10 @@
 // harm: a resume whose drain reason changed meanwhile is refused (Aborted: plan again); a
 // drain already in place is kUnchanged and records nothing.
 //
-// Errors follow STYLE.md: Unavailable (slurmctld/apiserver down: retry with back-off),
-// Aborted (state moved: plan again), FailedPrecondition/NotFound (will not work until the
-// state changes: the reconcile loop records a Warning Event and waits for a change).
+// Errors (src/base/status.h; IsRetryable in src/base/retry.h): Unavailable, DeadlineExceeded
+// (slurmctld/apiserver down or slow: retry with back-off), Aborted (state moved: plan
+// again), FailedPrecondition/NotFound (will not work until the state changes: a Warning
+// Event says why and the reconcile loop waits for a change).
 //
 // Thread-safe (it keeps no state of its own; the clients are thread-safe): several reconcile
 // workers call Execute, never two for the same node (the WorkQueue sees to that).
@@ -25,6 +26,7 @@
 #include "k8s/kube_client.h"
 #include "src/base/clock.h"
 #include "src/base/status.h"
+#include "src/base/thread_annotations.h"
 #include "src/ownership/lending_config.h"
 #include "src/plan/action.h"
 
@@ -76,8 +78,8 @@ class ActionExecutor {
   // Signals sent recently, by (job, signal): see SignalJobs. In memory only, so a crash
   // right after a signal may repeat it once (documented in ownership.h).
   static constexpr Clock::Duration kSignalDedupWindow = std::chrono::seconds(30);
-  std::mutex signalled_mu_;
-  std::map<std::pair<uint32_t, int>, Clock::TimePoint> signalled_;  // guarded by signalled_mu_
+  Mutex signalled_mu_;
+  std::map<std::pair<uint32_t, int>, Clock::TimePoint> signalled_ GUARDED_BY(signalled_mu_);
 };
 
 }  // namespace skb::bridge

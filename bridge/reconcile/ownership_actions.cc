@@ -379,7 +379,7 @@ Status ActionExecutor::SignalJobs(const Action& a) {
     {
       // A signal is not idempotent, and the planner may ask again before the informer
       // shows the signalled-at annotation it recorded: one signal per job per window.
-      std::lock_guard<std::mutex> lock(signalled_mu_);
+      MutexLock lock(&signalled_mu_);
       auto it = signalled_.find({id, a.signal});
       if (it != signalled_.end() && now - it->second < kSignalDedupWindow) continue;
       std::erase_if(signalled_,
@@ -387,7 +387,7 @@ Status ActionExecutor::SignalJobs(const Action& a) {
     }
     Status s = slurm_->SignalJob(id, a.signal, scope);
     if (s.ok()) {
-      std::lock_guard<std::mutex> lock(signalled_mu_);
+      MutexLock lock(&signalled_mu_);
       signalled_[{id, a.signal}] = now;
     }
     if (s.ok()) {

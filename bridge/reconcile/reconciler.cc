@@ -1,10 +1,7 @@
 #include "bridge/reconcile/reconciler.h"
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 #include <set>
-#include <thread>
 
 #include "bridge/logging.h"
 #include "src/base/retry.h"
@@ -39,14 +36,12 @@ std::string JobFingerprint(const slurm::JobView& j) {
 
 Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names, const Clock* clock,
                        ActionExecutor* executor, reconcile::WorkQueue* queue)
-    : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {
-  if (const char* v = std::getenv("SKB_TEST_CRASH_AFTER"); v != nullptr) crash_after_ = v;
-}
+    : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {}
 
 void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
   std::string name = names_.SlurmName(node.name);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     k8s_to_slurm_[node.name] = name;
     k8s_nodes_[name] = std::move(node);
     k8s_node_count_ = k8s_nodes_.size();
@@ -57,7 +52,7 @@ void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
 void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
   std::string name = names_.SlurmName(k8s_name);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     k8s_to_slurm_.erase(k8s_name);
     k8s_nodes_.erase(name);
     k8s_node_count_ = k8s_nodes_.size();
@@ -76,7 +71,7 @@ void Reconciler::UpdatePod(inventory::GpuPod pod) {
   std::string node = PodNode(pod);
   std::string old_node;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (auto it = pods_.find(key); it != pods_.end()) old_node = PodNode(it->second);
     pods_[key] = std::move(pod);
   }
@@ -87,7 +82,7 @@ void Reconciler::UpdatePod(inventory::GpuPod pod) {
 void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
   std::string node;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = pods_.find(StrCat(ns, "/", name));
     if (it == pods_.end()) return;
     node = PodNode(it->second);
@@ -99,7 +94,7 @@ void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
 void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
   std::vector<std::string> dirty;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::map<std::string, slurm::NodeView> next;
     for (auto& n : nodes) {
       auto it = slurm_nodes_.find(n.name);
@@ -120,7 +115,7 @@ void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
 void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   std::set<std::string> dirty;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::map<uint32_t, slurm::JobView> next;
     std::map<uint32_t, slurm::JobView> ended;
     for (auto& j : jobs) {
@@ -184,12 +179,12 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
 }
 
 inventory::ManagedNode Reconciler::Node(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return NodeLocked(name);
 }
 
 inventory::Inventory Reconciler::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<inventory::K8sNode> k;
   std::vector<slurm::NodeView> s;
   std::vector<slurm::JobView> j;
@@ -208,7 +203,7 @@ plan::NodePlan Reconciler::PlanNode(const std::string& name) const {
 }
 
 void Reconciler::RecordOwner(const inventory::ManagedNode& node, const std::string& owner) {
-  std::lock_guard<std::mutex> lock(owners_mu_);
+  MutexLock lock(&owners_mu_);
   if (!node.k8s && !node.slurm) {
     owners_.erase(node.name);
     return;
@@ -220,8 +215,8 @@ std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() cons
   std::map<std::string, std::pair<size_t, int64_t>> totals;
   std::vector<std::string> unplanned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::lock_guard<std::mutex> owners_lock(owners_mu_);
+    MutexLock lock(&mu_);
+    MutexLock owners_lock(&owners_mu_);
     for (const auto& [name, k] : k8s_nodes_) {
       auto it = owners_.find(name);
       if (it == owners_.end()) {
@@ -247,8 +242,8 @@ std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() cons
 Clock::Duration Reconciler::MinReservationUpdateInterval() const {
   // Job-list refreshes of N reservations at one per interval are N / interval writes per
   // second. They are bookkeeping: they may use half the client's rate limit, never more, so
-  // that lends, returns and status writes keep the rest (5,000 nodes at 20 qps: every 500 s
-  // rather than 83 writes/s the client cannot make, which held every worker in the limiter).
+  // that lends, returns and status writes keep the rest: a refresh the client cannot make
+  // in time would hold every worker in the rate limiter.
   const double qps = cfg_.kubernetes.qps;
   if (qps <= 0) return {};
   const double seconds = static_cast<double>(k8s_node_count_.load()) / (kRefreshShareOfQps * qps);
@@ -275,14 +270,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
     // With a status lane, WriteNodeStatus writes it, from the state it sees then.
     if (status_queue_ != nullptr && is_condition(a)) continue;
     if (ExecuteLogged(a, &result).ok()) {
-      if (!crash_after_.empty() && a.event_reason == crash_after_) {
-        // Test hook (tests/e2e/bridge/lending_crash_e2e_test.cc): die the way kill -9
-        // would, right after this step took effect and before anything else happens.
-        log->warn("test_hook crash_after={} node={}: killing this process (SKB_TEST_CRASH_AFTER)",
-                  crash_after_, name);
-        log->flush();
-        std::raise(SIGKILL);
-      }
+      if (after_action_) after_action_(a);
       continue;
     }
     break;  // later actions may depend on this one (drain before requeue)
@@ -335,17 +323,6 @@ void Reconciler::Requeue(reconcile::WorkQueue* queue, const std::string& name,
     // the caches never see (a pod without GPUs deleted, a namespace created). Look again
     // later; the Warning Event is aggregated by the recorder.
     if (!result.status.ok()) queue->AddAfter(name, kRefusedRecheck);
-  }
-}
-
-void Reconciler::RunWorker(const std::atomic<bool>& stop, std::chrono::milliseconds idle) {
-  while (!stop) {
-    if (auto key = queue_->Get()) {
-      ReconcileNode(*key);
-      queue_->Done(*key);
-      continue;
-    }
-    std::this_thread::sleep_for(idle);
   }
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "bridge/reconcile/action_executor.h"
 #include "src/base/clock.h"
+#include "src/base/thread_annotations.h"
 #include "src/config/config.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
@@ -66,20 +68,21 @@ class Reconciler {
 
   // Node-condition writes in a lane of their own. With a status queue set, ReconcileNode
   // carries out every action but the kSetNodeCondition ones and queues the node there;
-  // WriteNodeStatus (the status workers) plans it again and writes only its conditions.
-  // The conditions mirror Slurm's view (SlurmNodeHealthy, SlurmDrained): a burst of them,
-  // paced by the client's rate limit (72 nodes flipping = 144 writes, 7 s at 20 qps),
-  // then never holds a reconcile worker, so drains and resumes are not queued behind them,
-  // and a node whose condition flips back before its write is written once, as it is now.
-  // Without one (tests), conditions are written inline, in plan order. Set before use.
+  // WriteNodeStatus (the status workers) plans its conditions again (only those) and
+  // writes them. The conditions mirror Slurm's view (SlurmNodeHealthy, SlurmDrained): a
+  // burst of them, paced by the client's rate limit (two writes per node), then never holds a
+  // reconcile worker, so drains and resumes are not queued behind them, and a node whose condition
+  // flips back before its write is written once, as it is now. Without one (tests), conditions are
+  // written inline, in plan order. Set before use.
   void SetStatusQueue(reconcile::WorkQueue* queue) { status_queue_ = queue; }
   // Plans node `name` and writes the node conditions that differ; re-queues itself on the
   // status queue on failure (rate-limited when retryable). Requires a status queue.
   ReconcileResult WriteNodeStatus(const std::string& name);
-  // Takes names from the queue and reconciles them until `stop`; sleeps until the next
-  // delayed key is due (at most `idle`).
-  void RunWorker(const std::atomic<bool>& stop,
-                 std::chrono::milliseconds idle = std::chrono::milliseconds(50));
+  // Called after each action the reconcile lane carried out successfully, before the next
+  // one (the daemon's crash-at-every-step test hook). Set before use.
+  void SetAfterAction(std::function<void(const plan::Action&)> hook) {
+    after_action_ = std::move(hook);
+  }
 
   // The floor under lending.reservation_update_interval for the cluster's current size:
   // Kubernetes nodes / (kRefreshShareOfQps * kubernetes.qps); zero when unthrottled.
@@ -95,8 +98,8 @@ class Reconciler {
   inventory::Inventory Snapshot() const;
 
  private:
-  inventory::ManagedNode NodeLocked(const std::string& name) const;
-  bool EndedOnLentNodeLocked(const slurm::JobView& j) const;
+  inventory::ManagedNode NodeLocked(const std::string& name) const REQUIRES(mu_);
+  bool EndedOnLentNodeLocked(const slurm::JobView& j) const REQUIRES(mu_);
   std::string PodNode(const inventory::GpuPod& p) const;
   void RecordOwner(const inventory::ManagedNode& node, const std::string& owner);
   // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
@@ -110,31 +113,29 @@ class Reconciler {
   const config::Config cfg_;
   const inventory::NodeNameMap names_;
   const Clock* const clock_;
-  // SKB_TEST_CRASH_AFTER=<event reason>: a test hook; the process SIGKILLs itself right
-  // after the first action with that reason succeeds (invariant 3 at every step).
-  std::string crash_after_;
+  std::function<void(const plan::Action&)> after_action_;
   ActionExecutor* const executor_;
   reconcile::WorkQueue* const queue_;
   reconcile::WorkQueue* status_queue_ = nullptr;
 
-  mutable std::mutex mu_;
-  std::map<std::string, inventory::K8sNode> k8s_nodes_;  // by Slurm name
-  std::atomic<size_t> k8s_node_count_{0};                // k8s_nodes_.size()
-  std::map<std::string, std::string> k8s_to_slurm_;      // k8s name -> Slurm name
-  std::map<std::string, inventory::GpuPod> pods_;        // "ns/name"
-  std::map<std::string, slurm::NodeView> slurm_nodes_;   // by name
-  std::map<uint32_t, slurm::JobView> jobs_;              // holding a node
+  mutable Mutex mu_;
+  std::map<std::string, inventory::K8sNode> k8s_nodes_ GUARDED_BY(mu_);  // by Slurm name
+  std::atomic<size_t> k8s_node_count_{0};                                // k8s_nodes_.size()
+  std::map<std::string, std::string> k8s_to_slurm_ GUARDED_BY(mu_);      // k8s name -> Slurm name
+  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);        // "ns/name"
+  std::map<std::string, slurm::NodeView> slurm_nodes_ GUARDED_BY(mu_);   // by name
+  std::map<uint32_t, slurm::JobView> jobs_ GUARDED_BY(mu_);              // holding a node
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
-  std::map<uint32_t, slurm::JobView> ended_jobs_;
+  std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
   struct PlannedOwner {
     std::string owner;
     int64_t gpus = 0;
   };
-  mutable std::mutex owners_mu_;                // after mu_ when both are held
-  std::map<std::string, PlannedOwner> owners_;  // by Slurm name; guarded by owners_mu_
+  mutable Mutex owners_mu_ ACQUIRED_AFTER(mu_);
+  std::map<std::string, PlannedOwner> owners_ GUARDED_BY(owners_mu_);  // by Slurm name
 };
 
 }  // namespace skb::bridge

@@ -10,43 +10,43 @@ namespace skb::bridge::slurm {
 using skb::slurm::JobState;
 
 void FakeSlurmClient::AddNode(NodeView node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::string name = node.name;
   nodes_[name] = std::move(node);
   ++update_time_;
 }
 
 void FakeSlurmClient::AddJob(JobView job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   uint32_t id = job.job_id;
   jobs_[id] = std::move(job);
   ++update_time_;
 }
 
 NodeView FakeSlurmClient::Node(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = nodes_.find(name);
   return it == nodes_.end() ? NodeView{} : it->second;
 }
 
 JobView FakeSlurmClient::Job(uint32_t job_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? JobView{} : it->second;
 }
 
 void FakeSlurmClient::FailNext(const std::string& method, Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   failures_[method].push_back(std::move(status));
 }
 
 std::vector<std::string> FakeSlurmClient::Writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return writes_;
 }
 
 int FakeSlurmClient::Calls(const std::string& method) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = calls_.find(method);
   return it == calls_.end() ? 0 : it->second;
 }
@@ -66,7 +66,7 @@ void FakeSlurmClient::Wrote(std::string line) {
 }
 
 StatusOr<Loaded<NodeView>> FakeSlurmClient::LoadNodes(UnixTime since) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadNodes"));
   Loaded<NodeView> out;
   out.update_time = update_time_;
@@ -78,7 +78,7 @@ StatusOr<Loaded<NodeView>> FakeSlurmClient::LoadNodes(UnixTime since) {
 }
 
 StatusOr<NodeView> FakeSlurmClient::LoadNode(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadNode"));
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", name));
@@ -86,7 +86,7 @@ StatusOr<NodeView> FakeSlurmClient::LoadNode(const std::string& name) {
 }
 
 StatusOr<Loaded<JobView>> FakeSlurmClient::LoadJobs(UnixTime since) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadJobs"));
   Loaded<JobView> out;
   out.update_time = update_time_;
@@ -98,7 +98,7 @@ StatusOr<Loaded<JobView>> FakeSlurmClient::LoadJobs(UnixTime since) {
 }
 
 StatusOr<JobView> FakeSlurmClient::LoadJob(uint32_t job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -106,7 +106,7 @@ StatusOr<JobView> FakeSlurmClient::LoadJob(uint32_t job_id) {
 }
 
 StatusOr<Loaded<PartitionView>> FakeSlurmClient::LoadPartitions(UnixTime since) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadPartitions"));
   Loaded<PartitionView> out;
   out.update_time = update_time_;
@@ -116,7 +116,7 @@ StatusOr<Loaded<PartitionView>> FakeSlurmClient::LoadPartitions(UnixTime since) 
 
 StatusOr<WriteOutcome> FakeSlurmClient::DrainNode(const std::string& node,
                                                   const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("DrainNode"));
   if (!reason.starts_with(skb::slurm::kBridgeReasonPrefix)) {
     return InvalidArgumentError(StrCat("drain reason '", reason, "' lacks the bridge's prefix"));
@@ -132,7 +132,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::DrainNode(const std::string& node,
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::ResumeNode(const std::string& node) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("ResumeNode"));
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
@@ -149,7 +149,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::ResumeNode(const std::string& node) {
 
 StatusOr<WriteOutcome> FakeSlurmClient::SetFeatures(const std::string& node,
                                                     const std::vector<std::string>& features) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("SetFeatures"));
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
@@ -163,7 +163,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::SetFeatures(const std::string& node,
 }
 
 Status FakeSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("SignalJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -175,7 +175,7 @@ Status FakeSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("RequeueJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -192,7 +192,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::SuspendJob(uint32_t job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("SuspendJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -203,7 +203,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::SuspendJob(uint32_t job_id) {
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::ResumeJob(uint32_t job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("ResumeJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -214,7 +214,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::ResumeJob(uint32_t job_id) {
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::CancelJob(uint32_t job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("CancelJob"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -230,7 +230,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::CancelJob(uint32_t job_id) {
 
 StatusOr<WriteOutcome> FakeSlurmClient::SetAdminComment(uint32_t job_id,
                                                         const std::string& comment) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("SetAdminComment"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
@@ -241,7 +241,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::SetAdminComment(uint32_t job_id,
 }
 
 StatusOr<WriteOutcome> FakeSlurmClient::MakeEligibleNow(uint32_t job_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("MakeEligibleNow"));
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));

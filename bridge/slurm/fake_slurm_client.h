@@ -19,11 +19,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "bridge/slurm/slurm_client.h"
+#include "src/base/thread_annotations.h"
 
 namespace skb::bridge::slurm {
 
@@ -64,17 +64,17 @@ class FakeSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
 
  private:
-  // Counts the call; the injected failure for `method`, if one is queued. Requires mu_.
-  Status Enter(const std::string& method);
-  void Wrote(std::string line);  // requires mu_
+  // Counts the call; the injected failure for `method`, if one is queued.
+  Status Enter(const std::string& method) REQUIRES(mu_);
+  void Wrote(std::string line) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, NodeView> nodes_;               // guarded by mu_
-  std::map<uint32_t, JobView> jobs_;                    // guarded by mu_
-  std::map<std::string, std::deque<Status>> failures_;  // guarded by mu_
-  std::map<std::string, int> calls_;                    // guarded by mu_
-  std::vector<std::string> writes_;                     // guarded by mu_
-  UnixTime update_time_ = 1;                            // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, NodeView> nodes_ GUARDED_BY(mu_);
+  std::map<uint32_t, JobView> jobs_ GUARDED_BY(mu_);
+  std::map<std::string, std::deque<Status>> failures_ GUARDED_BY(mu_);
+  std::map<std::string, int> calls_ GUARDED_BY(mu_);
+  std::vector<std::string> writes_ GUARDED_BY(mu_);
+  UnixTime update_time_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace skb::bridge::slurm
