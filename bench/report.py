@@ -251,6 +251,10 @@ def main(results_dir):
                        f"{fmt_time(to_ns(b['cpu_time'], unit))} | {b.get('iterations', '')} | "
                        f"{counters} |")
         out.append("")
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "design_figures.md")
+    if os.path.exists(notes):
+        with open(notes) as f:
+            out += [f.read().rstrip(), ""]
     print("\n".join(out))
 
 

@@ -9,15 +9,15 @@
 // (final_state_unknown = true) and unchanged objects produce none.
 //
 // Handlers run on the informer's thread, in event order, with no lock held. They must be
-// cheap and non-blocking (enqueue a key, STYLE.md) and must not call Stop(). Objects handed
+// cheap and non-blocking (enqueue a key) and must not call Stop(). Objects handed
 // out are immutable and shared: keep the shared_ptr, never cast away const.
 //
-// Memory: the cache holds each object in a compact encoding (compact_json.h: ~0.6-0.8 KB
-// for a Pod or Node trimmed by field_selection.h, against ~9 KB as nlohmann::json). A new
-// object reaches the handlers as decoded; Get(), List(), the old object of an update and
-// objects deleted while not watching are decoded from the cache on each call (~10 µs per
-// object), so Get/List are not for hot loops over large caches, and handlers that do not
-// need an update's old object say so (InformerHandlers::wants_old_object).
+// Memory: the cache holds each object in a compact encoding (compact_json.h, a fraction of
+// the size of nlohmann::json; figures in bench/RESULTS.md). A new object reaches the
+// handlers as decoded; Get(), List(), the old object of an update and objects deleted while
+// not watching are decoded from the cache on each call, so Get/List are not for hot loops
+// over large caches, and handlers that do not need an update's old object say so
+// (InformerHandlers::wants_old_object).
 //
 //   InformerOptions opts{.resource = Resource::Nodes(), .transform = SelectNodeFields};
 //   Informer nodes(client.get(), opts);

@@ -1,6 +1,6 @@
 // A discrete-event simulator that replays a GPU-cluster trace (trace.h) in simulated time
-// and compares a static Slurm/Kubernetes split with the bridge's one pool (issue 8, "The
-// utilization study"). Every decision the bridge makes goes through its own policy code in
+// and compares a static Slurm/Kubernetes split with the bridge's one pool (the
+// utilization study). Every decision the bridge makes goes through its own policy code in
 // src/ownership/policy.h, fed with slurm::JobView records as the daemon would see them:
 //   which node to lend  PickVictims (kube-scheduler's victim order) over ClassFor(jobs)
 //                       -> the reservation's PriorityClass value (idle < preemptible <

@@ -7,7 +7,7 @@
 // verified by re-reading: they return kUnchanged when Slurm was already in the wanted
 // state and kChanged after the change is visible.
 //
-// Error codes (STYLE.md): Unavailable - slurmctld down, busy or too slow (retry);
+// Error codes (src/base/status.h): Unavailable - slurmctld down, busy or too slow (retry);
 // NotFound - no such node or job; FailedPrecondition - not possible in the current state
 // (e.g. resuming an admin's drain, signalling a pending job); PermissionDenied;
 // InvalidArgument - the request itself is wrong.

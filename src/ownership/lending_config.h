@@ -1,5 +1,5 @@
 // How the bridge lends Slurm nodes to Kubernetes and takes them back: the "lending" section
-// of the bridge config (DESIGN.md "Node ownership"; every key is listed in README.md).
+// of the bridge config (docs/architecture.md "Node ownership"; every key is listed in README.md).
 //
 //   "lending": {
 //     "enabled": true,

@@ -1,5 +1,5 @@
 // Node ownership: which scheduler owns a managed GPU node, and the actions that move it
-// between Slurm and Kubernetes (DESIGN.md "Node ownership"; issue 6). Pure: a function of
+// between Slurm and Kubernetes (docs/architecture.md "Node ownership"). Pure: a function of
 // (node, config, now). The daemon keeps no state: everything a lend must remember is read
 // back from the reservation pod, the Kubernetes node's annotations and taints, and the
 // Slurm node's drain reason, so planning again after a crash resumes the step it was at.

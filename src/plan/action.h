@@ -47,7 +47,7 @@ struct ConditionSpec {
   std::string reason;  // CamelCase
   std::string message;
   // lastTransitionTime as the planner's cache knows it, so that the executor need not read
-  // the node first (a GET per write: at 5,000 nodes, a third of the bridge's set-up requests).
+  // the node first (a GET per write).
   // kUnknown: read the node; kNow: the status flips now; kKeep: the status stays: keep `since`.
   // The bridge is the only writer of its conditions, so the cache can only lag its own
   // writes: a lagging cache repeats a write with a transition time late by that lag.

@@ -6,7 +6,7 @@
 //  - a reservation pod keeps running (its GPUs counted) until the bridge releases it, and
 //    is killed - turning terminal, finalizer or not - when its grace period ends;
 //  - kube-scheduler does not give a deleted-but-running reservation's GPUs to another pod,
-//    and does once the reservation is terminal (the hazard in DESIGN.md);
+//    and does once the reservation is terminal (the hazard in docs/architecture.md);
 //  - admission: a pod whose requests do not fit what the node has left (in creation order,
 //    whatever extended resource the node advertises) is refused - Failed, reason
 //    OutOf<resource>, the kubelet's message - and never runs;

@@ -1,9 +1,9 @@
-// Invariant 1 (DESIGN.md), sampled: every 100 ms, which nodes run a Slurm job and which a
-// Kubernetes GPU pod that is not a reservation. A node with both is a double booking.
-// kwok, unlike a kubelet, admits a pod whose GPUs are already taken; the sampler applies a
-// kubelet's admission (pods in start order, one that no longer fits is refused) before it
-// looks, and counts the pods a kubelet would have refused in kubelet_rejects().
-// Used by the lending e2e tests and the chaos suite for their whole duration.
+// Invariant 1 (docs/architecture.md), sampled: every 100 ms, which nodes run a Slurm job and which
+// a Kubernetes GPU pod that is not a reservation. A node with both is a double booking. kwok,
+// unlike a kubelet, admits a pod whose GPUs are already taken; the sampler applies a kubelet's
+// admission (pods in start order, one that no longer fits is refused) before it looks, and counts
+// the pods a kubelet would have refused in kubelet_rejects(). Used by the lending e2e tests and the
+// chaos suite for their whole duration.
 #pragma once
 
 #include <atomic>

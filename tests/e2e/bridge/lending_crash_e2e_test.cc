@@ -1,9 +1,9 @@
-// Invariant 3 (DESIGN.md) at every step of a lend and a return, end to end: the bridge is
-// killed right after each step takes effect (the SKB_TEST_CRASH_AFTER hook SIGKILLs the
-// daemon after the first action with that Event reason), then restarted; the flow must
-// finish as if nothing happened -- the inference pod runs, the victim is requeued (never
-// lost), the node returns, no finalizer is left, no bridge drain without its cause, and
-// the invariant-1 sampler sees no double booking throughout.
+// Invariant 3 (docs/architecture.md) at every step of a lend and a return, end to end: the bridge
+// is killed right after each step takes effect (the SKB_TEST_CRASH_AFTER hook SIGKILLs the daemon
+// after the first action with that Event reason), then restarted; the flow must finish as if
+// nothing happened -- the inference pod runs, the victim is requeued (never lost), the node
+// returns, no finalizer is left, no bridge drain without its cause, and the invariant-1 sampler
+// sees no double booking throughout.
 #include <cstdlib>
 #include <thread>
 

@@ -4,8 +4,8 @@
 // the checkpoint signal, waits the grace, requeues the job and only then releases the
 // GPUs; when the pod leaves, the node returns to Slurm and the job runs again.
 //
-// A sampler checks invariant 1 (DESIGN.md) every 100 ms for the whole test: no node runs a
-// Slurm job holding GPUs and a Kubernetes GPU pod at the same time. The bridge is killed
+// A sampler checks invariant 1 (docs/architecture.md) every 100 ms for the whole test: no node runs
+// a Slurm job holding GPUs and a Kubernetes GPU pod at the same time. The bridge is killed
 // (SIGKILL) mid-lend and must finish the flow after a restart (invariant 3).
 #include <atomic>
 #include <mutex>
