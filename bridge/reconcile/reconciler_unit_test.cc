@@ -1,0 +1,122 @@
+// The reconcile step on in-memory Slurm and Kubernetes: one retry rule for what the
+// executor returns (IsRetryable: back-off, no Warning; terminal: a Warning and a later
+// look), the after-action hook, and the owner each node's last plan counts under.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "bridge/reconcile/reconciler.h"
+#include "bridge/slurm/fake_slurm_client.h"
+#include "k8s/fake_kube_client.h"
+#include "src/base/strings.h"
+
+namespace skb::bridge {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+const Clock::TimePoint kNow = Clock::TimePoint{} + std::chrono::hours(24 * 365 * 50);
+
+class CountingEvents final : public k8s::EventRecorder {
+ public:
+  void Record(const k8s::ObjectReference&, k8s::EventType type, const std::string& reason,
+              const std::string&) override {
+    MutexLock lock(&mu_);
+    reasons_.push_back(StrCat(type == k8s::EventType::kWarning ? "Warning " : "Normal ", reason));
+  }
+  std::vector<std::string> reasons() {
+    MutexLock lock(&mu_);
+    return reasons_;
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::string> reasons_ GUARDED_BY(mu_);
+};
+
+class ReconcilerUnitTest : public ::testing::Test {
+ protected:
+  ReconcilerUnitTest()
+      : clock_(kNow),
+        queue_(clock_),
+        status_queue_(clock_),
+        executor_(&slurm_, &kube_, &events_, &clock_),
+        reconciler_(cfg_, inventory::NodeNameMap{}, &clock_, &executor_, &queue_) {
+    reconciler_.SetStatusQueue(&status_queue_);
+    slurm::NodeView s;
+    s.name = "node1";
+    s.base_state = skb::slurm::NodeBaseState::kIdle;
+    slurm_.AddNode(s);
+    reconciler_.SetSlurmNodes({s});
+    inventory::K8sNode k;
+    k.name = "node1";
+    k.gpu_capacity = k.gpu_allocatable = 8;
+    // Maintenance requested: the health planner drains the node.
+    k.conditions = {{cfg_.health.maintenance_condition, "True", "Planned", "fan", kNow},
+                    {"SlurmNodeHealthy", "True", "SlurmNodeUp", "slurmd is responding", kNow},
+                    {"SlurmDrained", "False", "NotDrained", "", kNow}};
+    reconciler_.UpdateK8sNode(k);
+    while (queue_.Get()) {
+    }
+  }
+
+  config::Config cfg_;
+  SimulatedClock clock_;
+  reconcile::WorkQueue queue_;
+  reconcile::WorkQueue status_queue_;
+  slurm::FakeSlurmClient slurm_;
+  k8s::FakeKubeClient kube_;
+  CountingEvents events_;
+  ActionExecutor executor_;
+  Reconciler reconciler_;
+};
+
+TEST_F(ReconcilerUnitTest, ActsOnThePlanAndCallsTheHookAfterEachAction) {
+  std::vector<std::string> after;
+  reconciler_.SetAfterAction([&](const plan::Action& a) { after.push_back(a.event_reason); });
+  ReconcileResult r = reconciler_.ReconcileNode("node1");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.plan.owner, "unhealthy");
+  EXPECT_THAT(after, ElementsAre("SlurmNodeDrained"));
+  EXPECT_TRUE(slurm_.Node("node1").drain);
+  EXPECT_THAT(events_.reasons(), ElementsAre("Warning SlurmNodeDrained"));
+  EXPECT_EQ(queue_.Failures("node1"), 0);
+  auto totals = reconciler_.OwnerTotals();
+  EXPECT_EQ(totals["unhealthy"], std::make_pair(size_t{1}, int64_t{8}));
+}
+
+TEST_F(ReconcilerUnitTest, TimeoutsAreRetriedWithBackOffAndNoWarning) {
+  slurm_.FailNext("DrainNode", DeadlineExceededError("slurmctld too slow"));
+  ReconcileResult r = reconciler_.ReconcileNode("node1");
+  EXPECT_EQ(r.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(queue_.Failures("node1"), 1) << "rate-limited requeue";
+  EXPECT_THAT(events_.reasons(), IsEmpty());
+  ASSERT_TRUE(queue_.NextReadyTime().has_value());
+  EXPECT_LT(*queue_.NextReadyTime(), kNow + kRefusedRecheck);
+}
+
+TEST_F(ReconcilerUnitTest, RefusalsRecordAWarningAndLookAgainLater) {
+  slurm_.FailNext("DrainNode", PermissionDeniedError("not an operator"));
+  ReconcileResult r = reconciler_.ReconcileNode("node1");
+  EXPECT_EQ(r.status.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(queue_.Failures("node1"), 0);
+  EXPECT_THAT(events_.reasons(), ElementsAre("Warning DrainSlurmNodeFailed"));
+  ASSERT_TRUE(queue_.NextReadyTime().has_value());
+  EXPECT_EQ(*queue_.NextReadyTime(), kNow + kRefusedRecheck);
+}
+
+TEST_F(ReconcilerUnitTest, StatusLaneWritesOnlyConditions) {
+  slurm::NodeView down;
+  down.name = "node1";
+  down.base_state = skb::slurm::NodeBaseState::kDown;
+  reconciler_.SetSlurmNodes({down});
+  ReconcileResult r = reconciler_.WriteNodeStatus("node1");
+  ASSERT_FALSE(r.plan.actions.empty());
+  for (const auto& a : r.plan.actions) EXPECT_EQ(a.kind, plan::ActionKind::kSetNodeCondition);
+  EXPECT_TRUE(slurm_.Writes().empty()) << "no Slurm action from the status lane";
+}
+
+}  // namespace
+}  // namespace skb::bridge
