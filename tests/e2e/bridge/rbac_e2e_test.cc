@@ -21,7 +21,7 @@ constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 // The chart's RBAC objects and nothing else (the testbed has the PriorityClasses).
 std::string RenderRbac() {
   std::string cmd = StrCat("helm template ", kRelease, " ", SKB_SOURCE_DIR,
-                           "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.33.0");
+                           "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0");
   for (const char* t :
        {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
         "rolebinding-reservations", "role-leaderelection", "rolebinding-leaderelection"}) {
