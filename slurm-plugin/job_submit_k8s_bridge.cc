@@ -91,7 +91,8 @@ void Describe(const job_desc_msg_t& d, uint32_t uid, v1::JobDescription* j) {
   }
   if (d.req_nodes != nullptr && *d.req_nodes != '\0') {
     std::string list = Field(d.req_nodes);
-    hostlist_t hl = slurm_hostlist_create(list.c_str());
+    // hostlist_t is a pointer type up to 23.02 and the struct itself from 23.11 on.
+    auto* hl = slurm_hostlist_create(list.c_str());
     if (hl != nullptr) {
       while (true) {
         char* host = slurm_hostlist_shift(hl);

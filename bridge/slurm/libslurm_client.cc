@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <map>
@@ -27,6 +28,9 @@ using skb::slurm::PreemptMode;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxExpandedHosts = 100'000;
+// Slurm's socket-layer errors start at 5000 in every release; the name of the first one
+// (SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH in 22.05) is gone from 24.11's headers.
+constexpr int kSocketErrorBase = 5000;
 
 std::string Str(const char* s) { return s == nullptr ? std::string() : std::string(s); }
 
@@ -41,7 +45,8 @@ std::vector<std::string> SplitList(const char* s) {
 std::vector<std::string> ExpandHostlist(const char* list) {
   std::vector<std::string> out;
   if (list == nullptr || *list == '\0') return out;
-  hostlist_t hl = slurm_hostlist_create(list);
+  // hostlist_t is a pointer type up to 23.02 and the struct itself from 23.11 on.
+  auto* hl = slurm_hostlist_create(list);
   if (hl == nullptr) return out;
   while (out.size() < kMaxExpandedHosts) {
     char* host = slurm_hostlist_shift(hl);
@@ -156,7 +161,7 @@ PartitionView ToPartitionView(const partition_info_t& p, uint16_t cluster_mode) 
   return v;
 }
 
-Status LastError(const std::string& what) { return SlurmErrorToStatus(slurm_get_errno(), what); }
+Status LastError(const std::string& what) { return SlurmErrorToStatus(errno, what); }
 
 // node_info_t.partitions is not sent by slurmctld: like scontrol, fill it in from the
 // partition table (one more RPC, only when the nodes changed).
@@ -273,7 +278,7 @@ StatusOr<WriteOutcome> JobTransition(uint32_t job_id, const std::string& what,
   ASSIGN_OR_RETURN(JobView j, ReadJob(job_id));
   if (already(j)) return WriteOutcome::kUnchanged;
   if (act() != SLURM_SUCCESS) {
-    if (slurm_get_errno() == ESLURM_ALREADY_DONE && what == "cancel") {
+    if (errno == ESLURM_ALREADY_DONE && what == "cancel") {
       return WriteOutcome::kUnchanged;
     }
     return LastError(StrCat(what, " job ", job_id));
@@ -404,8 +409,7 @@ Status SlurmErrorToStatus(int err, const std::string& what) {
       if ((err >= SLURM_UNEXPECTED_MSG_ERROR && err < SLURM_UNEXPECTED_MSG_ERROR + 100) ||
           (err >= SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR &&
            err < SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR + 100) ||
-          (err >= SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH &&
-           err < SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH + 100)) {
+          (err >= kSocketErrorBase && err < kSocketErrorBase + 100)) {
         code = StatusCode::kUnavailable;
       }
   }
@@ -429,7 +433,7 @@ StatusOr<Loaded<NodeView>> LibSlurmClient::LoadNodes(UnixTime since) {
     Loaded<NodeView> out;
     if (slurm_load_node(static_cast<time_t>(since), &msg, SHOW_ALL | SHOW_DETAIL) !=
         SLURM_SUCCESS) {
-      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+      if (errno == SLURM_NO_CHANGE_IN_DATA) {
         out.update_time = since;
         return out;
       }
@@ -468,7 +472,7 @@ StatusOr<Loaded<JobView>> LibSlurmClient::LoadJobs(UnixTime since) {
     Loaded<JobView> out;
     if (slurm_load_jobs(static_cast<time_t>(since), &msg, SHOW_ALL | SHOW_DETAIL) !=
         SLURM_SUCCESS) {
-      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+      if (errno == SLURM_NO_CHANGE_IN_DATA) {
         out.update_time = since;
         return out;
       }
@@ -494,7 +498,7 @@ StatusOr<Loaded<PartitionView>> LibSlurmClient::LoadPartitions(UnixTime since) {
         partition_info_msg_t* msg = nullptr;
         Loaded<PartitionView> out;
         if (slurm_load_partitions(static_cast<time_t>(since), &msg, SHOW_ALL) != SLURM_SUCCESS) {
-          if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA) {
+          if (errno == SLURM_NO_CHANGE_IN_DATA) {
             out.update_time = since;
             return out;
           }

@@ -16,7 +16,12 @@ SKB_GO_TOOLCHAIN="go1.27.3"
 SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
 SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
 # SKB_TESTBED_NODES: default 4, or what the running testbed was started with (scripts/testbed).
-SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
+# A Slurm release other than Debian 12's (SKB_TESTBED_SLURM) builds in a tree of its own.
+if [[ "${SKB_TESTBED_SLURM:-22.05}" == 22.05 ]]; then
+  SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build}"
+else
+  SKB_BUILD_DIR="${SKB_BUILD_DIR:-$SKB_ROOT/build-slurm$SKB_TESTBED_SLURM}"
+fi
 # ccache keys on paths relative to the checkout, so every clone shares one cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$SKB_ROOT}"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"

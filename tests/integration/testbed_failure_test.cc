@@ -27,9 +27,9 @@ TEST(TestbedFailure, PortInUseNamesTheStepAndDownCleansUp) {
 
   CommandResult up = Shell(StrCat(env, testbed, " up --no-bridge"), seconds(120));
   EXPECT_NE(up.exit_code, 0);
-  // munged starts first (its own socket), then slurmctld finds its port taken.
-  EXPECT_THAT(up.err, HasSubstr("ERROR [testbed/slurmctld]"));
-  EXPECT_THAT(up.err, HasSubstr("port 16817 (for slurmctld) is already in use"));
+  // munged starts first (its own socket), then accounting's MariaDB finds its port taken.
+  EXPECT_THAT(up.err, HasSubstr("ERROR [testbed/mariadb]"));
+  EXPECT_THAT(up.err, HasSubstr("port 16306 (for MariaDB) is already in use"));
 
   // What did start is recorded and running ...
   std::ifstream pidfile(dir + "/pids/munged.pid");

@@ -43,7 +43,8 @@ class PluginE2E : public ::testing::Test {
         << R"({"kubernetes": {"node_selector": "slurm-k8s-bridge.io/managed=plugin-e2e-none"},)"
         << R"( "slurm": {"conf": ")" << std::getenv("SLURM_CONF")
         << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
-        << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"]}})";
+        << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"],)"
+        << R"( "preemptible_qos": ["preemptible"]}})";
     plugin_ = std::make_unique<PluginPointer>(socket_, "open");
     ASSERT_TRUE(plugin_->ok());
   }
@@ -111,6 +112,41 @@ TEST_F(PluginE2E, ValidGpuJobIsAcceptedAndAnnotated) {
   EXPECT_FALSE(
       Sbatch({"--hold", "--array=0-3", "--gres=gpu:1", "--wrap", "true"}, &janitor_, &err).empty())
       << err;
+}
+
+// The testbed's slurmdbd holds the QOS normal, preemptible and guaranteed: --qos names a real
+// QOS that slurmctld checks, and admission.preemptible_qos decides over the partition.
+TEST_F(PluginE2E, PreemptibleQosDecidesOnARealQos) {
+  StartDaemon();
+  std::string err;
+  std::string lendable = Sbatch(
+      {"--hold", "--partition=urgent", "--qos=preemptible", "--gres=gpu:h100:1", "--wrap", "true"},
+      &janitor_, &err);
+  ASSERT_FALSE(lendable.empty()) << err;
+  EXPECT_THAT(ShowJob(lendable), HasSubstr("AdminComment=k8s-bridge:preemptible=true"));
+  EXPECT_THAT(ShowJob(lendable), HasSubstr("QOS=preemptible"));
+  std::string kept = Sbatch(
+      {"--hold", "--partition=urgent", "--qos=guaranteed", "--gres=gpu:h100:1", "--wrap", "true"},
+      &janitor_, &err);
+  ASSERT_FALSE(kept.empty()) << err;
+  EXPECT_THAT(ShowJob(kept), HasSubstr("AdminComment=k8s-bridge:preemptible=false"));
+  // Slurm itself refuses a QOS accounting does not know (AccountingStorageEnforce=qos).
+  EXPECT_TRUE(Sbatch({"--hold", "--qos=no-such-qos", "--wrap", "true"}, &janitor_, &err).empty());
+  EXPECT_THAT(err, HasSubstr("Invalid qos"));
+  // slurmdbd records the jobs: sacct knows their account and QOS.
+  std::string history;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        history = RunCommand({"sacct", "-n", "-X", "-P", "-o", "jobid,account,qos", "-j",
+                              StrCat(lendable, ",", kept)},
+                             seconds(30))
+                      .out;
+        return history.find(StrCat(kept, "|")) != std::string::npos;
+      },
+      seconds(30)))
+      << history;
+  EXPECT_THAT(history, HasSubstr(StrCat(lendable, "|team-a|preemptible")));
+  EXPECT_THAT(history, HasSubstr(StrCat(kept, "|team-a|guaranteed")));
 }
 
 TEST_F(PluginE2E, ImpossibleJobsAreRejectedWithAnActionableMessage) {

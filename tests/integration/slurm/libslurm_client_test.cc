@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "src/base/strings.h"
+#include "src/config/config.h"
+#include "src/ownership/policy.h"
 #include "tests/integration/slurm/slurm_test_util.h"
 #include "tests/testbed/testbed_support.h"
 
@@ -167,6 +169,40 @@ TEST_F(SlurmClientTest, LoadsJobsWithTheirRequestAndAnnotation) {
   EXPECT_TRUE(saw_single);
   EXPECT_TRUE(saw_array);
   EXPECT_EQ(client_->LoadJob(999'999'999).status().code(), StatusCode::kNotFound);
+}
+
+// The QOS a job runs under comes from accounting: team-b's default QOS in the testbed's
+// slurmdbd is `preemptible`, so a job that names none gets it, and the bridge's policy
+// (admission.preemptible_qos, lending.preemption.qos) applies to it.
+TEST_F(SlurmClientTest, JobsCarryTheirAccountingQosIntoTheLendingPolicy) {
+  const uint32_t by_default = Submit(
+      {"--hold", "--account=team-b", "--partition=urgent", "--gres=gpu:h100:1", "--wrap", "true"});
+  const uint32_t named = Submit({"--hold", "--account=team-b", "--qos=guaranteed",
+                                 "--partition=urgent", "--gres=gpu:h100:1", "--wrap", "true"});
+  ASSERT_NE(by_default, 0u);
+  ASSERT_NE(named, 0u);
+  auto lendable = client_->LoadJob(by_default);
+  auto kept = client_->LoadJob(named);
+  ASSERT_TRUE(lendable.ok()) << lendable.status();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(lendable->account, "team-b");
+  EXPECT_EQ(lendable->qos, "preemptible");
+  EXPECT_EQ(kept->qos, "guaranteed");
+
+  skb::config::Config cfg;
+  cfg.admission.preemptible_qos = {"preemptible"};
+  cfg.lending.qos_modes["preemptible"] = skb::plan::JobPreemptMode::kCancel;
+  // The QOS rule alone: without the admission annotation the plugin may have written.
+  lendable->admin_comment.clear();
+  kept->admin_comment.clear();
+  const auto now = skb::Clock::TimePoint{};
+  skb::ownership::JobPolicy p = skb::ownership::PolicyFor(*lendable, cfg, now);
+  EXPECT_TRUE(p.preemptible) << p.why;
+  EXPECT_EQ(p.why, "QOS preemptible is preemptible");
+  EXPECT_EQ(p.mode, skb::plan::JobPreemptMode::kCancel);
+  skb::ownership::JobPolicy q = skb::ownership::PolicyFor(*kept, cfg, now);
+  EXPECT_FALSE(q.preemptible) << q.why;
+  EXPECT_EQ(q.mode, skb::plan::JobPreemptMode::kRequeue);
 }
 
 TEST_F(SlurmClientTest, DrainAndResumeOwnDrainIdempotently) {

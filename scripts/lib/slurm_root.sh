@@ -1,0 +1,97 @@
+# Slurm releases beside Debian 12's: a Debian root made with debootstrap into the cache
+# (once per machine, by scripts/setup), holding that release's Slurm daemons, clients and
+# libslurm-dev plus the project's build toolchain, so the bridge and the plugin are built
+# against the exact libslurm they are loaded into. Sourced after common.sh, never run.
+#
+#   SKB_TESTBED_SLURM=22.05   Debian 12's Slurm on this machine (the default)
+#   SKB_TESTBED_SLURM=24.11   Debian 13's Slurm in $(skb_slurm_root 24.11)
+#
+# skb_in_slurm_root RELEASE COMMAND... runs COMMAND inside the root, in a private mount
+# namespace (nothing stays mounted when it exits) that sees /proc, /sys, /dev, /tmp, the
+# checkout, the cache and the testbed's state directory at their usual paths.
+
+# The releases scripts/setup makes roots for, and the Debian release that ships each.
+SKB_SLURM_ROOT_RELEASES=(24.11)
+skb_slurm_suite() {
+  case "$1" in
+    24.11) echo trixie ;;
+    *) return 1 ;;
+  esac
+}
+SKB_SLURM_ROOT_PACKAGES=(
+  slurmctld slurmd slurmdbd slurm-client libslurm-dev munge
+  build-essential cmake ninja-build pkg-config ccache git ca-certificates
+  libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libspdlog-dev
+  libgtest-dev libgmock-dev
+  curl procps iproute2 openssl jq python3 python3-yaml
+)
+
+# skb_slurm_root RELEASE: the root's directory (its name changes with the package list).
+skb_slurm_root() {
+  local suite key
+  suite="$(skb_slurm_suite "$1")" || return 1
+  key="$(printf '%s\n' "$suite" "${SKB_SLURM_ROOT_PACKAGES[@]}" | sha256sum | cut -c1-12)"
+  echo "$SKB_CACHE/slurm-$1-$suite-$key"
+}
+
+# Is this shell inside a release's root already (a test calling scripts/testbed)?
+skb_inside_slurm_root() { [[ -f /etc/skb-slurm-root ]]; }
+
+# skb_slurm_exec RELEASE: sets SKB_SLURM_EXEC to the command prefix that runs a program
+# with RELEASE's Slurm: empty for Debian 12's and inside a root, else unshare + chroot.
+# The prefix execs all the way down, so a launched daemon keeps the PID it started with.
+skb_slurm_exec() {
+  SKB_SLURM_EXEC=()
+  [[ "$1" == 22.05 ]] && return 0
+  skb_inside_slurm_root && return 0
+  local root
+  root="$(skb_slurm_root "$1")" || skb_die "no root for Slurm $1 (known: 22.05 ${SKB_SLURM_ROOT_RELEASES[*]})"
+  [[ -f "$root/etc/skb-slurm-root" ]] || skb_die "Slurm $1's root is missing ($root): run scripts/setup"
+  local binds=(/proc /sys /dev /tmp "$SKB_ROOT" "$SKB_CACHE" "$SKB_TESTBED_DIR" "$HOME/.cache/ccache")
+  [[ "$SKB_BUILD_DIR" == "$SKB_ROOT"/* ]] || binds+=("$SKB_BUILD_DIR")
+  mkdir -p "${binds[@]}"
+  # env -C: the working directory inside is the caller's (bind-mounted at the same path).
+  local script='set -e; root="$1"; n="$2"; shift 2
+    for ((i = 0; i < n; i++)); do mkdir -p "$root$1"; mount --rbind "$1" "$root$1"; shift; done
+    exec chroot "$root" /usr/bin/env -C "$PWD" "$@"'
+  SKB_SLURM_EXEC=(unshare --mount --propagation private bash -c "$script" skb-slurm-root
+    "$root" "${#binds[@]}" "${binds[@]}")
+}
+
+skb_in_slurm_root() {
+  local SKB_SLURM_EXEC
+  skb_slurm_exec "$1"
+  shift
+  "${SKB_SLURM_EXEC[@]}" "$@"
+}
+
+# skb_make_slurm_root RELEASE: debootstraps the root (once; into a temporary directory
+# first, so an interrupted run never leaves a half-made root behind).
+skb_make_slurm_root() {
+  local release="$1" root suite log
+  root="$(skb_slurm_root "$release")"
+  [[ -f "$root/etc/skb-slurm-root" ]] && { skb_log "Slurm $release root: $root"; return 0; }
+  suite="$(skb_slurm_suite "$release")"
+  log="$SKB_CACHE/logs/debootstrap-$suite.log"
+  mkdir -p "$(dirname "$log")"
+  skb_have debootstrap || skb_die "debootstrap is missing (apt-get install debootstrap)"
+  skb_log "debootstrap Debian $suite with Slurm $release into $root (once per machine, ~7 min; log: $log)"
+  local t0=$SECONDS pkgs
+  pkgs="$(IFS=,; echo "${SKB_SLURM_ROOT_PACKAGES[*]}")"
+  rm -rf "$root.tmp"
+  nice debootstrap --variant=minbase --include="$pkgs" "$suite" "$root.tmp" \
+    http://deb.debian.org/debian >"$log" 2>&1 &
+  local pid=$! rc=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 5
+    if (((SECONDS - t0) % 30 < 5)); then
+      skb_log "  ... $((SECONDS - t0)) s, $(grep -c '^I: ' "$log" 2>/dev/null || echo 0) steps: $(grep '^I: ' "$log" | tail -n1)"
+    fi
+  done
+  wait "$pid" || rc=$?
+  ((rc == 0)) || skb_die "debootstrap failed" "$log"
+  chroot "$root.tmp" slurmctld -V >>"$log" 2>&1 || skb_die "slurmctld does not run in the new root" "$log"
+  echo "$release $suite" >"$root.tmp/etc/skb-slurm-root"
+  mv "$root.tmp" "$root"
+  skb_log "Slurm $release root ready in $((SECONDS - t0)) s: slurmctld $(chroot "$root" dpkg-query -W -f '${Version}' slurmctld)"
+}
