@@ -221,9 +221,11 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     std::string text = top.description;
     if (verdict.firing.size() > 1) StrAppend(&text, " (+", verdict.firing.size() - 1, " more)");
     std::string reason = SlurmReason(text);
-    const plan::Cause cause = top.rule == StrCat("condition ", cfg.maintenance_condition)
-                                  ? plan::Cause::kMaintenance
-                                  : plan::Cause::kHealth;
+    const std::string_view rule = top.rule;  // "condition <type>" for a condition rule
+    const plan::Cause cause =
+        rule.starts_with("condition ") && rule.substr(10) == cfg.maintenance_condition
+            ? plan::Cause::kMaintenance
+            : plan::Cause::kHealth;
     if (s.drain && !s.DrainedByBridge()) {
       plan.explanation.push_back(
           StrCat("Slurm drain by an admin is in place ('", s.reason, "'): left as it is"));
