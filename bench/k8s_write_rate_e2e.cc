@@ -488,6 +488,14 @@ int main(int argc, char** argv) {
   (void)(*admin)->Create(
       skb::k8s::Resource::Namespaces(), "",
       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", g_namespace}}}});
+  // The bridge's reservations are refused until kube-controller-manager has made the
+  // namespace's default ServiceAccount.
+  for (int i = 0;
+       i < 300 &&
+       !(*admin)->Get(skb::k8s::Resource::ServiceAccounts(), g_namespace, "default").ok();
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   if (!CreateNodes(*workers, nodes)) {
     Cleanup(**admin, *workers);
     return Fail("creating the nodes failed");
