@@ -15,8 +15,14 @@
 #include "src/base/strings.h"
 #include "src/slurm/syntax.h"
 
-// Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers.
+// Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers; 24.11
+// exports it as slurm_job_state_reason_string (22.05 and 24.11 checked, releases between not).
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
+extern "C" char* slurm_job_state_reason_string(enum job_state_reason inx);
+#define slurm_job_reason_string slurm_job_state_reason_string
+#else
 extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
+#endif
 
 namespace skb::bridge::slurm {
 namespace {
