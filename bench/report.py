@@ -192,6 +192,20 @@ def plots(results_dir, e2e):
     return (["## Plots", ""] + out) if out else []
 
 
+def quota_study(results_dir):
+    """The guaranteed-quota study's printed report (bench/quota/study.sh), as it ran."""
+    path = os.path.join(results_dir, "quota_study.txt")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read().rstrip()
+    out = ["## Guaranteed quotas: the Philly study (bench/quota)", "",
+           "Models and the trace: bench/quota/README.md.", "", "```", text, "```", ""]
+    if os.path.exists(os.path.join(results_dir, "quota_study.png")):
+        out += ["![Worst team's p99 wait against cluster size](results/quota_study.png)", ""]
+    return out
+
+
 def main(results_dir):
     micro, e2e = [], []
     for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
@@ -255,6 +269,7 @@ def main(results_dir):
     if os.path.exists(notes):
         with open(notes) as f:
             out += [f.read().rstrip(), ""]
+    out += quota_study(results_dir)
     print("\n".join(out))
 
 

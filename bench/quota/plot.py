@@ -13,13 +13,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 rows = list(csv.DictReader(open(sys.argv[1])))
 fig, ax = plt.subplots(figsize=(7, 4.2))
+# A team that can never run (a static pool smaller than its largest job) has no finite
+# wait: drawn as an open marker above every finite one. Waits of 0 are drawn at 0.01 h.
+finite = [float(r["worst_p99_wait_h"]) for r in rows if float(r["worst_p99_wait_h"]) >= 0]
+top = max(finite + [1]) * 3
 for mode, style in (("static", "o-"), ("pool", "s--"), ("quotas", "^-")):
     pts = [(int(r["cluster_gpus"]), float(r["worst_p99_wait_h"]))
            for r in rows if r["mode"] == mode]
-    # A team that can never run (a static pool smaller than its largest job) has no wait:
-    # drawn at the top of the axis.
-    top = max([w for _, w in pts if w >= 0] + [1]) * 2
-    ax.plot([g for g, _ in pts], [w if w >= 0 else top for _, w in pts], style, label=mode)
+    line, = ax.plot([g for g, w in pts if w >= 0], [max(w, 0.01) for _, w in pts if w >= 0],
+                    style, label=mode)
+    never = [g for g, w in pts if w < 0]
+    if never:
+        ax.plot(never, [top] * len(never), style[0], mfc="none", color=line.get_color(),
+                label=f"{mode}: a team never runs")
 for hours in (24, 4):
     ax.axhline(hours, color="grey", lw=0.8, ls=":")
     ax.text(0, hours, f" {hours} h", va="bottom", fontsize=8,
