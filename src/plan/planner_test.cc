@@ -82,13 +82,16 @@ TEST(PlanNode, HealthActionsCarryTheirCauseAndEvent) {
   ManagedNode done = IdleNode();
   done.slurm->drain = true;
   done.slurm->reason = drain->slurm_reason;
-  const Action* resume = Find(PlanNode(done, cfg, kNow), ActionKind::kResumeSlurmNode);
+  // Each plan stays alive while its action is read (Find points into it).
+  NodePlan resumed = PlanNode(done, cfg, kNow);
+  const Action* resume = Find(resumed, ActionKind::kResumeSlurmNode);
   ASSERT_NE(resume, nullptr);
   EXPECT_EQ(resume->cause, Cause::kMaintenance);
   EXPECT_EQ(resume->event_type, EventType::kNormal);
 
   done.slurm->reason = health::SlurmReason("GPUHealthy=False: XID 79");
-  resume = Find(PlanNode(done, cfg, kNow), ActionKind::kResumeSlurmNode);
+  NodePlan resumed_health = PlanNode(done, cfg, kNow);
+  resume = Find(resumed_health, ActionKind::kResumeSlurmNode);
   ASSERT_NE(resume, nullptr);
   EXPECT_EQ(resume->cause, Cause::kHealth);
   EXPECT_EQ(DrainCauseLabel(resume->cause), "health");
@@ -108,7 +111,8 @@ TEST(PlanNode, ConditionEventsAreWarningsUnlessGoodNews) {
   }
   ManagedNode back = IdleNode();
   back.k8s->conditions[1] = {"SlurmNodeHealthy", "False", "SlurmNodeDown", "x", kNow};
-  const Action* up = Find(PlanNode(back, cfg, kNow), ActionKind::kSetNodeCondition);
+  NodePlan back_plan = PlanNode(back, cfg, kNow);
+  const Action* up = Find(back_plan, ActionKind::kSetNodeCondition);
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->event_type, EventType::kNormal);
 }
