@@ -15,6 +15,12 @@ deb_root_install "$1"
 # paths inside the root; name resolution of localhost as on the host.
 deb_root_mount "$SKB_TESTBED_DIR" "$SKB_TESTBED_DIR" --bind
 cp /etc/hosts "$ROOT/etc/hosts"
+# The testbed's slurm.conf names the build tree's plugin directory too (for slurmctld's
+# job_submit plugin), which does not exist in the root, and libslurm refuses a PluginDir it
+# cannot open: the daemon reads a copy beside it (same directory, so relative paths hold)
+# whose PluginDir is the package's.
+conf="$(dirname "$SLURM_CONF")/slurm-deb-root-test.conf"
+sed -E 's|^[Pp]lugin[Dd]ir=.*|PluginDir=/usr/lib/x86_64-linux-gnu/slurm-wlm|' "$SLURM_CONF" >"$conf"
 port=16499
 mkdir -p "$ROOT/run/slurm-k8s-bridge"
 cat >"$ROOT/etc/slurm-k8s-bridge/config.json" <<JSON
@@ -22,7 +28,7 @@ cat >"$ROOT/etc/slurm-k8s-bridge/config.json" <<JSON
   "logging": {"level": "info", "format": "json"},
   "kubernetes": {"kubeconfig": "$KUBECONFIG", "namespace": "slurm-bridge",
                  "node_selector": "slurm-k8s-bridge.io/managed=deb-root-test-none"},
-  "slurm": {"conf": "$SLURM_CONF"},
+  "slurm": {"conf": "$conf"},
   "server": {"socket_path": "/run/slurm-k8s-bridge/bridge.sock",
              "http_address": "127.0.0.1:$port"},
   "lending": {"enabled": false}
@@ -42,7 +48,7 @@ stop_daemon() {
   kill -KILL "$daemon" 2>/dev/null || true
   wait "$daemon" 2>/dev/null || true
 }
-trap 'stop_daemon; deb_root_cleanup' EXIT
+trap 'stop_daemon; rm -f "$conf"; deb_root_cleanup' EXIT
 
 ready=""
 for _ in $(seq 1 150); do  # 30 s
