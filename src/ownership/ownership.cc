@@ -428,6 +428,19 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   const GpuPod* r = f_.r != nullptr && f_.r->terminating ? f_.r : nullptr;
   const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
   const Clock::TimePoint now = f_.now;
+  // kube-scheduler deletes its victim and records the preemptor's nominated node in two
+  // calls that may land in either order (asynchronous preemption): a lend that started
+  // between them would name nobody. Until kPreemptorWait after the deletion it waits for
+  // the preemptor; the reservation, Terminating behind our finalizer, still holds the GPUs.
+  if (!f_.lent_at && r != nullptr && r->deletion_time && who == "kubernetes") {
+    const Clock::TimePoint deleted =
+        *r->deletion_time - (f_.l->max_grace + f_.l->release_timeout + std::chrono::seconds(1));
+    if (deleted <= now && now < deleted + kPreemptorWait) {
+      Explain("the reservation is being deleted: waiting briefly for the pod that preempted it");
+      Recheck(deleted + kPreemptorWait);
+      return;
+    }
+  }
   Explain(StrCat("lent to Kubernetes (", who, ")", f_.lent_at ? "" : ": lend starts now"));
 
   // 0. Record the lend on the node first: from here on the node counts as Kubernetes'.

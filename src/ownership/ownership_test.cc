@@ -672,7 +672,9 @@ const std::vector<Case>& Cases() {
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode();
          n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
-         Preempted(n, kNow, *cfg, "");  // deleted by hand before the swap annotated it
+         // Deleted by hand before the swap annotated it, long enough ago that no preemptor
+         // is waited for.
+         Preempted(n, kNow - std::chrono::seconds(5), *cfg, "");
        },
        OwnerState::kLending,
        {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
@@ -692,7 +694,7 @@ const std::vector<Case>& Cases() {
       {"ProtectedJobBlocksTheLendWithAWarning",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1), Job(2, false)});
-         Preempted(n, kNow, *cfg, "");  // kubectl delete: no preemptor
+         Preempted(n, kNow - std::chrono::seconds(5), *cfg, "");  // kubectl delete: none
        },
        OwnerState::kLending,
        {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
@@ -984,6 +986,30 @@ TEST(PlanOwnership, JobListRefreshWaitsForTheLongerOfIntervalAndFloor) {
   EXPECT_TRUE(p.actions.empty()) << Dump(p);
   EXPECT_EQ(p.recheck_at, kNow + seconds(410));
   EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("at most every 500s")));
+}
+
+TEST(PlanOwnership, ALendWaitsBrieflyForItsPreemptorToShow) {
+  config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(1)});
+  Preempted(&n, kNow, cfg, "");  // the victim is deleted, the preemptor not yet seen
+  // deletion_time = deleted + max_grace + release_timeout here (the reservation's own
+  // grace adds a second): the deletion counts as one second before kNow.
+  const Clock::TimePoint deleted = kNow - std::chrono::seconds(1);
+  OwnershipPlan wait = PlanOwnership(n, cfg, kNow);
+  EXPECT_TRUE(wait.actions.empty()) << Dump(wait);
+  EXPECT_EQ(wait.recheck_at, deleted + kPreemptorWait);
+  EXPECT_THAT(wait.explanation,
+              ::testing::Contains(HasSubstr("waiting briefly for the pod that preempted it")));
+  // Past the wait the lend goes on without a name ...
+  OwnershipPlan late = PlanOwnership(n, cfg, deleted + kPreemptorWait);
+  ASSERT_FALSE(late.actions.empty()) << Dump(late);
+  EXPECT_EQ(late.actions[0].annotations.set.at(kLentToAnnotation), "kubernetes");
+  // ... and once the preemptor shows, at once with its name.
+  ManagedNode named = SlurmNode({Job(1)});
+  Preempted(&named, kNow, cfg, "infer-a");
+  OwnershipPlan now = PlanOwnership(named, cfg, kNow);
+  ASSERT_FALSE(now.actions.empty()) << Dump(now);
+  EXPECT_THAT(now.actions[0].annotations.set.at(kLentToAnnotation), HasSubstr("infer-a"));
 }
 
 TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {

@@ -71,6 +71,9 @@ inline constexpr char kSwapTaintKey[] = "slurm-k8s-bridge.io/reservation-swap";
 inline constexpr char kBusyTaintKey[] = "slurm-k8s-bridge.io/slurm-busy";
 // The busy taint goes on this long before the kubelet's kill deadline of the reservation.
 inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);
+// How long a lend waits after its reservation's deletion for the pod that preempted it to
+// show (its nominated node), so the lend can name it.
+inline constexpr Clock::Duration kPreemptorWait = std::chrono::seconds(2);
 
 // The downward-API file the reservation container watches for the released annotation.
 inline constexpr char kAnnotationsMountPath[] = "/etc/reservation";
