@@ -9,6 +9,13 @@
 namespace skb::ownership {
 namespace {
 
+// The reservation pod's terminationGracePeriodSeconds: the longest grace a job may get plus
+// the time to release after it, and a second of margin. The lend reads a deletion's start
+// back from the pod's deletionTimestamp with the same figure.
+Clock::Duration ReservationGrace(const LendingConfig& l) {
+  return l.max_grace + l.release_timeout + std::chrono::seconds(1);
+}
+
 using inventory::GpuPod;
 using inventory::ManagedNode;
 using plan::Action;
@@ -433,8 +440,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   // between them would name nobody. Until kPreemptorWait after the deletion it waits for
   // the preemptor; the reservation, Terminating behind our finalizer, still holds the GPUs.
   if (!f_.lent_at && r != nullptr && r->deletion_time && who == "kubernetes") {
-    const Clock::TimePoint deleted =
-        *r->deletion_time - (f_.l->max_grace + f_.l->release_timeout + std::chrono::seconds(1));
+    const Clock::TimePoint deleted = *r->deletion_time - ReservationGrace(*f_.l);
     if (deleted <= now && now < deleted + kPreemptorWait) {
       Explain("the reservation is being deleted: waiting briefly for the pod that preempted it");
       Recheck(deleted + kPreemptorWait);
@@ -1051,8 +1057,7 @@ plan::ReservationSpec BuildReservation(const ManagedNode& node, ReservationClass
                       {kJobsUpdatedAtAnnotation, StrCat(ToUnix(now))},
                       {kSlurmNodeAnnotation, node.name}};
   spec.finalizers = {kFinalizer};
-  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(
-      l.max_grace + l.release_timeout + std::chrono::seconds(1));
+  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(ReservationGrace(l));
   spec.termination_grace_seconds = grace.count();
   spec.tolerations = {plan::TolerationSpec{}};
   return spec;
