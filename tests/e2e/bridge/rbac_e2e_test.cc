@@ -18,10 +18,13 @@ constexpr char kRelease[] = "skb-rbac";
 constexpr char kServiceAccount[] = "skb-rbac-slurm-k8s-bridge";
 constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 
-// The chart's RBAC objects and nothing else (the testbed has the PriorityClasses).
+// The chart's RBAC objects and nothing else (the testbed has the PriorityClasses). The
+// reservation namespace is the testbed's (the bridge's lending.namespace there), where the
+// chart's reservation Role must then be.
 std::string RenderRbac() {
   std::string cmd = StrCat("helm template ", kRelease, " ", SKB_SOURCE_DIR,
-                           "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0");
+                           "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0",
+                           " --set reservationNamespace.name=slurm-bridge");
   for (const char* t :
        {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
         "rolebinding-reservations", "role-leaderelection", "rolebinding-leaderelection"}) {
