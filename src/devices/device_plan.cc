@@ -1,0 +1,444 @@
+#include "src/devices/device_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "src/base/strings.h"
+#include "src/ownership/policy.h"
+
+namespace skb::devices {
+namespace {
+
+namespace own = skb::ownership;
+
+// Exact victim search up to this many candidate jobs (2^16 subsets); above it, greedy.
+constexpr size_t kExactVictimSearch = 16;
+
+bool Has(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string JoinIds(const std::vector<uint32_t>& ids) {
+  std::string out;
+  for (uint32_t id : ids) StrAppend(&out, out.empty() ? "" : ",", id);
+  return out;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) StrAppend(&out, out.empty() ? "" : ",", n);
+  return out;
+}
+
+double WorkLost(const NodeJob& j, Clock::TimePoint now) {
+  const double secs =
+      std::chrono::duration<double>(now - own::FromUnix(j.view.start_time)).count();
+  return secs > 0 ? secs * static_cast<double>(j.indices.size()) : 0;
+}
+
+std::vector<Violation> Violations(const std::vector<DeviceView>& views) {
+  std::vector<Violation> out;
+  for (const DeviceView& v : views) {
+    if (v.job != 0 && v.placeholder != 0) {
+      out.push_back({v.name, StrCat("Slurm job ", v.job, " and placeholder ", v.placeholder,
+                                    " both hold it")});
+    } else if (v.job != 0 && !v.pods.empty()) {
+      out.push_back({v.name, StrCat("Slurm job ", v.job, " runs on it and pod ", v.pods[0],
+                                    " has an allocated claim on it")});
+    } else if (v.owner == Owner::kSlurm && !v.pods.empty()) {
+      out.push_back(
+          {v.name, StrCat("pod ", v.pods[0], " has an allocated claim on a Slurm-held device")});
+    } else if (v.owner == Owner::kUnguarded && !v.pods.empty()) {
+      out.push_back({v.name, StrCat("pod ", v.pods[0],
+                                    " has an allocated claim on a device no hold guards")});
+    }
+  }
+  return out;
+}
+
+DeviceAction Make(DeviceActionKind kind, const NodeDevices& node, plan::Cause cause,
+                  std::string reason, std::string message) {
+  DeviceAction a;
+  a.kind = kind;
+  a.node = node.node;
+  a.cause = cause;
+  a.event_reason = std::move(reason);
+  a.event_message = std::move(message);
+  return a;
+}
+
+// Victims among `cands` (index into node.jobs) freeing at least `need` GPUs, cheapest by
+// (work lost, jobs, GPUs, ids); empty when they cannot.
+std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>& cands,
+                             int64_t need, Clock::TimePoint now) {
+  using Key = std::tuple<double, size_t, int64_t, std::vector<uint32_t>>;
+  std::optional<Key> best;
+  std::vector<size_t> best_set;
+  auto consider = [&](const std::vector<size_t>& set) {
+    double work = 0;
+    int64_t gpus = 0;
+    std::vector<uint32_t> ids;
+    for (size_t i : set) {
+      work += WorkLost(node.jobs[i], now);
+      gpus += static_cast<int64_t>(node.jobs[i].indices.size());
+      ids.push_back(node.jobs[i].view.job_id);
+    }
+    if (gpus < need) return;
+    std::sort(ids.begin(), ids.end());
+    Key key{work, set.size(), gpus, ids};
+    if (!best || key < *best) {
+      best = std::move(key);
+      best_set = set;
+    }
+  };
+  if (cands.size() <= kExactVictimSearch) {
+    for (uint32_t mask = 1; mask < (1u << cands.size()); ++mask) {
+      std::vector<size_t> set;
+      for (size_t b = 0; b < cands.size(); ++b) {
+        if (mask & (1u << b)) set.push_back(cands[b]);
+      }
+      consider(set);
+    }
+    return best_set;
+  }
+  // Many small jobs: least work per GPU first.
+  std::vector<size_t> order = cands;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double wa = WorkLost(node.jobs[a], now) / static_cast<double>(node.jobs[a].indices.size());
+    const double wb = WorkLost(node.jobs[b], now) / static_cast<double>(node.jobs[b].indices.size());
+    return wa < wb;
+  });
+  std::vector<size_t> set;
+  int64_t got = 0;
+  for (size_t i : order) {
+    if (got >= need) break;
+    set.push_back(i);
+    got += static_cast<int64_t>(node.jobs[i].indices.size());
+  }
+  if (got >= need) best_set = set;
+  return best_set;
+}
+
+bool Served(std::span<const NodeDevices> nodes, const std::string& pod) {
+  for (const NodeDevices& n : nodes) {
+    for (const Placeholder& p : n.placeholders) {
+      if (p.pod == pod) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view OwnerName(Owner o) {
+  switch (o) {
+    case Owner::kSlurm:
+      return "slurm";
+    case Owner::kToKubernetes:
+      return "to-k8s";
+    case Owner::kKubernetes:
+      return "k8s";
+    case Owner::kToSlurm:
+      return "to-slurm";
+    case Owner::kUnguarded:
+      return "unguarded";
+  }
+  return "unguarded";
+}
+
+std::string_view DeviceActionKindName(DeviceActionKind k) {
+  switch (k) {
+    case DeviceActionKind::kAddDeviceHold:
+      return "AddDeviceHold";
+    case DeviceActionKind::kRemoveDeviceHold:
+      return "RemoveDeviceHold";
+    case DeviceActionKind::kSubmitPlaceholder:
+      return "SubmitPlaceholder";
+    case DeviceActionKind::kSignalJobs:
+      return "SignalJobs";
+    case DeviceActionKind::kPreemptJobs:
+      return "PreemptJobs";
+    case DeviceActionKind::kRecordIdleSince:
+      return "RecordIdleSince";
+    case DeviceActionKind::kMarkReturning:
+      return "MarkReturning";
+    case DeviceActionKind::kEndPlaceholder:
+      return "EndPlaceholder";
+  }
+  return "?";
+}
+
+std::string ToString(const DeviceAction& a) {
+  std::string s = StrCat(DeviceActionKindName(a.kind), " ", a.node);
+  if (!a.devices.empty()) StrAppend(&s, " devices=", JoinNames(a.devices));
+  if (a.placeholder_job != 0) StrAppend(&s, " placeholder=", a.placeholder_job);
+  if (!a.pod.empty()) StrAppend(&s, " pod=", a.pod);
+  if (a.gpus != 0) StrAppend(&s, " gpus=", a.gpus);
+  if (!a.job_ids.empty()) StrAppend(&s, " jobs=", JoinIds(a.job_ids));
+  if (a.kind == DeviceActionKind::kRecordIdleSince) StrAppend(&s, " at=", a.at_unix);
+  return s;
+}
+
+std::vector<DeviceView> Owners(const NodeDevices& node) {
+  std::vector<DeviceView> out;
+  for (const Device& d : node.devices) {
+    DeviceView v;
+    v.name = d.name;
+    const Placeholder* holder = nullptr;
+    for (const Placeholder& p : node.placeholders) {
+      if (p.running && Has(p.indices, d.index)) holder = &p;
+    }
+    for (const NodeJob& j : node.jobs) {
+      if (own::HoldsNode(j.view) && Has(j.indices, d.index)) v.job = j.view.job_id;
+    }
+    for (const Claim& c : node.claims) {
+      if (c.allocated && std::find(c.devices.begin(), c.devices.end(), d.name) != c.devices.end()) {
+        v.pods.push_back(c.pod);
+      }
+    }
+    if (holder != nullptr) {
+      v.placeholder = holder->job_id;
+      if (!d.k8s_hold) {
+        v.owner = Owner::kKubernetes;
+      } else {
+        v.owner = holder->returning ? Owner::kToSlurm : Owner::kToKubernetes;
+      }
+    } else {
+      v.owner = d.k8s_hold ? Owner::kSlurm : Owner::kUnguarded;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod& pod,
+                                      const config::Config& cfg, Clock::TimePoint now,
+                                      std::string* why) {
+  auto no = [&](std::string reason) -> std::optional<Selection> {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (!pod.model.empty() && pod.model != node.model) {
+    return no(StrCat("node ", node.node, " has ", node.model, " GPUs, the pod wants ", pod.model));
+  }
+  if (!node.healthy) return no(StrCat("node ", node.node, " is unhealthy"));
+  for (const Placeholder& p : node.placeholders) {
+    if (!p.running) {
+      return no(StrCat("node ", node.node, ": a give is in flight (placeholder ", p.job_id,
+                       " for ", p.pod, ")"));
+    }
+  }
+  const std::vector<DeviceView> views = Owners(node);
+  if (std::vector<Violation> v = Violations(views); !v.empty()) {
+    return no(StrCat("node ", node.node, ": ", v[0].device, ": ", v[0].what));
+  }
+  Selection s;
+  s.node = node.node;
+  for (const DeviceView& v : views) {
+    if (v.owner == Owner::kSlurm && v.job == 0) s.idle.push_back(v.name);
+  }
+  const int64_t idle = static_cast<int64_t>(s.idle.size());
+  if (idle >= pod.gpus) {
+    s.idle.resize(static_cast<size_t>(pod.gpus));
+    s.why = StrCat(pod.gpus, " idle GPUs on ", node.node);
+    return s;
+  }
+  std::vector<size_t> cands;
+  int64_t protected_gpus = 0;
+  for (size_t i = 0; i < node.jobs.size(); ++i) {
+    const NodeJob& j = node.jobs[i];
+    if (!own::HoldsNode(j.view) || j.indices.empty()) continue;
+    const bool slurm_owned = std::all_of(j.indices.begin(), j.indices.end(), [&](int64_t x) {
+      return x >= 0 && x < static_cast<int64_t>(views.size()) &&
+             views[static_cast<size_t>(x)].owner == Owner::kSlurm;
+    });
+    if (own::Actionable(j.view) && slurm_owned && own::PolicyFor(j.view, cfg, now).preemptible) {
+      cands.push_back(i);
+    } else {
+      protected_gpus += static_cast<int64_t>(j.indices.size());
+    }
+  }
+  const std::vector<size_t> picked = PickJobs(node, cands, pod.gpus - idle, now);
+  if (picked.empty()) {
+    return no(StrCat("node ", node.node, ": ", idle, " idle GPUs and ", pod.gpus - idle,
+                     " more needed; the preemptible jobs cannot free them (", protected_gpus,
+                     " GPUs run non-preemptible or moving work)"));
+  }
+  for (size_t i : picked) {
+    s.victims.push_back(node.jobs[i].view.job_id);
+    s.victim_gpus += static_cast<int64_t>(node.jobs[i].indices.size());
+    s.work_lost += WorkLost(node.jobs[i], now);
+  }
+  std::sort(s.victims.begin(), s.victims.end());
+  s.why = StrCat(idle, " idle GPUs and ", s.victim_gpus, " of preemptible job(s) ",
+                 JoinIds(s.victims), " on ", node.node);
+  return s;
+}
+
+std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
+                                    const config::Config& cfg, Clock::TimePoint now,
+                                    std::string* why) {
+  if (Served(nodes, pod.pod)) {
+    if (why != nullptr) *why = StrCat("a placeholder already serves ", pod.pod);
+    return std::nullopt;
+  }
+  if (pod.priority < cfg.lending.inference_threshold) {
+    if (why != nullptr) {
+      *why = StrCat(pod.pod, ": priority ", pod.priority, " is below the inference threshold ",
+                    cfg.lending.inference_threshold);
+    }
+    return std::nullopt;
+  }
+  std::optional<Selection> best;
+  std::string last_why = "no GPU node";
+  auto key = [](const Selection& s) {
+    return std::make_tuple(s.victims.empty() ? 0 : 1, s.work_lost, s.victims.size(), s.victim_gpus,
+                           s.node);
+  };
+  for (const NodeDevices& n : nodes) {
+    std::optional<Selection> s = SelectOnNode(n, pod, cfg, now, &last_why);
+    if (s && (!best || key(*s) < key(*best))) best = std::move(s);
+  }
+  if (!best && why != nullptr) *why = last_why;
+  return best;
+}
+
+std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
+  DeviceAction a;
+  a.kind = DeviceActionKind::kSubmitPlaceholder;
+  a.node = s.node;
+  a.pod = pod.pod;
+  a.gpus = pod.gpus;
+  a.job_ids = s.victims;
+  a.cause = plan::Cause::kLend;
+  a.event_reason = "GpusLending";
+  a.event_message = StrCat("placeholder for ", pod.gpus, " GPU(s) for ", pod.pod, ": ", s.why);
+  return {a};
+}
+
+NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::TimePoint now) {
+  NodePlan plan;
+  const std::vector<DeviceView> views = Owners(node);
+  plan.violations = Violations(views);
+  std::set<std::string> bad;
+  for (const Violation& v : plan.violations) bad.insert(v.device);
+
+  // Devices no hold guards and nothing uses: Slurm's (the default owner).
+  std::vector<std::string> unguarded;
+  for (const DeviceView& v : views) {
+    if (v.owner == Owner::kUnguarded && !bad.count(v.name)) unguarded.push_back(v.name);
+  }
+  if (!unguarded.empty()) {
+    DeviceAction a = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReservation,
+                          "GpusHeldForSlurm",
+                          StrCat("devices ", JoinNames(unguarded), " held for Slurm"));
+    a.devices = std::move(unguarded);
+    plan.actions.push_back(std::move(a));
+  }
+
+  const int64_t now_unix = own::ToUnix(now);
+  for (const Placeholder& p : node.placeholders) {
+    std::vector<std::string> mine, held, lifted;
+    bool in_use = false;
+    for (const DeviceView& v : views) {
+      if (v.placeholder != p.job_id || p.job_id == 0 || bad.count(v.name)) continue;
+      mine.push_back(v.name);
+      in_use |= !v.pods.empty();
+      (v.owner == Owner::kKubernetes ? lifted : held).push_back(v.name);
+    }
+    if (!p.running) {
+      // The give waits for its victims: signal each once, preempt after its grace.
+      std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
+      std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
+      for (uint32_t id : p.victims) {
+        auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
+                               [&](const NodeJob& j) { return j.view.job_id == id; });
+        if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
+        const own::JobPolicy policy = own::PolicyFor(it->view, cfg, now);
+        if (!policy.preemptible) continue;  // became protected: the placeholder waits
+        if (!it->signalled_at) {
+          to_signal[{policy.signal, policy.scope}].push_back(id);
+        } else if (now >= *it->signalled_at + policy.grace) {
+          to_preempt[policy.mode].push_back(id);
+        }
+      }
+      for (auto& [sig, ids] : to_signal) {
+        DeviceAction a = Make(DeviceActionKind::kSignalJobs, node, plan::Cause::kLend,
+                              "CheckpointSignalled",
+                              StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod));
+        a.signal = sig.first;
+        a.signal_scope = sig.second;
+        a.job_ids = std::move(ids);
+        a.pod = p.pod;
+        a.at_unix = now_unix;
+        plan.actions.push_back(std::move(a));
+      }
+      for (auto& [mode, ids] : to_preempt) {
+        DeviceAction a = Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend,
+                              "SlurmJobsPreempted",
+                              StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode),
+                                     " for ", p.pod, ": grace over"));
+        a.preempt_mode = mode;
+        a.job_ids = std::move(ids);
+        a.pod = p.pod;
+        a.at_unix = now_unix;
+        plan.actions.push_back(std::move(a));
+      }
+      continue;
+    }
+    if (p.returning) {
+      if (!lifted.empty()) {
+        DeviceAction a = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn,
+                              "GpusReturning",
+                              StrCat("devices ", JoinNames(lifted), " held again for Slurm"));
+        a.devices = std::move(lifted);
+        a.placeholder_job = p.job_id;
+        plan.actions.push_back(std::move(a));
+      } else if (!in_use) {
+        DeviceAction a =
+            Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kReturn, "GpusReturned",
+                 StrCat("devices ", JoinNames(mine), " back to Slurm (placeholder ", p.job_id,
+                        " ends)"));
+        a.placeholder_job = p.job_id;
+        plan.actions.push_back(std::move(a));
+      }
+      continue;
+    }
+    // A give: Slurm holds the devices now, so Kubernetes may have them.
+    if (!held.empty()) {
+      DeviceAction a = Make(DeviceActionKind::kRemoveDeviceHold, node, plan::Cause::kLend,
+                            "GpusLent", StrCat("devices ", JoinNames(held), " lent to ", p.pod));
+      a.devices = std::move(held);
+      a.placeholder_job = p.job_id;
+      a.pod = p.pod;
+      plan.actions.push_back(std::move(a));
+      continue;
+    }
+    if (in_use == p.idle_since.has_value()) {
+      DeviceAction a = Make(DeviceActionKind::kRecordIdleSince, node, plan::Cause::kReturn, "GpusIdle",
+                           StrCat("devices ", JoinNames(mine), in_use ? " in use" : " idle"));
+      a.quiet = true;
+      a.placeholder_job = p.job_id;
+      a.at_unix = in_use ? 0 : now_unix;
+      plan.actions.push_back(std::move(a));
+      continue;
+    }
+    const own::ReturnDecision d =
+        own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
+    if (!d.now) continue;
+    DeviceAction mark = Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn,
+                             "GpusReturning", StrCat("devices ", JoinNames(mine), " return to Slurm: ", d.why));
+    mark.placeholder_job = p.job_id;
+    plan.actions.push_back(std::move(mark));
+    DeviceAction hold = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn,
+                             "GpusReturning", StrCat("devices ", JoinNames(mine), " held again for Slurm"));
+    hold.devices = std::move(mine);
+    hold.placeholder_job = p.job_id;
+    plan.actions.push_back(std::move(hold));
+  }
+  return plan;
+}
+
+}  // namespace skb::devices

@@ -1,0 +1,376 @@
+#include "src/devices/device_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "src/devices/gres.h"
+#include "src/ownership/policy.h"
+
+namespace skb::devices {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
+
+config::Config Cfg() {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  return cfg;
+}
+
+NodeDevices Node(std::string name, int gpus, std::string model = "h100") {
+  NodeDevices n;
+  n.node = std::move(name);
+  n.model = std::move(model);
+  for (int i = 0; i < gpus; ++i) n.devices.push_back({i, DeviceName(i), /*k8s_hold=*/true});
+  return n;
+}
+
+void AddJob(NodeDevices* n, uint32_t id, std::string_view gres, bool preemptible,
+            Clock::Duration ran) {
+  NodeJob j;
+  j.view.job_id = id;
+  j.view.state = slurm::JobState::kRunning;
+  j.view.requeue = true;
+  j.view.nodes = {n->node};
+  j.view.start_time = ownership::ToUnix(kNow - ran);
+  j.view.admin_comment =
+      preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
+  auto idx = ParseGpuIndices(gres);
+  EXPECT_TRUE(idx.ok()) << idx.status();
+  j.indices = *idx;
+  j.view.gpus_per_node = static_cast<int64_t>(j.indices.size());
+  n->jobs.push_back(std::move(j));
+}
+
+PendingPod Pod(int64_t gpus, std::string name = "ml/infer-0") {
+  return {std::move(name), gpus, 1'000'000, ""};
+}
+
+// Per device: never a Slurm job and an allocated claim, never a device no side holds.
+void ExpectInvariant(const NodeDevices& n) {
+  for (const DeviceView& v : Owners(n)) {
+    EXPECT_FALSE(v.job != 0 && !v.pods.empty()) << v.name << " used by both sides";
+    EXPECT_NE(v.owner, Owner::kUnguarded) << v.name << " held by neither side";
+  }
+}
+
+// A fake executor over the node: carries out each action as the daemon would.
+void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::TimePoint now) {
+  for (const DeviceAction& a : actions) {
+    Placeholder* p = nullptr;
+    for (Placeholder& q : n->placeholders) {
+      if (q.job_id == a.placeholder_job) p = &q;
+    }
+    switch (a.kind) {
+      case DeviceActionKind::kAddDeviceHold:
+      case DeviceActionKind::kRemoveDeviceHold:
+        for (Device& d : n->devices) {
+          if (std::count(a.devices.begin(), a.devices.end(), d.name)) {
+            d.k8s_hold = a.kind == DeviceActionKind::kAddDeviceHold;
+          }
+        }
+        break;
+      case DeviceActionKind::kSubmitPlaceholder:
+        n->placeholders.push_back({900 + static_cast<uint32_t>(n->placeholders.size()), a.pod,
+                                   a.gpus, a.job_ids});
+        break;
+      case DeviceActionKind::kSignalJobs:
+        for (NodeJob& j : n->jobs) {
+          if (std::count(a.job_ids.begin(), a.job_ids.end(), j.view.job_id)) j.signalled_at = now;
+        }
+        break;
+      case DeviceActionKind::kPreemptJobs:
+        std::erase_if(n->jobs, [&](const NodeJob& j) {
+          return std::count(a.job_ids.begin(), a.job_ids.end(), j.view.job_id) > 0;
+        });
+        break;
+      case DeviceActionKind::kRecordIdleSince:
+        p->idle_since = a.at_unix == 0 ? std::nullopt
+                                       : std::optional(ownership::FromUnix(a.at_unix));
+        break;
+      case DeviceActionKind::kMarkReturning:
+        p->returning = true;
+        break;
+      case DeviceActionKind::kEndPlaceholder:
+        std::erase_if(n->placeholders,
+                      [&](const Placeholder& q) { return q.job_id == a.placeholder_job; });
+        break;
+    }
+    ExpectInvariant(*n);
+  }
+}
+
+// A fake slurmctld: starts each pending placeholder on the lowest free indices.
+void StartPlaceholders(NodeDevices* n, Clock::TimePoint now) {
+  for (Placeholder& p : n->placeholders) {
+    if (p.running) continue;
+    std::vector<int64_t> free;
+    for (const DeviceView& v : Owners(*n)) {
+      if (v.job == 0 && v.placeholder == 0) free.push_back(*DeviceMinor(v.name));
+    }
+    if (static_cast<int64_t>(free.size()) < p.gpus) continue;
+    free.resize(static_cast<size_t>(p.gpus));
+    p.running = true;
+    p.indices = free;
+    p.start = now;
+  }
+}
+
+std::vector<DeviceActionKind> Kinds(const std::vector<DeviceAction>& actions) {
+  std::vector<DeviceActionKind> out;
+  for (const DeviceAction& a : actions) out.push_back(a.kind);
+  return out;
+}
+
+TEST(Owners, ReadsEachSidesHold) {
+  NodeDevices n = Node("node1", 4);
+  n.devices[1].k8s_hold = false;
+  n.devices[3].k8s_hold = false;
+  n.placeholders.push_back({7, "ml/a", 2, {}, true, {2, 3}, kNow});
+  std::vector<DeviceView> v = Owners(n);
+  EXPECT_EQ(v[0].owner, Owner::kSlurm);
+  EXPECT_EQ(v[1].owner, Owner::kUnguarded);
+  EXPECT_EQ(v[2].owner, Owner::kToKubernetes);
+  EXPECT_EQ(v[3].owner, Owner::kKubernetes);
+  n.placeholders[0].returning = true;
+  EXPECT_EQ(Owners(n)[2].owner, Owner::kToSlurm);
+  EXPECT_EQ(OwnerName(Owner::kToSlurm), "to-slurm");
+}
+
+TEST(SelectOnNode, TakesIdleGpusFirstWithoutPreempting) {
+  NodeDevices n = Node("node1", 8);
+  AddJob(&n, 1, "gpu:4(IDX:0-3)", /*preemptible=*/true, hours(1));
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-4", "gpu-5"));
+  EXPECT_THAT(s->victims, IsEmpty());
+  EXPECT_EQ(s->work_lost, 0);
+}
+
+TEST(SelectOnNode, PreemptsTheFewestPreemptibleJobsLosingTheLeastWork) {
+  NodeDevices n = Node("node1", 8);
+  AddJob(&n, 1, "gpu:1(IDX:0)", true, hours(10));
+  AddJob(&n, 2, "gpu:1(IDX:1)", true, hours(10));
+  AddJob(&n, 3, "gpu:h100:2(IDX:2-3)", true, hours(1));
+  AddJob(&n, 4, "gpu:4(IDX:4-7)", /*preemptible=*/false, minutes(1));
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, IsEmpty());
+  EXPECT_THAT(s->victims, ElementsAre(3u));  // one job, 2 GPU-hours (not 1+2: 20)
+  EXPECT_EQ(s->victim_gpus, 2);
+  EXPECT_DOUBLE_EQ(s->work_lost, 2 * 3600.0);
+
+  // One idle GPU: a 1-GPU job would do, but the 2-GPU job loses less work.
+  NodeDevices m = Node("node2", 4);
+  AddJob(&m, 5, "gpu:1(IDX:0)", true, hours(5));
+  AddJob(&m, 6, "gpu:2(IDX:1-2)", true, hours(1));
+  s = SelectOnNode(m, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-3"));
+  EXPECT_THAT(s->victims, ElementsAre(6u));
+}
+
+TEST(SelectOnNode, NeverTakesANonPreemptibleJobsGpus) {
+  NodeDevices n = Node("node1", 8);
+  AddJob(&n, 1, "gpu:4(IDX:0-3)", /*preemptible=*/false, hours(1));
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(5), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("4 GPUs run non-preemptible"));
+  auto s = SelectOnNode(n, Pod(4), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-4", "gpu-5", "gpu-6", "gpu-7"));
+
+  // A job that cannot be requeued is not preemptible either (PolicyFor).
+  NodeDevices m = Node("node2", 2);
+  AddJob(&m, 2, "gpu:2(IDX:0-1)", true, hours(1));
+  m.jobs[0].view.requeue = false;
+  EXPECT_FALSE(SelectOnNode(m, Pod(1), Cfg(), kNow, &why));
+}
+
+TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
+  NodeDevices n = Node("node1", 8);
+  n.placeholders.push_back({9, "ml/other", 2});
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("a give is in flight"));
+  NodeDevices m = Node("node2", 8, "a100");
+  PendingPod p = Pod(1);
+  p.model = "h100";
+  EXPECT_FALSE(SelectOnNode(m, p, Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("wants h100"));
+}
+
+TEST(ChooseNode, PrefersNoPreemptionThenLeastWorkOnPartialNodes) {
+  std::vector<NodeDevices> nodes = {Node("node1", 8), Node("node2", 8), Node("node3", 8)};
+  AddJob(&nodes[0], 1, "gpu:7(IDX:0-6)", true, hours(3));        // 1 idle
+  AddJob(&nodes[1], 2, "gpu:5(IDX:0-4)", false, hours(3));       // 3 idle
+  AddJob(&nodes[2], 3, "gpu:8(IDX:0-7)", true, minutes(10));     // 0 idle
+  auto s = ChooseNode(nodes, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "node2");
+  EXPECT_THAT(s->victims, IsEmpty());
+
+  // 4 GPUs: node2 cannot (non-preemptible); node1 loses 21 GPU-hours, node3 80 GPU-minutes.
+  s = ChooseNode(nodes, Pod(4), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "node3");
+  EXPECT_THAT(s->victims, ElementsAre(3u));
+
+  std::string why;
+  PendingPod low = Pod(1);
+  low.priority = 10;
+  EXPECT_FALSE(ChooseNode(nodes, low, Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("below the inference threshold"));
+}
+
+TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  n.claims.push_back({"ml/rogue", {"gpu-1"}, true});
+  n.claims.push_back({"ml/pending", {"gpu-3"}, /*allocated=*/false});
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  EXPECT_THAT(p.violations, ElementsAre(Violation{
+                                "gpu-1", "Slurm job 1 runs on it and pod ml/rogue has an "
+                                         "allocated claim on it"}));
+  EXPECT_THAT(p.actions, IsEmpty());
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("gpu-1"));
+
+  // A claim on a Slurm-held device with no job yet is reported too, as is one on an
+  // unguarded device; the unguarded device is not re-held under the pod.
+  NodeDevices m = Node("node2", 2);
+  m.devices[1].k8s_hold = false;
+  m.claims.push_back({"ml/a", {"gpu-0"}, true});
+  m.claims.push_back({"ml/b", {"gpu-1"}, true});
+  p = PlanNode(m, Cfg(), kNow);
+  ASSERT_EQ(p.violations.size(), 2u);
+  EXPECT_THAT(p.violations[0].what, HasSubstr("Slurm-held device"));
+  EXPECT_THAT(p.violations[1].what, HasSubstr("no hold guards"));
+  EXPECT_THAT(p.actions, IsEmpty());
+}
+
+TEST(PlanNode, HoldsUnguardedIdleDevicesForSlurm) {
+  NodeDevices n = Node("node1", 3);
+  n.devices[0].k8s_hold = false;
+  n.devices[2].k8s_hold = false;
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_EQ(p.actions.size(), 1u);
+  EXPECT_EQ(p.actions[0].kind, DeviceActionKind::kAddDeviceHold);
+  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-0", "gpu-2"));
+  EXPECT_EQ(p.actions[0].cause, plan::Cause::kReservation);
+  Apply(&n, p.actions, kNow);
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
+}
+
+// Two 4-GPU jobs, one preemptible, one not; a 2-GPU pod; then its return. Each pass is
+// planned on what the previous one did, and every intermediate state keeps the invariant.
+TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 8);
+  AddJob(&n, 1, "gpu:4(IDX:0-3)", true, hours(2));
+  AddJob(&n, 2, "gpu:4(IDX:4-7)", false, hours(2));
+  std::vector<NodeDevices> nodes = {n};
+
+  auto s = ChooseNode(nodes, Pod(2), cfg, kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(1u));
+  std::vector<DeviceAction> give = PlanGive(*s, Pod(2));
+  ASSERT_THAT(Kinds(give), ElementsAre(DeviceActionKind::kSubmitPlaceholder));
+  EXPECT_EQ(give[0].gpus, 2);
+  EXPECT_THAT(give[0].job_ids, ElementsAre(1u));
+  Apply(&n, give, kNow);
+  nodes = {n};
+  EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, kNow));  // served: planning again asks nothing
+
+  Clock::TimePoint t = kNow;
+  NodePlan p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kSignalJobs));
+  EXPECT_THAT(p.actions[0].job_ids, ElementsAre(1u));
+  EXPECT_EQ(p.actions[0].signal, cfg.lending.checkpoint_signal);
+  Apply(&n, p.actions, t);
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // the grace runs
+
+  t += cfg.lending.default_grace;
+  p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kPreemptJobs));
+  EXPECT_THAT(p.actions[0].job_ids, ElementsAre(1u));
+  EXPECT_EQ(p.actions[0].pod, "ml/infer-0");
+  Apply(&n, p.actions, t);
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // Slurm has yet to start it
+
+  StartPlaceholders(&n, t);
+  ExpectInvariant(n);
+  p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
+  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-0", "gpu-1"));  // Slurm picked, k8s follows
+  Apply(&n, p.actions, t);
+  // The job that is not preemptible was never touched.
+  ASSERT_EQ(n.jobs.size(), 1u);
+  EXPECT_EQ(n.jobs[0].view.job_id, 2u);
+  EXPECT_EQ(Owners(n)[0].owner, Owner::kKubernetes);
+  EXPECT_EQ(Owners(n)[2].owner, Owner::kSlurm);  // the victim's other GPUs go back to Slurm
+
+  // The pod runs; the idle-since record follows its claim.
+  n.claims.push_back({"ml/infer-0", {"gpu-0", "gpu-1"}, true});
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
+  t += hours(1);
+  n.claims.clear();
+  p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRecordIdleSince));
+  EXPECT_TRUE(p.actions[0].quiet);
+  Apply(&n, p.actions, t);
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // cool-down
+
+  t += cfg.lending.cooldown;
+  p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre(DeviceActionKind::kMarkReturning, DeviceActionKind::kAddDeviceHold));
+  // A crash between the two: the next pass holds the devices again.
+  Apply(&n, {p.actions[0]}, t);
+  NodePlan resumed = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(resumed.actions), ElementsAre(DeviceActionKind::kAddDeviceHold));
+  EXPECT_THAT(resumed.actions[0].devices, ElementsAre("gpu-0", "gpu-1"));
+  // A pod got a claim on the devices just before the hold: the placeholder waits for it.
+  n.claims.push_back({"ml/late", {"gpu-1"}, true});
+  Apply(&n, resumed.actions, t);
+  EXPECT_EQ(Owners(n)[1].owner, Owner::kToSlurm);
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
+  n.claims.clear();
+  p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  Apply(&n, p.actions, t);
+  EXPECT_EQ(Owners(n)[0].owner, Owner::kSlurm);
+  EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
+  EXPECT_THAT(PlanNode(n, cfg, t).violations, IsEmpty());
+}
+
+TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:1(IDX:0)", true, hours(1));
+  std::vector<NodeDevices> nodes = {n};
+  auto s = ChooseNode(nodes, Pod(1), cfg, kNow);
+  ASSERT_TRUE(s);
+  Apply(&n, PlanGive(*s, Pod(1)), kNow);
+  EXPECT_THAT(PlanNode(n, cfg, kNow).actions, IsEmpty());
+  StartPlaceholders(&n, kNow);
+  NodePlan p = PlanNode(n, cfg, kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
+  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-1"));
+  EXPECT_EQ(p.actions[0].event_reason, "GpusLent");
+  EXPECT_THAT(ToString(p.actions[0]), HasSubstr("RemoveDeviceHold node1 devices=gpu-1"));
+  EXPECT_EQ(n.jobs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace skb::devices

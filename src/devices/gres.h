@@ -1,0 +1,69 @@
+// Device identity between Slurm and Kubernetes on one node: which GPU a Slurm job holds
+// (its GRES indices, `scontrol show job -d`: "GRES=gpu:4(IDX:0-3)") and which DRA device
+// (NVIDIA's GPU DRA driver publishes "gpu-0".."gpu-N-1") is the same physical GPU.
+//
+//   StatusOr<GresIndices> g = ParseGresIndices("gpu:h100:2(IDX:1,5)");  // {h100, 2, {1, 5}}
+//   DeviceMapping m = MapGresFiles({"/dev/nvidia0", "/dev/nvidia1"}, slice_devices);
+//   if (!m.proven) { /* the node stays node-granular: m.reason says why */ }
+//
+// Slurm numbers a node's GPUs by their order in gres.conf (File= entries, ranges
+// expanded); the device file's minor number names the physical GPU. The mapping is only
+// trusted when every index resolves to exactly one published device; anything else keeps
+// the node at node granularity, with the reason.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace skb::devices {
+
+// GPUs of one GRES entry of a job: "gpu:h100:2(IDX:1,5)" -> {type "h100", count 2, {1, 5}}.
+struct GresIndices {
+  std::string type;  // "" when untyped ("gpu:4(IDX:0-3)"); MIG profiles too ("1g.10gb")
+  int64_t count = 0;
+  std::vector<int64_t> indices;  // ascending, distinct
+  friend bool operator==(const GresIndices&, const GresIndices&) = default;
+};
+
+// Parses the GPU entries of a job's per-node GRES string as `scontrol show job -d` prints
+// it ("gpu:4(IDX:0-3)", "gpu:h100:2(IDX:1,5)", "gpu:1g.10gb:1(IDX:0)", several entries
+// separated by top-level commas; non-gpu entries are skipped). InvalidArgument, naming the
+// entry, on a missing or unbalanced "(IDX:...)", a bad number or range, a duplicate index,
+// or a count that differs from the number of indices. "gpu:0(IDX:N/A)" is no GPU.
+StatusOr<std::vector<GresIndices>> ParseGresIndices(std::string_view gres);
+// All GPU indices of a job's GRES string, ascending (the union of its entries).
+StatusOr<std::vector<int64_t>> ParseGpuIndices(std::string_view gres);
+
+// The DRA device name of GPU `minor` as the NVIDIA driver and the testbed publish it.
+std::string DeviceName(int64_t minor);
+// "gpu-3" -> 3; nullopt for any other name.
+std::optional<int64_t> DeviceMinor(std::string_view name);
+
+// A device as the node's ResourceSlice publishes it.
+struct SliceDevice {
+  std::string name;
+  std::optional<int64_t> minor;  // the driver's "minor" attribute, when published
+};
+
+struct DeviceMapping {
+  bool proven = false;
+  std::string reason;                      // why not (empty when proven)
+  std::vector<std::string> device_by_idx;  // Slurm GRES index -> DRA device name
+};
+
+// Maps a node's gres.conf GPU files, in Slurm's index order ("/dev/nvidia3" at index 0 ...),
+// to its published devices. A file proves the device whose `minor` attribute equals its
+// minor number; a slice without minor attributes proves nothing unless `trust_names` (an
+// admin's statement that device gpu-N is /dev/nvidiaN, as on the testbed) maps it by name.
+// Unproven when: a file is not /dev/nvidia<N>, two files share a minor, the counts differ,
+// a minor has no device or more than one, or a device is left over.
+DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const SliceDevice> devices,
+                           bool trust_names);
+
+}  // namespace skb::devices
