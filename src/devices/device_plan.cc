@@ -33,8 +33,7 @@ std::string JoinNames(const std::vector<std::string>& names) {
 }
 
 double WorkLost(const NodeJob& j, Clock::TimePoint now) {
-  const double secs =
-      std::chrono::duration<double>(now - own::FromUnix(j.view.start_time)).count();
+  const double secs = std::chrono::duration<double>(now - own::FromUnix(j.view.start_time)).count();
   return secs > 0 ? secs * static_cast<double>(j.indices.size()) : 0;
 }
 
@@ -106,8 +105,10 @@ std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>&
   // Many small jobs: least work per GPU first.
   std::vector<size_t> order = cands;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double wa = WorkLost(node.jobs[a], now) / static_cast<double>(node.jobs[a].indices.size());
-    const double wb = WorkLost(node.jobs[b], now) / static_cast<double>(node.jobs[b].indices.size());
+    const double wa =
+        WorkLost(node.jobs[a], now) / static_cast<double>(node.jobs[a].indices.size());
+    const double wb =
+        WorkLost(node.jobs[b], now) / static_cast<double>(node.jobs[b].indices.size());
     return wa < wb;
   });
   std::vector<size_t> set;
@@ -226,8 +227,8 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
   if (!node.healthy) return no(StrCat("node ", node.node, " is unhealthy"));
   for (const Placeholder& p : node.placeholders) {
     if (!p.running) {
-      return no(StrCat("node ", node.node, ": a give is in flight (placeholder ", p.job_id,
-                       " for ", p.pod, ")"));
+      return no(StrCat("node ", node.node, ": a give is in flight (placeholder ", p.job_id, " for ",
+                       p.pod, ")"));
     }
   }
   const std::vector<DeviceView> views = Owners(node);
@@ -238,11 +239,19 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
   s.node = node.node;
   for (const DeviceView& v : views) {
     if (v.owner == Owner::kSlurm && v.job == 0) s.idle.push_back(v.name);
+    if (v.owner == Owner::kKubernetes && v.pods.empty() &&
+        static_cast<int64_t>(s.lent_idle.size()) < pod.gpus - 1) {
+      s.lent_idle.push_back(v.name);  // at least one GPU must move, or the pod would fit
+    }
   }
+  s.gpus = pod.gpus - static_cast<int64_t>(s.lent_idle.size());
+  const std::string lent =
+      s.lent_idle.empty() ? "" : StrCat(s.lent_idle.size(), " lent idle GPUs and ");
   const int64_t idle = static_cast<int64_t>(s.idle.size());
-  if (idle >= pod.gpus) {
-    s.idle.resize(static_cast<size_t>(pod.gpus));
-    s.why = StrCat(pod.gpus, " idle GPUs on ", node.node);
+  if (idle >= s.gpus) {
+    s.idle_left = idle - s.gpus;
+    s.idle.resize(static_cast<size_t>(s.gpus));
+    s.why = StrCat(lent, s.gpus, " idle GPUs on ", node.node);
     return s;
   }
   std::vector<size_t> cands;
@@ -260,9 +269,9 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
       protected_gpus += static_cast<int64_t>(j.indices.size());
     }
   }
-  const std::vector<size_t> picked = PickJobs(node, cands, pod.gpus - idle, now);
+  const std::vector<size_t> picked = PickJobs(node, cands, s.gpus - idle, now);
   if (picked.empty()) {
-    return no(StrCat("node ", node.node, ": ", idle, " idle GPUs and ", pod.gpus - idle,
+    return no(StrCat("node ", node.node, ": ", lent, idle, " idle GPUs and ", s.gpus - idle,
                      " more needed; the preemptible jobs cannot free them (", protected_gpus,
                      " GPUs run non-preemptible or moving work)"));
   }
@@ -272,7 +281,7 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
     s.work_lost += WorkLost(node.jobs[i], now);
   }
   std::sort(s.victims.begin(), s.victims.end());
-  s.why = StrCat(idle, " idle GPUs and ", s.victim_gpus, " of preemptible job(s) ",
+  s.why = StrCat(lent, idle, " idle GPUs and ", s.victim_gpus, " of preemptible job(s) ",
                  JoinIds(s.victims), " on ", node.node);
   return s;
 }
@@ -295,7 +304,7 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
   std::string last_why = "no GPU node";
   auto key = [](const Selection& s) {
     return std::make_tuple(s.victims.empty() ? 0 : 1, s.work_lost, s.victims.size(), s.victim_gpus,
-                           s.node);
+                           s.idle_left, s.node);
   };
   for (const NodeDevices& n : nodes) {
     std::optional<Selection> s = SelectOnNode(n, pod, cfg, now, &last_why);
@@ -310,11 +319,11 @@ std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
   a.kind = DeviceActionKind::kSubmitPlaceholder;
   a.node = s.node;
   a.pod = pod.pod;
-  a.gpus = pod.gpus;
+  a.gpus = s.gpus;
   a.job_ids = s.victims;
   a.cause = plan::Cause::kLend;
   a.event_reason = "GpusLending";
-  a.event_message = StrCat("placeholder for ", pod.gpus, " GPU(s) for ", pod.pod, ": ", s.why);
+  a.event_message = StrCat("placeholder for ", s.gpus, " GPU(s) for ", pod.pod, ": ", s.why);
   return {a};
 }
 
@@ -331,9 +340,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     if (v.owner == Owner::kUnguarded && !bad.count(v.name)) unguarded.push_back(v.name);
   }
   if (!unguarded.empty()) {
-    DeviceAction a = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReservation,
-                          "GpusHeldForSlurm",
-                          StrCat("devices ", JoinNames(unguarded), " held for Slurm"));
+    DeviceAction a =
+        Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReservation, "GpusHeldForSlurm",
+             StrCat("devices ", JoinNames(unguarded), " held for Slurm"));
     a.devices = std::move(unguarded);
     plan.actions.push_back(std::move(a));
   }
@@ -365,9 +374,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         }
       }
       for (auto& [sig, ids] : to_signal) {
-        DeviceAction a = Make(DeviceActionKind::kSignalJobs, node, plan::Cause::kLend,
-                              "CheckpointSignalled",
-                              StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod));
+        DeviceAction a =
+            Make(DeviceActionKind::kSignalJobs, node, plan::Cause::kLend, "CheckpointSignalled",
+                 StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod));
         a.signal = sig.first;
         a.signal_scope = sig.second;
         a.job_ids = std::move(ids);
@@ -376,10 +385,10 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         plan.actions.push_back(std::move(a));
       }
       for (auto& [mode, ids] : to_preempt) {
-        DeviceAction a = Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend,
-                              "SlurmJobsPreempted",
-                              StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode),
-                                     " for ", p.pod, ": grace over"));
+        DeviceAction a =
+            Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend, "SlurmJobsPreempted",
+                 StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode), " for ", p.pod,
+                        ": grace over"));
         a.preempt_mode = mode;
         a.job_ids = std::move(ids);
         a.pod = p.pod;
@@ -390,9 +399,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     }
     if (p.returning) {
       if (!lifted.empty()) {
-        DeviceAction a = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn,
-                              "GpusReturning",
-                              StrCat("devices ", JoinNames(lifted), " held again for Slurm"));
+        DeviceAction a =
+            Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
+                 StrCat("devices ", JoinNames(lifted), " held again for Slurm"));
         a.devices = std::move(lifted);
         a.placeholder_job = p.job_id;
         plan.actions.push_back(std::move(a));
@@ -417,8 +426,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       continue;
     }
     if (in_use == p.idle_since.has_value()) {
-      DeviceAction a = Make(DeviceActionKind::kRecordIdleSince, node, plan::Cause::kReturn, "GpusIdle",
-                           StrCat("devices ", JoinNames(mine), in_use ? " in use" : " idle"));
+      DeviceAction a =
+          Make(DeviceActionKind::kRecordIdleSince, node, plan::Cause::kReturn, "GpusIdle",
+               StrCat("devices ", JoinNames(mine), in_use ? " in use" : " idle"));
       a.quiet = true;
       a.placeholder_job = p.job_id;
       a.at_unix = in_use ? 0 : now_unix;
@@ -428,12 +438,14 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     const own::ReturnDecision d =
         own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
     if (!d.now) continue;
-    DeviceAction mark = Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn,
-                             "GpusReturning", StrCat("devices ", JoinNames(mine), " return to Slurm: ", d.why));
+    DeviceAction mark =
+        Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn, "GpusReturning",
+             StrCat("devices ", JoinNames(mine), " return to Slurm: ", d.why));
     mark.placeholder_job = p.job_id;
     plan.actions.push_back(std::move(mark));
-    DeviceAction hold = Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn,
-                             "GpusReturning", StrCat("devices ", JoinNames(mine), " held again for Slurm"));
+    DeviceAction hold =
+        Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
+             StrCat("devices ", JoinNames(mine), " held again for Slurm"));
     hold.devices = std::move(mine);
     hold.placeholder_job = p.job_id;
     plan.actions.push_back(std::move(hold));

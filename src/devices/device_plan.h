@@ -98,8 +98,8 @@ std::string_view OwnerName(Owner o);  // "slurm", "to-k8s", "k8s", "to-slurm", "
 struct DeviceView {
   std::string name;
   Owner owner = Owner::kUnguarded;
-  uint32_t job = 0;          // a Slurm job (not a placeholder) on it, or 0
-  uint32_t placeholder = 0;  // the placeholder holding it, or 0
+  uint32_t job = 0;               // a Slurm job (not a placeholder) on it, or 0
+  uint32_t placeholder = 0;       // the placeholder holding it, or 0
   std::vector<std::string> pods;  // allocated claims' pods using it
 };
 std::vector<DeviceView> Owners(const NodeDevices& node);
@@ -153,7 +153,12 @@ std::string ToString(const DeviceAction& a);
 // jobs, never a non-preemptible job's.
 struct Selection {
   std::string node;
+  // Devices already Kubernetes' that no claim uses: they count toward the pod, so the give
+  // moves only what is missing (kube-scheduler places the pod on both).
+  std::vector<std::string> lent_idle;
+  int64_t gpus = 0;               // what the placeholder asks for: the pod's GPUs - lent_idle
   std::vector<std::string> idle;  // Slurm's devices no job and no claim uses
+  int64_t idle_left = 0;          // Slurm's idle devices left on the node after the give
   std::vector<uint32_t> victims;  // jobs to preempt (empty when idle devices suffice)
   int64_t victim_gpus = 0;        // GPUs the victims hold (>= what is missing)
   double work_lost = 0;           // GPU-seconds the victims have run (the worst case lost)
@@ -168,8 +173,9 @@ struct Selection {
 std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod& pod,
                                       const config::Config& cfg, Clock::TimePoint now,
                                       std::string* why = nullptr);
-// The node for `pod`: no preemption first (fewest idle devices left over, then name), then
-// least work lost, fewest victims, node name. Nullopt when the pod is already served (a
+// The node for `pod`: no preemption first, then least work lost, fewest victims, fewest
+// victim GPUs; then best fit (fewest idle devices left over: whole free nodes stay whole for
+// large jobs and pods), then the node name. Nullopt when the pod is already served (a
 // placeholder names it) or no node can free enough devices.
 std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
                                     const config::Config& cfg, Clock::TimePoint now,

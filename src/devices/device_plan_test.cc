@@ -80,8 +80,8 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
         }
         break;
       case DeviceActionKind::kSubmitPlaceholder:
-        n->placeholders.push_back({900 + static_cast<uint32_t>(n->placeholders.size()), a.pod,
-                                   a.gpus, a.job_ids});
+        n->placeholders.push_back(
+            {900 + static_cast<uint32_t>(n->placeholders.size()), a.pod, a.gpus, a.job_ids});
         break;
       case DeviceActionKind::kSignalJobs:
         for (NodeJob& j : n->jobs) {
@@ -94,8 +94,8 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
         });
         break;
       case DeviceActionKind::kRecordIdleSince:
-        p->idle_since = a.at_unix == 0 ? std::nullopt
-                                       : std::optional(ownership::FromUnix(a.at_unix));
+        p->idle_since =
+            a.at_unix == 0 ? std::nullopt : std::optional(ownership::FromUnix(a.at_unix));
         break;
       case DeviceActionKind::kMarkReturning:
         p->returning = true;
@@ -196,6 +196,25 @@ TEST(SelectOnNode, NeverTakesANonPreemptibleJobsGpus) {
   EXPECT_FALSE(SelectOnNode(m, Pod(1), Cfg(), kNow, &why));
 }
 
+// GPUs already lent and idle count toward the pod: the give moves only what is missing.
+TEST(SelectOnNode, CountsLentIdleGpusTowardThePod) {
+  NodeDevices n = Node("node1", 4);
+  n.devices[0].k8s_hold = false;
+  n.devices[1].k8s_hold = false;
+  n.placeholders.push_back({7, "ml/old", 2, {}, true, {0, 1}, kNow});
+  n.claims.push_back({"ml/busy", {"gpu-1"}, true});
+  AddJob(&n, 1, "gpu:1(IDX:2)", true, hours(1));
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->lent_idle, ElementsAre("gpu-0"));
+  EXPECT_EQ(s->gpus, 1);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-3"));
+  EXPECT_THAT(s->victims, IsEmpty());
+  std::vector<DeviceAction> give = PlanGive(*s, Pod(2));
+  ASSERT_EQ(give.size(), 1u);
+  EXPECT_EQ(give[0].gpus, 1);
+}
+
 TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
   NodeDevices n = Node("node1", 8);
   n.placeholders.push_back({9, "ml/other", 2});
@@ -211,13 +230,20 @@ TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
 
 TEST(ChooseNode, PrefersNoPreemptionThenLeastWorkOnPartialNodes) {
   std::vector<NodeDevices> nodes = {Node("node1", 8), Node("node2", 8), Node("node3", 8)};
-  AddJob(&nodes[0], 1, "gpu:7(IDX:0-6)", true, hours(3));        // 1 idle
-  AddJob(&nodes[1], 2, "gpu:5(IDX:0-4)", false, hours(3));       // 3 idle
-  AddJob(&nodes[2], 3, "gpu:8(IDX:0-7)", true, minutes(10));     // 0 idle
+  AddJob(&nodes[0], 1, "gpu:7(IDX:0-6)", true, hours(3));     // 1 idle
+  AddJob(&nodes[1], 2, "gpu:5(IDX:0-4)", false, hours(3));    // 3 idle
+  AddJob(&nodes[2], 3, "gpu:8(IDX:0-7)", true, minutes(10));  // 0 idle
   auto s = ChooseNode(nodes, Pod(2), Cfg(), kNow);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->node, "node2");
   EXPECT_THAT(s->victims, IsEmpty());
+  EXPECT_EQ(s->idle_left, 1);
+
+  // Best fit: a 1-GPU pod goes where one idle GPU is left, not to the node with three.
+  s = ChooseNode(nodes, Pod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "node1");
+  EXPECT_EQ(s->idle_left, 0);
 
   // 4 GPUs: node2 cannot (non-preemptible); node1 loses 21 GPU-hours, node3 80 GPU-minutes.
   s = ChooseNode(nodes, Pod(4), Cfg(), kNow);
@@ -238,9 +264,9 @@ TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
   n.claims.push_back({"ml/rogue", {"gpu-1"}, true});
   n.claims.push_back({"ml/pending", {"gpu-3"}, /*allocated=*/false});
   NodePlan p = PlanNode(n, Cfg(), kNow);
-  EXPECT_THAT(p.violations, ElementsAre(Violation{
-                                "gpu-1", "Slurm job 1 runs on it and pod ml/rogue has an "
-                                         "allocated claim on it"}));
+  EXPECT_THAT(p.violations, ElementsAre(Violation{"gpu-1",
+                                                  "Slurm job 1 runs on it and pod ml/rogue has an "
+                                                  "allocated claim on it"}));
   EXPECT_THAT(p.actions, IsEmpty());
   std::string why;
   EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why));

@@ -14,9 +14,8 @@ namespace {
 constexpr int64_t kMaxIndex = 4095;
 
 std::optional<int64_t> ParseIndex(std::string_view s) {
-  if (s.empty() || s.size() > 4 || !std::all_of(s.begin(), s.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  if (s.empty() || s.size() > 4 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   int64_t v = 0;
@@ -81,7 +80,8 @@ StatusOr<GresIndices> ParseEntry(std::string_view entry) {
   for (std::string_view part : StrSplit(list, ',')) {
     const size_t dash = part.find('-');
     std::optional<int64_t> lo = ParseIndex(part.substr(0, dash));
-    std::optional<int64_t> hi = dash == std::string_view::npos ? lo : ParseIndex(part.substr(dash + 1));
+    std::optional<int64_t> hi =
+        dash == std::string_view::npos ? lo : ParseIndex(part.substr(dash + 1));
     if (!lo || !hi) return Malformed(entry, StrCat("index '", part, "' is not a number or range"));
     if (*hi < *lo) return Malformed(entry, StrCat("range '", part, "' runs backwards"));
     for (int64_t i = *lo; i <= *hi; ++i) g.indices.push_back(i);
