@@ -2,7 +2,7 @@
 // bridge's policy (simulator.h) and writes the figures in bench/report.py's format.
 //
 //   skb_trace_sim --tasks openb_pod_list_default.csv --nodes openb_node_list_gpu_node.csv
-//       [--seed N] [--mode static-peak|static-avg|bridge|all] [--out results.json]
+//       [--seed N] [--mode static-peak|static-avg|bridge|bridge-gpu|all] [--out results.json]
 //       [--series series.csv] [--compress F] [--node-fraction F] [--config bridge.json]
 //       [--checkpoint-interval SECONDS] [--checkpoint-on-signal]
 //       [--lend-overhead SECONDS] [--k8s-score least|most] [--name TEXT]
@@ -27,14 +27,15 @@ namespace sim = skb::sim;
 
 struct Args {
   std::string tasks, nodes, out, series, config, name;
-  std::vector<sim::Mode> modes{sim::Mode::kStaticPeak, sim::Mode::kStaticAvg, sim::Mode::kBridge};
+  std::vector<sim::Mode> modes{sim::Mode::kStaticPeak, sim::Mode::kStaticAvg, sim::Mode::kBridge,
+                               sim::Mode::kBridgeGpu};
   double node_fraction = 1;
   sim::Options options;
 };
 
 constexpr char kUsage[] =
     "usage: skb_trace_sim --tasks PATH --nodes PATH [--seed N]\n"
-    "         [--mode static-peak|static-avg|bridge|all] [--out results.json]\n"
+    "         [--mode static-peak|static-avg|bridge|bridge-gpu|all] [--out results.json]\n"
     "         [--series series.csv] [--compress F] [--node-fraction F] [--config bridge.json]\n"
     "         [--checkpoint-interval SECONDS] [--checkpoint-on-signal] [--lend-overhead SECONDS]\n"
     "         [--k8s-score least|most] [--name TEXT]\n";
@@ -82,7 +83,8 @@ skb::Status ParseArgs(int argc, char** argv, Args* a) {
       } else if (flag == "--mode") {
         if (v == "all") continue;
         a->modes.clear();
-        for (sim::Mode m : {sim::Mode::kStaticPeak, sim::Mode::kStaticAvg, sim::Mode::kBridge}) {
+        for (sim::Mode m : {sim::Mode::kStaticPeak, sim::Mode::kStaticAvg, sim::Mode::kBridge,
+                            sim::Mode::kBridgeGpu}) {
           if (sim::ModeName(m) == v) a->modes.push_back(m);
         }
         if (a->modes.empty()) return skb::InvalidArgumentError(StrCat("unknown mode '", v, "'"));
@@ -133,6 +135,12 @@ nlohmann::ordered_json ModeJson(const sim::Result& r, double run_ms) {
       {"lends", r.lends},
       {"returns", r.returns},
       {"no_victim", r.protected_skips},
+      {"gpus_taken", r.gpus_taken},
+      {"gpus_needed", r.gpus_needed},
+      {"gpus_preempted", r.gpus_preempted},
+      {"preempted_gpu_hours", r.preempted_gpu_hours},
+      {"k8s_held_gpu_hours", r.k8s_held_gpu_hours},
+      {"device_violations", r.device_violations},
       {"end_hours", r.end_hours},
       {"run_ms", run_ms},
   };
@@ -150,7 +158,16 @@ void AddFigures(const sim::Result& r, nlohmann::ordered_json* figures) {
   f[m + " inf-wait p99 s"] = Round(r.inference_wait_s.p99, 10);
   f[m + " slowdown p50"] = Round(r.training_slowdown.p50, 100);
   f[m + " slowdown p99"] = Round(r.training_slowdown.p99, 100);
-  if (r.mode == sim::Mode::kBridge) {
+  auto per = [](double a, double b) { return b > 0 ? a / b : 0; };
+  // Kubernetes-held GPU-hours per inference GPU-hour served (1.0: nothing held idle).
+  f[m + " k8s-held/inf GPU-h"] = Round(per(r.k8s_held_gpu_hours, r.inference_gpu_hours), 1000);
+  if (r.mode == sim::Mode::kBridge || r.mode == sim::Mode::kBridgeGpu) {
+    f[m + " taken/needed GPUs"] = Round(per(double(r.gpus_taken), double(r.gpus_needed)), 1000);
+    f[m + " preempted/needed GPUs"] =
+        Round(per(double(r.gpus_preempted), double(r.gpus_needed)), 1000);
+    f[m + " preempted GPU-h/inf GPU-h"] =
+        Round(per(r.preempted_gpu_hours, r.inference_gpu_hours), 10000);
+    f[m + " lost GPU-h/inf GPU-h"] = Round(per(r.lost_gpu_hours, r.inference_gpu_hours), 10000);
     f[m + " lost%"] = Round(100 * r.lost_fraction, 1000);
     f[m + " preempt/job mean"] = Round(r.preemptions_per_job, 1000);
     f[m + " preempt/job max"] = r.max_preemptions_per_job;
@@ -165,7 +182,7 @@ void PrintSummary(const sim::Result& r, double run_ms) {
       "             inference wait p50 %.1fs p99 %.1fs max %.1fs (never %lld) | training "
       "slowdown p50 %.2f p99 %.2f (unfinished %lld)\n"
       "             lost %.2f GPU-h (%.3f%%) preemptions %lld (jobs %lld, mean %.4f, max %lld) "
-      "lends %lld returns %lld | %.0f ms\n",
+      "lends %lld returns %lld | taken %lld needed %lld preempted %lld GPUs | %.0f ms\n",
       std::string(sim::ModeName(r.mode)).c_str(), static_cast<long long>(r.nodes),
       static_cast<long long>(r.gpus), static_cast<long long>(r.k8s_nodes),
       static_cast<long long>(r.k8s_gpus), 100 * r.allocation, r.allocated_gpu_hours,
@@ -176,7 +193,8 @@ void PrintSummary(const sim::Result& r, double run_ms) {
       100 * r.lost_fraction, static_cast<long long>(r.preemptions),
       static_cast<long long>(r.preempted_jobs), r.preemptions_per_job,
       static_cast<long long>(r.max_preemptions_per_job), static_cast<long long>(r.lends),
-      static_cast<long long>(r.returns), run_ms);
+      static_cast<long long>(r.returns), static_cast<long long>(r.gpus_taken),
+      static_cast<long long>(r.gpus_needed), static_cast<long long>(r.gpus_preempted), run_ms);
 }
 
 int Fail(const skb::Status& s) {
@@ -224,9 +242,11 @@ int main(int argc, char** argv) {
   }
   const sim::Result* peak = nullptr;
   const sim::Result* bridge = nullptr;
+  const sim::Result* bridge_gpu = nullptr;
   for (const sim::Result& r : results) {
     if (r.mode == sim::Mode::kStaticPeak) peak = &r;
     if (r.mode == sim::Mode::kBridge) bridge = &r;
+    if (r.mode == sim::Mode::kBridgeGpu) bridge_gpu = &r;
   }
   std::string notes;
   if (!results.empty()) {
@@ -243,6 +263,11 @@ int main(int argc, char** argv) {
     const double ratio = bridge->allocated_gpu_hours / peak->allocated_gpu_hours;
     figures["bridge/static-peak GPU-h"] = Round(ratio, 1000);
     std::printf("bridge / static-peak allocated GPU-hours: %.3fx\n", ratio);
+  }
+  if (peak && bridge_gpu && peak->allocated_gpu_hours > 0) {
+    const double ratio = bridge_gpu->allocated_gpu_hours / peak->allocated_gpu_hours;
+    figures["bridge-gpu/static-peak GPU-h"] = Round(ratio, 1000);
+    std::printf("bridge-gpu / static-peak allocated GPU-hours: %.3fx\n", ratio);
   }
   std::printf("%s\n", notes.c_str());
 

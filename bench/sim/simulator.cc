@@ -9,6 +9,8 @@
 #include <set>
 
 #include "src/base/strings.h"
+#include "src/devices/device_plan.h"
+#include "src/devices/gres.h"
 #include "src/ownership/policy.h"
 
 namespace skb::sim {
@@ -90,6 +92,7 @@ struct Job {
   std::optional<TimePoint> first_start, end;
   int64_t preemptions = 0;
   slurm::JobView view;
+  std::vector<int64_t> indices;  // GPU mode: the GRES indices it holds while running
 };
 
 struct Pod {
@@ -103,8 +106,31 @@ struct Pod {
   std::vector<int> gpus_used;
 };
 
+// GPU mode: one GPU of a node, as the bridge's two holds and the schedulers see it.
+struct Gpu {
+  int job = -1;              // the Slurm job on it
+  uint32_t placeholder = 0;  // the placeholder job holding it for Kubernetes
+  bool k8s_hold = true;      // the DeviceTaintRule keeps Kubernetes off it
+  int pods = 0;              // pods with an allocated claim on it
+};
+
+// GPU mode: a placeholder job and the pod it was submitted for.
+struct Give {
+  uint32_t job_id = 0;
+  int pod = -1;
+  int64_t gpus = 0;
+  std::vector<uint32_t> victims;
+  bool running = false;
+  std::vector<int64_t> indices;
+  TimePoint start{};
+  bool returning = false;
+  std::optional<TimePoint> idle_since;
+};
+
 struct Node {
   const GpuNode* spec = nullptr;
+  std::vector<Gpu> gpu;     // GPU mode
+  std::vector<Give> gives;  // GPU mode
   Owner owner = Owner::kSlurm;
   bool k8s_partition = false;  // static modes: Kubernetes' part, never Slurm's
   int64_t slurm_free = 0;
@@ -118,7 +144,16 @@ struct Node {
   bool class_volatile = false;  // a job carries a preemption record (anti-thrash ages)
 };
 
-enum class EventType { kArrive, kJobEnd, kPodEnd, kPreempt, kLendReady, kReturnCheck };
+enum class EventType {
+  kArrive,
+  kJobEnd,
+  kPodEnd,
+  kPreempt,
+  kLendReady,
+  kReturnCheck,
+  kDrive,     // GPU mode: plan node `id` again (a grace or a cool-down ended)
+  kPodReady,  // GPU mode: pod `id`'s devices were lifted for it: it starts
+};
 
 struct Event {
   TimePoint at;
@@ -139,6 +174,8 @@ class Simulation {
       s.spec = &n;
       s.slurm_free = n.gpus;
       s.gpu_free.assign(static_cast<size_t>(n.gpus), kGpuMilli);
+      if (mode == Mode::kBridgeGpu) s.gpu.assign(static_cast<size_t>(n.gpus), Gpu{});
+      node_index_[n.name] = static_cast<int>(nodes_.size());
       max_node_gpus_ = std::max(max_node_gpus_, n.gpus);
       nodes_.push_back(std::move(s));
       own::VictimCandidate c;
@@ -157,7 +194,10 @@ class Simulation {
     for (const Node& n : nodes_) result_.gpus += n.spec->gpus;
     result_.horizon_hours = ToSeconds(horizon_) / 3600;
     result_.capacity_gpu_hours = static_cast<double>(result_.gpus) * result_.horizon_hours;
-    if (mode_ != Mode::kBridge) SplitStatically();
+    if (mode_ != Mode::kBridge && !gpu_mode()) {
+      SplitStatically();
+      k8s_held_gpus_ = result_.k8s_gpus;
+    }
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (SlurmMayUse(nodes_[i])) IndexAdd(static_cast<int>(i));
       if (nodes_[i].owner == Owner::kK8s) k8s_nodes_.insert(static_cast<int>(i));
@@ -308,6 +348,12 @@ class Simulation {
         if (n.owner == Owner::kK8s && n.epoch == e.epoch) CheckReturn(e.id);
         return;
       }
+      case EventType::kDrive:
+        Drive(e.id);
+        return;
+      case EventType::kPodReady:
+        StartPod(e.id);
+        return;
     }
   }
 
@@ -316,6 +362,7 @@ class Simulation {
     if (t < now_) t = now_;
     const double inf = static_cast<double>(alloc_inference_milli_) / kGpuMilli;
     const double tr = static_cast<double>(alloc_training_gpus_);
+    const double held = static_cast<double>(k8s_held_gpus_);
     const double dt = ToSeconds(t - now_);
     result_.allocated_gpu_hours_total += (inf + tr) * dt / 3600;
     // Clip to the window and spread over the series' buckets.
@@ -327,6 +374,7 @@ class Simulation {
       const double s = ToSeconds(c - a);
       result_.inference_gpu_hours += inf * s / 3600;
       result_.training_gpu_hours += tr * s / 3600;
+      result_.k8s_held_gpu_hours += held * s / 3600;
       if (k >= 0 && k < static_cast<int64_t>(series_.size())) {
         series_[static_cast<size_t>(k)].inference += inf * s;
         series_[static_cast<size_t>(k)].training += tr * s;
@@ -380,9 +428,21 @@ class Simulation {
   void StartJob(int id, int n) {
     Job& j = jobs_[static_cast<size_t>(id)];
     Node& node = nodes_[static_cast<size_t>(n)];
-    IndexRemove(n);
-    node.slurm_free -= j.gpus;
-    IndexAdd(n);
+    if (gpu_mode()) {
+      j.indices.clear();
+      for (size_t g = 0; g < node.gpu.size() && static_cast<int64_t>(j.indices.size()) < j.gpus;
+           ++g) {
+        if (SlurmIdle(node.gpu[g])) {
+          node.gpu[g].job = id;
+          j.indices.push_back(static_cast<int64_t>(g));
+        }
+      }
+      Recount(n);
+    } else {
+      IndexRemove(n);
+      node.slurm_free -= j.gpus;
+      IndexAdd(n);
+    }
     node.jobs.push_back(id);
     j.running = true;
     j.node = n;
@@ -411,6 +471,14 @@ class Simulation {
     j.node = -1;
     alloc_training_gpus_ -= j.gpus;
     node.jobs.erase(std::find(node.jobs.begin(), node.jobs.end(), id));
+    if (gpu_mode()) {
+      for (int64_t g : j.indices) node.gpu[static_cast<size_t>(g)].job = -1;
+      j.indices.clear();
+      StartPlaceholders(n);
+      Recount(n);
+      slurm_dirty_ = true;
+      return;
+    }
     const bool indexed = SlurmMayUse(node);
     if (indexed) IndexRemove(n);
     node.slurm_free += j.gpus;
@@ -435,6 +503,7 @@ class Simulation {
     }
     kept = std::min(kept, ran);
     result_.lost_gpu_hours += ToSeconds(ran - kept) * static_cast<double>(j.gpus) / 3600;
+    result_.preempted_gpu_hours += ToSeconds(ran) * static_cast<double>(j.gpus) / 3600;
     j.saved += kept;
     ++j.preemptions;
     ++result_.preemptions;
@@ -460,10 +529,13 @@ class Simulation {
   std::vector<int> Fit(const Node& node, const Pod& p) const {
     std::vector<int> used;
     if (!ModelAllowed(*p.task, node.spec->model)) return used;
+    auto usable = [&](size_t g) {
+      return !gpu_mode() || (node.gpu[g].placeholder != 0 && !node.gpu[g].k8s_hold);
+    };
     if (p.task->Fractional()) {
       int best = -1;
       for (size_t g = 0; g < node.gpu_free.size(); ++g) {
-        if (node.gpu_free[g] >= p.milli &&
+        if (usable(g) && node.gpu_free[g] >= p.milli &&
             (best < 0 || node.gpu_free[g] < node.gpu_free[static_cast<size_t>(best)])) {
           best = static_cast<int>(g);
         }
@@ -473,7 +545,7 @@ class Simulation {
     }
     for (size_t g = 0; g < node.gpu_free.size() && static_cast<int64_t>(used.size()) < p.need_gpus;
          ++g) {
-      if (node.gpu_free[g] == kGpuMilli) used.push_back(static_cast<int>(g));
+      if (usable(g) && node.gpu_free[g] == kGpuMilli) used.push_back(static_cast<int>(g));
     }
     if (static_cast<int64_t>(used.size()) < p.need_gpus) used.clear();
     return used;
@@ -494,7 +566,7 @@ class Simulation {
       const double alloc = 1 - static_cast<double>(free - p.milli) /
                                    static_cast<double>(node.spec->gpus * kGpuMilli);
       const double score = opt_.k8s_score == K8sScore::kLeastAllocated ? -alloc : alloc;
-      const bool ready = node.owner == Owner::kK8s;
+      const bool ready = node.owner == Owner::kK8s || gpu_mode();
       if (best < 0 || (ready && !best_ready) || (ready == best_ready && score > best_score)) {
         best = i;
         best_score = score;
@@ -512,6 +584,15 @@ class Simulation {
       Pod& p = pods_[static_cast<size_t>(id)];
       std::vector<int> gpus;
       int n = PlacePod(p, &gpus);
+      if (n < 0 && gpu_mode() && p.need_gpus < failed_need) {
+        if (GiveFor(id)) {
+          it = pending_pods_.erase(it);  // its placeholder serves it now
+        } else {
+          failed_need = p.need_gpus;
+          ++it;
+        }
+        continue;
+      }
       if (n < 0 && mode_ == Mode::kBridge && p.need_gpus < failed_need) {
         n = LendFor(p);
         if (n < 0) {
@@ -529,17 +610,24 @@ class Simulation {
     }
   }
 
-  void BindPod(int id, int n, const std::vector<int>& gpus) {
+  // `delayed`: GPU mode, the pod's devices were just lifted for it: it starts after the
+  // lend overhead.
+  void BindPod(int id, int n, const std::vector<int>& gpus, bool delayed = false) {
     Pod& p = pods_[static_cast<size_t>(id)];
     Node& node = nodes_[static_cast<size_t>(n)];
     const int64_t per_gpu = p.task->Fractional() ? p.milli : kGpuMilli;
     for (int g : gpus) node.gpu_free[static_cast<size_t>(g)] -= per_gpu;
+    if (gpu_mode()) {
+      for (int g : gpus) ++node.gpu[static_cast<size_t>(g)].pods;
+    }
     p.gpus_used = gpus;
     p.node = n;
     ++node.pods;
     ++node.epoch;
     node.idle_since.reset();
-    if (node.owner == Owner::kK8s) {
+    if (delayed) {
+      Push(now_ + opt_.lend_overhead, EventType::kPodReady, id, 0);
+    } else if (node.owner == Owner::kK8s || gpu_mode()) {
       StartPod(id);
     } else {
       node.nominated.push_back(id);
@@ -561,6 +649,11 @@ class Simulation {
     alloc_inference_milli_ -= p.milli;
     --node.pods;
     ++node.epoch;
+    if (gpu_mode()) {
+      for (int g : p.gpus_used) --node.gpu[static_cast<size_t>(g)].pods;
+      Drive(p.node);
+      return;
+    }
     if (mode_ == Mode::kBridge && node.pods == 0) {
       node.idle_since = now_;
       CheckReturn(p.node);
@@ -613,6 +706,7 @@ class Simulation {
       return -1;
     }
     const int n = static_cast<int>(picked.front());
+    result_.gpus_needed += p.need_gpus;
     Lend(n);
     return n;
   }
@@ -620,6 +714,8 @@ class Simulation {
   void Lend(int n) {
     Node& node = nodes_[static_cast<size_t>(n)];
     ++result_.lends;
+    result_.gpus_taken += node.spec->gpus;
+    k8s_held_gpus_ += node.spec->gpus;
     IndexRemove(n);  // drained in Slurm
     node.owner = Owner::kLending;
     node.lent_at = now_;
@@ -631,6 +727,7 @@ class Simulation {
       Job& j = jobs_[static_cast<size_t>(id)];
       const own::JobPolicy policy = own::PolicyFor(j.view, cfg_, now_);
       if (!policy.preemptible) continue;  // the lend waits for it to end
+      result_.gpus_preempted += j.gpus;
       j.signalled_at = now_;
       j.preempt_mode = policy.mode;
       Push(now_ + policy.grace, EventType::kPreempt, id, j.run);
@@ -665,6 +762,7 @@ class Simulation {
                                                     /*healthy=*/true, cfg_.lending, now_);
     if (d.now) {
       ++result_.returns;
+      k8s_held_gpus_ -= node.spec->gpus;
       node.owner = Owner::kSlurm;
       node.idle_since.reset();
       ++node.epoch;
@@ -675,6 +773,203 @@ class Simulation {
       slurm_dirty_ = true;
     } else if (d.at) {
       Push(*d.at, EventType::kReturnCheck, n, node.epoch);
+    }
+  }
+
+  // ---- The bridge at GPU granularity: every move through src/devices ----------------
+
+  bool gpu_mode() const { return mode_ == Mode::kBridgeGpu; }
+  static bool SlurmIdle(const Gpu& g) { return g.job < 0 && g.placeholder == 0 && g.k8s_hold; }
+
+  // Slurm's free GPUs on the node: idle Slurm-held devices, less what a pending
+  // placeholder (the top-priority job there) waits for.
+  void Recount(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    IndexRemove(n);
+    int64_t free = 0, reserved = 0;
+    for (const Gpu& g : node.gpu) free += SlurmIdle(g) ? 1 : 0;
+    for (const Give& g : node.gives) reserved += g.running ? 0 : g.gpus;
+    node.slurm_free = std::max<int64_t>(0, free - reserved);
+    IndexAdd(n);
+  }
+
+  // slurmctld: a pending placeholder starts as soon as enough GPUs are free; it picks the
+  // lowest indices.
+  void StartPlaceholders(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    for (Give& give : node.gives) {
+      if (give.running) continue;
+      std::vector<int64_t> free;
+      for (size_t g = 0; g < node.gpu.size(); ++g) {
+        if (SlurmIdle(node.gpu[g])) free.push_back(static_cast<int64_t>(g));
+      }
+      if (static_cast<int64_t>(free.size()) < give.gpus) continue;
+      free.resize(static_cast<size_t>(give.gpus));
+      for (int64_t g : free) node.gpu[static_cast<size_t>(g)].placeholder = give.job_id;
+      give.running = true;
+      give.indices = std::move(free);
+      give.start = now_;
+      k8s_held_gpus_ += give.gpus;
+      Push(now_, EventType::kDrive, n, 0);  // lift the holds (not from inside a Drive)
+    }
+  }
+
+  static std::string PodName(int id) { return StrCat("inference/pod-", id); }
+
+  // The node as the daemon would observe it, in the planner's terms.
+  devices::NodeDevices DevicesOf(int n) const {
+    const Node& node = nodes_[static_cast<size_t>(n)];
+    devices::NodeDevices d;
+    d.node = node.spec->name;
+    d.model = node.spec->model;
+    for (size_t g = 0; g < node.gpu.size(); ++g) {
+      const int64_t idx = static_cast<int64_t>(g);
+      d.devices.push_back({idx, devices::DeviceName(idx), node.gpu[g].k8s_hold});
+      if (node.gpu[g].pods > 0) d.claims.push_back({"", {devices::DeviceName(idx)}, true});
+    }
+    for (int id : node.jobs) {
+      const Job& j = jobs_[static_cast<size_t>(id)];
+      d.jobs.push_back({j.view, j.indices, j.signalled_at});
+    }
+    for (const Give& g : node.gives) {
+      d.placeholders.push_back({g.job_id, PodName(g.pod), g.gpus, g.victims, g.running, g.indices,
+                                g.start, g.returning, g.idle_since});
+    }
+    return d;
+  }
+
+  // A pending pod that fits no lifted device: the planner picks the node and the victims.
+  bool GiveFor(int pod) {
+    const Pod& p = pods_[static_cast<size_t>(pod)];
+    // Only nodes that could serve it; those with enough idle GPUs, when there are any (the
+    // planner ranks a give without preemption first anyway).
+    std::vector<int> idle, other;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const Node& node = nodes_[i];
+      if (node.spec->gpus < p.need_gpus || !ModelAllowed(*p.task, node.spec->model)) continue;
+      int64_t slurm = 0, free = 0, lent_idle = 0;
+      bool pending = false;
+      for (const Gpu& g : node.gpu) {
+        slurm += g.placeholder == 0 && g.k8s_hold ? 1 : 0;
+        free += SlurmIdle(g) ? 1 : 0;
+        lent_idle += g.placeholder != 0 && !g.k8s_hold && g.pods == 0 ? 1 : 0;
+      }
+      for (const Give& g : node.gives) pending |= !g.running;
+      if (pending || slurm + lent_idle < p.need_gpus) continue;
+      (free + lent_idle >= p.need_gpus ? idle : other).push_back(static_cast<int>(i));
+    }
+    std::vector<devices::NodeDevices> cands;
+    for (int i : idle.empty() ? other : idle) cands.push_back(DevicesOf(i));
+    const devices::PendingPod want{PodName(pod), p.need_gpus, cfg_.lending.inference_threshold, ""};
+    std::optional<devices::Selection> s = devices::ChooseNode(cands, want, cfg_, now_);
+    if (!s) {
+      ++result_.protected_skips;
+      return false;
+    }
+    const int n = node_index_.at(s->node);
+    for (const devices::DeviceAction& a : devices::PlanGive(*s, want)) Execute(n, a);
+    ++result_.lends;
+    result_.gpus_needed += p.need_gpus;
+    result_.gpus_taken += s->gpus;  // the placeholder's size
+    result_.gpus_preempted += s->victim_gpus;
+    return true;
+  }
+
+  // Plans node `n` and carries the actions out until nothing is left to do now.
+  void Drive(int n) {
+    for (int pass = 0; pass < 16; ++pass) {
+      const devices::NodePlan plan = devices::PlanNode(DevicesOf(n), cfg_, now_);
+      result_.device_violations += static_cast<int64_t>(plan.violations.size());
+      if (plan.actions.empty()) return;
+      for (const devices::DeviceAction& a : plan.actions) Execute(n, a);
+    }
+  }
+
+  Give* FindGive(Node& node, uint32_t job_id) {
+    for (Give& g : node.gives) {
+      if (g.job_id == job_id) return &g;
+    }
+    return nullptr;
+  }
+
+  // The executor: each action on the simulated cluster.
+  void Execute(int n, const devices::DeviceAction& a) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    using K = devices::DeviceActionKind;
+    switch (a.kind) {
+      case K::kSubmitPlaceholder: {
+        Give g;
+        g.job_id = next_placeholder_++;
+        g.pod = std::stoi(a.pod.substr(a.pod.rfind('-') + 1));
+        g.gpus = a.gpus;
+        g.victims = a.job_ids;
+        node.gives.push_back(std::move(g));
+        k8s_nodes_.insert(n);
+        StartPlaceholders(n);
+        Recount(n);
+        Drive(n);
+        return;
+      }
+      case K::kSignalJobs:
+        for (uint32_t id : a.job_ids) {
+          Job& j = jobs_[id - 1];
+          j.signalled_at = now_;
+          Push(now_ + own::PolicyFor(j.view, cfg_, now_).grace, EventType::kDrive, n, 0);
+        }
+        return;
+      case K::kPreemptJobs:
+        for (uint32_t id : a.job_ids) {
+          Job& j = jobs_[id - 1];
+          j.preempt_mode = a.preempt_mode;
+          Preempt(static_cast<int>(id - 1), j.run);
+        }
+        return;
+      case K::kRemoveDeviceHold:
+      case K::kAddDeviceHold: {
+        const bool hold = a.kind == K::kAddDeviceHold;
+        for (const std::string& d : a.devices) {
+          node.gpu[static_cast<size_t>(*devices::DeviceMinor(d))].k8s_hold = hold;
+        }
+        if (hold) return;
+        // kube-scheduler places the pod the give was for on the lifted devices.
+        Give* g = FindGive(node, a.placeholder_job);
+        const Pod& p = pods_[static_cast<size_t>(g->pod)];
+        if (p.node < 0) {
+          std::vector<int> gpus = Fit(node, p);
+          if (!gpus.empty()) {
+            BindPod(g->pod, n, gpus, /*delayed=*/true);
+          } else {
+            pending_pods_.push_back(g->pod);  // cannot happen with whole lifted devices
+          }
+        }
+        return;
+      }
+      case K::kRecordIdleSince: {
+        Give* g = FindGive(node, a.placeholder_job);
+        if (a.at_unix == 0) {
+          g->idle_since.reset();
+          return;
+        }
+        g->idle_since = now_;
+        const own::ReturnDecision d =
+            own::ShouldReturn(g->start, g->idle_since, false, true, cfg_.lending, now_);
+        if (d.at) Push(*d.at, EventType::kDrive, n, 0);
+        return;
+      }
+      case K::kMarkReturning:
+        FindGive(node, a.placeholder_job)->returning = true;
+        return;
+      case K::kEndPlaceholder: {
+        Give* g = FindGive(node, a.placeholder_job);
+        for (int64_t i : g->indices) node.gpu[static_cast<size_t>(i)].placeholder = 0;
+        k8s_held_gpus_ -= g->gpus;
+        ++result_.returns;
+        std::erase_if(node.gives, [&](const Give& x) { return x.job_id == a.placeholder_job; });
+        if (node.gives.empty()) k8s_nodes_.erase(n);
+        Recount(n);
+        slurm_dirty_ = true;
+        return;
+      }
     }
   }
 
@@ -734,6 +1029,9 @@ class Simulation {
   int64_t max_node_gpus_ = 0;
 
   std::vector<Node> nodes_;
+  std::map<std::string, int> node_index_;
+  int64_t k8s_held_gpus_ = 0;                     // GPUs Kubernetes holds (lent or its static part)
+  uint32_t next_placeholder_ = 1u << 30;          // placeholder job ids, apart from the trace's
   std::vector<own::VictimCandidate> candidates_;  // by node index (bridge)
   std::vector<Job> jobs_;
   std::vector<Pod> pods_;
@@ -762,6 +1060,8 @@ std::string_view ModeName(Mode m) {
       return "static-avg";
     case Mode::kBridge:
       return "bridge";
+    case Mode::kBridgeGpu:
+      return "bridge-gpu";
   }
   return "bridge";
 }

@@ -32,6 +32,13 @@
 //     requeued; when no job is left the node is Kubernetes' and its pods start. A lent
 //     node without pods returns when ShouldReturn says so. Reservation class changes
 //     apply at once (the daemon batches them by up to a minute; ignored here).
+//   * GPU granularity (kBridgeGpu): every GPU starts Slurm's; Slurm jobs take the lowest
+//     free indices. A pod that fits no lifted GPU asks devices::ChooseNode (idle GPUs, then
+//     preemptible jobs' GPUs, best fit), and PlanNode drives every step after it on the
+//     simulated cluster: a placeholder (the node's top-priority Slurm job, which keeps free
+//     GPUs back for itself) starts on the lowest free indices once its victims are
+//     requeued; their holds are lifted; the pod starts lend_overhead later; an idle
+//     placeholder returns after ShouldReturn (held first, ended once no pod uses it).
 //   * Checkpoints: a running job checkpoints every `checkpoint_interval` of its own run
 //     time, the first one after a random fraction of the interval (seeded per job run).
 //     A preempted job resumes from its last checkpoint; the GPU time since then is lost.
@@ -59,8 +66,11 @@
 
 namespace skb::sim {
 
-enum class Mode { kStaticPeak, kStaticAvg, kBridge };
-std::string_view ModeName(Mode m);  // "static-peak", "static-avg", "bridge"
+// kBridge lends whole nodes (node granularity); kBridgeGpu moves single GPUs (DRA clusters)
+// through src/devices: ChooseNode/PlanGive for every pending pod no lifted GPU serves,
+// PlanNode for every step after (signal, preempt, lift the hold, idle record, return).
+enum class Mode { kStaticPeak, kStaticAvg, kBridge, kBridgeGpu };
+std::string_view ModeName(Mode m);  // "static-peak", "static-avg", "bridge", "bridge-gpu"
 
 enum class K8sScore { kLeastAllocated, kMostAllocated };
 
@@ -123,7 +133,13 @@ struct Result {
   double preemptions_per_job = 0;  // over all training jobs
   int64_t lends = 0, returns = 0;
   int64_t protected_skips = 0;  // victim picks that found only protected/too-small nodes
-  double end_hours = 0;         // when the last task ended
+  // Waste of a lend: GPUs moved to Kubernetes, GPUs the triggering pods needed, GPUs of the
+  // jobs preempted for them (node mode: every preemptible job on the node).
+  int64_t gpus_taken = 0, gpus_needed = 0, gpus_preempted = 0;
+  double preempted_gpu_hours = 0;  // GPUs x run time of the preempted runs
+  double k8s_held_gpu_hours = 0;   // within the window: GPUs Kubernetes held (lent/static)
+  int64_t device_violations = 0;   // GPU mode: devices both sides claimed (must be 0)
+  double end_hours = 0;            // when the last task ended
   std::vector<SeriesPoint> series;
 };
 

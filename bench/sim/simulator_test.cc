@@ -150,6 +150,56 @@ TEST(Simulate, FractionalPodsPackOntoOneGpu) {
   EXPECT_NEAR(r.allocation, 1.9 / 2, 1e-9);
 }
 
+// GPU granularity: one 8-GPU node, a preemptible 4-GPU job on GPUs 0-3 and 4 idle GPUs.
+// A 1-GPU pod at 10 s: node mode lends the whole node (8 GPUs taken, the job's 4 GPUs
+// preempted after its 60 s grace, the pod waits 60 s); GPU mode takes one idle GPU at once
+// and preempts nothing. Both give the GPUs back after the pod (cool-down 2 min, min lend
+// 5 min).
+TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
+  const std::vector<Task> tasks = {T("a", "BE", 4, 0, 10000), T("pod", "LS", 1, 10, 100)};
+  Result node = Sim(tasks, Nodes(1, 8), Mode::kBridge);
+  EXPECT_EQ(node.gpus_taken, 8);
+  EXPECT_EQ(node.gpus_needed, 1);
+  EXPECT_EQ(node.gpus_preempted, 4);
+  EXPECT_EQ(node.preemptions, 1);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 60);
+
+  Result gpu = Sim(tasks, Nodes(1, 8), Mode::kBridgeGpu);
+  EXPECT_EQ(gpu.gpus_taken, 1);
+  EXPECT_EQ(gpu.gpus_needed, 1);
+  EXPECT_EQ(gpu.gpus_preempted, 0);
+  EXPECT_EQ(gpu.preemptions, 0);
+  EXPECT_DOUBLE_EQ(gpu.inference_wait_s.p50, 0);
+  EXPECT_EQ(gpu.lends, 1);
+  EXPECT_EQ(gpu.returns, 1);
+  EXPECT_EQ(gpu.device_violations, 0);
+  EXPECT_EQ(ModeName(Mode::kBridgeGpu), "bridge-gpu");
+}
+
+// Two 4-GPU jobs on one 8-GPU node, one preemptible (BE), one not (Guaranteed); a 2-GPU
+// pod at 10 s. Node mode: the node is protected, the pod waits for the Guaranteed job
+// (10000 - 10 s). GPU mode: the BE job is signalled at 10 s and requeued at 70 s, the
+// placeholder starts on its GPUs and the pod runs at 70 s; the Guaranteed job never stops.
+TEST(Simulate, GpuModePreemptsOnlyPreemptibleJobsGpus) {
+  const std::vector<Task> tasks = {T("a", "BE", 4, 0, 10000), T("g", "Guaranteed", 4, 0, 10000),
+                                   T("pod", "LS", 2, 10, 100)};
+  Result node = Sim(tasks, Nodes(1, 8), Mode::kBridge);
+  EXPECT_EQ(node.preemptions, 0);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 10000 - 10);
+
+  Result gpu = Sim(tasks, Nodes(1, 8), Mode::kBridgeGpu);
+  EXPECT_EQ(gpu.preemptions, 1);
+  EXPECT_EQ(gpu.preempted_jobs, 1);
+  EXPECT_EQ(gpu.gpus_preempted, 4);
+  EXPECT_EQ(gpu.gpus_taken, 2);
+  EXPECT_DOUBLE_EQ(gpu.inference_wait_s.p50, 60);
+  EXPECT_EQ(gpu.training_never_finished, 0);
+  EXPECT_EQ(gpu.device_violations, 0);
+  // The Guaranteed job ran undisturbed: the worst slowdown is the requeued BE job's.
+  EXPECT_GT(gpu.training_slowdown.max, 1);
+  EXPECT_DOUBLE_EQ(gpu.training_slowdown.p50, 1);
+}
+
 // Sized for peak inference (8 GPUs) Kubernetes would take both 8-GPU nodes; Slurm keeps
 // one so its 8-GPU job can run.
 TEST(Simulate, StaticSplitLeavesSlurmANodeForItsLargestJob) {
