@@ -9,6 +9,8 @@
 #   as recorded  every node of the trace (1,213 nodes, 6,212 GPUs)
 #   contended    a seeded 0.8% sample of the nodes (12 nodes, 59 GPUs): below the trace's
 #                peak concurrent GPU demand (65.6), so inference has to take Slurm's nodes
+#   not preemptible  the same nodes, no training job preemptible (as if every QOS were
+#                Guaranteed): only idle GPUs (GPU mode) or idle nodes (node mode) can be lent
 # TRACE_DIR defaults to $SKB_TRACE_DIR, else ../shared/data/alibaba-gpu-v2023 beside the
 # repository. Missing trace: says so and exits 0 (the study is skipped, not failed).
 set -euo pipefail
@@ -38,3 +40,5 @@ run() {  # NAME LABEL ARGS...
 
 run trace_sim "Alibaba GPU 2023, as recorded (1213 nodes)"
 run trace_sim_contended "Alibaba GPU 2023, contended (0.8% of the nodes)" --node-fraction 0.008
+run trace_sim_not_preemptible "Alibaba GPU 2023, contended, training not preemptible" \
+  --node-fraction 0.008 --config "$root/bench/sim/not_preemptible.json"
