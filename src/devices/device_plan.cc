@@ -357,6 +357,14 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       in_use |= !v.pods.empty();
       (v.owner == Owner::kKubernetes ? lifted : held).push_back(v.name);
     }
+    if (!p.running && !p.wanted) {
+      DeviceAction a = Make(
+          DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveCancelled",
+          StrCat("placeholder ", p.job_id, " cancelled: ", p.pod, " no longer waits for GPUs"));
+      a.placeholder_job = p.job_id;
+      plan.actions.push_back(std::move(a));
+      continue;
+    }
     if (!p.running) {
       // The give waits for its victims: signal each once, preempt after its grace.
       std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;

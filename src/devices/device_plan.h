@@ -59,6 +59,9 @@ struct Placeholder {
   bool returning = false;        // a return was recorded: its devices go back to Slurm
   // Since when no allocated claim uses its devices (recorded by kRecordIdleSince).
   std::optional<Clock::TimePoint> idle_since;
+  // The pod it was submitted for still waits for it. False once the pod is gone or placed
+  // elsewhere: a give still pending is then cancelled (no victim is preempted for nobody).
+  bool wanted = true;
 };
 
 struct Device {
@@ -122,7 +125,8 @@ enum class DeviceActionKind {
   kPreemptJobs,        // requeue/cancel `job_ids` (`preempt_mode`), grace over
   kRecordIdleSince,    // record `at_unix` (0: clear) as the placeholder's idle-since
   kMarkReturning,      // record on `placeholder_job` that its devices return to Slurm
-  kEndPlaceholder,     // scancel `placeholder_job`: its GPUs are Slurm's again
+  kEndPlaceholder,     // scancel `placeholder_job`: its GPUs are Slurm's again (a return,
+                       // or a pending give whose pod no longer waits)
 };
 std::string_view DeviceActionKindName(DeviceActionKind k);
 

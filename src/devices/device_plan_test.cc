@@ -380,6 +380,26 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   EXPECT_THAT(PlanNode(n, cfg, t).violations, IsEmpty());
 }
 
+// The pod left while its give waited for the victims' grace: the give is cancelled and
+// the victim, signalled already, is not preempted.
+TEST(PlanNode, CancelsAPendingGiveWhosePodNoLongerWaits) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 2);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  std::vector<NodeDevices> nodes = {n};
+  auto s = ChooseNode(nodes, Pod(1), cfg, kNow);
+  ASSERT_TRUE(s);
+  Apply(&n, PlanGive(*s, Pod(1)), kNow);
+  Apply(&n, PlanNode(n, cfg, kNow).actions, kNow);  // signal
+  n.placeholders[0].wanted = false;
+  NodePlan p = PlanNode(n, cfg, kNow + cfg.lending.default_grace);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  EXPECT_EQ(p.actions[0].event_reason, "GiveCancelled");
+  Apply(&n, p.actions, kNow + cfg.lending.default_grace);
+  EXPECT_EQ(n.jobs.size(), 1u);
+  EXPECT_THAT(PlanNode(n, cfg, kNow + cfg.lending.default_grace).actions, IsEmpty());
+}
+
 TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
   const config::Config cfg = Cfg();
   NodeDevices n = Node("node1", 4);
