@@ -10,7 +10,9 @@
 //    high-priority pod stays Pending with "Preemption is not helpful";
 //  - a DeviceTaintRule with effect NoSchedule keeps its device out of new allocations, a
 //    toleration of every node taint does not tolerate it, and deleting the rule lets the
-//    pending pod have the device.
+//    pending pod have the device;
+//  - the testbed's kubelet admission starts a pod only once its claims are allocated and
+//    reserved for it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -58,6 +60,8 @@ class DraTest : public ::testing::Test {
       // Pods first and waited for, so the next test finds every device free.
       RunCommand({"kubectl", "delete", "pods", "--all", "-n", ns_, "--grace-period=0"},
                  seconds(60));
+      // Then the claims (a claim allocated by hand holds its device until it is gone).
+      RunCommand({"kubectl", "delete", "resourceclaims", "--all", "-n", ns_}, seconds(60));
       RunCommand({"kubectl", "delete", "namespace", ns_, "--wait=false"}, seconds(30));
     }
   }
@@ -268,6 +272,57 @@ TEST_F(DraTest, DeviceTaintRuleKeepsDeviceFromNewAllocations) {
   RunCommand({"kubectl", "delete", "devicetaintrule", StrCat(ns_, "-node1-gpu-0")}, seconds(30));
   ASSERT_TRUE(WaitPhase("one", "Running", seconds(60))) << SchedulingMessage("one");
   EXPECT_EQ(AllocatedDevices("one"), std::set<std::string>{"node1/gpu-0"});
+}
+
+// The testbed's kubelet admission with DRA (kwok starts what it admits): a pod bound to a
+// node by name, whose claim nothing allocated, is admitted but does not start -- its kubelet
+// cannot prepare the claim (Warning FailedPrepareDynamicResources) -- and starts once the
+// claim is allocated (kube-controller-manager then reserves it for the bound pod).
+TEST_F(DraTest, APodStartsOnlyOnceItsClaimIsAllocated) {
+  Apply(StrCat(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: one-gpu}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: )",
+               kDriver, R"(}
+)"),
+        ns_);
+  Apply(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: bound}
+spec:
+  nodeName: node1
+  tolerations: [{operator: Exists}]
+  resourceClaims: [{name: gpu, resourceClaimName: one-gpu}]
+  containers:
+  - name: main
+    image: registry.invalid/inference:1
+    resources: {claims: [{name: gpu}]}
+)",
+        ns_);
+  auto prepare_failed = [&] {
+    json events = Get({"events", "-n", ns_, "--field-selector",
+                       "involvedObject.name=bound,reason=FailedPrepareDynamicResources"});
+    return !events.is_null() && !events["items"].empty();
+  };
+  ASSERT_TRUE(WaitFor(prepare_failed, seconds(60)));
+  EXPECT_EQ(Phase("bound"), "Pending");
+
+  // Allocated as kube-scheduler allocates (the device is free: earlier tests' pods are gone).
+  CommandResult r = RunCommand({"kubectl", "patch", "resourceclaim", "one-gpu", "-n", ns_,
+                                "--subresource=status", "--type=merge", "-p",
+                                StrCat(R"({"status":{"allocation":{"devices":{"results":[)",
+                                       R"({"request":"gpu","driver":")", kDriver,
+                                       R"(","pool":"node1","device":"gpu-7"}]}}}})")},
+                               seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitPhase("bound", "Running", seconds(60)))
+      << Get({"resourceclaim", "-n", ns_, "one-gpu"})["status"].dump();
 }
 
 }  // namespace

@@ -15,8 +15,19 @@ the pod, so no pod is ever Running before admission decided.
 What it checks, as the kubelet does: the pod count; cpu, memory and ephemeral-storage
 (0 when the node does not list them); every other resource the node's allocatable lists,
 whatever its name (nvidia.com/gpu, amd.com/gpu, ...). An extended resource the node does
-not list is dropped from the pod's requests (removeMissingExtendedResources). The pod's
+not list is dropped from the pod's requests (removeMissingExtendedResources), and so is one
+served by DRA (a container's resource named in status.extendedResourceClaimStatus's
+requestMappings: nvidia.com/gpu on a node whose GPUs a DRA driver offers). The pod's
 request is max(sum of its containers, largest init container) plus its overhead.
+
+Dynamic Resource Allocation: an admitted pod starts only once the kubelet prepared its
+claims (spec.resourceClaims, and the claim of status.extendedResourceClaimStatus); that
+fails while a claim is missing, unallocated or not reserved for the pod
+(pkg/kubelet/cm/dra/manager.go PrepareResources). Such a pod counts against the node as
+admitted but stays Pending, with a Warning Event FailedPrepareDynamicResources ("Failed to
+prepare dynamic resources: ..."), and starts once its claims are allocated and reserved
+for it (claims are watched). Preparing itself (the driver's NodePrepareResources) always
+succeeds here.
 
 Kubelet restart (scripts/testbed kubelet-restart NODE): the node annotation
 testbed.slurm-k8s-bridge.io/kubelet-restart=TOKEN makes it re-admit every non-terminal
@@ -51,6 +62,7 @@ RESTART_DEVICES = "testbed.slurm-k8s-bridge.io/kubelet-restart-devices"
 RESTARTED = "testbed.slurm-k8s-bridge.io/kubelet-restarted"
 KWOK_NODE = "kwok.x-k8s.io/node"
 NATIVE_ZERO_WHEN_MISSING = ("cpu", "memory", "ephemeral-storage")
+ALL_KINDS = {"node", "pod", "claim"}
 
 _SUFFIX = {
     "n": fractions.Fraction(1, 10**9), "u": fractions.Fraction(1, 10**6),
@@ -99,16 +111,48 @@ def pod_requests(pod):
         req.update(res.get("requests", {}))  # requests default to limits
         return {k: quantity(v) for k, v in req.items()}
 
+    by_dra = dra_backed(pod)
     total = {}
     for c in spec.get("containers", []):
         for k, v in of(c).items():
-            total[k] = total.get(k, 0) + v
+            if (c.get("name"), k) not in by_dra:
+                total[k] = total.get(k, 0) + v
     for c in spec.get("initContainers", []):
         for k, v in of(c).items():
-            total[k] = max(total.get(k, 0), v)
+            if (c.get("name"), k) not in by_dra:
+                total[k] = max(total.get(k, 0), v)
     for k, v in spec.get("overhead", {}).items():
         total[k] = total.get(k, 0) + quantity(v)
     return total
+
+
+def dra_backed(pod):
+    """(container, resource) pairs served by DRA: status.extendedResourceClaimStatus."""
+    ers = pod.get("status", {}).get("extendedResourceClaimStatus") or {}
+    return {(m.get("containerName"), m.get("resourceName"))
+            for m in ers.get("requestMappings", []) or []}
+
+
+def claim_names(pod):
+    """The ResourceClaims the pod's kubelet prepares, or (None, error) while one has no name
+    yet (resourceclaim.Name: a template's claim not yet recorded in the pod's status)."""
+    spec, status = pod.get("spec", {}), pod.get("status", {})
+    recorded = {s.get("name"): s.get("resourceClaimName")
+                for s in status.get("resourceClaimStatuses", []) or []}
+    names = []
+    for c in spec.get("resourceClaims", []) or []:
+        if c.get("resourceClaimName"):
+            names.append(c["resourceClaimName"])
+        elif c.get("resourceClaimTemplateName"):
+            if c.get("name") not in recorded:
+                return None, (f'pod "{pod["metadata"]["namespace"]}/{pod["metadata"]["name"]}": '
+                              "no ResourceClaim for it yet")
+            if recorded[c["name"]]:
+                names.append(recorded[c["name"]])
+    ers = status.get("extendedResourceClaimStatus") or {}
+    if ers.get("resourceClaimName"):
+        names.append(ers["resourceClaimName"])
+    return names, None
 
 
 def terminal(pod):
@@ -212,11 +256,15 @@ class Admission:
         self.api = api
         self.nodes = {}  # name -> node object (managed nodes only)
         self.by_node = {}  # node -> {uid: pod}: bound pods
-        self.decided = {}  # uid -> "admitted" | "rejected": our write, not yet seen back
+        self.decided = {}  # uid -> "admitted" | "rejected": our write, not yet seen back;
+        #                    "unprepared": admitted, its claims not ready (no write yet)
+        self.claims = {}  # (namespace, name) -> ResourceClaim
         self.restarted = {}  # node -> token handled
 
     def apply(self, kind, event, obj):
         """Updates the cache; returns the nodes whose admission must be looked at again."""
+        if kind == "claim":
+            return self.apply_claim(event, obj)
         if kind == "node":
             if event == "SYNC":
                 self.nodes = {n["metadata"]["name"]: n for n in obj
@@ -248,9 +296,56 @@ class Admission:
             del self.decided[uid]  # our write is visible now
         return {node}
 
+    def apply_claim(self, event, obj):
+        if event == "SYNC":
+            self.claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in obj}
+            return set(self.by_node)
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if event == "DELETED":
+            self.claims.pop(key, None)
+        else:
+            self.claims[key] = obj
+        # The nodes of the pods waiting for their claims in that namespace.
+        return {node for node, pods in self.by_node.items() for p in pods.values()
+                if p["metadata"]["namespace"] == key[0]
+                and self.decided.get(p["metadata"]["uid"]) == "unprepared"}
+
+    def claims_unready(self, pod):
+        """None when every claim of the pod is allocated and reserved for it, else why not
+        (worded as the kubelet's PrepareResources error)."""
+        names, err = claim_names(pod)
+        if err:
+            return err
+        meta = pod["metadata"]
+        for name in names:
+            claim = self.claims.get((meta["namespace"], name))
+            if claim is None:
+                return f'fetch ResourceClaim {name}: resourceclaims "{name}" not found'
+            status = claim.get("status", {})
+            if not any(r.get("uid") == meta["uid"] for r in status.get("reservedFor", []) or []):
+                return (f"pod {meta['name']} ({meta['uid']}) is not allowed to use ResourceClaim "
+                        f"{name} ({claim['metadata']['uid']})")
+            if not status.get("allocation"):
+                return f"ResourceClaim {name}: not allocated"
+        return None
+
+    def start(self, pod):
+        """An admitted pod runs once its claims are ready; until then it waits, admitted."""
+        uid = pod["metadata"]["uid"]
+        why = self.claims_unready(pod)
+        if why is None:
+            self.admit(pod)
+            return
+        if self.decided.get(uid) != "unprepared":
+            self.decided[uid] = "unprepared"
+            meta = pod["metadata"]
+            log(f"waiting {meta['namespace']}/{meta['name']} on {pod['spec']['nodeName']}: {why}")
+            self.event(pod, "FailedPrepareDynamicResources",
+                       f"Failed to prepare dynamic resources: {why}")
+
     def admitted(self, pod):
         uid = pod["metadata"]["uid"]
-        if self.decided.get(uid) == "admitted" or has_admitted_condition(pod):
+        if self.decided.get(uid) in ("admitted", "unprepared") or has_admitted_condition(pod):
             return True
         # Started before this daemon ran (or before kwok's stages asked for the condition).
         status = pod.get("status", {})
@@ -271,6 +366,10 @@ class Admission:
             return
         on_node = list(self.by_node.get(node_name, {}).values())
         running = [p for p in on_node if self.active(p) and self.admitted(p)]
+        for p in running:
+            if self.decided.get(p["metadata"]["uid"]) == "unprepared" and \
+                    not p["metadata"].get("deletionTimestamp"):
+                self.start(p)
         waiting = sorted((p for p in on_node if self.active(p) and not self.admitted(p)
                           and not p["metadata"].get("deletionTimestamp")), key=creation_key)
         if not waiting:
@@ -284,7 +383,7 @@ class Admission:
         for p in waiting:
             verdict = self.fits(p, alloc, used, count)
             if verdict is None:
-                self.admit(p)
+                self.start(p)
                 for k, v in pod_requests(p).items():
                     used[k] = used.get(k, 0) + v
                 count += 1
@@ -346,6 +445,11 @@ class Admission:
         self.decided[uid] = "rejected"
         log(f"rejected {meta['namespace']}/{meta['name']} on {pod['spec']['nodeName']}: "
             f"{reason}: {message}")
+        self.event(pod, reason, message)
+
+    def event(self, pod, reason, message):
+        """A Warning Event on the pod from its node's kubelet."""
+        meta, uid = pod["metadata"], pod["metadata"]["uid"]
         now = now_rfc3339()
         event = {"metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
                  "involvedObject": {"kind": "Pod", "namespace": meta["namespace"],
@@ -375,8 +479,8 @@ class Admission:
             if verdict is not None:
                 self.reject(p, *verdict)
                 continue
-            if not self.admitted(p):
-                self.admit(p)
+            if not self.admitted(p) or self.decided.get(p["metadata"]["uid"]) == "unprepared":
+                self.start(p)
             for k, v in req.items():
                 used[k] = used.get(k, 0) + v
             count += 1
@@ -397,6 +501,7 @@ def main():
     events = queue.Queue()
     Watcher(api, "node", "/api/v1/nodes", events).start()
     Watcher(api, "pod", "/api/v1/pods", events).start()
+    Watcher(api, "claim", "/apis/resource.k8s.io/v1/resourceclaims", events).start()
     admission = Admission(api)
     synced, retry = set(), set()
     log("kubelet admission started")
@@ -411,7 +516,7 @@ def main():
             kind, event, obj = item
             dirty |= admission.apply(kind, event, obj)
             if event == "SYNC":
-                if synced != {"node", "pod"} and (synced | {kind}) == {"node", "pod"}:
+                if synced != ALL_KINDS and (synced | {kind}) == ALL_KINDS:
                     log(f"synced: {len(admission.nodes)} nodes, "
                         f"{sum(len(p) for p in admission.by_node.values())} bound pods")
                 synced.add(kind)
@@ -419,7 +524,7 @@ def main():
                 item = events.get_nowait()
             except queue.Empty:
                 item = None
-        if synced != {"node", "pod"}:
+        if synced != ALL_KINDS:
             continue  # decide only on a whole picture
         for node in sorted(dirty):
             try:
