@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "bridge/logging.h"
 #include "bridge/reconcile/k8s_convert.h"
@@ -14,6 +15,7 @@
 #include "src/admission/admission.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
+#include "src/ownership/policy.h"
 
 namespace skb::bridge {
 namespace {
@@ -21,6 +23,18 @@ namespace {
 // Terminal pods hold no GPU and kube-scheduler does not count them either (docs/architecture.md):
 // the pod cache keeps only the others, and a pod turning terminal arrives as a delete.
 constexpr char kLivePodsSelector[] = "status.phase!=Succeeded,status.phase!=Failed";
+
+// The live-pod view of a pod (or nullopt when the bridge does not track it).
+std::optional<inventory::GpuPod> GpuPodOf(const k8s::ObjectPtr& obj, k8s::PodInfo* info) {
+  auto parsed = k8s::ParsePod(*obj);
+  if (!parsed.ok()) {
+    Logger("k8s")->warn("pod_skipped key=\"{}\" error=\"{}\"", k8s::Informer::KeyOf(*obj),
+                        parsed.status().message());
+    return std::nullopt;
+  }
+  *info = std::move(*parsed);
+  return ToGpuPod(*info);
+}
 
 admission::Policy PolicyFrom(const config::Config& cfg) {
   return admission::Policy{.preemptible_partitions = cfg.admission.preemptible_partitions,
@@ -44,6 +58,14 @@ k8s::InformerOptions PodInformerOptions() {
           .decode_selection = &k8s::JsonSelection::PodWatchEvent()};
 }
 
+k8s::InformerOptions ReservationInformerOptions(const config::Config& cfg) {
+  return {.resource = k8s::Resource::Pods(),
+          .ns = cfg.lending.namespace_name,
+          .label_selector = StrCat(ownership::kRoleLabel, "=", ownership::kReservationRole),
+          .transform = k8s::SelectPodFields,
+          .decode_selection = &k8s::JsonSelection::PodWatchEvent()};
+}
+
 Controller::Controller(ControllerOptions options)
     : opts_(std::move(options)),
       cfg_(*opts_.config),
@@ -59,6 +81,8 @@ Controller::Controller(ControllerOptions options)
                                              executor_.get(), &queue_);
   reconciler_->SetStatusQueue(&status_queue_);
   if (opts_.after_action) reconciler_->SetAfterAction(opts_.after_action);
+  // A leader whose Lease may have passed to another replica stops between two actions.
+  reconciler_->SetActingGate([this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
 }
 
 reconcile::WorkQueueOptions Controller::WakeOnChange() {
@@ -98,16 +122,11 @@ Status Controller::Start() {
 
   pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
   auto on_pod = [this](const k8s::ObjectPtr& obj) {
-    auto info = k8s::ParsePod(*obj);
-    if (!info.ok()) {
-      Logger("k8s")->warn("pod_skipped key=\"{}\" error=\"{}\"", k8s::Informer::KeyOf(*obj),
-                          info.status().message());
-      return;
-    }
-    if (auto pod = ToGpuPod(*info)) {
+    k8s::PodInfo info;
+    if (auto pod = GpuPodOf(obj, &info)) {
       reconciler_->UpdatePod(std::move(*pod));
-    } else {
-      reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
+    } else if (!info.meta.name.empty()) {
+      reconciler_->RemovePod(info.meta.namespace_, info.meta.name);
     }
   };
   pods_->AddHandlers(
@@ -119,6 +138,29 @@ Status Controller::Start() {
              if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
            },
        .wants_old_object = false});
+  if (cfg_.lending.enabled) {
+    reservations_ = std::make_unique<k8s::Informer>(opts_.kube, ReservationInformerOptions(cfg_));
+    auto on_reservation = [this](const k8s::ObjectPtr& obj) {
+      k8s::PodInfo info;
+      if (auto pod = GpuPodOf(obj, &info)) {
+        reconciler_->UpdateReservation(std::move(*pod));
+      } else if (!info.meta.name.empty()) {
+        reconciler_->RemoveReservation(info.meta.namespace_, info.meta.name);
+      }
+    };
+    reservations_->AddHandlers(
+        {.on_add = on_reservation,
+         .on_update = [on_reservation](const k8s::ObjectPtr&,
+                                       const k8s::ObjectPtr& p) { on_reservation(p); },
+         .on_delete =
+             [this](const k8s::ObjectPtr& obj, bool) {
+               auto info = k8s::ParsePod(*obj);
+               if (info.ok()) {
+                 reconciler_->RemoveReservation(info->meta.namespace_, info->meta.name);
+               }
+             },
+         .wants_old_object = false});
+  }
 
   poller_ = std::make_unique<slurm::SlurmPoller>(
       opts_.slurm, cfg_.slurm.poll_interval, [this](const slurm::SlurmState& s) { OnSlurm(s); });
@@ -133,6 +175,7 @@ Status Controller::Start() {
   events_->Start();
   nodes_->Start();
   pods_->Start();
+  if (reservations_) reservations_->Start();
   poller_->Start();
 
   if (!opts_.leader_election) {
@@ -171,6 +214,7 @@ void Controller::Stop() {
   if (elector_) elector_->Stop();  // calls StopActing via on_stopped_leading
   StopActing();
   if (poller_) poller_->Stop();
+  if (reservations_) reservations_->Stop();
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
   if (events_) events_->Stop();
@@ -245,7 +289,7 @@ void Controller::WorkerLoop(int index, bool status_lane) {
   // Acting on half a view could resume a node whose condition is not cached yet: wait.
   {
     std::unique_lock<std::mutex> lock(worker_wait_mu_);
-    while (!stop_worker_ && !(nodes_->HasSynced() && pods_->HasSynced() && polled_)) {
+    while (!stop_worker_ && !(nodes_->HasSynced() && PodsSynced() && polled_)) {
       worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
   }
@@ -341,7 +385,7 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
 bool Controller::Ready(std::string* why) const {
   std::string missing;
   if (!nodes_ || !nodes_->HasSynced()) StrAppend(&missing, "node cache not synced; ");
-  if (!pods_ || !pods_->HasSynced()) StrAppend(&missing, "pod cache not synced; ");
+  if (!PodsSynced()) StrAppend(&missing, "pod cache not synced; ");
   if (!polled_) StrAppend(&missing, "Slurm not polled yet; ");
   if (opts_.leader_election && elector_ && !elector_->IsLeader() && elector_->Leader().empty()) {
     StrAppend(&missing, "no leader known; ");

@@ -43,11 +43,13 @@
 
 namespace skb::bridge {
 
-// The informers the controller runs: managed nodes (the configured label selector) and live
-// pods (not Succeeded/Failed), each trimmed to the fields the bridge reads. Exposed so that
-// benchmarks list and cache exactly what the daemon does.
+// The informers the controller runs: managed nodes (the configured label selector), live
+// pods (not Succeeded/Failed) and the bridge's reservation pods in every phase (the
+// reservation namespace, the role label), each trimmed to the fields the bridge reads.
+// Exposed so that benchmarks list and cache exactly what the daemon does.
 k8s::InformerOptions NodeInformerOptions(const config::Config& cfg);
 k8s::InformerOptions PodInformerOptions();
+k8s::InformerOptions ReservationInformerOptions(const config::Config& cfg);
 
 struct ControllerOptions {
   const config::Config* config = nullptr;  // required; must outlive the controller
@@ -102,7 +104,9 @@ class Controller {
   bool IsLeader() const;
   // Which caches are synced (metrics): the node and pod informers, the first Slurm poll.
   bool NodesSynced() const { return nodes_ && nodes_->HasSynced(); }
-  bool PodsSynced() const { return pods_ && pods_->HasSynced(); }
+  bool PodsSynced() const {
+    return pods_ && pods_->HasSynced() && (!reservations_ || reservations_->HasSynced());
+  }
   bool SlurmPolled() const { return polled_; }
   // The informers' counters (zero before Start()).
   k8s::InformerStats NodeInformerStats() const {
@@ -148,6 +152,7 @@ class Controller {
   AdmissionService admission_;
   std::unique_ptr<k8s::Informer> nodes_;
   std::unique_ptr<k8s::Informer> pods_;
+  std::unique_ptr<k8s::Informer> reservations_;  // lending on only
   std::unique_ptr<slurm::SlurmPoller> poller_;
   std::unique_ptr<k8s::LeaderElector> elector_;
 

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 
+#include "k8s/event_recorder.h"
 #include "k8s/kube_client.h"
 
 namespace skb::k8s {
@@ -105,6 +106,12 @@ class FakeKubeClient final : public KubeClient {
   std::function<void(const ListOptions&)> list_hook_;
   std::map<std::string, nlohmann::json> objects_;  // Key() -> object
   std::deque<HistoryEvent> history_;
+};
+
+// An EventRecorder that drops every Event (unit tests of code that records them).
+class DiscardingEventRecorder final : public EventRecorder {
+ public:
+  void Record(const ObjectReference&, EventType, const std::string&, const std::string&) override {}
 };
 
 }  // namespace skb::k8s

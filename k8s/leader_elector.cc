@@ -68,6 +68,16 @@ bool LeaderElector::IsLeader() const {
   return leading_;
 }
 
+bool LeaderElector::HoldsValidLease() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leading_ && std::chrono::steady_clock::now() < valid_until_;
+}
+
+void LeaderElector::Renewed(std::chrono::steady_clock::time_point attempt_start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  valid_until_ = attempt_start + config_.renew_deadline;
+}
+
 std::string LeaderElector::Leader() const {
   std::lock_guard<std::mutex> lock(mu_);
   return leader_;
@@ -206,7 +216,9 @@ void LeaderElector::Run() {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_) return;
       }
+      const auto attempt = std::chrono::steady_clock::now();
       acquired = TryAcquireOrRenew();
+      if (acquired) Renewed(attempt);
       if (!acquired && !SleepUnlessStopped(Jittered(config_.retry_period))) return;
     }
     {
@@ -225,7 +237,9 @@ void LeaderElector::Run() {
         stopping = true;
         break;
       }
+      const auto attempt = std::chrono::steady_clock::now();
       if (TryAcquireOrRenew()) {
+        Renewed(attempt);
         last_renew = std::chrono::steady_clock::now();
         continue;
       }

@@ -68,6 +68,11 @@ class LeaderElector {
   void Stop();
 
   bool IsLeader() const;
+  // Leading, and the last successful renewal began less than renew_deadline ago: no other
+  // candidate can have taken the Lease over yet (they wait lease_duration > renew_deadline
+  // after they saw our last write). Unlike IsLeader, it turns false on time even while a
+  // renewal hangs: callers check it before each write.
+  bool HoldsValidLease() const;
   // The last observed holder ("" when none).
   std::string Leader() const;
 
@@ -78,6 +83,8 @@ class LeaderElector {
   bool TryAcquireOrRenew();
   void Release();
   bool SleepUnlessStopped(std::chrono::milliseconds d);
+  // Records a successful acquire/renew whose attempt began at `attempt_start`.
+  void Renewed(std::chrono::steady_clock::time_point attempt_start);
   void ObserveHolder(const std::string& holder);
 
   KubeClient* const client_;
@@ -89,7 +96,9 @@ class LeaderElector {
   std::condition_variable cv_;
   bool stop_ = false;     // GUARDED_BY(mu_)
   bool leading_ = false;  // GUARDED_BY(mu_)
-  std::string leader_;    // GUARDED_BY(mu_)
+  // Until when a write is safe: last successful attempt's start + renew_deadline.
+  std::chrono::steady_clock::time_point valid_until_{};  // GUARDED_BY(mu_)
+  std::string leader_;                                   // GUARDED_BY(mu_)
   // Only the elector thread touches these.
   std::string observed_record_;  // holder|renewTime|acquireTime|transitions last seen
   std::chrono::steady_clock::time_point observed_at_{};

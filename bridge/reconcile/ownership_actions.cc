@@ -280,6 +280,15 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
 Status ActionExecutor::ReleaseReservation(const Action& a) {
   // Verify at the source what makes the release safe.
   if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
+    // The drain first, then the jobs: a node still drained takes no new job, so when both
+    // hold no job can start before the release. Without the drain check, an admin's resume
+    // after the planner's snapshot would let Slurm start a job beside the pod it is lent to.
+    ASSIGN_OR_RETURN(slurm::NodeView n, slurm_->LoadNode(a.node));
+    if (!n.drain) {
+      return AbortedError(StrCat("Slurm node ", a.node, " is no longer drained (resumed by hand?",
+                                 " state ", n.StateString(),
+                                 "): drain it again before the release"));
+    }
     auto jobs = slurm_->LoadJobs(0);
     if (!jobs.ok()) return jobs.status();
     for (const auto& j : jobs->items) {

@@ -32,6 +32,10 @@ std::string JobFingerprint(const slurm::JobView& j) {
   return f;
 }
 
+bool IsRetryable(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted;
+}
+
 }  // namespace
 
 Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names, const Clock* clock,
@@ -66,29 +70,55 @@ std::string Reconciler::PodNode(const inventory::GpuPod& p) const {
   return k8s_name.empty() ? "" : names_.SlurmName(k8s_name);
 }
 
-void Reconciler::UpdatePod(inventory::GpuPod pod) {
+void Reconciler::UpdatePod(inventory::GpuPod pod) { UpdatePodIn(&pods_, std::move(pod)); }
+
+void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
+  RemovePodFrom(&pods_, ns, name);
+}
+
+void Reconciler::UpdateReservation(inventory::GpuPod pod) {
+  UpdatePodIn(&reservations_, std::move(pod));
+}
+
+void Reconciler::RemoveReservation(const std::string& ns, const std::string& name) {
+  RemovePodFrom(&reservations_, ns, name);
+}
+
+void Reconciler::UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods,
+                             inventory::GpuPod pod) {
   std::string key = StrCat(pod.namespace_name, "/", pod.name);
   std::string node = PodNode(pod);
   std::string old_node;
   {
     MutexLock lock(&mu_);
-    if (auto it = pods_.find(key); it != pods_.end()) old_node = PodNode(it->second);
-    pods_[key] = std::move(pod);
+    if (auto it = pods->find(key); it != pods->end()) old_node = PodNode(it->second);
+    (*pods)[key] = std::move(pod);
   }
   if (!node.empty()) queue_->Add(node);
   if (!old_node.empty() && old_node != node) queue_->Add(old_node);
 }
 
-void Reconciler::RemovePod(const std::string& ns, const std::string& name) {
+void Reconciler::RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods,
+                               const std::string& ns, const std::string& name) {
   std::string node;
   {
     MutexLock lock(&mu_);
-    auto it = pods_.find(StrCat(ns, "/", name));
-    if (it == pods_.end()) return;
+    auto it = pods->find(StrCat(ns, "/", name));
+    if (it == pods->end()) return;
     node = PodNode(it->second);
-    pods_.erase(it);
+    pods->erase(it);
   }
   if (!node.empty()) queue_->Add(node);
+}
+
+std::vector<const inventory::GpuPod*> Reconciler::PodsLocked() const {
+  std::vector<const inventory::GpuPod*> out;
+  out.reserve(reservations_.size() + pods_.size());
+  for (const auto& [key, p] : reservations_) out.push_back(&p);
+  for (const auto& [key, p] : pods_) {
+    if (!reservations_.count(key)) out.push_back(&p);
+  }
+  return out;
 }
 
 void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
@@ -168,11 +198,12 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
       m.ended_jobs.push_back(j);
     }
   }
-  for (const auto& [key, p] : pods_) {
-    if (!p.node_name.empty()) {
-      if (names_.SlurmName(p.node_name) == name) m.pods.push_back(p);
-    } else if (!p.nominated_node_name.empty() && names_.SlurmName(p.nominated_node_name) == name) {
-      m.nominated_pods.push_back(p);
+  for (const inventory::GpuPod* p : PodsLocked()) {
+    if (!p->node_name.empty()) {
+      if (names_.SlurmName(p->node_name) == name) m.pods.push_back(*p);
+    } else if (!p->nominated_node_name.empty() &&
+               names_.SlurmName(p->nominated_node_name) == name) {
+      m.nominated_pods.push_back(*p);
     }
   }
   return m;
@@ -193,7 +224,7 @@ inventory::Inventory Reconciler::Snapshot() const {
   for (const auto& [n, v] : slurm_nodes_) s.push_back(v);
   for (const auto& [n, v] : jobs_) j.push_back(v);
   for (const auto& [n, v] : ended_jobs_) j.push_back(v);
-  for (const auto& [n, v] : pods_) p.push_back(v);
+  for (const inventory::GpuPod* v : PodsLocked()) p.push_back(*v);
   return inventory::Inventory::Build(std::move(k), std::move(s), j, std::move(p), names_);
 }
 
@@ -266,15 +297,25 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
       std::any_of(result.plan.actions.begin(), result.plan.actions.end(), is_condition)) {
     status_queue_->Add(name);
   }
-  for (const plan::Action& a : result.plan.actions) {
+  // Chain by chain: a failure stops only the actions that may depend on it (drain before
+  // requeue); the others still run (plan::RunChains).
+  bool gated = false;
+  plan::RunChains(result.plan.actions, [&](const plan::Action& a) {
     // With a status lane, WriteNodeStatus writes it, from the state it sees then.
-    if (status_queue_ != nullptr && is_condition(a)) continue;
-    if (ExecuteLogged(a, &result).ok()) {
-      if (after_action_) after_action_(a);
-      continue;
+    if (status_queue_ != nullptr && is_condition(a)) return OkStatus();
+    if (gated || (gate_ && !gate_())) {
+      if (!gated) {
+        log->warn("acting_stopped node={} next=\"{}\": this replica no longer holds a valid lease",
+                  name, plan::ToString(a));
+        result.status = CancelledError("no longer the leader");
+      }
+      gated = true;
+      return CancelledError("no longer the leader");
     }
-    break;  // later actions may depend on this one (drain before requeue)
-  }
+    Status s = ExecuteLogged(a, &result);
+    if (s.ok() && after_action_) after_action_(a);
+    return s;
+  });
   Requeue(queue_, name, result);
   return result;
 }
@@ -288,6 +329,10 @@ ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
   // The conditions alone: ownership is the reconcile lane's.
   result.plan = health::PlanNodeConditions(Node(name), cfg_.health, clock_->Now());
   for (const plan::Action& a : result.plan.actions) {
+    if (gate_ && !gate_()) {
+      result.status = CancelledError("no longer the leader");
+      break;
+    }
     if (!ExecuteLogged(a, &result).ok()) break;
   }
   Requeue(status_queue_, name, result);
@@ -304,7 +349,11 @@ Status Reconciler::ExecuteLogged(const plan::Action& a, ReconcileResult* result)
   } else {
     log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
               StatusCodeName(s.code()), s.message());
-    result->status = s;
+    // The failure that decides the requeue: a retryable one (retried with back-off) wins
+    // over a refusal (looked at again after kRefusedRecheck).
+    if (result->status.ok() || (IsRetryable(s) && !IsRetryable(result->status))) {
+      result->status = s;
+    }
   }
   return s;
 }

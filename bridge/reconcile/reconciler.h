@@ -32,7 +32,8 @@ namespace skb::bridge {
 struct ReconcileResult {
   plan::NodePlan plan;  // what was planned (bridgectl describe shows it)
   int executed = 0;     // actions carried out
-  Status status;        // first failure, if any
+  // A failure, if any: the first retryable one, else the first (it decides the requeue).
+  Status status;
   // Every action attempted (its index in plan.actions) with its result (metrics).
   std::vector<std::pair<size_t, Status>> outcomes;
 };
@@ -53,6 +54,13 @@ class Reconciler {
   void RemoveK8sNode(const std::string& k8s_name);
   void UpdatePod(inventory::GpuPod pod);
   void RemovePod(const std::string& ns, const std::string& name);
+  // The bridge's reservation pods in every phase, from an informer of their own: the live
+  // pods' cache above drops a pod that turns terminal, and a reservation the kubelet fails
+  // (a restart's UnexpectedAdmissionError, an eviction) must be seen, or Slurm's jobs keep
+  // GPUs that Kubernetes counts as free. This view wins over the live-pod view of the same
+  // pod: the two informers' events arrive in no fixed order.
+  void UpdateReservation(inventory::GpuPod pod);
+  void RemoveReservation(const std::string& ns, const std::string& name);
   // The whole current set (the poller hands over full views): nodes whose view changed
   // are marked dirty.
   void SetSlurmNodes(std::vector<slurm::NodeView> nodes);
@@ -75,6 +83,10 @@ class Reconciler {
   // flips back before its write is written once, as it is now. Without one (tests), conditions are
   // written inline, in plan order. Set before use.
   void SetStatusQueue(reconcile::WorkQueue* queue) { status_queue_ = queue; }
+  // Asked before every action: false stops the pass (the rest of the plan is not carried
+  // out). The daemon passes "this replica still holds a valid Lease", so a leader deposed
+  // mid-plan stops between two actions, not after the whole plan. Set before use.
+  void SetActingGate(std::function<bool()> gate) { gate_ = std::move(gate); }
   // Plans node `name` and writes the node conditions that differ; re-queues itself on the
   // status queue on failure (rate-limited when retryable). Requires a status queue.
   ReconcileResult WriteNodeStatus(const std::string& name);
@@ -102,6 +114,11 @@ class Reconciler {
   bool EndedOnLentNodeLocked(const slurm::JobView& j) const REQUIRES(mu_);
   std::string PodNode(const inventory::GpuPod& p) const;
   void RecordOwner(const inventory::ManagedNode& node, const std::string& owner);
+  void UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods, inventory::GpuPod pod);
+  void RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods, const std::string& ns,
+                     const std::string& name);
+  // Every pod once: reservations_, then the pods_ not in it.
+  std::vector<const inventory::GpuPod*> PodsLocked() const REQUIRES(mu_);
   // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
   // the plan's recheck time otherwise.
   // Executes one action of result->plan: its outcome recorded and logged, executed counted,
@@ -117,14 +134,16 @@ class Reconciler {
   ActionExecutor* const executor_;
   reconcile::WorkQueue* const queue_;
   reconcile::WorkQueue* status_queue_ = nullptr;
+  std::function<bool()> gate_;
 
   mutable Mutex mu_;
-  std::map<std::string, inventory::K8sNode> k8s_nodes_ GUARDED_BY(mu_);  // by Slurm name
-  std::atomic<size_t> k8s_node_count_{0};                                // k8s_nodes_.size()
-  std::map<std::string, std::string> k8s_to_slurm_ GUARDED_BY(mu_);      // k8s name -> Slurm name
-  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);        // "ns/name"
-  std::map<std::string, slurm::NodeView> slurm_nodes_ GUARDED_BY(mu_);   // by name
-  std::map<uint32_t, slurm::JobView> jobs_ GUARDED_BY(mu_);              // holding a node
+  std::map<std::string, inventory::K8sNode> k8s_nodes_ GUARDED_BY(mu_);    // by Slurm name
+  std::atomic<size_t> k8s_node_count_{0};                                  // k8s_nodes_.size()
+  std::map<std::string, std::string> k8s_to_slurm_ GUARDED_BY(mu_);        // k8s name -> Slurm name
+  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);          // "ns/name", live pods
+  std::map<std::string, inventory::GpuPod> reservations_ GUARDED_BY(mu_);  // "ns/name", any phase
+  std::map<std::string, slurm::NodeView> slurm_nodes_ GUARDED_BY(mu_);     // by name
+  std::map<uint32_t, slurm::JobView> jobs_ GUARDED_BY(mu_);                // holding a node
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);

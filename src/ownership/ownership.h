@@ -8,8 +8,9 @@
 //   for (const plan::Action& a : p.actions) RETURN_IF_ERROR(executor.Execute(a));
 //   if (p.recheck_at) queue.AddAt(node.name, *p.recheck_at);
 //
-// Actions are listed in the order they must run; the executor stops at the first error
-// and the next plan starts over from the state it then observes. Carried out, a plan
+// Actions are listed in the order they must run; a failure stops the rest of the plan's
+// ownership actions (plan::Chain: health actions are not held back by it) and the next
+// plan starts over from the state it then observes. Carried out, a plan
 // converges: planning again on the resulting state (same `now`) asks for nothing more.
 //
 // States (derived, never stored):
@@ -70,7 +71,9 @@
 //   kPatchPodAnnotations   merge patch of metadata.annotations (remove = null) carrying
 //       metadata.uid, so a pod re-created under the name is not patched. NotFound: Aborted.
 //   kReleaseReservationPod verify first: kNoSlurmJobs -> Slurm, queried now (not the
-//       snapshot), shows no running/suspended/completing job on the node; kSwapTaint ->
+//       snapshot), shows the node drained (any reason: an admin's resume mid-lend is
+//       undone by the next plan's drain) and then no running/suspended/completing job on
+//       it; kSwapTaint ->
 //       the node (GET) carries kSwapTaintKey:NoSchedule; kNodeGone -> the node (GET) is
 //       NotFound (it exists but is not selected: FailedPrecondition). Else Aborted. Then
 //       ONE JSON patch: test uid, add kReleasedAnnotation "true", test+remove kFinalizer by index.

@@ -1,5 +1,7 @@
 #include "src/plan/action.h"
 
+#include <algorithm>
+
 #include "src/base/strings.h"
 
 namespace skb::plan {
@@ -38,6 +40,15 @@ std::string_view ActionKindName(ActionKind k) {
       return "RestoreFinalizer";
   }
   return "Unknown";
+}
+
+void RunChains(const std::vector<Action>& actions,
+               const std::function<Status(const Action&)>& execute) {
+  std::vector<Chain> failed;
+  for (const Action& a : actions) {
+    if (std::find(failed.begin(), failed.end(), a.chain) != failed.end()) continue;
+    if (!execute(a).ok()) failed.push_back(a.chain);
+  }
 }
 
 std::string_view EventTypeName(EventType t) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "src/base/clock.h"
+#include "src/base/status.h"
 
 namespace skb::plan {
 
@@ -40,6 +42,17 @@ enum class ActionKind {
 };
 
 std::string_view ActionKindName(ActionKind k);
+
+// The actions of one node's plan form independent chains. Within a chain an action may
+// depend on the ones before it (drain before requeue; lend drain before preempt before
+// release), so a failure stops the rest of its chain; it never holds back another chain (a
+// reservation create refused for minutes must not delay a GPU-fault drain).
+enum class Chain {
+  kHealth,     // health drains, resumes and requeues (run first)
+  kOwnership,  // the ownership state machine (src/ownership)
+  kStatus,     // node conditions mirroring Slurm's view
+  kFeatures,   // Slurm features from Kubernetes labels
+};
 
 struct ConditionSpec {
   std::string type;
@@ -191,9 +204,16 @@ struct Action {
   // publication): logged, no Event. The record is the object itself, and an Event per
   // refresh would double the bridge's write rate.
   bool quiet = false;
+  // Which chain of its plan the action belongs to (see Chain).
+  Chain chain = Chain::kOwnership;
 
   friend bool operator==(const Action&, const Action&) = default;
 };
+
+// Runs `actions` in order through `execute`, except that an action whose chain already
+// failed in this pass is skipped (the next pass plans it again from what it then observes).
+void RunChains(const std::vector<Action>& actions,
+               const std::function<Status(const Action&)>& execute);
 
 // "DrainSlurmNode node3 reason='k8s-bridge: GPUHealthy=False: XID 79'" (logs, test output).
 std::string ToString(const Action& a);

@@ -44,8 +44,13 @@ bool Managed(const inventory::ManagedNode& node, const config::Config& cfg) {
 NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
                   Clock::TimePoint now, PlanOptions options) {
   NodePlan health = health::PlanNodeHealth(node, cfg.health, now);
+  for (Action& a : health.actions) {
+    a.chain = a.kind == ActionKind::kSetNodeCondition ? Chain::kStatus : Chain::kHealth;
+  }
+  std::optional<Action> features = PlanFeatures(node, cfg.features);
+  if (features) features->chain = Chain::kFeatures;
   if (!cfg.lending.enabled) {
-    if (auto f = PlanFeatures(node, cfg.features)) health.actions.push_back(*f);
+    if (features) health.actions.push_back(std::move(*features));
     health.owner = HealthOwner(node, cfg, now);
     return health;
   }
@@ -56,15 +61,29 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
   plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
   for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
   for (auto& line : health.explanation) plan.explanation.push_back(std::move(line));
+  // A lend drain replaces a health drain, never the other way round: when ownership drains,
+  // health neither drains nor resumes (a resume first would open the node to Slurm between
+  // the two). Otherwise the health chain runs first: a GPU fault drains the node before
+  // anything ownership does, and nothing ownership fails at holds it back (RunChains).
   const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(), [](const auto& a) {
     return a.kind == ActionKind::kDrainSlurmNode;
   });
-  plan.actions = std::move(own.actions);
   for (auto& a : health.actions) {
-    if (own_drains && a.kind == ActionKind::kDrainSlurmNode) continue;
+    if (a.chain != Chain::kHealth) continue;
+    if (own_drains &&
+        (a.kind == ActionKind::kDrainSlurmNode || a.kind == ActionKind::kResumeSlurmNode)) {
+      continue;
+    }
     plan.actions.push_back(std::move(a));
   }
-  if (auto f = PlanFeatures(node, cfg.features)) plan.actions.push_back(*f);
+  for (auto& a : own.actions) {
+    a.chain = Chain::kOwnership;
+    plan.actions.push_back(std::move(a));
+  }
+  for (auto& a : health.actions) {
+    if (a.chain == Chain::kStatus) plan.actions.push_back(std::move(a));
+  }
+  if (features) plan.actions.push_back(std::move(*features));
   plan.recheck_at = own.recheck_at;
   if (health.recheck_at && (!plan.recheck_at || *health.recheck_at < *plan.recheck_at)) {
     plan.recheck_at = health.recheck_at;

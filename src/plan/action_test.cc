@@ -1,0 +1,51 @@
+#include "src/plan/action.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace skb::plan {
+namespace {
+
+Action Make(Chain chain, std::string reason) {
+  Action a;
+  a.chain = chain;
+  a.event_reason = std::move(reason);
+  return a;
+}
+
+// A failure stops the rest of its own chain and nothing else: the refused reservation
+// create does not hold back the health drain, the requeue that needs the failed drain does
+// not run.
+TEST(RunChainsTest, AFailureStopsOnlyItsOwnChain) {
+  const std::vector<Action> actions = {
+      Make(Chain::kOwnership, "create"),    // fails
+      Make(Chain::kHealth, "drain"),        // fails
+      Make(Chain::kOwnership, "annotate"),  // skipped: after the failed create
+      Make(Chain::kHealth, "requeue"),      // skipped: after the failed drain
+      Make(Chain::kStatus, "condition"),   Make(Chain::kFeatures, "features"),
+  };
+  std::vector<std::string> ran;
+  RunChains(actions, [&](const Action& a) {
+    ran.push_back(a.event_reason);
+    if (a.event_reason == "create") return FailedPreconditionError("namespace gone");
+    if (a.event_reason == "drain") return UnavailableError("slurmctld busy");
+    return OkStatus();
+  });
+  EXPECT_EQ(ran, (std::vector<std::string>{"create", "drain", "condition", "features"}));
+}
+
+TEST(RunChainsTest, EverythingRunsInOrderWhenNothingFails) {
+  const std::vector<Action> actions = {Make(Chain::kHealth, "a"), Make(Chain::kOwnership, "b"),
+                                       Make(Chain::kHealth, "c")};
+  std::vector<std::string> ran;
+  RunChains(actions, [&](const Action& a) {
+    ran.push_back(a.event_reason);
+    return OkStatus();
+  });
+  EXPECT_EQ(ran, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+}  // namespace
+}  // namespace skb::plan
