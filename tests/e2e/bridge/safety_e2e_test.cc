@@ -1,0 +1,209 @@
+// The production paths that could give a node's GPUs to both schedulers, end to end on the
+// testbed, each produced the way a kubelet, an admin or the apiserver produces it. The
+// invariant-1 sampler (no node with a Slurm GPU job and a running Kubernetes GPU pod at
+// once) runs throughout every test (lending_fixture.h).
+//
+//   - reservation creation refused (a namespace that does not exist, as a ResourceQuota,
+//     Pod Security or a terminating namespace would): a GPU fault still drains the node at
+//     once, the refused create holds back only the ownership actions;
+//   - the kubelet fails a running reservation (what a kubelet restart does with
+//     UnexpectedAdmissionError) under a running Slurm job: the bridge sees it, guards the
+//     node with its NoSchedule taint and replaces the reservation; a pod below every
+//     reservation class asking the node's GPUs stays Pending, the job keeps running;
+//   - a node's allocatable GPU count grows (a GPU recovered) past what its reservation
+//     holds while a job uses them all: the reservation is replaced with the node's count
+//     under the guard, and a 1-GPU pod finds no room beside it.
+#include "src/ownership/policy.h"
+#include "tests/e2e/bridge/lending_fixture.h"
+
+namespace skb::lending_e2e {
+namespace {
+
+constexpr char kNs[] = "slurm-bridge";
+
+class SafetyE2E : public LendingE2E {
+ protected:
+  std::string SlurmReason(const std::string& node) {
+    return Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out);
+  }
+
+  std::string ReservationField(const std::string& node, const std::string& jsonpath) {
+    return Trim(RunCommand({"kubectl", "get", "pod", "-n", kNs, StrCat("reserve-", node), "-o",
+                            "jsonpath={" + jsonpath + "}"},
+                           seconds(30))
+                    .out);
+  }
+
+  std::string Taints(const std::string& node) {
+    return Trim(RunCommand({"kubectl", "get", "node", node, "-o", "jsonpath={.spec.taints[*].key}"},
+                           seconds(30))
+                    .out);
+  }
+
+  void SetGpuHealthy(const std::string& node, const std::string& status,
+                     const std::string& message) {
+    std::string patch = StrCat(R"({"status":{"conditions":[{"type":"GPUHealthy","status":")",
+                               status, R"(","reason":"Test","message":")", message,
+                               R"(","lastTransitionTime":"2026-01-01T00:00:00Z"}]}})");
+    auto r = RunCommand(
+        {"kubectl", "patch", "node", node, "--subresource=status", "--type=strategic", "-p", patch},
+        seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+};
+
+class RefusedReservationsE2E : public SafetyE2E {
+ protected:
+  RefusedReservationsE2E() {
+    // Every reservation create is refused (NotFound: FailedPrecondition, retried every 10 s).
+    extra_overlay_ = {{"lending", {{"namespace", "skb-e2e-no-such-namespace"}}}};
+    wait_for_reservations_ = false;
+  }
+  void TearDown() override {
+    SetGpuHealthy(kNode, "True", "test cleanup");
+    SafetyE2E::TearDown();
+  }
+  static constexpr char kNode[] = "node2";
+};
+
+// Before: the node's plan put CreateReservationPod first; the executor stopped at its
+// failure and the drain waited behind it for as long as creates failed (here: for ever).
+TEST_F(RefusedReservationsE2E, AGpuFaultDrainsAtOnceWhileReservationCreatesFail) {
+  // The bridge has tried (and failed) to create node2's reservation.
+  ASSERT_TRUE(WaitFor(
+      [&] { return daemon_->Log().find("CreateReservationPod node2") != std::string::npos; },
+      seconds(30)))
+      << daemon_->LogTail();
+  const auto start = Steady::now();
+  SetGpuHealthy(kNode, "False", "XID 79 on GPU 3");
+  const bool drained =
+      WaitFor([&] { return SlurmReason(kNode) == "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"; },
+              seconds(30), milliseconds(10));
+  const double ms = std::chrono::duration<double, std::milli>(Steady::now() - start).count();
+  ASSERT_TRUE(drained) << "not drained in 30 s; reason: " << SlurmReason(kNode) << "\n"
+                       << daemon_->LogTail();
+  std::printf("drain latency with reservation creates failing: %.0f ms\n", ms);
+  // The creates still fail and are still retried: nothing was given up.
+  EXPECT_THAT(daemon_->Log(), HasSubstr("CreateReservationPod"));
+}
+
+class FailedReservationE2E : public SafetyE2E {};
+
+// The reproduced double booking (a reservation the kubelet fails was invisible: the pod
+// cache drops terminal pods). Before: no taint ever appears, the priority-0 pod runs on the
+// node beside the job (the sampler counts it) and the bridge then preempts the job at once.
+TEST_F(FailedReservationE2E, AReservationTheKubeletFailsIsGuardedAndReplaced) {
+  const std::string id = Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string node = JobNode(id);
+  ASSERT_FALSE(node.empty());
+  const std::string old_uid = ReservationField(node, ".metadata.uid");
+  ASSERT_FALSE(old_uid.empty());
+
+  // What a kubelet does to a running pod after a restart (UnexpectedAdmissionError).
+  auto r = RunCommand(
+      {"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", node), "--subresource=status",
+       "--type=merge", "-p",
+       R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Pod was rejected: Allocate failed"}})"},
+      seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // The guard goes on at once (the swap taint; the job's GPUs are no longer counted).
+  const bool guarded =
+      WaitFor([&] { return Taints(node).find(ownership::kSwapTaintKey) != std::string::npos; },
+              seconds(20), milliseconds(20));
+  EXPECT_TRUE(guarded) << "no guard taint on " << node << ": " << Taints(node) << "\n"
+                       << daemon_->LogTail();
+
+  // A pod below every reservation class asking a whole node: nothing may make room for it.
+  nlohmann::json pod = testbed::InferencePod("low-prio", "lending");
+  pod["spec"].erase("priorityClassName");
+  auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+
+  // The reservation is replaced (a new pod, running) and the guard comes off.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string uid = ReservationField(node, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+  // kube-scheduler considered the pod and found no room: Pending, never on the job's node.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodField("low-prio", ".status.conditions[?(@.type==\"PodScheduled\")].reason") ==
+               "Unschedulable";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -A -o wide").out;
+  EXPECT_EQ(PodField("low-prio", ".spec.nodeName"), "");
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);  // never preempted
+}
+
+class GpuCountE2E : public SafetyE2E {
+ protected:
+  void SetUp() override {
+    // node3 has lost a GPU when the bridge starts: its reservation is made for 7.
+    SetGpus(kNode, 7);
+    SafetyE2E::SetUp();
+  }
+  void TearDown() override {
+    SafetyE2E::TearDown();
+    SetGpus(kNode, 8);
+  }
+  static void SetGpus(const std::string& node, int gpus) {
+    const std::string n = StrCat("\"", gpus, "\"");
+    auto r =
+        RunCommand({"kubectl", "patch", "node", node, "--subresource=status", "--type=merge", "-p",
+                    StrCat(R"({"status":{"allocatable":{"nvidia.com/gpu":)", n,
+                           R"(},"capacity":{"nvidia.com/gpu":)", n, "}}}")},
+                   seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static constexpr char kNode[] = "node3";
+};
+
+// Before: the reservation's count was fixed at creation; the 1-GPU pod ran beside the job.
+TEST_F(GpuCountE2E, AReservationSmallerThanTheNodeIsReplacedWithTheNodesCount) {
+  ASSERT_EQ(ReservationField(kNode, ".spec.containers[0].resources.requests.nvidia\\.com/gpu"),
+            "7");
+  const std::string id = Submit("gpu", {"USR1"}, {"-w", kNode});
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string old_uid = ReservationField(kNode, ".metadata.uid");
+
+  SetGpus(kNode, 8);  // the GPU is back
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string uid = ReservationField(kNode, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(kNode, ".spec.containers[0].resources.requests.nvidia\\.com/gpu") ==
+                   "8" &&
+               ReservationField(kNode, ".status.phase") == "Running" &&
+               Taints(kNode).find(ownership::kSwapTaintKey) == std::string::npos;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+
+  nlohmann::json pod = testbed::InferencePod("one-gpu", "lending", 1);
+  pod["spec"].erase("priorityClassName");
+  pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", kNode}};
+  auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodField("one-gpu", ".status.conditions[?(@.type==\"PodScheduled\")].reason") ==
+               "Unschedulable";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -A -o wide").out;
+  EXPECT_EQ(PodField("one-gpu", ".spec.nodeName"), "");
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);
+}
+
+}  // namespace
+}  // namespace skb::lending_e2e
