@@ -253,6 +253,10 @@ TEST_F(ActionExecutorUnitTest, PreemptRefusedBySlurmIsTerminalUnlessUnavailable)
 }
 
 TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
+  slurm::NodeView n = IdleNode("node1");
+  n.drain = true;  // the lend drained it (the release also re-checks that: reconciler tests)
+  n.reason = "k8s-bridge: lent to Kubernetes";
+  slurm_.AddNode(n);
   slurm_.AddJob(Running(7, "node1"));
   Action a;
   a.kind = ActionKind::kReleaseReservationPod;

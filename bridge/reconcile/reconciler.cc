@@ -32,10 +32,6 @@ std::string JobFingerprint(const slurm::JobView& j) {
   return f;
 }
 
-bool IsRetryable(const Status& s) {
-  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted;
-}
-
 }  // namespace
 
 Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names, const Clock* clock,

@@ -94,6 +94,7 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
     // A healthy state published for the first time is no news (and not "healthy again"):
     // the condition is the record, no Event. Half the Events of a node's set-up.
     a.quiet = healthy && cur == nullptr;
+    a.chain = plan::Chain::kStatus;  // never held back by a drain or a lend that fails
     plan->actions.push_back(std::move(a));
   };
 
