@@ -151,6 +151,7 @@ struct Facts {
   bool lent_at_garbled = false;  // present but unreadable (read as `now`)
   std::string lent_to;
   std::optional<Clock::TimePoint> idle_since;
+  std::optional<Clock::TimePoint> lend_refused_at;
   std::map<uint32_t, slurm::UnixTime> signalled;
   std::string lend_blocked;
   std::string return_blocked;
@@ -207,6 +208,7 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   }
   if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
   f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation);
+  f.lend_refused_at = TimeAnnotation(ann, kLendRefusedAtAnnotation);
   if (const std::string* v = Find(ann, kSignalledAtAnnotation)) f.signalled = ParseSignalled(*v);
   if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
   if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
@@ -285,6 +287,7 @@ class Planner {
   }
 
   std::string Preemptor() const;
+  bool LendRefused(std::string* why) const;
   ReservationClass WantedClass(std::string* why) const {
     return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why);  // it skips jobs not holding the node
   }
@@ -300,6 +303,7 @@ class Planner {
   void Returning();
   void SlurmOwned();
   void StartSwap(std::string why, EventType type);
+  void RefuseLend(const std::string& why);
   void SwapRelease();
   void Create(ReservationClass cls, std::string reason, std::string message, EventType type);
 
@@ -314,6 +318,37 @@ std::string Planner::Preemptor() const {
   }
   if (!f_.k8s_pods.empty()) return PodName(*f_.k8s_pods.front());
   return "kubernetes";
+}
+
+// A preemption of the reservation that must not become a lend: kube-scheduler preempts by
+// priority alone, the bridge's policy also by what the jobs are. Only a preemption by a pod
+// (nominated to the node) with Slurm work on the node and no lend started yet; a deletion
+// by anyone else (kubectl, the namespace) stays a lend, with protected work waited for.
+//   - work that may not be preempted (the protected class) is never taken, whatever the
+//     preemptor's priority (system-critical pods, 2e9, are above the protected class);
+//   - preemptible work is taken only by a pod at or above lending.inference_threshold.
+bool Planner::LendRefused(std::string* why) const {
+  if (f_.lent_at || f_.lend_drain || f_.jobs.empty() || f_.nominated.empty()) return false;
+  const GpuPod* top = f_.nominated.front();
+  for (const GpuPod* p : f_.nominated) {
+    if (p->priority > top->priority) top = p;
+  }
+  std::string cls_why;
+  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but the node runs Slurm work that is never "
+                  "preempted (",
+                  cls_why, ")");
+    return true;
+  }
+  if (top->priority < f_.l->inference_threshold) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but only pods at or above "
+                  "lending.inference_threshold (",
+                  f_.l->inference_threshold, ") may take Slurm's jobs");
+    return true;
+  }
+  return false;
 }
 
 int64_t Planner::Gpus() const {
@@ -333,10 +368,13 @@ void Planner::Run() {
     Explain(StrCat("another reservation pod ", PodName(*p),
                    " is on the node: handled once the current one is settled"));
   }
+  std::string refused;
   if (r != nullptr && r->terminating) {
     if (Replacing(*r)) {
       out_->state = OwnerState::kSwapping;
       SwapRelease();
+    } else if (LendRefused(&refused)) {
+      RefuseLend(refused);
     } else {
       out_->state = OwnerState::kLending;
       LendDefault(StrCat("reservation ", PodName(*r), " is being deleted"));
@@ -868,7 +906,20 @@ void Planner::SlurmOwned() {
                    " allocatable: nothing fits beside it; kept (a swap would only open the "
                    "guard's window)"));
   }
-  if (r.phase == "Running") {
+  // After a refused lend the guard stays for a cool-down: without it the refused preemptor
+  // would preempt each new reservation as soon as the taint went.
+  const bool hold_guard = f_.lend_refused_at && now < *f_.lend_refused_at + f_.l->cooldown;
+  if (hold_guard) {
+    Explain(StrCat("a lend was refused: the ", kSwapTaintKey, " taint stays until ",
+                   ToUnix(*f_.lend_refused_at + f_.l->cooldown)));
+    Recheck(*f_.lend_refused_at + f_.l->cooldown);
+  } else if (f_.lend_refused_at) {
+    plan::AnnotationPatch p;
+    p.remove.emplace_back(kLendRefusedAtAnnotation);
+    PatchNode(std::move(p), "LendRefusalExpired",
+              StrCat("Node ", f_.node->name, ": the guard after a refused lend ends"));
+  }
+  if (r.phase == "Running" && !hold_guard) {
     for (const char* key : {kSwapTaintKey, kBusyTaintKey}) {
       if (HasTaint(*f_.k, key)) {
         RemoveTaint(key,
@@ -954,6 +1005,34 @@ void Planner::StartSwap(std::string why, EventType type) {
                   type);
   a.pod = Ref(r);
   Explain(StrCat("replacing the reservation: ", why));
+}
+
+// Not lent: the node stays Slurm's. Guarded first (the swap taint keeps the preemptor,
+// nominated to the node, from binding once the old reservation goes), then the preempted
+// reservation is marked as being replaced, which the swap then finishes (SwapRelease, a new
+// reservation, the taint removed once it runs).
+void Planner::RefuseLend(const std::string& why) {
+  const GpuPod& r = *f_.r;
+  out_->state = OwnerState::kSwapping;
+  Explain(StrCat("not lent: ", why));
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its preempted reservation is replaced"));
+  }
+  if (!f_.lend_refused_at) {
+    plan::AnnotationPatch p;
+    p.set[kLendRefusedAtAnnotation] = StrCat(ToUnix(f_.now));
+    PatchNode(std::move(p), "LendRefused",
+              StrCat("Node ", f_.node->name, " is not lent: ", why, "; reservation ", PodName(r),
+                     " is replaced under the ", kSwapTaintKey, " taint, kept until ",
+                     FormatSeconds(f_.l->cooldown), " after the refusal"),
+              EventType::kWarning);
+  }
+  Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
+                  StrCat("Marked reservation ", PodName(r), " as being replaced: not lent"));
+  a.pod = Ref(r);
+  a.annotations.set[kReplacingAnnotation] = "true";
 }
 
 void Planner::SwapRelease() {

@@ -713,9 +713,10 @@ const std::vector<Case>& Cases() {
          *n = SlurmNode({j});
          Preempted(n, kNow, *cfg);
        },
-       OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations}},
+       // Protected: a pod's preemption is refused (guard, replace), never a lend.
+       OwnerState::kSwapping,
+       {ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations,
+        ActionKind::kPatchPodAnnotations}},
       {"AdminDrainIsNeverOverwritten",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode();
@@ -1246,24 +1247,87 @@ TEST(Story, CrashAfterEveryActionResumesTheSwap) {
   }
 }
 
-// kubectl delete of a reservation while a non-preemptible job runs: no signal, no requeue;
-// the preemptor cannot bind (busy taint); when the job ends the lend completes.
+// kubectl delete of a reservation (no pod preempted it) while a non-preemptible job runs:
+// a lend all the same, but no signal, no requeue; the busy taint guards the node past the
+// reservation's kill deadline; when the job ends the lend completes.
 TEST(Story, ProtectedJobIsWaitedFor) {
   Story s;
   s.n = SlurmNode({Job(1, false)});
   s.RunFor(seconds(10));
-  Preempted(&s.n, s.now, s.cfg);
+  Preempted(&s.n, s.now, s.cfg, /*preemptor=*/"");
   s.RunFor(minutes(30));  // past the reservation's kill deadline: it turns Failed
   EXPECT_TRUE(s.log.signals.empty());
   EXPECT_TRUE(s.log.preemptions.empty());
   EXPECT_TRUE(s.n.slurm->drain);
   EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
+  GpuPod p = K8sPod("infer-0", "Pending", "");
+  p.nominated_node_name = "node1";
+  s.n.nominated_pods.push_back(p);  // a pod waits for the node now
+  s.RunFor(seconds(30));
   EXPECT_FALSE(s.PodRunning("infer-0"));
   s.n.jobs.clear();  // the job ends
   s.RunFor(seconds(30));
   EXPECT_TRUE(s.PodRunning("infer-0"));
   EXPECT_FALSE(HasTaint(s.n, kBusyTaintKey));
   EXPECT_EQ(s.n.k8s->annotations.count(kLendBlockedAnnotation), 0u);
+}
+
+// A pod above the protected class (system-cluster-critical is 2e9) preempts the reservation
+// of a node running a non-preemptible job: not a lend. The node is guarded, never drained,
+// the job never signalled; the reservation is replaced and the guard stays for the
+// cool-down, so the same pod does not preempt the new one at once. A crash after any action
+// changes nothing.
+TEST(Story, APodAboveTheProtectedClassNeverTakesProtectedWork) {
+  for (int crash = -1; crash < 8; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s;
+    s.crash_after = crash;
+    s.n = SlurmNode({Job(1, false)});
+    s.RunFor(seconds(10));
+    Preempted(&s.n, s.now, s.cfg, "critical-0");
+    s.n.nominated_pods.back().priority = 2'000'000'000;
+    s.RunFor(seconds(60));
+    EXPECT_TRUE(s.log.signals.empty());
+    EXPECT_TRUE(s.log.preemptions.empty());
+    EXPECT_FALSE(s.n.slurm->drain);
+    EXPECT_FALSE(s.PodRunning("critical-0"));
+    ASSERT_NE(Res(&s.n), nullptr);
+    EXPECT_FALSE(Res(&s.n)->terminating);
+    EXPECT_EQ(Res(&s.n)->priority_class_name, "slurm-protected");
+    EXPECT_TRUE(HasTaint(s.n, kSwapTaintKey)) << "the guard stays for the cool-down";
+    EXPECT_EQ(s.n.k8s->annotations.count(kLentAtAnnotation), 0u);
+    EXPECT_EQ(s.n.k8s->annotations.count(kLendRefusedAtAnnotation), 1u);
+    s.RunFor(s.cfg.lending.cooldown);
+    EXPECT_FALSE(HasTaint(s.n, kSwapTaintKey));
+    EXPECT_EQ(s.n.k8s->annotations.count(kLendRefusedAtAnnotation), 0u);
+    EXPECT_FALSE(s.PodRunning("critical-0"));  // the reservation holds the GPUs again
+    EXPECT_EQ(s.n.jobs.size(), 1u);
+  }
+}
+
+// lending.inference_threshold is enforced: a pod below it that preempts the reservation of
+// a node with preemptible jobs (kube-scheduler lets any higher priority preempt) takes
+// nothing. An idle node is lent to it: nothing is preempted there.
+TEST(Story, APodBelowTheInferenceThresholdTakesNoJobs) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg, "batch-0");
+  s.n.nominated_pods.back().priority = s.cfg.lending.inference_threshold - 1;
+  s.RunFor(seconds(60));
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+  EXPECT_FALSE(s.n.slurm->drain);
+  EXPECT_FALSE(s.PodRunning("batch-0"));
+  EXPECT_TRUE(HasTaint(s.n, kSwapTaintKey));
+
+  Story idle;
+  idle.n = SlurmNode({});
+  idle.RunFor(seconds(10));
+  Preempted(&idle.n, idle.now, idle.cfg, "batch-0");
+  idle.n.nominated_pods.back().priority = idle.cfg.lending.inference_threshold - 1;
+  idle.RunFor(seconds(60));
+  EXPECT_TRUE(idle.PodRunning("batch-0"));
 }
 
 // A job that ignores its signal and a Slurm that refuses the requeue: the planner asks

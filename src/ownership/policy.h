@@ -60,6 +60,10 @@ inline constexpr char kLendBlockedAnnotation[] = "slurm-k8s-bridge.io/lend-block
 //   return-blocked: "ns/name" of a pod that is not the bridge's but has the reservation's
 //   name, which keeps the lent node from returning (with a Warning).
 inline constexpr char kReturnBlockedAnnotation[] = "slurm-k8s-bridge.io/return-blocked";
+//   lend-refused-at: Unix seconds a preemption of the reservation was refused (LendRefused):
+//   the swap taint stays on until lending.cooldown later, so the preemptor does not preempt
+//   every new reservation at once again.
+inline constexpr char kLendRefusedAtAnnotation[] = "slurm-k8s-bridge.io/lend-refused-at";
 //   idle-since: Unix seconds since when no Kubernetes GPU pod is on the lent node.
 inline constexpr char kIdleSinceAnnotation[] = "slurm-k8s-bridge.io/idle-since";
 

@@ -34,6 +34,7 @@ class BridgeDaemon {
   // SIGKILL and wait: a crash.
   void Kill();
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   // Whether the process has ended by itself (reaps it).
   bool Exited();
 

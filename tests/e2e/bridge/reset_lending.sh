@@ -33,7 +33,8 @@ done
 for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
   kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
     slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
-    slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- >/dev/null 2>&1
+    slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- \
+    slurm-k8s-bridge.io/lend-refused-at- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/reservation-swap- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/slurm-busy- >/dev/null 2>&1
   kubectl uncordon "$n" >/dev/null 2>&1  # a `kubectl drain` test

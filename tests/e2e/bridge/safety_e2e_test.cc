@@ -12,7 +12,13 @@
 //     reservation class asking the node's GPUs stays Pending, the job keeps running;
 //   - a node's allocatable GPU count grows (a GPU recovered) past what its reservation
 //     holds while a job uses them all: the reservation is replaced with the node's count
-//     under the guard, and a 1-GPU pod finds no room beside it.
+//     under the guard, and a 1-GPU pod finds no room beside it;
+//   - a pod above the protected class (system-cluster-critical) preempts the reservation of
+//     a node running a non-preemptible job: not a lend; guarded, replaced, the job untouched;
+//   - the leader is paused (SIGSTOP: a stalled VM, a hung host) past its Lease while the
+//     standby takes over and acts; resumed, it never acts again.
+#include <signal.h>
+
 #include "src/ownership/policy.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
@@ -23,8 +29,16 @@ constexpr char kNs[] = "slurm-bridge";
 
 class SafetyE2E : public LendingE2E {
  protected:
+  static size_t Count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  // The node's drain reason; "" when none (sinfo prints "none").
   std::string SlurmReason(const std::string& node) {
-    return Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out);
+    std::string r = Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out);
+    return r == "none" ? "" : r;
   }
 
   std::string ReservationField(const std::string& node, const std::string& jsonpath) {
@@ -83,8 +97,12 @@ TEST_F(RefusedReservationsE2E, AGpuFaultDrainsAtOnceWhileReservationCreatesFail)
   ASSERT_TRUE(drained) << "not drained in 30 s; reason: " << SlurmReason(kNode) << "\n"
                        << daemon_->LogTail();
   std::printf("drain latency with reservation creates failing: %.0f ms\n", ms);
-  // The creates still fail and are still retried: nothing was given up.
-  EXPECT_THAT(daemon_->Log(), HasSubstr("CreateReservationPod"));
+  // The creates still fail and are still retried, and the node stays drained: nothing was
+  // given up, nothing undone.
+  const size_t creates = Count(daemon_->Log(), "CreateReservationPod node2");
+  std::this_thread::sleep_for(seconds(12));  // the refused create is retried every 10 s
+  EXPECT_GT(Count(daemon_->Log(), "CreateReservationPod node2"), creates);
+  EXPECT_EQ(SlurmReason(kNode), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
 }
 
 class FailedReservationE2E : public SafetyE2E {};
@@ -203,6 +221,128 @@ TEST_F(GpuCountE2E, AReservationSmallerThanTheNodeIsReplacedWithTheNodesCount) {
   EXPECT_EQ(PodField("one-gpu", ".spec.nodeName"), "");
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);
+}
+
+class PausedLeaderE2E : public SafetyE2E {
+ protected:
+  PausedLeaderE2E() { replicas_ = 2; }
+  void TearDown() override {
+    if (paused_) kill(daemon_->pid(), SIGCONT);
+    SetGpuHealthy(kNode, "True", "test cleanup");
+    SafetyE2E::TearDown();
+  }
+  static constexpr char kNode[] = "node2";
+  bool paused_ = false;
+};
+
+// Two leaders: the Lease passes to the standby while the leader is paused, not dead. Before,
+// a leader woken from a pause carried out the rest of whatever plan it was in and every
+// event its watches then delivered, until its next renewal attempt failed. Now each action
+// (and status write) first asks whether this replica's last renewal is younger than the
+// renew deadline (LeaderElector::HoldsValidLease): resumed, it stops before its first
+// action, then gives up and exits (its supervisor restarts it as a follower).
+TEST_F(PausedLeaderE2E, ALeaderPausedPastItsLeaseNeverActsAgain) {
+  ASSERT_GT(daemon_->pid(), 0);
+  ASSERT_EQ(kill(daemon_->pid(), SIGSTOP), 0);
+  paused_ = true;
+  const auto t0 = Steady::now();
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(30), milliseconds(50)))
+      << LeaseHolder() << standby_->LogTail();
+  const double takeover = std::chrono::duration<double>(Steady::now() - t0).count();
+
+  // The new leader acts while the old one sleeps: a GPU fault drains node2, its repair
+  // resumes it. The paused replica's watches will deliver both late.
+  SetGpuHealthy(kNode, "False", "XID 79 on GPU 3");
+  ASSERT_TRUE(
+      WaitFor([&] { return SlurmReason(kNode) == "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"; },
+              seconds(30)))
+      << standby_->LogTail();
+  SetGpuHealthy(kNode, "True", "repaired");
+  ASSERT_TRUE(WaitFor([&] { return SlurmReason(kNode).empty(); }, seconds(30)))
+      << SlurmReason(kNode) << standby_->LogTail();
+
+  const size_t before = daemon_->Log().size();
+  const auto resumed = Steady::now();
+  ASSERT_EQ(kill(daemon_->pid(), SIGCONT), 0);
+  paused_ = false;
+  ASSERT_TRUE(WaitFor(
+      [&] { return daemon_->Log().find("k8s_leader_stopped", before) != std::string::npos; },
+      seconds(15)))
+      << daemon_->LogTail();
+  const double stopped = std::chrono::duration<double>(Steady::now() - resumed).count();
+  // Whatever it still had queued or its watches brought, it carried out nothing.
+  std::this_thread::sleep_for(seconds(3));
+  const std::string after = daemon_->Log().substr(before);
+  for (const auto& line : StrSplit(after, '\n')) {
+    EXPECT_EQ(std::string(line).find("outcome=ok"), std::string::npos)
+        << "the deposed leader acted: " << line;
+  }
+  EXPECT_TRUE(SlurmReason(kNode).empty()) << SlurmReason(kNode);
+  EXPECT_EQ(LeaseHolder(), "bridge-b");
+  std::printf(
+      "paused leader: the standby held the Lease %.2f s after the pause (lease 3 s, renew 2 s, "
+      "retry 0.5 s); resumed, the old leader stopped leading %.2f s later and acted 0 times\n",
+      takeover, stopped);
+}
+
+class CriticalPodE2E : public SafetyE2E {
+ protected:
+  void TearDown() override {
+    Shell("kubectl delete pod -n kube-system skb-e2e-critical --ignore-not-found --wait=false");
+    SafetyE2E::TearDown();
+  }
+};
+
+// Before: kube-scheduler preempted the protected reservation (1e9) for the 2e9 pod and the
+// bridge started a lend: it drained the node and waited for the job, and the pod was
+// nominated there for as long as the job ran. Now the preemption is refused: the node is
+// guarded at once (swap taint), never drained; the reservation is replaced and the guard
+// stays for the cool-down, so the pod is not nominated there again at once.
+TEST_F(CriticalPodE2E, APodAboveTheProtectedClassNeverTakesProtectedWork) {
+  const std::string id = Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string node = JobNode(id);
+  ASSERT_FALSE(node.empty());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReservationField(node, ".spec.priorityClassName") == "slurm-protected" &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  const std::string old_uid = ReservationField(node, ".metadata.uid");
+
+  nlohmann::json pod = testbed::InferencePod("skb-e2e-critical", "lending", 8);
+  pod["metadata"]["namespace"] = "kube-system";
+  pod["spec"]["priorityClassName"] = "system-cluster-critical";
+  pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  auto created = kube_->Create(k8s::Resource::Pods(), "kube-system", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+
+  ASSERT_TRUE(WaitFor([&] { return NodeEvents(node).find("LendRefused") != std::string::npos; },
+                      seconds(30)))
+      << NodeEvents(node) << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents(node), HasSubstr("never preempted"));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string uid = ReservationField(node, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               ReservationField(node, ".spec.priorityClassName") == "slurm-protected";
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+  EXPECT_THAT(Taints(node), HasSubstr(ownership::kSwapTaintKey));
+  EXPECT_EQ(SlurmReason(node), "") << "never drained";
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);
+  EXPECT_EQ(Signals(id), "");
+  EXPECT_EQ(Trim(RunCommand({"kubectl", "get", "pod", "-n", "kube-system", "skb-e2e-critical", "-o",
+                             "jsonpath={.spec.nodeName}"},
+                            seconds(30))
+                     .out),
+            "");
 }
 
 }  // namespace
