@@ -101,6 +101,10 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
             {"restartPolicy", "Always"},
             {"terminationGracePeriodSeconds", r.termination_grace_seconds},
             {"automountServiceAccountToken", false},
+            // Pod Security "restricted" (the chart's reservation namespace enforces it):
+            // non-root, the runtime's seccomp profile, no privilege escalation, no caps.
+            {"securityContext",
+             {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
             {"tolerations", std::move(tolerations)},
             {"containers", {std::move(container)}},
             {"volumes",

@@ -200,6 +200,36 @@ TEST_F(ActionExecutorTest, ATransitionTheCacheKnowsIsWrittenAsItIs) {
   EXPECT_EQ(now.value("message", ""), "") << "an empty message is left out";
 }
 
+// Reservation pods pass Pod Security "restricted" (the chart's reservation namespace
+// enforces it): created by the executor in a namespace that enforces it, admitted.
+TEST_F(ActionExecutorTest, ReservationPodPassesRestrictedPodSecurity) {
+  const std::string ns = "skb-restricted-test";
+  Shell(StrCat("kubectl delete namespace ", ns, " --wait=true 2>/dev/null"));
+  ASSERT_EQ(Shell(StrCat("kubectl create namespace ", ns, " && kubectl label namespace ", ns,
+                         " pod-security.kubernetes.io/enforce=restricted"))
+                .exit_code,
+            0);
+  Action a;
+  a.kind = ActionKind::kCreateReservationPod;
+  a.node = kNode;
+  plan::ReservationSpec& r = a.reservation;
+  r.namespace_name = ns;
+  r.name = "restricted-check";
+  r.node = kNode;
+  r.gpu_resource = "nvidia.com/gpu";
+  r.gpus = 0;  // holds nothing on the shared node
+  r.priority_class_name = "slurm-idle";
+  r.image = "busybox:1.36";
+  r.command = {"/bin/sh", "-c", "sleep 3600"};
+  a.event_reason = "ReservationCreated";
+  a.event_message = "restricted check";
+  Status s = exec_->Execute(a);
+  EXPECT_TRUE(s.ok()) << s;  // a violation is a Forbidden naming the restricted rule
+  auto pod = kube_->Get(k8s::Resource::Pods(), ns, r.name);
+  EXPECT_TRUE(pod.ok()) << pod.status();
+  Shell(StrCat("kubectl delete namespace ", ns, " --wait=false"));
+}
+
 TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {
   Action drain = Drain("x");
   drain.node = "no-such-node";
