@@ -77,7 +77,7 @@ Controller::Controller(ControllerOptions options)
       k8s::EventRecorderOptions{.host = opts_.identity, .clock = opts_.clock});
   executor_ = std::make_unique<ActionExecutor>(opts_.slurm, opts_.kube, events_.get(), opts_.clock,
                                                cfg_.lending);
-  reconciler_ = std::make_unique<Reconciler>(cfg_, inventory::NodeNameMap{}, opts_.clock,
+  reconciler_ = std::make_unique<Reconciler>(cfg_, cfg_.kubernetes.node_names, opts_.clock,
                                              executor_.get(), &queue_);
   reconciler_->SetStatusQueue(&status_queue_);
   if (opts_.after_action) reconciler_->SetAfterAction(opts_.after_action);

@@ -22,7 +22,7 @@ k8s::EventType ToK8sEventType(plan::EventType t) {
 
 void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::string& reason,
                             const std::string& message) {
-  events_->Record(k8s::NodeRef(a.node), type, reason, message);
+  events_->Record(k8s::NodeRef(a.K8sNode()), type, reason, message);
 }
 
 void ActionExecutor::Record(const Action& a) {
@@ -153,7 +153,7 @@ StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a, const
     case Transition::kUnknown:
       break;
   }
-  ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", a.node));
+  ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", a.K8sNode()));
   std::string transition = now;
   const nlohmann::json* conditions = nullptr;
   if (auto st = node.find("status"); st != node.end() && st->is_object()) {
@@ -184,8 +184,8 @@ Status ActionExecutor::SetCondition(const Action& a) {
                                                {"message", a.condition.message},
                                                {"lastHeartbeatTime", now},
                                                {"lastTransitionTime", transition}}})}}}};
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.node, k8s::PatchType::kStrategicMerge, patch,
-                        {}, "status");
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.K8sNode(), k8s::PatchType::kStrategicMerge,
+                        patch, {}, "status");
   if (!r.ok()) return r.status();
   if (a.quiet) return OkStatus();  // a healthy state's first publication: no news
   Record(a);

@@ -303,7 +303,7 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
       }
     }
   } else if (a.release_check == plan::ReleaseCheck::kNodeGone) {
-    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.K8sNode());
     if (node.ok()) {
       return FailedPreconditionError(
           StrCat("node ", a.node,
@@ -313,7 +313,7 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     }
     if (node.status().code() != StatusCode::kNotFound) return node.status();
   } else {
-    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.node);
+    auto node = kube_->Get(k8s::Resource::Nodes(), "", a.K8sNode());
     if (!node.ok()) return node.status();
     bool tainted = false;
     if (node->contains("spec") && (*node)["spec"].contains("taints")) {
@@ -494,7 +494,7 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
 }
 
 Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
-  const std::string node_name = a.node;
+  const std::string node_name = a.K8sNode();
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));
   nlohmann::json taints = nlohmann::json::array();
   bool present = false;
@@ -533,7 +533,7 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
 }
 
 Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
-  const std::string node_name = a.node;
+  const std::string node_name = a.K8sNode();
   nlohmann::json ann = nlohmann::json::object();
   for (const auto& [k, v] : a.annotations.set) ann[k] = v;
   for (const auto& k : a.annotations.remove) ann[k] = nullptr;

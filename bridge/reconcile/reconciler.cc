@@ -39,20 +39,28 @@ Reconciler::Reconciler(const config::Config& cfg, inventory::NodeNameMap names, 
     : cfg_(cfg), names_(std::move(names)), clock_(clock), executor_(executor), queue_(queue) {}
 
 void Reconciler::UpdateK8sNode(inventory::K8sNode node) {
-  std::string name = names_.SlurmName(node.name);
+  std::string name = names_.SlurmName(node).value_or(node.name);
+  std::string renamed_from;
   {
     MutexLock lock(&mu_);
+    // A relabelled node (label mode) pairs anew: it leaves its old Slurm name.
+    if (auto it = k8s_to_slurm_.find(node.name); it != k8s_to_slurm_.end() && it->second != name) {
+      renamed_from = it->second;
+      k8s_nodes_.erase(renamed_from);
+    }
     k8s_to_slurm_[node.name] = name;
     k8s_nodes_[name] = std::move(node);
     k8s_node_count_ = k8s_nodes_.size();
   }
   queue_->Add(name);
+  if (!renamed_from.empty()) queue_->Add(renamed_from);
 }
 
 void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
-  std::string name = names_.SlurmName(k8s_name);
+  std::string name;
   {
     MutexLock lock(&mu_);
+    name = SlurmNameLocked(k8s_name);
     k8s_to_slurm_.erase(k8s_name);
     k8s_nodes_.erase(name);
     k8s_node_count_ = k8s_nodes_.size();
@@ -60,10 +68,15 @@ void Reconciler::RemoveK8sNode(const std::string& k8s_name) {
   queue_->Add(name);
 }
 
+std::string Reconciler::SlurmNameLocked(const std::string& k8s_name) const {
+  if (auto it = k8s_to_slurm_.find(k8s_name); it != k8s_to_slurm_.end()) return it->second;
+  return names_.SlurmName(k8s_name);
+}
+
 // The node a pod concerns: where it is bound, or the node kube-scheduler nominated for it.
-std::string Reconciler::PodNode(const inventory::GpuPod& p) const {
+std::string Reconciler::PodNodeLocked(const inventory::GpuPod& p) const {
   const std::string& k8s_name = p.node_name.empty() ? p.nominated_node_name : p.node_name;
-  return k8s_name.empty() ? "" : names_.SlurmName(k8s_name);
+  return k8s_name.empty() ? "" : SlurmNameLocked(k8s_name);
 }
 
 void Reconciler::UpdatePod(inventory::GpuPod pod) { UpdatePodIn(&pods_, std::move(pod)); }
@@ -83,11 +96,12 @@ void Reconciler::RemoveReservation(const std::string& ns, const std::string& nam
 void Reconciler::UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods,
                              inventory::GpuPod pod) {
   std::string key = StrCat(pod.namespace_name, "/", pod.name);
-  std::string node = PodNode(pod);
+  std::string node;
   std::string old_node;
   {
     MutexLock lock(&mu_);
-    if (auto it = pods->find(key); it != pods->end()) old_node = PodNode(it->second);
+    node = PodNodeLocked(pod);
+    if (auto it = pods->find(key); it != pods->end()) old_node = PodNodeLocked(it->second);
     (*pods)[key] = std::move(pod);
   }
   if (!node.empty()) queue_->Add(node);
@@ -101,7 +115,7 @@ void Reconciler::RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods,
     MutexLock lock(&mu_);
     auto it = pods->find(StrCat(ns, "/", name));
     if (it == pods->end()) return;
-    node = PodNode(it->second);
+    node = PodNodeLocked(it->second);
     pods->erase(it);
   }
   if (!node.empty()) queue_->Add(node);
@@ -196,9 +210,8 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   }
   for (const inventory::GpuPod* p : PodsLocked()) {
     if (!p->node_name.empty()) {
-      if (names_.SlurmName(p->node_name) == name) m.pods.push_back(*p);
-    } else if (!p->nominated_node_name.empty() &&
-               names_.SlurmName(p->nominated_node_name) == name) {
+      if (SlurmNameLocked(p->node_name) == name) m.pods.push_back(*p);
+    } else if (!p->nominated_node_name.empty() && SlurmNameLocked(p->nominated_node_name) == name) {
       m.nominated_pods.push_back(*p);
     }
   }

@@ -112,7 +112,10 @@ class Reconciler {
  private:
   inventory::ManagedNode NodeLocked(const std::string& name) const REQUIRES(mu_);
   bool EndedOnLentNodeLocked(const slurm::JobView& j) const REQUIRES(mu_);
-  std::string PodNode(const inventory::GpuPod& p) const;
+  // The Slurm name of a Kubernetes node: the one it paired under when seen, else by the
+  // name alone (kubernetes.node_names).
+  std::string SlurmNameLocked(const std::string& k8s_name) const REQUIRES(mu_);
+  std::string PodNodeLocked(const inventory::GpuPod& p) const REQUIRES(mu_);
   void RecordOwner(const inventory::ManagedNode& node, const std::string& owner);
   void UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods, inventory::GpuPod pod);
   void RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods, const std::string& ns,

@@ -20,6 +20,7 @@ Status ReadKubernetes(JsonReader r, KubernetesConfig* out) {
   r.String("node_selector", &out->node_selector);
   r.Double("qps", &out->qps, 0.1, 10'000);
   r.Int("burst", &out->burst, 1, 100'000);
+  r.Merge(inventory::ReadNodeNames(r.Object("node_names"), &out->node_names));
   if (out->namespace_name.empty() || out->namespace_name.size() > 63) {
     r.Fail("namespace", "must be a DNS label of 1 to 63 characters");
   }

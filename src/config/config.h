@@ -15,6 +15,7 @@
 
 #include "src/base/status.h"
 #include "src/health/health_config.h"
+#include "src/inventory/node_names.h"
 #include "src/ownership/lending_config.h"
 #include "src/plan/features.h"
 
@@ -35,6 +36,9 @@ struct KubernetesConfig {
   std::string node_selector = "slurm-k8s-bridge.io/managed=true";
   double qps = 20;
   int64_t burst = 40;
+  // How Kubernetes node names pair with Slurm's (src/inventory/node_names.h); identity by
+  // default.
+  inventory::NodeNameMap node_names;
 };
 
 struct SlurmConfig {

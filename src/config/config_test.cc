@@ -54,6 +54,24 @@ TEST(ParseConfig, ErrorsNameTheKeyAndTheProblem) {
   EXPECT_THAT(ErrorOf(R"({"server": {"http_address": "9464"}})"), HasSubstr("host:port"));
 }
 
+// kubernetes.node_names is read with the rest (the rules: src/inventory/node_names_test.cc):
+// a wrong mode or template stops the start with the key named.
+TEST(ParseConfig, NodeNames) {
+  auto cfg = ParseConfig(
+      R"({"kubernetes": {"node_names": {"mode": "strip_domain", "domain": "cluster.local"}}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->kubernetes.node_names.SlurmName("gpu7.cluster.local"), "gpu7");
+  auto defaults = ParseConfig("{}");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->kubernetes.node_names.Describe(), "identity");
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": {"node_names": {"mode": "fqdn"}}})"),
+              HasSubstr("key 'kubernetes.node_names.mode': must be one of"));
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": {"node_names": {"mode": "template", "template": "x"}}})"),
+              HasSubstr("key 'kubernetes.node_names.template'"));
+  EXPECT_THAT(ErrorOf(R"({"kubernetes": {"node_names": "strip_domain"}})"),
+              HasSubstr("'kubernetes.node_names': expected an object"));
+}
+
 TEST(ParseConfig, AdmissionAndClientUser) {
   auto cfg = ParseConfig(R"({
     "server": {"client_user": "slurm"},

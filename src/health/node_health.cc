@@ -62,40 +62,58 @@ std::string FormatDuration(Clock::Duration d) {
   return StrCat(s / 3600, "h");
 }
 
+// Sets a condition on the Kubernetes node; only emits an action when it differs. `healthy`:
+// the state a working node is in (Slurm up, not drained).
+void WantCondition(const inventory::ManagedNode& node, plan::ConditionSpec spec,
+                   std::string_view event_reason, std::string event_message, bool healthy,
+                   NodePlan* plan) {
+  const K8sNode& k = *node.k8s;
+  spec.message = ConditionMessage(spec.message);
+  const NodeCondition* cur = k.FindCondition(spec.type);
+  if (cur != nullptr && cur->status == spec.status && cur->reason == spec.reason &&
+      cur->message == spec.message) {
+    return;
+  }
+  if (cur == nullptr || cur->status != spec.status) {
+    spec.transition = plan::ConditionSpec::Transition::kNow;
+  } else if (cur->last_transition != Clock::TimePoint{}) {
+    spec.transition = plan::ConditionSpec::Transition::kKeep;
+    spec.since = cur->last_transition;
+  }  // else the cache holds no readable transition time: the executor reads the node
+  Action a;
+  a.kind = ActionKind::kSetNodeCondition;
+  a.node = node.name;
+  a.k8s_node = node.K8sNameIfDifferent();
+  a.condition = std::move(spec);
+  a.event_reason = std::string(event_reason);
+  a.event_message = std::move(event_message);
+  a.cause = plan::Cause::kSlurmState;
+  // Good news (back to the state a working node is in) is Normal, anything else a Warning.
+  a.event_type = healthy ? plan::EventType::kNormal : plan::EventType::kWarning;
+  // A healthy state published for the first time is no news (and not "healthy again"):
+  // the condition is the record, no Event. Half the Events of a node's set-up.
+  a.quiet = healthy && cur == nullptr;
+  a.chain = plan::Chain::kStatus;  // never held back by a drain or a lend that fails
+  plan->actions.push_back(std::move(a));
+}
+
+// A Kubernetes node whose Slurm name (kubernetes.node_names) Slurm does not have: said on
+// the node, with both names, so that a wrong naming rule is found from `kubectl describe`.
+void PlanUnpaired(const inventory::ManagedNode& node, NodePlan* plan) {
+  const std::string& k8s_name = node.k8s->name;
+  std::string msg = StrCat("Kubernetes node ", k8s_name, " pairs with Slurm node ", node.name,
+                           " (kubernetes.node_names), which Slurm does not have");
+  WantCondition(node, {std::string(kSlurmHealthyCondition), "Unknown", "SlurmNodeNotFound", msg},
+                "SlurmNodeNotFound", msg, /*healthy=*/false, plan);
+}
+
 // Publishes Slurm's view as conditions; only emits an action when the condition differs.
 void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict& verdict,
                          NodePlan* plan) {
   const slurm::NodeView& s = *node.slurm;
-  const K8sNode& k = *node.k8s;
-  // `healthy`: the state a working node is in (Slurm up, not drained).
   auto want = [&](plan::ConditionSpec spec, std::string_view event_reason,
                   std::string event_message, bool healthy) {
-    spec.message = ConditionMessage(spec.message);
-    const NodeCondition* cur = k.FindCondition(spec.type);
-    if (cur != nullptr && cur->status == spec.status && cur->reason == spec.reason &&
-        cur->message == spec.message) {
-      return;
-    }
-    if (cur == nullptr || cur->status != spec.status) {
-      spec.transition = plan::ConditionSpec::Transition::kNow;
-    } else if (cur->last_transition != Clock::TimePoint{}) {
-      spec.transition = plan::ConditionSpec::Transition::kKeep;
-      spec.since = cur->last_transition;
-    }  // else the cache holds no readable transition time: the executor reads the node
-    Action a;
-    a.kind = ActionKind::kSetNodeCondition;
-    a.node = node.name;
-    a.condition = std::move(spec);
-    a.event_reason = std::string(event_reason);
-    a.event_message = std::move(event_message);
-    a.cause = plan::Cause::kSlurmState;
-    // Good news (back to the state a working node is in) is Normal, anything else a Warning.
-    a.event_type = healthy ? plan::EventType::kNormal : plan::EventType::kWarning;
-    // A healthy state published for the first time is no news (and not "healthy again"):
-    // the condition is the record, no Event. Half the Events of a node's set-up.
-    a.quiet = healthy && cur == nullptr;
-    a.chain = plan::Chain::kStatus;  // never held back by a drain or a lend that fails
-    plan->actions.push_back(std::move(a));
+    WantCondition(node, std::move(spec), event_reason, std::move(event_message), healthy, plan);
   };
 
   // NOT_RESPONDING alone is transient (slurmctld sets it after a resume or its own restart
@@ -201,7 +219,10 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     return plan;
   }
   if (!node.slurm) {
-    plan.explanation.push_back("Slurm has no node of this name: nothing to do");
+    plan.explanation.push_back(StrCat("Slurm has no node ", node.name, " (Kubernetes node ",
+                                      node.k8s->name,
+                                      ", kubernetes.node_names): only a Warning condition"));
+    if (cfg.slurm_conditions) PlanUnpaired(node, &plan);
     return plan;
   }
   const slurm::NodeView& s = *node.slurm;
@@ -237,6 +258,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
       Action a;
       a.kind = ActionKind::kDrainSlurmNode;
       a.node = node.name;
+      a.k8s_node = node.K8sNameIfDifferent();
       a.slurm_reason = reason;
       a.cause = cause;
       a.event_type = plan::EventType::kWarning;
@@ -268,6 +290,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
       Action a;
       a.kind = ActionKind::kRequeueSlurmJobs;
       a.node = node.name;
+      a.k8s_node = node.K8sNameIfDifferent();
       a.job_ids = evict;
       a.cause = down_now ? plan::Cause::kHealth : plan::Cause::kMaintenance;
       a.event_type = plan::EventType::kWarning;
@@ -280,6 +303,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     Action a;
     a.kind = ActionKind::kResumeSlurmNode;
     a.node = node.name;
+    a.k8s_node = node.K8sNameIfDifferent();
     a.expected_reason = s.reason;
     // The drain's reason is the only record of why it was made.
     a.cause = s.reason.find(cfg.maintenance_condition) != std::string::npos
@@ -302,7 +326,11 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
 NodePlan PlanNodeConditions(const inventory::ManagedNode& node, const HealthConfig& cfg,
                             Clock::TimePoint now) {
   NodePlan plan;
-  if (!node.k8s || !node.slurm || !cfg.slurm_conditions) return plan;
+  if (!node.k8s || !cfg.slurm_conditions) return plan;
+  if (!node.slurm) {
+    PlanUnpaired(node, &plan);
+    return plan;
+  }
   PlanSlurmConditions(node, AssessHealth(*node.k8s, cfg, now), &plan);
   return plan;
 }

@@ -352,7 +352,28 @@ TEST(PlanNodeHealth, OneSidedNodesAreLeftAlone) {
   ManagedNode only_k8s = Healthy();
   only_k8s.slurm.reset();
   SetCondition(&only_k8s, Cond("GPUHealthy", "False"));
+  // Nothing acts on Slurm; the Kubernetes node says it has no Slurm partner, naming both.
+  only_k8s.k8s->name = only_k8s.name + ".example.org";
+  NodePlan unpaired = PlanNodeHealth(only_k8s, HealthConfig{}, kNow);
+  ASSERT_EQ(unpaired.actions.size(), 1u);
+  const Action& warn = unpaired.actions[0];
+  EXPECT_EQ(warn.kind, ActionKind::kSetNodeCondition);
+  EXPECT_EQ(warn.K8sNode(), only_k8s.k8s->name);
+  EXPECT_EQ(warn.condition.status, "Unknown");
+  EXPECT_EQ(warn.condition.reason, "SlurmNodeNotFound");
+  EXPECT_EQ(warn.event_type, plan::EventType::kWarning);
+  EXPECT_THAT(warn.event_message, HasSubstr(only_k8s.k8s->name));
+  EXPECT_THAT(warn.event_message, HasSubstr("Slurm node " + only_k8s.name + " "));
+  // The daemon's status lane plans the same condition.
+  EXPECT_EQ(PlanNodeConditions(only_k8s, HealthConfig{}, kNow).actions, unpaired.actions);
+  // Once said, not repeated.
+  SetCondition(&only_k8s, Cond(std::string(kSlurmHealthyCondition), "Unknown", "SlurmNodeNotFound",
+                               warn.condition.message));
   EXPECT_TRUE(PlanNodeHealth(only_k8s, HealthConfig{}, kNow).actions.empty());
+  HealthConfig quiet;
+  quiet.slurm_conditions = false;
+  only_k8s.k8s->conditions.clear();
+  EXPECT_TRUE(PlanNodeHealth(only_k8s, quiet, kNow).actions.empty());
   ManagedNode only_slurm = Healthy();
   only_slurm.k8s.reset();
   EXPECT_TRUE(PlanNodeHealth(only_slurm, HealthConfig{}, kNow).actions.empty());

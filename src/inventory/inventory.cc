@@ -5,15 +5,6 @@
 
 namespace skb::inventory {
 
-std::string NodeNameMap::SlurmName(std::string_view k8s_name) const {
-  if (auto it = explicit_names.find(k8s_name); it != explicit_names.end()) return it->second;
-  if (!strip_suffix.empty() && k8s_name.size() > strip_suffix.size() &&
-      k8s_name.ends_with(strip_suffix)) {
-    return std::string(k8s_name.substr(0, k8s_name.size() - strip_suffix.size()));
-  }
-  return std::string(k8s_name);
-}
-
 Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::NodeView> slurm_nodes,
                            const std::vector<slurm::JobView>& jobs, std::vector<GpuPod> pods,
                            const NodeNameMap& names) {
@@ -34,7 +25,8 @@ Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::No
     return inv.nodes_[it->second];
   };
   for (K8sNode& k : k8s_nodes) {
-    std::string name = names.SlurmName(k.name);
+    // A node the rule gives no Slurm name (label mode, label missing) keeps its own.
+    std::string name = names.SlurmName(k).value_or(k.name);
     std::string k8s_name = k.name;
     ManagedNode& m = slot(name);
     m.k8s = std::move(k);

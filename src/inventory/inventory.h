@@ -16,17 +16,9 @@
 
 #include "src/base/status.h"
 #include "src/inventory/managed_node.h"
+#include "src/inventory/node_names.h"
 
 namespace skb::inventory {
-
-// How a Kubernetes node name maps to a Slurm node name: identity by default, an explicit
-// map first, then an optional domain suffix stripped ("gpu-7.example.org" -> "gpu-7").
-struct NodeNameMap {
-  std::map<std::string, std::string, std::less<>> explicit_names;
-  std::string strip_suffix;
-
-  std::string SlurmName(std::string_view k8s_name) const;
-};
 
 class Inventory {
  public:

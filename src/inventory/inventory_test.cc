@@ -94,6 +94,7 @@ TEST(Inventory, EndedJobsAreKeptApartFromTheOnesHoldingTheNode) {
 
 TEST(Inventory, AttachesPodsByKubernetesNameThroughTheNameMap) {
   NodeNameMap names;
+  names.mode = NodeNameMap::Mode::kStripDomain;
   names.strip_suffix = ".gpu.example";
   names.explicit_names = {{"odd-name", "node7"}};
   Inventory inv =
@@ -111,6 +112,7 @@ TEST(Inventory, AttachesPodsByKubernetesNameThroughTheNameMap) {
 TEST(NodeNameMap, IdentityExplicitAndSuffix) {
   NodeNameMap m;
   EXPECT_EQ(m.SlurmName("node1"), "node1");
+  m.mode = NodeNameMap::Mode::kStripDomain;
   m.strip_suffix = ".x";
   EXPECT_EQ(m.SlurmName("node1.x"), "node1");
   EXPECT_EQ(m.SlurmName(".x"), ".x");  // never an empty name

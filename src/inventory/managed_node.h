@@ -64,6 +64,9 @@ struct ManagedNode {
     if (gpus == 0 && slurm) gpus = slurm->TotalGpus();
     return gpus;
   }
+
+  // The Kubernetes name when kubernetes.node_names makes it differ from `name`, else "".
+  std::string K8sNameIfDifferent() const { return k8s && k8s->name != name ? k8s->name : ""; }
 };
 
 }  // namespace skb::inventory

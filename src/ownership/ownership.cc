@@ -259,6 +259,7 @@ class Planner {
     a.kind = kind;
     a.node = f_.node->name;
     a.cause = CauseOf(out_->state);
+    a.k8s_node = f_.node->K8sNameIfDifferent();
     a.event_type = type;
     a.event_reason = std::move(event_reason);
     a.event_message = std::move(event_message);
@@ -1156,6 +1157,7 @@ void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Con
     plan::Action a;
     a.kind = ActionKind::kReleaseReservationPod;
     a.node = node.name;
+    if (p.node_name != node.name) a.k8s_node = p.node_name;  // the node object is gone
     a.pod = Ref(p);
     a.release_check = plan::ReleaseCheck::kNodeGone;
     a.event_type = EventType::kNormal;

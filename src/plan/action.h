@@ -167,11 +167,12 @@ std::string_view JobPreemptModeName(JobPreemptMode m);
 
 struct Action {
   ActionKind kind = ActionKind::kDrainSlurmNode;
-  std::string node;
-  std::string slurm_reason;           // kDrainSlurmNode
-  std::string expected_reason;        // kResumeSlurmNode
-  std::vector<uint32_t> job_ids;      // kRequeueSlurmJobs
-  ConditionSpec condition;            // kSetNodeCondition
+  std::string node;               // the node's Slurm name (the reconcile key)
+  std::string k8s_node;           // its Kubernetes name when kubernetes.node_names makes it differ
+  std::string slurm_reason;       // kDrainSlurmNode
+  std::string expected_reason;    // kResumeSlurmNode
+  std::vector<uint32_t> job_ids;  // kRequeueSlurmJobs
+  ConditionSpec condition;        // kSetNodeCondition
   std::vector<std::string> features;  // kSetSlurmFeatures
   ReservationSpec reservation;        // kCreateReservationPod
   PodRef pod;  // kDeleteReservationPod, kPatchPodAnnotations, kReleaseReservationPod
@@ -206,6 +207,9 @@ struct Action {
   bool quiet = false;
   // Which chain of its plan the action belongs to (see Chain).
   Chain chain = Chain::kOwnership;
+
+  // The name to use with the Kubernetes API (node objects, Events on the node).
+  const std::string& K8sNode() const { return k8s_node.empty() ? node : k8s_node; }
 
   friend bool operator==(const Action&, const Action&) = default;
 };

@@ -127,6 +127,7 @@ std::optional<Action> PlanFeatures(const inventory::ManagedNode& node, const Fea
   Action a;
   a.kind = ActionKind::kSetSlurmFeatures;
   a.node = node.name;
+  a.k8s_node = node.K8sNameIfDifferent();
   a.features = want;
   a.cause = plan::Cause::kFeatures;
   a.event_reason = "SlurmFeaturesUpdated";

@@ -291,6 +291,8 @@ def cmd_render():
     check(dep["spec"]["replicas"] == 3, "all-on: replicas")
     check(cfg["admission"]["preemptible_qos"] == ["low"], "all-on: config block not rendered")
     check(cfg["kubernetes"]["node_selector"] == "gpu=true", "all-on: node_selector")
+    check(cfg["kubernetes"]["node_names"] == {"mode": "strip_domain", "domain": "cluster.local"},
+          f"all-on: node_names {cfg['kubernetes'].get('node_names')}")
     sm = one(objs, "ServiceMonitor")
     check(sm["spec"]["endpoints"][0]["port"] == "http-metrics", "ServiceMonitor port name")
     check(sm["metadata"]["labels"].get("release") == "prometheus", "ServiceMonitor labels")
@@ -406,7 +408,8 @@ def cmd_check_config():
                  ("single", [], ["replicas=1", "leaderElection.enabled=false"], True),
                  ("misspelt key", [], ["config.slurm.pol_interval=1s"], False),
                  ("lease timing", [], ["config.leader_election.lease_duration=1s"], False),
-                 ("bad value", [], ["config.logging.level=loud"], False))
+                 ("bad value", [], ["config.logging.level=loud"], False),
+                 ("node names mode", [], ["config.kubernetes.node_names.mode=fqdn"], False))
         for label, values, sets, want_ok in cases:
             objs = docs(template(values=values, sets=sets))
             path = os.path.join(tmp, label.replace(" ", "-") + ".json")

@@ -169,5 +169,76 @@ TEST_F(ReconcilerTest, AdminDrainSurvivesAndIsShownAsSuch) {
   EXPECT_EQ(Condition("SlurmDrained", "message"), "admin: swap PSU");
 }
 
+// kubernetes.node_names: the Kubernetes node node3 carries the Slurm name node4 in a label.
+// A condition on node3 drains Slurm's node4; Slurm's view of node4 is written on node3; a
+// label naming a node Slurm lacks is a Warning on node3 with both names.
+class NodeNamesTest : public ReconcilerTest {
+ protected:
+  static constexpr char kLabel[] = "skb-test/slurm-name";
+  static constexpr char kSlurmNode[] = "node4";
+  void SetUp() override {
+    ReconcilerTest::SetUp();
+    config::Config c;
+    c.features.labels.clear();
+    c.kubernetes.node_names.mode = inventory::NodeNameMap::Mode::kLabel;
+    c.kubernetes.node_names.label = kLabel;
+    rec_ = std::make_unique<Reconciler>(c, c.kubernetes.node_names, &clock_, exec_.get(),
+                                        queue_.get());
+    Label(kSlurmNode);
+  }
+  void TearDown() override {
+    SetGpuHealthy("True", "test cleanup");
+    Shell(StrCat("kubectl label node ", kNode, " ", kLabel, "-"));
+    Shell(StrCat("scontrol update nodename=", kSlurmNode, " state=resume 2>/dev/null"));
+    // The conditions this test wrote on node3 described node4 or no node: node3's again.
+    EXPECT_TRUE(Step().status.ok());
+    ReconcilerTest::TearDown();
+  }
+  void Label(const std::string& value) {
+    ASSERT_EQ(
+        Shell(StrCat("kubectl label node ", kNode, " --overwrite ", kLabel, "=", value)).exit_code,
+        0);
+  }
+  ReconcileResult StepAs(const std::string& slurm_name) {
+    Step();  // observes both sides (its ReconcileNode(node3) has no Kubernetes node now)
+    return rec_->ReconcileNode(slurm_name);
+  }
+};
+
+TEST_F(NodeNamesTest, EachSideIsActedOnUnderItsOwnName) {
+  SetGpuHealthy("False", "XID 31 on GPU 0");
+  ReconcileResult r = StepAs(kSlurmNode);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(std::string(StripWhitespace(
+                Shell(StrCat("sinfo -h -n ", kSlurmNode, " -o '%E' | head -1")).out)),
+            "k8s-bridge: GPUHealthy=False: XID 31 on GPU 0");
+  EXPECT_EQ(SlurmReason(), "none");  // Slurm's node3 is not node3 in Kubernetes here
+  ASSERT_TRUE(StepAs(kSlurmNode).status.ok());
+  EXPECT_EQ(Condition("SlurmDrained", "status"), "True");
+  EXPECT_EQ(Condition("SlurmDrained", "reason"), "DrainedByBridge");
+  EXPECT_TRUE(StepAs(kSlurmNode).plan.actions.empty());
+}
+
+TEST_F(NodeNamesTest, AnUnpairedNodeIsAWarningWithBothNames) {
+  Label("gpu-nosuch");
+  ReconcileResult r = StepAs("gpu-nosuch");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(Condition("SlurmNodeHealthy", "status"), "Unknown");
+  EXPECT_EQ(Condition("SlurmNodeHealthy", "reason"), "SlurmNodeNotFound");
+  std::string events;
+  EXPECT_TRUE(testbed::WaitFor(
+      [&] {
+        events = Shell(StrCat("kubectl get events -A --field-selector involvedObject.name=", kNode,
+                              ",reason=SlurmNodeNotFound,type=Warning -o "
+                              "jsonpath='{.items[*].message}'"))
+                     .out;
+        return events.find("pairs with Slurm node gpu-nosuch") != std::string::npos;
+      },
+      seconds(30)))
+      << events;
+  EXPECT_THAT(events, HasSubstr("Kubernetes node node3 pairs with Slurm node gpu-nosuch"));
+  EXPECT_TRUE(StepAs("gpu-nosuch").plan.actions.empty());
+}
+
 }  // namespace
 }  // namespace skb::bridge
