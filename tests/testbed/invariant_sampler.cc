@@ -1,22 +1,115 @@
 #include "tests/testbed/invariant_sampler.h"
 
 #include <algorithm>
-#include <chrono>
-#include <map>
+#include <future>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <set>
-#include <vector>
 
-#include "bridge/reconcile/k8s_convert.h"
-#include "k8s/node_info.h"
-#include "k8s/pod_info.h"
+#include "k8s/quantity.h"
 #include "src/base/strings.h"
 
 namespace skb::testbed {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+// `resource` in a resource list (requests or limits); 0 when absent or unreadable.
+int64_t Amount(const json& list, const std::string& resource) {
+  if (!list.is_object() || !list.contains(resource) || !list[resource].is_string()) return 0;
+  auto q = k8s::Quantity::Parse(list[resource].get<std::string>());
+  return q.ok() ? q->Value() : 0;
+}
+
+// A container's request of `resource` (the limit when no request is given, as the
+// apiserver defaults it).
+int64_t ContainerGpus(const json& c, const std::string& resource) {
+  if (!c.contains("resources")) return 0;
+  const json& r = c["resources"];
+  const int64_t req = r.contains("requests") ? Amount(r["requests"], resource) : 0;
+  return req > 0 ? req : (r.contains("limits") ? Amount(r["limits"], resource) : 0);
+}
+
+// The pod's effective request: the sum of its containers, or its largest init container.
+// Read here on purpose, not through the bridge's parser: an oracle that shares the code it
+// checks agrees with its bugs.
+int64_t PodGpus(const json& pod, const std::string& resource) {
+  const json& spec = pod.value("spec", json::object());
+  int64_t sum = 0, init = 0;
+  for (const json& c : spec.value("containers", json::array())) sum += ContainerGpus(c, resource);
+  for (const json& c : spec.value("initContainers", json::array())) {
+    init = std::max(init, ContainerGpus(c, resource));
+  }
+  return std::max(sum, init);
+}
+
+std::string JobStateText(const slurm::JobView& j) {
+  std::string s(slurm::JobStateName(j.state));
+  if (j.completing) s += "+COMPLETING";
+  return s;
+}
+
+}  // namespace
+
+std::map<std::string, NodeSample> SampleNodes(const std::vector<slurm::JobView>& jobs,
+                                              const std::vector<json>& running_pods,
+                                              const std::vector<json>& nodes,
+                                              const SamplerOptions& options) {
+  const std::string& resource = options.gpu_resource;
+  std::map<std::string, NodeSample> by_node;
+  for (const json& n : nodes) {
+    NodeSample& s = by_node[n["metadata"].value("name", "")];
+    const json status = n.value("status", json::object());
+    s.allocatable = Amount(status.value("allocatable", json::object()), resource);
+    s.capacity = Amount(status.value("capacity", json::object()), resource);
+  }
+  for (const auto& j : jobs) {
+    if (j.state != slurm::JobState::kRunning && j.state != slurm::JobState::kSuspended &&
+        !j.completing) {
+      continue;
+    }
+    for (const auto& n : j.nodes) {
+      by_node[n].slurm.push_back(
+          {StrCat("job ", j.job_id, " (", JobStateText(j), ")"), j.gpus_per_node});
+    }
+  }
+  for (const json& p : running_pods) {
+    const json& md = p["metadata"];
+    const std::string node = p.value("spec", json::object()).value("nodeName", "");
+    const int64_t gpus = PodGpus(p, resource);
+    if (node.empty() || gpus <= 0) continue;
+    const json labels = md.value("labels", json::object());
+    const bool reservation = labels.value("slurm-k8s-bridge.io/role", "") == "reservation" &&
+                             md.value("namespace", "") == options.bridge_namespace;
+    if (reservation) {
+      by_node[node].reservation_gpus += gpus;
+    } else {
+      by_node[node].pods.push_back(
+          {StrCat("pod ", md.value("namespace", ""), "/", md.value("name", "")), gpus});
+    }
+  }
+  return by_node;
+}
+
+std::vector<std::string> DoubleBookings(const std::map<std::string, NodeSample>& nodes) {
+  std::vector<std::string> out;
+  for (const auto& [name, n] : nodes) {
+    if (n.slurm.empty() || n.pods.empty()) continue;
+    std::string line = StrCat("node ", name, " (", n.allocatable, " of ", n.capacity,
+                              " GPUs allocatable, reservations ", n.reservation_gpus, "):");
+    for (const auto& h : n.slurm) StrAppend(&line, " Slurm ", h.who, " [", h.gpus, " GPUs]");
+    StrAppend(&line, " and");
+    for (const auto& h : n.pods) StrAppend(&line, " ", h.who, " [", h.gpus, " GPUs]");
+    out.push_back(std::move(line));
+  }
+  return out;
+}
 
 InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm)
-    : kube_(kube), slurm_(slurm) {
+    : InvariantSampler(kube, slurm, Options{}) {}
+
+InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm,
+                                   Options options)
+    : kube_(kube), slurm_(slurm), options_(std::move(options)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -24,16 +117,14 @@ void InvariantSampler::Stop() {
   stop_ = true;
   if (thread_.joinable()) {
     thread_.join();
-    stopped_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - started_)
-                      .count();
+    stopped_ns_ =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - started_).count();
   }
 }
 
 double InvariantSampler::seconds() const {
   const int64_t stopped = stopped_ns_;
-  const auto elapsed = stopped != 0 ? std::chrono::nanoseconds(stopped)
-                                    : std::chrono::steady_clock::now() - started_;
+  const auto elapsed = stopped != 0 ? std::chrono::nanoseconds(stopped) : Steady::now() - started_;
   return std::chrono::duration<double>(elapsed).count();
 }
 
@@ -42,86 +133,68 @@ std::string InvariantSampler::first_violation() {
   return first_;
 }
 
-int64_t InvariantSampler::Allocatable(const std::string& node) {
-  auto it = allocatable_.find(node);
-  if (it != allocatable_.end()) return it->second;
-  // Read once per node (GPU counts do not change in the tests); 0 = unknown: no pod is
-  // treated as refused on that node.
-  auto got = kube_->Get(k8s::Resource::Nodes(), "", node);
-  if (!got.ok()) return 0;
-  auto info = k8s::ParseNode(*got);
-  const int64_t n = info.ok() ? info->AllocatableGpus() : 0;
-  allocatable_[node] = n;
-  return n;
+::testing::AssertionResult InvariantSampler::RateCheck(double fraction) const {
+  const int64_t answered = ticks_ - failed_ - blind_;
+  if (samples_ >= fraction * static_cast<double>(answered) && ticks_ > 0) {
+    return ::testing::AssertionSuccess() << RateReport();
+  }
+  return ::testing::AssertionFailure() << "the sampler kept less than " << fraction * 100
+                                       << "% of its claimed rate: " << RateReport();
+}
+
+std::string InvariantSampler::RateReport() const {
+  return StrCat(samples_.load(), " samples in ", seconds(), " s (one per ", period().count(),
+                " ms claimed: ", ticks_.load(), " ticks, ", failed_.load(), " failed reads, ",
+                missed_.load(), " missed, ", blind_.load(), " blind)");
 }
 
 void InvariantSampler::Run() {
+  const auto period = options_.period;
+  int64_t tick = 0;  // the tick this sample runs for
   while (!stop_) {
-    Sample();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool ok = Sample();
+    // The first tick not yet begun: the ones in between were skipped.
+    const int64_t next = (Steady::now() - started_) / period + 1;
+    const int64_t skipped = std::max<int64_t>(0, next - tick - 1);
+    if (ok) {
+      missed_ += skipped;
+    } else {
+      ++failed_;
+      blind_ += skipped;
+    }
+    tick = std::max(next, tick + 1);
+    ticks_ = tick;
+    const auto due = started_ + tick * period;
+    while (!stop_ && Steady::now() < due) {
+      std::this_thread::sleep_for(std::min<Steady::duration>(due - Steady::now(), period));
+    }
   }
 }
 
-void InvariantSampler::Sample() {
+bool InvariantSampler::Sample() {
+  // The three reads at once: the state they show is from the same few milliseconds.
+  auto pods_f = std::async(std::launch::async, [this] {
+    k8s::ListOptions opts;
+    opts.field_selector = "status.phase=Running";
+    return kube_->List(k8s::Resource::Pods(), "", opts);
+  });
+  auto nodes_f = std::async(std::launch::async,
+                            [this] { return kube_->List(k8s::Resource::Nodes(), "", {}); });
   auto jobs = slurm_->LoadJobs(0);
-  k8s::ListOptions opts;
-  opts.field_selector = "status.phase=Running";
-  auto pods = kube_->List(k8s::Resource::Pods(), "", opts);
-  if (!jobs.ok() || !pods.ok()) return;  // a failed read is not a sample
-  std::map<std::string, std::set<uint32_t>> slurm;
-  for (const auto& j : jobs->items) {
-    if (j.state != slurm::JobState::kRunning && j.state != slurm::JobState::kSuspended) continue;
-    for (const auto& n : j.nodes) slurm[n].insert(j.job_id);
-  }
-  // The Running GPU pods of each node, in the order they started.
-  struct GpuPod {
-    std::string start;  // status.startTime (RFC 3339, UTC: sorts as text); "" unknown
-    bool reservation = false;
-    int64_t gpus = 0;
-    std::string name;  // ns/name
-  };
-  std::map<std::string, std::vector<GpuPod>> by_node;
-  for (const auto& p : pods->items) {
-    // The bridge's own view of a pod (its GPU count and whether it is a reservation).
-    auto info = k8s::ParsePod(p);
-    if (!info.ok()) continue;
-    std::optional<inventory::GpuPod> pod = bridge::ToGpuPod(*info);
-    if (!pod || pod->node_name.empty()) continue;
-    GpuPod g;
-    g.reservation = pod->reservation;
-    g.gpus = pod->gpus;
-    if (p.contains("status")) g.start = p["status"].value("startTime", "");
-    g.name = StrCat(pod->namespace_name, "/", pod->name);
-    by_node[pod->node_name].push_back(std::move(g));
-  }
-  for (auto& [node, gpu_pods] : by_node) {
-    // A kubelet admits pods in the order they reach it and rejects one whose GPUs are no
-    // longer free (OutOfnvidia.com/gpu, phase Failed); kwok admits everything. A pod bound by
-    // a kube-scheduler whose cache lags (after an apiserver restart it relists) onto a node
-    // whose reservation already runs would be rejected by a real kubelet, so it is counted
-    // apart, not as a double booking. Ties and unknown start times count against the bridge.
-    std::stable_sort(gpu_pods.begin(), gpu_pods.end(), [](const GpuPod& a, const GpuPod& b) {
-      if (a.start.empty() != b.start.empty()) return !a.start.empty();
-      if (a.start != b.start) return a.start < b.start;
-      return !a.reservation && b.reservation;
-    });
-    const int64_t allocatable = Allocatable(node);
-    int64_t used = 0;
-    for (const GpuPod& g : gpu_pods) {
-      if (allocatable > 0 && used + g.gpus > allocatable && !g.start.empty()) {
-        if (!g.reservation) ++kubelet_rejects_;
-        continue;  // a kubelet would have refused it
-      }
-      used += g.gpus;
-      if (g.reservation || !slurm.count(node)) continue;
-      ++violations_;
-      std::lock_guard<std::mutex> lock(mu_);
-      if (first_.empty()) {
-        first_ = StrCat("node ", node, ": Slurm job ", *slurm[node].begin(), " and pod ", g.name);
-      }
-    }
+  auto pods = pods_f.get();
+  auto nodes = nodes_f.get();
+  if (!jobs.ok() || !pods.ok() || !nodes.ok()) return false;  // a failed read is not a sample
+
+  const std::map<std::string, NodeSample> by_node =
+      SampleNodes(jobs->items, pods->items, nodes->items, options_);
+  const std::vector<std::string> found = DoubleBookings(by_node);
+  if (!found.empty()) {
+    violations_ += static_cast<int>(found.size());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_.empty()) first_ = found.front();
   }
   ++samples_;
+  return true;
 }
 
 }  // namespace skb::testbed

