@@ -223,12 +223,10 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   std::vector<std::string> inference;                   // live inference pods
   std::map<std::string, Steady::time_point> unhealthy;  // node -> when to clear
   std::map<std::string, Steady::time_point> gpus_lost;  // node -> when they recover
-  // The kubelet and GPU faults (kinds 5-10) run only with SKB_CHAOS_KUBELET_FAULTS=1 until
-  // the bridge survives them: today a reservation its kubelet fails is invisible to the
-  // bridge (its pod informer drops terminal pods) and a GPU pod then runs beside the Slurm
-  // jobs; the fixes are in flight. Turn them on by default when they land.
+  // The kubelet and GPU faults (kinds 5-10) run by default; SKB_CHAOS_KUBELET_FAULTS=0
+  // leaves them out (to tell a regression in them from one in the classic five).
   const char* kubelet_env = std::getenv("SKB_CHAOS_KUBELET_FAULTS");
-  const bool kubelet_faults = kubelet_env != nullptr && std::string(kubelet_env) == "1";
+  const bool kubelet_faults = kubelet_env == nullptr || std::string(kubelet_env) != "0";
   int next_pod = 0;
   const auto start = Steady::now();
   const auto end = start + seconds(duration);
