@@ -9,6 +9,7 @@
 // (SIGKILL) mid-lend and must finish the flow after a restart (invariant 3).
 #include <atomic>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -72,17 +73,18 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
                            node, " -o custom-columns=R:.reason --no-headers"))
                   .out,
               HasSubstr("ReturnedToSlurm"));
-  // The durations the bridge observed: grace used, lend, return.
+  // The durations the bridge observed: grace used, lend, return. At least once: a re-plan
+  // on a cache that has not yet seen the requeue (or the resume: Slurm is polled every
+  // 200 ms) repeats the (then no-op) action, and the metrics count executed actions, not
+  // changes -- a known overcount (a return counted twice failed this test once in CI).
   std::string metrics;
   EXPECT_TRUE(WaitFor(
       [&] {
         metrics = Metrics();
-        return metrics.find("skb_return_duration_seconds_count 1") != std::string::npos;
+        return std::regex_search(metrics, std::regex("skb_return_duration_seconds_count [1-9]"));
       },
       seconds(10)))
       << metrics;
-  // At least once: a re-plan on a cache that has not yet seen the requeue repeats the
-  // (then no-op) preemption, and the counters count executed actions.
   EXPECT_THAT(metrics,
               ::testing::ContainsRegex("skb_preemptions_total\\{mode=\"requeue\"\\} [1-9]"));
   EXPECT_THAT(metrics, ::testing::ContainsRegex("skb_preemption_grace_seconds_count [1-9]"));
