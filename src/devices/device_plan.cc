@@ -68,6 +68,18 @@ DeviceAction Make(DeviceActionKind kind, const NodeDevices& node, plan::Cause ca
   return a;
 }
 
+// The return's hold: `devices` (of placeholder `job`) kept from Kubernetes again, the first
+// step of a return and the one a return that found some holds lifted repeats.
+DeviceAction HoldAgainForSlurm(const NodeDevices& node, uint32_t job,
+                               std::vector<std::string> devices) {
+  DeviceAction a =
+      Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
+           StrCat("devices ", JoinNames(devices), " held again for Slurm"));
+  a.devices = std::move(devices);
+  a.placeholder_job = job;
+  return a;
+}
+
 // Victims among `cands` (index into node.jobs) freeing at least `need` GPUs, cheapest by
 // (work lost, jobs, GPUs, ids); empty when they cannot.
 std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>& cands,
@@ -407,12 +419,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     }
     if (p.returning) {
       if (!lifted.empty()) {
-        DeviceAction a =
-            Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
-                 StrCat("devices ", JoinNames(lifted), " held again for Slurm"));
-        a.devices = std::move(lifted);
-        a.placeholder_job = p.job_id;
-        plan.actions.push_back(std::move(a));
+        plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(lifted)));
       } else if (!in_use) {
         DeviceAction a =
             Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kReturn, "GpusReturned",
@@ -451,12 +458,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
              StrCat("devices ", JoinNames(mine), " return to Slurm: ", d.why));
     mark.placeholder_job = p.job_id;
     plan.actions.push_back(std::move(mark));
-    DeviceAction hold =
-        Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
-             StrCat("devices ", JoinNames(mine), " held again for Slurm"));
-    hold.devices = std::move(mine);
-    hold.placeholder_job = p.job_id;
-    plan.actions.push_back(std::move(hold));
+    plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(mine)));
   }
   return plan;
 }
