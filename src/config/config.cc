@@ -111,6 +111,7 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(health::ReadHealthConfig(root.Object("health"), &cfg.health));
   root.Merge(plan::ReadFeaturesConfig(root.Object("features"), &cfg.features));
   root.Merge(ownership::ReadLendingConfig(root.Object("lending"), &cfg.lending));
+  root.Merge(devices::ReadSharingConfig(root.Object("gpu_sharing"), &cfg.gpu_sharing));
   if (cfg.lending.namespace_name.empty()) {
     cfg.lending.namespace_name = cfg.kubernetes.namespace_name;
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/devices/sharing_config.h"
 #include "src/health/health_config.h"
 #include "src/inventory/node_names.h"
 #include "src/ownership/lending_config.h"
@@ -92,6 +93,8 @@ struct Config {
   // Lending nodes to Kubernetes (reservation pods, preemption, return). After parsing,
   // lending.namespace_name is never empty (it defaults to kubernetes.namespace).
   ownership::LendingConfig lending;
+  // GPU-granular sharing of DRA nodes (off by default).
+  devices::SharingConfig gpu_sharing;
 };
 
 // Parses and validates a JSON configuration document. An empty document ("{}") yields all

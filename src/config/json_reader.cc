@@ -225,6 +225,14 @@ Status JsonReader::StringMap(std::map<std::string, std::string>* out) {
   return Finish();
 }
 
+std::vector<std::string> JsonReader::Keys() const {
+  std::vector<std::string> out;
+  if (object_.is_object()) {
+    for (const auto& [k, unused] : object_.items()) out.push_back(k);
+  }
+  return out;
+}
+
 Status JsonReader::Finish() {
   // An unknown key is reported first: a misspelt key is usually why a required value is
   // missing, so it is the more useful message.

@@ -52,6 +52,9 @@ class JsonReader {
   // Reads this whole object as a free-form map of strings (every key is accepted) and
   // returns Finish(). For maps whose keys are data, not option names.
   Status StringMap(std::map<std::string, std::string>* out);
+  // The keys of this object, for maps whose keys are data (read each with the typed
+  // readers above, which marks it known).
+  std::vector<std::string> Keys() const;
   // Records an error from a nested reader or a cross-field check.
   void Merge(const Status& status);
   void Fail(std::string_view key, std::string_view problem);

@@ -401,6 +401,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         a.signal_scope = sig.second;
         a.job_ids = std::move(ids);
         a.pod = p.pod;
+        a.placeholder_job = p.job_id;  // the signal time is recorded on it
         a.at_unix = now_unix;
         plan.actions.push_back(std::move(a));
       }

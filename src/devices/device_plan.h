@@ -136,7 +136,8 @@ struct DeviceAction {
   DeviceActionKind kind = DeviceActionKind::kAddDeviceHold;
   std::string node;
   std::vector<std::string> devices;  // kAddDeviceHold, kRemoveDeviceHold
-  uint32_t placeholder_job = 0;      // kRemoveDeviceHold, kRecordIdleSince, kMark.., kEnd..
+  uint32_t placeholder_job = 0;      // kRemoveDeviceHold, kRecordIdleSince, kMark.., kEnd..,
+                                     // kSignalJobs (records the signal time on it)
   std::string pod;                   // kSubmitPlaceholder, kPreemptJobs (the preemptor)
   int64_t gpus = 0;                  // kSubmitPlaceholder
   std::vector<uint32_t> job_ids;     // kSubmitPlaceholder (victims), kSignalJobs, kPreemptJobs

@@ -1,0 +1,86 @@
+#include "src/devices/placeholder_record.h"
+
+#include <charconv>
+
+#include "src/base/strings.h"
+
+namespace skb::devices {
+namespace {
+
+constexpr std::string_view kPrefix = "skb-gpu-hold:v1;";
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// The record's token in `comment`: [begin, end), or npos.
+std::pair<size_t, size_t> FindToken(std::string_view comment) {
+  const size_t begin = comment.find(kPrefix);
+  if (begin == std::string_view::npos) return {begin, begin};
+  size_t end = comment.find_first_of(" \t\n", begin);
+  if (end == std::string_view::npos) end = comment.size();
+  return {begin, end};
+}
+
+}  // namespace
+
+std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
+  std::string victims;
+  for (uint32_t id : r.victims) StrAppend(&victims, victims.empty() ? "" : ",", id);
+  return StrCat(kPrefix, "pod=", r.pod, ";gpus=", r.gpus, ";victims=", victims,
+                ";signalled=", r.signalled_at, ";returning=", r.returning ? 1 : 0,
+                ";idle=", r.idle_since);
+}
+
+std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
+  const auto [begin, end] = FindToken(admin_comment);
+  if (begin == std::string_view::npos) return std::nullopt;
+  const std::string_view token = admin_comment.substr(begin + kPrefix.size(),
+                                                       end - begin - kPrefix.size());
+  PlaceholderRecord r;
+  bool have_pod = false, have_gpus = false;
+  for (std::string_view field : StrSplit(token, ';')) {
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "pod") {
+      if (value.find('/') == std::string_view::npos) return std::nullopt;
+      r.pod = std::string(value);
+      have_pod = true;
+    } else if (key == "gpus") {
+      if (!ParseNumber(value, &r.gpus) || r.gpus <= 0) return std::nullopt;
+      have_gpus = true;
+    } else if (key == "victims") {
+      for (std::string_view id : StrSplit(value, ',', /*skip_empty=*/true)) {
+        uint32_t v = 0;
+        if (!ParseNumber(id, &v) || v == 0) return std::nullopt;
+        r.victims.push_back(v);
+      }
+    } else if (key == "signalled") {
+      if (!ParseNumber(value, &r.signalled_at) || r.signalled_at < 0) return std::nullopt;
+    } else if (key == "returning") {
+      if (value != "0" && value != "1") return std::nullopt;
+      r.returning = value == "1";
+    } else if (key == "idle") {
+      if (!ParseNumber(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
+    }
+    // Unknown keys: a later version's fields; this one ignores them.
+  }
+  if (!have_pod || !have_gpus) return std::nullopt;
+  return r;
+}
+
+std::string MergePlaceholderRecord(std::string_view admin_comment, const PlaceholderRecord& r) {
+  const auto [begin, end] = FindToken(admin_comment);
+  if (begin == std::string_view::npos) {
+    return admin_comment.empty() ? FormatPlaceholderRecord(r)
+                                 : StrCat(admin_comment, " ", FormatPlaceholderRecord(r));
+  }
+  return StrCat(admin_comment.substr(0, begin), FormatPlaceholderRecord(r),
+                admin_comment.substr(end));
+}
+
+}  // namespace skb::devices

@@ -1,0 +1,42 @@
+// The record a placeholder Slurm job carries: everything a give or a return needs to
+// resume after a restart, kept on the job itself (its admin_comment), so the bridge keeps
+// no state of its own.
+//
+//   "skb-gpu-hold:v1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;returning=0;idle=0"
+//
+//   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
+//   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
+//
+// One whitespace-free token; anything else in the comment is kept when a field changes
+// (MergePlaceholderRecord), as for the bridge's other admin_comment notes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace skb::devices {
+
+// The job name of every placeholder (squeue shows what Kubernetes holds by it).
+inline constexpr char kPlaceholderJobName[] = "skb-gpu-hold";
+
+struct PlaceholderRecord {
+  std::string pod;  // "ns/name" the give is for
+  int64_t gpus = 0;
+  std::vector<uint32_t> victims;  // jobs the give preempts
+  int64_t signalled_at = 0;       // unix seconds the victims got the checkpoint signal; 0: not
+  bool returning = false;         // its devices go back to Slurm
+  int64_t idle_since = 0;         // unix seconds since no allocated claim uses them; 0: in use
+  friend bool operator==(const PlaceholderRecord&, const PlaceholderRecord&) = default;
+};
+
+std::string FormatPlaceholderRecord(const PlaceholderRecord& r);
+// The record in `admin_comment`, or nullopt (no record, or a malformed one: a job whose
+// record cannot be read is not treated as a placeholder's state; the caller reports it).
+std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment);
+// `admin_comment` with its record replaced by `r` (or appended); other text is kept.
+std::string MergePlaceholderRecord(std::string_view admin_comment, const PlaceholderRecord& r);
+
+}  // namespace skb::devices

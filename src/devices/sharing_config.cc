@@ -1,0 +1,57 @@
+#include "src/devices/sharing_config.h"
+
+#include "src/base/strings.h"
+
+namespace skb::devices {
+namespace {
+
+bool IsDnsLabelish(const std::string& s) {
+  return !s.empty() && s.size() <= 253 &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos;
+}
+
+}  // namespace
+
+std::vector<std::string> SharingConfig::GresFilesOf(const std::string& node, int64_t gpus) const {
+  if (auto it = gres_files.find(node); it != gres_files.end()) return it->second;
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < gpus; ++i) out.push_back(StrCat("/dev/nvidia", i));
+  return out;
+}
+
+Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
+  r.Bool("enabled", &out->enabled);
+  r.String("driver", &out->driver);
+  r.String("extended_resource", &out->extended_resource);
+  r.Enum("device_identity", &out->device_identity, {"name", "minor-attribute"});
+  r.Duration("give_timeout", &out->give_timeout);
+  if (!IsDnsLabelish(out->driver)) {
+    r.Fail("driver", "must be a DRA driver name such as gpu.nvidia.com");
+  }
+  if (out->extended_resource.find('/') == std::string::npos) {
+    r.Fail("extended_resource", "must be an extended resource name such as nvidia.com/gpu");
+  }
+  if (out->give_timeout < std::chrono::seconds(10)) r.Fail("give_timeout", "must be at least 10s");
+
+  config::JsonReader files = r.Object("gres_files");  // node -> its files, in index order
+  for (const std::string& node : files.Keys()) {
+    std::vector<std::string> list;
+    files.StringList(node, &list);
+    for (const std::string& f : list) {
+      if (f.rfind("/dev/nvidia", 0) != 0) {
+        files.Fail(node, StrCat("'", f, "' is not a /dev/nvidia<N> device file"));
+      }
+    }
+    out->gres_files[node] = std::move(list);
+  }
+  r.Merge(files.Finish());
+  config::JsonReader ph = r.Object("placeholder");
+  ph.String("partition", &out->placeholder.partition);
+  ph.String("qos", &out->placeholder.qos);
+  ph.String("account", &out->placeholder.account);
+  if (out->placeholder.partition.empty()) ph.Fail("partition", "must name a Slurm partition");
+  r.Merge(ph.Finish());
+  return r.Finish();
+}
+
+}  // namespace skb::devices

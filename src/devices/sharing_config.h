@@ -1,0 +1,65 @@
+// GPU-granular sharing of DRA nodes: the "gpu_sharing" section of the bridge config (every
+// key is listed in README.md; docs/gpu-granular.md says how a give and a return run).
+//
+//   "gpu_sharing": {
+//     "enabled": true,
+//     "driver": "gpu.nvidia.com", "extended_resource": "nvidia.com/gpu",
+//     "device_identity": "name",
+//     "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
+//     "placeholder": {"partition": "skb-gpu-hold", "qos": "", "account": ""},
+//     "give_timeout": "10m"
+//   }
+//
+// A node is shared GPU by GPU when sharing is on, the driver publishes a ResourceSlice for
+// it and the mapping between Slurm's GRES indices and the published devices is proven
+// (devices::MapGresFiles). Every other node stays at node granularity (the lending
+// section), and says why.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/config/json_reader.h"
+
+namespace skb::devices {
+
+struct PlaceholderConfig {
+  // The partition the bridge submits placeholder jobs to: every managed node, a priority
+  // tier that no preemptor outranks and PreemptMode=OFF (nothing may requeue a placeholder
+  // while Kubernetes uses its GPUs), Hidden, usable only by the bridge's user.
+  std::string partition = "skb-gpu-hold";
+  std::string qos;      // "" = the account's default
+  std::string account;  // "" = the bridge user's default account
+};
+
+struct SharingConfig {
+  bool enabled = false;
+  // The DRA driver whose ResourceSlices publish the GPUs (one pool per node).
+  std::string driver = "gpu.nvidia.com";
+  // The extended resource a DeviceClass serves through DRA: pods asking for it (or a claim
+  // of the driver's devices) are the GPU pods the bridge frees devices for.
+  std::string extended_resource = "nvidia.com/gpu";
+  // How a published device names its GPU: "name" (the device is gpu-<minor>, as NVIDIA's
+  // driver v25.8 and later publish it) or "minor-attribute" (only the device's `minor`
+  // attribute counts, as releases up to v25.3 published it).
+  std::string device_identity = "name";
+  // Slurm's GPU files of a node in GRES index order, where gres.conf does not list
+  // /dev/nvidia0../dev/nvidiaN-1 in that order (AutoDetect=nvml orders by PCI bus).
+  std::map<std::string, std::vector<std::string>, std::less<>> gres_files;
+  PlaceholderConfig placeholder;
+  // A give whose placeholder has not started after this long is cancelled (its victims
+  // became protected, Slurm placed other work first): the pod waits for the next pass.
+  std::chrono::milliseconds give_timeout = std::chrono::minutes(10);
+
+  // The GPU files of `node` with `gpus` GPUs in Slurm: gres_files[node], or
+  // /dev/nvidia0../dev/nvidia<gpus-1>.
+  std::vector<std::string> GresFilesOf(const std::string& node, int64_t gpus) const;
+  bool TrustNames() const { return device_identity == "name"; }
+};
+
+Status ReadSharingConfig(config::JsonReader r, SharingConfig* out);
+
+}  // namespace skb::devices

@@ -1,0 +1,67 @@
+#include "src/devices/sharing_config.h"
+
+#include <gtest/gtest.h>
+
+#include "src/config/config.h"
+
+namespace skb::devices {
+namespace {
+
+TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
+  StatusOr<config::Config> cfg = config::ParseConfig("{}");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const SharingConfig& s = cfg->gpu_sharing;
+  EXPECT_FALSE(s.enabled);
+  EXPECT_EQ(s.driver, "gpu.nvidia.com");
+  EXPECT_EQ(s.extended_resource, "nvidia.com/gpu");
+  EXPECT_TRUE(s.TrustNames());
+  EXPECT_EQ(s.placeholder.partition, "skb-gpu-hold");
+  EXPECT_EQ(s.GresFilesOf("node1", 3),
+            (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
+}
+
+TEST(SharingConfigTest, ReadsEveryKey) {
+  StatusOr<config::Config> cfg = config::ParseConfig(R"({"gpu_sharing": {
+      "enabled": true, "driver": "gpu.example.com", "extended_resource": "example.com/gpu",
+      "device_identity": "minor-attribute", "give_timeout": "3m",
+      "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
+      "placeholder": {"partition": "hold", "qos": "bridge", "account": "ops"}}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const SharingConfig& s = cfg->gpu_sharing;
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.driver, "gpu.example.com");
+  EXPECT_EQ(s.extended_resource, "example.com/gpu");
+  EXPECT_FALSE(s.TrustNames());
+  EXPECT_EQ(s.give_timeout, std::chrono::minutes(3));
+  EXPECT_EQ(s.GresFilesOf("node7", 2), (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}));
+  EXPECT_EQ(s.GresFilesOf("node8", 1), (std::vector<std::string>{"/dev/nvidia0"}));
+  EXPECT_EQ(s.placeholder.partition, "hold");
+  EXPECT_EQ(s.placeholder.qos, "bridge");
+  EXPECT_EQ(s.placeholder.account, "ops");
+}
+
+TEST(SharingConfigTest, BadValuesNameTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"gpu_sharing": {"enabeld": true}})", "gpu_sharing.enabeld"},
+      {R"({"gpu_sharing": {"device_identity": "index"}})", "gpu_sharing.device_identity"},
+      {R"({"gpu_sharing": {"extended_resource": "gpu"}})", "gpu_sharing.extended_resource"},
+      {R"({"gpu_sharing": {"driver": "GPU Driver"}})", "gpu_sharing.driver"},
+      {R"({"gpu_sharing": {"give_timeout": "1s"}})", "gpu_sharing.give_timeout"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": "/dev/nvidia0"}}})",
+       "gpu_sharing.gres_files.node1"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": ["/dev/sda"]}}})",
+       "gpu_sharing.gres_files.node1"},
+      {R"({"gpu_sharing": {"placeholder": {"partition": ""}}})",
+       "gpu_sharing.placeholder.partition"},
+      {R"({"gpu_sharing": {"placeholder": {"qos": 1}}})", "gpu_sharing.placeholder.qos"},
+  };
+  for (const auto& [json, key] : cases) {
+    StatusOr<config::Config> cfg = config::ParseConfig(json);
+    ASSERT_FALSE(cfg.ok()) << json;
+    EXPECT_NE(cfg.status().message().find(key), std::string::npos)
+        << json << " -> " << cfg.status();
+  }
+}
+
+}  // namespace
+}  // namespace skb::devices
