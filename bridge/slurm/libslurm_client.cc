@@ -12,7 +12,9 @@
 #include <map>
 #include <thread>
 
+#include "bridge/logging.h"
 #include "src/base/strings.h"
+#include "src/devices/gres.h"
 #include "src/slurm/syntax.h"
 
 // Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers; 24.11
@@ -129,6 +131,21 @@ JobView ToJobView(const slurm_job_info_t& j) {
   } else if (int64_t per_job = GpusFromTres(j.tres_per_job); per_job > 0) {
     v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
   }
+  // GRES indices per node (gres_detail_str[i] belongs to the i-th allocated node).
+  if (j.gres_detail_str != nullptr) {
+    for (uint32_t i = 0; i < j.gres_detail_cnt && i < v.nodes.size(); ++i) {
+      if (j.gres_detail_str[i] == nullptr) continue;
+      auto idx = skb::devices::ParseGpuIndices(j.gres_detail_str[i]);
+      if (!idx.ok()) {
+        Logger("slurm")->warn("gres_indices_unreadable job={} node={} gres=\"{}\" error=\"{}\"",
+                              j.job_id, v.nodes[i], j.gres_detail_str[i], idx.status().message());
+        continue;
+      }
+      if (!idx->empty()) v.gpu_indices[v.nodes[i]] = std::move(*idx);
+    }
+  }
+  v.name = Str(j.name);
+  v.submit_time = j.submit_time;
   v.start_time = j.start_time;
   v.end_time = j.end_time;
   if (j.exit_code != NO_VAL && WIFSIGNALED(static_cast<int>(j.exit_code))) {

@@ -30,7 +30,7 @@ std::pair<size_t, size_t> FindToken(std::string_view comment) {
 std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
   std::string victims;
   for (uint32_t id : r.victims) StrAppend(&victims, victims.empty() ? "" : ",", id);
-  return StrCat(kPrefix, "pod=", r.pod, ";gpus=", r.gpus, ";victims=", victims,
+  return StrCat(kPrefix, "node=", r.node, ";pod=", r.pod, ";gpus=", r.gpus, ";victims=", victims,
                 ";signalled=", r.signalled_at, ";returning=", r.returning ? 1 : 0,
                 ";idle=", r.idle_since);
 }
@@ -38,15 +38,19 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
 std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
   const auto [begin, end] = FindToken(admin_comment);
   if (begin == std::string_view::npos) return std::nullopt;
-  const std::string_view token = admin_comment.substr(begin + kPrefix.size(),
-                                                       end - begin - kPrefix.size());
+  const std::string_view token =
+      admin_comment.substr(begin + kPrefix.size(), end - begin - kPrefix.size());
   PlaceholderRecord r;
-  bool have_pod = false, have_gpus = false;
+  bool have_node = false, have_pod = false, have_gpus = false;
   for (std::string_view field : StrSplit(token, ';')) {
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
     const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
-    if (key == "pod") {
+    if (key == "node") {
+      if (value.empty()) return std::nullopt;
+      r.node = std::string(value);
+      have_node = true;
+    } else if (key == "pod") {
       if (value.find('/') == std::string_view::npos) return std::nullopt;
       r.pod = std::string(value);
       have_pod = true;
@@ -69,7 +73,7 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
     }
     // Unknown keys: a later version's fields; this one ignores them.
   }
-  if (!have_pod || !have_gpus) return std::nullopt;
+  if (!have_node || !have_pod || !have_gpus) return std::nullopt;
   return r;
 }
 

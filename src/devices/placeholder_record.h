@@ -2,7 +2,7 @@
 // resume after a restart, kept on the job itself (its admin_comment), so the bridge keeps
 // no state of its own.
 //
-//   "skb-gpu-hold:v1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;returning=0;idle=0"
+//   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;returning=0;idle=0"
 //
 //   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
 //   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
@@ -23,7 +23,8 @@ namespace skb::devices {
 inline constexpr char kPlaceholderJobName[] = "skb-gpu-hold";
 
 struct PlaceholderRecord {
-  std::string pod;  // "ns/name" the give is for
+  std::string node;  // the Slurm node it holds GPUs on (a pending job has no node yet)
+  std::string pod;   // "ns/name" the give is for
   int64_t gpus = 0;
   std::vector<uint32_t> victims;  // jobs the give preempts
   int64_t signalled_at = 0;       // unix seconds the victims got the checkpoint signal; 0: not

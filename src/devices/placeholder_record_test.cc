@@ -6,38 +6,44 @@ namespace skb::devices {
 namespace {
 
 TEST(PlaceholderRecordTest, RoundTrips) {
-  const PlaceholderRecord r{.pod = "infer/llama-0",
+  const PlaceholderRecord r{.node = "node1",
+                            .pod = "infer/llama-0",
                             .gpus = 2,
                             .victims = {41, 42},
                             .signalled_at = 1700000000,
                             .returning = true,
                             .idle_since = 1700000100};
   const std::string s = FormatPlaceholderRecord(r);
-  EXPECT_EQ(s,
-            "skb-gpu-hold:v1;pod=infer/llama-0;gpus=2;victims=41,42;signalled=1700000000;"
-            "returning=1;idle=1700000100");
+  EXPECT_EQ(
+      s,
+      "skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;victims=41,42;signalled=1700000000;"
+      "returning=1;idle=1700000100");
   EXPECT_EQ(ParsePlaceholderRecord(s), r);
   EXPECT_EQ(ParsePlaceholderRecord("admin note " + s + " more"), r);
-  const PlaceholderRecord bare{.pod = "a/b", .gpus = 1};
+  const PlaceholderRecord bare{.node = "n", .pod = "a/b", .gpus = 1};
   EXPECT_EQ(ParsePlaceholderRecord(FormatPlaceholderRecord(bare)), bare);
 }
 
 TEST(PlaceholderRecordTest, MalformedRecordsAreNotRead) {
-  for (const char* bad : {
-           "", "skb-gpu-hold:v1;", "skb-gpu-hold:v1;pod=a/b", "skb-gpu-hold:v1;gpus=2",
-           "skb-gpu-hold:v1;pod=nons;gpus=1", "skb-gpu-hold:v1;pod=a/b;gpus=0",
-           "skb-gpu-hold:v1;pod=a/b;gpus=x", "skb-gpu-hold:v1;pod=a/b;gpus=1;victims=1,x",
-           "skb-gpu-hold:v1;pod=a/b;gpus=1;victims=0", "skb-gpu-hold:v1;pod=a/b;gpus=1;returning=2",
-           "skb-gpu-hold:v1;pod=a/b;gpus=1;idle=-4", "skb-gpu-hold:v1;pod=a/b;gpus=1;junk",
-           "skb-gpu-hold:v1;pod=a/b;gpus=99999999999999999999"}) {
+  for (const char* bad :
+       {"", "skb-gpu-hold:v1;", "skb-gpu-hold:v1;pod=a/b;gpus=1",
+        "skb-gpu-hold:v1;node=;pod=a/b;gpus=1", "skb-gpu-hold:v1;node=n;pod=a/b",
+        "skb-gpu-hold:v1;gpus=2", "skb-gpu-hold:v1;node=n;pod=nons;gpus=1",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=0", "skb-gpu-hold:v1;node=n;pod=a/b;gpus=x",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;victims=1,x",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;victims=0",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;returning=2",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;idle=-4",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;junk",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=99999999999999999999"}) {
     EXPECT_EQ(ParsePlaceholderRecord(bad), std::nullopt) << bad;
   }
   // A later version's keys are ignored.
-  EXPECT_TRUE(ParsePlaceholderRecord("skb-gpu-hold:v1;pod=a/b;gpus=1;future=3").has_value());
+  EXPECT_TRUE(ParsePlaceholderRecord("skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;future=3").has_value());
 }
 
 TEST(PlaceholderRecordTest, MergeReplacesOnlyTheRecord) {
-  PlaceholderRecord r{.pod = "a/b", .gpus = 1};
+  PlaceholderRecord r{.node = "n", .pod = "a/b", .gpus = 1};
   EXPECT_EQ(MergePlaceholderRecord("", r), FormatPlaceholderRecord(r));
   const std::string first = MergePlaceholderRecord("ops: keep", r);
   EXPECT_EQ(first, "ops: keep " + FormatPlaceholderRecord(r));

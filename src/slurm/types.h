@@ -97,6 +97,7 @@ struct JobView {
   std::string array_task_str;  // pending array record: the tasks it still holds ("0-9")
   uint32_t het_job_id = 0;     // 0 unless part of a heterogeneous job
   uint32_t het_job_offset = 0;
+  std::string name;  // the job name (--job-name)
   uint32_t user_id = 0;
   std::string user_name;
   std::string account;
@@ -109,6 +110,9 @@ struct JobView {
   std::string state_reason;        // "Resources", "JobHeldUser", ...
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
   int64_t gpus_per_node = 0;       // allocated (running) or requested (pending) GPUs per node
+  // Node -> the job's GPU GRES indices there (running jobs; "gpu:4(IDX:0-3)" -> {0,1,2,3}).
+  std::map<std::string, std::vector<int64_t>> gpu_indices;
+  UnixTime submit_time = 0;
   UnixTime start_time = 0;
   UnixTime end_time = 0;  // finished jobs: when; running: the time limit's end
   int exit_signal = 0;    // finished jobs: the signal that ended the batch script, or 0

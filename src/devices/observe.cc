@@ -1,0 +1,116 @@
+#include "src/devices/observe.h"
+
+#include <algorithm>
+
+#include "src/base/strings.h"
+#include "src/ownership/policy.h"
+
+namespace skb::devices {
+namespace {
+
+namespace own = skb::ownership;
+
+// Holds GPUs on its nodes: running, suspended or still completing (its processes may
+// still be on the devices until Slurm's epilog ends).
+bool HoldsGpus(const slurm::JobView& j) {
+  return j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
+         j.completing;
+}
+
+}  // namespace
+
+bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
+  return job.name == kPlaceholderJobName && job.partition == cfg.placeholder.partition &&
+         ParsePlaceholderRecord(job.admin_comment).has_value();
+}
+
+Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now) {
+  Observation out;
+  const SharingConfig& sharing = cfg.gpu_sharing;
+
+  // Placeholders by node (pending ones name their node only in their record) and the
+  // signal times of their victims.
+  std::map<std::string, std::vector<Placeholder>> placeholders;
+  std::map<uint32_t, Clock::TimePoint> signalled;
+  for (const slurm::JobView& j : w.jobs) {
+    if (j.name != kPlaceholderJobName) continue;
+    if (!IsPlaceholder(j, sharing)) {
+      if (HoldsGpus(j) || j.state == slurm::JobState::kPending) {
+        out.suspicious[j.job_id] =
+            StrCat("job ", j.job_id, " is named ", kPlaceholderJobName, " but ",
+                   j.partition != sharing.placeholder.partition
+                       ? StrCat("runs in partition ", j.partition, ", not ",
+                                sharing.placeholder.partition)
+                       : std::string("carries no readable placeholder record"),
+                   ": treated as an ordinary job");
+      }
+      continue;
+    }
+    const bool pending = j.state == slurm::JobState::kPending;
+    if (!pending && !HoldsGpus(j)) continue;  // ended: its GPUs are Slurm's again
+    const PlaceholderRecord r = *ParsePlaceholderRecord(j.admin_comment);
+    Placeholder p;
+    p.job_id = j.job_id;
+    p.pod = r.pod;
+    p.gpus = r.gpus;
+    p.victims = r.victims;
+    p.running = !pending;
+    if (auto it = j.gpu_indices.find(r.node); it != j.gpu_indices.end()) p.indices = it->second;
+    p.start = own::FromUnix(j.start_time);
+    p.returning = r.returning;
+    if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
+    const auto pod = w.pod_node.find(r.pod);
+    const std::string k8s = w.k8s_name.count(r.node) ? w.k8s_name.at(r.node) : r.node;
+    p.wanted = pod != w.pod_node.end() && (pod->second.empty() || pod->second == k8s);
+    if (pending && j.submit_time > 0 &&
+        now - own::FromUnix(j.submit_time) > sharing.give_timeout) {
+      p.wanted = false;  // waited too long: cancelled, the pod is planned again
+    }
+    if (r.signalled_at > 0) {
+      for (uint32_t v : r.victims) signalled[v] = own::FromUnix(r.signalled_at);
+    }
+    placeholders[r.node].push_back(std::move(p));
+  }
+
+  for (const slurm::NodeView& sn : w.slurm_nodes) {
+    const auto k8s_it = w.k8s_name.find(sn.name);
+    if (k8s_it == w.k8s_name.end()) continue;  // not a managed node
+    const std::string& k8s = k8s_it->second;
+    const auto slice = w.slices.find(k8s);
+    if (slice == w.slices.end() || slice->second.empty()) {
+      out.node_granular[sn.name] = StrCat("no ResourceSlice of driver ", sharing.driver);
+      continue;
+    }
+    const int64_t gpus = sn.TotalGpus();
+    const std::vector<std::string> files = sharing.GresFilesOf(sn.name, gpus);
+    const DeviceMapping m = MapGresFiles(files, slice->second, sharing.TrustNames());
+    if (!m.proven) {
+      out.node_granular[sn.name] = StrCat("GPU mapping not proven: ", m.reason);
+      continue;
+    }
+    NodeDevices n;
+    n.node = sn.name;
+    n.model = sn.gpus.empty() ? "" : sn.gpus.front().type;
+    n.healthy = !sn.Unavailable();
+    const auto held = w.held.find(k8s);
+    for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
+      n.devices.push_back({.index = static_cast<int64_t>(i),
+                           .name = m.device_by_idx[i],
+                           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i])});
+    }
+    for (const slurm::JobView& j : w.jobs) {
+      if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;
+      const auto idx = j.gpu_indices.find(sn.name);
+      if (idx == j.gpu_indices.end() || idx->second.empty()) continue;
+      NodeJob nj{.view = j, .indices = idx->second};
+      if (auto s = signalled.find(j.job_id); s != signalled.end()) nj.signalled_at = s->second;
+      n.jobs.push_back(std::move(nj));
+    }
+    if (auto p = placeholders.find(sn.name); p != placeholders.end()) n.placeholders = p->second;
+    if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
+    out.nodes.push_back(std::move(n));
+  }
+  return out;
+}
+
+}  // namespace skb::devices

@@ -1,0 +1,59 @@
+// Observe for the GPU-granular lane: the cluster as both schedulers show it -> one
+// NodeDevices per node shared GPU by GPU, and the reason for every other node. Pure: the
+// daemon converts its caches (Slurm's poll; ResourceSlices, ResourceClaims, the bridge's
+// DeviceTaintRules and pods from the informers) into a World, this joins them.
+//
+//   World w = ...;                                  // what the caches hold now
+//   Observation o = Observe(w, cfg, now);
+//   for (const NodeDevices& n : o.nodes) PlanNode(n, cfg, now) ...
+//   o.node_granular["node4"] == "no ResourceSlice of driver gpu.nvidia.com"
+//
+// A Slurm job is a placeholder only when its name, its partition and its record (in its
+// admin_comment, which only an administrator can write) all say so: a user cannot make
+// the bridge lift holds by naming a job "skb-gpu-hold".
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/base/clock.h"
+#include "src/config/config.h"
+#include "src/devices/device_plan.h"
+#include "src/devices/gres.h"
+#include "src/devices/placeholder_record.h"
+#include "src/slurm/types.h"
+
+namespace skb::devices {
+
+struct World {
+  std::vector<slurm::NodeView> slurm_nodes;
+  std::vector<slurm::JobView> jobs;
+  // Slurm node -> Kubernetes node, for the managed nodes paired by kubernetes.node_names.
+  std::map<std::string, std::string> k8s_name;
+  // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
+  // under the bridge's hold rules.
+  std::map<std::string, std::vector<SliceDevice>> slices;
+  std::map<std::string, std::vector<Claim>> claims;
+  std::map<std::string, std::set<std::string>> held;
+  // Unschedulable GPU pods at or above the threshold, highest priority first.
+  std::vector<PendingPod> pending;
+  // Every live pod ("ns/name") -> its node ("" while unscheduled): a give's pod still waits
+  // while it exists unscheduled or runs on the give's node.
+  std::map<std::string, std::string> pod_node;
+};
+
+struct Observation {
+  std::vector<NodeDevices> nodes;                   // shared GPU by GPU
+  std::map<std::string, std::string> node_granular;  // Slurm node -> why not
+  // Jobs that look like placeholders but are not trusted (the reason), for a Warning.
+  std::map<uint32_t, std::string> suspicious;
+};
+
+// Whether `job` is one of the bridge's placeholders (name, partition and record).
+bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg);
+
+Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now);
+
+}  // namespace skb::devices

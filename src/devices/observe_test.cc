@@ -1,0 +1,175 @@
+#include "src/devices/observe.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "src/ownership/policy.h"
+
+namespace skb::devices {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
+
+config::Config Cfg() {
+  config::Config cfg;
+  cfg.gpu_sharing.enabled = true;
+  return cfg;
+}
+
+slurm::NodeView SlurmNode(std::string name, int gpus) {
+  slurm::NodeView n;
+  n.name = std::move(name);
+  n.base_state = slurm::NodeBaseState::kMixed;
+  n.gpus = {{"h100", gpus}};
+  return n;
+}
+
+std::vector<SliceDevice> Slice(int gpus) {
+  std::vector<SliceDevice> out;
+  for (int i = 0; i < gpus; ++i) out.push_back({DeviceName(i), std::nullopt});
+  return out;
+}
+
+slurm::JobView Job(uint32_t id, std::string node, std::vector<int64_t> idx) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.name = "train";
+  j.partition = "gpu";
+  j.state = slurm::JobState::kRunning;
+  j.nodes = {node};
+  j.gpu_indices[node] = std::move(idx);
+  j.start_time = 1'699'999'000;
+  return j;
+}
+
+slurm::JobView PlaceholderJob(uint32_t id, const PlaceholderRecord& r, bool running,
+                              std::vector<int64_t> idx = {}) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.name = kPlaceholderJobName;
+  j.partition = "skb-gpu-hold";
+  j.state = running ? slurm::JobState::kRunning : slurm::JobState::kPending;
+  j.admin_comment = FormatPlaceholderRecord(r);
+  j.submit_time = 1'699'999'900;
+  if (running) {
+    j.nodes = {r.node};
+    j.gpu_indices[r.node] = std::move(idx);
+    j.start_time = 1'699'999'950;
+  }
+  return j;
+}
+
+World TwoNodes() {
+  World w;
+  w.slurm_nodes = {SlurmNode("node1", 8), SlurmNode("node2", 8), SlurmNode("node3", 8)};
+  w.k8s_name = {{"node1", "node1"}, {"node2", "node2.k8s"}};  // node3 is not managed
+  w.slices = {{"node1", Slice(8)}, {"node2.k8s", Slice(8)}};
+  return w;
+}
+
+TEST(ObserveTest, JoinsJobsPlaceholdersHoldsAndClaimsPerDevice) {
+  World w = TwoNodes();
+  w.held["node1"] = {"gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"};
+  w.jobs = {Job(10, "node1", {0, 1, 2, 3}),
+            PlaceholderJob(20, {.node = "node1", .pod = "ml/infer", .gpus = 2, .victims = {11}},
+                           /*running=*/true, {6, 7})};
+  w.claims["node1"] = {{.pod = "ml/infer", .devices = {"gpu-6", "gpu-7"}, .allocated = true}};
+  w.pod_node = {{"ml/infer", "node1"}};
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes.size(), 2u);
+  const NodeDevices& n = o.nodes[0];
+  EXPECT_EQ(n.node, "node1");
+  EXPECT_EQ(n.model, "h100");
+  ASSERT_EQ(n.devices.size(), 8u);
+  EXPECT_TRUE(n.devices[5].k8s_hold);
+  EXPECT_FALSE(n.devices[6].k8s_hold);
+  ASSERT_EQ(n.jobs.size(), 1u);
+  EXPECT_EQ(n.jobs[0].view.job_id, 10u);
+  EXPECT_THAT(n.jobs[0].indices, ElementsAre(0, 1, 2, 3));
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_TRUE(n.placeholders[0].running);
+  EXPECT_TRUE(n.placeholders[0].wanted);
+  EXPECT_THAT(n.placeholders[0].indices, ElementsAre(6, 7));
+  EXPECT_EQ(n.claims.size(), 1u);
+  // Owners: the job's devices and the idle ones are Slurm's, the placeholder's are lent.
+  const std::vector<DeviceView> views = Owners(n);
+  EXPECT_EQ(views[0].owner, Owner::kSlurm);
+  EXPECT_EQ(views[0].job, 10u);
+  EXPECT_EQ(views[6].owner, Owner::kKubernetes);
+  EXPECT_EQ(views[6].placeholder, 20u);
+  // node2 is paired under its Kubernetes name; node3 is not managed at all.
+  EXPECT_EQ(o.nodes[1].node, "node2");
+  EXPECT_FALSE(o.node_granular.count("node3"));
+}
+
+TEST(ObserveTest, NodesWithoutAProvenMappingStayNodeGranularAndSayWhy) {
+  World w = TwoNodes();
+  w.slices.erase("node2.k8s");
+  w.slices["node1"] = Slice(7);  // Slurm has 8 GPUs: one device is missing
+  const Observation o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.nodes, IsEmpty());
+  EXPECT_THAT(o.node_granular.at("node1"), HasSubstr("mapping not proven"));
+  EXPECT_THAT(o.node_granular.at("node2"), HasSubstr("no ResourceSlice of driver gpu.nvidia.com"));
+}
+
+TEST(ObserveTest, AJobNamedLikeAPlaceholderIsNotTrustedWithoutItsPartitionAndRecord) {
+  World w = TwoNodes();
+  slurm::JobView forged = Job(30, "node1", {0, 1});
+  forged.name = kPlaceholderJobName;  // a user's job named like one, in partition gpu
+  forged.admin_comment = FormatPlaceholderRecord({.node = "node1", .pod = "a/b", .gpus = 2});
+  slurm::JobView unrecorded = Job(31, "node1", {2});
+  unrecorded.name = kPlaceholderJobName;
+  unrecorded.partition = "skb-gpu-hold";
+  w.jobs = {forged, unrecorded};
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes.size(), 2u);
+  EXPECT_THAT(o.nodes[0].placeholders, IsEmpty());
+  EXPECT_EQ(o.nodes[0].jobs.size(), 2u);  // both hold their GPUs as ordinary jobs
+  EXPECT_THAT(o.suspicious.at(30), HasSubstr("partition gpu"));
+  EXPECT_THAT(o.suspicious.at(31), HasSubstr("no readable placeholder record"));
+}
+
+TEST(ObserveTest, APendingGiveIsWantedWhileItsPodWaitsAndNotAfterTheTimeout) {
+  World w = TwoNodes();
+  const PlaceholderRecord r{.node = "node2",
+                            .pod = "ml/infer",
+                            .gpus = 2,
+                            .victims = {10},
+                            .signalled_at = 1'699'999'990};
+  w.jobs = {Job(10, "node2", {0, 1, 2, 3}), PlaceholderJob(20, r, /*running=*/false)};
+  w.pod_node = {{"ml/infer", ""}};
+  Observation o = Observe(w, Cfg(), kNow);
+  const NodeDevices& n = o.nodes[1];
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_FALSE(n.placeholders[0].running);
+  EXPECT_TRUE(n.placeholders[0].wanted);
+  ASSERT_EQ(n.jobs.size(), 1u);
+  EXPECT_EQ(n.jobs[0].signalled_at, ownership::FromUnix(1'699'999'990));
+
+  w.pod_node = {{"ml/infer", "node1"}};  // placed elsewhere meanwhile
+  EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].wanted);
+  w.pod_node.clear();  // gone
+  EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].wanted);
+  w.pod_node = {{"ml/infer", ""}};
+  EXPECT_FALSE(Observe(w, Cfg(), kNow + std::chrono::minutes(11)).nodes[1].placeholders[0].wanted);
+}
+
+TEST(ObserveTest, CompletingJobsStillHoldTheirGpusAndEndedOnesDoNot) {
+  World w = TwoNodes();
+  slurm::JobView completing = Job(10, "node1", {0, 1});
+  completing.state = slurm::JobState::kComplete;
+  completing.completing = true;
+  slurm::JobView ended = Job(11, "node1", {2, 3});
+  ended.state = slurm::JobState::kComplete;
+  w.jobs = {completing, ended};
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes[0].jobs.size(), 1u);
+  EXPECT_EQ(o.nodes[0].jobs[0].view.job_id, 10u);
+}
+
+}  // namespace
+}  // namespace skb::devices
