@@ -227,6 +227,9 @@ class ChurnSlurm : public bs::SlurmClient {
     return Write();
   }
   StatusOr<bs::WriteOutcome> MakeEligibleNow(uint32_t) override { return Write(); }
+  StatusOr<uint32_t> SubmitPlaceholder(const bs::PlaceholderSpec&) override {
+    return skb::UnimplementedError("the churn model places no placeholders");
+  }
 
   int64_t starts() const { return starts_.load(); }
   int64_t slurm_writes() const { return writes_.load(); }

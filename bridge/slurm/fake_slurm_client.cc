@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "src/base/strings.h"
+#include "src/devices/placeholder_record.h"
 
 namespace skb::bridge::slurm {
 
@@ -33,6 +34,20 @@ JobView FakeSlurmClient::Job(uint32_t job_id) const {
   MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? JobView{} : it->second;
+}
+
+bool FakeSlurmClient::StartJob(uint32_t job_id, const std::string& node,
+                               std::vector<int64_t> indices) {
+  MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  JobView& j = it->second;
+  j.state = JobState::kRunning;
+  j.nodes = {node};
+  j.gpus_per_node = static_cast<int64_t>(indices.size());
+  j.gpu_indices = {{node, std::move(indices)}};
+  ++update_time_;
+  return true;
 }
 
 void FakeSlurmClient::FailNext(const std::string& method, Status status) {
@@ -248,6 +263,44 @@ StatusOr<WriteOutcome> FakeSlurmClient::MakeEligibleNow(uint32_t job_id) {
   if (it->second.state != JobState::kPending) return WriteOutcome::kUnchanged;
   Wrote(StrCat("MakeEligibleNow ", job_id));
   return WriteOutcome::kChanged;
+}
+
+StatusOr<uint32_t> FakeSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("SubmitPlaceholder"));
+  const std::optional<devices::PlaceholderRecord> record =
+      devices::ParsePlaceholderRecord(s.admin_comment);
+  if (!record) return InvalidArgumentError("placeholder admin comment holds no record");
+  if (s.gpus < 1 || s.node.empty() || record->node != s.node) {
+    return InvalidArgumentError(StrCat("placeholder for ", s.gpus, " GPUs on '", s.node,
+                                       "' with record '", s.admin_comment, "'"));
+  }
+  uint32_t next = 1000;
+  for (const auto& [id, j] : jobs_) {
+    next = std::max(next, id + 1);
+    if (j.name != devices::kPlaceholderJobName ||
+        (j.state != JobState::kPending && j.state != JobState::kRunning)) {
+      continue;
+    }
+    std::optional<devices::PlaceholderRecord> other =
+        devices::ParsePlaceholderRecord(j.admin_comment);
+    if (other && other->pod == record->pod) return id;
+  }
+  JobView j;
+  j.job_id = next;
+  j.name = devices::kPlaceholderJobName;
+  j.partition = s.partition;
+  j.qos = s.qos;
+  j.account = s.account;
+  j.state = JobState::kPending;
+  j.state_reason = "Resources";
+  j.priority = devices::kPlaceholderPriority;
+  j.gpus_per_node = s.gpus;
+  j.requeue = false;
+  j.admin_comment = s.admin_comment;
+  jobs_[next] = std::move(j);
+  Wrote(StrCat("SubmitPlaceholder ", s.node, " gpus=", s.gpus, " -> ", next));
+  return next;
 }
 
 }  // namespace skb::bridge::slurm

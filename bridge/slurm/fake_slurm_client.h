@@ -34,6 +34,9 @@ class FakeSlurmClient final : public SlurmClient {
   void AddJob(JobView job);
   NodeView Node(const std::string& name) const;  // a default NodeView when unknown
   JobView Job(uint32_t job_id) const;            // a default JobView when unknown
+  // Slurm starting a pending job: RUNNING on `node`, holding GRES GPU `indices` there
+  // (gpu_indices, gpus_per_node). False when the job is unknown.
+  bool StartJob(uint32_t job_id, const std::string& node, std::vector<int64_t> indices);
 
   // The next call of `method` ("DrainNode", "LoadJob", ...) fails with `status`; several
   // failures queued for one method are returned in order.
@@ -62,6 +65,10 @@ class FakeSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
+  // Adds a PENDING job (the next free id, from 1000) as LibSlurmClient submits it; a pending
+  // or running placeholder for the same pod is returned instead. Logged in Writes() as
+  // "SubmitPlaceholder node3 gpus=2 -> 1000" (only when it submitted).
+  StatusOr<uint32_t> SubmitPlaceholder(const PlaceholderSpec& s) override;
 
  private:
   // Counts the call; the injected failure for `method`, if one is queued.

@@ -10,11 +10,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "bridge/logging.h"
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
+#include "src/devices/placeholder_record.h"
 #include "src/slurm/syntax.h"
 
 // Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers; 24.11
@@ -36,6 +39,14 @@ using skb::slurm::PreemptMode;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxExpandedHosts = 100'000;
+// A placeholder runs `sleep`: 64 MB covers it where memory is a consumable resource.
+constexpr uint64_t kPlaceholderMemoryMb = 64;
+// How sbatch spells --gres=gpu:N in tres_per_node: 23.02 renamed "gres:" to "gres/".
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+constexpr std::string_view kGresTresPrefix = "gres/";
+#else
+constexpr std::string_view kGresTresPrefix = "gres:";
+#endif
 // Slurm's socket-layer errors start at 5000 in every release; the name of the first one
 // (SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH in 22.05) is gone from 24.11's headers.
 constexpr int kSocketErrorBase = 5000;
@@ -101,6 +112,18 @@ int64_t GpusFromTres(const char* tres) {
   return total;
 }
 
+// Logs `what` about job `job_id` once per job (the poll reads every job every few seconds).
+void WarnOncePerJob(uint32_t job_id, const std::string& what) {
+  static std::mutex mu;
+  static std::set<uint32_t> warned;  // GUARDED_BY(mu)
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (warned.size() > 100'000) warned.clear();  // job ids do not repeat soon; bound it
+    if (!warned.insert(job_id).second) return;
+  }
+  Logger("slurm")->warn("gres_indices_unreadable job={} {}", job_id, what);
+}
+
 JobView ToJobView(const slurm_job_info_t& j) {
   JobView v;
   v.job_id = j.job_id;
@@ -137,8 +160,8 @@ JobView ToJobView(const slurm_job_info_t& j) {
       if (j.gres_detail_str[i] == nullptr) continue;
       auto idx = skb::devices::ParseGpuIndices(j.gres_detail_str[i]);
       if (!idx.ok()) {
-        Logger("slurm")->warn("gres_indices_unreadable job={} node={} gres=\"{}\" error=\"{}\"",
-                              j.job_id, v.nodes[i], j.gres_detail_str[i], idx.status().message());
+        WarnOncePerJob(j.job_id, StrCat("node=", v.nodes[i], " gres=\"", j.gres_detail_str[i],
+                                        "\" error=\"", idx.status().message(), "\""));
         continue;
       }
       if (!idx->empty()) v.gpu_indices[v.nodes[i]] = std::move(*idx);
@@ -279,6 +302,70 @@ StatusOr<T> WaitUntil(const std::function<StatusOr<T>()>& read,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// The pending or running placeholder whose record names `pod`, if any.
+StatusOr<std::optional<uint32_t>> FindPlaceholder(const std::string& pod) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    return LastError("load jobs (for placeholders)");
+  }
+  std::optional<uint32_t> found;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count && !found; ++i) {
+    const slurm_job_info_t& j = msg->job_array[i];
+    const uint32_t base = j.job_state & JOB_STATE_BASE;
+    if ((base != JOB_PENDING && base != JOB_RUNNING) ||
+        Str(j.name) != devices::kPlaceholderJobName) {
+      continue;
+    }
+    std::optional<devices::PlaceholderRecord> r =
+        devices::ParsePlaceholderRecord(Str(j.admin_comment));
+    if (r && r->pod == pod) found = j.job_id;
+  }
+  slurm_free_job_info_msg(msg);
+  return found;
+}
+
+// Submits the placeholder batch job of `s` (SlurmClient::SubmitPlaceholder says what it is).
+StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  std::string name = devices::kPlaceholderJobName, partition = s.partition, qos = s.qos,
+              account = s.account, node = s.node, comment = s.admin_comment,
+              gres = StrCat(kGresTresPrefix, "gpu:", s.gpus), devnull = "/dev/null", work_dir = "/",
+              env = "SKB_GPU_HOLD=1";
+  // exec: the job's one process is sleep, which scancel's SIGKILL ends at once.
+  std::string script =
+      "#!/bin/sh\n# slurm-k8s-bridge: holds GPUs for Kubernetes\nexec sleep infinity\n";
+  char* environment[] = {env.data()};
+  desc.name = name.data();
+  if (!partition.empty()) desc.partition = partition.data();
+  if (!qos.empty()) desc.qos = qos.data();
+  if (!account.empty()) desc.account = account.data();
+  desc.req_nodes = node.data();
+  desc.min_nodes = desc.max_nodes = 1;
+  desc.num_tasks = 1;
+  desc.min_cpus = 1;
+  desc.pn_min_memory = kPlaceholderMemoryMb;
+  desc.tres_per_node = gres.data();
+  desc.requeue = 0;
+  desc.priority = devices::kPlaceholderPriority;
+  desc.admin_comment = comment.data();
+  desc.std_out = devnull.data();
+  desc.std_err = devnull.data();
+  desc.work_dir = work_dir.data();
+  desc.script = script.data();
+  desc.environment = environment;
+  desc.env_size = 1;
+  desc.user_id = getuid();
+  desc.group_id = getgid();
+  submit_response_msg_t* resp = nullptr;
+  if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
+    return LastError(StrCat("submit placeholder for ", s.gpus, " GPUs on ", s.node));
+  }
+  const uint32_t id = resp->job_id;
+  slurm_free_submit_response_response_msg(resp);
+  return id;
 }
 
 StatusOr<WriteOutcome> UpdateNode(update_node_msg_t* msg, const std::string& what) {
@@ -763,6 +850,24 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
       return LastError(StrCat("make job ", job_id, " eligible"));
     }
     return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<uint32_t> LibSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
+  std::optional<devices::PlaceholderRecord> record =
+      devices::ParsePlaceholderRecord(s.admin_comment);
+  if (!record) {
+    return InvalidArgumentError(
+        StrCat("placeholder admin comment '", s.admin_comment, "' holds no placeholder record"));
+  }
+  if (s.gpus < 1 || s.node.empty() || record->node != s.node) {
+    return InvalidArgumentError(StrCat("placeholder for ", s.gpus, " GPUs on '", s.node,
+                                       "' with record '", s.admin_comment, "'"));
+  }
+  return Call<uint32_t>("submit placeholder", [s, pod = record->pod]() -> StatusOr<uint32_t> {
+    ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindPlaceholder(pod));
+    if (existing) return *existing;
+    return SubmitPlaceholderJob(s);
   });
 }
 

@@ -41,6 +41,18 @@ struct Loaded {
 
 enum class WriteOutcome { kChanged, kUnchanged };
 
+// A placeholder job (GPU-granular sharing, docs/gpu-granular.md): holds `gpus` GPUs of
+// `node` in Slurm for Kubernetes.
+struct PlaceholderSpec {
+  std::string node;
+  int64_t gpus = 0;
+  std::string partition;  // devices::PlaceholderConfig: the placeholder partition
+  std::string qos;        // "" = the account's default
+  std::string account;    // "" = the submitting user's default
+  // The placeholder's record (devices::FormatPlaceholderRecord): names the pod it is for.
+  std::string admin_comment;
+};
+
 enum class SignalScope {
   kBatchStep,  // the batch shell only (scancel --batch)
   kSteps,      // every step except the batch shell
@@ -87,6 +99,15 @@ class SlurmClient {
   // minutes (its begin time), which a job preempted for a lend does not need -- it should
   // start on any free node at once. kUnchanged when the job is not pending.
   virtual StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) = 0;
+
+  // Submits the placeholder batch job `s` describes (named devices::kPlaceholderJobName;
+  // --gres=gpu:N on exactly `node`, 1 CPU, minimal memory, --no-requeue, output to
+  // /dev/null, sleeping until cancelled, `s.admin_comment` as its admin comment, the highest
+  // job priority so it starts first once the GPUs free) and returns its job id. Idempotent:
+  // when a pending or running placeholder whose record names the same pod exists, returns
+  // its id and submits nothing (the daemon's poll lags a submission). InvalidArgument when
+  // `s.admin_comment` holds no placeholder record or gpus < 1.
+  virtual StatusOr<uint32_t> SubmitPlaceholder(const PlaceholderSpec& s) = 0;
 };
 
 }  // namespace skb::bridge::slurm

@@ -36,13 +36,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (j.name != kPlaceholderJobName) continue;
     if (!IsPlaceholder(j, sharing)) {
       if (HoldsGpus(j) || j.state == slurm::JobState::kPending) {
-        out.suspicious[j.job_id] =
-            StrCat("job ", j.job_id, " is named ", kPlaceholderJobName, " but ",
-                   j.partition != sharing.placeholder.partition
-                       ? StrCat("runs in partition ", j.partition, ", not ",
-                                sharing.placeholder.partition)
-                       : std::string("carries no readable placeholder record"),
-                   ": treated as an ordinary job");
+        out.suspicious[j.job_id] = StrCat(
+            "job ", j.job_id, " is named ", kPlaceholderJobName, " but ",
+            j.partition != sharing.placeholder.partition
+                ? StrCat("runs in partition ", j.partition, ", not ", sharing.placeholder.partition)
+                : std::string("carries no readable placeholder record"),
+            ": treated as an ordinary job");
       }
       continue;
     }
@@ -62,8 +61,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     const auto pod = w.pod_node.find(r.pod);
     const std::string k8s = w.k8s_name.count(r.node) ? w.k8s_name.at(r.node) : r.node;
     p.wanted = pod != w.pod_node.end() && (pod->second.empty() || pod->second == k8s);
-    if (pending && j.submit_time > 0 &&
-        now - own::FromUnix(j.submit_time) > sharing.give_timeout) {
+    if (pending && j.submit_time > 0 && now - own::FromUnix(j.submit_time) > sharing.give_timeout) {
       p.wanted = false;  // waited too long: cancelled, the pod is planned again
     }
     if (r.signalled_at > 0) {
@@ -94,9 +92,10 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     n.healthy = !sn.Unavailable();
     const auto held = w.held.find(k8s);
     for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
-      n.devices.push_back({.index = static_cast<int64_t>(i),
-                           .name = m.device_by_idx[i],
-                           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i])});
+      n.devices.push_back(
+          {.index = static_cast<int64_t>(i),
+           .name = m.device_by_idx[i],
+           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i])});
     }
     for (const slurm::JobView& j : w.jobs) {
       if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;

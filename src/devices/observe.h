@@ -45,7 +45,7 @@ struct World {
 };
 
 struct Observation {
-  std::vector<NodeDevices> nodes;                   // shared GPU by GPU
+  std::vector<NodeDevices> nodes;                    // shared GPU by GPU
   std::map<std::string, std::string> node_granular;  // Slurm node -> why not
   // Jobs that look like placeholders but are not trusted (the reason), for a Warning.
   std::map<uint32_t, std::string> suspicious;

@@ -21,6 +21,11 @@ namespace skb::devices {
 
 // The job name of every placeholder (squeue shows what Kubernetes holds by it).
 inline constexpr char kPlaceholderJobName[] = "skb-gpu-hold";
+// The job priority a placeholder is submitted with (only operators may set one): above every
+// priority Slurm computes (priority/basic counts down from 0xffff0000; multifactor stays far
+// below), below NO_VAL and INFINITE, which Slurm reserves. Within its partition's
+// PriorityTier the placeholder is considered first (docs/gpu-granular.md).
+inline constexpr uint32_t kPlaceholderPriority = 0xffffff00;
 
 struct PlaceholderRecord {
   std::string node;  // the Slurm node it holds GPUs on (a pending job has no node yet)
