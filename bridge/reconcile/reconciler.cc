@@ -1,6 +1,7 @@
 #include "bridge/reconcile/reconciler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "bridge/logging.h"
@@ -152,6 +153,27 @@ void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
+void Reconciler::SetGpuGranularNodes(std::set<std::string> nodes) {
+  std::vector<std::string> dirty;
+  {
+    MutexLock lock(&mu_);
+    if (nodes == gpu_granular_) return;
+    std::set_symmetric_difference(nodes.begin(), nodes.end(), gpu_granular_.begin(),
+                                  gpu_granular_.end(), std::back_inserter(dirty));
+    gpu_granular_ = std::move(nodes);
+  }
+  for (const auto& n : dirty) queue_->Add(n);
+}
+
+std::map<std::string, std::string> Reconciler::PairedNodes() const {
+  MutexLock lock(&mu_);
+  std::map<std::string, std::string> out;
+  for (const auto& [slurm_name, k8s] : k8s_nodes_) {
+    if (slurm_nodes_.count(slurm_name)) out[slurm_name] = k8s.name;
+  }
+  return out;
+}
+
 void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   std::set<std::string> dirty;
   {
@@ -198,6 +220,7 @@ bool Reconciler::EndedOnLentNodeLocked(const slurm::JobView& j) const {
 inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   inventory::ManagedNode m;
   m.name = name;
+  m.gpu_granular = gpu_granular_.count(name) > 0;
   if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) m.k8s = it->second;
   if (auto it = slurm_nodes_.find(name); it != slurm_nodes_.end()) m.slurm = it->second;
   for (const auto& [id, j] : jobs_) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ class Reconciler {
   // are marked dirty.
   void SetSlurmNodes(std::vector<slurm::NodeView> nodes);
   void SetSlurmJobs(std::vector<slurm::JobView> jobs);
+  // The nodes the GPU-granular lane shares GPU by GPU: node lending leaves them alone
+  // (ManagedNode::gpu_granular). Nodes entering or leaving the set are planned again.
+  void SetGpuGranularNodes(std::set<std::string> nodes);
+  // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World).
+  std::map<std::string, std::string> PairedNodes() const;
 
   // --- the step ---
   // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe
@@ -150,6 +156,7 @@ class Reconciler {
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
+  std::set<std::string> gpu_granular_ GUARDED_BY(mu_);
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
   struct PlannedOwner {

@@ -55,6 +55,8 @@ struct ManagedNode {
   // names the first (highest priority) in the lend reason and does not return the node to
   // Slurm while one waits.
   std::vector<GpuPod> nominated_pods;
+  // Shared GPU by GPU (the GPU-granular lane, gpu_sharing): never lent whole.
+  bool gpu_granular = false;
 
   // The node's GPUs: Kubernetes' allocatable count (its capacity while allocatable is
   // unknown), else Slurm's.

@@ -1180,6 +1180,15 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
     plan.explanation.push_back("lending is disabled (lending.enabled): Slurm keeps every node");
     return plan;
   }
+  if (node.gpu_granular) {
+    // The GPU-granular lane owns it: per-device holds and placeholder jobs, never a
+    // reservation of the whole node (kube-scheduler would allocate its DRA devices to it).
+    plan.state = OwnerState::kDisabled;
+    plan.explanation.push_back(
+        "shared GPU by GPU (gpu_sharing): the device lane moves single GPUs, the node is never "
+        "lent whole");
+    return plan;
+  }
   if (!node.k8s) {
     plan.explanation.push_back("not a Kubernetes node (or not selected): nothing to do");
     ReleaseReservationsOfDeletedNode(node, cfg, &plan);

@@ -1,0 +1,88 @@
+#include "src/devices/pass.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "src/devices/gres.h"
+#include "src/ownership/policy.h"
+
+namespace skb::devices {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
+
+config::Config Cfg() {
+  config::Config cfg;
+  cfg.gpu_sharing.enabled = true;
+  return cfg;
+}
+
+NodeDevices Node(std::string name, int gpus, int busy) {
+  NodeDevices n;
+  n.node = std::move(name);
+  n.model = "h100";
+  for (int i = 0; i < gpus; ++i) n.devices.push_back({i, DeviceName(i), /*k8s_hold=*/true});
+  if (busy > 0) {
+    NodeJob j;
+    j.view.job_id = 100;
+    j.view.state = slurm::JobState::kRunning;
+    j.view.requeue = true;
+    j.view.nodes = {n.node};
+    j.view.admin_comment = "k8s-bridge:preemptible=false";
+    for (int i = 0; i < busy; ++i) j.indices.push_back(i);
+    n.jobs.push_back(std::move(j));
+  }
+  return n;
+}
+
+PendingPod Pod(std::string name, int64_t gpus, int32_t priority) {
+  return {std::move(name), gpus, priority, ""};
+}
+
+TEST(PassTest, OneGivePerNodeAndTheHigherPriorityPodFirst) {
+  // node1 has 2 idle GPUs, node2 has 1: two 2-GPU pods cannot both be served this pass.
+  std::vector<NodeDevices> nodes = {Node("node1", 8, 6), Node("node2", 8, 7)};
+  const std::vector<PendingPod> pending = {Pod("ml/low", 2, 200'000), Pod("ml/high", 2, 900'000)};
+  const PassPlan p = PlanPass(nodes, pending, Cfg(), kNow);
+  ASSERT_EQ(p.gives.size(), 1u);
+  EXPECT_EQ(p.gives.at("ml/high"), "node1");
+  ASSERT_EQ(p.actions.at("node1").size(), 1u);
+  EXPECT_EQ(p.actions.at("node1")[0].kind, DeviceActionKind::kSubmitPlaceholder);
+  EXPECT_EQ(p.actions.at("node1")[0].gpus, 2);
+  EXPECT_THAT(p.waiting.at("ml/low"), HasSubstr("node"));
+}
+
+TEST(PassTest, TwoOneGpuPodsGoToTwoNodes) {
+  std::vector<NodeDevices> nodes = {Node("node1", 8, 5), Node("node2", 8, 5)};
+  const std::vector<PendingPod> pending = {Pod("ml/a", 1, 200'000), Pod("ml/b", 1, 200'000)};
+  const PassPlan p = PlanPass(nodes, pending, Cfg(), kNow);
+  ASSERT_EQ(p.gives.size(), 2u);
+  EXPECT_NE(p.gives.at("ml/a"), p.gives.at("ml/b"));
+  EXPECT_THAT(p.waiting, IsEmpty());
+}
+
+TEST(PassTest, RestoresMissingHoldsAndReportsViolations) {
+  NodeDevices n = Node("node1", 4, 0);
+  n.devices[3].k8s_hold = false;  // a hold deleted by hand
+  n.devices[2].k8s_hold = false;
+  n.claims.push_back({.pod = "ml/x", .devices = {"gpu-2"}, .allocated = true});
+  const PassPlan p = PlanPass({n}, {}, Cfg(), kNow);
+  ASSERT_EQ(p.actions.at("node1").size(), 1u);
+  EXPECT_EQ(p.actions.at("node1")[0].kind, DeviceActionKind::kAddDeviceHold);
+  EXPECT_EQ(p.actions.at("node1")[0].devices, std::vector<std::string>{"gpu-3"});
+  ASSERT_EQ(p.violations.at("node1").size(), 1u);
+  EXPECT_EQ(p.violations.at("node1")[0].device, "gpu-2");
+}
+
+TEST(PassTest, PodsBelowTheThresholdWait) {
+  const PassPlan p = PlanPass({Node("node1", 8, 0)}, std::vector<PendingPod>{Pod("ml/a", 1, 10)},
+                              Cfg(), kNow);
+  EXPECT_THAT(p.gives, IsEmpty());
+  EXPECT_THAT(p.waiting.at("ml/a"), HasSubstr("below the inference threshold"));
+}
+
+}  // namespace
+}  // namespace skb::devices
