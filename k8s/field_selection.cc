@@ -115,4 +115,42 @@ json SelectPodFields(json&& pod) {
   return std::move(pod);
 }
 
+json SelectResourceSliceFields(json&& slice) {
+  if (!slice.is_object()) return std::move(slice);
+  KeepOnly(slice, {"metadata", "spec"});
+  Meta(slice, false);
+  if (auto spec = slice.find("spec"); spec != slice.end()) {
+    KeepOnly(*spec, {"driver", "nodeName", "pool", "devices"});
+    TrimList(*spec, "devices", {"name", "attributes"}, /*keep_empty=*/true);
+  }
+  return std::move(slice);
+}
+
+json SelectResourceClaimFields(json&& claim) {
+  if (!claim.is_object()) return std::move(claim);
+  KeepOnly(claim, {"metadata", "status"});
+  Meta(claim, true);
+  if (auto status = claim.find("status"); status != claim.end()) {
+    KeepOnly(*status, {"allocation", "reservedFor"});
+    if (auto alloc = status->find("allocation"); alloc != status->end()) {
+      KeepOnly(*alloc, {"devices"});
+      if (auto devices = alloc->find("devices"); devices != alloc->end()) {
+        KeepOnly(*devices, {"results"});
+        TrimList(*devices, "results", {"request", "driver", "pool", "device", "adminAccess"},
+                 /*keep_empty=*/true);
+      }
+    }
+  }
+  return std::move(claim);
+}
+
+json SelectDeviceTaintRuleFields(json&& rule) {
+  if (!rule.is_object()) return std::move(rule);
+  KeepOnly(rule, {"metadata", "spec"});
+  Meta(rule, false);
+  if (auto spec = rule.find("spec"); spec != rule.end())
+    KeepOnly(*spec, {"deviceSelector", "taint"});
+  return std::move(rule);
+}
+
 }  // namespace skb::k8s

@@ -20,4 +20,17 @@ nlohmann::json SelectNodeFields(nlohmann::json&& node);
 // name + resources); status (phase, conditions without probe times).
 nlohmann::json SelectPodFields(nlohmann::json&& pod);
 
+// Dynamic Resource Allocation (resource.k8s.io/v1), for GPU-granular sharing
+// (src/devices/k8s_devices.h reads the results):
+// ResourceSlice: metadata as for nodes; spec (driver, nodeName, pool, devices reduced to
+// name + attributes). Capacities, counters and node selection are dropped.
+nlohmann::json SelectResourceSliceFields(nlohmann::json&& slice);
+// ResourceClaim: metadata as for pods; status (allocation.devices.results reduced to
+// request, driver, pool, device, adminAccess; reservedFor). The spec, the allocation's node
+// selector and device configuration, and status.devices are dropped.
+nlohmann::json SelectResourceClaimFields(nlohmann::json&& claim);
+// DeviceTaintRule: metadata as for nodes; spec (deviceSelector, taint). The status (the
+// eviction controller's condition) is dropped.
+nlohmann::json SelectDeviceTaintRuleFields(nlohmann::json&& rule);
+
 }  // namespace skb::k8s

@@ -32,6 +32,16 @@ Resource Resource::PriorityClasses() {
   return {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false};
 }
 
+Resource Resource::ResourceSlices() {
+  return {"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false};
+}
+Resource Resource::ResourceClaims() {
+  return {"resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", true};
+}
+Resource Resource::DeviceTaintRules() {
+  return {"resource.k8s.io", "v1", "devicetaintrules", "DeviceTaintRule", false};
+}
+
 std::string UrlEncode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -20,6 +20,19 @@ TEST(Resource, PathsForCoreGroupAndNamedGroups) {
   EXPECT_EQ(Resource::Leases().Name(), "leases.coordination.k8s.io");
 }
 
+TEST(Resource, DynamicResourceAllocationPaths) {
+  EXPECT_EQ(ResourcePath(Resource::ResourceSlices(), "ignored", "node1-gpu.nvidia.com"),
+            "/apis/resource.k8s.io/v1/resourceslices/node1-gpu.nvidia.com");
+  EXPECT_EQ(ResourcePath(Resource::ResourceClaims(), "", ""),
+            "/apis/resource.k8s.io/v1/resourceclaims");
+  EXPECT_EQ(ResourcePath(Resource::ResourceClaims(), "ml", "two-extended-resources-r4tqr"),
+            "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/two-extended-resources-r4tqr");
+  EXPECT_EQ(ResourcePath(Resource::DeviceTaintRules(), "ignored", "r"),
+            "/apis/resource.k8s.io/v1/devicetaintrules/r");
+  EXPECT_EQ(Resource::DeviceTaintRules().ApiVersion(), "resource.k8s.io/v1");
+  EXPECT_EQ(Resource::DeviceTaintRules().kind, "DeviceTaintRule");
+}
+
 TEST(Resource, EncodesSegmentsAndQueryValues) {
   EXPECT_EQ(UrlEncode("a=b,c!=d"), "a%3Db%2Cc%21%3Dd");
   EXPECT_EQ(UrlEncode("node-1.x_y~"), "node-1.x_y~");
