@@ -1,0 +1,336 @@
+#include "src/devices/k8s_devices.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "src/base/strings.h"
+
+namespace skb::devices {
+namespace {
+
+using nlohmann::json;
+
+// obj[key] when obj is an object that has it, else nullptr. Objects come from outside and
+// are never trusted to have the documented shape.
+const json* Field(const json* obj, std::string_view key) {
+  if (obj == nullptr || !obj->is_object()) return nullptr;
+  auto it = obj->find(key);
+  return it == obj->end() ? nullptr : &*it;
+}
+const json* Path(const json& obj, std::initializer_list<std::string_view> keys) {
+  const json* j = &obj;
+  for (std::string_view k : keys) j = Field(j, k);
+  return j;
+}
+std::string Str(const json* j) {
+  return j != nullptr && j->is_string() ? j->get<std::string>() : "";
+}
+std::span<const json> Items(const json* j) {
+  if (j == nullptr || !j->is_array()) return {};
+  const auto& a = j->get_ref<const json::array_t&>();
+  return {a.data(), a.size()};
+}
+
+std::string NameOf(const json& obj) { return Str(Path(obj, {"metadata", "name"})); }
+std::string NamespacedName(const json& obj) {
+  return StrCat(Str(Path(obj, {"metadata", "namespace"})), "/", NameOf(obj));
+}
+
+// An integer field (a JSON number, or a string of digits: quantities and int64s travel
+// as strings), or nullopt.
+std::optional<int64_t> Int(const json* j) {
+  if (j == nullptr) return std::nullopt;
+  if (j->is_number_integer()) return j->get<int64_t>();
+  if (!j->is_string()) return std::nullopt;
+  const std::string& s = j->get_ref<const std::string&>();
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The device's minor number, from the attribute "minor" (unqualified names are the
+// driver's own domain) or "<driver>/minor".
+std::optional<int64_t> MinorAttribute(const json& device, std::string_view driver) {
+  const json* attrs = Field(&device, "attributes");
+  const json* a = Field(attrs, "minor");
+  if (a == nullptr) a = Field(attrs, StrCat(driver, "/minor"));
+  std::optional<int64_t> v = Int(Field(a, "int"));
+  if (v && *v < 0) return std::nullopt;
+  return v;
+}
+
+struct Pool {
+  int64_t generation = -1;
+  int64_t slice_count = 0;  // resourceSliceCount of the newest generation
+  int64_t slices_seen = 0;  // of the newest generation
+  std::vector<SliceDevice> devices;
+  std::vector<std::string> problems;  // of the newest generation
+};
+
+void Skip(std::vector<std::string>* skipped, std::string reason) {
+  if (skipped != nullptr) skipped->push_back(std::move(reason));
+}
+
+// FNV-1a, 64 bits: stable across builds and machines (std::hash is neither promised).
+uint64_t Fnv1a(std::string_view a, std::string_view b) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(a);
+  mix(std::string_view("\0", 1));
+  mix(b);
+  return h;
+}
+
+// A label value: at most 63 characters of [A-Za-z0-9._-], beginning and ending with an
+// alphanumeric. Node names are DNS subdomains (up to 253): a longer one is cut and ended
+// with its hash.
+std::string LabelValue(std::string_view node) {
+  if (node.size() <= 63) return std::string(node);
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                static_cast<unsigned long long>(Fnv1a(node, "")));  // NOLINT(runtime/int)
+  std::string v(node.substr(0, 63 - 17));
+  while (!v.empty() && (v.back() == '-' || v.back() == '.')) v.pop_back();
+  return StrCat(v, "-", hash);
+}
+
+bool IsDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A container's request for `resource` (its limit when no request is set), or 0; nullopt
+// when the value is not a whole number (extended resources are always whole).
+std::optional<int64_t> ContainerRequest(const json& container, std::string_view resource) {
+  const json* res = Field(&container, "resources");
+  const json* v = Field(Field(res, "requests"), resource);
+  if (v == nullptr) v = Field(Field(res, "limits"), resource);
+  if (v == nullptr) return 0;
+  if (v->is_string() && !IsDigits(v->get_ref<const std::string&>())) return std::nullopt;
+  std::optional<int64_t> n = Int(v);
+  if (!n || *n < 0) return std::nullopt;
+  return n;
+}
+
+// The pod's effective request of `resource` as kube-scheduler counts it
+// (k8s.io/component-helpers/resource PodRequests): containers and restartable init
+// containers (sidecars) run together; each regular init container runs alone beside the
+// sidecars started before it.
+std::optional<int64_t> EffectiveRequest(const json& spec, std::string_view resource) {
+  int64_t sum = 0;
+  for (const json& c : Items(Field(&spec, "containers"))) {
+    std::optional<int64_t> r = ContainerRequest(c, resource);
+    if (!r) return std::nullopt;
+    sum += *r;
+  }
+  int64_t sidecars = 0, init_peak = 0;
+  for (const json& c : Items(Field(&spec, "initContainers"))) {
+    std::optional<int64_t> r = ContainerRequest(c, resource);
+    if (!r) return std::nullopt;
+    if (Str(Field(&c, "restartPolicy")) == "Always") {
+      sum += *r;
+      sidecars += *r;
+      init_peak = std::max(init_peak, sidecars);
+    } else {
+      init_peak = std::max(init_peak, *r + sidecars);
+    }
+  }
+  return std::max(sum, init_peak);
+}
+
+// The single value a required node affinity allows for `key` ("In" with one value in every
+// term that names the key, and every term naming it), or "".
+std::string AffinityValue(const json& spec, std::string_view key) {
+  const json* terms =
+      Path(spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                  "nodeSelectorTerms"});
+  std::string value;
+  bool any = false;
+  for (const json& term : Items(terms)) {
+    std::string in_term;
+    for (const json& e : Items(Field(&term, "matchExpressions"))) {
+      if (Str(Field(&e, "key")) != key) continue;
+      std::span<const json> values = Items(Field(&e, "values"));
+      if (Str(Field(&e, "operator")) != "In" || values.size() != 1) return "";
+      std::string v = Str(&values[0]);
+      if (!in_term.empty() && in_term != v) return "";
+      in_term = v;
+    }
+    // Terms are ORed: one without the key lets the pod onto any model.
+    if (in_term.empty()) return "";
+    if (any && in_term != value) return "";
+    value = in_term;
+    any = true;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<SliceDevice>> SlicesByNode(std::span<const json> slices,
+                                                             std::string_view driver,
+                                                             std::vector<std::string>* skipped) {
+  std::map<std::string, Pool> pools;
+  for (const json& s : slices) {
+    const json* spec = Field(&s, "spec");
+    if (Str(Field(spec, "driver")) != driver) continue;
+    const std::string name = NameOf(s);
+    std::string node = Str(Field(spec, "nodeName"));
+    const json* pool = Field(spec, "pool");
+    if (node.empty()) node = Str(Field(pool, "name"));
+    if (node.empty()) {
+      Skip(skipped, StrCat("ResourceSlice ", name, ": no spec.nodeName and no pool name"));
+      continue;
+    }
+    const int64_t generation = Int(Field(pool, "generation")).value_or(0);
+    const int64_t count = Int(Field(pool, "resourceSliceCount")).value_or(1);
+    Pool& p = pools[node];
+    if (generation < p.generation) continue;  // superseded by a newer publication
+    if (generation > p.generation) p = Pool{.generation = generation, .slice_count = count};
+    ++p.slices_seen;
+    std::span<const json> devices = Items(Field(spec, "devices"));
+    if (devices.empty()) {
+      // A slice may legitimately carry only counters (partitionable devices); it adds nothing.
+      Skip(skipped, StrCat("ResourceSlice ", name, " of node ", node, ": no devices"));
+      continue;
+    }
+    for (const json& d : devices) {
+      std::string dev = Str(Field(&d, "name"));
+      if (dev.empty()) {
+        Skip(skipped, StrCat("ResourceSlice ", name, " of node ", node, ": a device has no name"));
+        continue;
+      }
+      for (const SliceDevice& seen : p.devices) {
+        if (seen.name == dev) p.problems.push_back(StrCat("device ", dev, " is published twice"));
+      }
+      p.devices.push_back({.name = std::move(dev), .minor = MinorAttribute(d, driver)});
+    }
+  }
+  std::map<std::string, std::vector<SliceDevice>> out;
+  for (auto& [node, p] : pools) {
+    if (p.slices_seen < p.slice_count) {
+      p.problems.push_back(StrCat("pool generation ", p.generation, " has ", p.slices_seen, " of ",
+                                  p.slice_count, " slices (the driver is still publishing)"));
+    }
+    if (!p.problems.empty()) {
+      for (const std::string& why : p.problems) Skip(skipped, StrCat("node ", node, ": ", why));
+      continue;
+    }
+    if (!p.devices.empty()) out[node] = std::move(p.devices);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<Claim>> ClaimsByNode(std::span<const json> claims,
+                                                       std::string_view driver) {
+  std::map<std::string, std::vector<Claim>> out;
+  for (const json& c : claims) {
+    const json* status = Field(&c, "status");
+    const json* results = Path(c, {"status", "allocation", "devices", "results"});
+    if (results == nullptr) continue;
+    std::string pod;
+    for (const json& r : Items(Field(status, "reservedFor"))) {
+      const std::string group = Str(Field(&r, "apiGroup"));
+      if (Str(Field(&r, "resource")) == "pods" && group.empty()) {
+        pod = StrCat(Str(Path(c, {"metadata", "namespace"})), "/", Str(Field(&r, "name")));
+        break;
+      }
+    }
+    if (pod.empty()) pod = NamespacedName(c);
+    std::map<std::string, Claim> by_node;
+    for (const json& r : Items(results)) {
+      if (Str(Field(&r, "driver")) != driver) continue;
+      const json* admin = Field(&r, "adminAccess");
+      if (admin != nullptr && admin->is_boolean() && admin->get<bool>()) continue;
+      std::string node = Str(Field(&r, "pool"));
+      std::string device = Str(Field(&r, "device"));
+      if (node.empty() || device.empty()) continue;
+      Claim& claim = by_node[node];
+      claim.pod = pod;
+      claim.allocated = true;
+      if (std::find(claim.devices.begin(), claim.devices.end(), device) == claim.devices.end())
+        claim.devices.push_back(std::move(device));
+    }
+    for (auto& [node, claim] : by_node) out[node].push_back(std::move(claim));
+  }
+  return out;
+}
+
+std::string HoldRuleName(std::string_view node, std::string_view device) {
+  std::string name = StrCat("slurm-hold.", node, ".", device);
+  // Object names are lower case; node names are already (DNS subdomains), device names too
+  // (DNS labels), but a hold must never fail on a name it did not choose.
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  if (name.size() <= 253) return name;
+  char hash[17];
+  std::snprintf(hash, sizeof(hash), "%016llx",
+                static_cast<unsigned long long>(Fnv1a(node, device)));  // NOLINT(runtime/int)
+  name.resize(253 - 17);
+  while (!name.empty() && (name.back() == '-' || name.back() == '.')) name.pop_back();
+  return StrCat(name, "-", hash);
+}
+
+json HoldRule(std::string_view node, std::string_view device, std::string_view driver) {
+  return json{
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceTaintRule"},
+      {"metadata",
+       {{"name", HoldRuleName(node, device)},
+        {"labels",
+         {{ownership::kManagedByLabel, kManagedByValue}, {kHoldNodeLabel, LabelValue(node)}}}}},
+      {"spec",
+       {{"deviceSelector", {{"driver", driver}, {"pool", node}, {"device", device}}},
+        {"taint",
+         {{"key", kHoldTaintKey}, {"value", kHoldTaintValue}, {"effect", "NoSchedule"}}}}}};
+}
+
+std::map<std::string, std::set<std::string>> HeldDevices(std::span<const json> rules) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const json& r : rules) {
+    if (Str(Path(r, {"metadata", "labels", ownership::kManagedByLabel})) != kManagedByValue)
+      continue;
+    const json* sel = Path(r, {"spec", "deviceSelector"});
+    std::string pool = Str(Field(sel, "pool"));
+    std::string device = Str(Field(sel, "device"));
+    if (pool.empty() || device.empty()) continue;
+    out[pool].insert(std::move(device));
+  }
+  return out;
+}
+
+std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extended_resource,
+                                        int32_t threshold) {
+  const json* spec = Field(&pod, "spec");
+  if (spec == nullptr || !spec->is_object()) return std::nullopt;
+  if (Path(pod, {"metadata", "deletionTimestamp"}) != nullptr) return std::nullopt;
+  if (!Str(Field(spec, "nodeName")).empty()) return std::nullopt;
+  const std::string phase = Str(Path(pod, {"status", "phase"}));
+  if (!phase.empty() && phase != "Pending") return std::nullopt;
+  bool unschedulable = false;
+  for (const json& c : Items(Path(pod, {"status", "conditions"}))) {
+    if (Str(Field(&c, "type")) != "PodScheduled") continue;
+    unschedulable =
+        Str(Field(&c, "status")) == "False" && Str(Field(&c, "reason")) == "Unschedulable";
+  }
+  if (!unschedulable) return std::nullopt;
+  const int64_t priority = Int(Field(spec, "priority")).value_or(0);
+  if (priority < threshold) return std::nullopt;
+  std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
+  if (!gpus || *gpus <= 0) return std::nullopt;
+
+  PendingPod p{
+      .pod = NamespacedName(pod), .gpus = *gpus, .priority = static_cast<int32_t>(priority)};
+  p.model = Str(Field(Field(spec, "nodeSelector"), kGpuProductLabel));
+  if (p.model.empty()) p.model = AffinityValue(*spec, kGpuProductLabel);
+  return p;
+}
+
+}  // namespace skb::devices

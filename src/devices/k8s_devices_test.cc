@@ -1,0 +1,318 @@
+#include "src/devices/k8s_devices.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "src/devices/dra_testdata.h"
+
+namespace skb::devices {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kDriver[] = "gpu.nvidia.com";
+
+using namespace dra_testdata;  // NOLINT(build/namespaces)
+
+std::vector<std::string> Names(const std::vector<SliceDevice>& devices) {
+  std::vector<std::string> out;
+  for (const SliceDevice& d : devices) out.push_back(d.name);
+  return out;
+}
+
+// node1's slice under another node and pool name.
+json SliceOf(const std::string& node) {
+  json s = json::parse(kSlice);
+  s["metadata"]["name"] = node + "-gpu.nvidia.com";
+  s["spec"]["nodeName"] = node;
+  s["spec"]["pool"]["name"] = node;
+  return s;
+}
+
+TEST(SlicesByNode, ReadsTheDriversSlices) {
+  std::vector<json> slices = {SliceOf("node1"), SliceOf("node2")};
+  json other = SliceOf("node3");
+  other["spec"]["driver"] = "other.example.com";
+  slices.push_back(other);
+  std::vector<std::string> skipped;
+  auto by_node = SlicesByNode(slices, kDriver, &skipped);
+  EXPECT_THAT(skipped, IsEmpty());
+  ASSERT_EQ(by_node.size(), 2u);
+  EXPECT_THAT(Names(by_node["node1"]),
+              ElementsAre("gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"));
+  // The testbed (as v25.12) publishes no minor attribute.
+  for (const SliceDevice& d : by_node["node2"]) EXPECT_FALSE(d.minor.has_value()) << d.name;
+}
+
+TEST(SlicesByNode, ReadsTheMinorAttribute) {
+  json s = SliceOf("node1");
+  s["spec"]["devices"][0]["attributes"]["minor"] = {{"int", 3}};
+  s["spec"]["devices"][1]["attributes"]["gpu.nvidia.com/minor"] = {{"int", 0}};
+  s["spec"]["devices"][2]["attributes"]["minor"] = {{"string", "1"}};  // not an int
+  s["spec"]["devices"][3]["attributes"]["minor"] = {{"int", -1}};
+  std::vector<json> slices = {s};
+  auto by_node = SlicesByNode(slices, kDriver);
+  const auto& d = by_node["node1"];
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(d[0].minor, 3);
+  EXPECT_EQ(d[1].minor, 0);
+  EXPECT_EQ(d[2].minor, std::nullopt);
+  EXPECT_EQ(d[3].minor, std::nullopt);
+}
+
+TEST(SlicesByNode, UsesThePoolWithoutANodeName) {
+  json s = SliceOf("node1");
+  s["spec"].erase("nodeName");
+  std::vector<json> slices = {s};
+  EXPECT_EQ(SlicesByNode(slices, kDriver)["node1"].size(), 8u);
+}
+
+TEST(SlicesByNode, MergesAPoolsSlicesOfItsNewestGeneration) {
+  json a = SliceOf("node1"), b = SliceOf("node1"), old = SliceOf("node1");
+  for (json* s : {&a, &b}) {
+    s->at("spec")["pool"]["generation"] = 2;
+    s->at("spec")["pool"]["resourceSliceCount"] = 2;
+  }
+  json& ad = a["spec"]["devices"];
+  ad.erase(ad.begin() + 4, ad.end());
+  json& bd = b["spec"]["devices"];
+  bd.erase(bd.begin(), bd.begin() + 4);
+  old["spec"]["devices"] = json::array({old["spec"]["devices"][0]});  // generation 1
+  std::vector<std::string> skipped;
+  std::vector<json> slices = {old, b, a};
+  auto by_node = SlicesByNode(slices, kDriver, &skipped);
+  EXPECT_THAT(skipped, IsEmpty());
+  EXPECT_THAT(Names(by_node["node1"]),
+              ElementsAre("gpu-4", "gpu-5", "gpu-6", "gpu-7", "gpu-0", "gpu-1", "gpu-2", "gpu-3"));
+
+  // Half of generation 2 published: the node is left out, and why.
+  slices = {old, a};
+  skipped.clear();
+  EXPECT_EQ(SlicesByNode(slices, kDriver, &skipped).count("node1"), 0u);
+  EXPECT_THAT(skipped, ElementsAre(HasSubstr("has 1 of 2 slices")));
+}
+
+TEST(SlicesByNode, SkipsMalformedSlicesWithAReason) {
+  json no_node = SliceOf("node1");
+  no_node["spec"].erase("nodeName");
+  no_node["spec"].erase("pool");
+  json twice = SliceOf("node2");
+  twice["spec"]["devices"][1]["name"] = "gpu-0";
+  json unnamed = SliceOf("node3");
+  unnamed["spec"]["devices"][7].erase("name");
+  json empty = SliceOf("node4");
+  empty["spec"]["devices"] = json::array();
+  json junk = "not an object";
+  std::vector<json> slices = {no_node, twice, unnamed, empty, junk, json::object()};
+  std::vector<std::string> skipped;
+  auto by_node = SlicesByNode(slices, kDriver, &skipped);
+  ASSERT_EQ(by_node.size(), 1u);
+  EXPECT_EQ(by_node["node3"].size(), 7u);  // the unnamed device is left out
+  EXPECT_THAT(skipped, ::testing::UnorderedElementsAre(
+                           HasSubstr("no spec.nodeName and no pool name"),
+                           HasSubstr("node3: a device has no name"), HasSubstr("node4: no devices"),
+                           HasSubstr("node node2: device gpu-0 is published twice")));
+}
+
+TEST(ClaimsByNode, ReadsGeneratedAndTemplateClaims) {
+  std::vector<json> claims = {json::parse(kExtendedClaim), json::parse(kTemplateClaim)};
+  auto by_node = ClaimsByNode(claims, kDriver);
+  ASSERT_EQ(by_node.size(), 1u);
+  const auto& c = by_node["node1"];
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].pod, "cap/two");
+  EXPECT_THAT(c[0].devices, ElementsAre("gpu-0", "gpu-1"));
+  EXPECT_TRUE(c[0].allocated);
+  EXPECT_EQ(c[1].pod, "cap/tmpl");
+  EXPECT_THAT(c[1].devices, ElementsAre("gpu-2"));
+}
+
+TEST(ClaimsByNode, ClaimsWithoutAPodAndOtherDrivers) {
+  json unreserved = json::parse(kExtendedClaim);
+  unreserved["status"].erase("reservedFor");
+  json unallocated = json::parse(kTemplateClaim);
+  unallocated["status"].erase("allocation");
+  json other = json::parse(kTemplateClaim);
+  other["status"]["allocation"]["devices"]["results"][0]["driver"] = "nic.example.com";
+  json admin = json::parse(kTemplateClaim);
+  admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = true;
+  json mixed = json::parse(kExtendedClaim);
+  mixed["metadata"]["name"] = "mixed";
+  mixed["status"]["allocation"]["devices"]["results"][1]["pool"] = "node2";
+  json job = {{"apiGroup", "batch"}, {"resource", "jobs"}, {"name", "j"}};
+  mixed["status"]["reservedFor"].insert(mixed["status"]["reservedFor"].begin(), job);
+  std::vector<json> claims = {unreserved, unallocated, other, admin, mixed, json(), json(3)};
+  auto by_node = ClaimsByNode(claims, kDriver);
+  ASSERT_EQ(by_node["node1"].size(), 2u);
+  EXPECT_EQ(by_node["node1"][0].pod, "cap/two-extended-resources-r4tqr");  // the claim itself
+  EXPECT_EQ(by_node["node1"][1].pod, "cap/two");  // the first *pod* reserving it
+  EXPECT_THAT(by_node["node1"][1].devices, ElementsAre("gpu-0"));
+  ASSERT_EQ(by_node["node2"].size(), 1u);
+  EXPECT_THAT(by_node["node2"][0].devices, ElementsAre("gpu-1"));
+  EXPECT_EQ(by_node.size(), 2u);
+}
+
+TEST(HoldRule, IsTheRuleTheApiserverAccepted) {
+  json rule = HoldRule("node2", "gpu-3", kDriver);
+  json real = json::parse(kRule);
+  EXPECT_EQ(rule["metadata"]["name"], "slurm-hold.node2.gpu-3");
+  EXPECT_EQ(rule["apiVersion"], real["apiVersion"]);
+  EXPECT_EQ(rule["kind"], real["kind"]);
+  EXPECT_EQ(rule["metadata"]["labels"], real["metadata"]["labels"]);
+  EXPECT_EQ(rule["spec"]["deviceSelector"], real["spec"]["deviceSelector"]);
+  json taint = real["spec"]["taint"];
+  taint.erase("timeAdded");  // the apiserver's
+  EXPECT_EQ(rule["spec"]["taint"], taint);
+}
+
+bool Dns1123Subdomain(const std::string& s) {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return s.size() <= 253 && std::regex_match(s, re);
+}
+bool LabelValue(const std::string& s) {
+  static const std::regex re("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
+  return s.size() <= 63 && std::regex_match(s, re);
+}
+
+TEST(HoldRule, NamesAreValidStableAndDistinct) {
+  EXPECT_EQ(HoldRuleName("gpu-a.rack1.example.com", "gpu-7"),
+            "slurm-hold.gpu-a.rack1.example.com.gpu-7");
+  // A dash could not tell node "a-b" device "c" from node "a" device "b-c"; a dot can.
+  EXPECT_NE(HoldRuleName("a-b", "c"), HoldRuleName("a", "b-c"));
+
+  std::string label(63, 'n');
+  std::string longest = std::string(250, 'n');
+  std::string longest_dots = std::string(60, 'a') + "." + std::string(60, 'b') + "." +
+                             std::string(60, 'c') + "." + std::string(68, 'd');
+  for (const std::string& node : {std::string("node1"), label, longest, longest_dots}) {
+    for (const std::string& device : {std::string("gpu-0"), std::string(63, 'x')}) {
+      std::string name = HoldRuleName(node, device);
+      EXPECT_TRUE(Dns1123Subdomain(name)) << name;
+      EXPECT_EQ(name, HoldRuleName(node, device));
+      json rule = HoldRule(node, device, kDriver);
+      EXPECT_TRUE(LabelValue(rule["metadata"]["labels"][kHoldNodeLabel])) << node;
+      EXPECT_EQ(rule["spec"]["deviceSelector"]["pool"], node);
+    }
+  }
+  // Long names that share their first 236 characters stay distinct.
+  EXPECT_NE(HoldRuleName(longest, "gpu-0"), HoldRuleName(longest, "gpu-1"));
+  EXPECT_NE(HoldRuleName(longest + "a", "gpu-0"), HoldRuleName(longest + "b", "gpu-0"));
+  EXPECT_EQ(HoldRule(label, "gpu-0", kDriver)["metadata"]["labels"][kHoldNodeLabel], label);
+}
+
+TEST(HeldDevices, ReadsOnlyTheBridgesRules) {
+  json real = json::parse(kRule);
+  json deleting = HoldRule("node2", "gpu-4", kDriver);
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-24T01:12:00Z";
+  json someone_elses = HoldRule("node2", "gpu-5", kDriver);
+  someone_elses["metadata"]["labels"].erase(ownership::kManagedByLabel);
+  json whole_pool = HoldRule("node3", "gpu-0", kDriver);
+  whole_pool["spec"]["deviceSelector"].erase("device");
+  std::vector<json> rules = {real,       deleting, someone_elses,
+                             whole_pool, json(),   HoldRule("node1", "gpu-0", kDriver)};
+  auto held = HeldDevices(rules);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held["node2"], (std::set<std::string>{"gpu-3", "gpu-4"}));
+  EXPECT_EQ(held["node1"], std::set<std::string>{"gpu-0"});
+}
+
+constexpr int32_t kThreshold = 100000;
+
+TEST(PendingGpuPod, RecognisesTheUnschedulablePod) {
+  auto p = PendingGpuPod(json::parse(kPendingPod), "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod, "cap/big");
+  EXPECT_EQ(p->gpus, 9);  // max(9 in containers, 1 in the init container)
+  EXPECT_EQ(p->priority, 100000);
+  EXPECT_EQ(p->model, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_FALSE(PendingGpuPod(json::parse(kPendingPod), "nvidia.com/gpu", kThreshold + 1));
+  EXPECT_FALSE(PendingGpuPod(json::parse(kPendingPod), "example.com/fpga", kThreshold));
+}
+
+TEST(PendingGpuPod, NotRunningBoundDeletedOrSchedulablePods) {
+  EXPECT_FALSE(PendingGpuPod(json::parse(kRunningPod), "nvidia.com/gpu", 0));
+  json bound = json::parse(kPendingPod);
+  bound["spec"]["nodeName"] = "node1";
+  EXPECT_FALSE(PendingGpuPod(bound, "nvidia.com/gpu", kThreshold));
+  json deleting = json::parse(kPendingPod);
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-24T01:12:00Z";
+  EXPECT_FALSE(PendingGpuPod(deleting, "nvidia.com/gpu", kThreshold));
+  json gated = json::parse(kPendingPod);
+  gated["status"]["conditions"][0]["reason"] = "SchedulingGated";
+  EXPECT_FALSE(PendingGpuPod(gated, "nvidia.com/gpu", kThreshold));
+  json fresh = json::parse(kPendingPod);
+  fresh["status"].erase("conditions");  // not yet tried by the scheduler
+  EXPECT_FALSE(PendingGpuPod(fresh, "nvidia.com/gpu", kThreshold));
+  json failed = json::parse(kPendingPod);
+  failed["status"]["phase"] = "Failed";
+  EXPECT_FALSE(PendingGpuPod(failed, "nvidia.com/gpu", kThreshold));
+  EXPECT_FALSE(PendingGpuPod(json(), "nvidia.com/gpu", 0));
+  EXPECT_FALSE(PendingGpuPod(json::array(), "nvidia.com/gpu", 0));
+}
+
+TEST(PendingGpuPod, CountsAsKubeSchedulerDoes) {
+  json pod = json::parse(kPendingPod);
+  json& spec = pod["spec"];
+  auto gpus = [&] {
+    auto p = PendingGpuPod(pod, "nvidia.com/gpu", 0);
+    return p ? p->gpus : -1;
+  };
+  spec["priority"] = 0;
+  // A limit alone is the request.
+  spec["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", "2"}}}};
+  spec["containers"].push_back(
+      {{"name", "b"}, {"resources", {{"requests", {{"nvidia.com/gpu", "3"}}}}}});
+  EXPECT_EQ(gpus(), 5);
+  // An init container asking more than the containers together.
+  spec["initContainers"][0]["resources"] = {{"requests", {{"nvidia.com/gpu", "6"}}}};
+  EXPECT_EQ(gpus(), 6);
+  // A sidecar started before the init container runs beside it (6 + 1) and beside the
+  // containers (5 + 1).
+  json sidecar = {{"name", "proxy"},
+                  {"restartPolicy", "Always"},
+                  {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}};
+  spec["initContainers"].insert(spec["initContainers"].begin(), sidecar);
+  EXPECT_EQ(gpus(), 7);
+  // Not a whole number: not a GPU pod the bridge can count.
+  spec["containers"][1]["resources"]["requests"]["nvidia.com/gpu"] = "1500m";
+  EXPECT_EQ(gpus(), -1);
+  // No GPU at all.
+  spec.erase("initContainers");
+  spec["containers"] =
+      json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}});
+  EXPECT_EQ(gpus(), -1);
+}
+
+TEST(PendingGpuPod, ModelFromNodeAffinity) {
+  json pod = json::parse(kPendingPod);
+  pod["spec"].erase("nodeSelector");
+  EXPECT_EQ(PendingGpuPod(pod, "nvidia.com/gpu", 0)->model, "");
+  auto term = [](const std::string& op, std::vector<std::string> values) {
+    return json{{"matchExpressions",
+                 json::array({{{"key", kGpuProductLabel}, {"operator", op}, {"values", values}}})}};
+  };
+  auto with_terms = [&](json terms) {
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+       ["nodeSelectorTerms"] = terms;
+    return PendingGpuPod(pod, "nvidia.com/gpu", 0)->model;
+  };
+  EXPECT_EQ(with_terms(json::array({term("In", {"NVIDIA-A100"})})), "NVIDIA-A100");
+  EXPECT_EQ(with_terms(json::array({term("In", {"NVIDIA-A100"}), term("In", {"NVIDIA-A100"})})),
+            "NVIDIA-A100");
+  // Either of two models, any but one, or a term that allows any: no single model.
+  EXPECT_EQ(with_terms(json::array({term("In", {"NVIDIA-A100", "NVIDIA-H100"})})), "");
+  EXPECT_EQ(with_terms(json::array({term("In", {"NVIDIA-A100"}), term("In", {"NVIDIA-H100"})})),
+            "");
+  EXPECT_EQ(with_terms(json::array({term("NotIn", {"NVIDIA-A100"})})), "");
+  EXPECT_EQ(
+      with_terms(json::array({term("In", {"NVIDIA-A100"}), json{{"matchFields", json::array()}}})),
+      "");
+}
+
+}  // namespace
+}  // namespace skb::devices
