@@ -128,6 +128,13 @@ EXPECTED_CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
+# With config.gpu_sharing.enabled: DRA objects (src/devices/k8s_devices.h).
+EXPECTED_GPU_SHARING_RULES = [
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "resourceclaims"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"],
+     "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
+]
 EXPECTED_RESERVATION_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch"]},
 ]
@@ -216,7 +223,10 @@ def check_common(objs, label, release, namespace):
 
     # Least privilege: exactly these rules, no wildcard anywhere.
     cr = one(objs, "ClusterRole")
-    check(cr["rules"] == EXPECTED_CLUSTER_RULES,
+    expected = EXPECTED_CLUSTER_RULES
+    if cfg.get("gpu_sharing", {}).get("enabled"):
+        expected = EXPECTED_CLUSTER_RULES + EXPECTED_GPU_SHARING_RULES
+    check(cr["rules"] == expected,
           f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
     check(roles.get("reservations", {}).get("rules") == EXPECTED_RESERVATION_RULES,
@@ -277,6 +287,11 @@ def cmd_render():
           terms[0]["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
           "defaults: replicas sharing a hostPath socket are not spread one per host")
     check(cfg["lending"]["enabled"] is True, "defaults: lending not enabled")
+    check(cfg["gpu_sharing"] == {"enabled": False, "driver": "gpu.nvidia.com",
+                                 "extended_resource": "nvidia.com/gpu"},
+          f"defaults: gpu_sharing {cfg.get('gpu_sharing')}")
+    check(not any(r["apiGroups"] == ["resource.k8s.io"] for r in one(objs, "ClusterRole")["rules"]),
+          "defaults: DRA rules granted with gpu_sharing off")
     default_np = one(objs, "NetworkPolicy")
     check(default_np["spec"]["policyTypes"] == ["Ingress"] and
           default_np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}],
@@ -291,6 +306,9 @@ def cmd_render():
     check(dep["spec"]["replicas"] == 3, "all-on: replicas")
     check(cfg["admission"]["preemptible_qos"] == ["low"], "all-on: config block not rendered")
     check(cfg["kubernetes"]["node_selector"] == "gpu=true", "all-on: node_selector")
+    check(cfg["gpu_sharing"]["enabled"] is True and
+          cfg["gpu_sharing"]["placeholder"] == {"partition": "skb-gpu-hold"},
+          f"all-on: gpu_sharing {cfg.get('gpu_sharing')}")
     check(cfg["kubernetes"]["node_names"] == {"mode": "strip_domain", "domain": "cluster.local"},
           f"all-on: node_names {cfg['kubernetes'].get('node_names')}")
     sm = one(objs, "ServiceMonitor")
@@ -409,7 +427,9 @@ def cmd_check_config():
                  ("misspelt key", [], ["config.slurm.pol_interval=1s"], False),
                  ("lease timing", [], ["config.leader_election.lease_duration=1s"], False),
                  ("bad value", [], ["config.logging.level=loud"], False),
-                 ("node names mode", [], ["config.kubernetes.node_names.mode=fqdn"], False))
+                 ("node names mode", [], ["config.kubernetes.node_names.mode=fqdn"], False),
+                 ("gpu sharing identity", [],
+                  ["config.gpu_sharing.device_identity=serial"], False))
         for label, values, sets, want_ok in cases:
             objs = docs(template(values=values, sets=sets))
             path = os.path.join(tmp, label.replace(" ", "-") + ".json")

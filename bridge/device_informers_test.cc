@@ -1,0 +1,80 @@
+#include "bridge/device_informers.h"
+
+#include <gtest/gtest.h>
+
+#include "src/devices/dra_testdata.h"
+#include "src/devices/k8s_devices.h"
+
+namespace skb::bridge {
+namespace {
+
+using nlohmann::json;
+namespace td = devices::dra_testdata;
+
+constexpr char kDriver[] = "gpu.nvidia.com";
+
+// Each informer's trim keeps what the conversions read: the same result from the trimmed
+// object as from the full one, from a smaller object.
+TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
+  config::Config cfg;
+  json slice = json::parse(td::kSlice);
+  slice["spec"]["devices"][2]["attributes"]["minor"] = {{"int", 5}};
+  json slice_trimmed = ResourceSliceInformerOptions(cfg).transform(json(slice));
+  EXPECT_LT(slice_trimmed.dump().size(), slice.dump().size());
+  EXPECT_FALSE(slice_trimmed["spec"]["devices"][0].contains("capacity"));
+  std::vector<json> full = {slice}, trimmed = {slice_trimmed};
+  auto a = devices::SlicesByNode(full, kDriver), b = devices::SlicesByNode(trimmed, kDriver);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(a["node1"].size(), b["node1"].size());
+  for (size_t i = 0; i < a["node1"].size(); ++i) {
+    EXPECT_EQ(a["node1"][i].name, b["node1"][i].name);
+    EXPECT_EQ(a["node1"][i].minor, b["node1"][i].minor);
+  }
+  EXPECT_EQ(b["node1"][2].minor, 5);
+
+  full = {json::parse(td::kExtendedClaim), json::parse(td::kTemplateClaim)};
+  json admin = json::parse(td::kTemplateClaim);
+  admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = true;
+  full.push_back(admin);
+  trimmed.clear();
+  for (const json& c : full) trimmed.push_back(ResourceClaimInformerOptions().transform(json(c)));
+  EXPECT_LT(trimmed[0].dump().size(), full[0].dump().size());
+  EXPECT_FALSE(trimmed[0].contains("spec"));
+  auto ca = devices::ClaimsByNode(full, kDriver), cb = devices::ClaimsByNode(trimmed, kDriver);
+  ASSERT_EQ(ca["node1"].size(), 2u);
+  ASSERT_EQ(cb["node1"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ca["node1"][i].pod, cb["node1"][i].pod);
+    EXPECT_EQ(ca["node1"][i].devices, cb["node1"][i].devices);
+  }
+  EXPECT_EQ(trimmed[1]["metadata"]["ownerReferences"][0]["name"], "tmpl");
+
+  json rule = json::parse(td::kRule);
+  json rule_trimmed = DeviceTaintRuleInformerOptions().transform(json(rule));
+  EXPECT_FALSE(rule_trimmed.contains("status"));
+  full = {rule};
+  trimmed = {rule_trimmed};
+  EXPECT_EQ(devices::HeldDevices(full), devices::HeldDevices(trimmed));
+  EXPECT_EQ(devices::HeldDevices(trimmed).at("node2"), std::set<std::string>{"gpu-3"});
+}
+
+TEST(DeviceInformers, SelectWhatTheBridgeReads) {
+  config::Config cfg;
+  cfg.gpu_sharing.driver = "gpu.example.com";
+  k8s::InformerOptions slices = ResourceSliceInformerOptions(cfg);
+  EXPECT_EQ(slices.resource.Name(), "resourceslices.resource.k8s.io");
+  EXPECT_EQ(slices.field_selector, "spec.driver=gpu.example.com");
+  k8s::InformerOptions claims = ResourceClaimInformerOptions();
+  EXPECT_EQ(claims.resource.Name(), "resourceclaims.resource.k8s.io");
+  EXPECT_TRUE(claims.resource.namespaced);
+  EXPECT_EQ(claims.ns, "");
+  k8s::InformerOptions rules = DeviceTaintRuleInformerOptions();
+  EXPECT_EQ(rules.resource.Name(), "devicetaintrules.resource.k8s.io");
+  EXPECT_EQ(rules.label_selector, "app.kubernetes.io/managed-by=slurm-k8s-bridge");
+  // What the informer lists is what the bridge creates.
+  json hold = devices::HoldRule("node1", "gpu-0", kDriver);
+  EXPECT_EQ(hold["metadata"]["labels"]["app.kubernetes.io/managed-by"], "slurm-k8s-bridge");
+}
+
+}  // namespace
+}  // namespace skb::bridge
