@@ -36,6 +36,7 @@ admission::JobRequest ToJobRequest(const v1::JobDescription& j) {
   r.array_spec = j.array_spec();
   r.het_component = j.het_component();
   r.admin_comment = j.admin_comment();
+  r.name = j.name();
   if (j.warn_signal() > 0 && j.warn_signal() < 65 && j.warn_time() >= 0) {
     // KILL_JOB_BATCH (bit 0): "--signal=B:..." signals only the batch shell.
     r.signal = slurm::SignalSpec{j.warn_signal(), j.warn_time(), (j.warn_flags() & 1u) != 0};

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "src/base/strings.h"
+#include "src/devices/placeholder_record.h"
 #include "src/slurm/syntax.h"
 
 namespace skb::admission {
@@ -115,6 +116,10 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
     d.admin_comment.reset();
     return d;
   };
+  if (job.name == devices::kPlaceholderJobName &&
+      devices::ParsePlaceholderRecord(job.admin_comment).has_value()) {
+    return Decision{};  // the bridge's placeholder: accepted as it is
+  }
   if (!inventory.known) return accept("");
 
   // Candidate nodes: those in the job's partitions. Partitions no managed node is in are

@@ -11,7 +11,10 @@
 //     unhealthy (that is temporary);
 //   - accept everything else, including what is not the bridge's business (unknown gres
 //     names, odd TRES: Slurm judges those itself), and annotate the job's admin_comment
-//     with preemptible=true|false from the policy (and the --signal it asked for).
+//     with preemptible=true|false from the policy (and the --signal it asked for);
+//   - pass the bridge's own placeholder jobs (GPU-granular sharing: named skb-gpu-hold with
+//     a placeholder record in the admin_comment, which only Slurm admins can set) through
+//     unchanged: no note, no annotation, never a rejection.
 //
 //   Decision d = Decide(request, inventory, policy);
 //   if (!d.accept) return Reject(d.user_message);
@@ -71,6 +74,7 @@ struct JobRequest {
   bool het_component = false;
   std::string admin_comment;
   std::optional<slurm::SignalSpec> signal;
+  std::string name;  // --job-name
 };
 
 struct Decision {

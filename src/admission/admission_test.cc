@@ -131,6 +131,29 @@ TEST(Decide, AnnotatesPreemptibleFromPolicyKeepingTheExistingComment) {
   EXPECT_EQ(note(with_signal), "k8s-bridge:preemptible=false,signal=10@300");
 }
 
+TEST(Decide, PassesThePlaceholderThroughUnchanged) {
+  Policy policy;
+  policy.preemptible_partitions = {"gpu"};
+  const std::string record = "skb-gpu-hold:v1;node=node1;pod=infer/a;gpus=2";
+  // Even a request it would reject otherwise (more GPUs than a node has, a lent node).
+  JobRequest hold{.partition = "skb-gpu-hold",
+                  .tres_per_node = "gres/gpu:99",
+                  .required_nodes = {"node3"},
+                  .admin_comment = record,
+                  .name = "skb-gpu-hold"};
+  for (const Inventory& inv : {TestInventory(), Inventory{}}) {
+    Decision d = Decide(hold, inv, policy);
+    EXPECT_TRUE(d.accept);
+    EXPECT_EQ(d.user_message, "");
+    EXPECT_EQ(d.admin_comment, std::nullopt);  // the plugin leaves it as submitted
+  }
+  // Named so without a record (a user's job): an ordinary job.
+  JobRequest named = hold;
+  named.partition = "gpu";
+  named.admin_comment.clear();
+  EXPECT_FALSE(Decide(named, TestInventory(), policy).accept);
+}
+
 TEST(Decide, WithoutInventoryOnlyAnnotates) {
   Decision d = Decide({.tres_per_node = "gres:gpu:a100:99"}, Inventory{}, Policy{});
   EXPECT_TRUE(d.accept);
