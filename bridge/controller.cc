@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "bridge/device_informers.h"
 #include "bridge/logging.h"
 #include "bridge/reconcile/k8s_convert.h"
 #include "bridge/reconcile/priority_classes.h"
@@ -83,6 +84,13 @@ Controller::Controller(ControllerOptions options)
   if (opts_.after_action) reconciler_->SetAfterAction(opts_.after_action);
   // A leader whose Lease may have passed to another replica stops between two actions.
   reconciler_->SetActingGate([this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
+  if (cfg_.gpu_sharing.enabled) {
+    device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
+    device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
+                                                            executor_.get(), cfg_, opts_.clock);
+    device_lane_ =
+        std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
+  }
 }
 
 reconcile::WorkQueueOptions Controller::WakeOnChange() {
@@ -122,6 +130,7 @@ Status Controller::Start() {
 
   pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
   auto on_pod = [this](const k8s::ObjectPtr& obj) {
+    if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), obj.get());
     k8s::PodInfo info;
     if (auto pod = GpuPodOf(obj, &info)) {
       reconciler_->UpdatePod(std::move(*pod));
@@ -134,6 +143,7 @@ Status Controller::Start() {
        .on_update = [on_pod](const k8s::ObjectPtr&, const k8s::ObjectPtr& p) { on_pod(p); },
        .on_delete =
            [this](const k8s::ObjectPtr& obj, bool) {
+             if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), nullptr);
              auto info = k8s::ParsePod(*obj);
              if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
            },
@@ -162,6 +172,28 @@ Status Controller::Start() {
          .wants_old_object = false});
   }
 
+  if (device_world_) {
+    // Each informer converts what changed into the device lane's World (device_world.h).
+    auto add = [this](std::unique_ptr<k8s::Informer>* informer, k8s::InformerOptions options,
+                      void (DeviceWorldCache::*set)(const std::string&, const nlohmann::json*)) {
+      *informer = std::make_unique<k8s::Informer>(opts_.kube, std::move(options));
+      auto on = [this, set](const k8s::ObjectPtr& obj) {
+        (device_world_.get()->*set)(k8s::Informer::KeyOf(*obj), obj.get());
+      };
+      (*informer)->AddHandlers(
+          {.on_add = on,
+           .on_update = [on](const k8s::ObjectPtr&, const k8s::ObjectPtr& o) { on(o); },
+           .on_delete =
+               [this, set](const k8s::ObjectPtr& obj, bool) {
+                 (device_world_.get()->*set)(k8s::Informer::KeyOf(*obj), nullptr);
+               },
+           .wants_old_object = false});
+    };
+    add(&slices_, ResourceSliceInformerOptions(cfg_), &DeviceWorldCache::SetSlice);
+    add(&claims_, ResourceClaimInformerOptions(), &DeviceWorldCache::SetClaim);
+    add(&rules_, DeviceTaintRuleInformerOptions(), &DeviceWorldCache::SetRule);
+  }
+
   poller_ = std::make_unique<slurm::SlurmPoller>(
       opts_.slurm, cfg_.slurm.poll_interval, [this](const slurm::SlurmState& s) { OnSlurm(s); });
   if (auto* m = opts_.metrics) {
@@ -176,6 +208,9 @@ Status Controller::Start() {
   nodes_->Start();
   pods_->Start();
   if (reservations_) reservations_->Start();
+  for (k8s::Informer* i : {slices_.get(), claims_.get(), rules_.get()}) {
+    if (i != nullptr) i->Start();
+  }
   poller_->Start();
 
   if (!opts_.leader_election) {
@@ -215,6 +250,9 @@ void Controller::Stop() {
   StopActing();
   if (poller_) poller_->Stop();
   if (reservations_) reservations_->Stop();
+  for (k8s::Informer* i : {slices_.get(), claims_.get(), rules_.get()}) {
+    if (i != nullptr) i->Stop();
+  }
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
   if (events_) events_->Stop();
@@ -226,13 +264,19 @@ std::shared_ptr<const std::vector<skb::slurm::JobView>> Controller::SlurmJobs() 
 }
 
 void Controller::OnSlurm(const slurm::SlurmState& s) {
-  if (s.nodes_changed) reconciler_->SetSlurmNodes(s.nodes);
+  if (s.nodes_changed) {
+    reconciler_->SetSlurmNodes(s.nodes);
+    auto nodes = std::make_shared<const std::vector<skb::slurm::NodeView>>(s.nodes);
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    slurm_nodes_ = std::move(nodes);
+  }
   if (s.jobs_changed) {
     reconciler_->SetSlurmJobs(s.jobs);
     auto jobs = std::make_shared<const std::vector<skb::slurm::JobView>>(s.jobs);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     jobs_ = std::move(jobs);
   }
+  if (s.nodes_changed || s.jobs_changed) ++slurm_generation_;
   if (s.nodes_changed || s.partitions_changed) {
     std::string default_partition;
     for (const auto& p : s.partitions) {
@@ -264,6 +308,7 @@ void Controller::StartActing() {
   for (int i = 0; i < std::max(1, opts_.status_workers); ++i) {
     workers_.emplace_back([this, i] { WorkerLoop(i, /*status_lane=*/true); });
   }
+  if (device_lane_) workers_.emplace_back([this] { DeviceLoop(); });
 }
 
 void Controller::StopActing() {
@@ -292,6 +337,11 @@ void Controller::WorkerLoop(int index, bool status_lane) {
     while (!stop_worker_ && !(nodes_->HasSynced() && PodsSynced() && polled_)) {
       worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
+  }
+  // The node lane must know which nodes the device lane shares before it plans any.
+  while (!stop_worker_ && device_lane_ && !devices_observed_) {
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
   }
   if (stop_worker_) return;
   if (index == 0 && !status_lane && cfg_.lending.enabled) {
@@ -334,6 +384,54 @@ void Controller::WorkerLoop(int index, bool status_lane) {
     // on_change takes this lock before it notifies, so no wake-up slips between
     // NextReadyTime and the wait; the 1 s bound only re-reads a simulated clock.
     worker_cv_.wait_for(lock, wait);
+  }
+}
+
+void Controller::DeviceLoop() {
+  pthread_setname_np(pthread_self(), "devices");
+  auto log = Logger("devices");
+  {
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    while (!stop_worker_ && !(nodes_->HasSynced() && PodsSynced() && polled_)) {
+      worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+  uint64_t seen_world = ~0ull, seen_slurm = ~0ull;
+  auto last = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (!stop_worker_) {
+    const uint64_t world = device_world_->Generation(), slurm = slurm_generation_.load();
+    const auto now = std::chrono::steady_clock::now();
+    // Grace ends, cool-downs and give timeouts are timers: a pass every second at least.
+    if (world == seen_world && slurm == seen_slurm && now - last < std::chrono::seconds(1)) {
+      std::unique_lock<std::mutex> lock(worker_wait_mu_);
+      worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      continue;
+    }
+    seen_world = world;
+    seen_slurm = slurm;
+    last = now;
+    std::shared_ptr<const std::vector<skb::slurm::NodeView>> nodes;
+    std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs;
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      nodes = slurm_nodes_;
+      jobs = jobs_;
+    }
+    devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
+                                            jobs ? *jobs : std::vector<skb::slurm::JobView>{},
+                                            reconciler_->PairedNodes());
+    const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
+    DeviceLane::Result r = device_lane_->RunPass(w, acting);
+    reconciler_->SetGpuGranularNodes(device_lane_->GranularNodes());
+    if (!devices_observed_.exchange(true)) {
+      log->info("devices_observed gpu_granular={} node_granular={}", r.observation.nodes.size(),
+                r.observation.node_granular.size());
+      for (const auto& [node, why] : r.observation.node_granular) {
+        log->info("node_granular node={} why=\"{}\"", node, why);
+      }
+      worker_cv_.notify_all();
+    }
+    if (r.executed > 0) poller_->Kick();
   }
 }
 

@@ -30,6 +30,8 @@
 #include "bridge/observability/bridge_metrics.h"
 #include "bridge/plugin_server/admission_service.h"
 #include "bridge/reconcile/action_executor.h"
+#include "bridge/reconcile/device_lane.h"
+#include "bridge/reconcile/device_world.h"
 #include "bridge/reconcile/reconciler.h"
 #include "bridge/slurm/slurm_client.h"
 #include "bridge/slurm/slurm_poller.h"
@@ -105,7 +107,14 @@ class Controller {
   // Which caches are synced (metrics): the node and pod informers, the first Slurm poll.
   bool NodesSynced() const { return nodes_ && nodes_->HasSynced(); }
   bool PodsSynced() const {
-    return pods_ && pods_->HasSynced() && (!reservations_ || reservations_->HasSynced());
+    return pods_ && pods_->HasSynced() && (!reservations_ || reservations_->HasSynced()) &&
+           DevicesSynced();
+  }
+  // The GPU-granular lane's informers (ResourceSlices, ResourceClaims, the bridge's
+  // DeviceTaintRules); true when gpu_sharing is off.
+  bool DevicesSynced() const {
+    return (!slices_ || slices_->HasSynced()) && (!claims_ || claims_->HasSynced()) &&
+           (!rules_ || rules_->HasSynced());
   }
   bool SlurmPolled() const { return polled_; }
   // The informers' counters (zero before Start()).
@@ -122,6 +131,8 @@ class Controller {
   // get jobs); null before the first poll.
   std::shared_ptr<const std::vector<skb::slurm::JobView>> SlurmJobs() const;
   AdmissionService& admission() { return admission_; }
+  // The GPU-granular lane (null when gpu_sharing is off): per-GPU owners for bridgectl.
+  const DeviceLane* device_lane() const { return device_lane_.get(); }
 
   // What the planner says about `node` now (its explanation, and the actions it would
   // take: none once the leader has acted). Plans without acting, on any replica.
@@ -134,6 +145,8 @@ class Controller {
   void StopActing();
   // Reconcile workers take nodes from queue_; status workers from status_queue_.
   void WorkerLoop(int index, bool status_lane);
+  // The GPU-granular lane's worker: a pass whenever its World moved, at least every second.
+  void DeviceLoop();
   void OnSlurm(const slurm::SlurmState& state);
   // Action outcomes; the reconcile duration only for the reconcile lane.
   void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took, bool status_lane);
@@ -153,6 +166,15 @@ class Controller {
   std::unique_ptr<k8s::Informer> nodes_;
   std::unique_ptr<k8s::Informer> pods_;
   std::unique_ptr<k8s::Informer> reservations_;  // lending on only
+  std::unique_ptr<k8s::Informer> slices_;        // gpu_sharing on only
+  std::unique_ptr<k8s::Informer> claims_;
+  std::unique_ptr<k8s::Informer> rules_;
+  std::unique_ptr<DeviceWorldCache> device_world_;
+  std::unique_ptr<DeviceExecutorImpl> device_executor_;
+  std::unique_ptr<DeviceLane> device_lane_;
+  // Set once the device lane has observed once (the node lane waits for it, so it never
+  // lends whole a node the device lane shares).
+  std::atomic<bool> devices_observed_{false};
   std::unique_ptr<slurm::SlurmPoller> poller_;
   std::unique_ptr<k8s::LeaderElector> elector_;
 
@@ -165,7 +187,9 @@ class Controller {
   std::mutex worker_mu_;
   std::vector<std::thread> workers_;  // guarded by worker_mu_
   mutable std::mutex jobs_mu_;
-  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs_;  // guarded by jobs_mu_
+  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs_;          // guarded by jobs_mu_
+  std::shared_ptr<const std::vector<skb::slurm::NodeView>> slurm_nodes_;  // guarded by jobs_mu_
+  std::atomic<uint64_t> slurm_generation_{0};
 };
 
 }  // namespace skb::bridge

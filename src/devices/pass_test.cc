@@ -78,8 +78,8 @@ TEST(PassTest, RestoresMissingHoldsAndReportsViolations) {
 }
 
 TEST(PassTest, PodsBelowTheThresholdWait) {
-  const PassPlan p = PlanPass({Node("node1", 8, 0)}, std::vector<PendingPod>{Pod("ml/a", 1, 10)},
-                              Cfg(), kNow);
+  const PassPlan p =
+      PlanPass({Node("node1", 8, 0)}, std::vector<PendingPod>{Pod("ml/a", 1, 10)}, Cfg(), kNow);
   EXPECT_THAT(p.gives, IsEmpty());
   EXPECT_THAT(p.waiting.at("ml/a"), HasSubstr("below the inference threshold"));
 }

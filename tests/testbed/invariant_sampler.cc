@@ -6,6 +6,9 @@
 
 #include "k8s/quantity.h"
 #include "src/base/strings.h"
+#include "src/devices/gres.h"
+#include "src/devices/k8s_devices.h"
+#include "src/devices/observe.h"
 
 namespace skb::testbed {
 namespace {
@@ -104,6 +107,37 @@ std::vector<std::string> DoubleBookings(const std::map<std::string, NodeSample>&
   return out;
 }
 
+std::vector<std::string> DeviceDoubleBookings(const std::vector<slurm::JobView>& jobs,
+                                              const std::vector<nlohmann::json>& claims,
+                                              const SamplerOptions& options) {
+  const devices::SharingConfig sharing;  // the placeholder's name and partition
+  std::map<std::pair<std::string, std::string>, std::string> slurm_held;  // (node, device)
+  for (const slurm::JobView& j : jobs) {
+    const bool holds = j.state == slurm::JobState::kRunning ||
+                       j.state == slurm::JobState::kSuspended || j.completing;
+    if (!holds || devices::IsPlaceholder(j, sharing)) continue;
+    for (const auto& [node, indices] : j.gpu_indices) {
+      for (int64_t i : indices) {
+        slurm_held[{node, devices::DeviceName(i)}] =
+            StrCat("job ", j.job_id, " (", slurm::JobStateName(j.state),
+                   j.completing ? "+COMPLETING" : "", ")");
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [node, list] : devices::ClaimsByNode(claims, options.dra_driver)) {
+    for (const devices::Claim& c : list) {
+      for (const std::string& d : c.devices) {
+        auto it = slurm_held.find({node, d});
+        if (it == slurm_held.end()) continue;
+        out.push_back(StrCat("node ", node, " device ", d, ": Slurm ", it->second,
+                             " and the allocated claim of ", c.pod));
+      }
+    }
+  }
+  return out;
+}
+
 InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm)
     : InvariantSampler(kube, slurm, Options{}) {}
 
@@ -172,6 +206,17 @@ void InvariantSampler::Run() {
 }
 
 bool InvariantSampler::Sample() {
+  if (options_.per_device) {
+    // Two reads at once: Slurm's jobs (GRES indices) and the claims.
+    auto claims_f = std::async(std::launch::async, [this] {
+      return kube_->List(k8s::Resource::ResourceClaims(), "", {});
+    });
+    auto jobs = slurm_->LoadJobs(0);
+    auto claims = claims_f.get();
+    if (!jobs.ok() || !claims.ok()) return false;
+    Record(DeviceDoubleBookings(jobs->items, claims->items, options_));
+    return true;
+  }
   // The three reads at once: the state they show is from the same few milliseconds.
   auto pods_f = std::async(std::launch::async, [this] {
     k8s::ListOptions opts;
@@ -184,17 +229,17 @@ bool InvariantSampler::Sample() {
   auto pods = pods_f.get();
   auto nodes = nodes_f.get();
   if (!jobs.ok() || !pods.ok() || !nodes.ok()) return false;  // a failed read is not a sample
+  Record(DoubleBookings(SampleNodes(jobs->items, pods->items, nodes->items, options_)));
+  return true;
+}
 
-  const std::map<std::string, NodeSample> by_node =
-      SampleNodes(jobs->items, pods->items, nodes->items, options_);
-  const std::vector<std::string> found = DoubleBookings(by_node);
+void InvariantSampler::Record(const std::vector<std::string>& found) {
   if (!found.empty()) {
     violations_ += static_cast<int>(found.size());
     std::lock_guard<std::mutex> lock(mu_);
     if (first_.empty()) first_ = found.front();
   }
   ++samples_;
-  return true;
 }
 
 }  // namespace skb::testbed

@@ -58,6 +58,13 @@ struct SamplerOptions {
   std::chrono::milliseconds period{100};
   std::string gpu_resource = "nvidia.com/gpu";
   std::string bridge_namespace = "slurm-bridge";
+  // GPU-granular sharing (DRA): the rule per device instead of per node. A device is held
+  // by every Slurm job (not the bridge's placeholder) RUNNING, SUSPENDED or COMPLETING
+  // with its GRES index there, and by every ResourceClaim allocated on it (allocated, not
+  // only in use: kube-scheduler counts it taken from that moment). GRES index N is device
+  // gpu-N of the node's pool (the testbed's gres.conf lists /dev/nvidia0..7 in order).
+  bool per_device = false;
+  std::string dra_driver = "gpu.nvidia.com";
 };
 
 // One sample, per node, from what the three reads returned (Slurm's jobs, the Running pods,
@@ -69,6 +76,11 @@ std::map<std::string, NodeSample> SampleNodes(const std::vector<slurm::JobView>&
 
 // The double bookings in one sample: one line per node whose GPUs both sides hold.
 std::vector<std::string> DoubleBookings(const std::map<std::string, NodeSample>& nodes);
+// Per device (SamplerOptions::per_device): one line per device a Slurm job and an allocated
+// claim hold at once.
+std::vector<std::string> DeviceDoubleBookings(const std::vector<slurm::JobView>& jobs,
+                                              const std::vector<nlohmann::json>& claims,
+                                              const SamplerOptions& options);
 
 class InvariantSampler {
  public:
@@ -106,6 +118,8 @@ class InvariantSampler {
  private:
   void Run();
   bool Sample();  // false when a read failed
+  // One sample's findings: counted, the first one kept.
+  void Record(const std::vector<std::string>& found);
 
   k8s::KubeClient* const kube_;
   bridge::slurm::LibSlurmClient* const slurm_;

@@ -30,6 +30,10 @@ for _ in $(seq 150); do
   kubectl get serviceaccount default -n "$ns" >/dev/null 2>&1 && break
   sleep 0.2
 done
+# GPU-granular sharing: the bridge's per-device holds and its placeholder jobs.
+kubectl delete devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge \
+  --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
+scancel --name=skb-gpu-hold >/dev/null 2>&1
 for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
   kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
     slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \

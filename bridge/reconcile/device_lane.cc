@@ -1,0 +1,319 @@
+#include "bridge/reconcile/device_lane.h"
+
+#include <algorithm>
+
+#include "bridge/logging.h"
+#include "k8s/api_error.h"
+#include "k8s/resource.h"
+#include "src/base/retry.h"
+#include "src/base/strings.h"
+#include "src/devices/k8s_devices.h"
+#include "src/devices/placeholder_record.h"
+#include "src/ownership/policy.h"
+
+namespace skb::bridge {
+namespace {
+
+using devices::DeviceAction;
+using devices::DeviceActionKind;
+
+const devices::Device* FindDevice(const devices::NodeDevices& node, const std::string& name) {
+  for (const devices::Device& d : node.devices) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+bool GiveRelated(DeviceActionKind k) {
+  return k == DeviceActionKind::kSubmitPlaceholder || k == DeviceActionKind::kRemoveDeviceHold ||
+         k == DeviceActionKind::kSignalJobs || k == DeviceActionKind::kPreemptJobs;
+}
+
+// "ns/name" -> {ns, name}.
+std::pair<std::string, std::string> SplitPod(const std::string& pod) {
+  const size_t slash = pod.find('/');
+  if (slash == std::string::npos) return {"", pod};
+  return {pod.substr(0, slash), pod.substr(slash + 1)};
+}
+
+}  // namespace
+
+DeviceExecutorImpl::DeviceExecutorImpl(slurm::SlurmClient* slurm, k8s::KubeClient* kube,
+                                       k8s::EventRecorder* events, ActionExecutor* node_actions,
+                                       const config::Config& cfg, const Clock* clock)
+    : slurm_(slurm),
+      kube_(kube),
+      events_(events),
+      node_actions_(node_actions),
+      cfg_(cfg),
+      clock_(clock) {}
+
+Status DeviceExecutorImpl::Execute(const DeviceAction& a, const devices::NodeDevices& node,
+                                   const std::string& k8s_node) {
+  Status s;
+  switch (a.kind) {
+    case DeviceActionKind::kAddDeviceHold:
+      s = AddHolds(a, k8s_node);
+      break;
+    case DeviceActionKind::kRemoveDeviceHold:
+      s = RemoveHolds(a, node, k8s_node);
+      break;
+    case DeviceActionKind::kSubmitPlaceholder:
+      s = Submit(a);
+      break;
+    case DeviceActionKind::kSignalJobs:
+      s = NodeLaneAction(a, k8s_node);
+      if (s.ok()) {
+        s = UpdateRecord(a.placeholder_job, [&](devices::PlaceholderRecord* r) {
+          if (r->signalled_at == 0) r->signalled_at = a.at_unix;
+        });
+      }
+      return s;  // the node lane's executor recorded the Event
+    case DeviceActionKind::kPreemptJobs:
+      return NodeLaneAction(a, k8s_node);
+    case DeviceActionKind::kRecordIdleSince:
+      s = UpdateRecord(a.placeholder_job,
+                       [&](devices::PlaceholderRecord* r) { r->idle_since = a.at_unix; });
+      break;
+    case DeviceActionKind::kMarkReturning:
+      s = UpdateRecord(a.placeholder_job,
+                       [&](devices::PlaceholderRecord* r) { r->returning = true; });
+      break;
+    case DeviceActionKind::kEndPlaceholder:
+      s = EndPlaceholder(a, node, k8s_node);
+      break;
+  }
+  if (s.ok() && !a.quiet && !a.event_reason.empty()) {
+    const k8s::EventType type = ToK8sEventType(a.event_type);
+    events_->Record(k8s::NodeRef(k8s_node), type, a.event_reason, a.event_message);
+    if (!a.pod.empty() && GiveRelated(a.kind)) {
+      auto [ns, name] = SplitPod(a.pod);
+      events_->Record(k8s::PodRef(ns, name), type, a.event_reason,
+                      StrCat(a.event_message, " (node ", k8s_node, ")"));
+    }
+  }
+  return s;
+}
+
+Status DeviceExecutorImpl::AddHolds(const DeviceAction& a, const std::string& k8s_node) {
+  for (const std::string& d : a.devices) {
+    auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "",
+                                 devices::HoldRule(k8s_node, d, cfg_.gpu_sharing.driver));
+    if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+      return created.status();
+    }
+  }
+  return OkStatus();
+}
+
+Status DeviceExecutorImpl::RemoveHolds(const DeviceAction& a, const devices::NodeDevices& node,
+                                       const std::string& k8s_node) {
+  // Only while the placeholder runs on exactly these devices: Slurm holds them now.
+  auto job = slurm_->LoadJob(a.placeholder_job);
+  if (!job.ok()) return job.status();
+  if (job->state != skb::slurm::JobState::kRunning) {
+    return AbortedError(StrCat("placeholder ", a.placeholder_job, " is ",
+                               skb::slurm::JobStateName(job->state), ", not running"));
+  }
+  const auto idx = job->gpu_indices.find(a.node);
+  for (const std::string& d : a.devices) {
+    const devices::Device* dev = FindDevice(node, d);
+    if (dev == nullptr || idx == job->gpu_indices.end() ||
+        std::find(idx->second.begin(), idx->second.end(), dev->index) == idx->second.end()) {
+      return AbortedError(StrCat("placeholder ", a.placeholder_job, " does not hold ", d, " on ",
+                                 a.node, " (Slurm's view moved: plan again)"));
+    }
+  }
+  for (const std::string& d : a.devices) {
+    k8s::DeleteOptions opts;
+    auto deleted = kube_->Delete(k8s::Resource::DeviceTaintRules(), "",
+                                 devices::HoldRuleName(k8s_node, d), opts);
+    if (!deleted.ok() && deleted.status().code() != StatusCode::kNotFound) return deleted.status();
+  }
+  return OkStatus();
+}
+
+Status DeviceExecutorImpl::Submit(const DeviceAction& a) {
+  const devices::PlaceholderRecord r{
+      .node = a.node, .pod = a.pod, .gpus = a.gpus, .victims = a.job_ids};
+  const slurm::PlaceholderSpec spec{.node = a.node,
+                                    .gpus = a.gpus,
+                                    .partition = cfg_.gpu_sharing.placeholder.partition,
+                                    .qos = cfg_.gpu_sharing.placeholder.qos,
+                                    .account = cfg_.gpu_sharing.placeholder.account,
+                                    .admin_comment = devices::FormatPlaceholderRecord(r)};
+  auto id = slurm_->SubmitPlaceholder(spec);
+  if (!id.ok()) return id.status();
+  Logger("devices")->info("placeholder_submitted job={} node={} gpus={} pod={} victims={}", *id,
+                          a.node, a.gpus, a.pod, a.job_ids.size());
+  return OkStatus();
+}
+
+Status DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a, const devices::NodeDevices& node,
+                                          const std::string& k8s_node) {
+  auto job = slurm_->LoadJob(a.placeholder_job);
+  if (!job.ok()) {
+    return job.status().code() == StatusCode::kNotFound ? OkStatus() : job.status();
+  }
+  if (job->state == skb::slurm::JobState::kRunning) {
+    // A return: no claim may still be allocated on its devices. The cache the pass used can
+    // lag an allocation made just before the holds went back: ask the apiserver.
+    auto list = kube_->List(k8s::Resource::ResourceClaims(), "", k8s::ListOptions{});
+    if (!list.ok()) return list.status();
+    const auto by_node = devices::ClaimsByNode(list->items, cfg_.gpu_sharing.driver);
+    std::set<std::string> mine;
+    if (auto idx = job->gpu_indices.find(a.node); idx != job->gpu_indices.end()) {
+      for (const devices::Device& d : node.devices) {
+        if (std::find(idx->second.begin(), idx->second.end(), d.index) != idx->second.end()) {
+          mine.insert(d.name);
+        }
+      }
+    }
+    if (auto c = by_node.find(k8s_node); c != by_node.end()) {
+      for (const devices::Claim& claim : c->second) {
+        for (const std::string& d : claim.devices) {
+          if (mine.count(d)) {
+            return AbortedError(StrCat("claim of ", claim.pod, " is still allocated on ", d,
+                                       ": placeholder ", a.placeholder_job, " stays"));
+          }
+        }
+      }
+    }
+  }
+  auto o = slurm_->CancelJob(a.placeholder_job);
+  if (!o.ok() && o.status().code() != StatusCode::kNotFound) return o.status();
+  return OkStatus();
+}
+
+Status DeviceExecutorImpl::UpdateRecord(
+    uint32_t job_id, const std::function<void(devices::PlaceholderRecord*)>& change) {
+  auto job = slurm_->LoadJob(job_id);
+  if (!job.ok()) return job.status();
+  auto r = devices::ParsePlaceholderRecord(job->admin_comment);
+  if (!r) {
+    return FailedPreconditionError(
+        StrCat("job ", job_id, " carries no placeholder record: not updated"));
+  }
+  devices::PlaceholderRecord updated = *r;
+  change(&updated);
+  if (updated == *r) return OkStatus();
+  auto o =
+      slurm_->SetAdminComment(job_id, devices::MergePlaceholderRecord(job->admin_comment, updated));
+  return o.ok() ? OkStatus() : o.status();
+}
+
+Status DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a, const std::string& k8s_node) {
+  plan::Action na;
+  na.kind = a.kind == DeviceActionKind::kSignalJobs ? plan::ActionKind::kSignalSlurmJobs
+                                                    : plan::ActionKind::kPreemptSlurmJobs;
+  na.node = a.node;
+  na.k8s_node = k8s_node;
+  na.job_ids = a.job_ids;
+  na.signal = a.signal;
+  na.signal_scope = a.signal_scope;
+  na.preempt_mode = a.preempt_mode;
+  na.preemptor = a.pod;
+  na.at_unix = a.at_unix;
+  na.cause = a.cause;
+  na.event_type = a.event_type;
+  na.event_reason = a.event_reason;
+  na.event_message = a.event_message;
+  return node_actions_->Execute(na);
+}
+
+DeviceLane::DeviceLane(const config::Config& cfg, DeviceExecutor* executor,
+                       k8s::EventRecorder* events, const Clock* clock)
+    : cfg_(cfg), executor_(executor), events_(events), clock_(clock) {}
+
+DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting) {
+  Result r;
+  const Clock::TimePoint now = clock_->Now();
+  r.observation = devices::Observe(world, cfg_, now);
+  r.plan = devices::PlanPass(r.observation.nodes, world.pending, cfg_, now);
+  if (acting) {
+    for (const auto& [node, actions] : r.plan.actions) {
+      auto n = std::find_if(r.observation.nodes.begin(), r.observation.nodes.end(),
+                            [&](const devices::NodeDevices& x) { return x.node == node; });
+      if (n == r.observation.nodes.end()) continue;
+      const auto k = world.k8s_name.find(node);
+      const std::string& k8s_node = k != world.k8s_name.end() ? k->second : node;
+      for (const DeviceAction& a : actions) {
+        Status s = executor_->Execute(a, *n, k8s_node);
+        r.outcomes.emplace_back(a, s);
+        if (!s.ok()) {
+          ++r.failed;
+          Logger("devices")->log(IsRetryable(s) || s.code() == StatusCode::kAborted
+                                     ? spdlog::level::info
+                                     : spdlog::level::warn,
+                                 "device_action_failed node={} action=\"{}\" error=\"{}\"", node,
+                                 devices::ToString(a), s.message());
+          break;  // the rest of this node's sequence depends on this step
+        }
+        ++r.executed;
+        Logger("devices")->info("device_action node={} action=\"{}\"", node, devices::ToString(a));
+      }
+    }
+    Report(world, r);
+  }
+  MutexLock lock(&mu_);
+  nodes_ = r.observation.nodes;
+  node_granular_ = r.observation.node_granular;
+  return r;
+}
+
+void DeviceLane::Report(const devices::World& world, const Result& r) {
+  MutexLock lock(&mu_);
+  // A device both sides claim: one Warning per device and finding, again if it changes.
+  std::set<std::string> now_violations;
+  for (const auto& [node, list] : r.plan.violations) {
+    const auto k = world.k8s_name.find(node);
+    const std::string k8s_node = k != world.k8s_name.end() ? k->second : node;
+    for (const devices::Violation& v : list) {
+      const std::string key = StrCat(node, "/", v.device, ": ", v.what);
+      now_violations.insert(key);
+      if (reported_violations_.count(key)) continue;
+      Logger("devices")->error("device_violation node={} device={} what=\"{}\"", node, v.device,
+                               v.what);
+      events_->Record(k8s::NodeRef(k8s_node), k8s::EventType::kWarning, "GpuDoubleBooked",
+                      StrCat(v.device, ": ", v.what,
+                             " (no move is planned on this node until "
+                             "it is resolved)"));
+    }
+  }
+  reported_violations_ = std::move(now_violations);
+  // A pod no give serves: say why on the pod, once per reason.
+  std::map<std::string, std::string> waiting;
+  for (const auto& [pod, why] : r.plan.waiting) {
+    if (why.rfind("a placeholder already serves", 0) == 0) continue;
+    waiting[pod] = why;
+    auto it = reported_waiting_.find(pod);
+    if (it != reported_waiting_.end() && it->second == why) continue;
+    auto [ns, name] = SplitPod(pod);
+    events_->Record(k8s::PodRef(ns, name), k8s::EventType::kNormal, "GpusNotFreed",
+                    StrCat("slurm-k8s-bridge frees no GPUs for this pod yet: ", why));
+  }
+  reported_waiting_ = std::move(waiting);
+  for (const auto& [job, why] : r.observation.suspicious) {
+    if (!reported_suspicious_.insert(job).second) continue;
+    Logger("devices")->warn("placeholder_untrusted job={} why=\"{}\"", job, why);
+  }
+}
+
+std::set<std::string> DeviceLane::GranularNodes() const {
+  MutexLock lock(&mu_);
+  std::set<std::string> out;
+  for (const devices::NodeDevices& n : nodes_) out.insert(n.node);
+  return out;
+}
+
+std::map<std::string, std::string> DeviceLane::NodeGranularReasons() const {
+  MutexLock lock(&mu_);
+  return node_granular_;
+}
+
+std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
+  MutexLock lock(&mu_);
+  return nodes_;
+}
+
+}  // namespace skb::bridge

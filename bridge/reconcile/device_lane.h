@@ -1,0 +1,122 @@
+// The GPU-granular lane (act, for nodes shared GPU by GPU): each pass observes the cluster
+// (devices::Observe), plans (devices::PlanPass) and carries out the DeviceActions through a
+// DeviceExecutor, per node in order, stopping a node's sequence at its first failure (every
+// step is idempotent, so the next pass resumes where this one stopped).
+//
+//   DeviceExecutorImpl exec(slurm, kube, events, &node_actions, cfg, clock);
+//   DeviceLane lane(cfg, &exec, events, clock);
+//   DeviceLane::Result r = lane.RunPass(world);   // the controller's device worker, ~1/s
+//   lane.GranularNodes()                           // these nodes are not lent whole
+//
+// The lane keeps nothing a restart would need: holds are DeviceTaintRules, Kubernetes'
+// GPUs are placeholder jobs whose admin_comment records the move (devices/observe.h).
+// What it keeps in memory is for humans: the last observation (bridgectl) and which
+// violations and waiting pods it already reported (one Event each, not one per pass).
+//
+// The executor re-checks at the source what the pass planned from caches:
+//   kRemoveDeviceHold  the placeholder is re-read: running, on the node, holding every
+//                      device's GRES index; otherwise Aborted (plan again).
+//   kEndPlaceholder    of a running placeholder: the node's claims are listed from the
+//                      apiserver; a claim still allocated on its devices is Aborted.
+//   kSubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
+//   kSignalJobs / kPreemptJobs  as the node lane does (ActionExecutor), then the signal time
+//                      is recorded on the placeholder.
+// Thread-safe: one pass at a time (the controller runs one device worker).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bridge/reconcile/action_executor.h"
+#include "bridge/slurm/slurm_client.h"
+#include "k8s/event_recorder.h"
+#include "k8s/kube_client.h"
+#include "src/base/clock.h"
+#include "src/base/status.h"
+#include "src/base/thread_annotations.h"
+#include "src/config/config.h"
+#include "src/devices/observe.h"
+#include "src/devices/pass.h"
+
+namespace skb::bridge {
+
+class DeviceExecutor {
+ public:
+  virtual ~DeviceExecutor() = default;
+  // `node` is the action's node as observed (its device names and GRES indices);
+  // `k8s_node` its Kubernetes name (the driver's pool, the Events' object).
+  virtual Status Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                         const std::string& k8s_node) = 0;
+};
+
+class DeviceExecutorImpl : public DeviceExecutor {
+ public:
+  // All pointers must outlive the executor. `node_actions` carries out the checkpoint
+  // signal and the preemption exactly as for whole nodes.
+  DeviceExecutorImpl(slurm::SlurmClient* slurm, k8s::KubeClient* kube, k8s::EventRecorder* events,
+                     ActionExecutor* node_actions, const config::Config& cfg, const Clock* clock);
+  Status Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                 const std::string& k8s_node) override;
+
+ private:
+  Status AddHolds(const devices::DeviceAction& a, const std::string& k8s_node);
+  Status RemoveHolds(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                     const std::string& k8s_node);
+  Status Submit(const devices::DeviceAction& a);
+  Status EndPlaceholder(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                        const std::string& k8s_node);
+  // Re-reads the placeholder's record, applies `change`, writes it back (no-op if equal).
+  Status UpdateRecord(uint32_t job_id,
+                      const std::function<void(devices::PlaceholderRecord*)>& change);
+  Status NodeLaneAction(const devices::DeviceAction& a, const std::string& k8s_node);
+
+  slurm::SlurmClient* const slurm_;
+  k8s::KubeClient* const kube_;
+  k8s::EventRecorder* const events_;
+  ActionExecutor* const node_actions_;
+  const config::Config& cfg_;
+  const Clock* const clock_;
+};
+
+class DeviceLane {
+ public:
+  DeviceLane(const config::Config& cfg, DeviceExecutor* executor, k8s::EventRecorder* events,
+             const Clock* clock);
+
+  struct Result {
+    devices::Observation observation;
+    devices::PassPlan plan;
+    int executed = 0;  // actions carried out
+    int failed = 0;    // a node's sequence stopped at an error
+    std::vector<std::pair<devices::DeviceAction, Status>> outcomes;  // in execution order
+  };
+  // One pass. `acting` false: observe and plan only (a follower; bridgectl).
+  Result RunPass(const devices::World& world, bool acting = true);
+
+  // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone), and the
+  // reason for each node that is not.
+  std::set<std::string> GranularNodes() const;
+  std::map<std::string, std::string> NodeGranularReasons() const;
+  // The last observation's nodes (bridgectl: per-GPU owners).
+  std::vector<devices::NodeDevices> Nodes() const;
+
+ private:
+  void Report(const devices::World& world, const Result& r);
+
+  const config::Config& cfg_;
+  DeviceExecutor* const executor_;
+  k8s::EventRecorder* const events_;
+  const Clock* const clock_;
+  mutable Mutex mu_;
+  std::vector<devices::NodeDevices> nodes_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> node_granular_ GUARDED_BY(mu_);
+  // What was already reported as an Event (so each is reported once until it changes).
+  std::map<std::string, std::string> reported_waiting_ GUARDED_BY(mu_);
+  std::set<std::string> reported_violations_ GUARDED_BY(mu_);
+  std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
+};
+
+}  // namespace skb::bridge

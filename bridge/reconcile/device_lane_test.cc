@@ -1,0 +1,265 @@
+// The GPU-granular lane end to end over fakes: Observe -> PlanPass -> DeviceExecutorImpl
+// against FakeSlurmClient and FakeKubeClient (DeviceTaintRules as the apiserver stores them,
+// ResourceClaims), with the clock moved through the grace and the cool-down. After every
+// pass, per device: never a Slurm job and an allocated claim at once.
+#include "bridge/reconcile/device_lane.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bridge/slurm/fake_slurm_client.h"
+#include "k8s/fake_kube_client.h"
+#include "k8s/resource.h"
+#include "src/base/strings.h"
+#include "src/devices/gres.h"
+#include "src/devices/k8s_devices.h"
+#include "src/ownership/policy.h"
+
+namespace skb::bridge {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+class RecordingEvents final : public k8s::EventRecorder {
+ public:
+  void Record(const k8s::ObjectReference& o, k8s::EventType, const std::string& reason,
+              const std::string& message) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events.push_back(StrCat(o.kind, " ", o.namespace_.empty() ? "" : o.namespace_ + "/", o.name,
+                            " ", reason, ": ", message));
+  }
+  std::vector<std::string> Reasons() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& e : events) out.push_back(e.substr(0, e.find(':')));
+    return out;
+  }
+  std::mutex mu_;
+  std::vector<std::string> events;
+};
+
+class DeviceLaneTest : public ::testing::Test {
+ protected:
+  DeviceLaneTest() {
+    cfg_.gpu_sharing.enabled = true;
+    cfg_.lending.enabled = true;
+    skb::slurm::NodeView n;
+    n.name = "node1";
+    n.base_state = skb::slurm::NodeBaseState::kMixed;
+    n.gpus = {{"h100", 8}};
+    slurm_.AddNode(n);
+    // Job 10 (preemptible) on GPUs 0-3, job 11 (not) on 4-7.
+    slurm_.AddJob(Job(10, true));
+    slurm_.StartJob(10, "node1", {0, 1, 2, 3});
+    slurm_.AddJob(Job(11, false));
+    slurm_.StartJob(11, "node1", {4, 5, 6, 7});
+  }
+
+  static skb::slurm::JobView Job(uint32_t id, bool preemptible) {
+    skb::slurm::JobView j;
+    j.job_id = id;
+    j.name = "train";
+    j.partition = "gpu";
+    j.state = skb::slurm::JobState::kPending;
+    j.requeue = true;
+    j.admin_comment = preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
+    return j;
+  }
+
+  devices::World World() {
+    devices::World w;
+    auto nodes = slurm_.LoadNodes(0);
+    auto jobs = slurm_.LoadJobs(0);
+    EXPECT_TRUE(nodes.ok() && jobs.ok());
+    w.slurm_nodes = nodes->items;
+    w.jobs = jobs->items;
+    w.k8s_name = {{"node1", "node1"}};
+    for (int i = 0; i < 8; ++i) w.slices["node1"].push_back({devices::DeviceName(i), i});
+    auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
+    EXPECT_TRUE(rules.ok());
+    w.held = devices::HeldDevices(rules->items);
+    auto claims = kube_.List(k8s::Resource::ResourceClaims(), "", {});
+    w.claims = devices::ClaimsByNode(claims->items, "gpu.nvidia.com");
+    if (pod_pending_) w.pending.push_back({"ml/infer", 2, 1'000'000, ""});
+    if (pod_exists_) w.pod_node["ml/infer"] = pod_pending_ ? "" : "node1";
+    return w;
+  }
+
+  DeviceLane::Result Pass() {
+    DeviceLane::Result r = lane_.RunPass(World());
+    for (const auto& [a, s] : r.outcomes)
+      log_.push_back(StrCat(devices::ToString(a), " -> ", s.ok() ? "ok" : s.message()));
+    ExpectInvariant();
+    return r;
+  }
+
+  // Per device: never a Slurm job (not a placeholder) and an allocated claim.
+  void ExpectInvariant() {
+    devices::Observation o = devices::Observe(World(), cfg_, clock_.Now());
+    for (const devices::NodeDevices& n : o.nodes) {
+      for (const devices::DeviceView& v : devices::Owners(n)) {
+        EXPECT_FALSE(v.job != 0 && !v.pods.empty())
+            << v.name << " job " << v.job << " and pod " << v.pods[0];
+      }
+    }
+  }
+
+  void AllocateClaim(std::vector<std::string> devs) {
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& d : devs) {
+      results.push_back(
+          {{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node1"}, {"device", d}});
+    }
+    nlohmann::json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", "infer-gpu"}, {"namespace", "ml"}}},
+        {"status",
+         {{"allocation", {{"devices", {{"results", results}}}}},
+          {"reservedFor", {{{"resource", "pods"}, {"name", "infer"}, {"uid", "u1"}}}}}}};
+    ASSERT_TRUE(kube_.Create(k8s::Resource::ResourceClaims(), "ml", claim).ok());
+  }
+
+  std::set<std::string> Held() {
+    auto held = devices::HeldDevices(kube_.List(k8s::Resource::DeviceTaintRules(), "", {})->items);
+    return held["node1"];
+  }
+
+  uint32_t PlaceholderId() {
+    auto jobs = slurm_.LoadJobs(0);
+    for (const auto& j : jobs->items) {
+      if (devices::IsPlaceholder(j, cfg_.gpu_sharing)) return j.job_id;
+    }
+    return 0;
+  }
+
+  config::Config cfg_;
+  SimulatedClock clock_{ownership::FromUnix(1'700'000'000)};
+  slurm::FakeSlurmClient slurm_;
+  k8s::FakeKubeClient kube_;
+  RecordingEvents events_;
+  ActionExecutor node_actions_{&slurm_, &kube_, &events_, &clock_, cfg_.lending};
+  DeviceExecutorImpl exec_{&slurm_, &kube_, &events_, &node_actions_, cfg_, &clock_};
+  DeviceLane lane_{cfg_, &exec_, &events_, &clock_};
+  bool pod_pending_ = true;
+  bool pod_exists_ = true;
+  std::vector<std::string> log_;
+};
+
+TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBringsThemBack) {
+  // Pass 1: the node enters GPU granularity: every device is held for Slurm, and no give
+  // counts a device no hold guards yet.
+  DeviceLane::Result r = Pass();
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(Held().size(), 8u);
+  EXPECT_EQ(PlaceholderId(), 0u);
+  EXPECT_THAT(r.plan.waiting.at("ml/infer"), HasSubstr("cannot free them"));
+  // Pass 2: the give asks Slurm for 2 GPUs (job 10 the victim, job 11 is not preemptible).
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_NE(ph, 0u);
+  auto rec = devices::ParsePlaceholderRecord(slurm_.Job(ph).admin_comment);
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->victims, std::vector<uint32_t>{10});
+  EXPECT_EQ(rec->pod, "ml/infer");
+
+  // Pass 2: the victim gets its checkpoint signal, recorded on the placeholder.
+  Pass();
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("SignalJob 10 10")));
+  EXPECT_GT(devices::ParsePlaceholderRecord(slurm_.Job(ph).admin_comment)->signalled_at, 0);
+  Pass();  // nothing new within the grace: no second signal, no preemption
+  EXPECT_EQ(slurm_.Calls("SignalJob"), 1);
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 0);
+
+  // Grace over: job 10 is requeued; job 11 is never touched.
+  clock_.Advance(std::chrono::seconds(61));
+  Pass();
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("RequeueJob 10")));
+  // Slurm starts the placeholder on two of job 10's GPUs.
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  Pass();
+  EXPECT_EQ(Held(), (std::set<std::string>{"gpu-0", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"}));
+
+  // kube-scheduler places the pod on the two lent devices.
+  pod_pending_ = false;
+  AllocateClaim({"gpu-1", "gpu-2"});
+  Pass();
+  clock_.Advance(std::chrono::minutes(10));
+  Pass();
+  EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);  // in use: no return
+
+  // The pod leaves; after the cool-down the devices are held again, then the placeholder ends.
+  pod_exists_ = false;
+  ASSERT_TRUE(kube_.Delete(k8s::Resource::ResourceClaims(), "ml", "infer-gpu").ok());
+  Pass();  // idle since now
+  clock_.Advance(std::chrono::minutes(3));
+  Pass();  // returning + holds again
+  EXPECT_EQ(Held().size(), 8u);
+  Pass();  // no claim on them: the placeholder ends
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
+  for (const std::string& w : slurm_.Writes()) EXPECT_THAT(w, Not(HasSubstr(" 11"))) << w;
+  EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpusLent"));
+  EXPECT_THAT(events_.Reasons(), Contains("Pod ml/infer GpusLent"));
+  EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpusReturned"));
+}
+
+TEST_F(DeviceLaneTest, HoldsAreNotLiftedUnlessThePlaceholderRunsOnThoseDevices) {
+  Pass();
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_NE(ph, 0u);
+  // Forge the state a stale cache could show: a lift planned while Slurm moved on.
+  devices::NodeDevices n = lane_.Nodes().at(0);
+  devices::DeviceAction lift;
+  lift.kind = devices::DeviceActionKind::kRemoveDeviceHold;
+  lift.node = "node1";
+  lift.devices = {"gpu-1"};
+  lift.placeholder_job = ph;  // still pending
+  Status s = exec_.Execute(lift, n, "node1");
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {5, 6}));  // running, on other devices
+  s = exec_.Execute(lift, n, "node1");
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(Held(), Contains("gpu-1"));
+}
+
+TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDevices) {
+  Pass();
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  AllocateClaim({"gpu-2"});
+  devices::DeviceAction end;
+  end.kind = devices::DeviceActionKind::kEndPlaceholder;
+  end.node = "node1";
+  end.placeholder_job = ph;
+  Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1");
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("gpu-2"));
+  EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);
+}
+
+TEST_F(DeviceLaneTest, ANodeSequenceStopsAtItsFirstFailureAndResumesNextPass) {
+  Pass();  // holds
+  slurm_.FailNext("SubmitPlaceholder", UnavailableError("slurmctld down"));
+  DeviceLane::Result r = Pass();
+  EXPECT_EQ(r.failed, 1);
+  EXPECT_EQ(PlaceholderId(), 0u);
+  r = Pass();
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_NE(PlaceholderId(), 0u);
+}
+
+TEST_F(DeviceLaneTest, AFollowerPlansButDoesNotAct) {
+  DeviceLane::Result r = lane_.RunPass(World(), /*acting=*/false);
+  EXPECT_FALSE(r.plan.actions.empty());
+  EXPECT_THAT(r.outcomes, IsEmpty());
+  EXPECT_THAT(Held(), IsEmpty());
+  EXPECT_EQ(lane_.GranularNodes(), std::set<std::string>{"node1"});
+}
+
+}  // namespace
+}  // namespace skb::bridge

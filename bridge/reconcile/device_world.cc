@@ -1,0 +1,104 @@
+#include "bridge/reconcile/device_world.h"
+
+#include <algorithm>
+
+#include "src/devices/k8s_devices.h"
+
+namespace skb::bridge {
+namespace {
+
+template <typename Map, typename Convert>
+void Set(Map* m, const std::string& key, const nlohmann::json* obj, Convert convert) {
+  if (obj == nullptr) {
+    m->erase(key);
+  } else {
+    (*m)[key] = convert(std::span<const nlohmann::json>(obj, 1));
+  }
+}
+
+}  // namespace
+
+void DeviceWorldCache::SetSlice(const std::string& key, const nlohmann::json* obj) {
+  {
+    MutexLock lock(&mu_);
+    Set(&slices_, key, obj, [&](std::span<const nlohmann::json> o) {
+      return devices::SlicesByNode(o, cfg_.gpu_sharing.driver);
+    });
+  }
+  ++generation_;
+}
+
+void DeviceWorldCache::SetClaim(const std::string& key, const nlohmann::json* obj) {
+  {
+    MutexLock lock(&mu_);
+    Set(&claims_, key, obj, [&](std::span<const nlohmann::json> o) {
+      return devices::ClaimsByNode(o, cfg_.gpu_sharing.driver);
+    });
+  }
+  ++generation_;
+}
+
+void DeviceWorldCache::SetRule(const std::string& key, const nlohmann::json* obj) {
+  {
+    MutexLock lock(&mu_);
+    Set(&rules_, key, obj,
+        [](std::span<const nlohmann::json> o) { return devices::HeldDevices(o); });
+  }
+  ++generation_;
+}
+
+void DeviceWorldCache::SetPod(const std::string& key, const nlohmann::json* obj) {
+  {
+    MutexLock lock(&mu_);
+    if (obj == nullptr) {
+      pods_.erase(key);
+    } else {
+      PodEntry e;
+      e.pod = key;
+      if (obj->contains("spec") && (*obj)["spec"].contains("nodeName") &&
+          (*obj)["spec"]["nodeName"].is_string()) {
+        e.node = (*obj)["spec"]["nodeName"].get<std::string>();
+      }
+      e.pending = devices::PendingGpuPod(*obj, cfg_.gpu_sharing.extended_resource,
+                                         cfg_.lending.inference_threshold);
+      pods_[key] = std::move(e);
+    }
+  }
+  ++generation_;
+}
+
+devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
+                                       std::vector<slurm::JobView> jobs,
+                                       std::map<std::string, std::string> k8s_name) const {
+  devices::World w;
+  w.slurm_nodes = std::move(slurm_nodes);
+  w.jobs = std::move(jobs);
+  w.k8s_name = std::move(k8s_name);
+  MutexLock lock(&mu_);
+  for (const auto& [key, by_node] : slices_) {
+    for (const auto& [node, devs] : by_node) {
+      auto& out = w.slices[node];
+      out.insert(out.end(), devs.begin(), devs.end());
+    }
+  }
+  for (const auto& [key, by_node] : claims_) {
+    for (const auto& [node, list] : by_node) {
+      auto& out = w.claims[node];
+      out.insert(out.end(), list.begin(), list.end());
+    }
+  }
+  for (const auto& [key, by_node] : rules_) {
+    for (const auto& [node, devs] : by_node) w.held[node].insert(devs.begin(), devs.end());
+  }
+  for (const auto& [key, e] : pods_) {
+    w.pod_node[e.pod] = e.node;
+    if (e.pending) w.pending.push_back(*e.pending);
+  }
+  std::stable_sort(w.pending.begin(), w.pending.end(),
+                   [](const devices::PendingPod& a, const devices::PendingPod& b) {
+                     return a.priority > b.priority;
+                   });
+  return w;
+}
+
+}  // namespace skb::bridge
