@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "bridge/controller.h"
+#include "k8s/json_selection.h"
 #include "src/devices/dra_testdata.h"
 #include "src/devices/k8s_devices.h"
 
@@ -56,6 +58,42 @@ TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
   trimmed = {rule_trimmed};
   EXPECT_EQ(devices::HeldDevices(full), devices::HeldDevices(trimmed));
   EXPECT_EQ(devices::HeldDevices(trimmed).at("node2"), std::set<std::string>{"gpu-3"});
+}
+
+// The pod informer is the controller's (PodInformerOptions): its trim keeps what PendingGpuPod
+// reads (conditions, priority, nodeSelector, node affinity, requests, sidecars), through the
+// selective decode of watch events too.
+TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
+  json pod = json::parse(td::kPendingPod);
+  pod["spec"]["nodeSelector"].clear();
+  pod["spec"]["affinity"] = json::parse(R"({
+    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+      {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                             "values": ["NVIDIA-A100-SXM4-80GB"]}]}]}}})");
+  json sidecar = {{"name", "proxy"},
+                  {"image", "p:1"},
+                  {"restartPolicy", "Always"},
+                  {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}};
+  pod["spec"]["initContainers"].insert(pod["spec"]["initContainers"].begin(), sidecar);
+  k8s::InformerOptions opts = PodInformerOptions();
+  json trimmed = opts.transform(json(pod));
+  auto selected =
+      k8s::ParseSelected(json({{"type", "ADDED"}, {"object", pod}}).dump(), *opts.decode_selection);
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  json decoded = opts.transform(std::move((*selected)["object"]));
+
+  auto want = devices::PendingGpuPod(pod, "nvidia.com/gpu", 100000);
+  ASSERT_TRUE(want.has_value());
+  EXPECT_EQ(want->gpus, 11);  // 9 + the sidecar's 2
+  EXPECT_EQ(want->model, "NVIDIA-A100-SXM4-80GB");
+  for (const json& p : {trimmed, decoded}) {
+    auto got = devices::PendingGpuPod(p, "nvidia.com/gpu", 100000);
+    ASSERT_TRUE(got.has_value()) << p.dump();
+    EXPECT_EQ(got->pod, want->pod);
+    EXPECT_EQ(got->gpus, want->gpus);
+    EXPECT_EQ(got->priority, want->priority);
+    EXPECT_EQ(got->model, want->model);
+  }
 }
 
 TEST(DeviceInformers, SelectWhatTheBridgeReads) {

@@ -104,9 +104,12 @@ json SelectPodFields(json&& pod) {
   Meta(pod, true);
   if (auto spec = pod.find("spec"); spec != pod.end()) {
     KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
-                     "terminationGracePeriodSeconds", "containers", "initContainers"});
-    TrimList(*spec, "containers", {"name", "resources"}, /*keep_empty=*/true);
-    TrimList(*spec, "initContainers", {"name", "resources"}, /*keep_empty=*/false);
+                     "terminationGracePeriodSeconds", "containers", "initContainers",
+                     "nodeSelector", "affinity"});
+    TrimList(*spec, "containers", {"name", "resources", "restartPolicy"}, /*keep_empty=*/true);
+    TrimList(*spec, "initContainers", {"name", "resources", "restartPolicy"},
+             /*keep_empty=*/false);
+    if (auto a = spec->find("affinity"); a != spec->end()) KeepOnly(*a, {"nodeAffinity"});
   }
   if (auto status = pod.find("status"); status != pod.end()) {
     KeepOnly(*status, {"phase", "nominatedNodeName", "conditions"});

@@ -16,8 +16,10 @@ namespace skb::k8s {
 nlohmann::json SelectNodeFields(nlohmann::json&& node);
 
 // metadata as for nodes plus ownerReferences; spec (nodeName, schedulerName, priority,
-// priorityClassName, terminationGracePeriodSeconds, containers and initContainers reduced to
-// name + resources); status (phase, conditions without probe times).
+// priorityClassName, terminationGracePeriodSeconds, nodeSelector, affinity.nodeAffinity,
+// containers and initContainers reduced to name + resources + restartPolicy: a restartable
+// init container is a sidecar, counted with the containers); status (phase, conditions
+// without probe times).
 nlohmann::json SelectPodFields(nlohmann::json&& pod);
 
 // Dynamic Resource Allocation (resource.k8s.io/v1), for GPU-granular sharing

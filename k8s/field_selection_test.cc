@@ -68,7 +68,7 @@ json Conditions(json& status) {
 json Containers(json& spec, const char* key) {
   json out = json::array();
   if (!spec.is_object() || !spec.contains(key) || !spec[key].is_array()) return out;
-  for (json& c : spec[key]) out.push_back(Keep(c, {"name", "resources"}));
+  for (json& c : spec[key]) out.push_back(Keep(c, {"name", "resources", "restartPolicy"}));
   return out;
 }
 
@@ -96,7 +96,9 @@ json ReferenceSelectPodFields(json&& pod) {
   if (pod.contains("spec")) {
     json& spec = pod["spec"];
     json s = Keep(spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
-                         "terminationGracePeriodSeconds"});
+                         "terminationGracePeriodSeconds", "nodeSelector"});
+    if (spec.is_object() && spec.contains("affinity"))
+      s["affinity"] = Keep(spec["affinity"], {"nodeAffinity"});
     s["containers"] = Containers(spec, "containers");
     json init = Containers(spec, "initContainers");
     if (!init.empty()) s["initContainers"] = std::move(init);
@@ -148,6 +150,17 @@ TEST(FieldSelection, PodViewUnchangedAndObjectSmaller) {
   EXPECT_EQ(a->conditions.size(), b->conditions.size());
   EXPECT_TRUE(trimmed["metadata"].contains("ownerReferences"));
   EXPECT_FALSE(trimmed["spec"]["containers"][0].contains("env"));
+
+  // What GPU sharing reads of a pending pod (src/devices/k8s_devices.h) is kept: the
+  // model it selects and which init containers are sidecars.
+  full["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "NVIDIA-A100"}};
+  full["spec"]["affinity"] = {{"nodeAffinity", {{"x", 1}}}, {"podAffinity", {{"y", 2}}}};
+  full["spec"]["initContainers"] = {{{"name", "s"}, {"restartPolicy", "Always"}, {"image", "i"}}};
+  trimmed = SelectPodFields(nlohmann::json(full));
+  EXPECT_EQ(trimmed["spec"]["nodeSelector"], full["spec"]["nodeSelector"]);
+  EXPECT_EQ(trimmed["spec"]["affinity"], nlohmann::json({{"nodeAffinity", {{"x", 1}}}}));
+  EXPECT_EQ(trimmed["spec"]["initContainers"][0],
+            nlohmann::json({{"name", "s"}, {"restartPolicy", "Always"}}));
 }
 
 TEST(FieldSelection, NonObjectsPassThrough) {
@@ -169,6 +182,8 @@ TEST(FieldSelection, InPlaceTrimEqualsTheReferenceOnOddShapes) {
           R"({"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"t"},"x"]}})",
           R"({"status":{"capacity":{"cpu":"1","hugepages-2Mi":"0","a/b":"2"},"allocatable":7}})",
           R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",
+          R"({"spec":{"affinity":{"podAntiAffinity":{},"nodeAffinity":{"x":1}},"nodeSelector":{}}})",
+          R"({"spec":{"affinity":7,"initContainers":[{"name":"s","restartPolicy":"Always"}]}})",
       }) {
     inputs.push_back(nlohmann::json::parse(text));
   }

@@ -497,7 +497,8 @@ const JsonSelection* JsonSelection::Find(std::string_view key) const {
 
 const JsonSelection& JsonSelection::PodWatchEvent() {
   static const JsonSelection sel = [] {
-    JsonSelection container = Fields({{"name", All()}, {"resources", All()}});
+    JsonSelection container =
+        Fields({{"name", All()}, {"resources", All()}, {"restartPolicy", All()}});
     JsonSelection pod = Fields(
         {{"metadata", Meta(true)},
          {"spec", Fields({{"nodeName", All()},
@@ -505,6 +506,8 @@ const JsonSelection& JsonSelection::PodWatchEvent() {
                           {"priority", All()},
                           {"priorityClassName", All()},
                           {"terminationGracePeriodSeconds", All()},
+                          {"nodeSelector", All()},
+                          {"affinity", Fields({{"nodeAffinity", All()}})},
                           {"containers", container},
                           {"initContainers", container}})},
          {"status",

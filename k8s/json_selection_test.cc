@@ -18,9 +18,29 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+// The realistic pod with what GPU sharing reads besides (a model selected by nodeSelector and
+// node affinity, a sidecar) and what it does not (pod anti-affinity).
+json PodWithPlacement() {
+  json pod = testdata::RealisticPod();
+  pod["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  pod["spec"]["affinity"] = json::parse(R"({
+    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+      {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                             "values": ["NVIDIA-H100-80GB-HBM3"]}]}]}},
+    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+      {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}
+  })");
+  pod["spec"]["initContainers"] = json::parse(
+      R"([{"name": "proxy", "image": "p:1", "restartPolicy": "Always",
+           "resources": {"limits": {"nvidia.com/gpu": "1"}}}])");
+  return pod;
+}
+
 TEST(JsonSelection, SelectedDecodeEqualsFullDecodeThenTrim) {
-  for (bool pod : {true, false}) {
-    json obj = pod ? testdata::RealisticPod() : testdata::RealisticNode();
+  for (int kind : {0, 1, 2}) {
+    const bool pod = kind != 1;
+    json obj = kind == 0 ? testdata::RealisticPod()
+                         : (kind == 1 ? testdata::RealisticNode() : PodWithPlacement());
     std::string line = json({{"type", "MODIFIED"}, {"object", obj}}).dump();
     auto selected =
         ParseSelected(line, pod ? JsonSelection::PodWatchEvent() : JsonSelection::NodeWatchEvent());
