@@ -36,11 +36,7 @@ class DraTest : public ::testing::Test {
   void SetUp() override {
     auto dir = TestbedDir();
     ASSERT_TRUE(dir.ok()) << dir.status().message();
-    const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
-    if (mode == nullptr || std::string(mode) != "dra") {
-      GTEST_SKIP() << "needs the testbed in dra mode: SKB_TESTBED_GPU_ALLOCATION=dra "
-                      "scripts/testbed up --no-bridge";
-    }
+    if (!DraMode()) GTEST_SKIP() << kNeedsDraMode;
     ns_ = StrCat("dra-", std::random_device{}() % 100000);
     CommandResult r = RunCommand({"kubectl", "create", "namespace", ns_}, seconds(30));
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "k8s/kubeconfig.h"
@@ -261,6 +262,11 @@ int TestbedNodeCount() {
   const char* n = std::getenv("SKB_TESTBED_NODES");
   int v = (n != nullptr) ? std::atoi(n) : 0;
   return v > 0 ? v : 4;
+}
+
+bool DraMode() {
+  const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
+  return mode != nullptr && std::string_view(mode) == "dra";
 }
 
 }  // namespace skb::testbed

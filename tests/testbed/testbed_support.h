@@ -44,6 +44,13 @@ skb::StatusOr<std::string> TestbedDir();
 // Number of nodes the testbed runs (SKB_TESTBED_NODES, default 4).
 int TestbedNodeCount();
 
+// Whether the tests run against the testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra, as
+// the dra lane of scripts/test and `eval "$(scripts/testbed env)"` of such a testbed set
+// it); tests of label dra skip themselves otherwise, saying so with kNeedsDraMode.
+bool DraMode();
+inline constexpr char kNeedsDraMode[] =
+    "needs the testbed in dra mode: SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up --no-bridge";
+
 // A pod as tests create them to probe kube-scheduler and the (simulated) kubelets: one
 // container asking `gpus` of `resource` (requests = limits).
 struct TestPod {
