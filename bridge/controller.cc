@@ -119,13 +119,17 @@ Status Controller::Start() {
                           info.status().message());
       return;
     }
+    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true);
     reconciler_->UpdateK8sNode(ToK8sNode(*info));
   };
   nodes_->AddHandlers(
       {.on_add = on_node,
        .on_update = [on_node](const k8s::ObjectPtr&, const k8s::ObjectPtr& n) { on_node(n); },
-       .on_delete = [this](const k8s::ObjectPtr& obj,
-                           bool) { reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj)); },
+       .on_delete =
+           [this](const k8s::ObjectPtr& obj, bool) {
+             quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), false);
+             reconciler_->RemoveK8sNode(k8s::Informer::KeyOf(*obj));
+           },
        .wants_old_object = false});
 
   pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
@@ -133,8 +137,10 @@ Status Controller::Start() {
     if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), obj.get());
     k8s::PodInfo info;
     if (auto pod = GpuPodOf(obj, &info)) {
+      quotas_.UpdatePod(*pod);
       reconciler_->UpdatePod(std::move(*pod));
     } else if (!info.meta.name.empty()) {
+      quotas_.RemovePod(info.meta.namespace_, info.meta.name);
       reconciler_->RemovePod(info.meta.namespace_, info.meta.name);
     }
   };
@@ -145,6 +151,7 @@ Status Controller::Start() {
            [this](const k8s::ObjectPtr& obj, bool) {
              if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), nullptr);
              auto info = k8s::ParsePod(*obj);
+             if (info.ok()) quotas_.RemovePod(info->meta.namespace_, info->meta.name);
              if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
            },
        .wants_old_object = false});
@@ -272,6 +279,7 @@ void Controller::OnSlurm(const slurm::SlurmState& s) {
   }
   if (s.jobs_changed) {
     reconciler_->SetSlurmJobs(s.jobs);
+    quotas_.SetSlurmJobs(s.jobs);
     auto jobs = std::make_shared<const std::vector<skb::slurm::JobView>>(s.jobs);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     jobs_ = std::move(jobs);

@@ -29,6 +29,7 @@
 
 #include "bridge/observability/bridge_metrics.h"
 #include "bridge/plugin_server/admission_service.h"
+#include "bridge/quota/quota_ledger.h"
 #include "bridge/reconcile/action_executor.h"
 #include "bridge/reconcile/device_lane.h"
 #include "bridge/reconcile/device_world.h"
@@ -133,6 +134,7 @@ class Controller {
   AdmissionService& admission() { return admission_; }
   // The GPU-granular lane (null when gpu_sharing is off): per-GPU owners for bridgectl.
   const DeviceLane* device_lane() const { return device_lane_.get(); }
+  const QuotaLedger& quotas() const { return quotas_; }  // fed like the reconciler
 
   // What the planner says about `node` now (its explanation, and the actions it would
   // take: none once the leader has acted). Plans without acting, on any replica.
@@ -163,6 +165,7 @@ class Controller {
   std::unique_ptr<ActionExecutor> executor_;
   std::unique_ptr<Reconciler> reconciler_;
   AdmissionService admission_;
+  QuotaLedger quotas_{opts_.config, opts_.clock};
   std::unique_ptr<k8s::Informer> nodes_;
   std::unique_ptr<k8s::Informer> pods_;
   std::unique_ptr<k8s::Informer> reservations_;  // lending on only

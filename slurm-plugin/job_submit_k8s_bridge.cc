@@ -89,6 +89,12 @@ void Describe(const job_desc_msg_t& d, uint32_t uid, v1::JobDescription* j) {
     j->set_warn_time(d.warn_time == NO_VAL16 ? 0 : d.warn_time);
     j->set_warn_flags(d.warn_flags == NO_VAL16 ? 0 : d.warn_flags);
   }
+  if (d.requeue != NO_VAL16) {
+    j->set_requeue(d.requeue == 0 ? v1::JobDescription::REQUEUE_NO
+                                  : v1::JobDescription::REQUEUE_YES);
+  }
+  // sbatch carries its script; srun and salloc ask for an allocation without one.
+  j->set_interactive(d.script == nullptr);
   if (d.req_nodes != nullptr && *d.req_nodes != '\0') {
     std::string list = Field(d.req_nodes);
     // hostlist_t is a pointer type up to 23.02 and the struct itself from 23.11 on.
@@ -131,6 +137,9 @@ int Unanswered(const std::string& why, uint32_t uid, char** err_msg) {
       "job_submit/k8s_bridge: job from uid %u accepted without admission: %s "
       "(FailurePolicy=open, fail_open_total=%llu)",
       uid, why.c_str(), static_cast<unsigned long long>(g_conn ? g_conn->fail_open().load() : 0));
+  SetErrMsg(err_msg, "k8s-bridge: the bridge daemon did not answer (" + why +
+                         "): the job is accepted without its checks, and whether it would run "
+                         "within its tenant's GPU guarantee or borrowed is not known.");
   return SLURM_SUCCESS;
 }
 

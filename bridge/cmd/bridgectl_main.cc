@@ -19,6 +19,7 @@
 #include "bridge/cli/format.h"
 #include "bridge/cli/node_drain.h"
 #include "bridge/cli/preemption_history.h"
+#include "bridge/cli/quota_format.h"
 #include "bridge/version.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
@@ -40,6 +41,9 @@ From the daemon (its Unix socket):
   get jobs [--all]      Slurm jobs (queued and running; --all: finished ones too) with the
                         owner of their nodes, whether the bridge may preempt them and why,
                         and how often it has
+  get quotas            guaranteed GPU quotas per tenant: floor, limit, GPUs in use in Slurm
+                        and Kubernetes, borrowed beyond the floor, pending, reclaiming
+  describe tenant NAME  each job and pod of the tenant: guaranteed or borrowed, and why
 From Kubernetes (--kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster):
   get preemptions [--node NAME]
                         past lends to Kubernetes from the bridge's Events: when, the pod,
@@ -262,6 +266,11 @@ int main(int argc, char** argv) {
   } else if (args[0] == "describe" && args.size() == 3 &&
              (args[1] == "node" || args[1] == "nodes")) {
     req.mutable_describe_node()->set_name(args[2]);
+  } else if (args[0] == "get" && args.size() == 2 && (args[1] == "quotas" || args[1] == "quota")) {
+    req.mutable_list_quotas();
+  } else if (args[0] == "describe" && args.size() == 3 &&
+             (args[1] == "tenant" || args[1] == "tenants")) {
+    req.mutable_describe_tenant()->set_name(args[2]);
   } else {
     return Usage("unknown command '" + cmd + "'");
   }
@@ -292,6 +301,24 @@ int main(int argc, char** argv) {
       std::printf("%s\n", cli::JobsJson(resp->list_jobs()).dump(2).c_str());
     } else {
       std::fputs(cli::JobsTable(resp->list_jobs(), wide).c_str(), stdout);
+    }
+    return 0;
+  }
+  if (req.has_list_quotas()) {
+    if (!resp->has_list_quotas()) return Fail(kSkew);
+    if (json) {
+      std::printf("%s\n", cli::QuotasJson(resp->list_quotas()).dump(2).c_str());
+    } else {
+      std::fputs(cli::QuotasTable(resp->list_quotas(), wide).c_str(), stdout);
+    }
+    return 0;
+  }
+  if (req.has_describe_tenant()) {
+    if (!resp->has_describe_tenant()) return Fail(kSkew);
+    if (json) {
+      std::printf("%s\n", cli::TenantJson(resp->describe_tenant()).dump(2).c_str());
+    } else {
+      std::fputs(cli::TenantText(resp->describe_tenant()).c_str(), stdout);
     }
     return 0;
   }

@@ -21,6 +21,7 @@
 #include "bridge/observability/http_server.h"
 #include "bridge/observability/metrics.h"
 #include "bridge/plugin_server/inventory_queries.h"
+#include "bridge/plugin_server/quota_queries.h"
 #include "bridge/plugin_server/unix_server.h"
 #include "bridge/slurm/libslurm_client.h"
 #include "bridge/version.h"
@@ -87,6 +88,9 @@ int Run(int argc, char** argv) {
         cfg->kubernetes.namespace_name.c_str(), cfg->kubernetes.node_selector.c_str(),
         static_cast<long long>(cfg->slurm.poll_interval.count()), cfg->server.socket_path.c_str(),
         cfg->server.http_address.c_str());
+    for (const std::string& line : skb::quota::DescribeQuotaConfig(cfg->quotas)) {
+      std::printf("%s\n", line.c_str());
+    }
     return 0;
   }
 
@@ -198,10 +202,16 @@ int Run(int argc, char** argv) {
        .ready = [&](std::string* why) { return controller.Ready(why); },
        .clock = &clock},
       &*cfg);
+  skb::bridge::QuotaQueries quota_queries(
+      {.observation = [&] { return controller.quotas().Current(); },
+       .leader = [&] { return controller.Leader(); },
+       .ready = [&](std::string* why) { return controller.Ready(why); }},
+      &*cfg);
   controller.admission().SetQueryHandler(
       [&](const skb::api::v1::Request& req, skb::api::v1::Response* resp) {
-        return queries.Handle(req, resp);
+        return queries.Handle(req, resp) || quota_queries.Handle(req, resp);
       });
+  controller.admission().SetQuotas(&*cfg, [&] { return controller.quotas().Current(); });
   skb::bridge::UnixServer::Options server_opts{.path = cfg->server.socket_path};
   if (!cfg->server.client_user.empty()) {
     const passwd* pw = getpwnam(cfg->server.client_user.c_str());
@@ -246,6 +256,11 @@ int Run(int argc, char** argv) {
     for (const auto& [owner, v] : by_owner) {
       metrics.nodes_by_owner.WithLabels({owner}).Set(v.first);
       metrics.gpus_by_owner.WithLabels({owner}).Set(v.second);
+    }
+    if (auto q = controller.quotas().Current()) {
+      skb::bridge::ExportQuotaMetrics(cfg->quotas, *q, &metrics);
+      metrics.quota_classification_seconds.Set(
+          std::chrono::duration<double>(controller.quotas().last_duration()).count());
     }
     // The plugin's counters arrive as totals from slurmctld; export the growth.
     auto c = controller.admission().counters();

@@ -77,6 +77,17 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           r->AddGaugeFamily("skb_gpus", "GPUs of managed nodes by owner.", {"owner"}), kOwners)),
       nodes_by_owner(
           Init(r->AddGaugeFamily("skb_nodes", "Managed nodes by owner.", {"owner"}), kOwners)),
+      tenant_gpus(r->AddGaugeFamily("skb_tenant_gpus",
+                                    "GPUs of a tenant's running work, within its guarantee or "
+                                    "borrowed beyond it.",
+                                    {"tenant", "state"})),
+      tenant_guarantee_gpus(r->AddGaugeFamily(
+          "skb_tenant_guarantee_gpus", "A tenant's guaranteed GPUs (its floor).", {"tenant"})),
+      tenant_pending_gpus(r->AddGaugeFamily(
+          "skb_tenant_pending_gpus", "GPUs a tenant's pending jobs and pods ask for.", {"tenant"})),
+      quota_classification_seconds(r->AddGauge(
+          "skb_quota_classification_seconds",
+          "Time of the last classification of every job and pod into guaranteed and borrowed.")),
       kubernetes_api_errors(r->AddCounterFamily(
           "skb_kubernetes_api_errors_total",
           "Failed Kubernetes API requests, by HTTP status code (or 'transport').", {"code"})),

@@ -112,6 +112,20 @@ class BridgeMetrics {
   // skb_nodes{owner} (gauge): managed nodes by owner, as skb_gpus.
   GaugeFamily& nodes_by_owner;
 
+  // ---- guaranteed quotas (quotas.tenants; label values are the configured tenant names,
+  // "(none)" for work of no tenant) ----
+
+  // skb_tenant_gpus{tenant,state} (gauge): GPUs of a tenant's running jobs and pods on
+  // managed nodes, state guaranteed (within its floor) | borrowed (beyond it).
+  GaugeFamily& tenant_gpus;
+  // skb_tenant_guarantee_gpus{tenant} (gauge): the tenant's floor.
+  GaugeFamily& tenant_guarantee_gpus;
+  // skb_tenant_pending_gpus{tenant} (gauge): GPUs its pending jobs and pods ask for.
+  GaugeFamily& tenant_pending_gpus;
+  // skb_quota_classification_seconds (gauge): how long the last classification of every
+  // job and pod took (it runs on each Slurm jobs change and each GPU pod change).
+  Gauge& quota_classification_seconds;
+
   // ---- errors of the two APIs ----
 
   // skb_kubernetes_api_errors_total{code} (counter): failed apiserver requests, code = the

@@ -1,9 +1,13 @@
 #include "bridge/plugin_server/admission_service.h"
 
+#include <algorithm>
+
 #include "bridge/api/v1/bridge.pb.h"
 #include "bridge/logging.h"
 #include "bridge/version.h"
 #include "src/base/strings.h"
+#include "src/ownership/policy.h"
+#include "src/slurm/syntax.h"
 
 namespace skb::bridge {
 namespace {
@@ -42,6 +46,26 @@ admission::JobRequest ToJobRequest(const v1::JobDescription& j) {
     r.signal = slurm::SignalSpec{j.warn_signal(), j.warn_time(), (j.warn_flags() & 1u) != 0};
   }
   return r;
+}
+
+// GPUs the job asks for in all: per node x its minimum node count, per job as given; per
+// task and per socket count once per node (the task count is not known here).
+int64_t RequestedGpus(const v1::JobDescription& j) {
+  const int64_t nodes = std::max<int64_t>(1, j.min_nodes());
+  auto count = [](const std::string& tres) -> int64_t {
+    auto requests = slurm::ParseTresRequest(tres);
+    if (!requests.ok()) return 0;
+    int64_t n = 0;
+    for (const auto& r : *requests) {
+      if (r.name == "gpu" && r.count > 0) n += r.count;
+    }
+    return n;
+  };
+  if (int64_t per_job = count(j.tres_per_job()); per_job > 0) return per_job;
+  int64_t per_node = count(j.tres_per_node());
+  if (per_node == 0) per_node = count(j.tres_per_task());
+  if (per_node == 0) per_node = count(j.tres_per_socket());
+  return std::min<int64_t>(per_node * nodes, 1'000'000);
 }
 
 }  // namespace
@@ -110,6 +134,7 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       auto inv = Snapshot(nullptr);
       admission::Decision d =
           admission::Decide(ToJobRequest(job), inv ? *inv : admission::Inventory{}, policy_);
+      if (d.accept) AdviseOnQuota(job, &d);
       auto* admit = resp.mutable_admit();
       admit->set_decision(d.accept ? v1::AdmitResponse::ACCEPT : v1::AdmitResponse::REJECT);
       admit->set_user_message(Truncate(d.user_message, kMaxUserMessage));
@@ -145,6 +170,38 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
   }
   out.response = resp.SerializeAsString();
   return out;
+}
+
+void AdmissionService::AdviseOnQuota(const v1::JobDescription& job, admission::Decision* d) const {
+  if (quota_cfg_ == nullptr || !quota_cfg_->quotas.enabled() || !quota_view_) return;
+  auto observation = quota_view_();
+  if (observation == nullptr) return;
+  // Preemptible as the lending policy will judge the job once it runs: the admission
+  // annotation just made, then --no-requeue and srun/salloc.
+  slurm::JobView view;
+  view.account = job.account();
+  view.qos = job.qos();
+  view.partition = job.partition();
+  view.admin_comment = d->admin_comment.value_or(job.admin_comment());
+  view.requeue = job.requeue() != v1::JobDescription::REQUEUE_NO;
+  view.batch = !job.interactive();
+  const ownership::JobPolicy policy =
+      ownership::PolicyFor(view, *quota_cfg_, ownership::FromUnix(0));
+  quota::SubmitFacts facts{.account = job.account(),
+                           .gpus = static_cast<int>(RequestedGpus(job)),
+                           .preemptible = policy.preemptible,
+                           .preemptible_why = policy.why};
+  quota::SubmitAdvice advice =
+      quota::AdviseSubmit(quota_cfg_->quotas, observation->classification, facts);
+  if (advice.message.empty()) return;
+  if (advice.refuse) {
+    d->accept = false;
+    d->user_message = advice.message;
+    d->admin_comment.reset();
+    return;
+  }
+  d->user_message =
+      d->user_message.empty() ? advice.message : StrCat(d->user_message, "\n", advice.message);
 }
 
 }  // namespace skb::bridge

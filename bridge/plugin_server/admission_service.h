@@ -21,8 +21,11 @@
 #include <string_view>
 
 #include "src/admission/admission.h"
+#include "src/config/config.h"
+#include "src/quota/observe.h"
 
 namespace skb::api::v1 {
+class JobDescription;
 class Request;
 class Response;
 }  // namespace skb::api::v1
@@ -49,6 +52,17 @@ class AdmissionService {
   using QueryHandler = std::function<bool(const api::v1::Request&, api::v1::Response*)>;
   void SetQueryHandler(QueryHandler handler) { query_handler_ = std::move(handler); }
 
+  // Guaranteed quotas at submit time: with quotas configured, an accepted GPU job is told
+  // whether it would run within its tenant's guarantee or borrowed (and so preemptible),
+  // and one that cannot be preempted beyond its tenant's floor is refused
+  // (quota::AdviseSubmit). `cfg` must outlive this; `view` returns the latest
+  // classification (null: not known yet, nothing is said). Set before the server starts.
+  using QuotaView = std::function<std::shared_ptr<const quota::Observation>()>;
+  void SetQuotas(const config::Config* cfg, QuotaView view) {
+    quota_cfg_ = cfg;
+    quota_view_ = std::move(view);
+  }
+
   // Decodes a Request (the payload of one frame), answers it. Never throws; a request
   // that is not a protobuf Request is a drop, a Request with missing or odd fields gets an
   // Error response.
@@ -62,11 +76,16 @@ class AdmissionService {
   Counters counters() const;
 
  private:
+  // Adds the quota standing to an accepted job's message, or refuses it
+  // (quota::AdviseSubmit).
+  void AdviseOnQuota(const api::v1::JobDescription& job, admission::Decision* d) const;
   std::shared_ptr<const admission::Inventory> Snapshot(
       std::chrono::steady_clock::time_point* at) const;
 
   const admission::Policy policy_;
   QueryHandler query_handler_;
+  const config::Config* quota_cfg_ = nullptr;
+  QuotaView quota_view_;
   mutable std::mutex mu_;
   std::shared_ptr<const admission::Inventory> inventory_;  // guarded by mu_
   std::chrono::steady_clock::time_point published_at_;     // guarded by mu_

@@ -112,6 +112,7 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   root.Merge(plan::ReadFeaturesConfig(root.Object("features"), &cfg.features));
   root.Merge(ownership::ReadLendingConfig(root.Object("lending"), &cfg.lending));
   root.Merge(devices::ReadSharingConfig(root.Object("gpu_sharing"), &cfg.gpu_sharing));
+  root.Merge(quota::ReadQuotaConfig(root.Object("quotas"), &cfg.quotas));
   if (cfg.lending.namespace_name.empty()) {
     cfg.lending.namespace_name = cfg.kubernetes.namespace_name;
   }

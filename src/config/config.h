@@ -19,6 +19,7 @@
 #include "src/inventory/node_names.h"
 #include "src/ownership/lending_config.h"
 #include "src/plan/features.h"
+#include "src/quota/quota.h"
 
 namespace skb::config {
 
@@ -95,6 +96,9 @@ struct Config {
   ownership::LendingConfig lending;
   // GPU-granular sharing of DRA nodes (off by default).
   devices::SharingConfig gpu_sharing;
+  // Guaranteed GPU quotas per tenant (off when no tenant is listed): which work runs within
+  // its tenant's floor and which borrows (bridgectl get quotas, the submit-time message).
+  quota::QuotaConfig quotas;
 };
 
 // Parses and validates a JSON configuration document. An empty document ("{}") yields all

@@ -1,6 +1,7 @@
 #include "src/quota/quota.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -40,7 +41,12 @@ StatusOr<QuotaConfig> ParseQuotaConfig(const nlohmann::json& section) {
   QuotaConfig out;
   if (section.is_null()) return out;
   if (!section.is_object()) return InvalidArgumentError("quotas: must be an object");
-  config::JsonReader r(section, "quotas");
+  RETURN_IF_ERROR(ReadQuotaConfig(config::JsonReader(section, "quotas"), &out));
+  return out;
+}
+
+Status ReadQuotaConfig(config::JsonReader r, QuotaConfig* result) {
+  QuotaConfig out;
   std::set<std::string> names, accounts, namespaces;
   r.ObjectList("tenants", [&](config::JsonReader& t) {
     Tenant tenant;
@@ -78,6 +84,31 @@ StatusOr<QuotaConfig> ParseQuotaConfig(const nlohmann::json& section) {
     out.tenants.push_back(std::move(tenant));
   });
   RETURN_IF_ERROR(r.Finish());
+  *result = std::move(out);
+  return OkStatus();
+}
+
+std::vector<std::string> DescribeQuotaConfig(const QuotaConfig& config) {
+  if (!config.enabled()) return {"quotas: off (no tenants)"};
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
+    return s.empty() ? std::string("-") : s;
+  };
+  std::vector<std::string> out;
+  int floors = 0;
+  for (const Tenant& t : config.tenants) floors += t.guaranteed;
+  out.push_back("quotas: " + std::to_string(config.tenants.size()) + " tenant(s), " +
+                std::to_string(floors) +
+                " GPUs guaranteed in all; work of no tenant always borrows");
+  for (const Tenant& t : config.tenants) {
+    char weight[32];
+    std::snprintf(weight, sizeof(weight), "%g", t.weight);
+    out.push_back("  tenant " + t.name + ": slurm_accounts=" + list(t.slurm_accounts) +
+                  " kubernetes_namespaces=" + list(t.kubernetes_namespaces) +
+                  " guaranteed=" + std::to_string(t.guaranteed) + " limit=" +
+                  (t.limit ? std::to_string(*t.limit) : std::string("none")) + " weight=" + weight);
+  }
   return out;
 }
 
@@ -116,6 +147,12 @@ std::string TenantKey(const QuotaConfig& config, const Work& w) {
 
 }  // namespace
 
+bool RanksBefore(const Work& a, const Work& b) {
+  // Not preemptible first, higher priority, longest running, id.
+  return std::make_tuple(a.preemptible, -a.priority, a.started_at, a.id) <
+         std::make_tuple(b.preemptible, -b.priority, b.started_at, b.id);
+}
+
 Classification Classify(const QuotaConfig& config, const std::vector<Work>& running) {
   Classification c;
   for (const Tenant& t : config.tenants) {
@@ -136,11 +173,8 @@ Classification Classify(const QuotaConfig& config, const std::vector<Work>& runn
     by_tenant[tenant].push_back(&w);
   }
   for (auto& [tenant, items] : by_tenant) {
-    std::sort(items.begin(), items.end(), [](const Work* a, const Work* b) {
-      // Not preemptible first, higher priority, longest running, id.
-      return std::make_tuple(a->preemptible, -a->priority, a->started_at, a->id) <
-             std::make_tuple(b->preemptible, -b->priority, b->started_at, b->id);
-    });
+    std::sort(items.begin(), items.end(),
+              [](const Work* a, const Work* b) { return RanksBefore(*a, *b); });
     TenantUsage& u = c.usage[tenant];
     int left = u.guaranteed;
     bool full = false;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/config/json_reader.h"
 
 namespace skb::quota {
 
@@ -62,6 +63,11 @@ struct QuotaConfig {
 // below the floor, a weight <= 0 are InvalidArgument naming the field. A null or absent
 // section is quotas off.
 StatusOr<QuotaConfig> ParseQuotaConfig(const nlohmann::json& section);
+// The same, as the config parser reads every section (errors name "quotas.tenants[i].key").
+Status ReadQuotaConfig(config::JsonReader r, QuotaConfig* out);
+// What --check-config prints: one line per tenant (its accounts, namespaces, floor, limit,
+// weight), or "quotas: off".
+std::vector<std::string> DescribeQuotaConfig(const QuotaConfig& config);
 
 enum class Side { kSlurm, kKubernetes };
 
@@ -103,6 +109,8 @@ struct Classification {
 // fill the floor in that order, and the first that does not fit whole and everything
 // after it is borrowed. Work of no tenant is borrowed.
 Classification Classify(const QuotaConfig& config, const std::vector<Work>& running);
+// That order: true when `a` takes its share of the floor before `b`.
+bool RanksBefore(const Work& a, const Work& b);
 
 // The rule that decided, as bridgectl and Events name it.
 enum class Rule {

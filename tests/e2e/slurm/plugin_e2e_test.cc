@@ -37,14 +37,7 @@ class PluginE2E : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     tmp_ = tmpl;
     socket_ = tmp_ + "/bridge.sock";
-    // The daemon's controller manages no node here (a selector nothing matches): these
-    // tests are about the plugin, and must not drain or label the shared testbed.
-    std::ofstream(tmp_ + "/config.json")
-        << R"({"kubernetes": {"node_selector": "slurm-k8s-bridge.io/managed=plugin-e2e-none"},)"
-        << R"( "slurm": {"conf": ")" << std::getenv("SLURM_CONF")
-        << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
-        << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"],)"
-        << R"( "preemptible_qos": ["preemptible"]}})";
+    WriteConfig("");
     plugin_ = std::make_unique<PluginPointer>(socket_, "open");
     ASSERT_TRUE(plugin_->ok());
   }
@@ -54,6 +47,24 @@ class PluginE2E : public ::testing::Test {
     StopDaemon();
     plugin_.reset();  // the original plugin config back
     Shell(StrCat("rm -rf ", tmp_));
+  }
+
+  // The daemon's controller manages no node here (a selector nothing matches): these
+  // tests are about the plugin, and must not drain or label the shared testbed. `extra`:
+  // more top-level keys (",\"quotas\": {...}").
+  void WriteConfig(const std::string& extra) {
+    std::ofstream(tmp_ + "/config.json")
+        << R"({"kubernetes": {"node_selector": "slurm-k8s-bridge.io/managed=plugin-e2e-none"},)"
+        << R"( "slurm": {"conf": ")" << std::getenv("SLURM_CONF")
+        << R"(", "poll_interval": "200ms"}, "server": {"socket_path": ")" << socket_
+        << R"(", "http_address": ""}, "admission": {"preemptible_partitions": ["gpu"],)"
+        << R"( "preemptible_qos": ["preemptible"]})" << extra << "}";
+  }
+
+  CommandResult Bridgectl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {SKB_BRIDGECTL_BINARY, "--socket", socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, seconds(30));
   }
 
   bool PointPluginAt(const std::string& policy) { return plugin_->Repoint(socket_, policy); }
@@ -198,6 +209,8 @@ TEST_F(PluginE2E, DaemonDownFailsOpenAndIsCounted) {
       },
       seconds(10)));
   EXPECT_THAT(ReadAll(ctld_log_).substr(log_size), HasSubstr("fail_open_total="));
+  // The researcher is told that nothing was checked.
+  EXPECT_THAT(err, HasSubstr("the bridge daemon did not answer"));
   // Once the daemon is back, the plugin reports its counters with the next request.
   StartDaemon();
   EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty())
@@ -205,6 +218,71 @@ TEST_F(PluginE2E, DaemonDownFailsOpenAndIsCounted) {
   EXPECT_TRUE(WaitFor([&] { return DaemonLog().find("plugin_counters") != std::string::npos; },
                       seconds(10)));
   EXPECT_THAT(DaemonLog(), ::testing::ContainsRegex("fail_open=[1-9]"));
+}
+
+// Guaranteed quotas, with jobs that really run: team-a and team-b are guaranteed one node's
+// GPUs (8) each. team-a runs two nodes' worth (one borrowed): bridgectl shows the split, a
+// --no-requeue job or an srun of team-a is refused at submit, team-b's is within its floor.
+TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFloor) {
+  WriteConfig(R"(, "quotas": {"tenants": [
+      {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 8},
+      {"name": "team-b", "slurm_accounts": ["team-b"], "guaranteed": 8, "limit": 16}]})");
+  StartDaemon();
+  std::string err;
+  auto in_use = [&](const std::string& want) {
+    std::string table;
+    bool seen = WaitFor(
+        [&] {
+          table = Bridgectl({"get", "quotas"}).out;
+          return table.find(want) != std::string::npos;
+        },
+        seconds(20), milliseconds(200));
+    EXPECT_TRUE(seen) << "want '" << want << "' in:\n" << table;
+    return table;
+  };
+  std::string first =
+      Sbatch({"-A", "team-a", "--gres=gpu:h100:8", "--wrap", "sleep 600"}, &janitor_, &err);
+  ASSERT_FALSE(first.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("tenant team-a uses 0 of its 8 GPUs guaranteed: this job's 8 GPUs "
+                             "would run within the guarantee"));
+  ASSERT_TRUE(WaitFor([&] { return JobState(first) == "RUNNING"; }, seconds(30)));
+  in_use("8 (8/0)");
+  std::string second =
+      Sbatch({"-A", "team-a", "--gres=gpu:h100:8", "--wrap", "sleep 600"}, &janitor_, &err);
+  ASSERT_FALSE(second.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("would be borrowed beyond the guarantee, so it may be preempted"));
+  ASSERT_TRUE(WaitFor([&] { return JobState(second) == "RUNNING"; }, seconds(30)));
+  std::string table = in_use("16 (16/0)");
+  EXPECT_THAT(table, ::testing::ContainsRegex("team-a +8 +- +16 \\(16/0\\) +8 +0 +0"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("team-b +8 +16 +0 \\(0/0\\) +0 +0 +0"));
+
+  // Beyond team-a's floor, work that cannot be preempted is refused with the reason.
+  EXPECT_TRUE(
+      Sbatch({"--hold", "-A", "team-a", "--no-requeue", "--gres=gpu:h100:1", "--wrap", "true"},
+             &janitor_, &err)
+          .empty());
+  EXPECT_THAT(err, HasSubstr("refused: tenant team-a uses 16 of its 8 GPUs guaranteed"));
+  EXPECT_THAT(err, HasSubstr("cannot be requeued (--no-requeue)"));
+  CommandResult srun = RunCommand(
+      {"srun", "-A", "team-a", "--gres=gpu:h100:1", "--immediate=10", "true"}, seconds(60));
+  EXPECT_NE(srun.exit_code, 0);
+  EXPECT_THAT(srun.err, HasSubstr("an interactive job (srun/salloc)"));
+  // Within team-b's floor the same job is fine, and told so.
+  std::string kept =
+      Sbatch({"--hold", "-A", "team-b", "--no-requeue", "--gres=gpu:h100:1", "--wrap", "true"},
+             &janitor_, &err);
+  EXPECT_FALSE(kept.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("tenant team-b uses 0 of its 8 GPUs guaranteed"));
+
+  // describe tenant: each job, its standing and why.
+  CommandResult described = Bridgectl({"describe", "tenant", "team-a"});
+  EXPECT_EQ(described.exit_code, 0) << described.err;
+  EXPECT_THAT(described.out,
+              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +node[0-9] +guaranteed"));
+  EXPECT_THAT(described.out,
+              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +node[0-9] +borrowed"));
+  EXPECT_THAT(described.out, HasSubstr("beyond the 8 GPUs guaranteed"));
+  EXPECT_NE(Bridgectl({"describe", "tenant", "team-z"}).exit_code, 0);
 }
 
 TEST_F(PluginE2E, FailClosedRefusesWithAClearMessage) {

@@ -305,6 +305,7 @@ def cmd_render():
     dep, cfg = check_common(objs, "all-on", "skb", ns)
     check(dep["spec"]["replicas"] == 3, "all-on: replicas")
     check(cfg["admission"]["preemptible_qos"] == ["low"], "all-on: config block not rendered")
+    check(cfg["quotas"]["tenants"][0]["guaranteed"] == 16, "all-on: quotas not rendered")
     check(cfg["kubernetes"]["node_selector"] == "gpu=true", "all-on: node_selector")
     check(cfg["gpu_sharing"]["enabled"] is True and
           cfg["gpu_sharing"]["placeholder"] == {"partition": "skb-gpu-hold"},
@@ -429,7 +430,8 @@ def cmd_check_config():
                  ("bad value", [], ["config.logging.level=loud"], False),
                  ("node names mode", [], ["config.kubernetes.node_names.mode=fqdn"], False),
                  ("gpu sharing identity", [],
-                  ["config.gpu_sharing.device_identity=serial"], False))
+                  ["config.gpu_sharing.device_identity=serial"], False),
+                 ("quotas key", [], ["config.quotas.teams=vision"], False))
         for label, values, sets, want_ok in cases:
             objs = docs(template(values=values, sets=sets))
             path = os.path.join(tmp, label.replace(" ", "-") + ".json")

@@ -1,0 +1,136 @@
+#include "bridge/cli/quota_format.h"
+
+#include "bridge/cli/format.h"
+#include "src/base/strings.h"
+
+namespace skb::bridge::cli {
+namespace {
+
+namespace v1 = ::skb::api::v1;
+
+std::string Name(const v1::TenantQuota& t) { return t.name().empty() ? "(none)" : t.name(); }
+
+std::string Limit(const v1::TenantQuota& t) { return t.limit() < 0 ? "-" : StrCat(t.limit()); }
+
+template <typename List>
+std::string JoinOrDash(const List& items) {
+  std::string out;
+  for (const auto& i : items) StrAppend(&out, out.empty() ? "" : ",", i);
+  return out.empty() ? "-" : out;
+}
+
+nlohmann::json TenantQuotaJson(const v1::TenantQuota& t) {
+  return {{"name", t.name()},
+          {"guaranteed", t.guaranteed()},
+          {"limit", t.limit() < 0 ? nlohmann::json(nullptr) : nlohmann::json(t.limit())},
+          {"inUseSlurm", t.in_use_slurm()},
+          {"inUseKubernetes", t.in_use_kubernetes()},
+          {"borrowed", t.borrowed()},
+          {"pending", t.pending()},
+          {"reclaiming", t.reclaiming()},
+          {"slurmAccounts",
+           std::vector<std::string>(t.slurm_accounts().begin(), t.slurm_accounts().end())},
+          {"kubernetesNamespaces", std::vector<std::string>(t.kubernetes_namespaces().begin(),
+                                                            t.kubernetes_namespaces().end())},
+          {"weight", t.weight()}};
+}
+
+}  // namespace
+
+std::string QuotasTable(const v1::ListQuotasResponse& resp, bool wide) {
+  if (!resp.enabled()) {
+    return "quotas are off: the daemon's config lists no quotas.tenants\n";
+  }
+  std::vector<std::vector<std::string>> rows = {{"TENANT", "GUARANTEED", "LIMIT",
+                                                 "IN-USE(SLURM/K8S)", "BORROWED", "PENDING",
+                                                 "RECLAIMING"}};
+  if (wide) {
+    for (const char* h : {"ACCOUNTS", "NAMESPACES", "WEIGHT"}) rows[0].push_back(h);
+  }
+  for (const auto& t : resp.tenants()) {
+    std::vector<std::string> row = {
+        Name(t),
+        StrCat(t.guaranteed()),
+        Limit(t),
+        StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " (", t.in_use_slurm(), "/",
+               t.in_use_kubernetes(), ")"),
+        StrCat(t.borrowed()),
+        StrCat(t.pending()),
+        StrCat(t.reclaiming())};
+    if (wide) {
+      row.push_back(JoinOrDash(t.slurm_accounts()));
+      row.push_back(JoinOrDash(t.kubernetes_namespaces()));
+      row.push_back(t.name().empty() ? "-" : nlohmann::json(t.weight()).dump());
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out = Table(rows);
+  if (!resp.ready()) StrAppend(&out, "(not ready: ", resp.ready_reason(), ")\n");
+  return out;
+}
+
+nlohmann::json QuotasJson(const v1::ListQuotasResponse& resp) {
+  nlohmann::json tenants = nlohmann::json::array();
+  for (const auto& t : resp.tenants()) tenants.push_back(TenantQuotaJson(t));
+  return {{"enabled", resp.enabled()},
+          {"tenants", tenants},
+          {"leader", resp.leader()},
+          {"ready", resp.ready()},
+          {"readyReason", resp.ready_reason()}};
+}
+
+std::string TenantText(const v1::DescribeTenantResponse& resp) {
+  const v1::TenantQuota& t = resp.tenant();
+  std::string out;
+  auto line = [&](std::string_view key, const std::string& value) {
+    StrAppend(&out, key, std::string(key.size() < 18 ? 18 - key.size() : 1, ' '), value, "\n");
+  };
+  line("Tenant:", Name(t));
+  line("Slurm accounts:", JoinOrDash(t.slurm_accounts()));
+  line("Namespaces:", JoinOrDash(t.kubernetes_namespaces()));
+  line("Guaranteed:", StrCat(t.guaranteed(), " GPUs"));
+  line("Limit:", t.limit() < 0 ? "none" : StrCat(t.limit(), " GPUs"));
+  line("In use:", StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " GPUs (Slurm ",
+                         t.in_use_slurm(), ", Kubernetes ", t.in_use_kubernetes(), "), ",
+                         t.borrowed(), " borrowed"));
+  line("Pending:", StrCat(t.pending(), " GPUs"));
+  line("Reclaiming:", StrCat(t.reclaiming(), " GPUs"));
+  if (resp.work_size() == 0) {
+    out += "Work: none\n";
+    return out;
+  }
+  out += "Work:\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"  WORK", "STATE", "GPUS", "WHERE", "STANDING", "PREEMPTIBLE"}};
+  for (const auto& w : resp.work()) {
+    rows.push_back({"  " + w.id(), w.state(), StrCat(w.gpus()), w.where().empty() ? "-" : w.where(),
+                    w.standing().empty() ? "-" : w.standing(), w.preemptible() ? "yes" : "no"});
+  }
+  out += Table(rows);
+  out += "Why:\n";
+  for (const auto& w : resp.work()) {
+    StrAppend(&out, "  ", w.id(), ": ", w.why(), "; ", w.preemptible() ? "preemptible: " : "not preemptible: ",
+              w.preemptible_why(), "\n");
+  }
+  if (resp.omitted() > 0) StrAppend(&out, "(", resp.omitted(), " more not listed)\n");
+  return out;
+}
+
+nlohmann::json TenantJson(const v1::DescribeTenantResponse& resp) {
+  nlohmann::json work = nlohmann::json::array();
+  for (const auto& w : resp.work()) {
+    work.push_back({{"id", w.id()},
+                    {"side", w.side()},
+                    {"state", w.state()},
+                    {"standing", w.standing()},
+                    {"gpus", w.gpus()},
+                    {"where", w.where()},
+                    {"priority", w.priority()},
+                    {"preemptible", w.preemptible()},
+                    {"preemptibleWhy", w.preemptible_why()},
+                    {"why", w.why()}});
+  }
+  return {{"tenant", TenantQuotaJson(resp.tenant())}, {"work", work}, {"omitted", resp.omitted()}};
+}
+
+}  // namespace skb::bridge::cli

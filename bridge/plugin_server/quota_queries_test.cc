@@ -1,0 +1,181 @@
+#include "bridge/plugin_server/quota_queries.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bridge/observability/bridge_metrics.h"
+#include "bridge/observability/metrics.h"
+#include "bridge/plugin_server/admission_service.h"
+#include "bridge/quota/quota_ledger.h"
+#include "src/ownership/policy.h"
+
+namespace skb::bridge {
+namespace {
+
+namespace v1 = ::skb::api::v1;
+using ::testing::HasSubstr;
+
+config::Config Config() {
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]},
+    "quotas": {"tenants": [
+      {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 8},
+      {"name": "team-b", "slurm_accounts": ["team-b"], "kubernetes_namespaces": ["serving"],
+       "guaranteed": 8}]}})");
+  EXPECT_TRUE(cfg.ok()) << cfg.status();
+  return *cfg;
+}
+
+slurm::JobView Job(uint32_t id, std::string account, std::vector<std::string> nodes, int gpus) {
+  slurm::JobView j;
+  j.job_id = id;
+  j.account = std::move(account);
+  j.partition = "gpu";
+  j.state = slurm::JobState::kRunning;
+  j.nodes = std::move(nodes);
+  j.gpus_per_node = gpus;
+  j.start_time = 1000 + id;
+  j.priority = 1;
+  j.requeue = true;
+  return j;
+}
+
+inventory::GpuPod Pod(std::string name, std::string node, int gpus) {
+  inventory::GpuPod p;
+  p.namespace_name = "serving";
+  p.name = std::move(name);
+  p.node_name = std::move(node);
+  p.gpus = gpus;
+  p.phase = "Running";
+  p.priority = 200000;
+  return p;
+}
+
+// team-a runs 3 nodes' worth (4 GPUs each: 4 borrowed), team-b one pod.
+struct Fixture {
+  config::Config cfg = Config();
+  SimulatedClock clock{ownership::FromUnix(1'700'000'000)};
+  QuotaLedger ledger{&cfg, &clock};
+  Fixture() {
+    for (const char* n : {"node1", "node2", "node3", "node4"}) ledger.SetManagedNode(n, true);
+    ledger.SetSlurmJobs({Job(1, "team-a", {"node1"}, 4), Job(2, "team-a", {"node2"}, 4),
+                         Job(3, "team-a", {"node3"}, 4)});
+    ledger.UpdatePod(Pod("llm-0", "node4", 4));
+  }
+  QuotaQueries Queries() {
+    return QuotaQueries({.observation = [this] { return ledger.Current(); },
+                         .leader = [] { return std::string("replica-0"); },
+                         .ready = [](std::string*) { return true; }},
+                        &cfg);
+  }
+};
+
+TEST(QuotaQueries, ListsEachTenantsSplit) {
+  Fixture f;
+  v1::Request req;
+  req.mutable_list_quotas();
+  v1::Response resp;
+  ASSERT_TRUE(f.Queries().Handle(req, &resp));
+  const auto& list = resp.list_quotas();
+  EXPECT_TRUE(list.enabled());
+  EXPECT_EQ(list.leader(), "replica-0");
+  ASSERT_EQ(list.tenants_size(), 2);
+  EXPECT_EQ(list.tenants(0).name(), "team-a");
+  EXPECT_EQ(list.tenants(0).in_use_slurm(), 12);
+  EXPECT_EQ(list.tenants(0).borrowed(), 4);
+  EXPECT_EQ(list.tenants(0).limit(), -1);
+  EXPECT_EQ(list.tenants(1).in_use_kubernetes(), 4);
+  EXPECT_EQ(list.tenants(1).borrowed(), 0);
+  EXPECT_EQ(list.tenants(1).kubernetes_namespaces(0), "serving");
+
+  // A pod's status update that changes nothing quotas read does not reclassify.
+  const uint64_t before = f.ledger.computations();
+  inventory::GpuPod same = Pod("llm-0", "node4", 4);
+  same.annotations["x"] = "y";
+  f.ledger.UpdatePod(same);
+  EXPECT_EQ(f.ledger.computations(), before);
+  f.ledger.RemovePod("serving", "llm-0");
+  EXPECT_EQ(f.ledger.computations(), before + 1);
+  EXPECT_EQ(f.ledger.Current()->classification.usage.at("team-b").in_use_kubernetes, 0);
+}
+
+TEST(QuotaQueries, DescribesATenantsWorkAndRefusesAnUnknownOne) {
+  Fixture f;
+  v1::Request req;
+  req.mutable_describe_tenant()->set_name("team-a");
+  v1::Response resp;
+  ASSERT_TRUE(f.Queries().Handle(req, &resp));
+  const auto& d = resp.describe_tenant();
+  ASSERT_EQ(d.work_size(), 3);
+  EXPECT_EQ(d.work(0).id(), "slurm/1");
+  EXPECT_EQ(d.work(0).standing(), "guaranteed");
+  EXPECT_EQ(d.work(2).standing(), "borrowed");
+  EXPECT_THAT(d.work(2).why(), HasSubstr("beyond the 8 GPUs guaranteed: 8 GPUs of tenant team-a"));
+  EXPECT_TRUE(d.work(2).preemptible());
+  EXPECT_THAT(d.work(2).preemptible_why(), HasSubstr("partition gpu is preemptible"));
+
+  req.mutable_describe_tenant()->set_name("team-z");
+  v1::Response missing;
+  ASSERT_TRUE(f.Queries().Handle(req, &missing));
+  EXPECT_EQ(missing.error().code(), v1::Error::NOT_FOUND);
+  EXPECT_THAT(missing.error().message(), HasSubstr("tenants: team-a, team-b"));
+}
+
+TEST(QuotaLedger, ExportsTheTenantGauges) {
+  Fixture f;
+  observability::Registry registry;
+  observability::BridgeMetrics m(&registry, "test", "22.05");
+  ExportQuotaMetrics(f.cfg.quotas, *f.ledger.Current(), &m);
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"team-a\",state=\"guaranteed\"} 8"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"team-a\",state=\"borrowed\"} 4"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_guarantee_gpus{tenant=\"team-b\"} 8"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"(none)\",state=\"borrowed\"} 0"));
+}
+
+v1::AdmitResponse Admit(AdmissionService& svc, const std::string& account, int gpus,
+                        v1::JobDescription::Requeue requeue, bool interactive = false) {
+  v1::Request req;
+  req.set_protocol_version(1);
+  auto* job = req.mutable_admit()->mutable_job();
+  job->set_account(account);
+  job->set_partition("gpu");
+  job->set_tres_per_node("gres/gpu:" + std::to_string(gpus));
+  job->set_requeue(requeue);
+  job->set_interactive(interactive);
+  v1::Response resp;
+  EXPECT_TRUE(resp.ParseFromString(svc.HandleFrame(req.SerializeAsString()).response));
+  return resp.admit();
+}
+
+TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloor) {
+  Fixture f;
+  AdmissionService svc(admission::Policy{.preemptible_partitions = {"gpu"}});
+  svc.SetQuotas(&f.cfg, [&f] { return f.ledger.Current(); });
+
+  // team-b uses 4 of 8: a 4-GPU job stays within; team-a is beyond its floor already.
+  v1::AdmitResponse within = Admit(svc, "team-b", 4, v1::JobDescription::REQUEUE_NO);
+  EXPECT_EQ(within.decision(), v1::AdmitResponse::ACCEPT);
+  EXPECT_THAT(within.user_message(), HasSubstr("within the guarantee"));
+
+  v1::AdmitResponse borrowed = Admit(svc, "team-a", 2, v1::JobDescription::REQUEUE_UNSPECIFIED);
+  EXPECT_EQ(borrowed.decision(), v1::AdmitResponse::ACCEPT);
+  EXPECT_THAT(borrowed.user_message(), HasSubstr("would be borrowed"));
+  EXPECT_TRUE(borrowed.set_admin_comment());
+
+  v1::AdmitResponse refused = Admit(svc, "team-a", 2, v1::JobDescription::REQUEUE_NO);
+  EXPECT_EQ(refused.decision(), v1::AdmitResponse::REJECT);
+  EXPECT_THAT(refused.user_message(),
+              HasSubstr("refused: tenant team-a uses 12 of its 8 GPUs guaranteed"));
+  EXPECT_THAT(refused.user_message(), HasSubstr("--no-requeue"));
+  EXPECT_FALSE(refused.set_admin_comment());
+
+  v1::AdmitResponse srun = Admit(svc, "team-a", 1, v1::JobDescription::REQUEUE_UNSPECIFIED,
+                                 /*interactive=*/true);
+  EXPECT_EQ(srun.decision(), v1::AdmitResponse::REJECT);
+  EXPECT_THAT(srun.user_message(), HasSubstr("interactive job"));
+  EXPECT_EQ(svc.counters().rejected, 2u);
+}
+
+}  // namespace
+}  // namespace skb::bridge

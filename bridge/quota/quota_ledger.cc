@@ -1,0 +1,110 @@
+#include "bridge/quota/quota_ledger.h"
+
+#include "src/base/strings.h"
+
+namespace skb::bridge {
+namespace {
+
+// The fields a classification reads from a pod.
+bool SameForQuotas(const inventory::GpuPod& a, const inventory::GpuPod& b) {
+  return a.node_name == b.node_name && a.gpus == b.gpus && a.phase == b.phase &&
+         a.terminating == b.terminating && a.reservation == b.reservation &&
+         a.priority == b.priority;
+}
+
+}  // namespace
+
+QuotaLedger::QuotaLedger(const config::Config* cfg, const Clock* clock)
+    : cfg_(*cfg), clock_(clock) {}
+
+void QuotaLedger::SetSlurmJobs(const std::vector<slurm::JobView>& jobs) {
+  if (!enabled()) return;
+  std::vector<slurm::JobView> kept;
+  for (const slurm::JobView& j : jobs) {
+    // Finished jobs and jobs without GPUs never count (Observe skips them too).
+    if (j.gpus_per_node <= 0) continue;
+    if (j.state != slurm::JobState::kPending && j.state != slurm::JobState::kRunning &&
+        j.state != slurm::JobState::kSuspended && !j.completing) {
+      continue;
+    }
+    kept.push_back(j);
+  }
+  MutexLock lock(&mu_);
+  jobs_ = std::move(kept);
+  RecomputeLocked();
+}
+
+void QuotaLedger::UpdatePod(const inventory::GpuPod& pod) {
+  if (!enabled()) return;
+  const std::string key = StrCat(pod.namespace_name, "/", pod.name);
+  MutexLock lock(&mu_);
+  auto it = pods_.find(key);
+  if (it != pods_.end() && SameForQuotas(it->second, pod)) return;
+  inventory::GpuPod& kept = pods_[key];
+  kept.namespace_name = pod.namespace_name;
+  kept.name = pod.name;
+  kept.node_name = pod.node_name;
+  kept.gpus = pod.gpus;
+  kept.phase = pod.phase;
+  kept.terminating = pod.terminating;
+  kept.reservation = pod.reservation;
+  kept.priority = pod.priority;
+  RecomputeLocked();
+}
+
+void QuotaLedger::RemovePod(const std::string& ns, const std::string& name) {
+  if (!enabled()) return;
+  MutexLock lock(&mu_);
+  if (pods_.erase(StrCat(ns, "/", name)) == 0) return;
+  RecomputeLocked();
+}
+
+void QuotaLedger::SetManagedNode(const std::string& k8s_name, bool managed) {
+  if (!enabled()) return;
+  MutexLock lock(&mu_);
+  const bool changed = managed ? managed_.insert(k8s_name).second : managed_.erase(k8s_name) > 0;
+  if (changed) RecomputeLocked();
+}
+
+std::shared_ptr<const quota::Observation> QuotaLedger::Current() const {
+  if (!enabled()) return nullptr;
+  MutexLock lock(&mu_);
+  if (current_ == nullptr) {
+    // Nothing observed yet: every tenant at zero.
+    return std::make_shared<const quota::Observation>(
+        quota::Observe(cfg_, {}, {}, {}, clock_->Now()));
+  }
+  return current_;
+}
+
+void QuotaLedger::RecomputeLocked() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<inventory::GpuPod> pods;
+  pods.reserve(pods_.size());
+  for (const auto& [key, p] : pods_) pods.push_back(p);
+  current_ = std::make_shared<const quota::Observation>(
+      quota::Observe(cfg_, jobs_, pods, managed_, clock_->Now()));
+  last_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - start)
+                 .count();
+  ++computations_;
+}
+
+void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observation& o,
+                        observability::BridgeMetrics* m) {
+  // Work of no tenant comes and goes: its series drop to 0 rather than stay stale.
+  for (const char* state : {"guaranteed", "borrowed"}) {
+    m->tenant_gpus.WithLabels({"(none)", state}).Set(0);
+  }
+  m->tenant_pending_gpus.WithLabels({"(none)"}).Set(0);
+  for (const quota::TenantRow& row : quota::TenantRows(config, o)) {
+    const std::string tenant = row.name.empty() ? std::string("(none)") : row.name;
+    const int in_use = row.in_use_slurm + row.in_use_kubernetes;
+    m->tenant_gpus.WithLabels({tenant, "guaranteed"}).Set(in_use - row.borrowed);
+    m->tenant_gpus.WithLabels({tenant, "borrowed"}).Set(row.borrowed);
+    m->tenant_guarantee_gpus.WithLabels({tenant}).Set(row.guaranteed);
+    m->tenant_pending_gpus.WithLabels({tenant}).Set(row.pending);
+  }
+}
+
+}  // namespace skb::bridge

@@ -1,0 +1,73 @@
+// The daemon's view of guaranteed quotas: the latest jobs of the Slurm poll, the GPU pods
+// and the managed nodes (fed by the controller's poller and informers, as the reconciler
+// is), classified by the pure core (src/quota/observe.h) on every change and held for
+// readers: bridgectl (get quotas, describe tenant), the metrics and the plugin's admission.
+//
+//   QuotaLedger ledger(&cfg, &clock);
+//   ledger.SetSlurmJobs(state.jobs);            // the poller, on a jobs change
+//   ledger.UpdatePod(pod); ledger.RemovePod(ns, name);
+//   ledger.SetManagedNode("node1", true);
+//   std::shared_ptr<const quota::Observation> o = ledger.Current();   // null: quotas off
+//
+// A change that cannot alter the classification (a pod's status write, quotas off) costs a
+// comparison; any other recomputes the whole classification (cheap: see bench/RESULTS.md).
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bridge/observability/bridge_metrics.h"
+#include "src/base/clock.h"
+#include "src/base/thread_annotations.h"
+#include "src/config/config.h"
+#include "src/inventory/managed_node.h"
+#include "src/quota/observe.h"
+#include "src/slurm/types.h"
+
+namespace skb::bridge {
+
+class QuotaLedger {
+ public:
+  // Both must outlive the ledger.
+  QuotaLedger(const config::Config* cfg, const Clock* clock);
+
+  bool enabled() const { return cfg_.quotas.enabled(); }
+
+  void SetSlurmJobs(const std::vector<slurm::JobView>& jobs);
+  void UpdatePod(const inventory::GpuPod& pod);
+  void RemovePod(const std::string& ns, const std::string& name);
+  void SetManagedNode(const std::string& k8s_name, bool managed);
+
+  // The latest classification; null while quotas are off.
+  std::shared_ptr<const quota::Observation> Current() const;
+  // How long the last classification took, and how many there were.
+  std::chrono::nanoseconds last_duration() const { return std::chrono::nanoseconds(last_ns_); }
+  uint64_t computations() const { return computations_; }
+
+ private:
+  void RecomputeLocked() REQUIRES(mu_);
+
+  const config::Config& cfg_;
+  const Clock* const clock_;
+  mutable Mutex mu_;
+  std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);  // the ones that can count
+  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
+  std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
+  std::shared_ptr<const quota::Observation> current_ GUARDED_BY(mu_);
+  std::atomic<int64_t> last_ns_{0};
+  std::atomic<uint64_t> computations_{0};
+};
+
+// Sets skb_tenant_gpus{tenant,state}, skb_tenant_guarantee_gpus and skb_tenant_pending_gpus
+// from `o`: every configured tenant, and "(none)" for work of no tenant.
+void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observation& o,
+                        observability::BridgeMetrics* m);
+
+}  // namespace skb::bridge

@@ -1,0 +1,227 @@
+#include "src/quota/observe.h"
+
+#include <algorithm>
+
+#include "src/base/strings.h"
+#include "src/config/config.h"
+#include "src/ownership/policy.h"
+
+namespace skb::quota {
+namespace {
+
+std::string TenantOfAccount(const QuotaConfig& q, std::string_view account) {
+  const Tenant* t = q.ForAccount(account);
+  return t != nullptr ? t->name : std::string();
+}
+
+std::string TenantOfNamespace(const QuotaConfig& q, std::string_view ns) {
+  const Tenant* t = q.ForNamespace(ns);
+  return t != nullptr ? t->name : std::string();
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) StrAppend(&out, out.empty() ? "" : ",", s);
+  return out;
+}
+
+std::string Gpus(int64_t n) { return StrCat(n, n == 1 ? " GPU" : " GPUs"); }
+
+}  // namespace
+
+Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
+                    const std::vector<inventory::GpuPod>& pods,
+                    const std::set<std::string, std::less<>>& managed_nodes,
+                    Clock::TimePoint now) {
+  Observation o;
+  o.at = now;
+  const QuotaConfig& q = cfg.quotas;
+  const int64_t now_unix = ownership::ToUnix(now);
+  std::vector<Work> running;
+  for (const slurm::JobView& j : jobs) {
+    if (j.gpus_per_node <= 0) continue;
+    const bool holds = ownership::HoldsNode(j) && !j.nodes.empty();
+    const bool pending = j.state == slurm::JobState::kPending && !j.Held();
+    if (!holds && !pending) continue;
+    ObservedWork w;
+    w.running = holds;
+    w.account = j.account;
+    w.where = holds ? Join(j.nodes) : "";
+    const ownership::JobPolicy policy = ownership::PolicyFor(j, cfg, now);
+    w.preemptible_why = policy.why;
+    Work& work = w.work;
+    work.id = StrCat("slurm/", j.job_id);
+    work.tenant = TenantOfAccount(q, j.account);
+    work.side = Side::kSlurm;
+    const int64_t gpus = j.gpus_per_node * (holds ? static_cast<int64_t>(j.nodes.size()) : 1);
+    work.gpus = static_cast<int>(std::min<int64_t>(gpus, 1'000'000));
+    work.priority = j.priority;
+    work.preemptible = policy.preemptible;
+    work.started_at = holds ? j.start_time : 0;
+    work.work_lost_s = holds && j.start_time > 0 ? std::max<int64_t>(0, now_unix - j.start_time) : 0;
+    if (holds) {
+      running.push_back(work);
+    } else {
+      o.pending_gpus[work.tenant] += work.gpus;
+    }
+    o.work.push_back(std::move(w));
+  }
+  for (const inventory::GpuPod& p : pods) {
+    if (p.reservation || p.gpus <= 0 || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    const bool bound = !p.node_name.empty();
+    if (bound && !managed_nodes.count(p.node_name)) continue;  // not in the shared pool
+    if (!bound && (p.phase != "Pending" || p.terminating)) continue;
+    ObservedWork w;
+    w.running = bound;
+    w.account = p.namespace_name;
+    w.where = p.node_name;
+    const bool preemptible = p.priority < cfg.lending.protected_class.value;
+    w.preemptible_why =
+        preemptible ? StrCat("priority ", p.priority, " is below the protected class (",
+                             cfg.lending.protected_class.value, ")")
+                    : StrCat("priority ", p.priority, " is at or above the protected class (",
+                             cfg.lending.protected_class.value, ")");
+    Work& work = w.work;
+    work.id = StrCat("k8s/", p.namespace_name, "/", p.name);
+    work.tenant = TenantOfNamespace(q, p.namespace_name);
+    work.side = Side::kKubernetes;
+    work.gpus = static_cast<int>(std::min<int64_t>(p.gpus, 1'000'000));
+    work.priority = p.priority;
+    work.preemptible = preemptible;
+    if (bound) {
+      running.push_back(work);
+    } else {
+      o.pending_gpus[work.tenant] += work.gpus;
+    }
+    o.work.push_back(std::move(w));
+  }
+  o.classification = Classify(q, running);
+  return o;
+}
+
+std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o) {
+  std::vector<TenantRow> rows;
+  for (const Tenant& t : config.tenants) {
+    TenantRow r;
+    r.name = t.name;
+    auto u = o.classification.usage.find(t.name);
+    if (u != o.classification.usage.end()) {
+      r.guaranteed = u->second.guaranteed;
+      r.limit = u->second.limit;
+      r.in_use_slurm = u->second.in_use_slurm;
+      r.in_use_kubernetes = u->second.in_use_kubernetes;
+      r.borrowed = u->second.borrowed;
+    } else {
+      r.guaranteed = t.guaranteed;
+      r.limit = t.limit;
+    }
+    auto p = o.pending_gpus.find(t.name);
+    if (p != o.pending_gpus.end()) r.pending = p->second;
+    rows.push_back(std::move(r));
+  }
+  // Work of no tenant: all of it borrows.
+  TenantRow none;
+  for (const ObservedWork& w : o.work) {
+    if (!w.work.tenant.empty() && config.Find(w.work.tenant) != nullptr) continue;
+    if (!w.running) {
+      none.pending += w.work.gpus;
+    } else {
+      (w.work.side == Side::kSlurm ? none.in_use_slurm : none.in_use_kubernetes) += w.work.gpus;
+      none.borrowed += w.work.gpus;
+    }
+  }
+  if (none.in_use_slurm + none.in_use_kubernetes + none.pending > 0) rows.push_back(none);
+  return rows;
+}
+
+std::string WhyStanding(const QuotaConfig& config, const Observation& o, const ObservedWork& w) {
+  const Tenant* t = config.Find(w.work.tenant);
+  const std::string owner =
+      w.work.side == Side::kSlurm ? StrCat("account ", w.account) : StrCat("namespace ", w.account);
+  if (t == nullptr) {
+    return StrCat(owner, " is in no tenant: work of no tenant always borrows");
+  }
+  if (!w.running) {
+    Decision d = PlanStart(config, o.classification, w.work, w.work.gpus, {},
+                           ownership::ToUnix(o.at), ReclaimOptions{});
+    return StrCat("pending: would run ", StandingName(d.standing), " (", RuleName(d.rule),
+                  "): ", d.explanation);
+  }
+  // Running: the GPUs of the tenant's work that ranks before it.
+  int before = 0;
+  for (const ObservedWork& other : o.work) {
+    if (!other.running || other.work.tenant != w.work.tenant || other.work.id == w.work.id) {
+      continue;
+    }
+    if (RanksBefore(other.work, w.work)) before += other.work.gpus;
+  }
+  auto st = o.classification.standing.find(w.work.id);
+  const bool guaranteed = st != o.classification.standing.end() && st->second == Standing::kGuaranteed;
+  const std::string rank = StrCat(Gpus(before), " of tenant ", t->name,
+                                  "'s work rank before it (not preemptible first, then higher "
+                                  "priority, then longest running)");
+  if (guaranteed) {
+    return StrCat("within the ", Gpus(t->guaranteed), " guaranteed: ", rank,
+                  "; another tenant's demand never takes it");
+  }
+  return StrCat("beyond the ", Gpus(t->guaranteed), " guaranteed: ", rank,
+                w.work.preemptible ? "; it borrows idle GPUs and may be reclaimed"
+                                   : "; it cannot be preempted, so it is not reclaimed");
+}
+
+SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
+                          const SubmitFacts& job) {
+  SubmitAdvice a;
+  if (!config.enabled() || job.gpus <= 0) return a;
+  constexpr std::string_view kPrefix = "k8s-bridge: ";
+  const Tenant* t = config.ForAccount(job.account);
+  if (job.account.empty()) {
+    a.message = StrCat(kPrefix,
+                       "quotas: no --account given, so the tenant of this job is not known at "
+                       "submit time (the default account decides once Slurm accepts it)");
+    return a;
+  }
+  Work w;
+  w.id = "submit";
+  w.tenant = t != nullptr ? t->name : "";
+  w.gpus = job.gpus;
+  w.preemptible = job.preemptible;
+  // Placement is Slurm's: judge only the tenant's standing (as if the GPUs were idle).
+  Decision d = PlanStart(config, c, w, job.gpus, {}, 0, ReclaimOptions{});
+  a.rule = d.rule;
+  const std::string who = t != nullptr ? StrCat("tenant ", t->name)
+                                       : StrCat("account ", job.account, " (in no tenant)");
+  const auto u = t != nullptr ? c.usage.find(t->name) : c.usage.end();
+  const int in_use = u != c.usage.end() ? u->second.in_use() : 0;
+  const int floor = t != nullptr ? t->guaranteed : 0;
+  const std::string usage = StrCat(who, " uses ", in_use, " of its ", Gpus(floor), " guaranteed");
+  switch (d.rule) {
+    case Rule::kNotPreemptibleBeyondFloor:
+      a.refuse = true;
+      a.message = StrCat(kPrefix, "refused: ", usage, ", and this job (", Gpus(job.gpus),
+                         ") cannot be preempted (", job.preemptible_why,
+                         "): work that cannot be preempted runs only within its tenant's "
+                         "guarantee. Submit it preemptible (requeueable batch job in a "
+                         "preemptible partition or QOS) to borrow idle GPUs, or wait until the "
+                         "tenant uses fewer GPUs.");
+      break;
+    case Rule::kWithinGuarantee:
+      a.message = StrCat(kPrefix, "quota: ", usage, ": this job's ", Gpus(job.gpus),
+                         " would run within the guarantee (another tenant's demand never takes "
+                         "them)");
+      break;
+    case Rule::kAtLimit:
+      a.message = StrCat(kPrefix, "quota: ", d.explanation, ": this job's ", Gpus(job.gpus),
+                         " would pass the limit");
+      break;
+    default:
+      a.message = StrCat(kPrefix, "quota: ", usage, ": this job's ", Gpus(job.gpus),
+                         " would be borrowed beyond the guarantee, so it may be preempted "
+                         "(checkpoint signal, grace, requeue) when a tenant below its guarantee "
+                         "needs the GPUs");
+      break;
+  }
+  return a;
+}
+
+}  // namespace skb::quota

@@ -1,0 +1,94 @@
+// Quotas as the daemon sees them: its caches (the Slurm poll's jobs, the GPU pods) turned
+// into quota::Work, classified (guaranteed or borrowed), and explained for bridgectl and for
+// the researcher at submit time.
+//
+//   Observation o = Observe(cfg, jobs, pods, managed_k8s_nodes, now);
+//   for (const TenantRow& r : TenantRows(cfg.quotas, o)) ...       // bridgectl get quotas
+//   std::string why = WhyStanding(cfg.quotas, o, o.work[i]);        // describe tenant
+//   SubmitAdvice a = AdviseSubmit(cfg.quotas, o.classification, facts);  // the plugin
+//
+// Pure: the caller passes `now` and copies of its caches. Node granularity: a job counts
+// gpus_per_node on each of its nodes, a pod its GPU request on the node it is bound to.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/base/clock.h"
+#include "src/inventory/managed_node.h"
+#include "src/quota/quota.h"
+#include "src/slurm/types.h"
+
+namespace skb::config {
+struct Config;
+}
+
+namespace skb::quota {
+
+// One job or pod with what bridgectl shows about it.
+struct ObservedWork {
+  Work work;
+  bool running = false;         // holds GPUs now; else pending demand
+  std::string where;            // its nodes ("node1,node2"); "" while pending
+  std::string account;          // Slurm account, or the pod's namespace
+  std::string preemptible_why;  // the fact that decided work.preemptible
+};
+
+struct Observation {
+  std::vector<ObservedWork> work;   // jobs (by id), then pods (by namespace/name)
+  Classification classification;   // of the running work only
+  std::map<std::string, int> pending_gpus;  // tenant ("" for none) -> GPUs asked by pending work
+  Clock::TimePoint at{};
+};
+
+// Builds the work lists and classifies the running work. A job counts when it holds its
+// nodes (running, suspended, completing: ownership::HoldsNode) with GPUs, or is pending
+// (not held) with GPUs (one node's worth: a pending job's node count is not known here); its
+// preemptibility is the lending policy's (ownership::PolicyFor). A pod counts when it asks
+// for GPUs, is not the bridge's reservation, and is bound to a managed node (`managed_nodes`:
+// Kubernetes names) or pending unbound; it is preemptible below lending.protected_class.
+Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
+                    const std::vector<inventory::GpuPod>& pods,
+                    const std::set<std::string, std::less<>>& managed_nodes,
+                    Clock::TimePoint now);
+
+// One line of `bridgectl get quotas`.
+struct TenantRow {
+  std::string name;  // "" for work of no tenant (listed only when there is some)
+  int guaranteed = 0;
+  std::optional<int> limit;
+  int in_use_slurm = 0;
+  int in_use_kubernetes = 0;
+  int borrowed = 0;
+  int pending = 0;
+  int reclaiming = 0;  // borrowed GPUs being taken back for it (no reclaim acts yet: 0)
+};
+std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o);
+
+// Why `w` is guaranteed or borrowed (running work), or what it would be (pending work), in
+// the words bridgectl describe tenant prints.
+std::string WhyStanding(const QuotaConfig& config, const Observation& o, const ObservedWork& w);
+
+// A job at submit time.
+struct SubmitFacts {
+  std::string account;  // "" when sbatch named none (the user's default decides later)
+  int gpus = 0;         // GPUs it asks for in all
+  bool preemptible = true;
+  std::string preemptible_why;
+};
+
+struct SubmitAdvice {
+  bool refuse = false;
+  Rule rule = Rule::kNoQuotas;
+  std::string message;  // for Slurm's user-message channel; "" = nothing to say
+};
+
+// What the researcher is told: within the tenant's guarantee, or borrowed (and so
+// preemptible); refused when it cannot be preempted and would run beyond the floor
+// (Rule::kNotPreemptibleBeyondFloor). Judged against the tenant's usage now.
+SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
+                          const SubmitFacts& job);
+
+}  // namespace skb::quota
