@@ -41,22 +41,20 @@ std::string QuotasTable(const v1::ListQuotasResponse& resp, bool wide) {
   if (!resp.enabled()) {
     return "quotas are off: the daemon's config lists no quotas.tenants\n";
   }
-  std::vector<std::vector<std::string>> rows = {{"TENANT", "GUARANTEED", "LIMIT",
-                                                 "IN-USE(SLURM/K8S)", "BORROWED", "PENDING",
-                                                 "RECLAIMING"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"TENANT", "GUARANTEED", "LIMIT", "IN-USE(SLURM/K8S)", "BORROWED", "PENDING", "RECLAIMING"}};
   if (wide) {
     for (const char* h : {"ACCOUNTS", "NAMESPACES", "WEIGHT"}) rows[0].push_back(h);
   }
   for (const auto& t : resp.tenants()) {
-    std::vector<std::string> row = {
-        Name(t),
-        StrCat(t.guaranteed()),
-        Limit(t),
-        StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " (", t.in_use_slurm(), "/",
-               t.in_use_kubernetes(), ")"),
-        StrCat(t.borrowed()),
-        StrCat(t.pending()),
-        StrCat(t.reclaiming())};
+    std::vector<std::string> row = {Name(t),
+                                    StrCat(t.guaranteed()),
+                                    Limit(t),
+                                    StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " (",
+                                           t.in_use_slurm(), "/", t.in_use_kubernetes(), ")"),
+                                    StrCat(t.borrowed()),
+                                    StrCat(t.pending()),
+                                    StrCat(t.reclaiming())};
     if (wide) {
       row.push_back(JoinOrDash(t.slurm_accounts()));
       row.push_back(JoinOrDash(t.kubernetes_namespaces()));
@@ -90,9 +88,9 @@ std::string TenantText(const v1::DescribeTenantResponse& resp) {
   line("Namespaces:", JoinOrDash(t.kubernetes_namespaces()));
   line("Guaranteed:", StrCat(t.guaranteed(), " GPUs"));
   line("Limit:", t.limit() < 0 ? "none" : StrCat(t.limit(), " GPUs"));
-  line("In use:", StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " GPUs (Slurm ",
-                         t.in_use_slurm(), ", Kubernetes ", t.in_use_kubernetes(), "), ",
-                         t.borrowed(), " borrowed"));
+  line("In use:",
+       StrCat(t.in_use_slurm() + t.in_use_kubernetes(), " GPUs (Slurm ", t.in_use_slurm(),
+              ", Kubernetes ", t.in_use_kubernetes(), "), ", t.borrowed(), " borrowed"));
   line("Pending:", StrCat(t.pending(), " GPUs"));
   line("Reclaiming:", StrCat(t.reclaiming(), " GPUs"));
   if (resp.work_size() == 0) {
@@ -109,8 +107,8 @@ std::string TenantText(const v1::DescribeTenantResponse& resp) {
   out += Table(rows);
   out += "Why:\n";
   for (const auto& w : resp.work()) {
-    StrAppend(&out, "  ", w.id(), ": ", w.why(), "; ", w.preemptible() ? "preemptible: " : "not preemptible: ",
-              w.preemptible_why(), "\n");
+    StrAppend(&out, "  ", w.id(), ": ", w.why(), "; ",
+              w.preemptible() ? "preemptible: " : "not preemptible: ", w.preemptible_why(), "\n");
   }
   if (resp.omitted() > 0) StrAppend(&out, "(", resp.omitted(), " more not listed)\n");
   return out;

@@ -84,9 +84,9 @@ void QuotaLedger::RecomputeLocked() {
   for (const auto& [key, p] : pods_) pods.push_back(p);
   current_ = std::make_shared<const quota::Observation>(
       quota::Observe(cfg_, jobs_, pods, managed_, clock_->Now()));
-  last_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::steady_clock::now() - start)
-                 .count();
+  last_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   ++computations_;
 }
 

@@ -57,7 +57,7 @@ class QuotaLedger {
   const config::Config& cfg_;
   const Clock* const clock_;
   mutable Mutex mu_;
-  std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);  // the ones that can count
+  std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);               // the ones that can count
   std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
   std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
   std::shared_ptr<const quota::Observation> current_ GUARDED_BY(mu_);

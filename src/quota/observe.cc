@@ -31,8 +31,7 @@ std::string Gpus(int64_t n) { return StrCat(n, n == 1 ? " GPU" : " GPUs"); }
 
 Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
                     const std::vector<inventory::GpuPod>& pods,
-                    const std::set<std::string, std::less<>>& managed_nodes,
-                    Clock::TimePoint now) {
+                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now) {
   Observation o;
   o.at = now;
   const QuotaConfig& q = cfg.quotas;
@@ -57,8 +56,9 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     work.gpus = static_cast<int>(std::min<int64_t>(gpus, 1'000'000));
     work.priority = j.priority;
     work.preemptible = policy.preemptible;
-    work.started_at = holds ? j.start_time : 0;
-    work.work_lost_s = holds && j.start_time > 0 ? std::max<int64_t>(0, now_unix - j.start_time) : 0;
+    work.started_at = holds ? j.start_time : j.submit_time;  // pending: since submit
+    work.work_lost_s =
+        holds && j.start_time > 0 ? std::max<int64_t>(0, now_unix - j.start_time) : 0;
     if (holds) {
       running.push_back(work);
     } else {
@@ -156,7 +156,8 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
     if (RanksBefore(other.work, w.work)) before += other.work.gpus;
   }
   auto st = o.classification.standing.find(w.work.id);
-  const bool guaranteed = st != o.classification.standing.end() && st->second == Standing::kGuaranteed;
+  const bool guaranteed =
+      st != o.classification.standing.end() && st->second == Standing::kGuaranteed;
   const std::string rank = StrCat(Gpus(before), " of tenant ", t->name,
                                   "'s work rank before it (not preemptible first, then higher "
                                   "priority, then longest running)");

@@ -37,8 +37,8 @@ struct ObservedWork {
 };
 
 struct Observation {
-  std::vector<ObservedWork> work;   // jobs (by id), then pods (by namespace/name)
-  Classification classification;   // of the running work only
+  std::vector<ObservedWork> work;           // jobs (by id), then pods (by namespace/name)
+  Classification classification;            // of the running work only
   std::map<std::string, int> pending_gpus;  // tenant ("" for none) -> GPUs asked by pending work
   Clock::TimePoint at{};
 };
@@ -51,8 +51,7 @@ struct Observation {
 // Kubernetes names) or pending unbound; it is preemptible below lending.protected_class.
 Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
                     const std::vector<inventory::GpuPod>& pods,
-                    const std::set<std::string, std::less<>>& managed_nodes,
-                    Clock::TimePoint now);
+                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now);
 
 // One line of `bridgectl get quotas`.
 struct TenantRow {

@@ -131,14 +131,13 @@ TEST(Observe, WorkOfNoTenantBorrowsAndGetsARowOfItsOwn) {
   EXPECT_EQ(rows[2].in_use_slurm, 2);
   EXPECT_EQ(rows[2].in_use_kubernetes, 1);
   EXPECT_EQ(rows[2].borrowed, 3);
-  EXPECT_THAT(WhyStanding(cfg.quotas, o, o.work[0]),
-              HasSubstr("account physics is in no tenant"));
+  EXPECT_THAT(WhyStanding(cfg.quotas, o, o.work[0]), HasSubstr("account physics is in no tenant"));
 }
 
 TEST(Observe, APodAtTheProtectedClassCannotBePreempted) {
   config::Config cfg = TwoTenants();
-  Observation o = Observe(cfg, {}, {Pod("a-inf", "critical", "n1", 1, 2'000'000'000)}, {"n1"},
-                          kNow);
+  Observation o =
+      Observe(cfg, {}, {Pod("a-inf", "critical", "n1", 1, 2'000'000'000)}, {"n1"}, kNow);
   ASSERT_EQ(o.work.size(), 1u);
   EXPECT_FALSE(o.work[0].work.preemptible);
   EXPECT_THAT(o.work[0].preemptible_why, HasSubstr("at or above the protected class"));
@@ -146,8 +145,7 @@ TEST(Observe, APodAtTheProtectedClassCannotBePreempted) {
 
 TEST(AdviseSubmit, SaysWithinOrBorrowedAndRefusesWhatCannotBePreemptedBeyondTheFloor) {
   config::Config cfg = TwoTenants();
-  Observation o =
-      Observe(cfg, {RunningJob(1, "team-a", {"n1"}, 6, 1000)}, {}, {"n1"}, kNow);
+  Observation o = Observe(cfg, {RunningJob(1, "team-a", {"n1"}, 6, 1000)}, {}, {"n1"}, kNow);
   const Classification& c = o.classification;
 
   SubmitAdvice within = AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 2});
@@ -171,15 +169,16 @@ TEST(AdviseSubmit, SaysWithinOrBorrowedAndRefusesWhatCannotBePreemptedBeyondTheF
   EXPECT_THAT(refused.message, HasSubstr("(--no-requeue)"));
 
   // Within the floor, work that cannot be preempted is fine.
-  EXPECT_FALSE(AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 2, .preemptible = false})
-                   .refuse);
+  EXPECT_FALSE(
+      AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 2, .preemptible = false}).refuse);
   // Not a tenant's: it can only borrow, so a job that cannot be preempted is refused.
   SubmitAdvice stranger =
       AdviseSubmit(cfg.quotas, c, {.account = "physics", .gpus = 1, .preemptible = false});
   EXPECT_TRUE(stranger.refuse);
   EXPECT_THAT(stranger.message, HasSubstr("account physics (in no tenant)"));
   // No account named, no GPUs, quotas off: nothing refused.
-  EXPECT_FALSE(AdviseSubmit(cfg.quotas, c, {.account = "", .gpus = 8, .preemptible = false}).refuse);
+  EXPECT_FALSE(
+      AdviseSubmit(cfg.quotas, c, {.account = "", .gpus = 8, .preemptible = false}).refuse);
   EXPECT_THAT(AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 0}).message, IsEmpty());
   EXPECT_THAT(AdviseSubmit(QuotaConfig{}, c, {.account = "team-a", .gpus = 9}).message, IsEmpty());
 }
