@@ -67,11 +67,10 @@ class SlurmPlaceholderTest : public ::testing::Test {
   // A regular job of `gpus` GPUs on kNode, sleeping until cancelled.
   uint32_t Job(const std::string& partition, int gpus, bool requeue = true) {
     std::string err;
-    std::string id =
-        Sbatch({"--partition=" + partition, StrCat("--nodelist=", kNode), StrCat("--gres=gpu:", gpus),
-                requeue ? "--requeue" : "--no-requeue", "--job-name=skb-test", "--wrap",
-                "sleep 3600"},
-               &janitor_, &err);
+    std::string id = Sbatch(
+        {"--partition=" + partition, StrCat("--nodelist=", kNode), StrCat("--gres=gpu:", gpus),
+         requeue ? "--requeue" : "--no-requeue", "--job-name=skb-test", "--wrap", "sleep 3600"},
+        &janitor_, &err);
     EXPECT_FALSE(id.empty()) << err;
     return id.empty() ? 0 : static_cast<uint32_t>(std::stoul(id));
   }
@@ -307,11 +306,37 @@ TEST_F(SlurmPlaceholderTest, ThePartitionIsHiddenFromUsersAndClosedToThem) {
   };
   auto allowed = submit("gpu");
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
-  janitor_.Add(std::string(StripWhitespace(allowed.out)));
+  const std::string allowed_id(StripWhitespace(allowed.out));
+  janitor_.Add(allowed_id);
+  // Refused at submission (22.05; any release with EnforcePartLimits=ALL), or (24.11's
+  // default EnforcePartLimits=NO) accepted but never started although the node is idle.
   auto refused = submit(Partition());
-  EXPECT_NE(refused.exit_code, 0) << refused.out;
-  EXPECT_NE(refused.err.find("group not permitted to use this partition"), std::string::npos)
-      << refused.err;
+  if (refused.exit_code != 0) {
+    EXPECT_NE(refused.err.find("group not permitted to use this partition"), std::string::npos)
+        << refused.err;
+    return;
+  }
+  const std::string id(StripWhitespace(refused.out));
+  janitor_.Add(id);
+  ASSERT_TRUE(RunCommand({"scontrol", "release", id}, seconds(30)).exit_code == 0);
+  const uint32_t job = static_cast<uint32_t>(std::stoul(id));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto j = Load(job);
+        return j && j->state == JobState::kPending && !j->Held() && j->state_reason != "None";
+      },
+      seconds(60)));
+  // The control: the same user's job in the gpu partition starts.
+  ASSERT_TRUE(RunCommand({"scontrol", "release", allowed_id}, seconds(30)).exit_code == 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto a = Load(static_cast<uint32_t>(std::stoul(allowed_id)));
+        return a && a->state != JobState::kPending;
+      },
+      seconds(60)));
+  auto j = Load(job);
+  EXPECT_EQ(j->state, JobState::kPending);
+  EXPECT_EQ(j->state_reason, "AccountNotAllowed") << "a user's job in the placeholder partition";
 }
 
 }  // namespace
