@@ -82,8 +82,8 @@ BENCHMARK(BM_Observe)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillise
 
 void BM_AdviseSubmit(benchmark::State& state) {
   Cluster c = Make(static_cast<int>(state.range(0)));
-  quota::Observation o = quota::Observe(c.cfg, c.jobs, c.pods, c.managed,
-                                        ownership::FromUnix(1'700'000'000));
+  quota::Observation o =
+      quota::Observe(c.cfg, c.jobs, c.pods, c.managed, ownership::FromUnix(1'700'000'000));
   for (auto _ : state) {
     quota::SubmitAdvice a = quota::AdviseSubmit(
         c.cfg.quotas, o.classification, {.account = "acct3", .gpus = 8, .preemptible = false});

@@ -97,7 +97,7 @@ class LendingE2E : public ::testing::Test {
                           seconds(60)))
           << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
     }
-    sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get());
+    sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get(), sampler_options_);
   }
 
   void TearDown() override {
@@ -255,6 +255,7 @@ class LendingE2E : public ::testing::Test {
   std::unique_ptr<BridgeDaemon> daemon_;
   std::unique_ptr<BridgeDaemon> standby_;  // the second replica (failover tests)
   std::unique_ptr<InvariantSampler> sampler_;
+  InvariantSampler::Options sampler_options_;  // per_device for GPU-granular tests
 };
 
 class FailoverE2E : public LendingE2E {

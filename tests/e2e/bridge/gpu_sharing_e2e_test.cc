@@ -1,0 +1,143 @@
+// GPU-granular sharing end to end, on the testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra:
+// every node publishes 8 devices of driver gpu.nvidia.com, nvidia.com/gpu is served through
+// DRA): the real daemon with gpu_sharing on, real kube-scheduler placing the pods, real
+// slurmctld running the jobs and the placeholders, the invariant sampled per device (a
+// Slurm job's GRES index vs an allocated claim on that device) for the whole test.
+#include "tests/e2e/bridge/lending_fixture.h"
+
+namespace skb::lending_e2e {
+namespace {
+
+class GpuSharingE2E : public LendingE2E {
+ protected:
+  GpuSharingE2E() {
+    wait_for_reservations_ = false;
+    extra_overlay_ = {{"gpu_sharing", {{"enabled", true}, {"give_timeout", "2m"}}}};
+    sampler_options_.per_device = true;
+  }
+
+  void SetUp() override {
+    const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
+    if (mode == nullptr || std::string(mode) != "dra") {
+      GTEST_SKIP() << "needs the testbed in dra mode: SKB_TESTBED_GPU_ALLOCATION=dra "
+                      "scripts/testbed up (scripts/test runs it in its dra lane)";
+    }
+    LendingE2E::SetUp();
+    if (HasFatalFailure()) return;
+    // Every node enters GPU granularity: its 8 devices held for Slurm.
+    ASSERT_TRUE(WaitFor([&] { return Holds() == 8 * testbed::TestbedNodeCount(); }, seconds(60)))
+        << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  }
+
+  int Holds() {
+    auto r = Shell(
+        "kubectl get devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge "
+        "--no-headers 2>/dev/null | wc -l");
+    return std::atoi(Trim(r.out).c_str());
+  }
+  int HoldsOn(const std::string& node) {
+    auto r = Shell(StrCat("kubectl get devicetaintrules -l slurm-k8s-bridge.io/node=", node,
+                          " --no-headers 2>/dev/null | wc -l"));
+    return std::atoi(Trim(r.out).c_str());
+  }
+
+  // A job of `gpus` GPUs on `node`; `preemptible` false: --no-requeue, so the bridge may
+  // never take it.
+  std::string SubmitOn(const std::string& node, int gpus, bool preemptible) {
+    std::string script = StrCat("trap 'echo USR1 $(date +%s.%N) >> ", dir_,
+                                "/signal-$SLURM_JOB_ID' USR1; for i in $(seq 3000); do sleep "
+                                "0.2; done");
+    auto r = RunCommand(
+        {"sbatch", "--parsable", preemptible ? "--requeue" : "--no-requeue",
+         StrCat("--gres=gpu:", gpus), "-w", node, "-p", "gpu", "-o", "/dev/null", "--wrap", script},
+        seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = Trim(r.out);
+    jobs_.push_back(id);
+    return id;
+  }
+
+  // Every node but node1 full of non-preemptible work: node1 is the only place to free GPUs.
+  void FillOtherNodes() {
+    for (int i = 2; i <= testbed::TestbedNodeCount(); ++i) SubmitOn(StrCat("node", i), 8, false);
+  }
+
+  std::string Placeholders() {
+    return Trim(Shell("squeue -h -n skb-gpu-hold -o '%i %T %N %b'").out);
+  }
+
+  void CreatePod(const std::string& name, int gpus) {
+    auto r = kube_->Create(k8s::Resource::Pods(), "default",
+                           testbed::InferencePod(name, "lending", gpus));
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+
+  // Seconds from now until the pod runs (or -1 after `limit`).
+  double SecondsUntilRunning(const std::string& name, seconds limit) {
+    const auto t0 = Steady::now();
+    if (!WaitFor([&] { return PodField(name, ".status.phase") == "Running"; }, limit,
+                 milliseconds(100))) {
+      return -1;
+    }
+    return std::chrono::duration<double>(Steady::now() - t0).count();
+  }
+};
+
+TEST_F(GpuSharingE2E, APodTakesTwoGpusOfThePreemptibleJobNextToANonPreemptibleOne) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
+  const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  CreatePod("share-2", 2);
+  const double took = SecondsUntilRunning("share-2", seconds(90));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod share-2").out << Placeholders() << "\n"
+                     << Shell("squeue").out << daemon_->LogTail();
+  std::printf("2-GPU pod created -> Running with a preemption: %.2f s (grace %d s)\n", took,
+              kGraceSeconds);
+  EXPECT_EQ(PodField("share-2", ".spec.nodeName"), "node1");
+  // The preemptible job was signalled, then requeued; the other one never stopped.
+  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
+  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  EXPECT_EQ(Signals(keep), "");
+  // Slurm shows what Kubernetes holds: a placeholder of 2 GPUs on node1; Kubernetes shows
+  // what Slurm holds: 6 of node1's devices under the bridge's holds.
+  EXPECT_THAT(Placeholders(), HasSubstr("RUNNING node1"));
+  EXPECT_EQ(HoldsOn("node1"), 6);
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("GpusLent"));
+}
+
+TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfterTheCooldown) {
+  FillOtherNodes();
+  const std::string job = SubmitOn("node1", 5, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+
+  CreatePod("share-1", 1);
+  const double took = SecondsUntilRunning("share-1", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod share-1").out << Placeholders() << "\n"
+                     << daemon_->LogTail();
+  std::printf("1-GPU pod created -> Running on an idle GPU: %.2f s\n", took);
+  EXPECT_EQ(PodField("share-1", ".spec.nodeName"), "node1");
+  EXPECT_EQ(Signals(job), "");
+  EXPECT_EQ(Restarts(job), 0);
+  EXPECT_EQ(JobField(job, "JobState"), "RUNNING");
+  EXPECT_EQ(HoldsOn("node1"), 7);
+
+  // The pod leaves: after the cool-down the device is held for Slurm again and the
+  // placeholder ends.
+  ASSERT_TRUE(kube_
+                  ->Delete(k8s::Resource::Pods(), "default", "share-1",
+                           k8s::DeleteOptions{.grace_period_seconds = 0})
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return Placeholders().empty() && HoldsOn("node1") == 8; }, seconds(90)))
+      << Placeholders() << "\n"
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("GpusReturned"));
+  EXPECT_EQ(JobField(job, "JobState"), "RUNNING");
+}
+
+}  // namespace
+}  // namespace skb::lending_e2e
