@@ -5,6 +5,7 @@
 #include "bridge/logging.h"
 #include "k8s/api_error.h"
 #include "k8s/resource.h"
+#include "k8s/time_format.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
@@ -15,6 +16,11 @@ namespace skb::bridge {
 namespace {
 
 using devices::DeviceAction;
+
+// How long a hold exists before a return trusts that kube-scheduler allocates nothing new
+// on its device (its informer has seen the rule; an allocation decided earlier has been
+// written by then).
+constexpr Clock::Duration kHoldSettle = std::chrono::seconds(5);
 using devices::DeviceActionKind;
 
 const devices::Device* FindDevice(const devices::NodeDevices& node, const std::string& name) {
@@ -156,11 +162,10 @@ Status DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a, const devices::
     return job.status().code() == StatusCode::kNotFound ? OkStatus() : job.status();
   }
   if (job->state == skb::slurm::JobState::kRunning) {
-    // A return: no claim may still be allocated on its devices. The cache the pass used can
-    // lag an allocation made just before the holds went back: ask the apiserver.
-    auto list = kube_->List(k8s::Resource::ResourceClaims(), "", k8s::ListOptions{});
-    if (!list.ok()) return list.status();
-    const auto by_node = devices::ClaimsByNode(list->items, cfg_.gpu_sharing.driver);
+    // A return: every device held again for long enough that kube-scheduler has seen the
+    // holds (an allocation it decided before a hold appeared may still be written after
+    // it: wait out kHoldSettle from the hold's creation), and then no claim allocated on
+    // any of them. The cache the pass used can lag: ask the apiserver.
     std::set<std::string> mine;
     if (auto idx = job->gpu_indices.find(a.node); idx != job->gpu_indices.end()) {
       for (const devices::Device& d : node.devices) {
@@ -169,6 +174,26 @@ Status DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a, const devices::
         }
       }
     }
+    for (const std::string& d : mine) {
+      auto rule =
+          kube_->Get(k8s::Resource::DeviceTaintRules(), "", devices::HoldRuleName(k8s_node, d));
+      if (!rule.ok()) {
+        return rule.status().code() == StatusCode::kNotFound
+                   ? AbortedError(StrCat(d, " is not held again yet: placeholder ",
+                                         a.placeholder_job, " stays"))
+                   : rule.status();
+      }
+      auto created = k8s::ParseTime((*rule)["metadata"].value("creationTimestamp", ""));
+      if (!created.ok() || clock_->Now() < *created + kHoldSettle) {
+        return AbortedError(
+            StrCat("the hold on ", d, " is younger than ",
+                   std::chrono::duration_cast<std::chrono::seconds>(kHoldSettle).count(),
+                   " s: placeholder ", a.placeholder_job, " stays"));
+      }
+    }
+    auto list = kube_->List(k8s::Resource::ResourceClaims(), "", k8s::ListOptions{});
+    if (!list.ok()) return list.status();
+    const auto by_node = devices::ClaimsByNode(list->items, cfg_.gpu_sharing.driver);
     if (auto c = by_node.find(k8s_node); c != by_node.end()) {
       for (const devices::Claim& claim : c->second) {
         for (const std::string& d : claim.devices) {

@@ -137,7 +137,8 @@ class DeviceLaneTest : public ::testing::Test {
   }
 
   config::Config cfg_;
-  SimulatedClock clock_{ownership::FromUnix(1'700'000'000)};
+  // After the fake apiserver's creationTimestamp (2026-01-01) of every object.
+  SimulatedClock clock_{ownership::FromUnix(1'800'000'000)};
   slurm::FakeSlurmClient slurm_;
   k8s::FakeKubeClient kube_;
   RecordingEvents events_;
@@ -240,6 +241,26 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDev
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("gpu-2"));
   EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);
+}
+
+TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
+  Pass();
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  devices::DeviceAction end;
+  end.kind = devices::DeviceActionKind::kEndPlaceholder;
+  end.node = "node1";
+  end.placeholder_job = ph;
+  // The holds were created at 2026-01-01T00:00:00Z (the fake's creationTimestamp): two
+  // seconds later kube-scheduler may still write an allocation it decided before them.
+  clock_.Set(ownership::FromUnix(1'767'225'602));
+  Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1");
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("younger than 5 s"));
+  clock_.Set(ownership::FromUnix(1'767'225'606));
+  EXPECT_TRUE(exec_.Execute(end, lane_.Nodes().at(0), "node1").ok());
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
 }
 
 TEST_F(DeviceLaneTest, ANodeSequenceStopsAtItsFirstFailureAndResumesNextPass) {
