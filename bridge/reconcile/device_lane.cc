@@ -256,7 +256,9 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
   r.observation = devices::Observe(world, cfg_, now);
   r.plan = devices::PlanPass(r.observation.nodes, world.pending, cfg_, now);
   if (acting) {
-    for (const auto& [node, actions] : r.plan.actions) {
+    for (const auto& entry : r.plan.actions) {
+      const std::string& node = entry.first;  // (clang: a lambda may not capture a binding)
+      const std::vector<DeviceAction>& actions = entry.second;
       auto n = std::find_if(r.observation.nodes.begin(), r.observation.nodes.end(),
                             [&](const devices::NodeDevices& x) { return x.node == node; });
       if (n == r.observation.nodes.end()) continue;
