@@ -70,6 +70,15 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     placeholders[r.node].push_back(std::move(p));
   }
 
+  // Ordinary jobs holding GPUs, by node: indexed once, not scanned again for every node.
+  std::map<std::string, std::vector<const slurm::JobView*>> jobs_on;
+  for (const slurm::JobView& j : w.jobs) {
+    if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;
+    for (const auto& [node, idx] : j.gpu_indices) {
+      if (!idx.empty()) jobs_on[node].push_back(&j);
+    }
+  }
+
   for (const slurm::NodeView& sn : w.slurm_nodes) {
     const auto k8s_it = w.k8s_name.find(sn.name);
     if (k8s_it == w.k8s_name.end()) continue;  // not a managed node
@@ -97,13 +106,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
            .name = m.device_by_idx[i],
            .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i])});
     }
-    for (const slurm::JobView& j : w.jobs) {
-      if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;
-      const auto idx = j.gpu_indices.find(sn.name);
-      if (idx == j.gpu_indices.end() || idx->second.empty()) continue;
-      NodeJob nj{.view = j, .indices = idx->second};
-      if (auto s = signalled.find(j.job_id); s != signalled.end()) nj.signalled_at = s->second;
-      n.jobs.push_back(std::move(nj));
+    if (auto on = jobs_on.find(sn.name); on != jobs_on.end()) {
+      for (const slurm::JobView* j : on->second) {
+        NodeJob nj{.view = *j, .indices = j->gpu_indices.at(sn.name)};
+        if (auto s = signalled.find(j->job_id); s != signalled.end()) nj.signalled_at = s->second;
+        n.jobs.push_back(std::move(nj));
+      }
     }
     if (auto p = placeholders.find(sn.name); p != placeholders.end()) n.placeholders = p->second;
     if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
