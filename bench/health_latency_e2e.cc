@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines show up as they happen
   int flips = 100;
   std::string out_dir = "bench/results";
-  std::string daemon = SKB_DAEMON_BINARY;
+  std::string daemon = skb::testbed::DaemonBinary();
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--flips") flips = std::atoi(argv[i + 1]);

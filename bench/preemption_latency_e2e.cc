@@ -63,10 +63,10 @@ int main(int argc, char** argv) {
   }
   auto kube = skb::testbed::AdminKubeClient();
   if (!kube.ok()) return 2;
-  const std::string reset = StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh");
+  const std::string reset = StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh");
   Shell(reset, seconds(120));
   skb::testbed::BridgeDaemon bridge(
-      SKB_DAEMON_BINARY,
+      skb::testbed::DaemonBinary(),
       StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]}, "features": {"labels": []},
                  "lending": {"enabled": true, "default_grace": ")",
              kGrace, R"(s",

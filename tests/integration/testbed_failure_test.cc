@@ -23,7 +23,7 @@ TEST(TestbedFailure, PortInUseNamesTheStepAndDownCleansUp) {
   std::string dir =
       StrCat(std::filesystem::temp_directory_path().string(), "/skb-second-", std::rand() % 100000);
   std::string env = StrCat("SKB_TESTBED_DIR=", dir, " ");
-  std::string testbed = StrCat(SKB_SOURCE_DIR, "/scripts/testbed");
+  std::string testbed = StrCat(skb::testbed::SourceDir(), "/scripts/testbed");
 
   CommandResult up = Shell(StrCat(env, testbed, " up --no-bridge"), seconds(120));
   EXPECT_NE(up.exit_code, 0);
@@ -51,7 +51,7 @@ TEST(TestbedFailure, PortInUseNamesTheStepAndDownCleansUp) {
 }
 
 TEST(TestbedFailure, UnknownComponentAndCommandAreClearErrors) {
-  std::string testbed = StrCat(SKB_SOURCE_DIR, "/scripts/testbed");
+  std::string testbed = StrCat(skb::testbed::SourceDir(), "/scripts/testbed");
   CommandResult r = RunCommand({testbed, "restart", "kube-nothing"}, seconds(30));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("unknown component 'kube-nothing'"));

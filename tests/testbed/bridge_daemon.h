@@ -2,7 +2,7 @@
 // config (JSON, merged over what the testbed needs: kubeconfig, slurm.conf, a private
 // socket), its own log file, stopped with SIGTERM or killed with SIGKILL.
 //
-//   BridgeDaemon d(SKB_DAEMON_BINARY, R"({"slurm": {"poll_interval": "100ms"}})");
+//   BridgeDaemon d(skb::testbed::DaemonBinary(), R"({"slurm": {"poll_interval": "100ms"}})");
 //   ASSERT_TRUE(d.Start().ok());
 //   ... d.socket() for bridgectl, d.Log() on failure ...
 //   d.Kill();   // or d.Stop()

@@ -211,7 +211,7 @@ Status WaitForDefaultServiceAccount(const std::string& ns, std::chrono::millisec
 
 CommandResult TestbedCommand(const std::vector<std::string>& args,
                              std::chrono::milliseconds timeout) {
-  std::vector<std::string> argv = {StrCat(SKB_SOURCE_DIR, "/scripts/testbed")};
+  std::vector<std::string> argv = {StrCat(skb::testbed::SourceDir(), "/scripts/testbed")};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, timeout);
 }

@@ -38,6 +38,14 @@ CommandResult Shell(const std::string& script,
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds interval = std::chrono::milliseconds(200));
 
+// Paths of this build, compiled into one generated file (testbed_paths.cc) so that no other
+// object's compile line names the checkout or the build tree: ccache then serves every other
+// test object to any clone of the sources, wherever it is.
+const std::string& SourceDir();        // the checkout (scripts/testbed, the chart, ...)
+const std::string& DaemonBinary();     // slurm-k8s-bridge
+const std::string& BridgectlBinary();  // bridgectl
+const std::string& PluginFile();       // job_submit_k8s_bridge.so ("" when not built)
+
 // The testbed's state directory (SKB_TESTBED_DIR) or an error explaining how to get one.
 skb::StatusOr<std::string> TestbedDir();
 

@@ -67,7 +67,7 @@ class BridgectlE2E : public ::testing::Test {
     ASSERT_TRUE(testbed::TestbedDir().ok()) << testbed::TestbedDir().status().message();
     ASSERT_NE(std::getenv("KUBECONFIG"), nullptr) << "eval \"$(scripts/testbed env)\" first";
     Cleanup();
-    daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY,
+    daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(),
                                              R"({"features": {"labels": []},
             "leader_election": {"lease_name": "skb-e2e-bridgectl"}})");
     Status s = daemon_->Start();
@@ -103,7 +103,7 @@ class BridgectlE2E : public ::testing::Test {
     }
   }
   CommandResult Bridgectl(const std::vector<std::string>& args, bool with_socket = true) {
-    std::vector<std::string> argv = {SKB_BRIDGECTL_BINARY};
+    std::vector<std::string> argv = {skb::testbed::BridgectlBinary()};
     if (with_socket) {
       argv.push_back("--socket");
       argv.push_back(daemon_->socket());
@@ -273,7 +273,8 @@ TEST_F(BridgectlE2E, GetPreemptionsReadsTheBridgesEventsFromTheApiserver) {
 
 TEST_F(BridgectlE2E, ErrorsSayWhatToCheck) {
   auto gone = RunCommand(
-      {SKB_BRIDGECTL_BINARY, "--socket", "/nonexistent/bridge.sock", "get", "jobs"}, seconds(30));
+      {skb::testbed::BridgectlBinary(), "--socket", "/nonexistent/bridge.sock", "get", "jobs"},
+      seconds(30));
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_THAT(gone.err, HasSubstr("/nonexistent/bridge.sock"));
   auto unknown = Bridgectl({"drain", "no-such-node", "--reason", "x"}, false);
@@ -284,9 +285,9 @@ TEST_F(BridgectlE2E, ErrorsSayWhatToCheck) {
   EXPECT_EQ(Bridgectl({"drain", kNode}, false).exit_code, 2) << "no --reason";
   EXPECT_EQ(Bridgectl({"get", "jobs", "--bogus"}).exit_code, 2);
   EXPECT_EQ(Bridgectl({"get", "nodes", "--all"}).exit_code, 2);
-  auto nokube = RunCommand(
-      {SKB_BRIDGECTL_BINARY, "--kubeconfig", "/nonexistent/kubeconfig", "get", "preemptions"},
-      seconds(30));
+  auto nokube = RunCommand({skb::testbed::BridgectlBinary(), "--kubeconfig",
+                            "/nonexistent/kubeconfig", "get", "preemptions"},
+                           seconds(30));
   EXPECT_EQ(nokube.exit_code, 1);
   EXPECT_THAT(nokube.err, HasSubstr("--kubeconfig"));
   EXPECT_EQ(K8sCondition(kNode, "DrainRequested"), "") << "errors changed nothing";

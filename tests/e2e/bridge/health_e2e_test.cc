@@ -121,12 +121,14 @@ class HealthE2E : public ::testing::Test {
     // Features are tested on their own; the default health rules, a short maintenance
     // deadline so the flow completes within the test.
     std::string base = R"({"health": {"maintenance": {"deadline": "4s"}}})";
-    daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay.empty() ? base : overlay);
+    daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(),
+                                             overlay.empty() ? base : overlay);
     Status s = daemon_->Start();
     ASSERT_TRUE(s.ok()) << s;
   }
   std::string Bridgectl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {SKB_BRIDGECTL_BINARY, "--socket", daemon_->socket()};
+    std::vector<std::string> argv = {skb::testbed::BridgectlBinary(), "--socket",
+                                     daemon_->socket()};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = RunCommand(argv, seconds(30));
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -343,7 +345,7 @@ TEST_F(HealthE2E, ASlurmdThatStopsShowsAsAConditionOnTheKubernetesNode) {
   ASSERT_TRUE(WaitFor([&] { return K8sCondition(node, "SlurmNodeHealthy").rfind("True/", 0) == 0; },
                       seconds(20)))
       << K8sCondition(node, "SlurmNodeHealthy");
-  const std::string testbed = StrCat(SKB_SOURCE_DIR, "/scripts/testbed");
+  const std::string testbed = StrCat(skb::testbed::SourceDir(), "/scripts/testbed");
   ASSERT_EQ(Shell(StrCat(testbed, " stop slurmd-", node), seconds(60)).exit_code, 0);
   // slurmctld marks it DOWN after SlurmdTimeout (30 s on the testbed).
   bool down =

@@ -93,7 +93,8 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   // bridgectl tells the same story: the lend from the Events, the job's count from its
   // admin comment.
   auto history = RunCommand(
-      {SKB_BRIDGECTL_BINARY, "get", "preemptions", "--node", node, "-o", "json"}, seconds(30));
+      {skb::testbed::BridgectlBinary(), "get", "preemptions", "--node", node, "-o", "json"},
+      seconds(30));
   ASSERT_EQ(history.exit_code, 0) << history.err;
   nlohmann::json lend;
   const nlohmann::json parsed = nlohmann::json::parse(history.out);  // outlives the loop
@@ -104,9 +105,9 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(lend["signalled"].dump(), HasSubstr(StrCat("\"", victim, "\"")));
   EXPECT_THAT(lend["preempted"].dump(), HasSubstr(StrCat("\"", victim, "\""))) << lend.dump();
   EXPECT_EQ(lend["outcome"], "returned to Slurm") << lend.dump();
-  auto jobs =
-      RunCommand({SKB_BRIDGECTL_BINARY, "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
-                 seconds(30));
+  auto jobs = RunCommand(
+      {skb::testbed::BridgectlBinary(), "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
+      seconds(30));
   ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
   bool listed = false;
   const nlohmann::json listed_jobs = nlohmann::json::parse(jobs.out);  // outlives the loop
@@ -355,9 +356,9 @@ TEST_F(FailoverE2E, TheStandbyTakesOverMidLendAndFinishesTheFlow) {
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
   // The follower answers bridgectl from its own caches and names the leader.
-  auto table = RunCommand(
-      {SKB_BRIDGECTL_BINARY, "--socket", standby_->socket(), "get", "nodes", "-o", "json"},
-      seconds(30));
+  auto table = RunCommand({skb::testbed::BridgectlBinary(), "--socket", standby_->socket(), "get",
+                           "nodes", "-o", "json"},
+                          seconds(30));
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_EQ(nlohmann::json::parse(table.out)["leader"], "bridge-a");
 

@@ -75,14 +75,14 @@ class LendingE2E : public ::testing::Test {
     merged.merge_patch(extra_overlay_);
     overlay = merged.dump();
     if (replicas_ == 1) {
-      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay);
+      daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay);
     } else {
       // Two candidates for a Lease of their own (a fresh one: delete what a crashed run
       // may have left). The first leads; the second follows with warm caches.
       Shell(StrCat("kubectl delete lease -n slurm-bridge ", kLease, " --ignore-not-found"));
-      daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+      daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay,
                                                std::vector<std::string>{"--identity", "bridge-a"});
-      standby_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY, overlay,
+      standby_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay,
                                                 std::vector<std::string>{"--identity", "bridge-b"});
     }
     Status s = daemon_->Start();
@@ -132,7 +132,8 @@ class LendingE2E : public ::testing::Test {
   }
 
   static void Reset() {
-    auto r = Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
+    auto r = Shell(StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh"),
+                   seconds(120));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 

@@ -22,7 +22,7 @@ constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 // reservation namespace is the testbed's (the bridge's lending.namespace there), where the
 // chart's reservation Role must then be.
 std::string RenderRbac() {
-  std::string cmd = StrCat("helm template ", kRelease, " ", SKB_SOURCE_DIR,
+  std::string cmd = StrCat("helm template ", kRelease, " ", skb::testbed::SourceDir(),
                            "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0",
                            " --set reservationNamespace.name=slurm-bridge");
   for (const char* t :

@@ -34,6 +34,18 @@ done
 kubectl delete devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge \
   --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
 scancel --name=skb-gpu-hold >/dev/null 2>&1
+# Jobs a crashed test left behind (its TearDown never ran: an ASan abort, a timeout kill)
+# would hold GPUs every later test expects free. Between tests no job should exist at all,
+# so cancel every one and wait until none is left (a COMPLETING job still holds its GPUs).
+left="$(squeue -h -o %i 2>/dev/null | tr '\n' ' ')"
+if [[ -n "${left// /}" ]]; then
+  echo "reset_lending: cancelling jobs left by an earlier test: $left" >&2
+  scancel --quiet $left >/dev/null 2>&1
+  for _ in $(seq 120); do
+    [[ -z "$(squeue -h -o %i 2>/dev/null)" ]] && break
+    sleep 0.5
+  done
+fi
 for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
   kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
     slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \

@@ -59,7 +59,7 @@ int EnvInt(const char* name, int fallback) {
 }
 
 std::string Testbed(const std::string& args) {
-  return StrCat(SKB_SOURCE_DIR, "/scripts/testbed ", args);
+  return StrCat(skb::testbed::SourceDir(), "/scripts/testbed ", args);
 }
 
 class Chaos : public ::testing::Test {
@@ -76,7 +76,7 @@ class Chaos : public ::testing::Test {
     kube_ = std::move(*kube);
     slurm_ =
         std::make_unique<bridge::slurm::LibSlurmClient>(bridge::slurm::LibSlurmClient::Options{});
-    daemon_ = std::make_unique<BridgeDaemon>(SKB_DAEMON_BINARY,
+    daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(),
                                              R"({"admission": {"preemptible_partitions": ["gpu"]},
             "features": {"labels": []},
             "server": {"http_address": "127.0.0.1:0"},
@@ -110,7 +110,7 @@ class Chaos : public ::testing::Test {
   }
 
   static void Reset() {
-    Shell(StrCat(SKB_SOURCE_DIR, "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
+    Shell(StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh"), seconds(120));
     Shell(
         "kubectl delete pods -n default -l skb-e2e=chaos --grace-period=0 --force "
         "--ignore-not-found >/dev/null 2>&1",

@@ -62,7 +62,7 @@ class PluginE2E : public ::testing::Test {
   }
 
   CommandResult Bridgectl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {SKB_BRIDGECTL_BINARY, "--socket", socket_};
+    std::vector<std::string> argv = {skb::testbed::BridgectlBinary(), "--socket", socket_};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, seconds(30));
   }
@@ -71,11 +71,13 @@ class PluginE2E : public ::testing::Test {
 
   void StartDaemon() {
     const std::string log = tmp_ + "/daemon.log";
+    const std::string binary = skb::testbed::DaemonBinary();  // before fork: no allocation after
+    const std::string config = tmp_ + "/config.json";
     daemon_ = fork();
     ASSERT_GE(daemon_, 0);
     if (daemon_ == 0) {
       if (freopen(log.c_str(), "a", stderr) == nullptr) _exit(126);
-      execl(SKB_DAEMON_BINARY, SKB_DAEMON_BINARY, "--config", (tmp_ + "/config.json").c_str(),
+      execl(binary.c_str(), binary.c_str(), "--config", config.c_str(),
             static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -314,7 +314,8 @@ TEST_F(K8sTest, ExpiredResourceVersionIsOutOfRange) {
   // 1.37 the caches of a fresh cluster are filled at its very first revision and a watch
   // from 1 is served. Restarting the apiserver over a compacted etcd expires it for sure.
   auto expire = skb::testbed::RunCommand(
-      {StrCat(SKB_SOURCE_DIR, "/scripts/testbed"), "expire-watches"}, std::chrono::seconds(180));
+      {StrCat(skb::testbed::SourceDir(), "/scripts/testbed"), "expire-watches"},
+      std::chrono::seconds(180));
   ASSERT_EQ(expire.exit_code, 0) << expire.out << expire.err;
   ListOptions old;
   old.resource_version = "1";

@@ -202,7 +202,7 @@ void FollowsChangesAcrossAnApiserverFault(KubeClient* client, const std::string&
   ASSERT_TRUE(inf.WaitForSync(seconds(20)));
   ASSERT_TRUE(WaitFor([&] { return inf.Size() >= 3; }, seconds(10)));
 
-  fault.insert(fault.begin(), StrCat(SKB_SOURCE_DIR, "/scripts/testbed"));
+  fault.insert(fault.begin(), StrCat(skb::testbed::SourceDir(), "/scripts/testbed"));
   auto restart = skb::testbed::RunCommand(fault, seconds(180));
   ASSERT_EQ(restart.exit_code, 0) << restart.out << restart.err;
   // The apiserver is back: change state and check the informer follows.

@@ -55,6 +55,24 @@ class SlurmPlaceholderTest : public ::testing::Test {
                             [&](const PartitionView& p) { return p.name == Partition(); }))
         << "the testbed has no partition " << Partition()
         << " (started before it had one): scripts/testbed down && scripts/testbed up";
+    // A run that crashed (its TearDown never ran) leaves its jobs on kNode; every test here
+    // assumes kNode's GPUs are free.
+    RunCommand({"scancel", "--quiet", StrCat("--nodelist=", kNode), "--name=skb-test"},
+               seconds(30));
+    RunCommand({"scancel", "--quiet", StrCat("--partition=", Partition())}, seconds(30));
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto jobs = client_->LoadJobs(0);
+          return jobs.ok() &&
+                 std::none_of(jobs->items.begin(), jobs->items.end(), [](const JobView& j) {
+                   const bool live = j.completing || j.state == JobState::kPending ||
+                                     j.state == JobState::kRunning ||
+                                     j.state == JobState::kSuspended;
+                   return live && (j.partition == Partition() || j.name == "skb-test");
+                 });
+        },
+        seconds(60)))
+        << "jobs left on " << kNode << " by an earlier run did not go";
   }
 
   void TearDown() override {
@@ -168,7 +186,8 @@ TEST_F(SlurmPlaceholderTest, PlaceholderRunsBesideAJobOnOtherGpusAndIsSubmittedO
   EXPECT_EQ(devices::ParsePlaceholderRecord(p->admin_comment), Record("infer/llama-0", 2));
   EXPECT_TRUE(devices::IsPlaceholder(*p, devices::SharingConfig{}));
   ASSERT_THAT(p->gpu_indices.at(kNode), SizeIs(2));
-  const std::vector<int64_t>& theirs = Load(job)->gpu_indices.at(kNode);
+  const std::vector<int64_t> theirs =
+      Load(job)->gpu_indices.at(kNode);  // a copy: Load returns a temporary
   for (int64_t i : p->gpu_indices.at(kNode)) {
     EXPECT_EQ(std::count(theirs.begin(), theirs.end(), i), 0) << "GPU " << i << " held twice";
   }

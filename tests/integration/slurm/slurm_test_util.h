@@ -59,7 +59,8 @@ inline std::string JobState(const std::string& id) {
 }
 
 inline CommandResult Testbed(const std::string& args) {
-  return Shell(StrCat(SKB_SOURCE_DIR, "/scripts/testbed ", args), std::chrono::seconds(180));
+  return Shell(StrCat(skb::testbed::SourceDir(), "/scripts/testbed ", args),
+               std::chrono::seconds(180));
 }
 
 }  // namespace skb::testbed
