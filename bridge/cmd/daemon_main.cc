@@ -223,9 +223,18 @@ int Run(int argc, char** argv) {
     server_opts.owner_uid = pw->pw_uid;
     server_opts.allowed_uids.insert(pw->pw_uid);
   }
-  skb::bridge::UnixServer server(server_opts, [&](std::string_view frame, uint32_t pid) {
-    return controller.admission().HandleFrame(frame, pid);
-  });
+  // Admissions are answered on the server's poll thread, bridgectl's queries on its worker:
+  // a big `bridgectl get nodes` never holds up a job submission.
+  skb::bridge::UnixServer server(
+      server_opts,
+      [&](std::string_view frame, uint32_t pid) {
+        return controller.admission().HandleFrame(frame, pid);
+      },
+      [](std::string_view frame) {
+        return skb::bridge::AdmissionService::IsQuery(frame)
+                   ? skb::bridge::UnixServer::Lane::kWorker
+                   : skb::bridge::UnixServer::Lane::kInline;
+      });
   if (auto s = server.Start(); !s.ok()) {
     log->error("socket_failed error=\"{}\"", s.ToString());
     return 1;

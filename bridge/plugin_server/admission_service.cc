@@ -91,6 +91,13 @@ AdmissionService::Counters AdmissionService::counters() const {
   return counters_;
 }
 
+bool AdmissionService::IsQuery(std::string_view payload) {
+  v1::Request req;
+  if (!req.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return false;
+  return req.body_case() != v1::Request::kAdmit && req.body_case() != v1::Request::kPing &&
+         req.body_case() != v1::Request::BODY_NOT_SET;
+}
+
 HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t peer_pid) {
   HandleResult out;
   v1::Request req;

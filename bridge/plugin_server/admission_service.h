@@ -68,6 +68,11 @@ class AdmissionService {
   // Error response.
   HandleResult HandleFrame(std::string_view payload, uint32_t peer_pid = 0);
 
+  // True for a frame whose answer may take long (bridgectl's queries, which the socket
+  // server hands to its worker thread); false for admit and ping, which are answered from
+  // the snapshot at once, and for anything undecodable (dropped at once).
+  static bool IsQuery(std::string_view payload);
+
   struct Counters {
     uint64_t requests = 0, accepted = 0, rejected = 0, errors = 0, dropped = 0;
     // The latest counters a plugin reported (fail-open etc. happen inside slurmctld).

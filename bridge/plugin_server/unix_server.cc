@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -20,20 +21,26 @@
 namespace skb::bridge {
 namespace {
 
+using SteadyClock = std::chrono::steady_clock;
+
 std::string Errno(std::string_view what) { return StrCat(what, ": ", std::strerror(errno)); }
 
 struct Connection {
   int fd = -1;
+  uint64_t id = 0;  // fds are reused; answers from the worker name the connection by id
   pid_t pid = 0;
   uid_t uid = 0;
   api::FrameDecoder decoder;
-  std::string out;  // bytes not yet written
+  std::deque<std::string> pending;  // decoded, not answered yet
+  bool in_flight = false;           // a frame of this connection is with the worker
+  std::string out;                  // bytes not yet written
+  SteadyClock::time_point last_io;  // last byte read or written
 };
 
 }  // namespace
 
-UnixServer::UnixServer(Options options, Handler handler)
-    : options_(std::move(options)), handler_(std::move(handler)) {}
+UnixServer::UnixServer(Options options, Handler handler, Classifier classify)
+    : options_(std::move(options)), handler_(std::move(handler)), classify_(std::move(classify)) {}
 
 UnixServer::~UnixServer() { Stop(); }
 
@@ -95,6 +102,11 @@ Status UnixServer::Start() {
     return UnavailableError(Errno("eventfd"));
   }
   listen_fd_ = fd;
+  {
+    MutexLock lock(&mu_);
+    stop_ = false;
+  }
+  worker_ = std::thread([this] { Work(); });
   thread_ = std::thread([this] { Loop(); });
   Logger("plugin")->info("listening socket={} mode=0600 owner_uid={}", options_.path,
                          options_.owner_uid ? static_cast<int64_t>(*options_.owner_uid)
@@ -104,52 +116,202 @@ Status UnixServer::Start() {
 
 void UnixServer::Stop() {
   if (listen_fd_ < 0) return;
-  const uint64_t one = 1;
-  (void)!write(wake_fd_, &one, sizeof(one));
+  {
+    MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  Wake();
   if (thread_.joinable()) thread_.join();
+  if (worker_.joinable()) worker_.join();
   close(listen_fd_);
   close(wake_fd_);
   listen_fd_ = wake_fd_ = -1;
+  {
+    MutexLock lock(&mu_);
+    jobs_.clear();
+    done_.clear();
+  }
   unlink(options_.path.c_str());
 }
 
+void UnixServer::Wake() {
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+}
+
 UnixServer::Stats UnixServer::stats() const {
-  return {accepted_.load(), denied_.load(), dropped_.load(), frames_.load()};
+  return {.accepted = accepted_.load(),
+          .denied = denied_.load(),
+          .dropped = dropped_.load(),
+          .frames = frames_.load(),
+          .worker_frames = worker_frames_.load(),
+          .accept_errors = accept_errors_.load(),
+          .wakeups = wakeups_.load(),
+          .stalled = stalled_.load()};
+}
+
+void UnixServer::Work() {
+  pthread_setname_np(pthread_self(), "plugin-queries");
+  for (;;) {
+    Job job;
+    {
+      MutexLock lock(&mu_);
+      while (!stop_ && jobs_.empty()) work_cv_.wait(mu_);
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    HandleResult r = handler_(job.frame, job.pid);
+    {
+      MutexLock lock(&mu_);
+      done_.push_back({job.fd, job.conn_id, std::move(r)});
+    }
+    Wake();
+  }
 }
 
 void UnixServer::Loop() {
   pthread_setname_np(pthread_self(), "plugin-server");
   auto log = Logger("plugin");
   std::map<int, Connection> conns;
-  auto drop = [&](int fd, std::string_view reason) {
-    auto it = conns.find(fd);
-    if (it != conns.end()) {
-      log->warn("connection_dropped pid={} uid={} reason=\"{}\"", it->second.pid, it->second.uid,
-                reason);
-      conns.erase(it);
-    }
+  uint64_t next_id = 1;
+  auto drop = [&](std::map<int, Connection>::iterator it, std::string_view reason) {
+    log->warn("connection_dropped pid={} uid={} reason=\"{}\"", it->second.pid, it->second.uid,
+              reason);
     ++dropped_;
-    close(fd);
+    close(it->first);
+    return conns.erase(it);
   };
+  // Queues a handler's answer for writing; false: the connection must be dropped.
+  auto answer = [&](Connection& c, const HandleResult& h, std::string* why) {
+    if (h.response.empty() || !api::EncodeFrame(h.response, &c.out, api::kMaxQueryResponseSize)) {
+      *why = h.drop_reason.empty() ? "no response" : h.drop_reason;
+      return false;
+    }
+    return true;
+  };
+  // Reads what the peer sent, unless the connection already holds its bound.
+  auto wants_read = [&](const Connection& c) {
+    return c.pending.size() < options_.max_pending_frames &&
+           c.decoder.buffered() < options_.max_buffered_bytes;
+  };
+  // Has a frame it may answer now (without waiting for the peer or the worker).
+  auto runnable = [&](const Connection& c) {
+    return !c.in_flight && !c.pending.empty() && c.out.size() <= options_.max_buffered_bytes;
+  };
+  // Waits on the peer: half a frame it must finish, or answers it must read.
+  auto waits_on_peer = [&](const Connection& c) {
+    return !c.out.empty() || (c.pending.empty() && c.decoder.buffered() > 0 && wants_read(c));
+  };
+  // Decodes, answers up to max_frames_per_wakeup frames, writes; false: dropped (`why`).
+  auto serve = [&](Connection& c, std::string* why) {
+    std::string frame;
+    while (c.pending.size() < options_.max_pending_frames) {
+      auto r = c.decoder.Next(&frame);
+      if (r == api::FrameDecoder::Result::kNeedMore) break;
+      if (r == api::FrameDecoder::Result::kError) {
+        *why = c.decoder.error();
+        return false;
+      }
+      c.pending.push_back(std::move(frame));
+    }
+    for (size_t n = 0; n < options_.max_frames_per_wakeup && runnable(c); ++n) {
+      std::string f = std::move(c.pending.front());
+      c.pending.pop_front();
+      ++frames_;
+      if (classify_ && classify_(f) == Lane::kWorker) {
+        ++worker_frames_;
+        c.in_flight = true;
+        {
+          MutexLock lock(&mu_);
+          jobs_.push_back({c.fd, c.id, static_cast<uint32_t>(c.pid), std::move(f)});
+        }
+        work_cv_.notify_one();
+        break;
+      }
+      if (!answer(c, handler_(f, static_cast<uint32_t>(c.pid)), why)) return false;
+    }
+    if (!c.out.empty()) {
+      ssize_t n = write(c.fd, c.out.data(), c.out.size());
+      if (n > 0) {
+        c.out.erase(0, static_cast<size_t>(n));
+        c.last_io = SteadyClock::now();
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        *why = Errno("write");
+        return false;
+      }
+    }
+    return true;
+  };
+
   std::vector<pollfd> fds;
   char buf[16 * 1024];
+  SteadyClock::time_point accept_resume{};  // listening fd not polled before this
+  uint64_t episode_failures = 0;            // accept4() failures since the last success
   for (;;) {
+    const auto now = SteadyClock::now();
+    const bool accept_paused = now < accept_resume;
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({accept_paused ? -1 : listen_fd_, POLLIN, 0});
+    int timeout_ms = -1;
+    auto until = [&](SteadyClock::time_point t) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
+      const int v = static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
+      timeout_ms = timeout_ms < 0 ? v : std::min(timeout_ms, v);
+    };
+    if (accept_paused) until(accept_resume);
     for (const auto& [fd, c] : conns) {
-      fds.push_back({fd, static_cast<short>(c.out.empty() ? POLLIN : (POLLIN | POLLOUT)), 0});
+      short events = 0;
+      if (wants_read(c)) events |= POLLIN;
+      if (!c.out.empty()) events |= POLLOUT;
+      // An fd with nothing to wait for is left out: a hung-up peer would wake poll() at once.
+      fds.push_back({events == 0 ? -1 : fd, events, 0});
+      if (runnable(c)) timeout_ms = 0;
+      if (waits_on_peer(c)) until(c.last_io + options_.stall_timeout);
     }
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       log->error("poll_failed error=\"{}\"", std::strerror(errno));
       break;
     }
-    if (fds[0].revents != 0) break;  // Stop()
+    ++wakeups_;
+    if (fds[0].revents != 0) {
+      uint64_t count;
+      (void)!read(wake_fd_, &count, sizeof(count));
+      std::vector<Done> done;
+      {
+        MutexLock lock(&mu_);
+        if (stop_) break;
+        done.swap(done_);
+      }
+      for (Done& d : done) {
+        auto it = conns.find(d.fd);
+        if (it == conns.end() || it->second.id != d.conn_id) continue;  // gone meanwhile
+        it->second.in_flight = false;
+        std::string why;
+        if (!answer(it->second, d.result, &why)) drop(it, why);
+      }
+    }
     if (fds[1].revents & POLLIN) {
       for (;;) {
         int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (cfd < 0) break;
+        if (cfd < 0) {
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            ++accept_errors_;
+            if (episode_failures++ == 0) {
+              log->warn("accept_failed error=\"{}\" connections={} backoff_ms={}",
+                        std::strerror(errno), conns.size(), options_.accept_backoff.count());
+            }
+            accept_resume = SteadyClock::now() + options_.accept_backoff;
+          }
+          break;
+        }
+        if (episode_failures > 0) {
+          log->info("accept_recovered failed_accepts={}", episode_failures);
+          episode_failures = 0;
+        }
         ucred cred{};
         socklen_t len = sizeof(cred);
         if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
@@ -176,62 +338,50 @@ void UnixServer::Loop() {
         ++accepted_;
         Connection& c = conns[cfd];
         c.fd = cfd;
+        c.id = next_id++;
         c.pid = cred.pid;
         c.uid = cred.uid;
+        c.last_io = SteadyClock::now();
         log->debug("connection_accepted pid={} uid={}", cred.pid, cred.uid);
       }
     }
     for (size_t i = 2; i < fds.size(); ++i) {
-      const int fd = fds[i].fd;
-      auto it = conns.find(fd);
+      auto it = conns.find(fds[i].fd);
       if (it == conns.end()) continue;
       Connection& c = it->second;
       if (fds[i].revents & (POLLERR | POLLNVAL)) {
-        drop(fd, "socket error");
+        drop(it, "socket error");
         continue;
       }
       if (fds[i].revents & (POLLIN | POLLHUP)) {
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n = read(c.fd, buf, sizeof(buf));
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
           // The peer closed: normal for a plugin shutting down; no drop counted.
           log->debug("connection_closed pid={}", c.pid);
+          close(c.fd);
           conns.erase(it);
-          close(fd);
           continue;
         }
-        if (n > 0) c.decoder.Append(buf, static_cast<size_t>(n));
-        std::string frame;
-        bool dropped = false;
-        for (;;) {
-          auto r = c.decoder.Next(&frame);
-          if (r == api::FrameDecoder::Result::kNeedMore) break;
-          if (r == api::FrameDecoder::Result::kError) {
-            drop(fd, c.decoder.error());
-            dropped = true;
-            break;
-          }
-          ++frames_;
-          HandleResult h = handler_(frame, static_cast<uint32_t>(c.pid));
-          if (h.response.empty() ||
-              !api::EncodeFrame(h.response, &c.out, api::kMaxQueryResponseSize)) {
-            drop(fd, h.drop_reason.empty() ? "no response" : h.drop_reason);
-            dropped = true;
-            break;
-          }
-        }
-        if (dropped) continue;
-      }
-      if (!c.out.empty()) {
-        ssize_t n = write(fd, c.out.data(), c.out.size());
         if (n > 0) {
-          c.out.erase(0, static_cast<size_t>(n));
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-          drop(fd, Errno("write"));
-          continue;
+          c.decoder.Append(buf, static_cast<size_t>(n));
+          c.last_io = SteadyClock::now();
         }
-        if (c.out.size() > 2 * size_t{api::kMaxQueryResponseSize}) {
-          drop(fd, "peer does not read its answers");
-        }
+      }
+    }
+    // Every connection gets its turn (also those the worker just answered, or with frames
+    // left from the last turn), then the stalled ones go.
+    const auto after = SteadyClock::now();
+    for (auto it = conns.begin(); it != conns.end();) {
+      std::string why;
+      if (!serve(it->second, &why)) {
+        it = drop(it, why);
+      } else if (waits_on_peer(it->second) &&
+                 after - it->second.last_io >= options_.stall_timeout) {
+        ++stalled_;
+        it = drop(it, it->second.out.empty() ? "partial frame stalled"
+                                             : "peer does not read its answers");
+      } else {
+        ++it;
       }
     }
   }
