@@ -249,6 +249,7 @@ int Run(int argc, char** argv) {
   std::map<std::string, skb::k8s::InformerStats> informer_seen;  // source -> exported so far
   uint64_t plugin_seen_accepted = 0, plugin_seen_rejected = 0, plugin_seen_errors = 0,
            plugin_seen_fail_open = 0;
+  skb::bridge::UnixServer::Stats socket_seen;
   registry.AddCollectHook([&] {
     metrics.workqueue_depth.Set(static_cast<double>(controller.QueueDepth()));
     metrics.status_queue_depth.Set(static_cast<double>(controller.StatusQueueDepth()));
@@ -292,6 +293,16 @@ int Run(int argc, char** argv) {
     metrics.plugin_requests.WithLabels({"rejected"}).Inc(grow(c.rejected, &plugin_seen_rejected));
     metrics.plugin_requests.WithLabels({"error"}).Inc(grow(c.errors, &plugin_seen_errors));
     metrics.plugin_fail_open.Inc(grow(c.plugin_fail_open, &plugin_seen_fail_open));
+    const skb::bridge::UnixServer::Stats sock = server.stats();
+    metrics.socket_connections.WithLabels({"accepted"})
+        .Inc(grow(sock.accepted, &socket_seen.accepted));
+    metrics.socket_connections.WithLabels({"denied"}).Inc(grow(sock.denied, &socket_seen.denied));
+    // `dropped` counts the stalled ones too; the series are disjoint.
+    metrics.socket_connections.WithLabels({"stalled"})
+        .Inc(grow(sock.stalled, &socket_seen.stalled));
+    metrics.socket_connections.WithLabels({"dropped"})
+        .Inc(grow(sock.dropped - sock.stalled, &socket_seen.dropped));
+    metrics.socket_accept_errors.Inc(grow(sock.accept_errors, &socket_seen.accept_errors));
   });
   std::unique_ptr<skb::observability::HttpServer> http;
   if (!cfg->server.http_address.empty()) {

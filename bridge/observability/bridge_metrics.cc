@@ -101,6 +101,14 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       plugin_fail_open(r->AddCounter(
           "skb_plugin_fail_open_total",
           "Submissions the job_submit plugin let through without the daemon's answer.")),
+      socket_connections(
+          Init(r->AddCounterFamily("skb_socket_connections_total",
+                                   "Connections to the plugin/CLI socket, by what became of them.",
+                                   {"result"}),
+               kSocketResults)),
+      socket_accept_errors(r->AddCounter(
+          "skb_socket_accept_errors_total",
+          "accept() failures of the plugin/CLI socket for lack of file descriptors or memory.")),
       leader(r->AddGauge("skb_leader", "1 while this replica holds the leader Lease.")),
       cache_synced(Init(r->AddGaugeFamily("skb_cache_synced",
                                           "1 when the cache of this source is synced.", {"source"}),

@@ -44,6 +44,11 @@ inline constexpr std::array<std::string_view, 3> kPreemptionModes = {"requeue", 
                                                                      "suspend"};
 // What the daemon answered a job_submit plugin request (`result` label).
 inline constexpr std::array<std::string_view, 3> kPluginResults = {"accepted", "rejected", "error"};
+// What became of a connection to the plugin/CLI socket (`result` label): accepted, denied
+// (uid not allowed, too many connections), dropped (bad input), stalled (a partial frame
+// or unread answers for the stall timeout).
+inline constexpr std::array<std::string_view, 4> kSocketResults = {"accepted", "denied", "dropped",
+                                                                   "stalled"};
 // What the daemon keeps a cache of (`source` label of skb_cache_synced).
 inline constexpr std::array<std::string_view, 3> kCacheSources = {"nodes", "pods", "slurm"};
 // Which informer (`source` label of the skb_informer_* counters).
@@ -148,6 +153,12 @@ class BridgeMetrics {
   // runs in slurmctld, so this counts what it reports with its next request; submissions
   // failed open while the daemon is down show up once it is back.
   Counter& plugin_fail_open;
+  // skb_socket_connections_total{result} (counter): connections to the plugin/CLI Unix
+  // socket by what became of them (kSocketResults); a peer that closes is not counted again.
+  CounterFamily& socket_connections;
+  // skb_socket_accept_errors_total (counter): accept() failures for lack of fds or memory
+  // (EMFILE, ENFILE, ...); the server then pauses accepting for a moment instead of spinning.
+  Counter& socket_accept_errors;
 
   // ---- daemon state ----
 

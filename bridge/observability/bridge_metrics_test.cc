@@ -38,6 +38,8 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_slurm_rpc_errors_total", "counter"},
       {"skb_plugin_requests_total", "counter"},
       {"skb_plugin_fail_open_total", "counter"},
+      {"skb_socket_connections_total", "counter"},
+      {"skb_socket_accept_errors_total", "counter"},
       {"skb_leader", "gauge"},
       {"skb_cache_synced", "gauge"},
       {"skb_informer_lists_total", "counter"},
@@ -60,6 +62,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
   EXPECT_EQ(e->Value("skb_slurm_node_drains_total", {{"cause", "lending"}}), 0);
   EXPECT_EQ(e->Value("skb_plugin_requests_total", {{"result", "rejected"}}), 0);
   EXPECT_EQ(e->Value("skb_cache_synced", {{"source", "slurm"}}), 0);
+  EXPECT_EQ(e->Value("skb_socket_connections_total", {{"result", "stalled"}}), 0);
   EXPECT_EQ(e->Value("skb_informer_expired_total", {{"source", "pods"}}), 0);
   EXPECT_EQ(e->Value("skb_reconcile_duration_seconds_count", {{"result", "requeue"}}), 0);
   EXPECT_EQ(e->Value("skb_build_info", {{"version", "0.1.0"}, {"slurm_version", "22.05.8"}}), 1);
