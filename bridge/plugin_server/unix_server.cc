@@ -200,9 +200,11 @@ void UnixServer::Loop() {
   auto runnable = [&](const Connection& c) {
     return !c.in_flight && !c.pending.empty() && c.out.size() <= options_.max_buffered_bytes;
   };
-  // Waits on the peer: half a frame it must finish, or answers it must read.
+  // Waits on the peer: half a frame it must finish, or answers it must read. Not while the
+  // worker has its request: a client may well wait for that answer before sending more.
   auto waits_on_peer = [&](const Connection& c) {
-    return !c.out.empty() || (c.pending.empty() && c.decoder.buffered() > 0 && wants_read(c));
+    return !c.out.empty() ||
+           (!c.in_flight && c.pending.empty() && c.decoder.buffered() > 0 && wants_read(c));
   };
   // Decodes, answers up to max_frames_per_wakeup frames, writes; false: dropped (`why`).
   auto serve = [&](Connection& c, std::string* why) {
@@ -290,6 +292,7 @@ void UnixServer::Loop() {
         auto it = conns.find(d.fd);
         if (it == conns.end() || it->second.id != d.conn_id) continue;  // gone meanwhile
         it->second.in_flight = false;
+        it->second.last_io = SteadyClock::now();  // the stall clock starts with the answer
         std::string why;
         if (!answer(it->second, d.result, &why)) drop(it, why);
       }

@@ -198,6 +198,23 @@ TEST_F(UnixServerTest, StalledPartialFrameIsDropped) {
   EXPECT_EQ(fine.Receive(), "re:ping");
 }
 
+TEST_F(UnixServerTest, ASlowQueryIsNotTakenForAStalledPeer) {
+  constexpr auto kStall = std::chrono::milliseconds(50);
+  StartServer({.stall_timeout = kStall});
+  Client c(path_);
+  std::string bytes;
+  ASSERT_TRUE(api::EncodeFrame("q-block", &bytes));
+  ASSERT_TRUE(api::EncodeFrame("ping", &bytes));
+  c.SendRaw(bytes.substr(0, bytes.size() - 2));  // the query, and most of the next frame
+  WaitBlocked();
+  std::this_thread::sleep_for(4 * kStall);  // the server, not the peer, is the slow one
+  Release();
+  EXPECT_EQ(c.Receive(), "re:q-block");
+  c.SendRaw(bytes.substr(bytes.size() - 2));
+  EXPECT_EQ(c.Receive(), "re:ping");
+  EXPECT_EQ(server_->stats().stalled, 0u);
+}
+
 TEST_F(UnixServerTest, PeerThatDoesNotReadItsAnswersIsDropped) {
   StartServer({.max_buffered_bytes = 64 * 1024, .stall_timeout = std::chrono::milliseconds(100)});
   Client c(path_);
