@@ -14,7 +14,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "bridge/api/frame.h"
+#include "src/base/testing/temp_dir.h"
 
 namespace skb::bridge {
 namespace {
@@ -78,15 +78,12 @@ class Client {
 class UnixServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/skb-unix-server-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/bridge.sock";
+    ASSERT_TRUE(dir_.ok());
+    path_ = dir_.path() + "/bridge.sock";
   }
   void TearDown() override {
     Release();
     server_.reset();
-    std::filesystem::remove_all(dir_);
   }
   void StartServer(UnixServer::Options o = {}) {
     o.path = path_;
@@ -127,7 +124,8 @@ class UnixServerTest : public ::testing::Test {
     return pred();
   }
 
-  std::string dir_, path_;
+  skb::testing::TempDir dir_{"skb-unix-server"};
+  std::string path_;
   std::unique_ptr<UnixServer> server_;
   std::mutex mu_;
   std::condition_variable cv_;
