@@ -270,6 +270,24 @@ std::shared_ptr<const std::vector<skb::slurm::JobView>> Controller::SlurmJobs() 
   return jobs_;
 }
 
+devices::World Controller::DeviceWorld() const {
+  std::shared_ptr<const std::vector<skb::slurm::NodeView>> nodes;
+  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs;
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    nodes = slurm_nodes_;
+    jobs = jobs_;
+  }
+  return device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
+                              jobs ? *jobs : std::vector<skb::slurm::JobView>{},
+                              reconciler_->PairedNodes());
+}
+
+std::optional<devices::Observation> Controller::ObserveDevices() const {
+  if (!device_world_) return std::nullopt;
+  return devices::Observe(DeviceWorld(), cfg_, opts_.clock->Now());
+}
+
 void Controller::OnSlurm(const slurm::SlurmState& s) {
   if (s.nodes_changed) {
     reconciler_->SetSlurmNodes(s.nodes);
@@ -418,16 +436,7 @@ void Controller::DeviceLoop() {
     seen_world = world;
     seen_slurm = slurm;
     last = now;
-    std::shared_ptr<const std::vector<skb::slurm::NodeView>> nodes;
-    std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs;
-    {
-      std::lock_guard<std::mutex> lock(jobs_mu_);
-      nodes = slurm_nodes_;
-      jobs = jobs_;
-    }
-    devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
-                                            jobs ? *jobs : std::vector<skb::slurm::JobView>{},
-                                            reconciler_->PairedNodes());
+    const devices::World w = DeviceWorld();
     const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
     DeviceLane::Result r = device_lane_->RunPass(w, acting);
     reconciler_->SetGpuGranularNodes(device_lane_->GranularNodes());

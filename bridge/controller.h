@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,8 +133,13 @@ class Controller {
   // get jobs); null before the first poll.
   std::shared_ptr<const std::vector<skb::slurm::JobView>> SlurmJobs() const;
   AdmissionService& admission() { return admission_; }
-  // The GPU-granular lane (null when gpu_sharing is off): per-GPU owners for bridgectl.
+  // The GPU-granular lane (null when gpu_sharing is off).
   const DeviceLane* device_lane() const { return device_lane_.get(); }
+  // What the GPU-granular lane sees now (bridgectl: per-GPU owners, each node's mode):
+  // devices::Observe over this replica's caches, which every replica keeps (the device
+  // informers and the Slurm poll run on followers too), so a follower answers as the
+  // leader's lane would plan. nullopt when gpu_sharing is off.
+  std::optional<devices::Observation> ObserveDevices() const;
   const QuotaLedger& quotas() const { return quotas_; }  // fed like the reconciler
 
   // What the planner says about `node` now (its explanation, and the actions it would
@@ -147,6 +153,8 @@ class Controller {
   void StopActing();
   // Reconcile workers take nodes from queue_; status workers from status_queue_.
   void WorkerLoop(int index, bool status_lane);
+  // The device lane's World from the caches (device_world_ must be set).
+  devices::World DeviceWorld() const;
   // The GPU-granular lane's worker: a pass whenever its World moved, at least every second.
   void DeviceLoop();
   void OnSlurm(const slurm::SlurmState& state);

@@ -32,6 +32,19 @@ std::string Count(int n, const std::string& joined) {
   return joined.size() <= 30 ? joined : StrCat(n);
 }
 
+nlohmann::json GpuOwnersJson(const v1::NodeSummary& n) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : n.gpu_owners()) {
+    out.push_back({{"index", g.index()},
+                   {"device", g.device()},
+                   {"owner", g.owner()},
+                   {"jobId", g.job_id()},
+                   {"pods", std::vector<std::string>(g.pods().begin(), g.pods().end())},
+                   {"sinceUnix", g.since_unix()}});
+  }
+  return out;
+}
+
 nlohmann::json SummaryJson(const v1::NodeSummary& n) {
   return {{"name", n.name()},
           {"k8sName", n.k8s_name()},
@@ -45,7 +58,20 @@ nlohmann::json SummaryJson(const v1::NodeSummary& n) {
           {"slurmReason", n.slurm_reason()},
           {"jobs", std::vector<uint32_t>(n.jobs().begin(), n.jobs().end())},
           {"pods", std::vector<std::string>(n.pods().begin(), n.pods().end())},
-          {"features", std::vector<std::string>(n.features().begin(), n.features().end())}};
+          {"features", std::vector<std::string>(n.features().begin(), n.features().end())},
+          {"gpuMode", n.gpu_mode()},
+          {"gpuModeReason", n.gpu_mode_reason()},
+          {"gpuOwners", GpuOwnersJson(n)}};
+}
+
+// A node shared GPU by GPU: its split; any other: its whole-node owner.
+std::string Owner(const v1::NodeSummary& n) {
+  return n.gpu_mode() == "gpu" ? GpuSplit(n) : n.owner();
+}
+
+std::string GpuJob(const v1::GpuOwner& g) {
+  if (g.job_id() == 0) return "-";
+  return g.owner() == "slurm" ? StrCat(g.job_id()) : StrCat(g.job_id(), " (placeholder)");
 }
 
 std::string Preempted(const v1::JobSummary& j) {
@@ -59,6 +85,26 @@ std::string UnixTime(int64_t t) {
 }
 
 }  // namespace
+
+std::string GpuSplit(const v1::NodeSummary& n) {
+  int slurm = 0, idle = 0, k8s = 0, held = 0, moving = 0, unguarded = 0;
+  for (const auto& g : n.gpu_owners()) {
+    const std::string& o = g.owner();
+    if (o == "slurm" || o == "idle") ++slurm;
+    if (o == "idle") ++idle;
+    if (o == "k8s" || o == "held-for-k8s") ++k8s;
+    if (o == "held-for-k8s") ++held;
+    if (o == "to-k8s" || o == "to-slurm") ++moving;
+    if (o == "unguarded") ++unguarded;
+  }
+  std::string out = StrCat("slurm ", slurm);
+  if (idle > 0) StrAppend(&out, " (", idle, " idle)");
+  StrAppend(&out, " / k8s ", k8s);
+  if (held > 0) StrAppend(&out, " (", held, " held)");
+  if (moving > 0) StrAppend(&out, " / moving ", moving);
+  if (unguarded > 0) StrAppend(&out, " / unguarded ", unguarded);
+  return out;
+}
 
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
@@ -84,6 +130,7 @@ std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
   std::vector<std::string> head = {"NODE",  "GPUS",   "OWNER", "K8S",
                                    "SLURM", "REASON", "JOBS",  "PODS"};
   if (wide) {
+    head.push_back("MODE");
     head.push_back("FEATURES");
     head.push_back("K8S-NAME");
   }
@@ -91,13 +138,14 @@ std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
   for (const auto& n : resp.nodes()) {
     std::vector<std::string> row = {n.name(),
                                     Gpus(n),
-                                    n.owner(),
+                                    Owner(n),
                                     Dash(n.k8s_health()),
                                     Dash(n.slurm_state()),
                                     Dash(n.slurm_reason()),
                                     Count(n.jobs_size(), Join(n.jobs(), ",")),
                                     Count(n.pods_size(), Join(n.pods(), ","))};
     if (wide) {
+      row.push_back(Dash(n.gpu_mode()));
       row.push_back(Dash(Join(n.features(), ",")));
       row.push_back(Dash(n.k8s_name()));
     }
@@ -194,7 +242,12 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
   line("Name:", n.name());
   line("Kubernetes:", n.in_kubernetes() ? n.k8s_name() : "(not a managed Kubernetes node)");
   line("GPUs:", Gpus(n));
-  line("Owner:", n.owner());
+  line("Owner:", Owner(n));
+  if (n.gpu_mode() == "gpu") {
+    line("GPU mode:", "gpu (shared GPU by GPU)");
+  } else if (!n.gpu_mode().empty()) {
+    line("GPU mode:", StrCat(n.gpu_mode(), " (whole node: ", Dash(n.gpu_mode_reason()), ")"));
+  }
   line("K8s health:", Dash(n.k8s_health()));
   line("Slurm state:", Dash(n.slurm_state()));
   line("Slurm reason:", Dash(n.slurm_reason()));
@@ -202,6 +255,16 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
   line("Jobs:", Dash(Join(n.jobs(), ",")));
   line("GPU pods:", Dash(Join(n.pods(), ",")));
   line("Cordoned:", resp.unschedulable() ? "yes" : "no");
+  if (n.gpu_owners_size() > 0) {
+    out += "GPU owners:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"  INDEX", "DEVICE", "OWNER", "JOB", "PODS", "SINCE"}};
+    for (const auto& g : n.gpu_owners()) {
+      rows.push_back({StrCat("  ", g.index()), Dash(g.device()), g.owner(), GpuJob(g),
+                      Dash(Join(g.pods(), ",")), UnixTime(g.since_unix())});
+    }
+    out += Table(rows);
+  }
   if (resp.conditions_size() > 0) {
     out += "Conditions:\n";
     std::vector<std::vector<std::string>> rows = {

@@ -15,7 +15,12 @@ namespace skb::bridge::cli {
 // Columns padded to their widest cell, two spaces apart; no trailing spaces.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 
-// NODE GPUS OWNER K8S SLURM REASON JOBS PODS (wide: + FEATURES, K8S-NAME).
+// A node shared GPU by GPU: how many GPUs each side holds, e.g. "slurm 5 (1 idle) / k8s 3"
+// (+ "/ moving N", "/ unguarded N" while a move is under way or a hold is missing).
+std::string GpuSplit(const api::v1::NodeSummary& n);
+
+// NODE GPUS OWNER K8S SLURM REASON JOBS PODS (wide: + MODE, FEATURES, K8S-NAME). OWNER is
+// GpuSplit for a node shared GPU by GPU (gpu_mode "gpu"), the whole-node owner otherwise.
 std::string NodesTable(const api::v1::ListNodesResponse& resp, bool wide);
 nlohmann::json NodesJson(const api::v1::ListNodesResponse& resp);
 

@@ -7,6 +7,7 @@ namespace skb::bridge::cli {
 namespace {
 
 namespace v1 = ::skb::api::v1;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -75,6 +76,86 @@ TEST(Format, DescribeSaysWhyAndWhatItWouldDo) {
   d.add_planned_actions("DrainSlurmNode node2");
   EXPECT_THAT(DescribeText(d), HasSubstr("  DrainSlurmNode node2"));
   EXPECT_EQ(DescribeJson(d)["plannedActions"][0], "DrainSlurmNode node2");
+}
+
+// node1 shared GPU by GPU: job 42 on 0-2, 3 idle, placeholder 77 for inference/web-0 on
+// 4-6 (pods on 4-5), 7 moving to Kubernetes.
+v1::NodeSummary SharedNode() {
+  v1::NodeSummary n;
+  n.set_name("node1");
+  n.set_gpus(8);
+  n.set_owner("slurm");
+  n.set_gpu_mode("gpu");
+  const char* owners[] = {"slurm", "slurm", "slurm",        "idle",
+                          "k8s",   "k8s",   "held-for-k8s", "to-k8s"};
+  for (int i = 0; i < 8; ++i) {
+    v1::GpuOwner* g = n.add_gpu_owners();
+    g->set_index(i);
+    g->set_device("gpu-" + std::to_string(i));
+    g->set_owner(owners[i]);
+    if (i < 3) g->set_job_id(42);
+    if (i < 3) g->set_since_unix(1700000000);
+    if (i >= 4) g->set_job_id(77);
+    if (i >= 4) g->set_since_unix(1700003600);
+    if (i == 4 || i == 5) g->add_pods("inference/web-0");
+  }
+  return n;
+}
+
+TEST(Format, SharedNodeShowsItsSplitWholeNodesTheirOwner) {
+  EXPECT_EQ(GpuSplit(SharedNode()), "slurm 4 (1 idle) / k8s 3 (1 held) / moving 1");
+  v1::NodeSummary all_slurm = SharedNode();
+  for (auto& g : *all_slurm.mutable_gpu_owners()) g.set_owner("slurm");
+  EXPECT_EQ(GpuSplit(all_slurm), "slurm 8 / k8s 0");
+  v1::ListNodesResponse r = TwoNodes();
+  *r.add_nodes() = SharedNode();
+  r.mutable_nodes(0)->set_gpu_mode("node");
+  r.mutable_nodes(0)->set_gpu_mode_reason("no ResourceSlice of driver gpu.nvidia.com");
+  const std::string t = NodesTable(r, false);
+  EXPECT_THAT(t,
+              ContainsRegex("\nnode1 +8 +slurm 4 \\(1 idle\\) / k8s 3 \\(1 held\\) / moving 1 "));
+  EXPECT_THAT(t, ContainsRegex("\nnode2 +4 +unhealthy "));
+  EXPECT_THAT(t, ContainsRegex("\nnode1 +H100-80GB-HBM3x8 +slurm ")) << "a whole node: its owner";
+  EXPECT_THAT(t, Not(HasSubstr("MODE")));
+  const std::string wide = NodesTable(r, true);
+  EXPECT_THAT(wide, HasSubstr("MODE"));
+  const nlohmann::json j = NodesJson(r);
+  EXPECT_EQ(j["nodes"][0]["gpuMode"], "node");
+  EXPECT_EQ(j["nodes"][0]["gpuModeReason"], "no ResourceSlice of driver gpu.nvidia.com");
+  EXPECT_EQ(j["nodes"][0]["gpuOwners"], nlohmann::json::array());
+  const nlohmann::json& g = j["nodes"][2]["gpuOwners"];
+  ASSERT_EQ(g.size(), 8u);
+  EXPECT_EQ(g[4]["owner"], "k8s");
+  EXPECT_EQ(g[4]["jobId"], 77);
+  EXPECT_EQ(g[4]["pods"], nlohmann::json::array({"inference/web-0"}));
+  EXPECT_EQ(g[0]["sinceUnix"], 1700000000);
+  EXPECT_EQ(g[3]["device"], "gpu-3");
+}
+
+TEST(Format, DescribeListsEachGpuAndTheMode) {
+  v1::DescribeNodeResponse d;
+  *d.mutable_node() = SharedNode();
+  const std::string t = DescribeText(d);
+  EXPECT_THAT(t, HasSubstr("Owner:          slurm 4 (1 idle) / k8s 3 (1 held) / moving 1"));
+  EXPECT_THAT(t, HasSubstr("GPU mode:       gpu (shared GPU by GPU)"));
+  EXPECT_THAT(t,
+              HasSubstr("GPU owners:\n"
+                        "  INDEX  DEVICE  OWNER         JOB               PODS             SINCE\n"
+                        "  0      gpu-0   slurm         42                -                "
+                        "2023-11-14T22:13:20Z\n"));
+  EXPECT_THAT(t,
+              HasSubstr("  3      gpu-3   idle          -                 -                -\n"));
+  EXPECT_THAT(t, HasSubstr("  7      gpu-7   to-k8s        77 (placeholder)  -    "));
+  EXPECT_THAT(t, HasSubstr("  4      gpu-4   k8s           77 (placeholder)  inference/web-0"));
+  EXPECT_EQ(DescribeJson(d)["node"]["gpuOwners"][6]["owner"], "held-for-k8s");
+  v1::DescribeNodeResponse whole;
+  *whole.mutable_node() = TwoNodes().nodes(0);
+  whole.mutable_node()->set_gpu_mode("node");
+  whole.mutable_node()->set_gpu_mode_reason("gpu_sharing is off");
+  const std::string w = DescribeText(whole);
+  EXPECT_THAT(w, HasSubstr("GPU mode:       node (whole node: gpu_sharing is off)"));
+  EXPECT_THAT(w, Not(HasSubstr("GPU owners:")));
+  EXPECT_THAT(w, HasSubstr("Owner:          slurm"));
 }
 
 v1::ListJobsResponse TwoJobs() {

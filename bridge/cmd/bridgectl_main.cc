@@ -34,10 +34,12 @@ namespace cli = ::skb::bridge::cli;
 constexpr char kUsage[] = R"(usage: bridgectl [flags] COMMAND [-o table|wide|json]
 
 From the daemon (its Unix socket):
-  get nodes             the merged inventory: GPUs, owner, Kubernetes health, Slurm state,
-                        jobs and GPU pods of every managed node
+  get nodes             the merged inventory: GPUs, owner (per side on a node shared GPU
+                        by GPU: "slurm 5 / k8s 3"), Kubernetes health, Slurm state, jobs
+                        and GPU pods of every managed node
   describe node NAME    why the node is in its state: conditions, taints, the rules that
-                        fired, and what the bridge would do now
+                        fired, and what the bridge would do now; its GPU mode and, shared
+                        GPU by GPU, each GPU's owner, job or pods, and since when
   get jobs [--all]      Slurm jobs (queued and running; --all: finished ones too) with the
                         owner of their nodes, whether the bridge may preempt them and why,
                         and how often it has

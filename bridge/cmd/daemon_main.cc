@@ -200,6 +200,7 @@ int Run(int argc, char** argv) {
        .leader = [&] { return controller.Leader(); },
        .jobs = [&] { return controller.SlurmJobs(); },
        .ready = [&](std::string* why) { return controller.Ready(why); },
+       .devices = [&] { return controller.ObserveDevices(); },
        .clock = &clock},
       &*cfg);
   skb::bridge::QuotaQueries quota_queries(

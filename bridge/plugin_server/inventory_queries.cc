@@ -32,7 +32,59 @@ bool Live(const slurm::JobView& j) {
   return j.state == slurm::JobState::kPending || j.requeue_pending || ownership::HoldsNode(j);
 }
 
+std::string GpuOwnerName(const devices::DeviceView& d) {
+  switch (d.owner) {
+    case devices::Owner::kSlurm:
+      return d.job != 0 ? "slurm" : "idle";
+    case devices::Owner::kKubernetes:
+      return d.pods.empty() ? "held-for-k8s" : "k8s";
+    default:
+      return std::string(devices::OwnerName(d.owner));
+  }
+}
+
 }  // namespace
+
+void SummarizeGpus(const devices::Observation* obs, v1::NodeSummary* out) {
+  if (obs == nullptr) {
+    out->set_gpu_mode("node");
+    out->set_gpu_mode_reason("gpu_sharing is off");
+    return;
+  }
+  auto node = std::find_if(obs->nodes.begin(), obs->nodes.end(),
+                           [&](const devices::NodeDevices& n) { return n.node == out->name(); });
+  if (node == obs->nodes.end()) {
+    out->set_gpu_mode("node");
+    auto why = obs->node_granular.find(out->name());
+    out->set_gpu_mode_reason(why != obs->node_granular.end()
+                                 ? why->second
+                                 : "not observed by the GPU-granular lane (not a paired node)");
+    return;
+  }
+  out->set_gpu_mode("gpu");
+  if (out->gpus() == 0) out->set_gpus(static_cast<int64_t>(node->devices.size()));
+  if (out->gpu_model().empty()) out->set_gpu_model(node->model);
+  const std::vector<devices::DeviceView> views = devices::Owners(*node);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const devices::DeviceView& d = views[i];
+    v1::GpuOwner* g = out->add_gpu_owners();
+    g->set_index(node->devices[i].index);
+    g->set_device(d.name);
+    g->set_owner(GpuOwnerName(d));
+    for (const auto& p : d.pods) g->add_pods(p);
+    if (d.placeholder != 0) {
+      g->set_job_id(d.placeholder);
+      for (const devices::Placeholder& p : node->placeholders) {
+        if (p.job_id == d.placeholder) g->set_since_unix(ownership::ToUnix(p.start));
+      }
+    } else if (d.job != 0) {
+      g->set_job_id(d.job);
+      for (const devices::NodeJob& j : node->jobs) {
+        if (j.view.job_id == d.job) g->set_since_unix(j.view.start_time);
+      }
+    }
+  }
+}
 
 v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
                           Clock::TimePoint now) {
@@ -141,7 +193,13 @@ bool InventoryQueries::Handle(const v1::Request& req, v1::Response* resp) const 
 void InventoryQueries::ListNodes(v1::ListNodesResponse* out) const {
   const Clock::TimePoint now = source_.clock->Now();
   inventory::Inventory inv = source_.snapshot();
-  for (const auto& n : inv.nodes()) *out->add_nodes() = Summarize(n, cfg_, now);
+  const std::optional<devices::Observation> obs =
+      source_.devices ? source_.devices() : std::nullopt;
+  for (const auto& n : inv.nodes()) {
+    v1::NodeSummary* s = out->add_nodes();
+    *s = Summarize(n, cfg_, now);
+    SummarizeGpus(obs ? &*obs : nullptr, s);
+  }
   out->set_leader(source_.leader());
   std::string why;
   out->set_ready(source_.ready(&why));
@@ -205,6 +263,9 @@ void InventoryQueries::DescribeNode(const std::string& name, v1::Response* resp)
   }
   v1::DescribeNodeResponse* out = resp->mutable_describe_node();
   *out->mutable_node() = Summarize(*node, cfg_, now);
+  const std::optional<devices::Observation> obs =
+      source_.devices ? source_.devices() : std::nullopt;
+  SummarizeGpus(obs ? &*obs : nullptr, out->mutable_node());
   health::NodePlan plan = source_.plan(node->name);
   for (auto& line : plan.explanation) out->add_explanation(std::move(line));
   for (const auto& a : plan.actions) out->add_planned_actions(plan::ToString(a));

@@ -11,12 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bridge/api/v1/bridge.pb.h"
 #include "src/base/clock.h"
 #include "src/config/config.h"
+#include "src/devices/observe.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
 
@@ -30,6 +32,10 @@ struct InventorySource {
   // without it list_jobs shows the jobs holding a node (from the snapshot).
   std::function<std::shared_ptr<const std::vector<slurm::JobView>>()> jobs;
   std::function<bool(std::string* why)> ready;
+  // The GPU-granular lane's view of the cluster now (devices::Observe over this replica's
+  // caches); nullopt when gpu_sharing is off. Optional: without it every node shows
+  // gpu_mode "node".
+  std::function<std::optional<devices::Observation>()> devices;
   const Clock* clock = nullptr;
 };
 
@@ -39,6 +45,11 @@ inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 // One node as `bridgectl get nodes` shows it; its owner is plan::PlanOwner's.
 api::v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Config& cfg,
                                Clock::TimePoint now);
+
+// Sets `out`'s gpu_mode and, for a node shared GPU by GPU, one GpuOwner per GPU (and its
+// GPU count and model when Kubernetes has no nvidia.com/gpu allocatable for it, as on DRA
+// nodes). `obs` null: gpu_sharing is off.
+void SummarizeGpus(const devices::Observation* obs, api::v1::NodeSummary* out);
 
 // One job as `bridgectl get jobs` shows it; `owners` maps Slurm node names to their
 // NodeSummary.owner.

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "src/base/strings.h"
+#include "src/ownership/policy.h"
+
 namespace skb::bridge {
 namespace {
 
@@ -47,6 +50,8 @@ class InventoryQueriesTest : public ::testing::Test {
  protected:
   InventoryQueries Queries(
       std::function<std::shared_ptr<const std::vector<slurm::JobView>>()> jobs = nullptr) {
+    std::function<std::optional<devices::Observation>()> devices;
+    if (devices_) devices = [this] { return devices_; };
     return InventoryQueries(
         {.snapshot =
              [this] {
@@ -60,6 +65,7 @@ class InventoryQueriesTest : public ::testing::Test {
          .leader = [] { return std::string("bridge-0"); },
          .jobs = std::move(jobs),
          .ready = [](std::string* why) { return *why = "ready", true; },
+         .devices = std::move(devices),
          .clock = &clock_},
         &cfg_);
   }
@@ -80,6 +86,7 @@ class InventoryQueriesTest : public ::testing::Test {
   config::Config cfg_;
   SimulatedClock clock_{kNow};
   Cluster c_;
+  std::optional<devices::Observation> devices_;  // set: gpu_sharing is on
   std::string plan_for_;
 };
 
@@ -229,6 +236,94 @@ TEST_F(InventoryQueriesTest, JobsOnLentNodesShowTheOwnerAndWithoutAJobFeedTheSna
   EXPECT_EQ(resp.list_jobs().jobs(0).owner(), "slurm,k8s");
   EXPECT_FALSE(resp.list_jobs().jobs(0).preemptible());
   EXPECT_THAT(resp.list_jobs().jobs(0).preemptible_why(), HasSubstr("lending is off"));
+}
+
+// node1 shared GPU by GPU (8 DRA devices, no nvidia.com/gpu allocatable): job 42 on GPUs
+// 0-2, 3-4 idle (Slurm's), placeholder 77 on 5-7 with inference/web-0 on 5-6; node2 not.
+devices::Observation SharedNode1() {
+  devices::NodeDevices n;
+  n.node = "node1";
+  n.model = "NVIDIA-H100-80GB-HBM3";
+  for (int64_t i = 0; i < 8; ++i) {
+    n.devices.push_back({.index = i, .name = StrCat("gpu-", i), .k8s_hold = i < 5});
+  }
+  devices::NodeJob job;
+  job.view.job_id = 42;
+  job.view.state = slurm::JobState::kRunning;
+  job.view.start_time = 1700000000;
+  job.indices = {0, 1, 2};
+  n.jobs = {job};
+  n.placeholders = {{.job_id = 77,
+                     .pod = "inference/web-0",
+                     .gpus = 3,
+                     .running = true,
+                     .indices = {5, 6, 7},
+                     .start = kNow - hours(1)}};
+  n.claims = {{.pod = "inference/web-0", .devices = {"gpu-5", "gpu-6"}}};
+  devices::Observation o;
+  o.nodes = {n};
+  o.node_granular["node2"] = "no ResourceSlice of driver gpu.nvidia.com";
+  return o;
+}
+
+TEST_F(InventoryQueriesTest, ListsEachSharedGpuWithItsOwnerWorkAndSince) {
+  c_.k8s = {Node("node1"), Node("node2")};
+  c_.k8s[0].gpu_capacity = c_.k8s[0].gpu_allocatable = 0;  // DRA: no extended resource
+  c_.k8s[0].labels.clear();
+  c_.slurm = {SlurmNode("node1"), SlurmNode("node2")};
+  devices_ = SharedNode1();
+  v1::Request req;
+  req.mutable_list_nodes();
+  const v1::Response resp = Ask(req);
+  ASSERT_EQ(resp.list_nodes().nodes_size(), 2);
+  const v1::NodeSummary& n1 = resp.list_nodes().nodes(0);
+  EXPECT_EQ(n1.gpu_mode(), "gpu");
+  EXPECT_EQ(n1.gpu_mode_reason(), "");
+  EXPECT_EQ(n1.gpus(), 8) << "the device count when Kubernetes has no allocatable";
+  EXPECT_EQ(n1.gpu_model(), "NVIDIA-H100-80GB-HBM3");
+  ASSERT_EQ(n1.gpu_owners_size(), 8);
+  std::vector<std::string> owners;
+  std::vector<uint32_t> jobs;
+  for (const auto& g : n1.gpu_owners()) {
+    owners.push_back(g.owner());
+    jobs.push_back(g.job_id());
+  }
+  EXPECT_THAT(owners,
+              ElementsAre("slurm", "slurm", "slurm", "idle", "idle", "k8s", "k8s", "held-for-k8s"));
+  EXPECT_THAT(jobs, ElementsAre(42u, 42u, 42u, 0u, 0u, 77u, 77u, 77u));
+  EXPECT_EQ(n1.gpu_owners(6).index(), 6);
+  EXPECT_EQ(n1.gpu_owners(6).device(), "gpu-6");
+  EXPECT_THAT(n1.gpu_owners(6).pods(), ElementsAre("inference/web-0"));
+  EXPECT_EQ(n1.gpu_owners(7).pods_size(), 0);
+  EXPECT_EQ(n1.gpu_owners(0).since_unix(), 1700000000);
+  EXPECT_EQ(n1.gpu_owners(3).since_unix(), 0) << "an idle GPU has no start to show";
+  EXPECT_EQ(n1.gpu_owners(5).since_unix(), ownership::ToUnix(kNow - hours(1)));
+  const v1::NodeSummary& n2 = resp.list_nodes().nodes(1);
+  EXPECT_EQ(n2.gpu_mode(), "node");
+  EXPECT_EQ(n2.gpu_mode_reason(), "no ResourceSlice of driver gpu.nvidia.com");
+  EXPECT_EQ(n2.gpu_owners_size(), 0);
+  EXPECT_EQ(n2.owner(), "slurm") << "the whole-node owner as before";
+}
+
+TEST_F(InventoryQueriesTest, AMoveInFlightAndGpuSharingOffAreNamed) {
+  c_.k8s = {Node("node1")};
+  c_.slurm = {SlurmNode("node1")};
+  v1::Request req;
+  req.mutable_describe_node()->set_name("node1");
+  const v1::Response off = Ask(req);
+  EXPECT_EQ(off.describe_node().node().gpu_mode(), "node");
+  EXPECT_EQ(off.describe_node().node().gpu_mode_reason(), "gpu_sharing is off");
+  devices_ = SharedNode1();
+  // The give of GPU 7 has not lifted the Slurm-side hold yet: both sides hold it.
+  devices_->nodes[0].devices[7].k8s_hold = true;
+  const v1::Response on = Ask(req);
+  ASSERT_TRUE(on.has_describe_node()) << on.DebugString();
+  const v1::NodeSummary& n = on.describe_node().node();
+  EXPECT_EQ(n.gpu_mode(), "gpu");
+  ASSERT_EQ(n.gpu_owners_size(), 8);
+  EXPECT_EQ(n.gpu_owners(7).owner(), "to-k8s");
+  EXPECT_EQ(n.gpu_owners(7).job_id(), 77u);
+  EXPECT_EQ(n.gpus(), 8) << "Kubernetes' allocatable wins when it has one";
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //
 // The lane keeps nothing a restart would need: holds are DeviceTaintRules, Kubernetes'
 // GPUs are placeholder jobs whose admin_comment records the move (devices/observe.h).
-// What it keeps in memory is for humans: the last observation (bridgectl) and which
+// What it keeps in memory: the last observation (GranularNodes, for the node lane;
+// bridgectl observes on its own, Controller::ObserveDevices, so followers answer too) and which
 // violations and waiting pods it already reported (one Event each, not one per pass).
 //
 // The executor re-checks at the source what the pass planned from caches:
@@ -93,14 +94,14 @@ class DeviceLane {
     int failed = 0;    // a node's sequence stopped at an error
     std::vector<std::pair<devices::DeviceAction, Status>> outcomes;  // in execution order
   };
-  // One pass. `acting` false: observe and plan only (a follower; bridgectl).
+  // One pass. `acting` false: observe and plan only (a leader whose Lease may have passed).
   Result RunPass(const devices::World& world, bool acting = true);
 
   // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone), and the
   // reason for each node that is not.
   std::set<std::string> GranularNodes() const;
   std::map<std::string, std::string> NodeGranularReasons() const;
-  // The last observation's nodes (bridgectl: per-GPU owners).
+  // The last observation's nodes.
   std::vector<devices::NodeDevices> Nodes() const;
 
  private:

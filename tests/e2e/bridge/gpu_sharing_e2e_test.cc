@@ -3,6 +3,9 @@
 // DRA): the real daemon with gpu_sharing on, real kube-scheduler placing the pods, real
 // slurmctld running the jobs and the placeholders, the invariant sampled per device (a
 // Slurm job's GRES index vs an allocated claim on that device) for the whole test.
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
@@ -72,6 +75,20 @@ class GpuSharingE2E : public LendingE2E {
     ASSERT_TRUE(r.ok()) << r.status();
   }
 
+  // bridgectl's view of `node` (the NodeSummary of `get nodes -o json`), null if absent.
+  nlohmann::json BridgectlNode(const std::string& node) {
+    auto r = RunCommand(
+        {testbed::BridgectlBinary(), "--socket", daemon_->socket(), "get", "nodes", "-o", "json"},
+        seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return nullptr;
+    const nlohmann::json all = nlohmann::json::parse(r.out);
+    for (const auto& n : all["nodes"]) {
+      if (n["name"] == node) return n;
+    }
+    return nullptr;
+  }
+
   // Seconds from now until the pod runs (or -1 after `limit`).
   double SecondsUntilRunning(const std::string& name, seconds limit) {
     const auto t0 = Steady::now();
@@ -108,6 +125,47 @@ TEST_F(GpuSharingE2E, APodTakesTwoGpusOfThePreemptibleJobNextToANonPreemptibleOn
   EXPECT_THAT(Placeholders(), HasSubstr("RUNNING node1"));
   EXPECT_EQ(HoldsOn("node1"), 6);
   EXPECT_THAT(NodeEvents("node1"), HasSubstr("GpusLent"));
+
+  // bridgectl shows node1 GPU by GPU: the kept job on 4, the pod on 2 (through the
+  // placeholder), the requeued job's other 2 idle (it asks 4 and only -w node1 fits it).
+  nlohmann::json n1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        return n1.is_object() && n1["gpuOwners"].size() == 8 &&
+               n1["gpuOwners"].dump().find("to-") == std::string::npos;
+      },
+      seconds(30)))
+      << n1.dump();
+  EXPECT_EQ(n1["gpuMode"], "gpu");
+  std::map<std::string, int> owners;
+  int keep_gpus = 0, pod_gpus = 0;
+  for (const auto& g : n1["gpuOwners"]) {
+    ++owners[g["owner"].get<std::string>()];
+    if (g["owner"] == "slurm" && std::to_string(g["jobId"].get<uint32_t>()) == keep) ++keep_gpus;
+    if (g["owner"] == "k8s" && g["pods"] == nlohmann::json::array({"default/share-2"})) {
+      ++pod_gpus;
+      EXPECT_GT(g["sinceUnix"].get<int64_t>(), 0) << g.dump();
+    }
+  }
+  EXPECT_EQ(keep_gpus, 4) << n1.dump();
+  EXPECT_EQ(pod_gpus, 2) << n1.dump();
+  EXPECT_EQ(owners["k8s"], 2) << n1.dump();
+  EXPECT_EQ(owners["slurm"] + owners["idle"], 6) << n1.dump();
+  const nlohmann::json n2 = BridgectlNode("node2");
+  EXPECT_EQ(n2["gpuMode"], "gpu") << n2.dump() << "every testbed node publishes its devices";
+  auto table = RunCommand(
+      {testbed::BridgectlBinary(), "--socket", daemon_->socket(), "get", "nodes"}, seconds(30));
+  EXPECT_THAT(table.out, HasSubstr(" / k8s 2")) << table.out;
+  auto describe = RunCommand(
+      {testbed::BridgectlBinary(), "--socket", daemon_->socket(), "describe", "node", "node1"},
+      seconds(30));
+  EXPECT_THAT(describe.out, HasSubstr("GPU mode:       gpu")) << describe.out;
+  EXPECT_THAT(describe.out, ::testing::ContainsRegex(StrCat(" slurm +", keep, " ")))
+      << describe.out;
+  EXPECT_THAT(describe.out,
+              ::testing::ContainsRegex(" k8s +[0-9]+ \\(placeholder\\) +default/share-2"))
+      << describe.out;
 }
 
 TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfterTheCooldown) {
