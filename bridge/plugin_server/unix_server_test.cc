@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bridge/api/frame.h"
+#include "bridge/api/v1/bridge.pb.h"
 #include "src/base/testing/temp_dir.h"
 
 namespace skb::bridge {
@@ -287,6 +288,25 @@ TEST_F(UnixServerTest, EmfileDoesNotSpinAndAcceptsAgainWhenFdsFree) {
   client->Send({"ping"});
   EXPECT_EQ(client->Receive(), "re:ping");
   EXPECT_EQ(server_->stats().accepted, 1u);
+}
+
+// The daemon's classifier (daemon_main.cc): what the plugin asks stays on the poll thread.
+TEST(AdmissionServiceIsQueryTest, AdmitAndPingAreInlineTheQueriesGoToTheWorker) {
+  auto frame = [](auto set_body) {
+    api::v1::Request req;
+    req.set_protocol_version(api::v1::PROTOCOL_VERSION_1);
+    set_body(&req);
+    return req.SerializeAsString();
+  };
+  EXPECT_FALSE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_admit(); })));
+  EXPECT_FALSE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_ping(); })));
+  EXPECT_FALSE(AdmissionService::IsQuery(frame([](auto*) {})));  // no body: an Error, at once
+  EXPECT_FALSE(AdmissionService::IsQuery("\xff\xff garbage"));   // dropped at once
+  EXPECT_TRUE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_list_nodes(); })));
+  EXPECT_TRUE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_list_jobs(); })));
+  EXPECT_TRUE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_describe_node(); })));
+  EXPECT_TRUE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_list_quotas(); })));
+  EXPECT_TRUE(AdmissionService::IsQuery(frame([](auto* r) { r->mutable_describe_tenant(); })));
 }
 
 }  // namespace
