@@ -128,7 +128,7 @@ TEST_F(BridgeConnectionTest, AsksTheDaemonAndGetsDecisions) {
   std::string why;
   ASSERT_EQ(conn.Admit(job, &out, &why), BridgeConnection::Outcome::kAnswered) << why;
   EXPECT_EQ(out.decision(), v1::AdmitResponse::ACCEPT);
-  EXPECT_EQ(out.admin_comment(), "k8s-bridge:preemptible=true");
+  EXPECT_EQ(out.admin_comment(), "k8s-bridge:preemptible=true,partitions=gpu,qos=");
   job.set_tres_per_node("gres:gpu:a100:1");
   ASSERT_EQ(conn.Admit(job, &out, &why), BridgeConnection::Outcome::kAnswered) << why;
   EXPECT_EQ(out.decision(), v1::AdmitResponse::REJECT);

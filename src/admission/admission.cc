@@ -104,6 +104,10 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
   slurm::Annotation note;
   note.preemptible = IsPreemptible(job, partitions, policy);
   note.signal = job.signal;
+  // Where it was decided: a job an admin moves later is judged where it is then. No
+  // partitions when none was asked for and the default is unknown (no inventory yet).
+  if (!partitions.empty()) note.partitions = partitions;
+  note.qos = job.qos;
   auto accept = [&](std::string message) {
     d.accept = true;
     d.user_message = std::move(message);

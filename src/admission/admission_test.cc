@@ -120,15 +120,17 @@ TEST(Decide, AnnotatesPreemptibleFromPolicyKeepingTheExistingComment) {
     EXPECT_TRUE(d.accept);
     return d.admin_comment.value_or("<none>");
   };
-  EXPECT_EQ(note({}), "k8s-bridge:preemptible=true");  // default partition gpu
-  EXPECT_EQ(note({.partition = "urgent"}), "k8s-bridge:preemptible=false");
-  EXPECT_EQ(note({.partition = "gpu,urgent"}), "k8s-bridge:preemptible=false");
-  EXPECT_EQ(note({.partition = "urgent", .qos = "scavenger"}), "k8s-bridge:preemptible=true");
+  EXPECT_EQ(note({}), "k8s-bridge:preemptible=true,partitions=gpu,qos=");  // the default
+  EXPECT_EQ(note({.partition = "urgent"}), "k8s-bridge:preemptible=false,partitions=urgent,qos=");
+  EXPECT_EQ(note({.partition = "gpu,urgent"}),
+            "k8s-bridge:preemptible=false,partitions=gpu+urgent,qos=");
+  EXPECT_EQ(note({.partition = "urgent", .qos = "scavenger"}),
+            "k8s-bridge:preemptible=true,partitions=urgent,qos=scavenger");
   EXPECT_EQ(note({.partition = "urgent", .admin_comment = "ops ticket 7"}),
-            "ops ticket 7 k8s-bridge:preemptible=false");
+            "ops ticket 7 k8s-bridge:preemptible=false,partitions=urgent,qos=");
   JobRequest with_signal{.partition = "urgent"};
   with_signal.signal = slurm::SignalSpec{10, 300, false};
-  EXPECT_EQ(note(with_signal), "k8s-bridge:preemptible=false,signal=10@300");
+  EXPECT_EQ(note(with_signal), "k8s-bridge:preemptible=false,signal=10@300,partitions=urgent,qos=");
 }
 
 TEST(Decide, PassesThePlaceholderThroughUnchanged) {
@@ -158,7 +160,7 @@ TEST(Decide, WithoutInventoryOnlyAnnotates) {
   Decision d = Decide({.tres_per_node = "gres:gpu:a100:99"}, Inventory{}, Policy{});
   EXPECT_TRUE(d.accept);
   EXPECT_EQ(d.user_message, "");
-  EXPECT_EQ(d.admin_comment, "k8s-bridge:preemptible=false");
+  EXPECT_EQ(d.admin_comment, "k8s-bridge:preemptible=false,qos=");  // no default partition known
 }
 
 TEST(InventoryFromSlurm, ClassifiesNodes) {

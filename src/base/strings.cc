@@ -2,6 +2,15 @@
 
 namespace skb {
 
+std::string StrJoin(const std::vector<std::string>& pieces, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i) out.append(sep);
+    out.append(pieces[i]);
+  }
+  return out;
+}
+
 std::vector<std::string_view> StrSplit(std::string_view s, char sep, bool skip_empty) {
   std::vector<std::string_view> out;
   size_t start = 0;

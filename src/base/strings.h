@@ -40,6 +40,9 @@ void StrAppend(std::string* out, const Args&... args) {
 // Splits `s` at every `sep`. With skip_empty, empty pieces are dropped.
 std::vector<std::string_view> StrSplit(std::string_view s, char sep, bool skip_empty = false);
 
+// The pieces with `sep` between them: {"a", "b"}, "+" -> "a+b".
+std::string StrJoin(const std::vector<std::string>& pieces, std::string_view sep);
+
 // `s` without leading and trailing ASCII whitespace.
 std::string_view StripWhitespace(std::string_view s);
 

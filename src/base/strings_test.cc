@@ -26,6 +26,12 @@ TEST(StrSplit, KeepsOrSkipsEmpties) {
   EXPECT_TRUE(StrSplit("", ',', true).empty());
 }
 
+TEST(StrJoin, PutsTheSeparatorBetween) {
+  EXPECT_EQ(StrJoin({}, "+"), "");
+  EXPECT_EQ(StrJoin({"gpu"}, "+"), "gpu");
+  EXPECT_EQ(StrJoin({"gpu", "", "urgent"}, ", "), "gpu, , urgent");
+}
+
 TEST(StripWhitespace, BothEnds) {
   EXPECT_EQ(StripWhitespace("  x y\n"), "x y");
   EXPECT_EQ(StripWhitespace(" \t "), "");

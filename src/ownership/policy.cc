@@ -26,6 +26,32 @@ std::pair<size_t, size_t> FindPreemptedToken(std::string_view comment) {
   return {std::string_view::npos, std::string_view::npos};
 }
 
+// Why the bridge's note no longer describes where `job` is ("" when it still does): an admin
+// moved it (`scontrol update partition=/qos=`) after admission. A note without the record
+// (written before it existed) is taken as it is.
+std::string MovedSinceAdmission(const slurm::JobView& job, const slurm::Annotation& a,
+                                const config::Config& cfg) {
+  if (a.partitions) {
+    for (std::string_view p : StrSplit(job.partition, ',', /*skip_empty=*/true)) {
+      if (!Contains(*a.partitions, p)) {
+        return StrCat("moved to partition ", p, " after admission in ",
+                      StrJoin(*a.partitions, ","));
+      }
+    }
+  }
+  if (a.qos && !job.qos.empty() && job.qos != *a.qos) {
+    // Admitted with the default QOS (""): its name is not known here, so only a move into a
+    // preemptible QOS is told apart from the default itself; any other QOS judges the same.
+    if (!a.qos->empty()) {
+      return StrCat("moved to QOS ", job.qos, " after admission in QOS ", *a.qos);
+    }
+    if (Contains(cfg.admission.preemptible_qos, job.qos)) {
+      return StrCat("in QOS ", job.qos, ", not the one it was admitted with");
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Clock::TimePoint FromUnix(slurm::UnixTime t) {
@@ -122,19 +148,26 @@ JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock:
     p.scope = plan::SignalScope::kFull;
   }
 
-  if (std::optional<slurm::Annotation> a = slurm::ParseAnnotation(job.admin_comment)) {
+  const std::optional<slurm::Annotation> a = slurm::ParseAnnotation(job.admin_comment);
+  const std::string moved = a ? MovedSinceAdmission(job, *a, cfg) : "";
+  if (a && moved.empty()) {
     p.preemptible = a->preemptible;
     p.why = a->preemptible ? "admitted as preemptible" : "admitted as not preemptible";
-  } else if (!job.qos.empty() && Contains(cfg.admission.preemptible_qos, job.qos)) {
-    p.preemptible = true;
-    p.why = StrCat("QOS ", job.qos, " is preemptible");
-  } else if (!job.partition.empty() &&
-             Contains(cfg.admission.preemptible_partitions, job.partition)) {
-    p.preemptible = true;
-    p.why = StrCat("partition ", job.partition, " is preemptible");
   } else {
-    p.preemptible = false;
-    p.why = "not admitted by the bridge and in no preemptible partition or QOS";
+    // Not admitted by the bridge, or moved since: judged by where it is now.
+    const std::string prefix = moved.empty() ? "" : StrCat(moved, ": ");
+    if (!job.qos.empty() && Contains(cfg.admission.preemptible_qos, job.qos)) {
+      p.preemptible = true;
+      p.why = StrCat(prefix, "QOS ", job.qos, " is preemptible");
+    } else if (!job.partition.empty() &&
+               Contains(cfg.admission.preemptible_partitions, job.partition)) {
+      p.preemptible = true;
+      p.why = StrCat(prefix, "partition ", job.partition, " is preemptible");
+    } else {
+      p.preemptible = false;
+      p.why = moved.empty() ? "not admitted by the bridge and in no preemptible partition or QOS"
+                            : StrCat(prefix, "in no preemptible partition or QOS");
+    }
   }
   if (!p.preemptible) return p;
   if (p.mode != plan::JobPreemptMode::kCancel && !job.requeue) {

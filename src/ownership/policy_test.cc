@@ -75,6 +75,55 @@ TEST(GraceFor, JobSignalThenDefaultCappedByMax) {
   EXPECT_EQ(GraceFor(j, cfg), seconds(0));
 }
 
+// The admission note holds while the job stays where it was admitted; a job an admin moves
+// afterwards (scontrol update partition=/qos=) is judged where it is now, saying why.
+TEST(PolicyFor, AJobMovedSinceAdmissionIsJudgedWhereItIsNow) {
+  config::Config cfg;
+  cfg.admission.preemptible_qos = {"scavenger"};
+  cfg.admission.preemptible_partitions = {"gpu"};
+  auto job = [](std::string note, std::string partition, std::string qos) {
+    slurm::JobView j = Job(7, std::move(note));
+    j.partition = std::move(partition);
+    j.qos = std::move(qos);
+    return j;
+  };
+  // Where it was admitted: the note decides (even against today's lists: the promise).
+  JobPolicy p =
+      PolicyFor(job("k8s-bridge:preemptible=true,partitions=gpu,qos=", "gpu", "normal"), cfg, kNow);
+  EXPECT_TRUE(p.preemptible);
+  EXPECT_EQ(p.why, "admitted as preemptible");
+  p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=gpu+urgent,qos=", "gpu", "normal"),
+                cfg, kNow);
+  EXPECT_FALSE(p.preemptible) << "started in one of the partitions it asked for";
+  // Admitted preemptible in gpu, moved to urgent before it started: protected now.
+  p = PolicyFor(job("k8s-bridge:preemptible=true,partitions=gpu,qos=", "urgent", "normal"), cfg,
+                kNow);
+  EXPECT_FALSE(p.preemptible);
+  EXPECT_EQ(p.why,
+            "moved to partition urgent after admission in gpu: in no preemptible partition "
+            "or QOS");
+  // Admitted protected in urgent, moved to the scavenger QOS: preemptible now.
+  p = PolicyFor(
+      job("k8s-bridge:preemptible=false,partitions=urgent,qos=high", "urgent", "scavenger"), cfg,
+      kNow);
+  EXPECT_TRUE(p.preemptible);
+  EXPECT_EQ(p.why,
+            "moved to QOS scavenger after admission in QOS high: QOS scavenger is "
+            "preemptible");
+  // Admitted with the default QOS: the QOS it runs under is that default unless preemptible.
+  p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=urgent,qos=", "urgent", "normal"), cfg,
+                kNow);
+  EXPECT_FALSE(p.preemptible);
+  EXPECT_EQ(p.why, "admitted as not preemptible");
+  p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=urgent,qos=", "urgent", "scavenger"),
+                cfg, kNow);
+  EXPECT_TRUE(p.preemptible);
+  EXPECT_THAT(p.why, HasSubstr("in QOS scavenger, not the one it was admitted with"));
+  // A note from before the record existed is taken as it is, wherever the job is.
+  p = PolicyFor(job("k8s-bridge:preemptible=true", "urgent", "normal"), cfg, kNow);
+  EXPECT_TRUE(p.preemptible);
+}
+
 TEST(PolicyFor, PreemptibilitySignalAndMode) {
   config::Config cfg;
   cfg.admission.preemptible_qos = {"scavenger"};

@@ -185,6 +185,8 @@ std::string FormatAnnotation(const Annotation& a) {
     StrAppend(&out, ",signal=", a.signal->signal, "@", a.signal->seconds,
               a.signal->batch_only ? ":B" : "");
   }
+  if (a.partitions) StrAppend(&out, ",partitions=", StrJoin(*a.partitions, "+"));
+  if (a.qos) StrAppend(&out, ",qos=", *a.qos);
   return out;
 }
 
@@ -213,6 +215,12 @@ std::optional<Annotation> ParseAnnotation(std::string_view admin_comment) {
         s.signal = static_cast<int>(*sig);
         s.seconds = static_cast<int>(*secs);
         a.signal = s;
+      } else if (k == "partitions") {
+        std::vector<std::string> parts;
+        for (std::string_view p : StrSplit(v, '+', /*skip_empty=*/true)) parts.emplace_back(p);
+        a.partitions = std::move(parts);
+      } else if (k == "qos") {
+        a.qos = std::string(v);
       }
     }
     if (ok) return a;

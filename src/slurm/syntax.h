@@ -42,10 +42,17 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres);
 StatusOr<std::vector<std::string>> ParseConstraintFeatures(std::string_view constraint);
 
 // The bridge's note on an accepted job, kept in admin_comment as one whitespace-free
-// token: "k8s-bridge:preemptible=true" or "k8s-bridge:preemptible=false,signal=10@120:B".
+// token: "k8s-bridge:preemptible=true" or
+// "k8s-bridge:preemptible=false,signal=10@120:B,partitions=gpu+urgent,qos=normal".
+// `partitions` and `qos` say where the decision was made (the partitions the job asked for,
+// '+'-separated, the default one when it asked for none; the QOS it asked for, "" for the
+// default): a job an admin moves afterwards (`scontrol update partition=/qos=`) is judged
+// where it is now, not by this note. Notes written before they existed carry neither.
 struct Annotation {
   bool preemptible = false;
   std::optional<SignalSpec> signal;
+  std::optional<std::vector<std::string>> partitions;
+  std::optional<std::string> qos;
   friend bool operator==(const Annotation&, const Annotation&) = default;
 };
 

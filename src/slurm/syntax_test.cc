@@ -75,6 +75,18 @@ TEST(Annotation, FormatParseAndMerge) {
   EXPECT_EQ(ParseAnnotation("ticket-42 " + FormatAnnotation(a)), a);
   EXPECT_EQ(ParseAnnotation(FormatAnnotation(Annotation{})), Annotation{});
   EXPECT_FALSE(ParseAnnotation("nothing here").has_value());
+  // Where the decision was made: the partitions asked for and the QOS ("" = the default).
+  Annotation where{
+      .preemptible = true, .partitions = std::vector<std::string>{"gpu", "urgent"}, .qos = ""};
+  EXPECT_EQ(FormatAnnotation(where), "k8s-bridge:preemptible=true,partitions=gpu+urgent,qos=");
+  EXPECT_EQ(ParseAnnotation(FormatAnnotation(where)), where);
+  where.qos = "scavenger";
+  where.signal = SignalSpec{12, 60, false};
+  EXPECT_EQ(ParseAnnotation("x " + FormatAnnotation(where) + " y"), where);
+  // A note written before partitions/qos existed has neither: it is not "moved".
+  Annotation old = *ParseAnnotation("k8s-bridge:preemptible=true");
+  EXPECT_FALSE(old.partitions.has_value());
+  EXPECT_FALSE(old.qos.has_value());
   EXPECT_FALSE(ParseAnnotation("").has_value());
 
   EXPECT_EQ(MergeAnnotation("", Annotation{}), "k8s-bridge:preemptible=false");

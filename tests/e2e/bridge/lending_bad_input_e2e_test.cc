@@ -16,6 +16,7 @@
 //     whose requeue is turned off during its grace is left running, and the lend waits.
 #include <thread>
 
+#include "src/admission/admission.h"
 #include "src/ownership/policy.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
@@ -366,6 +367,45 @@ TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {
 // A Kubernetes node deleted (scale-down, replacement): the garbage collector deletes its
 // reservation (owner reference), and the bridge releases it rather than keep a pod with a
 // finalizer forever. The node registering again gets a new reservation.
+// A job admitted as preemptible in "gpu" that an admin moves to the protected "urgent"
+// partition before it starts (scontrol update partition=) is judged where it runs: its
+// node's reservation is protected, inference never takes it. The admission note is the one
+// the job_submit plugin writes (admission::Decide), set by hand because the testbed's
+// slurmctld plugin talks to another daemon than this test's.
+TEST_F(LendingBadInputE2E, AJobMovedToAProtectedPartitionAfterAdmissionIsNeverPreempted) {
+  admission::Inventory inv;
+  inv.known = true;
+  inv.default_partition = "gpu";
+  const admission::Decision admitted =
+      admission::Decide({.partition = "gpu"}, inv, {.preemptible_partitions = {"gpu"}});
+  ASSERT_TRUE(admitted.accept && admitted.admin_comment);
+  ASSERT_THAT(*admitted.admin_comment, HasSubstr("preemptible=true"));
+
+  const std::string moved = Submit("gpu", {"USR1"}, {"--hold"});
+  ASSERT_EQ(Shell(StrCat("scontrol update jobid=", moved, " admincomment='",
+                         *admitted.admin_comment, "'"))
+                .exit_code,
+            0);
+  ASSERT_EQ(Shell(StrCat("scontrol update jobid=", moved, " partition=urgent")).exit_code, 0);
+  ASSERT_EQ(Shell(StrCat("scontrol release ", moved)).exit_code, 0);
+  for (int i = 1; i < testbed::TestbedNodeCount(); ++i) Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_EQ(JobField(moved, "Partition"), "urgent");
+  ASSERT_THAT(JobField(moved, "AdminComment"), HasSubstr("preemptible=true"));
+  // Every node protected: the moved job's too, though its note says preemptible.
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-protected"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+
+  CreateInferencePod("infer-m");
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 10));
+  EXPECT_EQ(PodField("infer-m", ".status.phase"), "Pending");
+  for (const auto& id : jobs_) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(Restarts(id), 0) << id;
+    EXPECT_EQ(Signals(id), "") << id << " was signalled";
+  }
+}
+
 TEST_F(LendingBadInputE2E, TheReservationOfADeletedNodeIsReleasedAndTheNodeBackGetsANewOne) {
   const std::string node = StrCat("node", testbed::TestbedNodeCount());
   SettleWith(node, "slurm-idle");
