@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "src/devices/gres.h"
+#include "src/devices/test_support.h"
 #include "src/ownership/policy.h"
 
 namespace skb::devices {
@@ -18,7 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
+using test_support::kNow;
 
 config::Config Cfg() {
   config::Config cfg;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "src/devices/gres.h"
+#include "src/devices/test_support.h"
 #include "src/ownership/policy.h"
 
 namespace skb::devices {
@@ -12,13 +13,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
+using test_support::kNow;
 
-config::Config Cfg() {
-  config::Config cfg;
-  cfg.gpu_sharing.enabled = true;
-  return cfg;
-}
+config::Config Cfg() { return test_support::SharingOn(); }
 
 NodeDevices Node(std::string name, int gpus, int busy) {
   NodeDevices n;
