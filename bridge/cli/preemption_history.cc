@@ -91,12 +91,6 @@ std::optional<Clock::TimePoint> Time(const json& event, const char* key) {
   return *t;
 }
 
-std::string Join(const std::vector<std::string>& items, std::string_view sep = ",") {
-  std::string out;
-  for (const auto& i : items) StrAppend(&out, out.empty() ? "" : sep, i);
-  return out;
-}
-
 std::string When(const std::optional<Clock::TimePoint>& t) { return t ? k8s::FormatTime(*t) : "-"; }
 
 }  // namespace
@@ -192,7 +186,7 @@ std::string Outcome(const Preemption& p) {
   if (p.returned) return "returned to Slurm";
   if (p.superseded) return "no return recorded";
   if (p.released) return "lent to Kubernetes";
-  if (!p.blocked.empty()) return StrCat("waiting for protected job(s) ", Join(p.blocked));
+  if (!p.blocked.empty()) return StrCat("waiting for protected job(s) ", StrJoin(p.blocked, ","));
   return "lending";
 }
 
@@ -208,17 +202,17 @@ std::string PreemptionsTable(const std::vector<Preemption>& history, bool wide) 
       std::string mode = p.preempt_mode.empty() ? "preempted" : p.preempt_mode;
       std::transform(mode.begin(), mode.end(), mode.begin(),
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      preempted = StrCat(mode, " ", Join(p.preempted));
+      preempted = StrCat(mode, " ", StrJoin(p.preempted, ","));
     }
     std::vector<std::string> row = {k8s::FormatTime(p.started),
                                     p.node,
                                     p.lent_to.empty() ? "-" : p.lent_to,
-                                    p.signalled.empty() ? "-" : Join(p.signalled),
+                                    p.signalled.empty() ? "-" : StrJoin(p.signalled, ","),
                                     preempted,
                                     When(p.released),
                                     Outcome(p),
                                     When(p.returned)};
-    if (wide) row.push_back(p.warnings.empty() ? "-" : Join(p.warnings, "; "));
+    if (wide) row.push_back(p.warnings.empty() ? "-" : StrJoin(p.warnings, "; "));
     rows.push_back(std::move(row));
   }
   if (history.empty()) return "No preemptions in the Events the apiserver keeps.\n";

@@ -26,12 +26,6 @@ std::string JoinIds(const std::vector<uint32_t>& ids) {
   return out;
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) StrAppend(&out, out.empty() ? "" : ",", n);
-  return out;
-}
-
 double WorkLost(const NodeJob& j, Clock::TimePoint now) {
   const double secs = std::chrono::duration<double>(now - own::FromUnix(j.view.start_time)).count();
   return secs > 0 ? secs * static_cast<double>(j.indices.size()) : 0;
@@ -74,7 +68,7 @@ DeviceAction HoldAgainForSlurm(const NodeDevices& node, uint32_t job,
                                std::vector<std::string> devices) {
   DeviceAction a =
       Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
-           StrCat("devices ", JoinNames(devices), " held again for Slurm"));
+           StrCat("devices ", StrJoin(devices, ","), " held again for Slurm"));
   a.devices = std::move(devices);
   a.placeholder_job = job;
   return a;
@@ -185,7 +179,7 @@ std::string_view DeviceActionKindName(DeviceActionKind k) {
 
 std::string ToString(const DeviceAction& a) {
   std::string s = StrCat(DeviceActionKindName(a.kind), " ", a.node);
-  if (!a.devices.empty()) StrAppend(&s, " devices=", JoinNames(a.devices));
+  if (!a.devices.empty()) StrAppend(&s, " devices=", StrJoin(a.devices, ","));
   if (a.placeholder_job != 0) StrAppend(&s, " placeholder=", a.placeholder_job);
   if (!a.pod.empty()) StrAppend(&s, " pod=", a.pod);
   if (a.gpus != 0) StrAppend(&s, " gpus=", a.gpus);
@@ -354,7 +348,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
   if (!unguarded.empty()) {
     DeviceAction a =
         Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReservation, "GpusHeldForSlurm",
-             StrCat("devices ", JoinNames(unguarded), " held for Slurm"));
+             StrCat("devices ", StrJoin(unguarded, ","), " held for Slurm"));
     a.devices = std::move(unguarded);
     plan.actions.push_back(std::move(a));
   }
@@ -424,7 +418,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       } else if (!in_use) {
         DeviceAction a =
             Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kReturn, "GpusReturned",
-                 StrCat("devices ", JoinNames(mine), " back to Slurm (placeholder ", p.job_id,
+                 StrCat("devices ", StrJoin(mine, ","), " back to Slurm (placeholder ", p.job_id,
                         " ends)"));
         a.placeholder_job = p.job_id;
         plan.actions.push_back(std::move(a));
@@ -434,7 +428,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     // A give: Slurm holds the devices now, so Kubernetes may have them.
     if (!held.empty()) {
       DeviceAction a = Make(DeviceActionKind::kRemoveDeviceHold, node, plan::Cause::kLend,
-                            "GpusLent", StrCat("devices ", JoinNames(held), " lent to ", p.pod));
+                            "GpusLent", StrCat("devices ", StrJoin(held, ","), " lent to ", p.pod));
       a.devices = std::move(held);
       a.placeholder_job = p.job_id;
       a.pod = p.pod;
@@ -444,7 +438,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     if (in_use == p.idle_since.has_value()) {
       DeviceAction a =
           Make(DeviceActionKind::kRecordIdleSince, node, plan::Cause::kReturn, "GpusIdle",
-               StrCat("devices ", JoinNames(mine), in_use ? " in use" : " idle"));
+               StrCat("devices ", StrJoin(mine, ","), in_use ? " in use" : " idle"));
       a.quiet = true;
       a.placeholder_job = p.job_id;
       a.at_unix = in_use ? 0 : now_unix;
@@ -456,7 +450,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     if (!d.now) continue;
     DeviceAction mark =
         Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn, "GpusReturning",
-             StrCat("devices ", JoinNames(mine), " return to Slurm: ", d.why));
+             StrCat("devices ", StrJoin(mine, ","), " return to Slurm: ", d.why));
     mark.placeholder_job = p.job_id;
     plan.actions.push_back(std::move(mark));
     plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(mine)));

@@ -19,12 +19,6 @@ std::string TenantOfNamespace(const QuotaConfig& q, std::string_view ns) {
   return t != nullptr ? t->name : std::string();
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) StrAppend(&out, out.empty() ? "" : ",", s);
-  return out;
-}
-
 std::string Gpus(int64_t n) { return StrCat(n, n == 1 ? " GPU" : " GPUs"); }
 
 }  // namespace
@@ -45,7 +39,7 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     ObservedWork w;
     w.running = holds;
     w.account = j.account;
-    w.where = holds ? Join(j.nodes) : "";
+    w.where = holds ? StrJoin(j.nodes, ",") : "";
     const ownership::JobPolicy policy = ownership::PolicyFor(j, cfg, now);
     w.preemptible_why = policy.why;
     Work& work = w.work;
