@@ -284,7 +284,6 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
   }
   MutexLock lock(&mu_);
   nodes_ = r.observation.nodes;
-  node_granular_ = r.observation.node_granular;
   return r;
 }
 
@@ -331,11 +330,6 @@ std::set<std::string> DeviceLane::GranularNodes() const {
   std::set<std::string> out;
   for (const devices::NodeDevices& n : nodes_) out.insert(n.node);
   return out;
-}
-
-std::map<std::string, std::string> DeviceLane::NodeGranularReasons() const {
-  MutexLock lock(&mu_);
-  return node_granular_;
 }
 
 std::vector<devices::NodeDevices> DeviceLane::Nodes() const {

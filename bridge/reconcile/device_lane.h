@@ -97,10 +97,8 @@ class DeviceLane {
   // One pass. `acting` false: observe and plan only (a leader whose Lease may have passed).
   Result RunPass(const devices::World& world, bool acting = true);
 
-  // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone), and the
-  // reason for each node that is not.
+  // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone).
   std::set<std::string> GranularNodes() const;
-  std::map<std::string, std::string> NodeGranularReasons() const;
   // The last observation's nodes.
   std::vector<devices::NodeDevices> Nodes() const;
 
@@ -113,7 +111,6 @@ class DeviceLane {
   const Clock* const clock_;
   mutable Mutex mu_;
   std::vector<devices::NodeDevices> nodes_ GUARDED_BY(mu_);
-  std::map<std::string, std::string> node_granular_ GUARDED_BY(mu_);
   // What was already reported as an Event (so each is reported once until it changes).
   std::map<std::string, std::string> reported_waiting_ GUARDED_BY(mu_);
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
