@@ -372,8 +372,18 @@ TEST_F(SlurmClientTest, RequeuedRunningJobComesBackPendingThenRunsAgain) {
   EXPECT_FALSE(pending->Held());
   // Requeueing again while it waits is a no-op.
   EXPECT_EQ(*client_->RequeueJob(id, false), WriteOutcome::kUnchanged);
-  // Slurm delays a requeued job's start (BeginTime, about two minutes); it must run again.
-  EXPECT_TRUE(WaitState(id, JobState::kRunning, seconds(200)))
+  // Slurm delays a requeued job's start (BeginTime, about two minutes from the requeue).
+  // Waiting that out cost two minutes in each lane; the test moves the begin time to now,
+  // as an admin would, and the job must run again: the requeue left it runnable (not held,
+  // not failed, its GPUs not leaked).
+  // The begin time is set once the requeue has completed: move it only after that.
+  ASSERT_TRUE(
+      WaitFor([&] { return client_->LoadJob(id)->state_reason == "BeginTime"; }, seconds(60)))
+      << client_->LoadJob(id)->state_reason;
+  auto release = RunCommand({"scontrol", "update", "jobid=" + std::to_string(id), "starttime=now"},
+                            seconds(30));
+  ASSERT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_TRUE(WaitState(id, JobState::kRunning, seconds(60)))
       << skb::testbed::JobState(std::to_string(id));
 }
 
