@@ -832,6 +832,10 @@ StatusOr<WriteOutcome> LibSlurmClient::SetAdminComment(uint32_t job_id,
   });
 }
 
+namespace {
+constexpr time_t kRelaunchDelaySeconds = 2;
+}  // namespace
+
 StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
   const auto verify = options_.verify_timeout;
   return Call<WriteOutcome>("make job eligible", [job_id, verify]() -> StatusOr<WriteOutcome> {
@@ -842,10 +846,14 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
         [](const JobView& v) { return v.state == JobState::kPending && !v.completing; }, verify,
         StrCat("requeue of job ", job_id));
     if (!pending.ok()) return pending.status();
+    // Not `now`: slurmd refuses a launch credential created in the same second as its
+    // revocation of the job's previous one ("Job credential revoked"; the job then ends
+    // FAILED, not requeued: seen on 24.11 when the job restarted on its old node at once).
+    // Two seconds on, every node that ran the job has revoked before the new credential.
     job_desc_msg_t desc;
     slurm_init_job_desc_msg(&desc);
     desc.job_id = job_id;
-    desc.begin_time = time(nullptr);
+    desc.begin_time = time(nullptr) + kRelaunchDelaySeconds;
     if (slurm_update_job(&desc) != SLURM_SUCCESS) {
       return LastError(StrCat("make job ", job_id, " eligible"));
     }

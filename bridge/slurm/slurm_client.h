@@ -97,7 +97,8 @@ class SlurmClient {
   virtual StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) = 0;
   // Makes a pending job eligible now: slurmctld holds a requeued job back for about two
   // minutes (its begin time), which a job preempted for a lend does not need -- it should
-  // start on any free node at once. kUnchanged when the job is not pending.
+  // start on any free node at once (two seconds on: a start within the second its old
+  // launch credential was revoked is refused). kUnchanged when the job is not pending.
   virtual StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) = 0;
 
   // Submits the placeholder batch job `s` describes (named devices::kPlaceholderJobName;

@@ -373,17 +373,19 @@ TEST_F(SlurmClientTest, RequeuedRunningJobComesBackPendingThenRunsAgain) {
   // Requeueing again while it waits is a no-op.
   EXPECT_EQ(*client_->RequeueJob(id, false), WriteOutcome::kUnchanged);
   // Slurm delays a requeued job's start (BeginTime, about two minutes from the requeue).
-  // Waiting that out cost two minutes in each lane; the test moves the begin time to now,
-  // as an admin would, and the job must run again: the requeue left it runnable (not held,
-  // not failed, its GPUs not leaked).
-  // The begin time is set once the requeue has completed: move it only after that.
-  ASSERT_TRUE(
-      WaitFor([&] { return client_->LoadJob(id)->state_reason == "BeginTime"; }, seconds(60)))
-      << client_->LoadJob(id)->state_reason;
-  auto release = RunCommand({"scontrol", "update", "jobid=" + std::to_string(id), "starttime=now"},
-                            seconds(30));
-  ASSERT_EQ(release.exit_code, 0) << release.err;
-  EXPECT_TRUE(WaitState(id, JobState::kRunning, seconds(60)))
+  // The bridge moves it forward after a preemption (MakeEligibleNow), and the job must run
+  // again: the requeue left it runnable, and the new start is not refused on the node that
+  // just revoked its previous launch credential (on 24.11 a start within the revocation's
+  // second was killed "Job credential revoked" and ended FAILED).
+  auto eligible = client_->MakeEligibleNow(id);
+  ASSERT_TRUE(eligible.ok()) << eligible.status();
+  EXPECT_EQ(*eligible, WriteOutcome::kChanged);
+  ASSERT_TRUE(WaitState(id, JobState::kRunning, seconds(60)))
+      << skb::testbed::JobState(std::to_string(id));
+  // A refused launch shows RUNNING for a moment, then FAILED: it must still run a few
+  // seconds later.
+  EXPECT_FALSE(
+      WaitFor([&] { return client_->LoadJob(id)->state != JobState::kRunning; }, seconds(3)))
       << skb::testbed::JobState(std::to_string(id));
 }
 
