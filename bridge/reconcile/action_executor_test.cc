@@ -372,5 +372,67 @@ TEST_F(ActionExecutorUnitTest, DeletesOurReservationOnceAndChecksItsUid) {
       << "on the node and on the pod";
 }
 
+// A swap releases the old reservation (its GPUs stop counting) only under the whole guard:
+// the NoSchedule taint and the swap-guard label the admission policy selects nodes by.
+TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
+  auto created = kube_.Create(k8s::Resource::Pods(), "slurm-bridge",
+                              {{"apiVersion", "v1"},
+                               {"kind", "Pod"},
+                               {"metadata",
+                                {{"name", "reserve-node1"},
+                                 {"namespace", "slurm-bridge"},
+                                 {"labels", {{ownership::kRoleLabel, ownership::kReservationRole}}},
+                                 {"finalizers", {ownership::kFinalizer}}}},
+                               {"spec", {{"nodeName", "node1"}}}});
+  ASSERT_TRUE(created.ok());
+  Action release;
+  release.kind = ActionKind::kReleaseReservationPod;
+  release.node = "node1";
+  release.pod = {"slurm-bridge", "reserve-node1", (*created)["metadata"]["uid"]};
+  release.release_check = plan::ReleaseCheck::kSwapTaint;
+  release.event_reason = "ReservationReplacing";
+
+  Status s = executor_.Execute(release);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapTaintKey));
+
+  Action taint;
+  taint.kind = ActionKind::kSetNodeTaint;
+  taint.node = "node1";
+  taint.taint = {ownership::kSwapTaintKey, "", "NoSchedule"};
+  taint.event_reason = "ReservationSwapStarted";
+  ASSERT_TRUE(executor_.Execute(taint).ok());
+  s = executor_.Execute(release);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapGuardLabel));
+
+  Action guard;
+  guard.kind = ActionKind::kPatchNodeAnnotations;
+  guard.node = "node1";
+  guard.labels.set[ownership::kSwapGuardLabel] = "true";
+  guard.event_reason = "SwapGuardOn";
+  ASSERT_TRUE(executor_.Execute(guard).ok());
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ((*node)["metadata"]["labels"][ownership::kSwapGuardLabel], "true");
+  EXPECT_FALSE((*node)["metadata"].contains("annotations")) << "labels only";
+  ASSERT_TRUE(executor_.Execute(release).ok());
+  EXPECT_EQ(kube_.Get(k8s::Resource::Pods(), "slurm-bridge", "reserve-node1").status().code(),
+            StatusCode::kNotFound)
+      << "released (finalizer off) and deleted";
+
+  guard.labels = {};
+  guard.labels.remove.emplace_back(ownership::kSwapGuardLabel);
+  guard.event_reason = "SwapGuardOff";
+  ASSERT_TRUE(executor_.Execute(guard).ok());
+  node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_FALSE((*node)["metadata"]["labels"].contains(ownership::kSwapGuardLabel));
+  EXPECT_THAT(events_.reasons(),
+              ElementsAre("ReservationSwapStarted", "SwapGuardOn", "ReservationReplacing",
+                          "ReservationReplacing", "SwapGuardOff"))
+      << "the release on the node and on the pod";
+}
+
 }  // namespace
 }  // namespace skb::bridge

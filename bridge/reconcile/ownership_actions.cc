@@ -328,6 +328,12 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
       return AbortedError(StrCat("node ", a.node, " lacks the ", ownership::kSwapTaintKey,
                                  " taint: reservation not released"));
     }
+    // The admission guard goes on before the old reservation's GPUs stop counting: the
+    // taint alone does not stop a pod bound by spec.nodeName or tolerating every taint.
+    if (k8s::StringAt((*node)["metadata"]["labels"], ownership::kSwapGuardLabel).empty()) {
+      return AbortedError(StrCat("node ", a.node, " lacks the ", ownership::kSwapGuardLabel,
+                                 " label: reservation not released"));
+    }
   }
   auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
   if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
@@ -534,11 +540,17 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
 
 Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
   const std::string node_name = a.K8sNode();
-  nlohmann::json ann = nlohmann::json::object();
-  for (const auto& [k, v] : a.annotations.set) ann[k] = v;
-  for (const auto& k : a.annotations.remove) ann[k] = nullptr;
+  const auto merge = [](const plan::AnnotationPatch& p) {
+    nlohmann::json m = nlohmann::json::object();
+    for (const auto& [k, v] : p.set) m[k] = v;
+    for (const auto& k : p.remove) m[k] = nullptr;
+    return m;
+  };
+  nlohmann::json meta = nlohmann::json::object();
+  if (!a.annotations.empty()) meta["annotations"] = merge(a.annotations);
+  if (!a.labels.empty()) meta["labels"] = merge(a.labels);
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonMerge,
-                        {{"metadata", {{"annotations", ann}}}});
+                        {{"metadata", std::move(meta)}});
   if (!r.ok()) return r.status();
   if (!a.event_reason.empty()) Record(a);
   return OkStatus();

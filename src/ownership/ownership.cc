@@ -156,6 +156,7 @@ struct Facts {
   std::string lend_blocked;
   std::string return_blocked;
   bool swap_taint = false;
+  bool swap_guard = false;  // the swap-guard label (kSwapGuardLabel) is on the node
   bool busy_taint = false;
   bool healthy = true;
   std::string unhealthy_why;
@@ -213,6 +214,7 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
   if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
   f.swap_taint = HasTaint(*f.k, kSwapTaintKey);
+  f.swap_guard = Find(f.k->labels, kSwapGuardLabel) != nullptr;
   f.busy_taint = HasTaint(*f.k, kBusyTaintKey);
 
   health::HealthVerdict verdict = health::AssessHealth(*f.k, cfg.health, now);
@@ -231,9 +233,13 @@ class Planner {
  public:
   Planner(const Facts& f, OwnershipPlan* out) : f_(f), out_(out) {}
 
-  void Run();
+  void Run() {
+    RunFlows();
+    DropSwapGuardUnlessWanted();
+  }
 
  private:
+  void RunFlows();
   // What an action planned in state `s` is for (the state is set before its flow runs).
   static plan::Cause CauseOf(OwnerState s) {
     switch (s) {
@@ -271,6 +277,30 @@ class Planner {
     if (patch.empty()) return;
     Add(ActionKind::kPatchNodeAnnotations, std::move(reason), std::move(message), type)
         .annotations = std::move(patch);
+  }
+  // The swap guard: the node label that makes the chart's admission policy refuse every
+  // binding to the node and every GPU pod created on it by spec.nodeName (except the
+  // bridge's), for as long as the node's reservation does not count its GPUs during a swap.
+  // On before the old reservation is released; off once the new one runs (Run() drops it
+  // in every state that did not ask for it).
+  void EnsureSwapGuard(std::string_view why) {
+    swap_guard_wanted_ = true;
+    if (f_.swap_guard) return;
+    plan::AnnotationPatch labels;
+    labels.set[kSwapGuardLabel] = "true";
+    Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOn",
+        StrCat("Labelled node ", f_.node->name, " ", kSwapGuardLabel,
+               ": the apiserver admits no pod onto it but the bridge's while ", why))
+        .labels = std::move(labels);
+  }
+  void DropSwapGuardUnlessWanted() {
+    if (swap_guard_wanted_ || !f_.swap_guard) return;
+    plan::AnnotationPatch labels;
+    labels.remove.emplace_back(kSwapGuardLabel);
+    Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOff",
+        StrCat("Removed label ", kSwapGuardLabel, " from node ", f_.node->name,
+               ": no reservation swap leaves its GPUs uncounted"))
+        .labels = std::move(labels);
   }
   void SetTaint(const char* key, std::string reason, std::string message) {
     Add(ActionKind::kSetNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
@@ -310,6 +340,7 @@ class Planner {
 
   const Facts& f_;
   OwnershipPlan* out_;
+  bool swap_guard_wanted_ = false;  // a flow of this plan keeps the swap guard on
 };
 
 std::string Planner::Preemptor() const {
@@ -358,7 +389,7 @@ int64_t Planner::Gpus() const {
   return f_.s->TotalGpus();
 }
 
-void Planner::Run() {
+void Planner::RunFlows() {
   const GpuPod* r = f_.r;
   if (f_.foreign != nullptr) {
     Explain(StrCat("pod ", PodName(*f_.foreign), " has the reservation's name but not the label ",
@@ -417,8 +448,9 @@ void Planner::Run() {
                 ": it is lent to Kubernetes (", who, ")",
                 f_.jobs.empty() ? "" : "; its Slurm jobs are preempted at once"),
          EventType::kWarning);
-  } else if (f_.swap_taint) {
+  } else if (f_.swap_taint || f_.swap_guard) {
     out_->state = OwnerState::kSwapping;
+    EnsureSwapGuard("its reservation is replaced");
     std::string why;
     ReservationClass cls = WantedClass(&why);
     Create(cls, "ReservationReplaced",
@@ -930,6 +962,7 @@ void Planner::SlurmOwned() {
       }
     }
   } else if (f_.swap_taint) {
+    if (r.phase != "Running") EnsureSwapGuard("its new reservation is not running yet");
     Explain(StrCat("swap: waiting for reservation ", PodName(r), " to run"));
   }
 
@@ -989,6 +1022,8 @@ void Planner::SlurmOwned() {
 void Planner::StartSwap(std::string why, EventType type) {
   const GpuPod& r = *f_.r;
   out_->state = OwnerState::kSwapping;
+  // A failed reservation counts no GPU already: guarded before anything else.
+  if (Terminal(r)) EnsureSwapGuard("its failed reservation is replaced");
   if (!f_.swap_taint) {
     SetTaint(kSwapTaintKey, "ReservationSwapStarted",
              StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
@@ -1038,6 +1073,8 @@ void Planner::RefuseLend(const std::string& why) {
 
 void Planner::SwapRelease() {
   const GpuPod& r = *f_.r;
+  // On before the release (the executor checks it at the source, too).
+  EnsureSwapGuard("its reservation is replaced");
   if (!f_.swap_taint) {
     SetTaint(kSwapTaintKey, "ReservationSwapStarted",
              StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,

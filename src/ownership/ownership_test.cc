@@ -280,6 +280,8 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
     case ActionKind::kPatchNodeAnnotations:
       for (const auto& [k, v] : a.annotations.set) n->k8s->annotations[k] = v;
       for (const auto& k : a.annotations.remove) n->k8s->annotations.erase(k);
+      for (const auto& [k, v] : a.labels.set) n->k8s->labels[k] = v;
+      for (const auto& k : a.labels.remove) n->k8s->labels.erase(k);
       break;
     case ActionKind::kRestoreFinalizer: {
       GpuPod* p = find_pod(a.pod);
@@ -320,6 +322,8 @@ void Kubelet(ManagedNode* n, Clock::TimePoint now) {
 void Scheduler(ManagedNode* n) {
   if (n->nominated_pods.empty()) return;
   if (HasTaint(*n, kSwapTaintKey) || HasTaint(*n, kBusyTaintKey)) return;
+  // The swap-guard admission policy refuses every binding to a guarded node.
+  if (n->k8s->labels.count(kSwapGuardLabel)) return;
   int64_t used = 0;
   for (const GpuPod& p : n->pods) {
     if (p.phase != "Succeeded" && p.phase != "Failed") used += p.gpus;
@@ -335,7 +339,9 @@ void Scheduler(ManagedNode* n) {
 
 // Invariant 1 and the bridge's guard: a Slurm job and a running Kubernetes GPU pod never
 // share the node; and whenever Slurm work is on the node, the GPUs are counted by a
-// reservation or the node carries a bridge NoSchedule taint.
+// reservation, or the node carries the busy taint (a lend: Kubernetes is meant to come), or
+// the swap taint together with the swap guard (a swap: nothing may come, not even a pod
+// that tolerates the taint or names the node).
 void CheckInvariants(const ManagedNode& n, const std::string& when) {
   bool jobs = false;
   for (const auto& j : n.jobs) jobs |= HoldsNode(j);
@@ -349,7 +355,8 @@ void CheckInvariants(const ManagedNode& n, const std::string& when) {
     EXPECT_FALSE(!p.labels.count(kRoleLabel) && p.phase == "Running")
         << "double booking " << when << ": pod " << p.name << " runs beside Slurm jobs";
   }
-  EXPECT_TRUE(counted || HasTaint(n, kSwapTaintKey) || HasTaint(n, kBusyTaintKey))
+  const bool swap_guarded = HasTaint(n, kSwapTaintKey) && n.k8s->labels.count(kSwapGuardLabel);
+  EXPECT_TRUE(counted || swap_guarded || HasTaint(n, kBusyTaintKey))
       << "Slurm jobs on the node but its GPUs are free in Kubernetes' count " << when;
 }
 
@@ -534,10 +541,12 @@ const std::vector<Case>& Cases() {
          Res(n)->phase = "Failed";
        },
        OwnerState::kSwapping,
-       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
-        ActionKind::kDeleteReservationPod},
+       // The failed pod counts nothing: the admission guard first, then the taint.
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kSetNodeTaint,
+        ActionKind::kPatchPodAnnotations, ActionKind::kDeleteReservationPod},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[2].event_type, plan::EventType::kWarning);
+         EXPECT_EQ(p.actions[0].labels.set.at(kSwapGuardLabel), "true");
+         EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
        }},
       // A GPU recovered (XID cleared): allocatable grew past what the reservation holds,
       // and a pod would fit beside it. Replaced under the guard, sized to the node.
@@ -572,6 +581,7 @@ const std::vector<Case>& Cases() {
        [](ManagedNode* n, config::Config*) {
          *n = SlurmNode({Job(1)});
          n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
          Res(n)->annotations[kReplacingAnnotation] = "true";
          Res(n)->terminating = true;
        },
@@ -580,10 +590,27 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
        }},
+      // The release is the moment the old pod stops counting: the guard goes on first, in
+      // the same chain (a failed label write holds the release back).
+      {"SwapGuardGoesOnBeforeTheOldPodIsReleased",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         Res(n)->annotations[kReplacingAnnotation] = "true";
+         Res(n)->terminating = true;
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kPatchNodeAnnotations, ActionKind::kReleaseReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].labels.set.at(kSwapGuardLabel), "true");
+         EXPECT_EQ(p.actions[0].event_reason, "SwapGuardOn");
+         EXPECT_EQ(p.actions[0].chain, p.actions[1].chain);
+       }},
       {"SwapCreatesTheNewPodWhenTheOldIsGone",
        [](ManagedNode* n, config::Config*) {
          n->jobs = {Job(1, false)};
          n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
        },
        OwnerState::kSwapping,
        {ActionKind::kCreateReservationPod},
@@ -594,17 +621,36 @@ const std::vector<Case>& Cases() {
        [](ManagedNode* n, config::Config*) {
          *n = SlurmNode({Job(1, false)});
          n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
        },
        OwnerState::kSlurm,
-       {ActionKind::kRemoveNodeTaint}},
+       {ActionKind::kRemoveNodeTaint, ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[1].labels.remove, std::vector<std::string>{kSwapGuardLabel});
+         EXPECT_EQ(p.actions[1].event_reason, "SwapGuardOff");
+       }},
       {"SwapWaitsForTheNewPodToRun",
        [](ManagedNode* n, config::Config*) {
          *n = SlurmNode({Job(1, false)});
          n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
          Res(n)->phase = "Pending";
        },
        OwnerState::kSlurm,
        {}},
+      // A guard left without a swap (written by hand, or a swap finished by an older
+      // bridge) would refuse every binding to the node: removed.
+      {"SwapGuardWithoutASwapIsRemoved",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         Res(n)->annotations[kJobsAnnotation] = FormatJobList(n->jobs);
+         n->k8s->labels[kSwapGuardLabel] = "true";
+       },
+       OwnerState::kSlurm,
+       {ActionKind::kPatchNodeAnnotations},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].labels.remove, std::vector<std::string>{kSwapGuardLabel});
+       }},
       {"PreemptedReservationStartsTheLend",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1), Job(2)});

@@ -70,6 +70,12 @@ inline constexpr char kIdleSinceAnnotation[] = "slurm-k8s-bridge.io/idle-since";
 // NoSchedule taints the bridge sets on the node.
 //   reservation-swap: while a reservation is replaced (its GPUs are briefly uncounted).
 inline constexpr char kSwapTaintKey[] = "slurm-k8s-bridge.io/reservation-swap";
+// The label that goes on and off with the swap taint, in the same write: the selector of
+// the chart's swap-guard ValidatingAdmissionPolicy. While a node carries it, the apiserver
+// refuses to bind any pod to it (kube-scheduler's pods/binding, whatever the pod
+// tolerates) and to create a GPU pod with spec.nodeName on it, except for the bridge
+// itself: the two ways around a NoSchedule taint during the swap's uncounted window.
+inline constexpr char kSwapGuardLabel[] = "slurm-k8s-bridge.io/swap-guard";
 //   slurm-busy: Slurm work remains on a lent node whose reservation no longer (or soon no
 //   longer) holds the GPUs in Kubernetes' count.
 inline constexpr char kBusyTaintKey[] = "slurm-k8s-bridge.io/slurm-busy";

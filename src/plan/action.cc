@@ -185,6 +185,7 @@ std::string ToString(const Action& a) {
       break;
     case ActionKind::kPatchNodeAnnotations:
       StrAppend(&s, Patch(a.annotations));
+      if (!a.labels.empty()) StrAppend(&s, " labels", Patch(a.labels));
       break;
   }
   if (a.event_type == EventType::kWarning) StrAppend(&s, " [Warning]");

@@ -37,7 +37,7 @@ enum class ActionKind {
   kPreemptSlurmJobs,       // requeue / requeue-hold / cancel `job_ids` (`preempt_mode`)
   kSetNodeTaint,           // add `taint` to the Kubernetes node (no-op when present)
   kRemoveNodeTaint,        // remove the taint with `taint.key` and `taint.effect`
-  kPatchNodeAnnotations,   // merge-patch `annotations` into the Kubernetes node's metadata
+  kPatchNodeAnnotations,   // merge-patch `annotations` and `labels` into the node's metadata
   kRestoreFinalizer,       // put the bridge's finalizer back on `pod` (removed by hand)
 };
 
@@ -177,6 +177,7 @@ struct Action {
   ReservationSpec reservation;        // kCreateReservationPod
   PodRef pod;  // kDeleteReservationPod, kPatchPodAnnotations, kReleaseReservationPod
   AnnotationPatch annotations;  // kPatchPodAnnotations, kPatchNodeAnnotations
+  AnnotationPatch labels;       // kPatchNodeAnnotations (the same merge patch)
   ReleaseCheck release_check = ReleaseCheck::kNoSlurmJobs;  // kReleaseReservationPod
   int signal = 0;                                           // kSignalSlurmJobs (signal number)
   SignalScope signal_scope = SignalScope::kFull;            // kSignalSlurmJobs

@@ -53,6 +53,7 @@ for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed '
     slurm-k8s-bridge.io/lend-refused-at- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/reservation-swap- >/dev/null 2>&1
   kubectl taint node "$n" slurm-k8s-bridge.io/slurm-busy- >/dev/null 2>&1
+  kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1
   kubectl uncordon "$n" >/dev/null 2>&1  # a `kubectl drain` test
   reason="$(sinfo -h -N -n "$n" -o '%E' | head -1)"
   if [[ "$reason" == k8s-bridge:* ]]; then

@@ -48,6 +48,16 @@ class SafetyE2E : public LendingE2E {
                     .out);
   }
 
+  std::string NodeLabel(const std::string& node, const std::string& key) {
+    std::string path = key;
+    for (size_t i = 0; (i = path.find_first_of("./", i)) != std::string::npos; i += 2) {
+      path.insert(i, "\\");
+    }
+    return Trim(RunCommand({"kubectl", "get", "node", node, "-o",
+                            StrCat("jsonpath={.metadata.labels.", path, "}")},
+                           seconds(30))
+                    .out);
+  }
   std::string Taints(const std::string& node) {
     return Trim(RunCommand({"kubectl", "get", "node", node, "-o", "jsonpath={.spec.taints[*].key}"},
                            seconds(30))
@@ -105,26 +115,32 @@ TEST_F(RefusedReservationsE2E, AGpuFaultDrainsAtOnceWhileReservationCreatesFail)
   EXPECT_EQ(SlurmReason(kNode), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
 }
 
-class FailedReservationE2E : public SafetyE2E {};
+class FailedReservationE2E : public SafetyE2E {
+ protected:
+  // A running job's node (in *node) and its reservation's uid (in *uid); then the kubelet
+  // fails that reservation as after a restart (UnexpectedAdmissionError).
+  void FailTheReservationOfAJob(std::string* id, std::string* node, std::string* uid) {
+    *id = Submit("gpu");
+    ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+    *node = JobNode(*id);
+    ASSERT_FALSE(node->empty());
+    *uid = ReservationField(*node, ".metadata.uid");
+    ASSERT_FALSE(uid->empty());
+    auto r = RunCommand(
+        {"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", *node), "--subresource=status",
+         "--type=merge", "-p",
+         R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Pod was rejected: Allocate failed"}})"},
+        seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+};
 
 // The reproduced double booking (a reservation the kubelet fails was invisible: the pod
 // cache drops terminal pods). Before: no taint ever appears, the priority-0 pod runs on the
 // node beside the job (the sampler counts it) and the bridge then preempts the job at once.
 TEST_F(FailedReservationE2E, AReservationTheKubeletFailsIsGuardedAndReplaced) {
-  const std::string id = Submit("gpu");
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  const std::string node = JobNode(id);
-  ASSERT_FALSE(node.empty());
-  const std::string old_uid = ReservationField(node, ".metadata.uid");
-  ASSERT_FALSE(old_uid.empty());
-
-  // What a kubelet does to a running pod after a restart (UnexpectedAdmissionError).
-  auto r = RunCommand(
-      {"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", node), "--subresource=status",
-       "--type=merge", "-p",
-       R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Pod was rejected: Allocate failed"}})"},
-      seconds(30));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id, node, old_uid;
+  ASSERT_NO_FATAL_FAILURE(FailTheReservationOfAJob(&id, &node, &old_uid));
 
   // The guard goes on at once (the swap taint; the job's GPUs are no longer counted).
   const bool guarded =
@@ -160,6 +176,57 @@ TEST_F(FailedReservationE2E, AReservationTheKubeletFailsIsGuardedAndReplaced) {
   EXPECT_EQ(PodField("low-prio", ".spec.nodeName"), "");
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);  // never preempted
+}
+
+// Item 5 of the safety review: the swap's NoSchedule taint stops neither a pod that
+// tolerates every taint nor one created with spec.nodeName, and while the failed reservation
+// is replaced Kubernetes counts none of the node's GPUs. Before: the spec.nodeName pod was
+// created and admitted beside the running job (the sampler's double booking). Now the node
+// carries the swap-guard label for that window, and the chart's admission policy (installed
+// by the testbed) refuses the pod to anyone but the bridge, and refuses kube-scheduler the
+// tolerating pod's binding.
+TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservationIsReplaced) {
+  std::string id, node, old_uid;
+  ASSERT_NO_FATAL_FAILURE(FailTheReservationOfAJob(&id, &node, &old_uid));
+  ASSERT_TRUE(
+      WaitFor([&] { return Taints(node).find(ownership::kSwapTaintKey) != std::string::npos; },
+              seconds(20), milliseconds(20)))
+      << Taints(node) << "\n"
+      << daemon_->LogTail();
+
+  // Somebody other than the bridge (every permission, another name).
+  const auto as_intruder = [](const nlohmann::json& pod) {
+    return Shell(
+        StrCat("kubectl --as=skb-e2e-intruder --as-group=system:masters create -f - <<'EOF'\n",
+               pod.dump(), "\nEOF"));
+  };
+  const auto created_by_name =
+      as_intruder(testbed::NodeNamePod("skb-e2e-by-name", "lending", node));
+  EXPECT_NE(created_by_name.exit_code, 0)
+      << "a GPU pod was created on " << node << " by spec.nodeName during the swap";
+  EXPECT_THAT(created_by_name.err, HasSubstr("swap-guarded"));
+  nlohmann::json tolerant = testbed::TolerateAllPod("skb-e2e-tolerant", "lending");
+  tolerant["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  const auto created_tolerant = as_intruder(tolerant);
+  ASSERT_EQ(created_tolerant.exit_code, 0) << created_tolerant.err;
+
+  // The reservation is replaced, the guard (label and taint) comes off, and the tolerating
+  // pod finds the node full: Pending, never bound beside the job.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string uid = ReservationField(node, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
+               NodeLabel(node, ownership::kSwapGuardLabel).empty();
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+  EXPECT_EQ(PodField("skb-e2e-tolerant", ".spec.nodeName"), "");
+  EXPECT_THAT(NodeEvents(node), HasSubstr("SwapGuardOn"));
+  EXPECT_THAT(NodeEvents(node), HasSubstr("SwapGuardOff"));
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);
 }
 
 class GpuCountE2E : public SafetyE2E {
@@ -334,6 +401,11 @@ TEST_F(CriticalPodE2E, APodAboveTheProtectedClassNeverTakesProtectedWork) {
       seconds(60)))
       << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
   EXPECT_THAT(Taints(node), HasSubstr(ownership::kSwapTaintKey));
+  // The taint stays for the cool-down, but the admission guard only while the reservation
+  // counted no GPU: bindings of other pods to the node are not held back for minutes.
+  EXPECT_TRUE(
+      WaitFor([&] { return NodeLabel(node, ownership::kSwapGuardLabel).empty(); }, seconds(20)))
+      << NodeLabel(node, ownership::kSwapGuardLabel);
   EXPECT_EQ(SlurmReason(node), "") << "never drained";
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);
