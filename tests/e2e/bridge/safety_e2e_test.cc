@@ -186,6 +186,13 @@ TEST_F(FailedReservationE2E, AReservationTheKubeletFailsIsGuardedAndReplaced) {
 // by the testbed) refuses the pod to anyone but the bridge, and refuses kube-scheduler the
 // tolerating pod's binding.
 TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservationIsReplaced) {
+  const auto policy =
+      RunCommand({"kubectl", "get", "validatingadmissionpolicy", "skb-slurm-k8s-bridge-swap-guard"},
+                 seconds(30));
+  ASSERT_EQ(policy.exit_code, 0)
+      << "the testbed lacks the chart's swap-guard policy (`scripts/testbed up` of this tree "
+         "installs it): "
+      << policy.err;
   std::string id, node, old_uid;
   ASSERT_NO_FATAL_FAILURE(FailTheReservationOfAJob(&id, &node, &old_uid));
   ASSERT_TRUE(
