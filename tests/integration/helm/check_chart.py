@@ -155,7 +155,8 @@ def check_common(objs, label, release, namespace):
         check(labels.get("app.kubernetes.io/instance") == release,
               f"{where}: missing app.kubernetes.io/instance={release}")
         check("helm.sh/chart" in labels, f"{where}: missing helm.sh/chart label")
-        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "PriorityClass", "Namespace"):
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "PriorityClass", "Namespace",
+                             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
             check(md.get("namespace") in (namespace, f"{namespace}-reservations", "monitoring"),
                   f"{where}: no namespace")
 
@@ -277,7 +278,8 @@ def cmd_render():
     check(kinds == sorted(["PriorityClass"] * 4 + [
         "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
         "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
-        "NetworkPolicy", "Namespace"]),
+        "NetworkPolicy", "Namespace", "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding"]),
         f"defaults: unexpected set of objects {kinds}")
     dep, cfg = check_common(objs, "defaults", "skb", ns)
     check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
@@ -292,6 +294,25 @@ def cmd_render():
           f"defaults: gpu_sharing {cfg.get('gpu_sharing')}")
     check(not any(r["apiGroups"] == ["resource.k8s.io"] for r in one(objs, "ClusterRole")["rules"]),
           "defaults: DRA rules granted with gpu_sharing off")
+    # The swap guard: the bridge's ServiceAccount exempt, the nodes the bridge labels
+    # (src/ownership/policy.h kSwapGuardLabel) as its parameters, bindings and pod creates.
+    vap = one(objs, "ValidatingAdmissionPolicy", "-swap-guard")
+    sa = one(objs, "ServiceAccount")["metadata"]["name"]
+    check(f'"system:serviceaccount:{ns}:{sa}"' in vap["spec"]["matchConditions"][0]["expression"],
+          f"defaults: swap guard does not exempt the bridge: {vap['spec']['matchConditions']}")
+    check(vap["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "Node"},
+          "defaults: swap guard params are not Nodes")
+    check(vap["spec"]["matchConstraints"]["resourceRules"][0]["resources"] ==
+          ["pods", "pods/binding"], "defaults: swap guard does not watch pods and bindings")
+    vapb = one(objs, "ValidatingAdmissionPolicyBinding", "-swap-guard")
+    check(vapb["spec"]["policyName"] == vap["metadata"]["name"] and
+          vapb["spec"]["validationActions"] == ["Deny"] and
+          vapb["spec"]["paramRef"]["selector"]["matchLabels"] ==
+          {"slurm-k8s-bridge.io/swap-guard": "true"} and
+          vapb["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow",
+          f"defaults: swap guard binding {vapb['spec']}")
+    off = docs(template(namespace=ns, sets=["admissionPolicies.swapGuard.enabled=false"]))
+    check(not find(off, "ValidatingAdmissionPolicy"), "swapGuard.enabled=false still renders it")
     default_np = one(objs, "NetworkPolicy")
     check(default_np["spec"]["policyTypes"] == ["Ingress"] and
           default_np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}],
