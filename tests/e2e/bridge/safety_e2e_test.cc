@@ -212,7 +212,10 @@ TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservation
   EXPECT_NE(created_by_name.exit_code, 0)
       << "a GPU pod was created on " << node << " by spec.nodeName during the swap";
   EXPECT_THAT(created_by_name.err, HasSubstr("swap-guarded"));
+  // Below every reservation class, so that nothing may make room for it: an inference-class
+  // pod would rightly preempt the new reservation once the swap is over (a lend).
   nlohmann::json tolerant = testbed::TolerateAllPod("skb-e2e-tolerant", "lending");
+  tolerant["spec"].erase("priorityClassName");
   tolerant["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
   const auto created_tolerant = as_intruder(tolerant);
   ASSERT_EQ(created_tolerant.exit_code, 0) << created_tolerant.err;
