@@ -18,16 +18,19 @@ constexpr char kRelease[] = "skb-rbac";
 constexpr char kServiceAccount[] = "skb-rbac-slurm-k8s-bridge";
 constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 
-// The chart's RBAC objects and nothing else (the testbed has the PriorityClasses). The
-// reservation namespace is the testbed's (the bridge's lending.namespace there), where the
-// chart's reservation Role must then be.
+// The chart's RBAC objects and its swap-guard admission policy, nothing else (the testbed has
+// the PriorityClasses). The reservation namespace is the testbed's (the bridge's
+// lending.namespace there), where the chart's reservation Role must then be. The policy is
+// the release's own: a chart whose policy did not exempt its own ServiceAccount would refuse
+// the bridge's new reservation in every class swap (the testbed's policy, release skb,
+// exempts this release's ServiceAccount by name).
 std::string RenderRbac() {
   std::string cmd = StrCat("helm template ", kRelease, " ", skb::testbed::SourceDir(),
                            "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0",
                            " --set reservationNamespace.name=slurm-bridge");
-  for (const char* t :
-       {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
-        "rolebinding-reservations", "role-leaderelection", "rolebinding-leaderelection"}) {
+  for (const char* t : {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
+                        "rolebinding-reservations", "role-leaderelection",
+                        "rolebinding-leaderelection", "admission-swap-guard"}) {
     StrAppend(&cmd, " --show-only templates/", t, ".yaml");
   }
   return cmd;
