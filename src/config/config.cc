@@ -116,6 +116,18 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
   if (cfg.lending.namespace_name.empty()) {
     cfg.lending.namespace_name = cfg.kubernetes.namespace_name;
   }
+  // A standby takes over at most lease_duration after the last renewal it saw, which it
+  // sees up to a (jittered) retry_period late and acts on at its next try; a leader that
+  // cannot renew acts until renew_deadline. A lend must survive one failover.
+  const LeaderElectionConfig& le = cfg.leader_election;
+  const std::chrono::milliseconds failover =
+      le.lease_duration + le.renew_deadline + le.retry_period;
+  if (cfg.lending.outage_allowance < failover) {
+    root.Fail("lending.outage_allowance",
+              StrCat("must cover a leader failover: at least leader_election.lease_duration + "
+                     "renew_deadline + retry_period = ",
+                     failover.count(), "ms"));
+  }
   RETURN_IF_ERROR(root.Finish());
   return cfg;
 }

@@ -149,6 +149,27 @@ TEST(ParseConfig, LeaderElectionTimingFollowsClientGoRules) {
   EXPECT_FALSE(typo.ok());
 }
 
+// A lend survives a leader failover: the reservation's kill deadline leaves at least
+// lease_duration + renew_deadline + retry_period for the bridge to be away.
+TEST(ParseConfig, OutageAllowanceCoversALeaderFailover) {
+  auto def = ParseConfig("{}");
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->lending.outage_allowance, std::chrono::hours(1));
+  EXPECT_THAT(
+      ErrorOf(R"({"lending": {"outage_allowance": "26s"}})"),
+      HasSubstr("'lending.outage_allowance': must cover a leader failover: at least "
+                "leader_election.lease_duration + renew_deadline + retry_period = 27000ms"));
+  EXPECT_TRUE(ParseConfig(R"({"lending": {"outage_allowance": "27s"}})").ok());
+  // Shorter leases fail over faster and allow a shorter allowance; longer ones need more.
+  EXPECT_TRUE(ParseConfig(R"({"leader_election": {"lease_duration": "4s", "renew_deadline": "3s",
+                                                  "retry_period": "500ms"},
+                              "lending": {"outage_allowance": "7500ms"}})")
+                  .ok());
+  EXPECT_THAT(ErrorOf(R"({"leader_election": {"lease_duration": "60s", "renew_deadline": "40s"},
+                          "lending": {"outage_allowance": "90s"}})"),
+              HasSubstr("= 102000ms"));
+}
+
 TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("not valid JSON"));
   EXPECT_THAT(ErrorOf("{\"logging\": "), HasSubstr("not valid JSON"));

@@ -56,6 +56,10 @@ void ReadModes(config::JsonReader& parent, std::string_view key,
 
 }  // namespace
 
+std::chrono::milliseconds ReservationGrace(const LendingConfig& l) {
+  return l.max_grace + l.release_timeout + l.outage_allowance;
+}
+
 StatusOr<int> ParseSignal(std::string_view text) {
   std::string_view name = text;
   if (name.starts_with("SIG")) name.remove_prefix(3);
@@ -157,12 +161,16 @@ Status ReadLendingConfig(config::JsonReader r, LendingConfig* out) {
   r.Duration("default_grace", &out->default_grace);
   r.Duration("max_grace", &out->max_grace);
   r.Duration("release_timeout", &out->release_timeout);
+  r.Duration("outage_allowance", &out->outage_allowance);
   if (out->max_grace > std::chrono::hours(24)) r.Fail("max_grace", "must be at most 24h");
   if (out->default_grace > out->max_grace) {
     r.Fail("default_grace", "must not be longer than max_grace");
   }
   if (out->release_timeout < std::chrono::seconds(30)) {
     r.Fail("release_timeout", "must be at least 30s (Slurm's requeue and epilog take time)");
+  }
+  if (out->outage_allowance > std::chrono::hours(24 * 7)) {
+    r.Fail("outage_allowance", "must be at most 168h");
   }
 
   config::JsonReader preemption = r.Object("preemption");

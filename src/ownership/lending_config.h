@@ -66,10 +66,12 @@ struct LendingConfig {
   std::chrono::milliseconds default_grace = std::chrono::seconds(60);
   std::chrono::milliseconds max_grace = std::chrono::minutes(10);
   // Time after the grace for the preemption and Slurm's cleanup (epilog, COMPLETING).
-  // The reservation pod's terminationGracePeriodSeconds is max_grace + release_timeout:
-  // past that the kubelet kills it and Kubernetes stops counting its GPUs, so the bridge
-  // taints the node NoSchedule while Slurm work remains (see ownership.h).
   std::chrono::milliseconds release_timeout = std::chrono::minutes(5);
+  // How long the bridge may be away during a lend (crash loop, leader failover, apiserver
+  // outage, a backlog of rate-limited writes) without the reservation's kill deadline
+  // coming first. At least one leader failover (config::ParseConfig checks it against
+  // leader_election). See ReservationGrace.
+  std::chrono::milliseconds outage_allowance = std::chrono::hours(1);
 
   // What preemption does to a job: by QOS first, then partition, then `default_mode`.
   plan::JobPreemptMode default_mode = plan::JobPreemptMode::kRequeue;
@@ -95,6 +97,14 @@ struct LendingConfig {
   std::chrono::milliseconds class_upgrade_delay = std::chrono::seconds(60);
   std::chrono::milliseconds class_downgrade_delay = std::chrono::minutes(5);
 };
+
+// The reservation pod's terminationGracePeriodSeconds: max_grace + release_timeout +
+// outage_allowance. Past it the kubelet kills the reservation and Kubernetes stops counting
+// its GPUs. A lend that starts at the deletion needs max_grace + release_timeout; one the
+// bridge starts (or resumes) up to outage_allowance late still ends before the kill. The
+// bridge taints the node NoSchedule (slurm-busy) once a signalled job outlives its grace,
+// or near the kill deadline, while Slurm work remains (ownership.h).
+std::chrono::milliseconds ReservationGrace(const LendingConfig& l);
 
 // "USR1", "SIGUSR1", "10" -> 10. InvalidArgument for unknown names, numbers outside 1-64,
 // and KILL/STOP (a job cannot catch them to checkpoint).

@@ -48,7 +48,7 @@ TEST(ReadLendingConfig, ReadsEveryKey) {
                          "protected": {"name": "c", "value": 5000}},
     "inference_threshold": 100,
     "checkpoint_signal": "SIGUSR2", "default_grace": "30s", "max_grace": "2m",
-    "release_timeout": "1m",
+    "release_timeout": "1m", "outage_allowance": "2h",
     "preemption": {"default": "requeue_hold", "partitions": {"debug": "cancel"},
                    "qos": {"long": "requeue"}},
     "cooldown": "10s", "min_lend_time": "1m",
@@ -69,6 +69,7 @@ TEST(ReadLendingConfig, ReadsEveryKey) {
   EXPECT_EQ(cfg->default_grace, seconds(30));
   EXPECT_EQ(cfg->max_grace, minutes(2));
   EXPECT_EQ(cfg->release_timeout, minutes(1));
+  EXPECT_EQ(cfg->outage_allowance, std::chrono::hours(2));
   EXPECT_EQ(cfg->default_mode, plan::JobPreemptMode::kRequeueHold);
   EXPECT_EQ(cfg->partition_modes.at("debug"), plan::JobPreemptMode::kCancel);
   EXPECT_EQ(cfg->qos_modes.at("long"), plan::JobPreemptMode::kRequeue);
@@ -108,6 +109,7 @@ TEST(ReadLendingConfig, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(R"({"default_grace": "20m"})"), HasSubstr("max_grace"));
   EXPECT_THAT(ErrorOf(R"({"max_grace": "48h"})"), HasSubstr("at most 24h"));
   EXPECT_THAT(ErrorOf(R"({"release_timeout": "1s"})"), HasSubstr("at least 30s"));
+  EXPECT_THAT(ErrorOf(R"({"outage_allowance": "200h"})"), HasSubstr("at most 168h"));
   EXPECT_THAT(ErrorOf(R"({"preemption": {"default": "suspend"}})"), HasSubstr("GPU memory"));
   EXPECT_THAT(ErrorOf(R"({"preemption": {"partitions": {"gpu": "kill"}}})"),
               HasSubstr("'lending.preemption.partitions.gpu'"));
@@ -116,6 +118,18 @@ TEST(ReadLendingConfig, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(R"({"anti_thrash": {"max_preemptions": -1}})"), HasSubstr("between"));
   EXPECT_THAT(ErrorOf(R"({"reservation_update_interval": "10ms"})"), HasSubstr("at least 1s"));
   EXPECT_THAT(ErrorOf(R"({"cooldown": 5})"), HasSubstr("duration"));
+}
+
+// The kubelet kills a deleted reservation this long after its deletion: the longest grace a
+// job may get, the time to requeue and release after it, and the bridge outage a lend
+// survives. With the defaults: 10m + 5m + 1h.
+TEST(ReservationGrace, CoversTheLongestGraceTheReleaseAndAnOutage) {
+  LendingConfig l;
+  EXPECT_EQ(ReservationGrace(l), minutes(75));
+  l.max_grace = minutes(2);
+  l.release_timeout = minutes(1);
+  l.outage_allowance = seconds(30);
+  EXPECT_EQ(ReservationGrace(l), seconds(210));
 }
 
 TEST(ParseSignal, NamesNumbersAndRefusals) {

@@ -9,13 +9,6 @@
 namespace skb::ownership {
 namespace {
 
-// The reservation pod's terminationGracePeriodSeconds: the longest grace a job may get plus
-// the time to release after it, and a second of margin. The lend reads a deletion's start
-// back from the pod's deletionTimestamp with the same figure.
-Clock::Duration ReservationGrace(const LendingConfig& l) {
-  return l.max_grace + l.release_timeout + std::chrono::seconds(1);
-}
-
 using inventory::GpuPod;
 using inventory::ManagedNode;
 using plan::Action;
@@ -328,6 +321,7 @@ class Planner {
   void Lend(std::string start_reason, std::string start_message, EventType start_type);
   void LendDefault(std::string_view cause);
   void Cleanup();
+  std::string OutlivedGrace() const;
   void RequeueJobsEndedBySignal(const std::string& who,
                                 std::map<uint32_t, slurm::UnixTime>* signalled);
   void KubernetesOwned();
@@ -511,6 +505,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   // between them would name nobody. Until kPreemptorWait after the deletion it waits for
   // the preemptor; the reservation, Terminating behind our finalizer, still holds the GPUs.
   if (!f_.lent_at && r != nullptr && r->deletion_time && who == "kubernetes") {
+    // The deletion's start, read back with the grace the reservation was created with.
     const Clock::TimePoint deleted = *r->deletion_time - ReservationGrace(*f_.l);
     if (deleted <= now && now < deleted + kPreemptorWait) {
       Explain("the reservation is being deleted: waiting briefly for the pod that preempted it");
@@ -566,6 +561,9 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
 
   // The reservation stops holding the GPUs in Kubernetes' count once it is gone, released,
   // terminal, or past the kubelet's kill deadline: Slurm work still here needs the taint.
+  // It goes on earlier, as soon as a signalled job outlives its grace: from then on the
+  // lend waits on Slurm (a requeue refused, a slow epilog), and an outage of the bridge
+  // must not let the kill deadline come while nothing guards the node.
   if (!f_.jobs.empty()) {
     std::string uncounted;
     if (r == nullptr) {
@@ -579,6 +577,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     } else if (r->deletion_time) {
       Recheck(*r->deletion_time - kBusyTaintLead);
     }
+    if (uncounted.empty()) uncounted = OutlivedGrace();
     if (!blocked.empty() && uncounted.empty()) uncounted = "non-preemptible Slurm jobs remain";
     if (!uncounted.empty()) {
       if (!f_.busy_taint) {
@@ -708,6 +707,21 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     Explain(StrCat("reservation ", PodName(*r), " released: waiting for it to go"));
   }
   Cleanup();
+}
+
+// "job(s) 6 outlived their grace after the checkpoint signal" when a job that holds the
+// node was signalled (signalled-at) longer than its grace ago; else empty.
+std::string Planner::OutlivedGrace() const {
+  std::vector<uint32_t> ids;
+  for (const slurm::JobView* j : f_.jobs) {
+    auto it = f_.signalled.find(j->job_id);
+    if (it == f_.signalled.end()) continue;
+    if (f_.now >= FromUnix(it->second) + PolicyFor(*j, *f_.cfg, f_.now).grace) {
+      AddUnique(&ids, j->job_id);
+    }
+  }
+  if (ids.empty()) return "";
+  return StrCat("job(s) ", JoinIds(ids), " outlived their grace after the checkpoint signal");
 }
 
 // A signalled job that ended before its grace was over -- it died of the signal (a batch

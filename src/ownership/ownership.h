@@ -41,7 +41,9 @@
 //   - a reservation is released for a lend only when Slurm shows no job on the node;
 //   - a lent node is resumed only while our reservation runs and no other GPU pod is on it;
 //   - Slurm work left on a node whose reservation no longer holds (or is about to stop
-//     holding) the GPUs in Kubernetes' count gets the slurm-busy NoSchedule taint.
+//     holding) the GPUs in Kubernetes' count, or a signalled job that outlived its grace,
+//     gets the slurm-busy NoSchedule taint (the kill deadline: lending_config.h
+//     ReservationGrace).
 //
 // Bad input: a pod with the reservation's name but without the bridge's role label is
 // someone else's: never touched, counted as a Kubernetes GPU pod, Warning; on a lent node

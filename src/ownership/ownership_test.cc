@@ -112,7 +112,7 @@ void Preempted(ManagedNode* n, Clock::TimePoint at, const config::Config& cfg,
                std::string preemptor = "infer-0") {
   GpuPod* r = Res(n);
   r->terminating = true;
-  r->deletion_time = at + cfg.lending.max_grace + cfg.lending.release_timeout;
+  r->deletion_time = at + ReservationGrace(cfg.lending);
   if (!preemptor.empty()) {
     GpuPod p = K8sPod(std::move(preemptor), "Pending", "");
     p.nominated_node_name = "node1";
@@ -202,7 +202,7 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
       GpuPod* p = find_pod(a.pod);
       if (p == nullptr || p->terminating) break;  // NotFound / already deleting: done
       p->terminating = true;
-      p->deletion_time = now + cfg.lending.max_grace + cfg.lending.release_timeout;
+      p->deletion_time = now + ReservationGrace(cfg.lending);
       break;
     }
     case ActionKind::kPatchPodAnnotations: {
@@ -447,7 +447,8 @@ const std::vector<Case>& Cases() {
          EXPECT_THAT(s.finalizers, ElementsAre(kFinalizer));
          EXPECT_EQ(s.labels.at(kRoleLabel), kReservationRole);
          EXPECT_EQ(s.labels.at(kClassLabel), "idle");
-         EXPECT_EQ(s.termination_grace_seconds, 10 * 60 + 5 * 60 + 1);
+         // max_grace + release_timeout + outage_allowance.
+         EXPECT_EQ(s.termination_grace_seconds, 10 * 60 + 5 * 60 + 60 * 60);
          EXPECT_THAT(s.tolerations, ElementsAre(plan::TolerationSpec{"", "Exists", "", ""}));
          EXPECT_THAT(s.command.back(), HasSubstr(kReleasedAnnotation));
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kNormal);
@@ -686,7 +687,9 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[3].signal_scope, plan::SignalScope::kBatchOnly);
          EXPECT_EQ(p.recheck_at, kNow + seconds(20));
        }},
-      {"GraceOverPreemptsWithAComment",
+      // Its grace is over and the job still holds the node: guarded now, an hour before the
+      // kill deadline, then preempted (the taint first: it stays if the preemption fails).
+      {"GraceOverTaintsThenPreemptsWithAComment",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1)});
          Preempted(n, kNow - seconds(70), *cfg);
@@ -696,12 +699,16 @@ const std::vector<Case>& Cases() {
          n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(60)));
        },
        OwnerState::kLending,
-       {ActionKind::kPreemptSlurmJobs},
+       {ActionKind::kSetNodeTaint, ActionKind::kPreemptSlurmJobs},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].job_comment, "preempted by k8s-bridge for ml/infer-0");
-         EXPECT_EQ(p.actions[0].preempt_mode, plan::JobPreemptMode::kRequeue);
-         EXPECT_EQ(p.actions[0].at_unix, ToUnix(kNow));
-         EXPECT_EQ(p.actions[0].preemptor, "ml/infer-0");
+         EXPECT_EQ(p.actions[0].taint.key, kBusyTaintKey);
+         EXPECT_EQ(p.actions[0].event_reason, "SlurmWorkRemains");
+         EXPECT_THAT(p.actions[0].event_message,
+                     HasSubstr("job(s) 1 outlived their grace after the checkpoint signal"));
+         EXPECT_EQ(p.actions[1].job_comment, "preempted by k8s-bridge for ml/infer-0");
+         EXPECT_EQ(p.actions[1].preempt_mode, plan::JobPreemptMode::kRequeue);
+         EXPECT_EQ(p.actions[1].at_unix, ToUnix(kNow));
+         EXPECT_EQ(p.actions[1].preemptor, "ml/infer-0");
        }},
       {"EmptyNodeReleasesTheReservation",
        [](ManagedNode* n, config::Config* cfg) {
@@ -783,8 +790,7 @@ const std::vector<Case>& Cases() {
       {"KillDeadlineNearTaintsTheNode",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1)});
-         Preempted(n, kNow - cfg->lending.max_grace - cfg->lending.release_timeout + seconds(10),
-                   *cfg);
+         Preempted(n, kNow - ReservationGrace(cfg->lending) + seconds(10), *cfg);
          Drained(n, "k8s-bridge: lent to ml/infer-0");
          n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - minutes(15)));
          n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(30)));
@@ -792,6 +798,20 @@ const std::vector<Case>& Cases() {
        },
        OwnerState::kLending,
        {ActionKind::kSetNodeTaint}},
+      // A second short of its grace: no taint yet, a recheck when the grace ends.
+      {"SignalledJobWithinItsGraceIsNotGuardedYet",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)});
+         Preempted(n, kNow - seconds(70), *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0");
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(70)));
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(59)));
+       },
+       OwnerState::kLending,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(1));
+       }},
       {"LentNodeWithoutPodsStartsTheCooldown",
        [](ManagedNode* n, config::Config*) { *n = LentNode(); },
        OwnerState::kKubernetes,
@@ -1039,9 +1059,7 @@ TEST(PlanOwnership, ALendWaitsBrieflyForItsPreemptorToShow) {
   config::Config cfg = Cfg();
   ManagedNode n = SlurmNode({Job(1)});
   Preempted(&n, kNow, cfg, "");  // the victim is deleted, the preemptor not yet seen
-  // deletion_time = deleted + max_grace + release_timeout here (the reservation's own
-  // grace adds a second): the deletion counts as one second before kNow.
-  const Clock::TimePoint deleted = kNow - std::chrono::seconds(1);
+  const Clock::TimePoint deleted = kNow;
   OwnershipPlan wait = PlanOwnership(n, cfg, kNow);
   EXPECT_TRUE(wait.actions.empty()) << Dump(wait);
   EXPECT_EQ(wait.recheck_at, deleted + kPreemptorWait);
@@ -1164,10 +1182,15 @@ struct Story {
   int actions_run = 0;
   int crash_after = -1;
   std::vector<OwnerState> states;
+  bool reservation_killed = false;  // the kubelet killed one of ours at its deadline
 
-  void Round() {
+  void World() {
     Kubelet(&n, now);
     Scheduler(&n);
+    for (const GpuPod& p : n.pods) reservation_killed |= p.reservation && p.phase == "Failed";
+  }
+  void Round() {
+    World();
     OwnershipPlan p = PlanOwnership(n, cfg, now);
     if (states.empty() || states.back() != p.state) states.push_back(p.state);
     for (const Action& a : p.actions) {
@@ -1183,6 +1206,13 @@ struct Story {
   }
   void RunFor(Clock::Duration d, Clock::Duration step = seconds(5)) {
     for (Clock::TimePoint end = now + d; now < end; now += step) Round();
+  }
+  // The bridge is away: the world goes on, nothing is planned.
+  void Outage(Clock::Duration d, Clock::Duration step = seconds(5)) {
+    for (Clock::TimePoint end = now + d; now < end; now += step) {
+      World();
+      CheckInvariants(n, StrCat("during an outage at +", ToUnix(now) - ToUnix(kNow), "s"));
+    }
   }
   bool PodRunning(std::string_view name) const {
     for (const GpuPod& p : n.pods) {
@@ -1301,7 +1331,7 @@ TEST(Story, ProtectedJobIsWaitedFor) {
   s.n = SlurmNode({Job(1, false)});
   s.RunFor(seconds(10));
   Preempted(&s.n, s.now, s.cfg, /*preemptor=*/"");
-  s.RunFor(minutes(30));  // past the reservation's kill deadline: it turns Failed
+  s.RunFor(ReservationGrace(s.cfg.lending) + minutes(1));  // past its kill deadline: Failed
   EXPECT_TRUE(s.log.signals.empty());
   EXPECT_TRUE(s.log.preemptions.empty());
   EXPECT_TRUE(s.n.slurm->drain);
@@ -1377,15 +1407,18 @@ TEST(Story, APodBelowTheInferenceThresholdTakesNoJobs) {
 }
 
 // A job that ignores its signal and a Slurm that refuses the requeue: the planner asks
-// again every round; the kill deadline of the reservation brings the busy taint, so the
-// preemptor never binds beside the job.
+// again every round. The busy taint goes on as soon as the job outlives its grace (not when
+// the reservation's kill deadline nears), and keeps the preemptor off the node past the kill.
 TEST(Story, RefusedRequeueNeverDoubleBooks) {
   Story s;
   s.n = SlurmNode({Job(1)});
   s.RunFor(seconds(10));
   Preempted(&s.n, s.now, s.cfg);
+  const Clock::TimePoint deleted = s.now;
+  std::optional<Clock::TimePoint> tainted;
   int attempts = 0;
-  for (Clock::TimePoint end = s.now + minutes(20); s.now < end; s.now += seconds(5)) {
+  for (Clock::TimePoint end = deleted + ReservationGrace(s.cfg.lending) + minutes(5); s.now < end;
+       s.now += seconds(5)) {
     Kubelet(&s.n, s.now);
     Scheduler(&s.n);
     OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
@@ -1396,11 +1429,39 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
       }
       Apply(a, &s.n, s.cfg, s.now, &s.log);
     }
+    if (!tainted && HasTaint(s.n, kBusyTaintKey)) tainted = s.now;
     CheckInvariants(s.n, StrCat("at ", ToUnix(s.now)));
   }
   EXPECT_GT(attempts, 100);
+  // Signalled at the deletion (the first round), 60 s grace: tainted in the round it ends.
+  EXPECT_EQ(tainted, deleted + s.cfg.lending.default_grace);
+  EXPECT_EQ(Res(&s.n)->phase, "Failed") << "the kubelet killed the reservation meanwhile";
   EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
   EXPECT_FALSE(s.PodRunning("infer-0"));
+}
+
+// The bridge is away from the moment the reservation is deleted (a crash loop, failovers,
+// an apiserver outage) for all of lending.outage_allowance. The lend it then runs still
+// ends before the kubelet's kill deadline, though the job asks for the longest grace: the
+// reservation counts the GPUs until it is released, and the preemptor binds only then.
+// (The model's Slurm requeues at once; release_timeout is a real Slurm's allowance.)
+TEST(Story, AnOutageWithinTheAllowanceNeverReachesTheKillDeadline) {
+  Story s;
+  slurm::JobView j = Job(1);
+  j.signal = slurm::SignalSpec{.signal = 10, .seconds = 3600};  // capped at max_grace
+  s.n = SlurmNode({j});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg);
+  s.Outage(s.cfg.lending.outage_allowance);
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_FALSE(s.PodRunning("infer-0"));
+  s.RunFor(s.cfg.lending.max_grace - seconds(5));
+  EXPECT_EQ(s.log.signals[1], 1);
+  EXPECT_TRUE(s.log.preemptions.empty()) << "the job gets its whole grace";
+  s.RunFor(seconds(30));
+  EXPECT_EQ(s.log.preemptions[1], 1);
+  EXPECT_TRUE(s.PodRunning("infer-0"));
+  EXPECT_FALSE(s.reservation_killed);
 }
 
 // A batch script that does not trap the checkpoint signal dies of it (FAILED): the job

@@ -77,7 +77,7 @@ inline constexpr char kSwapTaintKey[] = "slurm-k8s-bridge.io/reservation-swap";
 // itself: the two ways around a NoSchedule taint during the swap's uncounted window.
 inline constexpr char kSwapGuardLabel[] = "slurm-k8s-bridge.io/swap-guard";
 //   slurm-busy: Slurm work remains on a lent node whose reservation no longer (or soon no
-//   longer) holds the GPUs in Kubernetes' count.
+//   longer) holds the GPUs in Kubernetes' count, or whose signalled jobs outlived their grace.
 inline constexpr char kBusyTaintKey[] = "slurm-k8s-bridge.io/slurm-busy";
 // The busy taint goes on this long before the kubelet's kill deadline of the reservation.
 inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);

@@ -16,9 +16,15 @@
 //   - a pod above the protected class (system-cluster-critical) preempts the reservation of
 //     a node running a non-preemptible job: not a lend; guarded, replaced, the job untouched;
 //   - the leader is paused (SIGSTOP: a stalled VM, a hung host) past its Lease while the
-//     standby takes over and acts; resumed, it never acts again.
+//     standby takes over and acts; resumed, it never acts again;
+//   - a preemptible job ignores its checkpoint signal past its grace: the node is guarded
+//     (slurm-busy) in the round the grace ends, not near the reservation's kill deadline,
+//     which lies max_grace + release_timeout + outage_allowance after the deletion.
 #include <signal.h>
 
+#include <cmath>
+
+#include "k8s/time_format.h"
 #include "src/ownership/policy.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
@@ -425,6 +431,86 @@ TEST_F(CriticalPodE2E, APodAboveTheProtectedClassNeverTakesProtectedWork) {
                             seconds(30))
                      .out),
             "");
+}
+
+// The lend's Events of `reason` on `node` last seen at or after `since`: (time, message).
+std::vector<std::pair<Clock::TimePoint, std::string>> EventsSince(const std::string& node,
+                                                                  const std::string& reason,
+                                                                  Clock::TimePoint since) {
+  std::vector<std::pair<Clock::TimePoint, std::string>> out;
+  auto r = RunCommand({"kubectl", "get", "events", "-n", "default", "--field-selector",
+                       StrCat("involvedObject.name=", node, ",reason=", reason), "-o", "json"},
+                      seconds(30));
+  if (r.exit_code != 0) return out;
+  const nlohmann::json list = nlohmann::json::parse(r.out, nullptr, false);
+  if (!list.is_object() || !list.contains("items")) return out;
+  for (const auto& e : list["items"]) {
+    auto at = k8s::ParseTime(e.value("lastTimestamp", ""));
+    if (!at.ok() || *at < since) continue;
+    out.emplace_back(*at, e.value("message", ""));
+  }
+  return out;
+}
+
+// Before: the busy taint went on only 30 s before the kubelet's kill of the reservation,
+// max_grace + release_timeout (15 min) after its deletion; a lend waiting on Slurm past the
+// grace (a refused requeue, a slow epilog) was guarded by nothing but that deadline, so a
+// bridge outage there gave the GPUs to both schedulers. No SlurmWorkRemains Event came
+// within the lend. Now: the taint and its Event in the round the grace ends (the job still
+// holds the node then), before the requeue; and the reservation's own grace covers an
+// outage of lending.outage_allowance besides (1h: 600 + 300 + 3600 s).
+TEST_F(SafetyE2E, AJobThatOutlivesItsGraceIsGuardedWhenTheGraceEnds) {
+  const Clock::TimePoint start = std::chrono::time_point_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now() - seconds(1));
+  // Each job traps USR1 and carries on: it ignores the checkpoint signal.
+  for (int i = 0; i < testbed::TestbedNodeCount(); ++i) Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  EXPECT_EQ(ReservationField("node1", ".spec.terminationGracePeriodSeconds"),
+            StrCat(600 + 300 + 3600));
+
+  CreateInferencePod("infer-outlived");
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-outlived", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide; squeue").out << daemon_->LogTail();
+  const std::string node = PodField("infer-outlived", ".spec.nodeName");
+  std::string victim;
+  for (const auto& id : jobs_) {
+    if (Restarts(id) > 0) victim = id;
+  }
+  ASSERT_FALSE(victim.empty()) << Shell("squeue").out;
+  // "USR1 <unix>.<ns>": the job saw its signal and went on.
+  const std::string signal = Signals(victim);
+  ASSERT_THAT(signal, HasSubstr("USR1 ")) << "job " << victim << " never got its signal";
+  const double signalled = std::atof(signal.substr(signal.find(' ') + 1).c_str());
+
+  std::vector<std::pair<Clock::TimePoint, std::string>> taint, released;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        taint = EventsSince(node, "SlurmWorkRemains", start);
+        released = EventsSince(node, "ReservationReleased", start);
+        return !taint.empty() && !released.empty();
+      },
+      seconds(30)))
+      << NodeEvents(node) << daemon_->LogTail();
+  ASSERT_EQ(taint.size(), 1u) << NodeEvents(node);
+  EXPECT_THAT(taint[0].second, HasSubstr(StrCat("job(s) ", victim, " outlived their grace")));
+  // Event times have whole seconds: the taint came when the grace ended (not before it), and
+  // while the lend went on, not at the reservation's kill deadline an hour away.
+  const double tainted = std::chrono::duration<double>(taint[0].first.time_since_epoch()).count();
+  EXPECT_GE(tainted, std::floor(signalled) + kGraceSeconds);
+  ASSERT_FALSE(released.empty());
+  EXPECT_LE(taint[0].first, released[0].first);
+  std::printf("busy taint %.1f s after the grace ended (signal at %.3f, grace %d s)\n",
+              tainted - signalled - kGraceSeconds, signalled, kGraceSeconds);
+  // Slurm left: the taint is gone with the lend bookkeeping; the job was requeued, not lost.
+  EXPECT_TRUE(
+      WaitFor([&] { return Taints(node).find(ownership::kBusyTaintKey) == std::string::npos; },
+              seconds(30)))
+      << Taints(node);
+  EXPECT_THAT(Shell(StrCat("scontrol show job ", victim)).out,
+              ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
 }
 
 }  // namespace
