@@ -3,7 +3,9 @@
 // ClusterRole and Roles (rendered with `helm template`, applied to the testbed), through
 // the lend-and-return flow with real kube-scheduler preemption, two replicas electing a
 // leader. Then one verb is taken away and the bridge must say Forbidden, clearly, change
-// nothing it should not, and recover once the verb is back.
+// nothing it should not, and recover once the verb is back. The chart's reservation guard
+// (a ValidatingAdmissionPolicy) is installed throughout: the bridge's own deletes pass it,
+// an admin's forced delete of a reservation does not.
 #include <thread>
 
 #include "tests/e2e/bridge/lending_fixture.h"
@@ -18,22 +20,30 @@ constexpr char kRelease[] = "skb-rbac";
 constexpr char kServiceAccount[] = "skb-rbac-slurm-k8s-bridge";
 constexpr char kReservationsRole[] = "skb-rbac-slurm-k8s-bridge-reservations";
 
-// The chart's RBAC objects and its swap-guard admission policy, nothing else (the testbed has
-// the PriorityClasses). The reservation namespace is the testbed's (the bridge's
-// lending.namespace there), where the chart's reservation Role must then be. The policy is
-// the release's own: a chart whose policy did not exempt its own ServiceAccount would refuse
-// the bridge's new reservation in every class swap (the testbed's policy, release skb,
-// exempts this release's ServiceAccount by name).
-std::string RenderRbac() {
+// `helm template` of the chart's `templates` only. The reservation namespace is the
+// testbed's (the bridge's lending.namespace there), where the chart's reservation Role and
+// guard must then be.
+std::string Render(std::initializer_list<const char*> templates) {
   std::string cmd = StrCat("helm template ", kRelease, " ", skb::testbed::SourceDir(),
                            "/helm/slurm-k8s-bridge --namespace slurm-bridge --kube-version 1.37.0",
                            " --set reservationNamespace.name=slurm-bridge");
-  for (const char* t : {"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
-                        "rolebinding-reservations", "role-leaderelection",
-                        "rolebinding-leaderelection", "admission-swap-guard"}) {
-    StrAppend(&cmd, " --show-only templates/", t, ".yaml");
-  }
+  for (const char* t : templates) StrAppend(&cmd, " --show-only templates/", t, ".yaml");
   return cmd;
+}
+
+// The chart's RBAC objects and its swap-guard admission policy, nothing else (the testbed
+// has the PriorityClasses). The policy is the release's own: a chart whose policy did not
+// exempt its own ServiceAccount would refuse the bridge's new reservation in every class
+// swap (the testbed's policy, release skb, exempts this release's ServiceAccount by name).
+std::string RenderRbac() {
+  return Render({"serviceaccount", "clusterrole", "clusterrolebinding", "role-reservations",
+                 "rolebinding-reservations", "role-leaderelection", "rolebinding-leaderelection",
+                 "admission-swap-guard"});
+}
+
+// The chart's reservation guard: a ValidatingAdmissionPolicy and its binding.
+std::string RenderGuard() {
+  return Render({"admission-reservation-guard"});
 }
 
 class RbacE2E : public LendingE2E {
@@ -85,9 +95,26 @@ class RbacE2E : public LendingE2E {
     }
     extra_overlay_ = {{"kubernetes", {{"kubeconfig", kubeconfig}}}};
     LendingE2E::SetUp();
+    // The chart's reservation guard, after the fixture's reset (which removes one a crashed
+    // run left); admission uses it once the apiserver has loaded it (a server-side dry run
+    // of a forced delete is refused then).
+    auto guard = Shell(StrCat(RenderGuard(), " | kubectl apply -f -"), seconds(60));
+    ASSERT_EQ(guard.exit_code, 0) << guard.out << guard.err;
+    if (wait_for_reservations_) {
+      ASSERT_TRUE(WaitFor(
+          [] {
+            return RunCommand({"kubectl", "delete", "pod", "-n", "slurm-bridge", "reserve-node1",
+                               "--grace-period=0", "--force", "--dry-run=server"},
+                              seconds(30))
+                       .err.find("reservation-guard") != std::string::npos;
+          },
+          seconds(30)));
+    }
   }
 
   void TearDown() override {
+    // The guard first: the reset force-deletes what reservations are left.
+    Shell(StrCat(RenderGuard(), " | kubectl delete --ignore-not-found -f -"), seconds(60));
     LendingE2E::TearDown();
     Shell(StrCat(RenderRbac(), " | kubectl delete --ignore-not-found -f -"), seconds(60));
     if (!rbac_dir_.empty()) Shell(StrCat("rm -rf ", rbac_dir_));
@@ -166,6 +193,92 @@ TEST_F(RbacWithoutCreateE2E, AMissingVerbIsAClearForbiddenErrorAndNothingElseCha
   EXPECT_TRUE(
       WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); }, seconds(60)))
       << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+}
+
+// The chart's reservation guard on the real apiserver. An admin's `scripts/testbed
+// force-delete` (kubectl delete --grace-period=0 --force), `--now` and an eviction with its
+// own grace period are refused with a message that says why and what to do instead; the
+// reservation keeps running and the job is untouched. A plain delete is a lend as before;
+// while that lend runs, the reservation (Terminating: what an admin calls "stuck") still
+// cannot be forced. The bridge's own deletes (release, grace 1) and the kubelet's final
+// delete of the terminal pod pass.
+TEST_F(RbacE2E, AForcedDeleteOfAReservationIsRefusedAndAPlainOneLendsTheNode) {
+  const std::string id = Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string node = JobNode(id);
+  const std::string name = StrCat("reserve-", node);
+  auto field = [&](const std::string& jsonpath) {
+    return Trim(RunCommand({"kubectl", "get", "pod", "-n", "slurm-bridge", name, "-o",
+                            "jsonpath={" + jsonpath + "}"},
+                           seconds(30))
+                    .out);
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return field(".spec.priorityClassName") == "slurm-preemptible" &&
+               field(".status.phase") == "Running" && field(".metadata.deletionTimestamp").empty();
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  const std::string uid = field(".metadata.uid");
+  const std::string refusal = StrCat("denied request: reservation pod slurm-bridge/", name,
+                                     " holds the GPUs of Slurm jobs until slurm-k8s-bridge "
+                                     "releases it: deleting it with gracePeriodSeconds=");
+
+  auto forced = RunCommand({StrCat(skb::testbed::SourceDir(), "/scripts/testbed"), "force-delete",
+                            StrCat("slurm-bridge/", name)},
+                           seconds(60));
+  EXPECT_NE(forced.exit_code, 0);
+  EXPECT_THAT(forced.out + forced.err, HasSubstr(StrCat(refusal, "0 (its own is 4500s)")));
+  EXPECT_THAT(forced.out + forced.err, HasSubstr("Delete it without --force/--grace-period/--now"));
+  auto now =
+      RunCommand({"kubectl", "delete", "pod", "-n", "slurm-bridge", name, "--now", "--wait=false"},
+                 seconds(30));
+  EXPECT_NE(now.exit_code, 0);
+  EXPECT_THAT(now.err, HasSubstr(StrCat(refusal, "1 ")));
+  auto evict = RunCommand(
+      {"kubectl", "create", "--raw",
+       StrCat("/api/v1/namespaces/slurm-bridge/pods/", name, "/eviction"), "-f", "-"},
+      seconds(30),
+      StrCat(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":")", name,
+             R"(","namespace":"slurm-bridge"},"deleteOptions":{"gracePeriodSeconds":0}})"));
+  EXPECT_NE(evict.exit_code, 0);
+  EXPECT_THAT(evict.err, HasSubstr("an eviction may not shorten its grace period"));
+  // The bridge's ServiceAccount is exempt (a server-side dry run: admitted, nothing done).
+  auto as_bridge = RunCommand(
+      {"kubectl", "delete", "pod", "-n", "slurm-bridge", name, "--grace-period=0", "--force",
+       "--dry-run=server", StrCat("--as=system:serviceaccount:slurm-bridge:", kServiceAccount)},
+      seconds(30));
+  EXPECT_EQ(as_bridge.exit_code, 0) << as_bridge.err;
+  // Nothing changed.
+  EXPECT_EQ(field(".metadata.uid"), uid);
+  EXPECT_EQ(field(".metadata.deletionTimestamp"), "");
+  EXPECT_EQ(field(".status.phase"), "Running");
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);
+
+  // A plain delete: a lend. Terminating, it still cannot be forced.
+  auto plain = RunCommand({"kubectl", "delete", "pod", "-n", "slurm-bridge", name, "--wait=false"},
+                          seconds(30));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto again = RunCommand({StrCat(skb::testbed::SourceDir(), "/scripts/testbed"), "force-delete",
+                           StrCat("slurm-bridge/", name)},
+                          seconds(60));
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_THAT(again.out + again.err, HasSubstr(refusal));
+  // The lend completes: requeued, released by the bridge, the terminal pod deleted by its
+  // kubelet; then the node returns with a new reservation.
+  ASSERT_TRUE(
+      WaitFor([&] { return NodeEvents(node).find("ReservationReleased") != std::string::npos; },
+              seconds(kGraceSeconds + 40)))
+      << NodeEvents(node) << daemon_->LogTail();
+  EXPECT_TRUE(WaitFor([&] { return field(".metadata.uid") != uid; }, seconds(30)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  EXPECT_GE(Restarts(id), 1);
+  EXPECT_THAT(Shell(StrCat("scontrol show job ", id)).out,
+              ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
+  EXPECT_THAT(daemon_->LogTail(1 << 20), Not(HasSubstr("reservation-guard")))
+      << "the guard refused one of the bridge's own requests";
 }
 
 }  // namespace

@@ -5,6 +5,13 @@
 # bridge drained are resumed. Idempotent; needs `eval "$(scripts/testbed env)"`.
 set -uo pipefail
 ns=slurm-bridge
+# A release's reservation guard (RbacE2E installs one) would refuse the forced deletes below;
+# the testbed's swap guard stays.
+for kind in validatingadmissionpolicybinding validatingadmissionpolicy; do
+  for o in $(kubectl get "$kind" -o name 2>/dev/null | grep -- '-reservation-guard$'); do
+    kubectl delete "$o" --ignore-not-found >/dev/null 2>&1
+  done
+done
 for p in $(kubectl -n "$ns" get pods -l slurm-k8s-bridge.io/role=reservation -o name 2>/dev/null); do
   kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
 done

@@ -278,8 +278,8 @@ def cmd_render():
     check(kinds == sorted(["PriorityClass"] * 4 + [
         "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
         "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
-        "NetworkPolicy", "Namespace", "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding"]),
+        "NetworkPolicy", "Namespace"] + ["ValidatingAdmissionPolicy",
+                                         "ValidatingAdmissionPolicyBinding"] * 2),
         f"defaults: unexpected set of objects {kinds}")
     dep, cfg = check_common(objs, "defaults", "skb", ns)
     check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
@@ -312,7 +312,31 @@ def cmd_render():
           vapb["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow",
           f"defaults: swap guard binding {vapb['spec']}")
     off = docs(template(namespace=ns, sets=["admissionPolicies.swapGuard.enabled=false"]))
-    check(not find(off, "ValidatingAdmissionPolicy"), "swapGuard.enabled=false still renders it")
+    check(not find(off, "ValidatingAdmissionPolicy", "-swap-guard") and
+          not find(off, "ValidatingAdmissionPolicyBinding", "-swap-guard"),
+          "swapGuard.enabled=false still renders it")
+    # The reservation guard: bound to the reservation namespace only, the bridge's
+    # ServiceAccount exempt, live reservation pods' deletes and evictions watched.
+    rg = one(objs, "ValidatingAdmissionPolicy", "-reservation-guard")
+    rgb = one(objs, "ValidatingAdmissionPolicyBinding", "-reservation-guard")
+    check(rgb["spec"]["policyName"] == rg["metadata"]["name"] and
+          rgb["spec"]["validationActions"] == ["Deny"] and
+          rgb["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] ==
+          {"kubernetes.io/metadata.name": cfg["lending"]["namespace"]},
+          f"defaults: reservation guard binding {rgb['spec']}")
+    who = {c["name"]: c["expression"] for c in rg["spec"]["matchConditions"]}
+    check(f'"system:serviceaccount:{ns}:{sa}"' in who.get("not-the-bridge", ""),
+          f"defaults: reservation guard does not exempt the bridge: {who}")
+    check('"slurm-k8s-bridge.io/role"' in who.get("a-live-reservation", ""),
+          f"defaults: reservation guard does not select reservation pods: {who}")
+    check([(r["operations"], r["resources"]) for r in rg["spec"]["matchConstraints"]["resourceRules"]]
+          == [(["DELETE"], ["pods"]), (["CREATE"], ["pods/eviction"])],
+          "defaults: reservation guard does not watch pod deletes and evictions")
+    off = docs(template(namespace=ns, sets=["admissionPolicies.reservationGuard.enabled=false"]))
+    check(not find(off, "ValidatingAdmissionPolicy", "-reservation-guard") and
+          not find(off, "ValidatingAdmissionPolicyBinding", "-reservation-guard") and
+          find(off, "ValidatingAdmissionPolicy", "-swap-guard"),
+          "reservationGuard.enabled=false: still rendered, or the swap guard went too")
     default_np = one(objs, "NetworkPolicy")
     check(default_np["spec"]["policyTypes"] == ["Ingress"] and
           default_np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}],
