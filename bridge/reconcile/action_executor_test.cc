@@ -243,6 +243,37 @@ TEST_F(ActionExecutorUnitTest, PreemptRecordsWhyThenRequeuesOnlyWorkOnTheNode) {
   EXPECT_EQ(events_.events().size(), 1u);
 }
 
+// A lent node runs component 12 of heterogeneous job 11, whose leader runs elsewhere.
+// Slurm signals and requeues such a job only whole, through the leader's id (it refuses a
+// component's own): the executor checks the component is here, records the preemption in
+// the component's own comment, and acts on the leader, once per job.
+TEST_F(ActionExecutorUnitTest, AComponentOnTheNodeSignalsAndRequeuesItsWholeHeterogeneousJob) {
+  slurm::JobView leader = Running(11, "node2"), here = Running(12, "node1");
+  leader.het_job_id = here.het_job_id = 11;
+  here.het_job_offset = 1;
+  leader.admin_comment = "k8s-bridge:preemptible=true;partitions=gpu";
+  slurm_.AddJob(leader);
+  slurm_.AddJob(here);
+  Action sig = JobsAction(ActionKind::kSignalSlurmJobs, {12});
+  sig.signal = SIGUSR1;
+  ASSERT_TRUE(executor_.Execute(sig).ok());
+  EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("SignalJob 11 ", SIGUSR1, " scope=2")));
+
+  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {12});
+  a.preemptor = "ml/infer-0";
+  a.at_unix = 1000;
+  ASSERT_TRUE(executor_.Execute(a).ok());
+  std::vector<std::string> w = slurm_.Writes();
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_THAT(w[1], HasSubstr("SetAdminComment 12 "));
+  EXPECT_EQ(w[2], "RequeueJob 11 hold=0");
+  EXPECT_EQ(w[3], "MakeEligibleNow 11");
+  EXPECT_EQ(slurm_.Job(11).state, skb::slurm::JobState::kPending);
+  EXPECT_EQ(slurm_.Job(12).state, skb::slurm::JobState::kPending) << "requeued with its leader";
+  EXPECT_EQ(slurm_.Job(11).admin_comment, leader.admin_comment) << "the leader's note is kept";
+  EXPECT_THAT(events_.events().back().message, HasSubstr("(jobs 11)"));
+}
+
 TEST_F(ActionExecutorUnitTest, PreemptRefusedBySlurmIsTerminalUnlessUnavailable) {
   slurm_.AddJob(Running(7, "node1"));
   Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7});

@@ -115,6 +115,17 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
                     {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
 }
 
+// Job `listed` of an action, re-read at the source; nullopt when Slurm no longer knows it.
+StatusOr<std::optional<skb::slurm::JobView>> LoadListed(slurm::SlurmClient* slurm,
+                                                        uint32_t listed) {
+  auto job = slurm->LoadJob(listed);
+  if (!job.ok()) {
+    if (job.status().code() == StatusCode::kNotFound) return std::optional<skb::slurm::JobView>();
+    return job.status();
+  }
+  return std::optional<skb::slurm::JobView>(*std::move(job));
+}
+
 }  // namespace
 
 void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std::string& name,
@@ -394,7 +405,15 @@ Status ActionExecutor::SignalJobs(const Action& a) {
   if (a.signal_scope == plan::SignalScope::kSteps) scope = slurm::SignalScope::kSteps;
   std::string sent;
   const auto now = clock_->Now();
-  for (uint32_t id : a.job_ids) {
+  std::vector<uint32_t> targets;
+  for (uint32_t listed : a.job_ids) {
+    // A component of a heterogeneous job stands for the whole job: Slurm signals every
+    // component through the leader's id (a component's own id reaches none of them).
+    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed));
+    if (!job) continue;
+    const uint32_t id = ownership::WholeJobId(*job);
+    if (std::find(targets.begin(), targets.end(), id) != targets.end()) continue;
+    targets.push_back(id);
     {
       // A signal is not idempotent, and the planner may ask again before the informer
       // shows the signalled-at annotation it recorded: one signal per job per window.
@@ -426,12 +445,14 @@ Status ActionExecutor::SignalJobs(const Action& a) {
 Status ActionExecutor::PreemptJobs(const Action& a) {
   std::string done;
   Status first_error;
-  for (uint32_t id : a.job_ids) {
-    auto job = slurm_->LoadJob(id);
-    if (!job.ok()) {
-      if (job.status().code() == StatusCode::kNotFound) continue;
-      return job.status();
-    }
+  std::vector<uint32_t> targets;
+  for (uint32_t listed : a.job_ids) {
+    // `listed` runs on a.node; Slurm requeues and cancels a heterogeneous job only whole,
+    // by its leader's id (a component's own id is refused), wherever the leader runs.
+    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed));
+    if (!job) continue;
+    const uint32_t id = ownership::WholeJobId(*job);
+    if (std::find(targets.begin(), targets.end(), id) != targets.end()) continue;
     bool here = std::find(job->nodes.begin(), job->nodes.end(), a.node) != job->nodes.end();
     bool active = job->state == skb::slurm::JobState::kRunning ||
                   job->state == skb::slurm::JobState::kSuspended;
@@ -442,6 +463,7 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
       bool finished = !active && job->state != skb::slurm::JobState::kPending &&
                       job->state != skb::slurm::JobState::kCancelled && !job->completing;
       if (!here || !finished || job->requeue_pending || job->start_time > a.at_unix) continue;
+      targets.push_back(id);
       auto o = slurm_->RequeueJob(id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
       if (!o.ok() && o.status().code() == StatusCode::kUnavailable) return o.status();
       if (!o.ok()) {
@@ -453,7 +475,7 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
         continue;
       }
       if (auto c = slurm_->SetAdminComment(
-              id,
+              listed,
               ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_));
           !c.ok()) {
         Logger("reconcile")
@@ -461,9 +483,12 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
       }
     } else {
       if (!here || !active || job->requeue_pending) continue;
+      targets.push_back(id);
+      // The record goes on the component here (its own comment: a write to the leader's id
+      // would overwrite every component's); the whole job's policy reads every component.
       std::string comment =
           ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_);
-      if (auto c = slurm_->SetAdminComment(id, comment); !c.ok()) {
+      if (auto c = slurm_->SetAdminComment(listed, comment); !c.ok()) {
         if (first_error.ok()) first_error = c.status();
         continue;
       }

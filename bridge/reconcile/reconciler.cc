@@ -200,6 +200,20 @@ void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
     for (const auto& [id, j] : jobs_) {
       if (!next.count(id)) dirty.insert(j.nodes.begin(), j.nodes.end());
     }
+    // A change of one component of a heterogeneous job changes the policy of the nodes of
+    // every other component.
+    std::set<uint32_t> het_changed;
+    for (const auto* m : {&jobs_, &next}) {
+      for (const auto& [id, j] : *m) {
+        if (j.het_job_id == 0) continue;
+        for (const std::string& n : j.nodes) {
+          if (dirty.count(n)) het_changed.insert(j.het_job_id);
+        }
+      }
+    }
+    for (const auto& [id, j] : next) {
+      if (het_changed.count(j.het_job_id)) dirty.insert(j.nodes.begin(), j.nodes.end());
+    }
     jobs_ = std::move(next);
     ended_jobs_ = std::move(ended);
   }
@@ -223,8 +237,16 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   m.gpu_granular = gpu_granular_.count(name) > 0;
   if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) m.k8s = it->second;
   if (auto it = slurm_nodes_.find(name); it != slurm_nodes_.end()) m.slurm = it->second;
+  std::set<uint32_t> het;
   for (const auto& [id, j] : jobs_) {
-    if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) m.jobs.push_back(j);
+    if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) {
+      m.jobs.push_back(j);
+      if (j.het_job_id != 0) het.insert(j.het_job_id);
+    }
+  }
+  // A heterogeneous job is preempted whole: the planner judges it by every component.
+  for (const auto& [id, j] : jobs_) {
+    if (j.het_job_id != 0 && het.count(j.het_job_id)) m.het_jobs.push_back(j);
   }
   for (const auto& [id, j] : ended_jobs_) {
     if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) {

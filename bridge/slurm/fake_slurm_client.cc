@@ -195,13 +195,20 @@ StatusOr<WriteOutcome> FakeSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return NotFoundError(StrCat("no Slurm job ", job_id));
   JobView& j = it->second;
+  if (j.het_job_id != 0 && j.het_job_id != job_id) {
+    // As Slurm: a heterogeneous job is requeued by its leader's id only, and then whole.
+    return FailedPreconditionError(StrCat("Job not heterogeneous job leader for job ", job_id));
+  }
   if (j.state == JobState::kPending && (!hold || j.Held())) return WriteOutcome::kUnchanged;
   if (j.state != JobState::kPending && !j.requeue) {
     return FailedPreconditionError(StrCat("job ", job_id, " cannot be requeued"));
   }
-  j.state = JobState::kPending;
-  j.nodes.clear();
-  if (hold) j.priority = 0;
+  for (auto& [id, c] : jobs_) {
+    if (id != job_id && (j.het_job_id == 0 || c.het_job_id != j.het_job_id)) continue;
+    c.state = JobState::kPending;
+    c.nodes.clear();
+    if (hold) c.priority = 0;
+  }
   Wrote(StrCat("RequeueJob ", job_id, " hold=", hold ? 1 : 0));
   return WriteOutcome::kChanged;
 }

@@ -850,12 +850,25 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
     // revocation of the job's previous one ("Job credential revoked"; the job then ends
     // FAILED, not requeued: seen on 24.11 when the job restarted on its old node at once).
     // Two seconds on, every node that ran the job has revoked before the new credential.
-    job_desc_msg_t desc;
-    slurm_init_job_desc_msg(&desc);
-    desc.job_id = job_id;
-    desc.begin_time = time(nullptr) + kRelaunchDelaySeconds;
-    if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-      return LastError(StrCat("make job ", job_id, " eligible"));
+    // A heterogeneous job's begin time is each component's own (an update of the leader
+    // leaves the others waiting): every component of the job is made eligible.
+    std::vector<uint32_t> ids = {job_id};
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job(&msg, job_id, SHOW_ALL) == SLURM_SUCCESS && msg != nullptr) {
+      for (uint32_t i = 0; i < msg->record_count; ++i) {
+        const slurm_job_info_t& r = msg->job_array[i];
+        if (r.het_job_id == job_id && r.job_id != job_id) ids.push_back(r.job_id);
+      }
+      slurm_free_job_info_msg(msg);
+    }
+    for (uint32_t id : ids) {
+      job_desc_msg_t desc;
+      slurm_init_job_desc_msg(&desc);
+      desc.job_id = id;
+      desc.begin_time = time(nullptr) + kRelaunchDelaySeconds;
+      if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+        return LastError(StrCat("make job ", id, " eligible"));
+      }
     }
     return WriteOutcome::kChanged;
   });

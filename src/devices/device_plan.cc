@@ -26,10 +26,25 @@ std::string JoinIds(const std::vector<uint32_t>& ids) {
   return out;
 }
 
+std::vector<const slurm::JobView*> Whole(const NodeJob& j) {
+  return own::WholeJob(j.view, j.het_components);
+}
+
+// What preempting `j` throws away: its GPU-seconds on every node its whole job holds.
 double WorkLost(const NodeJob& j, Clock::TimePoint now) {
   const double secs = std::chrono::duration<double>(now - own::FromUnix(j.view.start_time)).count();
-  return secs > 0 ? secs * static_cast<double>(j.indices.size()) : 0;
+  const int64_t gpus =
+      std::max(own::WholeJobGpus(Whole(j)), static_cast<int64_t>(j.indices.size()));
+  return secs > 0 ? secs * static_cast<double>(gpus) : 0;
 }
+
+// One victim as Slurm preempts it: the jobs on the node (a heterogeneous job's components
+// here, else one job), the GPUs that frees here, the work lost everywhere.
+struct Candidate {
+  std::vector<size_t> jobs;  // into NodeDevices::jobs
+  int64_t gpus = 0;
+  double work = 0;
+};
 
 std::vector<Violation> Violations(const std::vector<DeviceView>& views) {
   std::vector<Violation> out;
@@ -74,10 +89,10 @@ DeviceAction HoldAgainForSlurm(const NodeDevices& node, uint32_t job,
   return a;
 }
 
-// Victims among `cands` (index into node.jobs) freeing at least `need` GPUs, cheapest by
-// (work lost, jobs, GPUs, ids); empty when they cannot.
-std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>& cands,
-                             int64_t need, Clock::TimePoint now) {
+// Victims among `cands` freeing at least `need` GPUs, cheapest by (work lost, jobs, GPUs,
+// ids); empty when they cannot. Returns indices into `cands`.
+std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<Candidate>& cands,
+                             int64_t need) {
   using Key = std::tuple<double, size_t, int64_t, std::vector<uint32_t>>;
   std::optional<Key> best;
   std::vector<size_t> best_set;
@@ -86,9 +101,9 @@ std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>&
     int64_t gpus = 0;
     std::vector<uint32_t> ids;
     for (size_t i : set) {
-      work += WorkLost(node.jobs[i], now);
-      gpus += static_cast<int64_t>(node.jobs[i].indices.size());
-      ids.push_back(node.jobs[i].view.job_id);
+      work += cands[i].work;
+      gpus += cands[i].gpus;
+      for (size_t j : cands[i].jobs) ids.push_back(node.jobs[j].view.job_id);
     }
     if (gpus < need) return;
     std::sort(ids.begin(), ids.end());
@@ -102,27 +117,25 @@ std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<size_t>&
     for (uint32_t mask = 1; mask < (1u << cands.size()); ++mask) {
       std::vector<size_t> set;
       for (size_t b = 0; b < cands.size(); ++b) {
-        if (mask & (1u << b)) set.push_back(cands[b]);
+        if (mask & (1u << b)) set.push_back(b);
       }
       consider(set);
     }
     return best_set;
   }
   // Many small jobs: least work per GPU first.
-  std::vector<size_t> order = cands;
+  std::vector<size_t> order(cands.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double wa =
-        WorkLost(node.jobs[a], now) / static_cast<double>(node.jobs[a].indices.size());
-    const double wb =
-        WorkLost(node.jobs[b], now) / static_cast<double>(node.jobs[b].indices.size());
-    return wa < wb;
+    return cands[a].work / static_cast<double>(cands[a].gpus) <
+           cands[b].work / static_cast<double>(cands[b].gpus);
   });
   std::vector<size_t> set;
   int64_t got = 0;
   for (size_t i : order) {
     if (got >= need) break;
     set.push_back(i);
-    got += static_cast<int64_t>(node.jobs[i].indices.size());
+    got += cands[i].gpus;
   }
   if (got >= need) best_set = set;
   return best_set;
@@ -260,7 +273,10 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
     s.why = StrCat(lent, s.gpus, " idle GPUs on ", node.node);
     return s;
   }
-  std::vector<size_t> cands;
+  // By whole job (a heterogeneous job's components on this node are one victim, and none
+  // is one if any is not).
+  std::map<uint32_t, Candidate> by_whole;
+  std::set<uint32_t> kept;
   int64_t protected_gpus = 0;
   for (size_t i = 0; i < node.jobs.size(); ++i) {
     const NodeJob& j = node.jobs[i];
@@ -269,26 +285,42 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
       return x >= 0 && x < static_cast<int64_t>(views.size()) &&
              views[static_cast<size_t>(x)].owner == Owner::kSlurm;
     });
-    if (own::Actionable(j.view) && slurm_owned && own::PolicyFor(j.view, cfg, now).preemptible) {
-      cands.push_back(i);
-    } else {
-      protected_gpus += static_cast<int64_t>(j.indices.size());
+    const uint32_t whole = own::WholeJobId(j.view);
+    Candidate& c = by_whole[whole];
+    c.jobs.push_back(i);
+    c.gpus += static_cast<int64_t>(j.indices.size());
+    c.work = WorkLost(j, now);  // the whole job's: the same for each component
+    if (!own::Actionable(j.view) || !slurm_owned ||
+        !own::PolicyForWhole(Whole(j), cfg, now).preemptible) {
+      kept.insert(whole);
     }
   }
-  const std::vector<size_t> picked = PickJobs(node, cands, s.gpus - idle, now);
+  std::vector<Candidate> cands;
+  for (auto& [whole, c] : by_whole) {
+    if (kept.count(whole)) {
+      protected_gpus += c.gpus;
+    } else {
+      cands.push_back(std::move(c));
+    }
+  }
+  const std::vector<size_t> picked = PickJobs(node, cands, s.gpus - idle);
   if (picked.empty()) {
     return no(StrCat("node ", node.node, ": ", lent, idle, " idle GPUs and ", s.gpus - idle,
                      " more needed; the preemptible jobs cannot free them (", protected_gpus,
                      " GPUs run non-preemptible or moving work)"));
   }
+  std::string het;
   for (size_t i : picked) {
-    s.victims.push_back(node.jobs[i].view.job_id);
-    s.victim_gpus += static_cast<int64_t>(node.jobs[i].indices.size());
-    s.work_lost += WorkLost(node.jobs[i], now);
+    for (size_t j : cands[i].jobs) s.victims.push_back(node.jobs[j].view.job_id);
+    s.victim_gpus += cands[i].gpus;
+    s.work_lost += cands[i].work;
+    if (const NodeJob& first = node.jobs[cands[i].jobs.front()]; first.view.het_job_id != 0) {
+      StrAppend(&het, "; ", own::DescribeWhole(Whole(first)), " is preempted as a whole");
+    }
   }
   std::sort(s.victims.begin(), s.victims.end());
   s.why = StrCat(lent, idle, " idle GPUs and ", s.victim_gpus, " of preemptible job(s) ",
-                 JoinIds(s.victims), " on ", node.node);
+                 JoinIds(s.victims), " on ", node.node, het);
   return s;
 }
 
@@ -379,7 +411,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                                [&](const NodeJob& j) { return j.view.job_id == id; });
         if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
-        const own::JobPolicy policy = own::PolicyFor(it->view, cfg, now);
+        const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now);
         if (!policy.preemptible) continue;  // became protected: the placeholder waits
         if (!it->signalled_at) {
           to_signal[{policy.signal, policy.scope}].push_back(id);

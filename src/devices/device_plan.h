@@ -44,6 +44,9 @@ struct NodeJob {
   std::vector<int64_t> indices;  // its GRES indices on this node (ParseGpuIndices)
   // When the bridge sent it the checkpoint signal for a give (recorded with the move).
   std::optional<Clock::TimePoint> signalled_at;
+  // Every component of its heterogeneous job, on any node (itself included; empty for a
+  // plain job): Slurm preempts them together, so they decide its policy and its cost.
+  std::vector<slurm::JobView> het_components;
 };
 
 // The bridge's placeholder Slurm job: holds GPUs in Slurm for Kubernetes. Everything
@@ -172,9 +175,11 @@ struct Selection {
 
 // The cheapest way to free `pod.gpus` devices on `node`, or nullopt (with `why`): no move
 // may be in flight on the node (a pending placeholder), no device may be in violation, the
-// model must match. Victims: least work lost (GPU-seconds run), then fewest jobs, then
-// fewest GPUs, then lowest job ids; preemptible per ownership::PolicyFor (admission,
-// --no-requeue, anti-thrash), running and not completing.
+// model must match. Victims: least work lost (GPU-seconds run, on every node the job
+// holds), then fewest jobs, then fewest GPUs, then lowest job ids; preemptible per
+// ownership::PolicyForWhole (admission, --no-requeue, anti-thrash; a heterogeneous job only
+// if every component is), running and not completing. A heterogeneous job is one victim:
+// its components here are freed together.
 std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod& pod,
                                       const config::Config& cfg, Clock::TimePoint now,
                                       std::string* why = nullptr);

@@ -197,6 +197,74 @@ TEST(SelectOnNode, NeverTakesANonPreemptibleJobsGpus) {
   EXPECT_FALSE(SelectOnNode(m, Pod(1), Cfg(), kNow, &why));
 }
 
+// Makes n->jobs[i] component `offset` of heterogeneous job `het`, whose other components
+// are `others` (on other nodes), as Observe fills it in.
+void MakeHet(NodeDevices* n, size_t i, uint32_t het, uint32_t offset,
+             std::vector<slurm::JobView> others) {
+  NodeJob& j = n->jobs[i];
+  j.view.het_job_id = het;
+  j.view.het_job_offset = offset;
+  j.view.gpu_indices = {{n->node, j.indices}};
+  others.push_back(j.view);
+  j.het_components = std::move(others);
+}
+
+slurm::JobView Component(uint32_t id, uint32_t het, uint32_t offset, std::string node,
+                         std::vector<int64_t> indices, bool preemptible) {
+  slurm::JobView c;
+  c.job_id = id;
+  c.het_job_id = het;
+  c.het_job_offset = offset;
+  c.state = slurm::JobState::kRunning;
+  c.requeue = true;
+  c.nodes = {node};
+  c.gpu_indices = {{node, std::move(indices)}};
+  c.start_time = ownership::ToUnix(kNow - hours(1));
+  c.admin_comment = preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
+  return c;
+}
+
+// Slurm preempts a heterogeneous job whole: a component here is a victim only if every
+// component is preemptible, and what it costs is every component's GPUs on every node.
+TEST(SelectOnNode, AHeterogeneousJobIsJudgedAndCostedAsAWhole) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 5, "gpu:2(IDX:0-1)", true, hours(1));
+  AddJob(&n, 6, "gpu:2(IDX:2-3)", true, hours(1));
+  // Job 6 is component 1 of heterogeneous job 20, whose leader holds 8 GPUs on node2.
+  MakeHet(&n, 1, 20, 1, {Component(20, 20, 0, "node2", {0, 1, 2, 3, 4, 5, 6, 7}, true)});
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(5u)) << "job 6 would throw away 10 GPU-hours, not 2";
+  EXPECT_DOUBLE_EQ(s->work_lost, 2 * 3600.0);
+  s = SelectOnNode(n, Pod(4), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(5u, 6u));
+  EXPECT_DOUBLE_EQ(s->work_lost, (2 + 10) * 3600.0);
+  EXPECT_THAT(s->why, HasSubstr("heterogeneous job 20 (components 20 on node2, 6 on node1) is "
+                                "preempted as a whole"));
+
+  // Its leader may not be preempted: neither may job 6, though its own note says it may.
+  n.jobs[1].het_components[0].admin_comment = "k8s-bridge:preemptible=false";
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(4), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("2 GPUs run non-preemptible"));
+}
+
+// Two components of one heterogeneous job on the same node are one victim: freed together.
+TEST(SelectOnNode, ComponentsOnOneNodeAreOneVictim) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 30, "gpu:1(IDX:0)", true, hours(1));
+  AddJob(&n, 31, "gpu:1(IDX:1)", true, hours(1));
+  AddJob(&n, 7, "gpu:2(IDX:2-3)", true, hours(3));
+  MakeHet(&n, 0, 30, 0, {Component(31, 30, 1, "node1", {1}, true)});
+  MakeHet(&n, 1, 30, 1, {Component(30, 30, 0, "node1", {0}, true)});
+  auto s = SelectOnNode(n, Pod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(30u, 31u)) << "one GPU needed, both components go";
+  EXPECT_EQ(s->victim_gpus, 2);
+  EXPECT_DOUBLE_EQ(s->work_lost, 2 * 3600.0);
+}
+
 // GPUs already lent and idle count toward the pod: the give moves only what is missing.
 TEST(SelectOnNode, CountsLentIdleGpusTowardThePod) {
   NodeDevices n = Node("node1", 4);

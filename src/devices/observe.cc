@@ -72,8 +72,11 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
 
   // Ordinary jobs holding GPUs, by node: indexed once, not scanned again for every node.
   std::map<std::string, std::vector<const slurm::JobView*>> jobs_on;
+  // Heterogeneous jobs' components, by het_job_id: preempted together.
+  std::map<uint32_t, std::vector<slurm::JobView>> het;
   for (const slurm::JobView& j : w.jobs) {
     if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;
+    if (j.het_job_id != 0) het[j.het_job_id].push_back(j);
     for (const auto& [node, idx] : j.gpu_indices) {
       if (!idx.empty()) jobs_on[node].push_back(&j);
     }
@@ -110,6 +113,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
       for (const slurm::JobView* j : on->second) {
         NodeJob nj{.view = *j, .indices = j->gpu_indices.at(sn.name)};
         if (auto s = signalled.find(j->job_id); s != signalled.end()) nj.signalled_at = s->second;
+        if (j->het_job_id != 0) nj.het_components = het[j->het_job_id];
         n.jobs.push_back(std::move(nj));
       }
     }

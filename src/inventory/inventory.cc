@@ -36,17 +36,28 @@ Inventory Inventory::Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::No
     std::string name = s.name;
     slot(name).slurm = std::move(s);
   }
+  // Heterogeneous jobs holding nodes, by het_job_id: each node that holds one of their
+  // components gets them all (ManagedNode::het_jobs).
+  std::unordered_map<uint32_t, std::vector<const slurm::JobView*>> het;
+  std::vector<std::pair<size_t, uint32_t>> het_on;  // (node position, het_job_id)
   for (const slurm::JobView& j : jobs) {
     bool holds = j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
                  j.completing;
     bool ended = !holds && j.state != slurm::JobState::kPending && !j.requeue_pending;
     if (!holds && !ended) continue;
+    if (holds && j.het_job_id != 0) het[j.het_job_id].push_back(&j);
     for (const std::string& n : j.nodes) {
       auto it = index.find(n);
       if (it == index.end()) continue;
       ManagedNode& m = inv.nodes_[it->second];
       (holds ? m.jobs : m.ended_jobs).push_back(j);
+      if (holds && j.het_job_id != 0) het_on.emplace_back(it->second, j.het_job_id);
     }
+  }
+  std::sort(het_on.begin(), het_on.end());
+  het_on.erase(std::unique(het_on.begin(), het_on.end()), het_on.end());
+  for (const auto& [pos, id] : het_on) {
+    for (const slurm::JobView* c : het[id]) inv.nodes_[pos].het_jobs.push_back(*c);
   }
   for (GpuPod& p : pods) {
     if (p.node_name.empty()) {

@@ -69,6 +69,25 @@ TEST(Inventory, AttachesJobsThatHoldEachNode) {
   EXPECT_THAT(ids, ElementsAre(1u, 3u));
 }
 
+// A heterogeneous job's components run on different nodes: each node that holds one gets
+// every component (Slurm preempts them together), a node holding none gets nothing.
+TEST(Inventory, EachNodeOfAHeterogeneousJobSeesEveryComponent) {
+  slurm::JobView leader = J(11, {"node1"}), other = J(12, {"node2"});
+  leader.het_job_id = other.het_job_id = 11;
+  other.het_job_offset = 1;
+  Inventory inv =
+      Inventory::Build({K("node1"), K("node2"), K("node3")}, {S("node1"), S("node2"), S("node3")},
+                       {leader, other, J(13, {"node3"})}, {}, {});
+  for (const char* name : {"node1", "node2"}) {
+    const ManagedNode& n = *inv.Find(name);
+    ASSERT_EQ(n.jobs.size(), 1u) << name;
+    std::vector<uint32_t> ids;
+    for (const auto& j : n.het_jobs) ids.push_back(j.job_id);
+    EXPECT_THAT(ids, ::testing::UnorderedElementsAre(11, 12)) << name;
+  }
+  EXPECT_TRUE(inv.Find("node3")->het_jobs.empty());
+}
+
 TEST(Inventory, CompletingJobsStillHoldTheNode) {
   slurm::JobView j = J(7, {"node1"}, slurm::JobState::kComplete);
   j.completing = true;

@@ -49,6 +49,10 @@ struct ManagedNode {
   // Jobs that ran here and have ended, while Slurm still remembers them (MinJobAge): a
   // lend requeues the ones that ended after its checkpoint signal.
   std::vector<slurm::JobView> ended_jobs;
+  // Every component, on whichever node it runs, of the heterogeneous jobs in `jobs` (those
+  // here included): Slurm preempts such a job as a whole, so its policy and cost are the
+  // whole job's (ownership::WholeJob). Empty when no job here is heterogeneous.
+  std::vector<slurm::JobView> het_jobs;
   std::vector<GpuPod> pods;
   // Pending GPU pods whose status.nominatedNodeName is this node: kube-scheduler preempted
   // (or is preempting) for them here. Not bound, so not in `pods`. The ownership planner

@@ -92,9 +92,6 @@ bool HasTaint(const inventory::K8sNode& k, std::string_view key) {
                      [&](const inventory::Taint& t) { return t.key == key; });
 }
 
-// The job id Slurm preempts as a whole: the leader of a heterogeneous job, else the job.
-uint32_t PreemptId(const slurm::JobView& j) { return j.het_job_id ? j.het_job_id : j.job_id; }
-
 void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
 }
@@ -313,8 +310,18 @@ class Planner {
   std::string Preemptor() const;
   bool LendRefused(std::string* why) const;
   ReservationClass WantedClass(std::string* why) const {
-    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why);  // it skips jobs not holding the node
+    // It skips jobs not holding the node.
+    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why, f_.node->het_jobs);
   }
+  // `j` as Slurm preempts it: every component of a heterogeneous job, wherever it runs.
+  std::vector<const slurm::JobView*> Whole(const slurm::JobView& j) const {
+    return WholeJob(j, f_.node->het_jobs.empty() ? f_.node->jobs : f_.node->het_jobs);
+  }
+  JobPolicy PolicyOf(const slurm::JobView& j) const {
+    return PolicyForWhole(Whole(j), *f_.cfg, f_.now);
+  }
+  void AddWhole(std::vector<uint32_t>* ids, const slurm::JobView& j) const;
+  std::string HetNote(const std::vector<uint32_t>& ids, std::string_view what) const;
   int64_t Gpus() const;
 
   // --- flows
@@ -344,6 +351,31 @@ std::string Planner::Preemptor() const {
   }
   if (!f_.k8s_pods.empty()) return PodName(*f_.k8s_pods.front());
   return "kubernetes";
+}
+
+// Adds `j` to `ids` unless a component of the same heterogeneous job is there already: the
+// executor acts on the whole job (WholeJobId) for any of its components on this node.
+void Planner::AddWhole(std::vector<uint32_t>* ids, const slurm::JobView& j) const {
+  for (uint32_t id : *ids) {
+    for (const slurm::JobView* o : f_.jobs) {
+      if (o->job_id == id && WholeJobId(*o) == WholeJobId(j)) return;
+    }
+  }
+  ids->push_back(j.job_id);
+}
+
+// "; heterogeneous job 11 (components 11 on node1, 12 on node2) is requeued as a whole" for
+// each heterogeneous job among `ids`: the Event says which other nodes the action reaches.
+std::string Planner::HetNote(const std::vector<uint32_t>& ids, std::string_view what) const {
+  std::string out;
+  for (uint32_t id : ids) {
+    for (const slurm::JobView* j : f_.jobs) {
+      if (j->job_id != id || j->het_job_id == 0) continue;
+      StrAppend(&out, "; ", DescribeWhole(Whole(*j)), " is ", what, " as a whole");
+      break;
+    }
+  }
+  return out;
 }
 
 // A preemption of the reservation that must not become a lend: kube-scheduler preempts by
@@ -553,7 +585,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   std::string blocked_why;
   for (const slurm::JobView* j : f_.jobs) {
     if (!Actionable(*j)) continue;
-    JobPolicy p = PolicyFor(*j, *f_.cfg, now);
+    JobPolicy p = PolicyOf(*j);
     if (p.preemptible) continue;
     AddUnique(&blocked, j->job_id);
     StrAppend(&blocked_why, blocked_why.empty() ? "" : "; ", "job ", j->job_id, ": ", p.why);
@@ -623,23 +655,22 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
                      j->completing ? "completing" : "requeue pending", ")"));
       continue;
     }
-    JobPolicy p = PolicyFor(*j, *f_.cfg, now);
-    const uint32_t id = PreemptId(*j);
+    JobPolicy p = PolicyOf(*j);
     if (k8s_running) {
-      AddUnique(&to_preempt[p.mode], id);
+      AddWhole(&to_preempt[p.mode], *j);
       Explain(StrCat(
           "job ", j->job_id,
           ": a Kubernetes GPU pod already runs on the node, preempted at once without grace"));
       continue;
     }
     if (j->state == slurm::JobState::kSuspended) {
-      AddUnique(&to_preempt[p.mode], id);
+      AddWhole(&to_preempt[p.mode], *j);
       Explain(StrCat("job ", j->job_id, " is suspended (cannot catch a signal): preempted now"));
       continue;
     }
     auto it = f_.signalled.find(j->job_id);
     if (it == f_.signalled.end()) {
-      AddUnique(&to_signal[{p.signal, p.scope}], id);
+      AddWhole(&to_signal[{p.signal, p.scope}], *j);
       signalled[j->job_id] = ToUnix(now);
       newly_signalled = true;
       Recheck(now + p.grace);
@@ -650,7 +681,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     signalled[j->job_id] = it->second;
     const Clock::TimePoint deadline = FromUnix(it->second) + p.grace;
     if (now >= deadline) {
-      AddUnique(&to_preempt[p.mode], id);
+      AddWhole(&to_preempt[p.mode], *j);
       auto& since = signalled_since[p.mode];
       since = since == 0 ? it->second : std::min(since, it->second);
       Explain(StrCat("job ", j->job_id, ": grace of ", FormatSeconds(p.grace),
@@ -666,7 +697,8 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     Action& a =
         Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
             StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids), " on node ",
-                   f_.node->name, " to checkpoint: the node is lent to Kubernetes (", who, ")"));
+                   f_.node->name, " to checkpoint: the node is lent to Kubernetes (", who, ")",
+                   HetNote(ids, "signalled")));
     a.job_ids = ids;
     a.signal = key.first;
     a.signal_scope = key.second;
@@ -679,13 +711,15 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
                      ": they are preempted when it ends"));
   }
   for (const auto& [mode, ids] : to_preempt) {
-    Action& a = Add(ActionKind::kPreemptSlurmJobs, "SlurmJobsPreempted",
-                    StrCat(mode == plan::JobPreemptMode::kCancel        ? "Cancelled"
-                           : mode == plan::JobPreemptMode::kRequeueHold ? "Requeued (held)"
-                                                                        : "Requeued",
-                           " Slurm job(s) ", JoinIds(ids), " on node ", f_.node->name,
-                           ": the node is lent to Kubernetes (", who, ")"),
-                    k8s_running ? EventType::kWarning : EventType::kNormal);
+    Action& a =
+        Add(ActionKind::kPreemptSlurmJobs, "SlurmJobsPreempted",
+            StrCat(mode == plan::JobPreemptMode::kCancel        ? "Cancelled"
+                   : mode == plan::JobPreemptMode::kRequeueHold ? "Requeued (held)"
+                                                                : "Requeued",
+                   " Slurm job(s) ", JoinIds(ids), " on node ", f_.node->name,
+                   ": the node is lent to Kubernetes (", who, ")",
+                   HetNote(ids, mode == plan::JobPreemptMode::kCancel ? "cancelled" : "requeued")),
+            k8s_running ? EventType::kWarning : EventType::kNormal);
     a.job_ids = ids;
     a.preempt_mode = mode;
     a.job_comment = StrCat("preempted by k8s-bridge for ", who);
@@ -761,12 +795,12 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
     (*signalled)[e.job_id] = at;
     Explain(StrCat(ended, ": requeued as a preempted job"));
     Action& a = Add(ActionKind::kPreemptSlurmJobs, "EndedJobRequeued",
-                    StrCat("Requeued Slurm job ", PreemptId(e), ": it ended ",
+                    StrCat("Requeued Slurm job ", WholeJobId(e), ": it ended ",
                            slurm::JobStateName(e.state), " after the checkpoint signal (",
                            SignalName(p.signal), ") instead of waiting for the grace period; node ",
                            f_.node->name, " is lent to Kubernetes (", who, ")"),
                     EventType::kWarning);
-    a.job_ids = {PreemptId(e)};
+    a.job_ids = {e.job_id};  // the executor requeues its whole job
     a.preempt_mode = p.mode;
     a.ended_after_signal = true;
     a.since_unix = at;

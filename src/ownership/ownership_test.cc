@@ -1026,6 +1026,94 @@ const std::vector<Case>& Cases() {
 INSTANTIATE_TEST_SUITE_P(Ownership, PlanTable, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& tp) { return tp.param.name; });
 
+// ---- Heterogeneous jobs ----------------------------------------------------------------
+
+// Component 12 of heterogeneous job 11 runs on node1, its leader 11 on node2: what node1's
+// planner gets from the inventory (ManagedNode::het_jobs).
+ManagedNode HetNode(bool leader_preemptible, const config::Config& cfg = Cfg()) {
+  slurm::JobView leader = Job(11, leader_preemptible), here = Job(12);
+  leader.het_job_id = here.het_job_id = 11;
+  here.het_job_offset = 1;
+  leader.nodes = {"node2"};
+  ManagedNode n = SlurmNode({here}, cfg);
+  n.het_jobs = {leader, here};
+  return n;
+}
+
+const Action* Find(const OwnershipPlan& p, ActionKind kind) {
+  for (const Action& a : p.actions) {
+    if (a.kind == kind) return &a;
+  }
+  return nullptr;
+}
+
+// A lend of the node of a non-leader component signals and preempts it: the executor acts
+// on the whole job through its leader, and the Events say which components and nodes that
+// reaches (node2's planner then sees its component end like any other job).
+TEST(HeterogeneousJob, ALendOfAComponentsNodeSignalsAndRequeuesTheWholeJob) {
+  const config::Config cfg = Cfg();
+  ManagedNode n = HetNode(/*leader_preemptible=*/true);
+  EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, nullptr, n.het_jobs), ReservationClass::kPreemptible);
+  Preempted(&n, kNow, cfg);
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  const Action* sig = Find(p, ActionKind::kSignalSlurmJobs);
+  ASSERT_NE(sig, nullptr) << Dump(p);
+  EXPECT_THAT(sig->job_ids, ElementsAre(12));
+  EXPECT_THAT(sig->event_message,
+              HasSubstr("heterogeneous job 11 (components 11 on node2, 12 on node1) is "
+                        "signalled as a whole"));
+
+  n.k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow));
+  n.k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+  Drained(&n, "k8s-bridge: lent to ml/infer-0", kNow);
+  n.k8s->annotations[kSignalledAtAnnotation] = StrCat("12:", ToUnix(kNow));
+  p = PlanOwnership(n, cfg, kNow + cfg.lending.default_grace);
+  const Action* pre = Find(p, ActionKind::kPreemptSlurmJobs);
+  ASSERT_NE(pre, nullptr) << Dump(p);
+  EXPECT_THAT(pre->job_ids, ElementsAre(12));
+  EXPECT_THAT(pre->event_message, HasSubstr("is requeued as a whole"));
+}
+
+// The leader on node2 may not be preempted: node1's reservation is protected (a lend of it
+// would requeue the leader too), and a lend of node1 (kubectl, not a preemption) waits.
+TEST(HeterogeneousJob, AProtectedComponentElsewhereProtectsTheNodeOfEveryOther) {
+  const config::Config cfg = Cfg();
+  ManagedNode n = HetNode(/*leader_preemptible=*/false);
+  std::string why;
+  EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, &why, n.het_jobs), ReservationClass::kProtected);
+  EXPECT_THAT(why, HasSubstr("heterogeneous job 11"));
+  Res(&n)->terminating = true;  // deleted by hand: a lend, protected work waited for
+  Res(&n)->deletion_time =
+      kNow - minutes(1) + cfg.lending.max_grace + cfg.lending.release_timeout + seconds(1);
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
+  EXPECT_EQ(Find(p, ActionKind::kPreemptSlurmJobs), nullptr) << Dump(p);
+  bool blocked = false;
+  for (const Action& a : p.actions) {
+    blocked |= a.event_reason == "LendBlockedByProtectedJobs" &&
+               a.event_message.find("heterogeneous job 11") != std::string::npos;
+  }
+  EXPECT_TRUE(blocked) << Dump(p);
+
+  // Preempted by a pod instead: refused, the node is not even drained.
+  ManagedNode m = HetNode(/*leader_preemptible=*/false);
+  Preempted(&m, kNow, cfg);
+  p = PlanOwnership(m, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
+  EXPECT_EQ(Find(p, ActionKind::kDrainSlurmNode), nullptr) << Dump(p);
+}
+
+// The grace is the longest of any component's (one signal reaches them all).
+TEST(HeterogeneousJob, TheGraceIsTheLongestOfAnyComponent) {
+  const config::Config cfg = Cfg();
+  ManagedNode n = HetNode(/*leader_preemptible=*/true);
+  n.het_jobs[0].signal = slurm::SignalSpec{10, 300, false};
+  Preempted(&n, kNow, cfg);
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  ASSERT_NE(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
+  EXPECT_EQ(p.recheck_at, kNow + seconds(300));
+}
+
 // ---- Bad input -------------------------------------------------------------------------
 
 // The owner reference's uid comes from the cache (no GET of the node per create); a node the

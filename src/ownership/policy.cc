@@ -189,6 +189,77 @@ JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock:
   return p;
 }
 
+std::vector<const slurm::JobView*> WholeJob(const slurm::JobView& job,
+                                            std::span<const slurm::JobView> more) {
+  std::vector<const slurm::JobView*> out = {&job};
+  if (job.het_job_id == 0) return out;
+  for (const slurm::JobView& j : more) {
+    if (j.het_job_id != job.het_job_id) continue;
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const slurm::JobView* o) { return o->job_id == j.job_id; })) {
+      out.push_back(&j);
+    }
+  }
+  std::sort(out.begin() + 1, out.end(), [](const slurm::JobView* a, const slurm::JobView* b) {
+    return a->het_job_offset < b->het_job_offset;
+  });
+  return out;
+}
+
+JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
+                         const config::Config& cfg, Clock::TimePoint now) {
+  if (components.empty()) return JobPolicy{};
+  const slurm::JobView* leader = components.front();
+  for (const slurm::JobView* c : components) {
+    if (c->het_job_id != 0 && c->job_id == c->het_job_id) leader = c;
+  }
+  JobPolicy whole = PolicyFor(*leader, cfg, now);
+  if (components.size() == 1) return whole;
+  auto component = [](const slurm::JobView& c, std::string_view why) {
+    return StrCat("component ", c.job_id, " of heterogeneous job ", c.het_job_id,
+                  " (preempted as a whole): ", why);
+  };
+  if (!whole.preemptible) whole.why = component(*leader, whole.why);
+  for (const slurm::JobView* c : components) {
+    if (c == leader) continue;
+    JobPolicy p = PolicyFor(*c, cfg, now);
+    whole.grace = std::max(whole.grace, p.grace);
+    if (!p.preemptible && whole.preemptible) {
+      whole.preemptible = false;
+      whole.why = component(*c, p.why);
+    }
+  }
+  return whole;
+}
+
+std::string DescribeWhole(std::span<const slurm::JobView* const> components) {
+  if (components.empty() || components.front()->het_job_id == 0) return "";
+  std::vector<const slurm::JobView*> by_offset(components.begin(), components.end());
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const slurm::JobView* a, const slurm::JobView* b) {
+              return a->het_job_offset < b->het_job_offset;
+            });
+  std::string out = StrCat("heterogeneous job ", by_offset.front()->het_job_id, " (components ");
+  for (size_t i = 0; i < by_offset.size(); ++i) {
+    const slurm::JobView& c = *by_offset[i];
+    StrAppend(&out, i ? ", " : "", c.job_id, " on ",
+              c.nodes.empty() ? std::string("no node") : StrJoin(c.nodes, ","));
+  }
+  return StrCat(out, ")");
+}
+
+int64_t WholeJobGpus(std::span<const slurm::JobView* const> components) {
+  int64_t total = 0;
+  for (const slurm::JobView* c : components) {
+    if (!c->gpu_indices.empty()) {
+      for (const auto& [node, idx] : c->gpu_indices) total += static_cast<int64_t>(idx.size());
+    } else {
+      total += c->gpus_per_node * static_cast<int64_t>(c->nodes.size());
+    }
+  }
+  return total;
+}
+
 bool HoldsNode(const slurm::JobView& job) {
   return job.state == slurm::JobState::kRunning || job.state == slurm::JobState::kSuspended ||
          job.completing;
@@ -241,12 +312,13 @@ std::optional<ReservationClass> ClassByPriorityClassName(std::string_view name,
 }
 
 ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config::Config& cfg,
-                          Clock::TimePoint now, std::string* why) {
+                          Clock::TimePoint now, std::string* why,
+                          std::span<const slurm::JobView> het_jobs) {
   ReservationClass c = ReservationClass::kIdle;
   std::string reason = "no Slurm job on the node";
   for (const slurm::JobView& j : jobs) {
     if (!HoldsNode(j)) continue;
-    JobPolicy p = PolicyFor(j, cfg, now);
+    JobPolicy p = PolicyForWhole(WholeJob(j, het_jobs.empty() ? jobs : het_jobs), cfg, now);
     if (!p.preemptible) {
       if (why) *why = StrCat("job ", j.job_id, ": ", p.why);
       return ReservationClass::kProtected;

@@ -140,6 +140,32 @@ plan::JobPreemptMode PreemptModeFor(const slurm::JobView& job, const LendingConf
 // admission annotation (submitted before the plugin was installed, or failed open).
 JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock::TimePoint now);
 
+// ---- Heterogeneous jobs -------------------------------------------------------------
+// Slurm signals, requeues and cancels a heterogeneous job as a whole, by its leader's id
+// (het_job_id; a component's own id is refused: "not heterogeneous job leader"), so
+// preempting one component preempts every component, on every node they run on.
+
+// The id Slurm preempts as a whole: the leader of a heterogeneous job, else the job's own.
+inline uint32_t WholeJobId(const slurm::JobView& j) {
+  return j.het_job_id != 0 ? j.het_job_id : j.job_id;
+}
+// `job` and the other components of its heterogeneous job found in `more` (each once, by
+// job id, `job` first, then by offset); `job` alone when it is not one.
+std::vector<const slurm::JobView*> WholeJob(const slurm::JobView& job,
+                                            std::span<const slurm::JobView> more);
+// PolicyFor the job as Slurm preempts it: preemptible only if every component is (the
+// first that is not says why, naming it); the longest grace of any component; the signal,
+// scope and mode of the leader (one call signals and requeues them all). A plain job: its
+// own PolicyFor.
+JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
+                         const config::Config& cfg, Clock::TimePoint now);
+// "heterogeneous job 11 (components 11 on node1, 12 on node2)", by offset; "" for a plain
+// job.
+std::string DescribeWhole(std::span<const slurm::JobView* const> components);
+// GPUs the whole job holds on every node it runs on (each component's GRES indices, else
+// gpus_per_node on each of its nodes): what preempting it gives up.
+int64_t WholeJobGpus(std::span<const slurm::JobView* const> components);
+
 // A job that holds its node: running, suspended or completing.
 bool HoldsNode(const slurm::JobView& job);
 // A job the lend flow acts on (signal, preempt): running or suspended, not completing and
@@ -160,8 +186,12 @@ std::optional<ReservationClass> ClassByName(std::string_view name);
 // The class a node's jobs call for: no job holding the node -> idle; any job not
 // preemptible (PolicyFor) -> protected; else preemptible. `why` (optional) gets the
 // deciding fact.
+// `het_jobs`: every component (on any node) of the heterogeneous jobs among `jobs`
+// (ManagedNode::het_jobs; empty: only those in `jobs`): a job is judged as a whole
+// (PolicyForWhole).
 ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config::Config& cfg,
-                          Clock::TimePoint now, std::string* why = nullptr);
+                          Clock::TimePoint now, std::string* why = nullptr,
+                          std::span<const slurm::JobView> het_jobs = {});
 
 // ---- Victim ranking (kube-scheduler's preemption, for the simulator and bridgectl) -----
 

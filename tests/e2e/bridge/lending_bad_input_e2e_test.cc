@@ -83,8 +83,118 @@ class LendingBadInputE2E : public LendingE2E {
         << Shell("kubectl get pods -n slurm-bridge -o wide").out;
   }
 
+  // A heterogeneous job: component 0 (the leader) in partition `p0` on node `n0`, component
+  // 1 in `p1` on `n1`, 8 GPUs each. The batch script (on n0) writes each signal it gets to
+  // DIR/signal-ID, a step of component 1 (on n1) to DIR/signal-ID-1 (ID: the leader's).
+  std::string SubmitHet(const std::string& p0, const std::string& n0, const std::string& p1,
+                        const std::string& n1) {
+    const std::string script = StrCat(dir_, "/het-", p0, "-", p1, ".sh");
+    std::ofstream(script) << "#!/bin/bash\n"
+                          << "#SBATCH --requeue --gres=gpu:8 -o /dev/null -p " << p0 << " -w " << n0
+                          << "\n#SBATCH hetjob\n#SBATCH --gres=gpu:8 -p " << p1 << " -w " << n1
+                          << "\ntrap 'echo USR1 >> " << dir_ << "/signal-$SLURM_JOB_ID' USR1\n"
+                          << "srun --het-group=1 bash -c 'trap \"echo USR1 >> " << dir_
+                          << "/signal-$SLURM_JOB_ID-1\" USR1; "
+                          << "for i in $(seq 3000); do sleep 0.2; done' &\n"
+                          << "for i in $(seq 3000); do sleep 0.2; done\n";
+    auto r = RunCommand({"sbatch", "--parsable", script}, seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = Trim(r.out);
+    jobs_.push_back(id);
+    return id;
+  }
+
+  // Component `offset`'s field (scontrol shows every component of a heterogeneous job).
+  std::string ComponentField(const std::string& leader, int offset, const std::string& field) {
+    return JobField(std::to_string(std::stoul(leader) + static_cast<unsigned>(offset)), field);
+  }
+
   std::string since_;  // when the test began (UTC, as Kubernetes writes timestamps)
 };
+
+// Slurm preempts a heterogeneous job only whole (by its leader's id): one protected
+// component protects every node the job runs on. Here the leader (preemptible partition
+// gpu) runs on node1, component 1 (protected partition urgent) on node2; every other node
+// runs protected work. node1's reservation is protected, so the inference pod never takes
+// it, and nothing of the job is signalled or requeued.
+TEST_F(LendingBadInputE2E, AHeterogeneousJobWithAProtectedComponentProtectsEachOfItsNodes) {
+  const std::string het = SubmitHet("gpu", "node1", "urgent", "node2");
+  // Running before the other nodes fill (the others would take node1 or node2 first).
+  ASSERT_TRUE(WaitFor([&] { return JobField(het, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out;
+  for (int i = 2; i < testbed::TestbedNodeCount(); ++i) Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_EQ(ComponentField(het, 1, "HetJobId"), het);
+  ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-protected"); }, seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
+
+  CreateInferencePod("infer-h");
+  // kube-scheduler has tried and found no victim (not merely not yet run) ...
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodField("infer-h", ".status.conditions[?(@.type==\"PodScheduled\")].reason") ==
+               "Unschedulable";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -A -o wide").out;
+  // ... and after a grace period nothing of the job was touched.
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 3));
+  EXPECT_EQ(PodField("infer-h", ".status.phase"), "Pending");
+  EXPECT_EQ(PodField("infer-h", ".spec.nodeName"), "");
+  for (const auto& id : jobs_) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(Restarts(id), 0) << id;
+    EXPECT_EQ(Signals(id), "") << id << " was signalled";
+  }
+  EXPECT_EQ(ComponentField(het, 1, "Restarts"), "0");
+  EXPECT_EQ(testbed::ReadAll(StrCat(dir_, "/signal-", het, "-1")), "") << "component 1 signalled";
+  EXPECT_EQ(SlurmReason("node1"), "none");
+}
+
+// A wholly preemptible heterogeneous job whose *other* component's node is lent: the
+// whole job gets the checkpoint signal (the batch script on node1 and component 1's step
+// on node2), is requeued whole through its leader (Slurm refuses a component's own id),
+// and the node2 Events name both components and nodes. It runs again once the pod leaves.
+TEST_F(LendingBadInputE2E, AHeterogeneousJobIsSignalledAndRequeuedWholeWhenAComponentsNodeIsLent) {
+  const std::string het = SubmitHet("gpu", "node1", "gpu", "node2");
+  // Running before the other nodes fill (the others would take node1 or node2 first).
+  ASSERT_TRUE(WaitFor([&] { return JobField(het, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out;
+  for (int i = 2; i < testbed::TestbedNodeCount(); ++i) Submit("urgent");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  SettleWith("node1", "slurm-preemptible");
+  SettleWith("node2", "slurm-preemptible");
+
+  // Only node2 (component 1's) fits the pod.
+  nlohmann::json pod = testbed::InferencePod("infer-h", "lending");
+  pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "node2"}};
+  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", pod).ok());
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-h", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 40)))
+      << Shell("kubectl get pods -A -o wide; squeue; sinfo -N -o '%N %T %E'").out
+      << daemon_->LogTail();
+  EXPECT_EQ(PodField("infer-h", ".spec.nodeName"), "node2");
+  EXPECT_THAT(Signals(het), HasSubstr("USR1")) << "the batch script on node1";
+  EXPECT_THAT(testbed::ReadAll(StrCat(dir_, "/signal-", het, "-1")), HasSubstr("USR1"))
+      << "component 1's step on node2";
+  EXPECT_EQ(Restarts(het), 1);
+  EXPECT_EQ(ComponentField(het, 1, "Restarts"), "1");
+  for (int offset : {0, 1}) {
+    EXPECT_THAT(ComponentField(het, offset, "JobState"), Not(AnyOf("FAILED", "CANCELLED")));
+  }
+  const std::string events = NodeEvents("node2");
+  EXPECT_THAT(events, HasSubstr(StrCat("heterogeneous job ", het, " (components ", het,
+                                       " on node1, ", std::stoul(het) + 1, " on node2)")))
+      << events;
+  EXPECT_THAT(events, HasSubstr("SlurmJobsPreempted")) << events;
+  // node1 was not lent: back in the pool, not drained.
+  EXPECT_EQ(SlurmReason("node1"), "none");
+
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-h --wait=false").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(kCooldownSeconds + 60)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out << daemon_->LogTail();
+  EXPECT_EQ(ComponentField(het, 1, "JobState"), "RUNNING");
+}
 
 TEST_F(LendingBadInputE2E, AFinalizerRemovedByHandIsPutBackAndAVanishedReservationRecreated) {
   const std::string id = Submit("gpu");
