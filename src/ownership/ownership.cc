@@ -750,7 +750,7 @@ std::string Planner::OutlivedGrace() const {
   for (const slurm::JobView* j : f_.jobs) {
     auto it = f_.signalled.find(j->job_id);
     if (it == f_.signalled.end()) continue;
-    if (f_.now >= FromUnix(it->second) + PolicyFor(*j, *f_.cfg, f_.now).grace) {
+    if (f_.now >= FromUnix(it->second) + PolicyOf(*j).grace) {
       AddUnique(&ids, j->job_id);
     }
   }
