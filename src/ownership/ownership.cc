@@ -20,12 +20,19 @@ const std::string* Find(const std::map<std::string, std::string>& m, std::string
   return it == m.end() ? nullptr : &it->second;
 }
 
+// A time annotation the bridge wrote: absent -> nullopt. Present but unreadable, or later
+// than now + kClockSkewAllowance -> `now`, with `*garbled` set (the caller writes it again).
 std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::string>& m,
-                                               std::string_view key) {
+                                               std::string_view key, Clock::TimePoint now,
+                                               bool* garbled) {
+  *garbled = false;
   const std::string* v = Find(m, key);
   if (v == nullptr) return std::nullopt;
   std::optional<slurm::UnixTime> t = ParseUnix(*v);
-  if (!t) return std::nullopt;
+  if (!t || FromUnix(*t) > now + kClockSkewAllowance) {
+    *garbled = true;
+    return now;
+  }
   return FromUnix(*t);
 }
 
@@ -138,7 +145,11 @@ struct Facts {
   bool lend_drain = false;
   bool admin_drain = false;
   std::optional<Clock::TimePoint> lent_at;
-  bool lent_at_garbled = false;  // present but unreadable (read as `now`)
+  bool lent_at_garbled = false;  // present but unreadable or in the future (read as `now`)
+  // The other time records found garbled (TimeAnnotation), read as `now`, and what writes
+  // them again (Planner::Run, first): "key ('value')" each, and the patch.
+  std::string garbled;
+  plan::AnnotationPatch repair;
   std::string lent_to;
   std::optional<Clock::TimePoint> idle_since;
   std::optional<Clock::TimePoint> lend_refused_at;
@@ -192,15 +203,33 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   f.lend_drain = f.s->drain && f.s->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
   f.admin_drain = f.s->drain && !f.s->DrainedByBridge();
   const auto& ann = f.k->annotations;
-  f.lent_at = TimeAnnotation(ann, kLentAtAnnotation);
-  if (Find(ann, kLentAtAnnotation) != nullptr && !f.lent_at) {
-    f.lent_at = now;  // garbled: the lend goes on, and the record is written again
-    f.lent_at_garbled = true;
-  }
+  // Garbled lent-at: the lend goes on, and Lend() writes the record again from what is known.
+  f.lent_at = TimeAnnotation(ann, kLentAtAnnotation, now, &f.lent_at_garbled);
   if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
-  f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation);
-  f.lend_refused_at = TimeAnnotation(ann, kLendRefusedAtAnnotation);
-  if (const std::string* v = Find(ann, kSignalledAtAnnotation)) f.signalled = ParseSignalled(*v);
+  auto repaired = [&](const char* key) {
+    StrAppend(&f.garbled, f.garbled.empty() ? "" : ", ", key, " ('", *Find(ann, key), "')");
+    f.repair.set[key] = StrCat(ToUnix(now));
+  };
+  bool garbled = false;
+  f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation, now, &garbled);
+  if (garbled) repaired(kIdleSinceAnnotation);
+  f.lend_refused_at = TimeAnnotation(ann, kLendRefusedAtAnnotation, now, &garbled);
+  if (garbled) repaired(kLendRefusedAtAnnotation);
+  if (const std::string* v = Find(ann, kSignalledAtAnnotation)) {
+    f.signalled = ParseSignalled(*v);
+    // A signal recorded in the future: the grace starts now (the job keeps all of it).
+    bool future = false;
+    for (auto& [id, t] : f.signalled) {
+      if (FromUnix(t) > now + kClockSkewAllowance) {
+        t = ToUnix(now);
+        future = true;
+      }
+    }
+    if (future) {
+      StrAppend(&f.garbled, f.garbled.empty() ? "" : ", ", kSignalledAtAnnotation, " ('", *v, "')");
+      f.repair.set[kSignalledAtAnnotation] = FormatSignalled(f.signalled);
+    }
+  }
   if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
   if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
   f.swap_taint = HasTaint(*f.k, kSwapTaintKey);
@@ -224,6 +253,12 @@ class Planner {
   Planner(const Facts& f, OwnershipPlan* out) : f_(f), out_(out) {}
 
   void Run() {
+    if (!f_.repair.empty()) {
+      PatchNode(f_.repair, "BridgeRecordRepaired",
+                StrCat("Node ", f_.node->name, " had unreadable or future time records ",
+                       f_.garbled, ": read as now and written again"),
+                EventType::kWarning);
+    }
     RunFlows();
     DropSwapGuardUnlessWanted();
   }
@@ -558,8 +593,8 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
       // Read as "now" on every plan, min_lend_time would never pass: the node would stay
       // lent for ever. Written again from what is known.
       PatchNode(std::move(p), "LendRecordRepaired",
-                StrCat("Node ", f_.node->name, " had an unreadable ", kLentAtAnnotation, " ('",
-                       *Find(f_.k->annotations, kLentAtAnnotation), "'): written again"),
+                StrCat("Node ", f_.node->name, " had an unreadable or future ", kLentAtAnnotation,
+                       " ('", *Find(f_.k->annotations, kLentAtAnnotation), "'): written again"),
                 EventType::kWarning);
     } else {
       PatchNode(std::move(p), std::move(start_reason), std::move(start_message), start_type);
@@ -1022,6 +1057,8 @@ void Planner::SlurmOwned() {
     std::optional<slurm::UnixTime> since;
     if (wanted != nullptr && wanted->rfind(wanted_value, 0) == 0) {
       since = ParseUnix(std::string_view(*wanted).substr(wanted_value.size()));
+      // In the future: garbled (the change would never come); the wait starts again now.
+      if (since && FromUnix(*since) > now + kClockSkewAllowance) since.reset();
     }
     if (since) {
       const bool upgrade = !cur || want > *cur;
@@ -1048,9 +1085,11 @@ void Planner::SlurmOwned() {
   if (patch.empty()) return;
 
   // Batched: at most one write per node per interval, whatever the job churn.
+  bool garbled = false;
   const std::optional<Clock::TimePoint> updated =
-      TimeAnnotation(r.annotations, kJobsUpdatedAtAnnotation);
-  if (updated && now < *updated + f_.update_interval) {
+      TimeAnnotation(r.annotations, kJobsUpdatedAtAnnotation, now, &garbled);
+  // Garbled: written now (read as `now`, the list would wait for ever).
+  if (updated && !garbled && now < *updated + f_.update_interval) {
     Recheck(*updated + f_.update_interval);
     Explain(StrCat("reservation annotations updated at most every ",
                    FormatSeconds(f_.update_interval), ": next in ",

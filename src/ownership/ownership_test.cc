@@ -17,6 +17,7 @@ using plan::Action;
 using plan::ActionKind;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -1212,6 +1213,66 @@ TEST(PlanOwnership, GarbledAnnotationsAreNotTrusted) {
   Res(&n)->annotations[kClassWantedAnnotation] = "protected@x";
   p = PlanOwnership(n, cfg, kNow);
   EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kPatchPodAnnotations)) << Dump(p);
+}
+
+// Times in the future (a typo, a clock far ahead, a hand edit) would never pass: a lent node
+// would never return, a refused lend's guard never end, a grace never run out, a class
+// change never come. Beyond the clock skew allowance they are garbled: read as now, written
+// again with a Warning, and the node moves on from there.
+TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
+  config::Config cfg = Cfg();
+  const std::string future = StrCat(ToUnix(kNow + std::chrono::hours(24 * 365 * 10)));
+  ManagedNode n = LentNode(kNow - minutes(20));
+  n.k8s->annotations[kLentAtAnnotation] = future;
+  n.k8s->annotations[kIdleSinceAnnotation] = future;
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  ASSERT_GE(p.actions.size(), 2u) << Dump(p);
+  EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
+  EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+  EXPECT_EQ(p.actions[0].annotations.set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr(future));
+  EXPECT_EQ(p.actions[1].event_reason, "LendRecordRepaired");
+  // Written again from the lend's drain (LentNode drained it 20 minutes ago), not from now.
+  EXPECT_EQ(p.actions[1].annotations.set.at(kLentAtAnnotation), StrCat(n.slurm->reason_time));
+  Log log;
+  for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
+  // Once repaired, the node returns after the cool-down as any other idle lent node.
+  p = PlanOwnership(n, cfg, kNow + cfg.lending.cooldown);
+  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kCreateReservationPod)) << Dump(p);
+
+  // Within the clock skew allowance a time is trusted (another replica's clock runs ahead).
+  n = LentNode(kNow - minutes(20));
+  n.k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow + minutes(2)));
+  p = PlanOwnership(n, cfg, kNow);
+  EXPECT_TRUE(p.actions.empty()) << Dump(p);
+
+  // A refused lend's guard: kept for the cool-down from now, not for ten years.
+  n = SlurmNode({Job(1)}, cfg);
+  n.k8s->annotations[kLendRefusedAtAnnotation] = future;
+  p = PlanOwnership(n, cfg, kNow);
+  ASSERT_FALSE(p.actions.empty());
+  EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
+  EXPECT_EQ(p.actions[0].annotations.set.at(kLendRefusedAtAnnotation), StrCat(ToUnix(kNow)));
+
+  // A signal recorded in the future: the job's grace runs from now, and it is preempted
+  // when that grace ends.
+  n = SlurmNode({Job(1)});
+  Preempted(&n, kNow - minutes(1), cfg);
+  n.k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - minutes(1)));
+  n.k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", future);
+  Drained(&n, "k8s-bridge: lent to ml/infer-0", kNow - minutes(1));
+  p = PlanOwnership(n, cfg, kNow);
+  ASSERT_FALSE(p.actions.empty()) << Dump(p);
+  EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
+  EXPECT_EQ(p.actions[0].annotations.set.at(kSignalledAtAnnotation), StrCat("1:", ToUnix(kNow)));
+  for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
+  p = PlanOwnership(n, cfg, kNow + cfg.lending.default_grace);
+  EXPECT_THAT(Kinds(p), Contains(ActionKind::kPreemptSlurmJobs)) << Dump(p);
+
+  // A preemption recorded in the future does not count towards max_preemptions for ever.
+  slurm::JobView j = Job(2);
+  j.admin_comment = StrCat(kPreemptedToken, future, ",", future, ",", future, "@x");
+  EXPECT_EQ(PreemptionsInWindow(j, cfg.lending, kNow), 0);
 }
 
 TEST(PlanOwnership, UnknownPriorityClassIsReplacedLazily) {

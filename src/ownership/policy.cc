@@ -116,8 +116,12 @@ std::string RecordPreemption(std::string_view admin_comment, slurm::UnixTime at,
 int64_t PreemptionsInWindow(const slurm::JobView& job, const LendingConfig& cfg,
                             Clock::TimePoint now) {
   const slurm::UnixTime since = ToUnix(now - cfg.preemption_window);
+  // A time after now (beyond the clock skew) is garbage, not a preemption that never ages.
+  const slurm::UnixTime until = ToUnix(now + kClockSkewAllowance);
   int64_t n = 0;
-  for (slurm::UnixTime t : PreemptionTimes(job.admin_comment)) n += t >= since ? 1 : 0;
+  for (slurm::UnixTime t : PreemptionTimes(job.admin_comment)) {
+    n += t >= since && t <= until ? 1 : 0;
+  }
   return n;
 }
 

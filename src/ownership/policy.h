@@ -84,6 +84,11 @@ inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);
 // How long a lend waits after its reservation's deletion for the pod that preempted it to
 // show (its nominated node), so the lend can name it.
 inline constexpr Clock::Duration kPreemptorWait = std::chrono::seconds(2);
+// No time the bridge records (node annotations, a job's preemption record) is in the future
+// by more than the clock skew between two hosts. One that is, like one that does not parse,
+// is garbled: read as "now" and written again. Kept as written it would never pass, and the
+// node would stay lent, guarded or unpreempted for ever.
+inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
 
 // The downward-API file the reservation container watches for the released annotation.
 inline constexpr char kAnnotationsMountPath[] = "/etc/reservation";

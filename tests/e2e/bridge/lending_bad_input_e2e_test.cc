@@ -12,8 +12,12 @@
 //     overwritten (written back);
 //   - a pod that is not the bridge's takes the reservation's name on a lent node: the
 //     node stays lent (Warning) until that pod goes;
+//   - the bridge's time records on a lent node set in the future: written again (Warning),
+//     the node still returns;
 //   - an interactive job (srun), which Slurm cannot requeue, is protected; a batch job
 //     whose requeue is turned off during its grace is left running, and the lend waits.
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "src/admission/admission.h"
@@ -419,6 +423,52 @@ TEST_F(LendingBadInputE2E, APodTakingTheReservationsNameKeepsTheNodeLentUntilItG
   ASSERT_TRUE(WaitFor([&] { return SlurmReason(node) == "none"; }, seconds(kCooldownSeconds + 40)))
       << SlurmReason(node) << daemon_->LogTail();
   EXPECT_TRUE(ReservationRunsAt(node, "slurm-idle"));
+}
+
+// The bridge's time records on a lent node set in the future (a hand edit, a host whose
+// clock ran years ahead): read as they are, the node's lend would never be old enough and
+// its idle time never long enough, and it would stay lent for ever. Beyond the clock-skew
+// allowance they are garbled: written again with a Warning, and the node returns to Slurm
+// after its cool-down like any other.
+TEST_F(LendingBadInputE2E, TimeRecordsInTheFutureAreWrittenAgainAndTheLentNodeStillReturns) {
+  CreateInferencePod("infer-f");
+  ASSERT_TRUE(
+      WaitFor([&] { return PodField("infer-f", ".status.phase") == "Running"; }, seconds(40)))
+      << Shell("kubectl get pods -A -o wide").out;
+  const std::string node = PodField("infer-f", ".spec.nodeName");
+  auto annotation = [&](const char* key) {
+    std::string path = key;
+    for (size_t i = 0; (i = path.find('.', i)) != std::string::npos; i += 2) path.insert(i, "\\");
+    return Trim(RunCommand({"kubectl", "get", "node", node, "-o",
+                            StrCat("jsonpath={.metadata.annotations.", path, "}")},
+                           seconds(30))
+                    .out);
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return !annotation("slurm-k8s-bridge.io/lent-at").empty(); }, seconds(30)));
+  const std::string lent_at = annotation("slurm-k8s-bridge.io/lent-at");
+  // 2100-01-01.
+  ASSERT_EQ(RunCommand({"kubectl", "annotate", "node", node, "--overwrite",
+                        "slurm-k8s-bridge.io/lent-at=4102444800",
+                        "slurm-k8s-bridge.io/idle-since=4102444800"},
+                       seconds(30))
+                .exit_code,
+            0);
+  ASSERT_EQ(Shell("kubectl delete pod -n default infer-f --wait=false").exit_code, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return NodeEvents(node).find("LendRecordRepaired") != std::string::npos; },
+              seconds(30)))
+      << NodeEvents(node) << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents(node), HasSubstr("unreadable or future"));
+  EXPECT_THAT(NodeEvents(node), HasSubstr("4102444800"));
+  // Written again from the lend's Slurm drain: the time the lend really began.
+  EXPECT_TRUE(WaitFor([&] { return annotation("slurm-k8s-bridge.io/lent-at") != "4102444800"; },
+                      seconds(10)));
+  EXPECT_LE(std::abs(std::stoll(annotation("slurm-k8s-bridge.io/lent-at")) - std::stoll(lent_at)),
+            2);
+  ASSERT_TRUE(WaitFor([&] { return SlurmReason(node) == "none"; }, seconds(kCooldownSeconds + 40)))
+      << SlurmReason(node) << NodeEvents(node) << daemon_->LogTail();
+  EXPECT_TRUE(WaitFor([&] { return ReservationRunsAt(node, "slurm-idle"); }, seconds(30)));
 }
 
 TEST_F(LendingBadInputE2E, WorkSlurmCannotRequeueIsNeverPreempted) {

@@ -42,9 +42,7 @@ std::string RenderRbac() {
 }
 
 // The chart's reservation guard: a ValidatingAdmissionPolicy and its binding.
-std::string RenderGuard() {
-  return Render({"admission-reservation-guard"});
-}
+std::string RenderGuard() { return Render({"admission-reservation-guard"}); }
 
 class RbacE2E : public LendingE2E {
  protected:
