@@ -362,6 +362,7 @@ class Planner {
   // --- flows
   void Lend(std::string start_reason, std::string start_message, EventType start_type);
   void LendDefault(std::string_view cause);
+  void RemoveGuardTaints();
   void Cleanup();
   std::string OutlivedGrace() const;
   void RequeueJobsEndedBySignal(const std::string& who,
@@ -764,7 +765,12 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   }
 
   if (!f_.jobs.empty()) return;
-  // 3. Slurm shows no job on the node: the GPUs are free; hand them over.
+  // 3. Slurm shows no job on the node: the GPUs are free; hand them over. The guard taints
+  // go first, while the reservation still counts the GPUs: after the release they would
+  // keep the preemptor off the node (kube-scheduler then preempts elsewhere), and a bridge
+  // that died right after the release left them for as long as it was down (seen in
+  // CrashAtEveryStepE2E/ReservationReleased: a second job preempted for the same pod).
+  RemoveGuardTaints();
   if (r != nullptr && !Released(*r)) {
     Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReleased",
                     StrCat("Released reservation ", PodName(*r), ": Slurm shows no job on node ",
@@ -846,7 +852,7 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
 }
 
 // Bookkeeping of a finished lend step: the busy taint and per-job annotations.
-void Planner::Cleanup() {
+void Planner::RemoveGuardTaints() {
   // A swap taint left from a replacement the lend interrupted goes too: with Slurm gone
   // it would only keep the preemptor off the node.
   for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {
@@ -856,6 +862,9 @@ void Planner::Cleanup() {
                          ": no Slurm job holds its GPUs"));
     }
   }
+}
+
+void Planner::Cleanup() {
   plan::AnnotationPatch p;
   RemoveIfPresent(&p, {kSignalledAtAnnotation, kLendBlockedAnnotation});
   PatchNode(std::move(p), "LendCompleted",

@@ -731,10 +731,29 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow - std::chrono::seconds(5), *cfg, "");
        },
        OwnerState::kLending,
+       // The taint goes before the release: after it, it would keep the preemptor off.
        {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kReleaseReservationPod, ActionKind::kRemoveNodeTaint},
+        ActionKind::kRemoveNodeTaint, ActionKind::kReleaseReservationPod},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[3].taint.key, kSwapTaintKey);
+         EXPECT_EQ(p.actions[2].taint.key, kSwapTaintKey);
+       }},
+      // The busy taint went on when the job outlived its grace; the job is gone now. It comes
+      // off before the release: left on after it (a bridge that dies right after the
+      // release), kube-scheduler finds the preemptor no room here and preempts elsewhere.
+      {"BusyTaintComesOffBeforeTheRelease",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode();
+         Preempted(n, kNow - std::chrono::seconds(5), *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0", kNow - std::chrono::seconds(5));
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - std::chrono::seconds(5)));
+         n->k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+         n->k8s->taints.push_back({kBusyTaintKey, "", "NoSchedule"});
+       },
+       OwnerState::kLending,
+       {ActionKind::kRemoveNodeTaint, ActionKind::kReleaseReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].taint.key, kBusyTaintKey);
+         EXPECT_EQ(p.actions[1].release_check, plan::ReleaseCheck::kNoSlurmJobs);
        }},
       {"CompletingJobHoldsTheRelease",
        [](ManagedNode* n, config::Config* cfg) {
