@@ -82,6 +82,7 @@ Controller::Controller(ControllerOptions options)
                                              executor_.get(), &queue_);
   reconciler_->SetStatusQueue(&status_queue_);
   if (opts_.after_action) reconciler_->SetAfterAction(opts_.after_action);
+  if (opts_.before_action) reconciler_->SetBeforeAction(opts_.before_action);
   // A leader whose Lease may have passed to another replica stops between two actions.
   reconciler_->SetActingGate([this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
   if (cfg_.gpu_sharing.enabled) {

@@ -86,6 +86,9 @@ struct ControllerOptions {
   // Optional: called on a reconcile worker after each action it carried out (a test hook:
   // the daemon's SKB_TEST_CRASH_AFTER).
   std::function<void(const plan::Action&)> after_action;
+  // Optional: called on a reconcile worker before each action (a test hook: the daemon's
+  // SKB_TEST_PAUSE_BEFORE).
+  std::function<void(const plan::Action&)> before_action;
 };
 
 class Controller {

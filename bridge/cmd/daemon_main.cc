@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <thread>
 
 #include "bridge/api/v1/bridge.pb.h"
 #include "bridge/controller.h"
@@ -170,6 +172,30 @@ int Run(int argc, char** argv) {
       std::raise(SIGKILL);
     };
   }
+  // Test hook (tests/e2e/bridge/safety_e2e_test.cc): SKB_TEST_PAUSE_BEFORE=<Event
+  // reason>:<seconds> holds the first action with that reason for that long after it was
+  // planned, before it is carried out: the window in which the world can change under a
+  // plan (an admin's resume before a release), made wide enough for a test to use.
+  std::function<void(const skb::plan::Action&)> before_action;
+  if (const char* v = std::getenv("SKB_TEST_PAUSE_BEFORE"); v != nullptr && *v != '\0') {
+    const std::string spec(v);
+    const size_t colon = spec.rfind(':');
+    const int seconds = colon == std::string::npos ? 0 : std::atoi(spec.c_str() + colon + 1);
+    if (colon == std::string::npos || seconds <= 0 || seconds > 300) {
+      std::fprintf(stderr, "SKB_TEST_PAUSE_BEFORE=%s: want <Event reason>:<seconds, 1-300>\n", v);
+      return 2;
+    }
+    before_action = [reason = spec.substr(0, colon), seconds, log,
+                     done =
+                         std::make_shared<std::atomic<bool>>(false)](const skb::plan::Action& a) {
+      if (a.event_reason != reason || done->exchange(true)) return;
+      log->warn("test_hook pause_before={} node={} seconds={} (SKB_TEST_PAUSE_BEFORE)", reason,
+                a.node, seconds);
+      log->flush();
+      std::this_thread::sleep_for(std::chrono::seconds(seconds));
+      log->warn("test_hook pause_before={} node={}: carrying on", reason, a.node);
+    };
+  }
   skb::bridge::Controller controller({.config = &*cfg,
                                       .kube = &observed_kube,
                                       .events_kube = &observed_events,
@@ -190,7 +216,8 @@ int Run(int argc, char** argv) {
                                             lost_leadership = true;
                                             kill(getpid(), SIGTERM);
                                           },
-                                      .after_action = after_action});
+                                      .after_action = after_action,
+                                      .before_action = before_action});
 
   // The socket answers the plugin (admission, from the Slurm snapshot) and bridgectl
   // (the merged inventory, the jobs); every replica serves it from its own caches.

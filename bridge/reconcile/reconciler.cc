@@ -366,6 +366,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
       gated = true;
       return CancelledError("no longer the leader");
     }
+    if (before_action_) before_action_(a);
     Status s = ExecuteLogged(a, &result);
     if (s.ok() && after_action_) after_action_(a);
     return s;

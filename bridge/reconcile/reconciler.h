@@ -101,6 +101,11 @@ class Reconciler {
   void SetAfterAction(std::function<void(const plan::Action&)> hook) {
     after_action_ = std::move(hook);
   }
+  // Called before each action the reconcile lane carries out, after the plan was made (the
+  // daemon's pause-before test hook: what the world does between a plan and its action).
+  void SetBeforeAction(std::function<void(const plan::Action&)> hook) {
+    before_action_ = std::move(hook);
+  }
 
   // The floor under lending.reservation_update_interval for the cluster's current size:
   // Kubernetes nodes / (kRefreshShareOfQps * kubernetes.qps); zero when unthrottled.
@@ -140,6 +145,7 @@ class Reconciler {
   const inventory::NodeNameMap names_;
   const Clock* const clock_;
   std::function<void(const plan::Action&)> after_action_;
+  std::function<void(const plan::Action&)> before_action_;
   ActionExecutor* const executor_;
   reconcile::WorkQueue* const queue_;
   reconcile::WorkQueue* status_queue_ = nullptr;

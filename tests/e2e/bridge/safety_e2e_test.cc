@@ -17,6 +17,9 @@
 //     a node running a non-preemptible job: not a lend; guarded, replaced, the job untouched;
 //   - the leader is paused (SIGSTOP: a stalled VM, a hung host) past its Lease while the
 //     standby takes over and acts; resumed, it never acts again;
+//   - an admin resumes a node (and a job starts on it) between the plan that releases its
+//     reservation and the release: the release refuses, the lend takes the job through
+//     signal, grace and requeue first;
 //   - a preemptible job ignores its checkpoint signal past its grace: the node is guarded
 //     (slurm-busy) in the round the grace ends, not near the reservation's kill deadline,
 //     which lies max_grace + release_timeout + outage_allowance after the deletion.
@@ -510,6 +513,60 @@ TEST_F(SafetyE2E, AJobThatOutlivesItsGraceIsGuardedWhenTheGraceEnds) {
               seconds(30)))
       << Taints(node);
   EXPECT_THAT(Shell(StrCat("scontrol show job ", victim)).out,
+              ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
+}
+
+// Item 6: the release re-checks Slurm. The lend of an idle node is planned down to its
+// release; the daemon holds that action 12 s (SKB_TEST_PAUSE_BEFORE) and in that window an
+// admin resumes the node and a job lands on it, as it would between any plan and its
+// action. The release must refuse (the node is no longer drained), and the lend carry on
+// with the newcomer: drained again, signalled, requeued after its grace, then released. The
+// inference pod runs only then, and the sampler sees no moment with both.
+TEST_F(SafetyE2E, AnAdminResumeBetweenTheReleasePlanAndTheReleaseIsCaught) {
+  daemon_->Stop();
+  setenv("SKB_TEST_PAUSE_BEFORE", "ReservationReleased:12", 1);
+  Status started = daemon_->Start();
+  unsetenv("SKB_TEST_PAUSE_BEFORE");
+  ASSERT_TRUE(started.ok()) << started;
+  ASSERT_TRUE(
+      WaitFor([&] { return RunningReservations() == testbed::TestbedNodeCount(); }, seconds(60)));
+
+  CreateInferencePod("infer-r");
+  std::string node;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string log = daemon_->LogTail(1 << 20);
+        const size_t at = log.find("test_hook pause_before=ReservationReleased node=");
+        if (at == std::string::npos) return false;
+        const size_t from = log.find("node=", at) + 5;
+        node = log.substr(from, log.find(' ', from) - from);
+        return true;
+      },
+      seconds(40)))
+      << daemon_->LogTail();
+  const auto paused = Steady::now();
+  ASSERT_THAT(SlurmReason(node), HasSubstr("k8s-bridge: lent to"));
+  // The admin's resume, and a job that Slurm starts on the node at once.
+  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", node, " state=resume")).exit_code, 0);
+  const std::string id = Submit("gpu", {"USR1"}, {"-w", node});
+  ASSERT_TRUE(WaitFor([&] { return JobField(id, "JobState") == "RUNNING"; }, seconds(8)))
+      << Shell("squeue; sinfo -N -o '%N %T %E'").out;
+  ASSERT_LT(Steady::now() - paused, seconds(12)) << "the job started after the pause ended";
+  EXPECT_EQ(PodField("infer-r", ".status.phase"), "Pending");
+
+  // The release refuses; the lend takes the newcomer through signal, grace and requeue.
+  ASSERT_TRUE(WaitFor(
+      [&] { return daemon_->LogTail(1 << 20).find("is no longer drained") != std::string::npos; },
+      seconds(20)))
+      << daemon_->LogTail();
+  ASSERT_TRUE(WaitFor([&] { return PodField("infer-r", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 60)))
+      << Shell("kubectl get pods -A -o wide; squeue; sinfo -N -o '%N %T %E'").out
+      << daemon_->LogTail();
+  EXPECT_EQ(PodField("infer-r", ".spec.nodeName"), node);
+  EXPECT_THAT(Signals(id), HasSubstr("USR1")) << "the newcomer got its checkpoint signal";
+  EXPECT_TRUE(WaitFor([&] { return Restarts(id) >= 1; }, seconds(10)));
+  EXPECT_THAT(Shell(StrCat("scontrol show job ", id)).out,
               ::testing::Not(::testing::ContainsRegex("JobState=(FAILED|CANCELLED)")));
 }
 
