@@ -115,13 +115,18 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
                     {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
 }
 
-// Job `listed` of an action, re-read at the source; nullopt when Slurm no longer knows it.
-StatusOr<std::optional<skb::slurm::JobView>> LoadListed(slurm::SlurmClient* slurm,
-                                                        uint32_t listed) {
+// Job `listed` of an action, re-read at the source; nullopt when Slurm no longer knows it,
+// or when the whole job it belongs to (ownership::WholeJobId: a heterogeneous job's leader)
+// is among `done` already: Slurm acts on a heterogeneous job once, by its leader's id.
+StatusOr<std::optional<skb::slurm::JobView>> LoadListed(slurm::SlurmClient* slurm, uint32_t listed,
+                                                        const std::vector<uint32_t>& done) {
   auto job = slurm->LoadJob(listed);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kNotFound) return std::optional<skb::slurm::JobView>();
     return job.status();
+  }
+  if (std::find(done.begin(), done.end(), ownership::WholeJobId(*job)) != done.end()) {
+    return std::optional<skb::slurm::JobView>();
   }
   return std::optional<skb::slurm::JobView>(*std::move(job));
 }
@@ -409,10 +414,9 @@ Status ActionExecutor::SignalJobs(const Action& a) {
   for (uint32_t listed : a.job_ids) {
     // A component of a heterogeneous job stands for the whole job: Slurm signals every
     // component through the leader's id (a component's own id reaches none of them).
-    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed));
+    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed, targets));
     if (!job) continue;
     const uint32_t id = ownership::WholeJobId(*job);
-    if (std::find(targets.begin(), targets.end(), id) != targets.end()) continue;
     targets.push_back(id);
     {
       // A signal is not idempotent, and the planner may ask again before the informer
@@ -449,10 +453,9 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
   for (uint32_t listed : a.job_ids) {
     // `listed` runs on a.node; Slurm requeues and cancels a heterogeneous job only whole,
     // by its leader's id (a component's own id is refused), wherever the leader runs.
-    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed));
+    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed, targets));
     if (!job) continue;
     const uint32_t id = ownership::WholeJobId(*job);
-    if (std::find(targets.begin(), targets.end(), id) != targets.end()) continue;
     bool here = std::find(job->nodes.begin(), job->nodes.end(), a.node) != job->nodes.end();
     bool active = job->state == skb::slurm::JobState::kRunning ||
                   job->state == skb::slurm::JobState::kSuspended;
