@@ -46,6 +46,7 @@ Talks to the apiserver with kwok's client certificate (it plays the kubelets kwo
 import argparse
 import datetime
 import fractions
+import itertools
 import http.client
 import json
 import queue
@@ -159,9 +160,13 @@ def terminal(pod):
     return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
 
 
-def creation_key(pod):
+def creation_key(pod, seen):
+    """Creation order. creationTimestamp has whole seconds; within one second the order the
+    watch delivered the pods in (the apiserver's write order) decides, then the name (pods
+    listed before this process started)."""
     meta = pod["metadata"]
-    return (meta.get("creationTimestamp", ""), meta.get("namespace", ""), meta.get("name", ""))
+    return (meta.get("creationTimestamp", ""), seen.get(meta.get("uid"), -1),
+            meta.get("namespace", ""), meta.get("name", ""))
 
 
 def has_admitted_condition(pod):
@@ -260,6 +265,8 @@ class Admission:
         #                    "unprepared": admitted, its claims not ready (no write yet)
         self.claims = {}  # (namespace, name) -> ResourceClaim
         self.restarted = {}  # node -> token handled
+        self.seen = {}  # uid -> the order this process first saw the pod in
+        self.sightings = itertools.count()
 
     def apply(self, kind, event, obj):
         """Updates the cache; returns the nodes whose admission must be looked at again."""
@@ -279,6 +286,7 @@ class Admission:
         if event == "SYNC":
             self.by_node = {}
             for p in obj:
+                self.seen.setdefault(p["metadata"]["uid"], next(self.sightings))
                 node = p.get("spec", {}).get("nodeName")
                 if node:
                     self.by_node.setdefault(node, {})[p["metadata"]["uid"]] = p
@@ -288,7 +296,9 @@ class Admission:
         if event == "DELETED":
             self.by_node.get(node, {}).pop(uid, None)
             self.decided.pop(uid, None)
+            self.seen.pop(uid, None)
             return {node} if node else set()
+        self.seen.setdefault(uid, next(self.sightings))
         if not node:
             return set()
         self.by_node.setdefault(node, {})[uid] = obj
@@ -371,7 +381,8 @@ class Admission:
                     not p["metadata"].get("deletionTimestamp"):
                 self.start(p)
         waiting = sorted((p for p in on_node if self.active(p) and not self.admitted(p)
-                          and not p["metadata"].get("deletionTimestamp")), key=creation_key)
+                          and not p["metadata"].get("deletionTimestamp")),
+                         key=lambda p: creation_key(p, self.seen))
         if not waiting:
             return
         alloc = {k: quantity(v) for k, v in node.get("status", {}).get("allocatable", {}).items()}
@@ -465,7 +476,8 @@ class Admission:
             f"{'late' if devices_late else 'registered'})")
         alloc = {k: quantity(v) for k, v in node.get("status", {}).get("allocatable", {}).items()}
         on_node = sorted((p for p in self.by_node.get(node_name, {}).values()
-                          if self.active(p)), key=creation_key)
+                          if self.active(p)),
+                         key=lambda p: creation_key(p, self.seen))
         used, count = {}, 0
         for p in on_node:
             req = pod_requests(p)
