@@ -89,10 +89,9 @@ bool Released(const GpuPod& p) {
   return v != nullptr && *v == "true" && !HasFinalizer(p);
 }
 
-bool Replacing(const GpuPod& p) {
-  const std::string* v = Find(p.annotations, kReplacingAnnotation);
-  return v != nullptr && *v == "true";
-}
+// Present or not, whatever its value: only the bridge sets it ("true"), and a garbled value
+// must not turn a swap into a lend.
+bool Replacing(const GpuPod& p) { return Find(p.annotations, kReplacingAnnotation) != nullptr; }
 
 bool HasTaint(const inventory::K8sNode& k, std::string_view key) {
   return std::any_of(k.taints.begin(), k.taints.end(),

@@ -592,6 +592,21 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
        }},
+      // The mark is read as present or not: a garbled value (an admin's edit, a truncated
+      // write) keeps the swap a swap instead of turning it into a lend.
+      {"AGarbledReplacingMarkIsStillASwap",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
+         Res(n)->annotations[kReplacingAnnotation] = "";
+         Res(n)->terminating = true;
+       },
+       OwnerState::kSwapping,
+       {ActionKind::kReleaseReservationPod},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
+       }},
       // The release is the moment the old pod stops counting: the guard goes on first, in
       // the same chain (a failed label write holds the release back).
       {"SwapGuardGoesOnBeforeTheOldPodIsReleased",
