@@ -129,6 +129,8 @@ class Controller {
   k8s::InformerStats PodInformerStats() const {
     return pods_ ? pods_->Stats() : k8s::InformerStats{};
   }
+  // What became of the Events recorded so far (created, aggregated, dropped, failed).
+  k8s::EventRecorderStats EventStats() const { return events_->Stats(); }
   std::string Leader() const;
 
   const Reconciler& reconciler() const { return *reconciler_; }

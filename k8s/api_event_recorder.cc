@@ -96,8 +96,9 @@ void ApiEventRecorder::Run() {
 
 void ApiEventRecorder::Write(const Pending& p) {
   const std::string obj_key = ObjectKey(p.object);
-  if (spam_.size() > kMaxSpamEntries && !spam_.count(obj_key)) spam_.clear();
-  auto& bucket = spam_[obj_key];
+  const std::string spam_key = StrCat(obj_key, "|", p.reason);
+  if (spam_.size() > kMaxSpamEntries && !spam_.count(spam_key)) spam_.clear();
+  auto& bucket = spam_[spam_key];
   if (!bucket)
     bucket = std::make_unique<TokenBucket>(options_.per_object_qps, options_.per_object_burst);
   if (!bucket->TryTake(std::chrono::steady_clock::now())) {

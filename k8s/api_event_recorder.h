@@ -5,8 +5,12 @@
 //  - Repeats (same object, type, reason, message, component) within the aggregation window
 //    are folded into one Event: its count goes up and lastTimestamp moves (a merge patch),
 //    as `kubectl describe` shows "(x5 over 3m)".
-//  - A per-object token bucket (burst 25, then one per 5 minutes by default: client-go's spam
-//    filter) drops floods about a single object.
+//  - A token bucket per object and reason (burst 25, then one per 5 minutes by default)
+//    drops floods. client-go's default spam key is the object alone; the bridge keys it on
+//    the reason too (client-go allows that through CorrelatorOptions.SpamKeyFunc): one lend
+//    and return of a node is some 25 Events of different reasons on that Node, and with a
+//    per-object budget the second lend of the day lost its last steps (ReturnedToSlurm was
+//    dropped). A flood of one reason is still cut to its burst.
 //
 //   ApiEventRecorder recorder(client.get(), {.component = "slurm-k8s-bridge", .host = pod});
 //   recorder.Start();
@@ -34,8 +38,8 @@ struct EventRecorderOptions {
   std::string host;                            // source.host / reportingInstance
   size_t max_queue = 1000;
   std::chrono::minutes aggregation_window{10};
-  size_t max_tracked_events = 4096;  // LRU of recent events for aggregation
-  double per_object_qps = 1.0 / 300;
+  size_t max_tracked_events = 4096;   // LRU of recent events for aggregation
+  double per_object_qps = 1.0 / 300;  // per object and reason
   int per_object_burst = 25;
   // Namespace for events about cluster-scoped objects (nodes), as kubectl looks there.
   std::string cluster_scoped_namespace = "default";
@@ -46,7 +50,7 @@ struct EventRecorderStats {
   uint64_t created = 0;
   uint64_t aggregated = 0;     // repeats folded into an existing Event
   uint64_t dropped_queue = 0;  // queue full
-  uint64_t dropped_spam = 0;   // per-object rate limit
+  uint64_t dropped_spam = 0;   // rate limit per object and reason
   uint64_t failed = 0;         // apiserver refused or unreachable
 };
 

@@ -98,6 +98,22 @@ TEST_F(ApiEventRecorderTest, SpamFilterLimitsOneObject) {
   EXPECT_EQ(rec.Stats().dropped_spam, 7u);
 }
 
+// One lend and return of a node is some 25 Events on its Node, each step its own reason: a
+// flow of many reasons is never cut by the filter, however long; one reason is.
+TEST_F(ApiEventRecorderTest, SpamFilterCutsOneReasonNotAFlowOfMany) {
+  ApiEventRecorder rec(&fake_, {.per_object_burst = 3, .clock = &clock_});
+  rec.Start();
+  for (int step = 0; step < 40; ++step) {
+    rec.Record(NodeRef("node1"), EventType::kNormal, "Step" + std::to_string(step), "a step");
+  }
+  for (int i = 0; i < 5; ++i) {
+    rec.Record(NodeRef("node1"), EventType::kNormal, "Step0", "again " + std::to_string(i));
+  }
+  rec.Flush();
+  EXPECT_EQ(rec.Stats().created, 40u + 2u);
+  EXPECT_EQ(rec.Stats().dropped_spam, 3u);
+}
+
 TEST_F(ApiEventRecorderTest, RecordNeverBlocksAndBoundsTheQueue) {
   ApiEventRecorder rec(&fake_, {.max_queue = 10, .clock = &clock_});
   // Not started: nothing drains the queue, yet Record returns at once.

@@ -278,6 +278,7 @@ int Run(int argc, char** argv) {
   uint64_t plugin_seen_accepted = 0, plugin_seen_rejected = 0, plugin_seen_errors = 0,
            plugin_seen_fail_open = 0;
   skb::bridge::UnixServer::Stats socket_seen;
+  skb::k8s::EventRecorderStats events_seen;  // exported so far
   registry.AddCollectHook([&] {
     metrics.workqueue_depth.Set(static_cast<double>(controller.QueueDepth()));
     metrics.status_queue_depth.Set(static_cast<double>(controller.StatusQueueDepth()));
@@ -317,6 +318,14 @@ int Run(int argc, char** argv) {
       metrics.informer_expired.WithLabels({source}).Inc(grow(now_stats.expired, &seen.expired));
       metrics.informer_errors.WithLabels({source}).Inc(grow(now_stats.errors, &seen.errors));
     }
+    const skb::k8s::EventRecorderStats ev = controller.EventStats();
+    metrics.events.WithLabels({"created"}).Inc(grow(ev.created, &events_seen.created));
+    metrics.events.WithLabels({"aggregated"}).Inc(grow(ev.aggregated, &events_seen.aggregated));
+    metrics.events.WithLabels({"dropped_queue"})
+        .Inc(grow(ev.dropped_queue, &events_seen.dropped_queue));
+    metrics.events.WithLabels({"dropped_spam"})
+        .Inc(grow(ev.dropped_spam, &events_seen.dropped_spam));
+    metrics.events.WithLabels({"failed"}).Inc(grow(ev.failed, &events_seen.failed));
     metrics.plugin_requests.WithLabels({"accepted"}).Inc(grow(c.accepted, &plugin_seen_accepted));
     metrics.plugin_requests.WithLabels({"rejected"}).Inc(grow(c.rejected, &plugin_seen_rejected));
     metrics.plugin_requests.WithLabels({"error"}).Inc(grow(c.errors, &plugin_seen_errors));

@@ -130,6 +130,10 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           Init(r->AddCounterFamily("skb_informer_errors_total",
                                    "Failed list or watch attempts of an informer.", {"source"}),
                kInformerSources)),
+      events(Init(
+          r->AddCounterFamily("skb_events_total",
+                              "Kubernetes Events the bridge recorded, by outcome.", {"outcome"}),
+          kEventOutcomes)),
       slurm_poll_duration(Init(
           r->AddHistogramFamily("skb_slurm_poll_duration_seconds",
                                 "Time of one Slurm poll, by result.", {"result"}, PollBuckets()),

@@ -53,6 +53,9 @@ inline constexpr std::array<std::string_view, 4> kSocketResults = {"accepted", "
 inline constexpr std::array<std::string_view, 3> kCacheSources = {"nodes", "pods", "slurm"};
 // Which informer (`source` label of the skb_informer_* counters).
 inline constexpr std::array<std::string_view, 2> kInformerSources = {"nodes", "pods"};
+// What became of an Event the bridge recorded (`outcome` of skb_events_total).
+inline constexpr std::array<std::string_view, 5> kEventOutcomes = {
+    "created", "aggregated", "dropped_queue", "dropped_spam", "failed"};
 // Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
 inline constexpr std::array<std::string_view, 3> kPollResults = {"changed", "unchanged", "error"};
 
@@ -177,6 +180,13 @@ class BridgeMetrics {
   CounterFamily& informer_watches;
   CounterFamily& informer_expired;
   CounterFamily& informer_errors;
+  // skb_events_total{outcome} (counter): Kubernetes Events the bridge recorded, by outcome:
+  // created, aggregated (a repeat folded into an existing Event's count), dropped_queue (the
+  // recorder's queue was full), dropped_spam (the rate limit per object and reason),
+  // failed (the apiserver refused or was unreachable). Copied from the recorder at scrape
+  // time. Any dropped or failed Event is a step of the record missing from `kubectl get
+  // events`: worth an alert.
+  CounterFamily& events;
   // skb_slurm_poll_duration_seconds{result} (histogram): time of one Slurm poll (node and
   // job reads by update_time), result changed|unchanged|error.
   HistogramFamily& slurm_poll_duration;

@@ -46,6 +46,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_informer_watches_total", "counter"},
       {"skb_informer_expired_total", "counter"},
       {"skb_informer_errors_total", "counter"},
+      {"skb_events_total", "counter"},
       {"skb_slurm_poll_duration_seconds", "histogram"},
       {"skb_build_info", "gauge"},
   };

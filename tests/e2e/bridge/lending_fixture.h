@@ -111,6 +111,18 @@ class LendingE2E : public ::testing::Test {
       std::printf("invariant sampler: %s, %d double-booked\n", sampler_->RateReport().c_str(),
                   sampler_->violations());
     }
+    // Every step is an Event: none was lost to the recorder's rate limit or queue (one lend
+    // and return is some 25 Events on one Node).
+    if (daemon_) {
+      const std::string metrics = Metrics();
+      for (const char* outcome : {"dropped_spam", "dropped_queue"}) {
+        const std::string key = StrCat("skb_events_total{outcome=\"", outcome, "\"} ");
+        const size_t at = metrics.find(key);
+        if (at == std::string::npos) continue;  // the daemon is down (a test stopped it)
+        EXPECT_EQ(metrics.substr(at + key.size(), metrics.find('\n', at) - at - key.size()), "0")
+            << "Events lost: " << outcome;
+      }
+    }
     if (::testing::Test::HasFailure() && daemon_) {
       std::printf("bridge log tail:\n%s\n", daemon_->LogTail(6000).c_str());
     }
