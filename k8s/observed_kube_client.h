@@ -1,8 +1,12 @@
-// A KubeClient decorator that reports every request's outcome to an observer: the daemon
-// counts failed requests in skb_kubernetes_api_errors_total, the write-rate benchmark
-// counts writes. Forwards everything unchanged; thread-safe if `inner` and the observer are.
+// A KubeClient decorator that reports every request to observers: as it starts (optional)
+// and with its outcome once it returns. The daemon counts requests made in
+// skb_kubernetes_api_requests_total at the start (a watch returns only when it ends, so a
+// live watch would otherwise never be counted) and answers and failures at the end; the
+// list-cache benchmark counts requests by verb. Forwards everything unchanged; thread-safe
+// if `inner` and the observers are.
 //
-//   ObservedKubeClient kube(rest.get(), [&](const RequestInfo& r, const Status& s) { ... });
+//   ObservedKubeClient kube(rest.get(), [&](const RequestInfo& r, const Status& s) { ... },
+//                           [&](const RequestInfo& r) { ... });
 #pragma once
 
 #include <functional>
@@ -21,9 +25,12 @@ struct RequestInfo {
 
 class ObservedKubeClient final : public KubeClient {
  public:
+  // Called once a request returned, with its outcome.
   using Observer = std::function<void(const RequestInfo&, const Status&)>;
-  ObservedKubeClient(KubeClient* inner, Observer observer)
-      : inner_(inner), observer_(std::move(observer)) {}
+  // Called before a request is sent (null: none).
+  using StartObserver = std::function<void(const RequestInfo&)>;
+  ObservedKubeClient(KubeClient* inner, Observer observer, StartObserver on_start = nullptr)
+      : inner_(inner), observer_(std::move(observer)), on_start_(std::move(on_start)) {}
 
   StatusOr<nlohmann::json> Get(const Resource& r, const std::string& ns, const std::string& name,
                                const std::string& subresource = "") override;
@@ -49,18 +56,23 @@ class ObservedKubeClient final : public KubeClient {
                const WatchHandler& handler, const std::atomic<bool>* cancel) override;
 
  private:
-  template <typename T>
-  T Observe(std::string_view verb, const Resource& r, std::string_view sub, T result) {
-    if constexpr (std::is_same_v<T, Status>) {
-      observer_({verb, &r, sub}, result);
+  // Reports the start, makes the request (`call`), reports its outcome.
+  template <typename Call>
+  auto Observe(std::string_view verb, const Resource& r, std::string_view sub, Call call) {
+    const RequestInfo info{verb, &r, sub};
+    if (on_start_) on_start_(info);
+    auto result = call();
+    if constexpr (std::is_same_v<decltype(result), Status>) {
+      observer_(info, result);
     } else {
-      observer_({verb, &r, sub}, result.status());
+      observer_(info, result.status());
     }
     return result;
   }
 
   KubeClient* const inner_;
   const Observer observer_;
+  const StartObserver on_start_;
 };
 
 }  // namespace skb::k8s
