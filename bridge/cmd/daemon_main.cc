@@ -132,18 +132,35 @@ int Run(int argc, char** argv) {
   skb::observability::Registry registry;
   skb::observability::BridgeMetrics metrics(&registry, skb::bridge::kVersion,
                                             skb::bridge::kSlurmVersion);
-  // Failed apiserver requests by HTTP status ("transport" without a response); a watch
-  // ended by our own shutdown is not one.
-  auto count_api_error = [&metrics](const skb::k8s::RequestInfo&, const skb::Status& s) {
-    if (s.ok() || s.code() == skb::StatusCode::kCancelled) return;
+  // Apiserver requests by API group, resource (with its subresource, as RBAC names it:
+  // "nodes/status") and verb: counted as each starts, so a watch that is still open counts.
+  auto api_resource = [](const skb::k8s::RequestInfo& r) {
+    return r.subresource.empty() ? r.resource->resource
+                                 : skb::StrCat(r.resource->resource, "/", r.subresource);
+  };
+  auto count_api_request = [&metrics, api_resource](const skb::k8s::RequestInfo& r) {
+    metrics.kubernetes_api_requests.WithLabels({r.resource->group, api_resource(r), r.verb}).Inc();
+  };
+  // Once they end: how each was answered, and failed ones by HTTP status ("transport"
+  // without a response). A watch ended by our own shutdown is neither.
+  auto count_api_outcome = [&metrics, api_resource](const skb::k8s::RequestInfo& r,
+                                                    const skb::Status& s) {
+    if (s.code() == skb::StatusCode::kCancelled) return;
     auto code = skb::k8s::HttpCodeOf(s);
+    metrics.kubernetes_api_responses
+        .WithLabels({r.resource->group, api_resource(r), r.verb,
+                     skb::observability::KubernetesResponseCode(s.ok(), code)})
+        .Inc();
+    if (s.ok()) return;
     metrics.kubernetes_api_errors
         .WithLabels({code ? std::to_string(*code) : std::string("transport")})
         .Inc();
   };
-  skb::k8s::ObservedKubeClient observed_kube(kube->get(), count_api_error);
-  skb::k8s::ObservedKubeClient observed_events(events_kube->get(), count_api_error);
-  skb::k8s::ObservedKubeClient observed_election(election_kube->get(), count_api_error);
+  skb::k8s::ObservedKubeClient observed_kube(kube->get(), count_api_outcome, count_api_request);
+  skb::k8s::ObservedKubeClient observed_events(events_kube->get(), count_api_outcome,
+                                               count_api_request);
+  skb::k8s::ObservedKubeClient observed_election(election_kube->get(), count_api_outcome,
+                                                 count_api_request);
   skb::bridge::slurm::LibSlurmClient slurm_client(
       {.conf = cfg->slurm.conf,
        .call_timeout = cfg->slurm.call_timeout,

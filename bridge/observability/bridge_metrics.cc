@@ -20,6 +20,15 @@ F& Init(F& family, const std::array<std::string_view, N>& values) {
 
 }  // namespace
 
+std::string_view KubernetesResponseCode(bool ok, std::optional<int> http_status) {
+  if (ok) return "2xx";
+  if (!http_status) return "transport";
+  if (*http_status < 400) return "2xx";
+  if (*http_status == 403) return "403";
+  if (*http_status < 500) return "4xx";
+  return "5xx";
+}
+
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
     case Outcome::kSuccess:
@@ -88,6 +97,16 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       quota_classification_seconds(r->AddGauge(
           "skb_quota_classification_seconds",
           "Time of the last classification of every job and pod into guaranteed and borrowed.")),
+      kubernetes_api_requests(r->AddCounterFamily(
+          "skb_kubernetes_api_requests_total",
+          "Kubernetes API requests made (counted as each starts), by API group, resource "
+          "(with subresource) and verb.",
+          {"group", "resource", "verb"})),
+      kubernetes_api_responses(r->AddCounterFamily(
+          "skb_kubernetes_api_responses_total",
+          "Kubernetes API requests that ended, by API group, resource (with subresource), verb "
+          "and answer: 2xx, 403, 4xx (any other), 5xx or transport (none came).",
+          {"group", "resource", "verb", "code"})),
       kubernetes_api_errors(r->AddCounterFamily(
           "skb_kubernetes_api_errors_total",
           "Failed Kubernetes API requests, by HTTP status code (or 'transport').", {"code"})),

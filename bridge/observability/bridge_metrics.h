@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include "bridge/observability/metrics.h"
@@ -58,6 +59,15 @@ inline constexpr std::array<std::string_view, 5> kEventOutcomes = {
     "created", "aggregated", "dropped_queue", "dropped_spam", "failed"};
 // Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
 inline constexpr std::array<std::string_view, 3> kPollResults = {"changed", "unchanged", "error"};
+// How the apiserver answered a request (`code` label of skb_kubernetes_api_responses_total):
+// by class, but 403 apart from the other 4xx, as it is the RBAC's refusal; "transport" when
+// no answer came.
+inline constexpr std::array<std::string_view, 5> kKubernetesResponseCodes = {"2xx", "403", "4xx",
+                                                                             "5xx", "transport"};
+// The `code` label of one answer: "2xx" for a success, else by the failure's HTTP status
+// (one below 400, e.g. a 2xx whose body could not be read, is "2xx"); "transport" without
+// one.
+std::string_view KubernetesResponseCode(bool ok, std::optional<int> http_status);
 
 class BridgeMetrics {
  public:
@@ -134,7 +144,19 @@ class BridgeMetrics {
   // job and pod took (it runs on each Slurm jobs change and each GPU pod change).
   Gauge& quota_classification_seconds;
 
-  // ---- errors of the two APIs ----
+  // ---- the two APIs ----
+
+  // skb_kubernetes_api_requests_total{group,resource,verb} (counter): apiserver requests
+  // made, counted as each starts (an open watch is counted once it is opened), whatever
+  // their outcome: group "" for the core group, resource the plural with its subresource
+  // ("nodes/status", "pods/eviction"), verb as RBAC names it (get, list, watch, create,
+  // update, patch, delete). What the bridge really asks of the apiserver, compared with
+  // the chart's RBAC by tests/e2e/bridge/rbac_e2e_test.cc.
+  CounterFamily& kubernetes_api_requests;
+  // skb_kubernetes_api_responses_total{group,resource,verb,code} (counter): the same
+  // requests once they ended, code one of kKubernetesResponseCodes. A watch ends when the
+  // apiserver closes it or it fails; one the bridge cancels (shutdown) is not counted.
+  CounterFamily& kubernetes_api_responses;
 
   // skb_kubernetes_api_errors_total{code} (counter): failed apiserver requests, code = the
   // HTTP status ("403", "409", "500", ...) or "transport" when no response came (connect,

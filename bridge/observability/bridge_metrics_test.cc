@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -34,6 +35,8 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_tenant_guarantee_gpus", "gauge"},
       {"skb_tenant_pending_gpus", "gauge"},
       {"skb_quota_classification_seconds", "gauge"},
+      {"skb_kubernetes_api_requests_total", "counter"},
+      {"skb_kubernetes_api_responses_total", "counter"},
       {"skb_kubernetes_api_errors_total", "counter"},
       {"skb_slurm_rpc_errors_total", "counter"},
       {"skb_plugin_requests_total", "counter"},
@@ -76,6 +79,9 @@ TEST(BridgeMetricsTest, HandlesUpdateTheRenderedSeries) {
   m.Action("DrainSlurmNode", Outcome::kRetryableError).Inc(2);
   m.gpus_by_owner.WithLabels({"lending"}).Set(8);
   m.kubernetes_api_errors.WithLabels({"403"}).Inc();
+  m.kubernetes_api_requests.WithLabels({"", "nodes/status", "patch"}).Inc();
+  m.kubernetes_api_responses.WithLabels({"scheduling.k8s.io", "priorityclasses", "get", "403"})
+      .Inc();
   m.reconcile_success.Observe(0.003);
   m.leader.Set(1);
   m.workqueue_depth.Set(3);
@@ -87,11 +93,38 @@ TEST(BridgeMetricsTest, HandlesUpdateTheRenderedSeries) {
       2);
   EXPECT_EQ(e->Value("skb_gpus", {{"owner", "lending"}}), 8);
   EXPECT_EQ(e->Value("skb_kubernetes_api_errors_total", {{"code", "403"}}), 1);
+  EXPECT_EQ(e->Value("skb_kubernetes_api_requests_total",
+                     {{"group", ""}, {"resource", "nodes/status"}, {"verb", "patch"}}),
+            1);
+  EXPECT_EQ(e->Value("skb_kubernetes_api_responses_total", {{"group", "scheduling.k8s.io"},
+                                                            {"resource", "priorityclasses"},
+                                                            {"verb", "get"},
+                                                            {"code", "403"}}),
+            1);
   EXPECT_EQ(
       e->Value("skb_reconcile_duration_seconds_bucket", {{"result", "success"}, {"le", "0.004"}}),
       1);
   EXPECT_EQ(e->Value("skb_leader"), 1);
   EXPECT_EQ(e->Value("skb_workqueue_depth"), 3);
+}
+
+// The `code` label of skb_kubernetes_api_responses_total takes five values only: the RBAC's
+// 403 apart from the other 4xx, every other status by its class.
+TEST(BridgeMetricsTest, KubernetesResponseCodesAreFiveClassesWith403Apart) {
+  EXPECT_EQ(KubernetesResponseCode(true, std::nullopt), "2xx");
+  EXPECT_EQ(KubernetesResponseCode(false, 200), "2xx");
+  EXPECT_EQ(KubernetesResponseCode(false, 403), "403");
+  EXPECT_EQ(KubernetesResponseCode(false, 404), "4xx");
+  EXPECT_EQ(KubernetesResponseCode(false, 409), "4xx");
+  EXPECT_EQ(KubernetesResponseCode(false, 500), "5xx");
+  EXPECT_EQ(KubernetesResponseCode(false, 503), "5xx");
+  EXPECT_EQ(KubernetesResponseCode(false, std::nullopt), "transport");
+  for (int status : {200, 201, 400, 401, 403, 404, 409, 410, 422, 429, 500, 503, 504}) {
+    EXPECT_NE(std::find(kKubernetesResponseCodes.begin(), kKubernetesResponseCodes.end(),
+                        KubernetesResponseCode(false, status)),
+              kKubernetesResponseCodes.end())
+        << status;
+  }
 }
 
 // The Grafana dashboard shipped in the chart queries only metrics that exist, and shows
