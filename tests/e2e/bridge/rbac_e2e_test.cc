@@ -5,9 +5,14 @@
 // leader. Then one verb is taken away and the bridge must say Forbidden, clearly, change
 // nothing it should not, and recover once the verb is back. The chart's reservation guard
 // (a ValidatingAdmissionPolicy) is installed throughout: the bridge's own deletes pass it,
-// an admin's forced delete of a reservation does not.
+// an admin's forced delete of a reservation does not. After the flow, what the bridge asked
+// of the apiserver (its skb_kubernetes_api_requests_total) is compared with what the chart
+// grants, both ways: nothing asked is missing, nothing granted goes unused.
+#include <map>
+#include <set>
 #include <thread>
 
+#include "bridge/observability/exposition_parser.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {
@@ -118,6 +123,61 @@ class RbacE2E : public LendingE2E {
     if (!rbac_dir_.empty()) Shell(StrCat("rm -rf ", rbac_dir_));
   }
 
+  // What both replicas asked of the apiserver, from their /metrics, by request
+  // "group|resource|verb" (group "" for the core group, resource with its subresource).
+  struct ApiUse {
+    std::map<std::string, double> requested;  // skb_kubernetes_api_requests_total
+    std::map<std::string, double> ended;      // skb_kubernetes_api_responses_total, any code
+    std::map<std::string, double> refused;    // the same, code 403
+  };
+  ApiUse ApiRequests() {
+    ApiUse out;
+    for (BridgeDaemon* d : {daemon_.get(), standby_.get()}) {
+      auto e =
+          observability::ParseExposition(Shell(StrCat("curl -s ", d->HttpBase(), "/metrics")).out);
+      EXPECT_TRUE(e.ok()) << e.status();
+      if (!e.ok()) continue;
+      for (const auto& sample : e->samples) {
+        const bool requests = sample.name == "skb_kubernetes_api_requests_total";
+        if (!requests && sample.name != "skb_kubernetes_api_responses_total") continue;
+        const std::string key = StrCat(sample.labels.at("group"), "|", sample.labels.at("resource"),
+                                       "|", sample.labels.at("verb"));
+        if (requests) {
+          out.requested[key] += sample.value;
+          continue;
+        }
+        out.ended[key] += sample.value;
+        if (sample.labels.at("code") == "403") out.refused[key] += sample.value;
+      }
+    }
+    return out;
+  }
+
+  // "group|resource|verb" of every rule of the ClusterRoles and Roles this release of the
+  // chart applied, as the apiserver has them.
+  std::set<std::string> Granted() {
+    std::set<std::string> out;
+    auto r = RunCommand({"kubectl", "get", "clusterroles,roles", "-A", "-l",
+                         StrCat("app.kubernetes.io/instance=", kRelease), "-o", "json"},
+                        seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return out;
+    const nlohmann::json none = nlohmann::json::array();
+    for (const auto& role : nlohmann::json::parse(r.out).value("items", none)) {
+      for (const auto& rule : role.value("rules", none)) {
+        for (const auto& group : rule.value("apiGroups", none)) {
+          for (const auto& resource : rule.value("resources", none)) {
+            for (const auto& verb : rule.value("verbs", none)) {
+              out.insert(StrCat(group.get<std::string>(), "|", resource.get<std::string>(), "|",
+                                verb.get<std::string>()));
+            }
+          }
+        }
+      }
+    }
+    return out;
+  }
+
   bool take_away_create_ = false;
   std::string rbac_dir_;
 };
@@ -148,6 +208,78 @@ TEST_F(RbacE2E, TheChartsRbacIsEnoughForTheWholeLendAndReturnFlow) {
   EXPECT_THAT(daemon_->LogTail(1 << 20), Not(HasSubstr("Forbidden")))
       << "a verb the bridge uses is missing from the chart's RBAC";
   EXPECT_THAT(standby_->LogTail(1 << 20), Not(HasSubstr("Forbidden")));
+
+  // The chart's RBAC against what the bridge asked of the apiserver in this run, both
+  // ways, by API group, resource and verb (not by namespace: the Roles' namespaces are
+  // checked by the apiserver, and a write refused there is a 403, which fails below).
+  //
+  // Granted but not asked in this flow, with the path that needs it.
+  static const std::map<std::string, std::string> kGrantedForOtherPaths = {
+      {"|events|patch",
+       "an Event that repeats is patched (count, lastTimestamp), not created again: this "
+       "flow usually repeats one (2 or 3 patches a run), but nothing in it has to"},
+  };
+  // Asked but deliberately not granted, with why the refusal is expected: every answer
+  // must be 403, and the bridge must carry on.
+  static const std::map<std::string, std::string> kRefusedOnPurpose = {
+      {"scheduling.k8s.io|priorityclasses|get",
+       "the chart creates the PriorityClasses and grants no access to them; a new leader "
+       "checks them, and reads 403 as 'the chart manages them' (EnsurePriorityClasses)"},
+  };
+  const ApiUse use = ApiRequests();
+  const std::set<std::string> granted = Granted();
+  ASSERT_FALSE(granted.empty());
+  // The informers' watches are open at this point: counted as they started.
+  EXPECT_GT(use.requested.count("|nodes|watch"), 0u);
+  EXPECT_GT(use.requested.count("|pods|watch"), 0u);
+  for (const auto& [request, count] : use.requested) {
+    if (count <= 0 || granted.count(request) > 0 || kRefusedOnPurpose.count(request) > 0) continue;
+    ADD_FAILURE() << request << " (group|resource|verb) asked " << count
+                  << " times but not granted by the chart";
+  }
+  for (const auto& [request, why] : kRefusedOnPurpose) {
+    EXPECT_EQ(granted.count(request), 0u) << request << " is granted now: drop it from "
+                                          << "kRefusedOnPurpose (" << why << ")";
+    const auto asked = use.requested.find(request);
+    EXPECT_TRUE(asked != use.requested.end() && asked->second > 0)
+        << request << " was never asked: drop it from kRefusedOnPurpose";
+    const auto ended = use.ended.find(request);
+    const auto refused = use.refused.find(request);
+    EXPECT_TRUE(ended != use.ended.end() && ended->second > 0 && refused != use.refused.end() &&
+                refused->second == ended->second)
+        << request
+        << " was not always answered 403: " << (ended == use.ended.end() ? 0 : ended->second)
+        << " answers, " << (refused == use.refused.end() ? 0 : refused->second) << " of them 403";
+  }
+  for (const auto& [request, count] : use.refused) {
+    EXPECT_TRUE(count <= 0 || kRefusedOnPurpose.count(request) > 0)
+        << request << " (group|resource|verb) answered 403 " << count << " times";
+  }
+  int used = 0;
+  for (const std::string& grant : granted) {
+    const auto asked = use.requested.find(grant);
+    if (asked != use.requested.end() && asked->second > 0) {
+      ++used;
+      continue;
+    }
+    if (kGrantedForOtherPaths.count(grant) > 0) continue;
+    ADD_FAILURE() << grant << " (group|resource|verb) granted by the chart but never asked "
+                  << "for in the lend-and-return flow: drop it from the chart, or list it in "
+                  << "kGrantedForOtherPaths with the path that needs it";
+  }
+  for (const auto& [grant, why] : kGrantedForOtherPaths) {
+    EXPECT_EQ(granted.count(grant), 1u)
+        << grant << " is no longer granted: drop it from kGrantedForOtherPaths (" << why << ")";
+  }
+  std::printf("RBAC: %zu grants, %d of them asked in this run; %zu kinds of request asked:\n",
+              granted.size(), used, use.requested.size());
+  for (const auto& [request, count] : use.requested) {
+    std::string what = granted.count(request) > 0 ? "granted" : "not granted";
+    if (const auto refused = use.refused.find(request); refused != use.refused.end()) {
+      StrAppend(&what, ", ", static_cast<int64_t>(refused->second), " answered 403");
+    }
+    std::printf("  %-45s %6.0f asked, %s\n", request.c_str(), count, what.c_str());
+  }
 }
 
 class RbacWithoutCreateE2E : public RbacE2E {
