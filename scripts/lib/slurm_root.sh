@@ -50,9 +50,16 @@ skb_slurm_exec() {
   local binds=(/proc /sys /dev /tmp "$SKB_ROOT" "$SKB_CACHE" "$SKB_TESTBED_DIR" "$HOME/.cache/ccache")
   [[ "$SKB_BUILD_DIR" == "$SKB_ROOT"/* ]] || binds+=("$SKB_BUILD_DIR")
   mkdir -p "${binds[@]}"
+  # The host's names too, as every node of a cluster resolves them: slurmctld 24.11 looks
+  # up an srun's host by name when it requeues a heterogeneous job (10 s of retries, the
+  # RPC blocked, when the root's own /etc/hosts does not know this machine's name).
+  binds+=(/etc/hosts)
   # env -C: the working directory inside is the caller's (bind-mounted at the same path).
   local script='set -e; root="$1"; n="$2"; shift 2
-    for ((i = 0; i < n; i++)); do mkdir -p "$root$1"; mount --rbind "$1" "$root$1"; shift; done
+    for ((i = 0; i < n; i++)); do
+      if [[ -d "$1" ]]; then mkdir -p "$root$1"; else touch "$root$1"; fi
+      mount --rbind "$1" "$root$1"; shift
+    done
     exec chroot "$root" /usr/bin/env -C "$PWD" "$@"'
   SKB_SLURM_EXEC=(unshare --mount --propagation private bash -c "$script" skb-slurm-root
     "$root" "${#binds[@]}" "${binds[@]}")
