@@ -38,6 +38,27 @@ using skb::slurm::NodeBaseState;
 using skb::slurm::PreemptMode;
 using Clock = std::chrono::steady_clock;
 
+// slurm_init loads process-wide state (slurm.conf, the auth, hash and other plugins) and
+// slurm_fini unloads it for every thread of the process. Several clients live in one
+// process (a test and its invariant sampler; a client whose call thread was left stuck in
+// a hung RPC beside its successor), so a client's own init/fini pair pulled the plugins
+// from under the others: libslurm 24.11 then crashed in slurm_init (SIGSEGV in
+// slurm_plugin_get_syms) when a heterogeneous job's requeue kept slurmctld busy past a
+// client's end. So: init once per process, on the first client's call thread, never undone
+// (the process's exit frees it). Every client reads the slurm.conf the first one named.
+void InitSlurmOnce(const std::string& conf) {
+  static std::once_flag once;
+  static std::string first;
+  std::call_once(once, [&] {
+    first = conf;
+    slurm_init(conf.empty() ? nullptr : conf.c_str());
+  });
+  if (conf != first) {
+    Logger("slurm")->warn(
+        "slurm_conf_ignored conf=\"{}\" loaded=\"{}\" (one slurm.conf per process)", conf, first);
+  }
+}
+
 constexpr size_t kMaxExpandedHosts = 100'000;
 // A placeholder runs `sleep`: 64 MB covers it where memory is a consumable resource.
 constexpr uint64_t kPlaceholderMemoryMb = 64;
@@ -531,8 +552,7 @@ Status SlurmErrorToStatus(int err, const std::string& what) {
 LibSlurmClient::LibSlurmClient(Options options) : options_(std::move(options)) {
   const std::string conf = options_.conf;
   thread_ = std::make_unique<CallThread>(
-      "slurm-rpc", [conf] { slurm_init(conf.empty() ? nullptr : conf.c_str()); },
-      [] { slurm_fini(); });
+      "slurm-rpc", [conf] { InitSlurmOnce(conf); }, nullptr);
 }
 
 LibSlurmClient::~LibSlurmClient() = default;

@@ -1,9 +1,10 @@
 // LibSlurmClient: SlurmClient over libslurm (the RPCs scontrol and squeue use).
 //
-// Every libslurm call runs on one private thread (CallThread): slurm_init once, then one
-// call at a time. Each public method waits at most Options::call_timeout; a hung
-// slurmctld therefore costs callers Unavailable after the timeout, never a frozen daemon.
-// Slurm's error numbers are mapped to Status codes by SlurmErrorToStatus.
+// Every libslurm call runs on one private thread (CallThread), one call at a time;
+// slurm_init runs once per process (the first client's slurm.conf) and is never undone. Each public
+// method waits at most Options::call_timeout; a hung slurmctld therefore costs callers Unavailable
+// after the timeout, never a frozen daemon. Slurm's error numbers are mapped to Status codes by
+// SlurmErrorToStatus.
 //
 //   LibSlurmClient slurm({.conf = "/etc/slurm/slurm.conf"});
 //   auto nodes = slurm.LoadNodes(0);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -434,6 +435,31 @@ TEST_F(SlurmClientTest, SuspendResumeAndCancel) {
   EXPECT_EQ(client_->SuspendJob(pending).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(*client_->CancelJob(pending), WriteOutcome::kChanged);
   EXPECT_EQ(client_->CancelJob(999'999'999).status().code(), StatusCode::kNotFound);
+}
+
+// libslurm's state is the process's, not a client's: clients that come and go (a test's and
+// its invariant sampler's, one left stuck in a hung call beside its successor) never pull
+// it from under another that is calling. With an init/fini pair per client, libslurm 24.11
+// crashed in slurm_init (SIGSEGV in slurm_plugin_get_syms).
+TEST_F(SlurmClientTest, ClientsThatComeAndGoLeaveTheOthersWorking) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, calls{0};
+  std::thread steady([&] {
+    while (!stop) {
+      if (!client_->LoadJobs(0).ok() || !client_->LoadNodes(0).ok()) ++failures;
+      calls += 2;
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    auto passing = std::make_unique<LibSlurmClient>(
+        LibSlurmClient::Options{.conf = std::getenv("SLURM_CONF"), .call_timeout = seconds(15)});
+    EXPECT_TRUE(passing->LoadNodes(0).ok()) << "round " << round;
+    EXPECT_TRUE(passing->LoadJobs(0).ok()) << "round " << round;
+  }  // each destroyed while `steady` calls
+  stop = true;
+  steady.join();
+  EXPECT_EQ(failures, 0) << "of " << calls << " calls";
+  EXPECT_GT(calls, 0);
 }
 
 // Last in the file: restarts slurmctld.
