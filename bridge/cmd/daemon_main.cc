@@ -313,6 +313,12 @@ int Run(int argc, char** argv) {
       metrics.nodes_by_owner.WithLabels({owner}).Set(v.first);
       metrics.gpus_by_owner.WithLabels({owner}).Set(v.second);
     }
+    const auto oldest = controller.reconciler().OldestByOwner();
+    for (std::string_view o : skb::observability::kOwners) {
+      auto it = oldest.find(std::string(o));
+      metrics.nodes_oldest.WithLabels({o}).Set(
+          it == oldest.end() ? 0 : std::chrono::duration<double>(it->second).count());
+    }
     if (auto q = controller.quotas().Current()) {
       skb::bridge::ExportQuotaMetrics(cfg->quotas, *q, &metrics);
       metrics.quota_classification_seconds.Set(

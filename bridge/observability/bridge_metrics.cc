@@ -86,6 +86,11 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           r->AddGaugeFamily("skb_gpus", "GPUs of managed nodes by owner.", {"owner"}), kOwners)),
       nodes_by_owner(
           Init(r->AddGaugeFamily("skb_nodes", "Managed nodes by owner.", {"owner"}), kOwners)),
+      nodes_oldest(Init(r->AddGaugeFamily("skb_nodes_oldest_seconds",
+                                          "How long the node longest in an owner state has "
+                                          "been in it (leader only).",
+                                          {"owner"}),
+                        kOwners)),
       tenant_gpus(r->AddGaugeFamily("skb_tenant_gpus",
                                     "GPUs of a tenant's running work, within its guarantee or "
                                     "borrowed beyond it.",

@@ -129,6 +129,11 @@ class BridgeMetrics {
   GaugeFamily& gpus_by_owner;
   // skb_nodes{owner} (gauge): managed nodes by owner, as skb_gpus.
   GaugeFamily& nodes_by_owner;
+  // skb_nodes_oldest_seconds{owner} (gauge): how long the node longest in an owner state
+  // has been in it, as the leader saw it (a new leader counts from its takeover; 0 on a
+  // follower and when no node has that owner). A lend stuck past any grace shows as
+  // owner="lending" growing without bound (the chart's alert SkbLendStuck).
+  GaugeFamily& nodes_oldest;
 
   // ---- guaranteed quotas (quotas.tenants; label values are the configured tenant names,
   // "(none)" for work of no tenant) ----

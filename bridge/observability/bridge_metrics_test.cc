@@ -31,6 +31,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_return_duration_seconds", "histogram"},
       {"skb_gpus", "gauge"},
       {"skb_nodes", "gauge"},
+      {"skb_nodes_oldest_seconds", "gauge"},
       {"skb_tenant_gpus", "gauge"},
       {"skb_tenant_guarantee_gpus", "gauge"},
       {"skb_tenant_pending_gpus", "gauge"},

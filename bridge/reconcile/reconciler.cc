@@ -293,7 +293,23 @@ void Reconciler::RecordOwner(const inventory::ManagedNode& node, const std::stri
     owners_.erase(node.name);
     return;
   }
-  owners_[node.name] = {owner, node.Gpus()};
+  PlannedOwner& p = owners_[node.name];
+  if (p.owner.empty() || plan::CountedOwner(p.owner) != plan::CountedOwner(owner)) {
+    p.since = clock_->Now();
+  }
+  p.owner = owner;
+  p.gpus = node.Gpus();
+}
+
+std::map<std::string, Clock::Duration> Reconciler::OldestByOwner() const {
+  const Clock::TimePoint now = clock_->Now();
+  std::map<std::string, Clock::Duration> oldest;
+  MutexLock lock(&owners_mu_);
+  for (const auto& [name, p] : owners_) {
+    auto [it, added] = oldest.emplace(std::string(plan::CountedOwner(p.owner)), now - p.since);
+    if (!added) it->second = std::max(it->second, now - p.since);
+  }
+  return oldest;
 }
 
 std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() const {

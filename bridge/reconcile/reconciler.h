@@ -115,6 +115,10 @@ class Reconciler {
   // each node planned it (plan::CountedOwner); a node no reconcile has planned yet (on a
   // follower, every node) is planned for its owner now.
   std::map<std::string, std::pair<size_t, int64_t>> OwnerTotals() const;
+  // Per owner (plan::CountedOwner), how long the node longest in it has been in it, as this
+  // reconciler saw it (skb_nodes_oldest_seconds): since its first plan with that owner,
+  // so a new leader starts counting at its takeover. Owners no planned node has are absent.
+  std::map<std::string, Clock::Duration> OldestByOwner() const;
 
   // The merged view of one node / of all nodes (bridgectl, the admission snapshot).
   inventory::ManagedNode Node(const std::string& name) const;
@@ -168,6 +172,7 @@ class Reconciler {
   struct PlannedOwner {
     std::string owner;
     int64_t gpus = 0;
+    Clock::TimePoint since;  // first plan with this owner (CountedOwner)
   };
   mutable Mutex owners_mu_ ACQUIRED_AFTER(mu_);
   std::map<std::string, PlannedOwner> owners_ GUARDED_BY(owners_mu_);  // by Slurm name
