@@ -10,12 +10,14 @@
   check_chart.py check-config  the rendered config.json and the Deployment's arguments accepted
                                by `slurm-k8s-bridge --check-config`; a misspelt key refused
 
-Needs: helm and kubectl on PATH and KUBECONFIG (`eval "$(scripts/testbed env)"`), python3-yaml;
+Needs: helm and kubectl on PATH and KUBECONFIG (`eval "$(scripts/testbed env)"`), python3-yaml,
+promtool (Debian's prometheus: the alerts are parsed and unit-tested with alert_tests.yaml);
 check-config needs SKB_BRIDGE_BIN (the daemon binary of the build tree, set by CMake).
 Exit 0 on success; on failure prints what differs and exits 1.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +108,8 @@ def cmd_lint():
         "priorityClasses.preemptible.value=500": "must rise",
         "slurmd.enabled=true": "existingSecret",
         "serviceAccount.create=false": "serviceAccount.name",
+        "prometheus.rules.lendStuckSeconds=5": "lendStuckSeconds",
+        "prometheus.rules.noLeaderFor=two minutes": "noLeaderFor",
     }
     for s, needle in refused.items():
         p = template(sets=[s], ok=False)
@@ -360,6 +364,7 @@ def cmd_render():
     sm = one(objs, "ServiceMonitor")
     check(sm["spec"]["endpoints"][0]["port"] == "http-metrics", "ServiceMonitor port name")
     check(sm["metadata"]["labels"].get("release") == "prometheus", "ServiceMonitor labels")
+    check_rules(one(objs, "PrometheusRule"), ns)
     np_ = one(objs, "NetworkPolicy")
     check(np_["spec"]["ingress"][0]["ports"] == [{"port": "http", "protocol": "TCP"}],
           "NetworkPolicy must open only the http port")
@@ -430,6 +435,80 @@ def cmd_dry_run():
             run(["kubectl", "delete", "namespace", res_ns, "--wait=false"], ok=False)
 
 
+def exported_metrics():
+    """The series names the daemon exports (bridge/observability/bridge_metrics.cc)."""
+    src = open(os.path.join(SOURCE, "bridge", "observability", "bridge_metrics.cc")).read()
+    names = set(re.findall(r'"(skb_[a-z0-9_]+)"', src))
+    check(len(names) > 20, f"too few metric names read from bridge_metrics.cc: {sorted(names)}")
+    return names
+
+
+def check_rules(rule, ns):
+    """The alerts: each names only series the daemon exports, scoped to the release's
+    namespace, with a severity and a runbook section that exists in docs/runbook.md."""
+    check(rule["metadata"]["labels"].get("release") == "prometheus", "PrometheusRule labels")
+    rules = [r for g in rule["spec"]["groups"] for r in g["rules"]]
+    alerts = {r["alert"] for r in rules}
+    want = {"SkbBridgeDown", "SkbNoLeader", "SkbCacheNotSynced", "SkbDrainsFailing",
+            "SkbLendStuck", "SkbPluginFailingOpen", "SkbKubernetesApiErrors", "SkbRbacRefused",
+            "SkbEventsLost"}
+    check(alerts == want, f"PrometheusRule alerts {sorted(alerts)} != {sorted(want)}")
+    known = exported_metrics()
+    runbook = open(os.path.join(SOURCE, "docs", "runbook.md")).read()
+    anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
+               for h in re.findall(r"^#+ (.*)$", runbook, re.M)}
+    for r in rules:
+        name, expr = r["alert"], r["expr"]
+        # No PromQL parser here (promtool is not packaged in Debian 12's main): brackets at
+        # least must pair up.
+        depth = []
+        for c in expr:
+            if c in "([{":
+                depth.append(")]}"["([{".index(c)])
+            elif c in ")]}" and (not depth or depth.pop() != c):
+                depth.append("unbalanced")
+                break
+        check(not depth, f"{name}: unbalanced brackets in {expr}")
+        for series in re.findall(r"\b(skb_[a-z0-9_]+)", expr):
+            check(series in known, f"{name}: {series} is not a metric the daemon exports")
+        for selector in re.findall(r"\b(?:skb_[a-z0-9_]+|up)\{([^}]*)\}", expr):
+            check(f'namespace="{ns}"' in selector,
+                  f"{name}: a selector without the release's namespace: {{{selector}}}")
+        check(r["labels"].get("severity") in ("critical", "warning", "info"),
+              f"{name}: severity {r['labels'].get('severity')}")
+        url = r["annotations"].get("runbook_url", "")
+        check(url.split("#")[-1] == name.lower() and name.lower() in anchors,
+              f"{name}: runbook_url {url} has no section in docs/runbook.md")
+        check(r["annotations"].get("summary"), f"{name}: no summary")
+    promtool_rules(rule, {r["alert"]: r for r in rules})
+
+
+def promtool_rules(rule, by_name):
+    """promtool (Debian's prometheus package) parses the rules and runs alert_tests.yaml."""
+    need("promtool")
+    with tempfile.TemporaryDirectory() as tmp:
+        rules_file = os.path.join(tmp, "rules.yaml")
+        with open(rules_file, "w") as f:
+            yaml.safe_dump({"groups": rule["spec"]["groups"]}, f)
+        p = run(["promtool", "check", "rules", rules_file], ok=False)
+        if not check(p.returncode == 0, f"promtool check rules:\n{p.stdout}{p.stderr}"):
+            return
+        with open(os.path.join(HERE, "alert_tests.yaml")) as f:
+            tests = yaml.safe_load(f)
+        tests["rule_files"] = ["rules.yaml"]
+        for t in tests["tests"]:
+            for case in t.get("alert_rule_test", []):
+                ann = by_name[case["alertname"]]["annotations"]
+                for a in case.get("exp_alerts", []):
+                    if "exp_annotations" not in a and not any("{{" in v for v in ann.values()):
+                        a["exp_annotations"] = ann
+        tests_file = os.path.join(tmp, "alert_tests.yaml")
+        with open(tests_file, "w") as f:
+            yaml.safe_dump(tests, f)
+        p = run(["promtool", "test", "rules", tests_file], ok=False)
+        check(p.returncode == 0, f"promtool test rules (alert_tests.yaml):\n{p.stdout}{p.stderr}")
+
+
 def dry_run_cases(ns, kube_version, have_sm_crd):
     for label, values in (("defaults", []), ("all-on", [VALUES_ALL])):
         cmd = ["helm", "template", "skb", CHART, "--namespace", ns, "--kube-version",
@@ -438,9 +517,9 @@ def dry_run_cases(ns, kube_version, have_sm_crd):
             cmd += ["-f", v]
         objs = docs(run(cmd).stdout)
         if not have_sm_crd:
-            # No prometheus-operator on the testbed: its CRD is not ours to install. The
-            # ServiceMonitor's fields are checked by `render`.
-            objs = [o for o in objs if o["kind"] != "ServiceMonitor"]
+            # No prometheus-operator on the testbed: its CRDs are not ours to install. The
+            # ServiceMonitor's and PrometheusRule's fields are checked by `render`.
+            objs = [o for o in objs if o["kind"] not in ("ServiceMonitor", "PrometheusRule")]
         text = yaml.safe_dump_all(objs)
         p = run(["kubectl", "apply", "--dry-run=server", "-o", "json", "-f", "-"], ok=False,
                 stdin=text)
