@@ -131,7 +131,7 @@ int Unanswered(const std::string& why, uint32_t uid, char** err_msg) {
     SetErrMsg(err_msg, "k8s-bridge: job admission is unavailable (" + why +
                            "); this cluster refuses jobs until it is back (FailurePolicy=closed). "
                            "Retry in a minute or contact the administrators.");
-    return SLURM_ERROR;
+    return ESLURM_SUBMISSIONS_DISABLED;
   }
   slurm_info(
       "job_submit/k8s_bridge: job from uid %u accepted without admission: %s "
@@ -141,6 +141,21 @@ int Unanswered(const std::string& why, uint32_t uid, char** err_msg) {
                          "): the job is accepted without its checks, and whether it would run "
                          "within its tenant's GPU guarantee or borrowed is not known.");
   return SLURM_SUCCESS;
+}
+
+// The Slurm error code for a refusal: sbatch prints its text ("Invalid feature
+// specification") before our message.
+int RefusalCode(v1::AdmitResponse::Refusal r) {
+  switch (r) {
+    case v1::AdmitResponse::INVALID_GRES:
+      return ESLURM_INVALID_GRES;
+    case v1::AdmitResponse::INVALID_FEATURE:
+      return ESLURM_INVALID_FEATURE;
+    case v1::AdmitResponse::ACCOUNTING_POLICY:
+      return ESLURM_ACCOUNTING_POLICY;
+    default:  // NODE_CONFIG_UNAVAILABLE, and a daemon that does not say
+      return ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE;
+  }
 }
 
 int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
@@ -160,7 +175,7 @@ int Submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
                answer.user_message().c_str());
     SetErrMsg(err_msg,
               answer.user_message().empty() ? "k8s-bridge: job rejected" : answer.user_message());
-    return ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE;
+    return RefusalCode(answer.refusal());
   }
   if (answer.set_admin_comment()) {
     if (job_desc->admin_comment != nullptr) {

@@ -26,6 +26,22 @@ std::string Truncate(std::string s, size_t max) {
   return s;
 }
 
+v1::AdmitResponse::Refusal ToProto(admission::Refusal r) {
+  switch (r) {
+    case admission::Refusal::kNone:
+      return v1::AdmitResponse::REFUSAL_UNSPECIFIED;
+    case admission::Refusal::kNodeConfig:
+      return v1::AdmitResponse::NODE_CONFIG_UNAVAILABLE;
+    case admission::Refusal::kGresType:
+      return v1::AdmitResponse::INVALID_GRES;
+    case admission::Refusal::kFeature:
+      return v1::AdmitResponse::INVALID_FEATURE;
+    case admission::Refusal::kQuota:
+      return v1::AdmitResponse::ACCOUNTING_POLICY;
+  }
+  return v1::AdmitResponse::REFUSAL_UNSPECIFIED;
+}
+
 admission::JobRequest ToJobRequest(const v1::JobDescription& j) {
   admission::JobRequest r;
   r.submit_uid = j.submit_uid();
@@ -145,6 +161,7 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       auto* admit = resp.mutable_admit();
       admit->set_decision(d.accept ? v1::AdmitResponse::ACCEPT : v1::AdmitResponse::REJECT);
       admit->set_user_message(Truncate(d.user_message, kMaxUserMessage));
+      if (!d.accept) admit->set_refusal(ToProto(d.refusal));
       if (d.admin_comment && d.admin_comment->size() <= kMaxAdminComment) {
         admit->set_set_admin_comment(true);
         admit->set_admin_comment(*d.admin_comment);
@@ -203,6 +220,7 @@ void AdmissionService::AdviseOnQuota(const v1::JobDescription& job, admission::D
   if (advice.message.empty()) return;
   if (advice.refuse) {
     d->accept = false;
+    d->refusal = admission::Refusal::kQuota;
     d->user_message = advice.message;
     d->admin_comment.reset();
     return;

@@ -169,6 +169,8 @@ TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloo
               HasSubstr("refused: tenant team-a uses 12 of its 8 GPUs guaranteed"));
   EXPECT_THAT(refused.user_message(), HasSubstr("--no-requeue"));
   EXPECT_FALSE(refused.set_admin_comment());
+  EXPECT_EQ(refused.refusal(), v1::AdmitResponse::ACCOUNTING_POLICY);
+  EXPECT_EQ(within.refusal(), v1::AdmitResponse::REFUSAL_UNSPECIFIED) << "accepted: no refusal";
 
   v1::AdmitResponse srun = Admit(svc, "team-a", 1, v1::JobDescription::REQUEUE_UNSPECIFIED,
                                  /*interactive=*/true);

@@ -114,8 +114,9 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
     d.admin_comment = slurm::MergeAnnotation(job.admin_comment, note);
     return d;
   };
-  auto reject = [&](std::string message) {
+  auto reject = [&](Refusal why, std::string message) {
     d.accept = false;
+    d.refusal = why;
     d.user_message = StrCat(kPrefix, message);
     d.admin_comment.reset();
     return d;
@@ -163,20 +164,22 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
       const std::string what = req.type.empty() ? "GPUs" : StrCat("GPUs of type ", req.type);
       if (nodes_with == 0) {
         if (!req.type.empty()) {
-          return reject(
-              StrCat("no node", where, " has gpu type ", req.type, "; available: ", available));
+          return reject(Refusal::kGresType, StrCat("no node", where, " has gpu type ", req.type,
+                                                   "; available: ", available));
         }
-        return reject(StrCat("no node", where, " has GPUs"));
+        return reject(Refusal::kGresType, StrCat("no node", where, " has GPUs"));
       }
       if (field.scope == "per job") {
         if (req.count > total) {
-          return reject(StrCat("the job asks for ", req.count, " ", what, " but all nodes", where,
+          return reject(Refusal::kNodeConfig,
+                        StrCat("the job asks for ", req.count, " ", what, " but all nodes", where,
                                " together have ", total, "; available: ", available));
         }
       } else if (req.count > max_per_node) {
-        return reject(StrCat("the job asks for ", req.count, " ", what, " ", field.scope,
-                             " but no node", where, " has more than ", max_per_node,
-                             "; available: ", available));
+        return reject(
+            Refusal::kNodeConfig,
+            StrCat("the job asks for ", req.count, " ", what, " ", field.scope, " but no node",
+                   where, " has more than ", max_per_node, "; available: ", available));
       }
     }
   }
@@ -190,7 +193,8 @@ Decision Decide(const JobRequest& job, const Inventory& inventory, const Policy&
         if (known.count(name)) continue;
         std::string list;
         for (const auto& k : known) StrAppend(&list, list.empty() ? "" : ", ", k);
-        return reject(StrCat("unknown feature '", name, "' in --constraint; features of the nodes",
+        return reject(Refusal::kFeature,
+                      StrCat("unknown feature '", name, "' in --constraint; features of the nodes",
                              where, ": ", list.empty() ? "none" : list));
       }
     }

@@ -77,9 +77,21 @@ struct JobRequest {
   std::string name;  // --job-name
 };
 
+// Why a job is refused, so that the plugin can answer with the Slurm error code that says
+// it (sbatch prints the code's text before our message).
+enum class Refusal {
+  kNone,
+  kNodeConfig,  // more GPUs than any node (or all nodes) has: "Requested node configuration is not
+                // available"
+  kGresType,    // a GPU type or GPUs no node has: "Invalid generic resource (gres) specification"
+  kFeature,     // a --constraint feature no node has: "Invalid feature specification"
+  kQuota,       // beyond the tenant's guarantee: "Job violates accounting/QOS policy ..."
+};
+
 struct Decision {
   bool accept = true;
-  std::string user_message;  // empty = nothing to say
+  Refusal refusal = Refusal::kNone;  // set when !accept
+  std::string user_message;          // empty = nothing to say
   // The new admin_comment (existing text kept, bridge token merged in); only on accept.
   std::optional<std::string> admin_comment;
 };

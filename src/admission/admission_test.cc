@@ -97,6 +97,24 @@ TEST(Decide, TableOfRequests) {
   }
 }
 
+// Each refusal says why, so that the plugin answers with the Slurm code that says it.
+TEST(Decide, EachRefusalNamesItsKind) {
+  Policy policy;
+  policy.preemptible_partitions = {"gpu"};
+  const std::pair<JobRequest, Refusal> cases[] = {
+      {{.tres_per_node = "gres:gpu:h100:2"}, Refusal::kNone},
+      {{.tres_per_node = "gres:gpu:a100:2"}, Refusal::kGresType},
+      {{.tres_per_node = "gres:gpu:h100:16"}, Refusal::kNodeConfig},
+      {{.tres_per_job = "gres:gpu:h100:33"}, Refusal::kNodeConfig},
+      {{.features = "h100&infiniband"}, Refusal::kFeature},
+  };
+  for (const auto& [job, want] : cases) {
+    Decision d = Decide(job, TestInventory(), policy);
+    EXPECT_EQ(d.refusal, want) << d.user_message;
+    EXPECT_EQ(d.accept, want == Refusal::kNone) << d.user_message;
+  }
+}
+
 TEST(Decide, NodeLentOrUnhealthyIsAcceptedWithANote) {
   Inventory inv = TestInventory();
   inv.nodes[1].availability = Availability::kLent;

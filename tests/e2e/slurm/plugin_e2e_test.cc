@@ -168,11 +168,15 @@ TEST_F(PluginE2E, ImpossibleJobsAreRejectedWithAnActionableMessage) {
   EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:a100:2", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err,
               HasSubstr("k8s-bridge: no node has gpu type a100; available: h100 x8 on 4 nodes"));
+  // Each with the Slurm error code that says what is wrong (sbatch prints its text last).
+  EXPECT_THAT(err, HasSubstr("Invalid generic resource (gres) specification"));
   EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:h100:16", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err, HasSubstr("asks for 16 GPUs of type h100 per node but no node has more than 8"));
+  EXPECT_THAT(err, HasSubstr("Requested node configuration is not available"));
   EXPECT_TRUE(
       Sbatch({"--hold", "--constraint=infiniband", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err, HasSubstr("unknown feature 'infiniband' in --constraint"));
+  EXPECT_THAT(err, HasSubstr("Invalid feature specification"));
   EXPECT_THAT(DaemonLog(), HasSubstr("admission_reject"));
 }
 
@@ -265,6 +269,7 @@ TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFl
           .empty());
   EXPECT_THAT(err, HasSubstr("refused: tenant team-a uses 16 of its 8 GPUs guaranteed"));
   EXPECT_THAT(err, HasSubstr("cannot be requeued (--no-requeue)"));
+  EXPECT_THAT(err, HasSubstr("Job violates accounting/QOS policy")) << "Slurm's own code";
   CommandResult srun = RunCommand(
       {"srun", "-A", "team-a", "--gres=gpu:h100:1", "--immediate=10", "true"}, seconds(60));
   EXPECT_NE(srun.exit_code, 0);
@@ -293,6 +298,7 @@ TEST_F(PluginE2E, FailClosedRefusesWithAClearMessage) {
   EXPECT_TRUE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty());
   EXPECT_THAT(err, HasSubstr("k8s-bridge: job admission is unavailable"));
   EXPECT_THAT(err, HasSubstr("FailurePolicy=closed"));
+  EXPECT_THAT(err, HasSubstr("System submissions disabled"));
   // With the daemon up, fail-closed changes nothing for valid jobs.
   StartDaemon();
   EXPECT_FALSE(Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err).empty())
