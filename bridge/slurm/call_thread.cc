@@ -20,36 +20,32 @@ struct CallThread::State {
   uint64_t completed = 0;
 };
 
-CallThread::CallThread(std::string name, std::function<void()> init, std::function<void()> fini)
+CallThread::CallThread(std::string name, std::function<void()> init)
     : state_(std::make_shared<State>()) {
-  thread_ = std::thread(
-      [st = state_, name = std::move(name), init = std::move(init), fini = std::move(fini)] {
-        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-        if (init) init();
-        std::unique_lock<std::mutex> lock(st->mu);
-        for (;;) {
-          st->cv.wait(lock, [&] { return st->stop || !st->queue.empty(); });
-          if (st->queue.empty()) break;  // stop requested and nothing left
-          State::Task task = std::move(st->queue.front());
-          st->queue.pop_front();
-          const auto now = std::chrono::steady_clock::now();
-          if (now > task.deadline) continue;  // its caller has given up already
-          st->running = task.what;
-          st->running_since = now;
-          st->running_deadline = task.deadline;
-          lock.unlock();
-          task.fn();
-          lock.lock();
-          st->running.clear();
-          ++st->completed;
-          st->cv.notify_all();
-        }
-        lock.unlock();
-        if (fini) fini();
-        lock.lock();
-        st->finished = true;
-        st->cv.notify_all();
-      });
+  thread_ = std::thread([st = state_, name = std::move(name), init = std::move(init)] {
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    if (init) init();
+    std::unique_lock<std::mutex> lock(st->mu);
+    for (;;) {
+      st->cv.wait(lock, [&] { return st->stop || !st->queue.empty(); });
+      if (st->queue.empty()) break;  // stop requested and nothing left
+      State::Task task = std::move(st->queue.front());
+      st->queue.pop_front();
+      const auto now = std::chrono::steady_clock::now();
+      if (now > task.deadline) continue;  // its caller has given up already
+      st->running = task.what;
+      st->running_since = now;
+      st->running_deadline = task.deadline;
+      lock.unlock();
+      task.fn();
+      lock.lock();
+      st->running.clear();
+      ++st->completed;
+      st->cv.notify_all();
+    }
+    st->finished = true;
+    st->cv.notify_all();
+  });
 }
 
 CallThread::~CallThread() {

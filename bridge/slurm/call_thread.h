@@ -2,11 +2,11 @@
 //
 // libslurm is not safe for concurrent use and its RPCs can block for as long as slurmctld
 // does not answer. CallThread confines every libslurm call to one thread (started with
-// an init function, e.g. slurm_init) and bounds how long a caller waits: past the
+// an init function) and bounds how long a caller waits: past the
 // deadline the caller gets Unavailable while the call finishes in the background; while
 // a call is overdue, new calls fail at once instead of queueing behind it.
 //
-//   CallThread t("slurm", [] { slurm_init(nullptr); }, [] { slurm_fini(); });
+//   CallThread t("slurm", nullptr);
 //   StatusOr<int> n = t.Run<int>("load_nodes", 5s, [] { return StatusOr<int>(42); });
 //
 // Thread-safe. The closures must not capture anything that dies with the caller: after a
@@ -30,7 +30,9 @@ namespace skb::bridge::slurm {
 
 class CallThread {
  public:
-  CallThread(std::string name, std::function<void()> init, std::function<void()> fini);
+  // `init` runs first on the thread. There is no matching clean-up: libslurm's state is
+  // the process's, not one thread's (LibSlurmClient: slurm_init once, never slurm_fini).
+  CallThread(std::string name, std::function<void()> init);
   // Stops the thread; if a call is stuck (slurmctld hung), waits at most `join_timeout`
   // and then leaves the thread behind (it owns only shared state).
   ~CallThread();

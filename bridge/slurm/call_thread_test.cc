@@ -12,8 +12,7 @@ using std::chrono::milliseconds;
 TEST(CallThread, RunsInitThenCallsOnOneThread) {
   std::atomic<std::thread::id> init_id{};
   {
-    CallThread t(
-        "test", [&] { init_id = std::this_thread::get_id(); }, nullptr);
+    CallThread t("test", [&] { init_id = std::this_thread::get_id(); });
     auto a = t.Run<std::thread::id>("a", milliseconds(2000), [] {
       return StatusOr<std::thread::id>(std::this_thread::get_id());
     });
@@ -29,14 +28,14 @@ TEST(CallThread, RunsInitThenCallsOnOneThread) {
 }
 
 TEST(CallThread, PassesErrorsThrough) {
-  CallThread t("test", nullptr, nullptr);
+  CallThread t("test", nullptr);
   auto r = t.Run<int>("x", milliseconds(2000), [] { return StatusOr<int>(NotFoundError("nope")); });
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
 }
 
 TEST(CallThread, HungCallTimesOutAndLaterCallsFailFast) {
   auto release = std::make_shared<std::atomic<bool>>(false);
-  CallThread t("test", nullptr, nullptr);
+  CallThread t("test", nullptr);
   auto hung = t.Run<int>("hung rpc", milliseconds(100), [release] {
     while (!*release) std::this_thread::sleep_for(milliseconds(5));
     return StatusOr<int>(1);
@@ -64,7 +63,7 @@ TEST(CallThread, DestructorDoesNotHangOnAStuckCall) {
   auto release = std::make_shared<std::atomic<bool>>(false);
   const auto start = std::chrono::steady_clock::now();
   {
-    CallThread t("test", nullptr, nullptr);
+    CallThread t("test", nullptr);
     t.join_timeout = milliseconds(100);
     (void)t.Run<int>("stuck", milliseconds(50), [release] {
       while (!*release) std::this_thread::sleep_for(milliseconds(5));

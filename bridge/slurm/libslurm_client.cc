@@ -551,8 +551,7 @@ Status SlurmErrorToStatus(int err, const std::string& what) {
 
 LibSlurmClient::LibSlurmClient(Options options) : options_(std::move(options)) {
   const std::string conf = options_.conf;
-  thread_ = std::make_unique<CallThread>(
-      "slurm-rpc", [conf] { InitSlurmOnce(conf); }, nullptr);
+  thread_ = std::make_unique<CallThread>("slurm-rpc", [conf] { InitSlurmOnce(conf); });
 }
 
 LibSlurmClient::~LibSlurmClient() = default;
