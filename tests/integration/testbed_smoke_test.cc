@@ -108,6 +108,41 @@ TEST_F(TestbedSmoke, SlurmGpuJobRunsToCompletion) {
   EXPECT_TRUE(ran) << "never observed RUNNING";
 }
 
+// Real accounting: slurmdbd on MariaDB holds the testbed's accounts and QOS (with the
+// priorities and preemption relations a site gives them), and a job's account and QOS are
+// in sacct's history once it has run.
+TEST_F(TestbedSmoke, AccountingHoldsTheAccountsQosAndJobHistory) {
+  CommandResult qos = RunCommand(
+      {"sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,preempt,preemptmode"},
+      seconds(30));
+  ASSERT_EQ(qos.exit_code, 0) << qos.err;
+  EXPECT_THAT(qos.out, ::testing::HasSubstr("normal|100|preemptible|cluster"));
+  EXPECT_THAT(qos.out, ::testing::HasSubstr("preemptible|10||requeue"));
+  EXPECT_THAT(qos.out, ::testing::HasSubstr("guaranteed|1000|preemptible|cluster"));
+  CommandResult accounts =
+      RunCommand({"sacctmgr", "-n", "-P", "show", "account", "format=account"}, seconds(30));
+  EXPECT_THAT(accounts.out, ::testing::HasSubstr("team-a"));
+  EXPECT_THAT(accounts.out, ::testing::HasSubstr("team-b"));
+
+  CommandResult sub = RunCommand({"sbatch", "--parsable", "-A", "team-b", "--qos=guaranteed",
+                                  "--job-name=acct", "--output=/dev/null", "--wrap", "true"},
+                                 seconds(30));
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  const std::string id(StripWhitespace(sub.out));
+  std::string history;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        history = RunCommand({"sacct", "-n", "-P", "-X", "-j", id, "--format=account,qos,state"},
+                             seconds(10))
+                      .out;
+        // The QOS reads "Unknown" for a moment after the job ends (slurmdbd's record of
+        // it is completed after the end itself).
+        return StripWhitespace(history) == "team-b|guaranteed|COMPLETED";
+      },
+      seconds(90), std::chrono::milliseconds(500)))
+      << history;
+}
+
 TEST_F(TestbedSmoke, KubernetesGpuPodIsScheduledAndRuns) {
   const std::string ns = "smoke-test";
   RunCommand({"kubectl", "delete", "namespace", ns, "--ignore-not-found", "--wait=true"},
