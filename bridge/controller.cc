@@ -85,6 +85,17 @@ Controller::Controller(ControllerOptions options)
   if (opts_.before_action) reconciler_->SetBeforeAction(opts_.before_action);
   // A leader whose Lease may have passed to another replica stops between two actions.
   reconciler_->SetActingGate([this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
+  // Jobs within their tenant's guarantee are kept from other tenants' demand; pods beyond
+  // their tenant's guarantee take idle GPUs only.
+  quotas_.SetOnQuotaFacts([this](const ownership::QuotaFacts& f) {
+    reconciler_->SetQuotaFacts(f);
+    auto shared = std::make_shared<const ownership::QuotaFacts>(f);
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      quota_facts_ = std::move(shared);
+    }
+    ++slurm_generation_;  // the device lane passes again
+  });
   if (cfg_.gpu_sharing.enabled) {
     device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
     device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
@@ -274,14 +285,21 @@ std::shared_ptr<const std::vector<skb::slurm::JobView>> Controller::SlurmJobs() 
 devices::World Controller::DeviceWorld() const {
   std::shared_ptr<const std::vector<skb::slurm::NodeView>> nodes;
   std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs;
+  std::shared_ptr<const ownership::QuotaFacts> quota;
   {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     nodes = slurm_nodes_;
     jobs = jobs_;
+    quota = quota_facts_;
   }
-  return device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
-                              jobs ? *jobs : std::vector<skb::slurm::JobView>{},
-                              reconciler_->PairedNodes());
+  devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
+                                          jobs ? *jobs : std::vector<skb::slurm::JobView>{},
+                                          reconciler_->PairedNodes());
+  if (quota) {
+    w.guaranteed_jobs = quota->guaranteed_jobs;
+    devices::ApplyBorrowing(quota->borrowing_pods, &w);
+  }
+  return w;
 }
 
 std::optional<devices::Observation> Controller::ObserveDevices() const {
@@ -297,8 +315,9 @@ void Controller::OnSlurm(const slurm::SlurmState& s) {
     slurm_nodes_ = std::move(nodes);
   }
   if (s.jobs_changed) {
-    reconciler_->SetSlurmJobs(s.jobs);
+    // The ledger first: a node the new jobs make dirty is planned with their standing.
     quotas_.SetSlurmJobs(s.jobs);
+    reconciler_->SetSlurmJobs(s.jobs);
     auto jobs = std::make_shared<const std::vector<skb::slurm::JobView>>(s.jobs);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     jobs_ = std::move(jobs);

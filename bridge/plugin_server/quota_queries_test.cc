@@ -133,6 +133,52 @@ TEST(QuotaLedger, ExportsTheTenantGauges) {
   EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"(none)\",state=\"borrowed\"} 0"));
 }
 
+// The planners hear what quotas decide (the jobs within their tenant's guarantee, the
+// pending pods that would borrow) when, and only when, it changes: the first
+// classification, a job that starts or ends and moves the split, a pod that would borrow;
+// not a pod that changes nothing of it or a jobs poll that changes nothing.
+TEST(QuotaLedger, TellsThePlannersWhenTheGuaranteedJobsChange) {
+  config::Config cfg = Config();
+  SimulatedClock clock{ownership::FromUnix(1'700'000'000)};
+  QuotaLedger ledger{&cfg, &clock};
+  std::vector<ownership::QuotaFacts> told;
+  ledger.SetOnQuotaFacts([&](const ownership::QuotaFacts& f) { told.push_back(f); });
+  ledger.SetManagedNode("node1", true);  // the first classification: nothing running
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told.back(), ownership::QuotaFacts{});
+
+  // team-a (8 guaranteed) runs two 4-GPU jobs, then a third: it borrows.
+  ledger.SetSlurmJobs({Job(1, "team-a", {"node1"}, 4), Job(2, "team-a", {"node2"}, 4)});
+  ASSERT_EQ(told.size(), 2u);
+  EXPECT_EQ(told.back().guaranteed_jobs, (ownership::GuaranteedJobs{{1, "team-a"}, {2, "team-a"}}));
+  ledger.SetSlurmJobs({Job(1, "team-a", {"node1"}, 4), Job(2, "team-a", {"node2"}, 4),
+                       Job(3, "team-a", {"node3"}, 4)});
+  EXPECT_EQ(told.size(), 2u) << "job 3 borrows: the guaranteed set is the same";
+  ledger.UpdatePod(Pod("serve-0", "node1", 2));
+  EXPECT_EQ(told.size(), 2u) << "team-b's pod changes nothing of team-a's";
+
+  // Job 1 ends: job 3 enters the floor.
+  ledger.SetSlurmJobs({Job(2, "team-a", {"node2"}, 4), Job(3, "team-a", {"node3"}, 4)});
+  ASSERT_EQ(told.size(), 3u);
+  EXPECT_EQ(told.back().guaranteed_jobs, (ownership::GuaranteedJobs{{2, "team-a"}, {3, "team-a"}}));
+
+  // team-b's pending pod fits its floor (2 running + 4 <= 8); a second one asking 4 more
+  // does not, judged alone against the running work; the first one's start changes both.
+  inventory::GpuPod pending = Pod("serve-1", "", 4);
+  pending.phase = "Pending";
+  ledger.UpdatePod(pending);
+  EXPECT_EQ(told.size(), 3u) << "within the floor: no borrowing pod, nothing new to tell";
+  inventory::GpuPod big = Pod("serve-2", "", 7);
+  big.phase = "Pending";
+  ledger.UpdatePod(big);
+  ASSERT_EQ(told.size(), 4u);
+  EXPECT_EQ(told.back().borrowing_pods,
+            (std::map<std::string, std::string>{
+                {"serving/serve-2",
+                 "tenant team-b uses 2 of its 8 GPUs guaranteed: this pod's 7 GPUs would be "
+                 "borrowed"}}));
+}
+
 v1::AdmitResponse Admit(AdmissionService& svc, const std::string& account, int gpus,
                         v1::JobDescription::Requeue requeue, bool interactive = false) {
   v1::Request req;

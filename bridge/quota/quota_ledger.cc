@@ -66,6 +66,12 @@ void QuotaLedger::SetManagedNode(const std::string& k8s_name, bool managed) {
   if (changed) RecomputeLocked();
 }
 
+void QuotaLedger::SetOnQuotaFacts(std::function<void(const ownership::QuotaFacts&)> fn) {
+  MutexLock lock(&mu_);
+  on_facts_ = std::move(fn);
+  facts_.reset();
+}
+
 std::shared_ptr<const quota::Observation> QuotaLedger::Current() const {
   if (!enabled()) return nullptr;
   MutexLock lock(&mu_);
@@ -88,6 +94,14 @@ void QuotaLedger::RecomputeLocked() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
   ++computations_;
+  if (on_facts_) {
+    ownership::QuotaFacts f{.guaranteed_jobs = quota::GuaranteedJobs(*current_),
+                            .borrowing_pods = quota::BorrowingPendingPods(cfg_.quotas, *current_)};
+    if (!facts_ || *facts_ != f) {
+      on_facts_(f);
+      facts_ = std::move(f);
+    }
+  }
 }
 
 void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observation& o,

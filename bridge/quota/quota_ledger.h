@@ -8,6 +8,8 @@
 //   ledger.UpdatePod(pod); ledger.RemovePod(ns, name);
 //   ledger.SetManagedNode("node1", true);
 //   std::shared_ptr<const quota::Observation> o = ledger.Current();   // null: quotas off
+//   ledger.SetOnQuotaFacts([&](const ownership::QuotaFacts& f) {   // the planners' input
+//     reconciler.SetQuotaFacts(f); });
 //
 // A change that cannot alter the classification (a pod's status write, quotas off) costs a
 // comparison; any other recomputes the whole classification (cheap: see bench/RESULTS.md).
@@ -16,9 +18,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +32,7 @@
 #include "src/base/thread_annotations.h"
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
+#include "src/ownership/policy.h"
 #include "src/quota/observe.h"
 #include "src/slurm/types.h"
 
@@ -45,6 +50,13 @@ class QuotaLedger {
   void RemovePod(const std::string& ns, const std::string& name);
   void SetManagedNode(const std::string& k8s_name, bool managed);
 
+  // Called whenever what the planners learn from quotas changes (and once with the first
+  // classification): the running jobs within their tenant's guarantee, kept from other
+  // tenants' demand, and the pending pods that would run borrowed, which may take idle GPUs
+  // only. Called under the ledger's lock, so calls come in the order the classifications
+  // were made; `fn` must not call back into the ledger. Set it before the ledger is fed.
+  void SetOnQuotaFacts(std::function<void(const ownership::QuotaFacts&)> fn);
+
   // The latest classification; null while quotas are off.
   std::shared_ptr<const quota::Observation> Current() const;
   // How long the last classification took, and how many there were.
@@ -61,6 +73,8 @@ class QuotaLedger {
   std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
   std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
   std::shared_ptr<const quota::Observation> current_ GUARDED_BY(mu_);
+  std::function<void(const ownership::QuotaFacts&)> on_facts_ GUARDED_BY(mu_);
+  std::optional<ownership::QuotaFacts> facts_ GUARDED_BY(mu_);  // the last ones told
   std::atomic<int64_t> last_ns_{0};
   std::atomic<uint64_t> computations_{0};
 };

@@ -165,6 +165,53 @@ void Reconciler::SetGpuGranularNodes(std::set<std::string> nodes) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
+namespace {
+
+// The keys whose value differs between `a` and `b` (present in one only, or changed).
+template <typename K>
+std::set<K> ChangedKeys(const std::map<K, std::string>& a, const std::map<K, std::string>& b) {
+  std::set<K> changed;
+  for (const auto* m : {&a, &b}) {
+    const auto* other = m == &a ? &b : &a;
+    for (const auto& [key, value] : *m) {
+      auto it = other->find(key);
+      if (it == other->end() || it->second != value) changed.insert(key);
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
+  std::set<std::string> dirty;
+  {
+    MutexLock lock(&mu_);
+    if (facts == quota_) return;
+    const std::set<uint32_t> changed = ChangedKeys(facts.guaranteed_jobs, quota_.guaranteed_jobs);
+    for (const std::string& pod : ChangedKeys(facts.borrowing_pods, quota_.borrowing_pods)) {
+      auto it = pods_.find(pod);
+      if (it != pods_.end() && !it->second.nominated_node_name.empty()) {
+        dirty.insert(SlurmNameLocked(it->second.nominated_node_name));
+      }
+    }
+    // A heterogeneous job is judged whole: every component's node.
+    std::set<uint32_t> het;
+    for (uint32_t id : changed) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;  // not running here (yet): SetSlurmJobs marks it
+      dirty.insert(it->second.nodes.begin(), it->second.nodes.end());
+      if (it->second.het_job_id != 0) het.insert(it->second.het_job_id);
+    }
+    for (const auto& [id, j] : jobs_) {
+      if (j.het_job_id != 0 && het.count(j.het_job_id))
+        dirty.insert(j.nodes.begin(), j.nodes.end());
+    }
+    quota_ = std::move(facts);
+  }
+  for (const auto& n : dirty) queue_->Add(n);
+}
+
 std::map<std::string, std::string> Reconciler::PairedNodes() const {
   MutexLock lock(&mu_);
   std::map<std::string, std::string> out;
@@ -248,6 +295,13 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   for (const auto& [id, j] : jobs_) {
     if (j.het_job_id != 0 && het.count(j.het_job_id)) m.het_jobs.push_back(j);
   }
+  for (const auto* list : {&m.jobs, &m.het_jobs}) {
+    for (const slurm::JobView& j : *list) {
+      if (auto g = quota_.guaranteed_jobs.find(j.job_id); g != quota_.guaranteed_jobs.end()) {
+        m.guaranteed_jobs.emplace(g->first, g->second);
+      }
+    }
+  }
   for (const auto& [id, j] : ended_jobs_) {
     if (std::find(j.nodes.begin(), j.nodes.end(), name) != j.nodes.end()) {
       m.ended_jobs.push_back(j);
@@ -258,6 +312,10 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
       if (SlurmNameLocked(p->node_name) == name) m.pods.push_back(*p);
     } else if (!p->nominated_node_name.empty() && SlurmNameLocked(p->nominated_node_name) == name) {
       m.nominated_pods.push_back(*p);
+      const std::string key = StrCat(p->namespace_name, "/", p->name);
+      if (auto b = quota_.borrowing_pods.find(key); b != quota_.borrowing_pods.end()) {
+        m.borrowing_nominated.emplace(key, b->second);
+      }
     }
   }
   return m;

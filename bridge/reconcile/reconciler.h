@@ -25,6 +25,7 @@
 #include "src/config/config.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
+#include "src/ownership/policy.h"
 #include "src/plan/node_plan.h"
 #include "src/reconcile/work_queue.h"
 
@@ -69,6 +70,12 @@ class Reconciler {
   // The nodes the GPU-granular lane shares GPU by GPU: node lending leaves them alone
   // (ManagedNode::gpu_granular). Nodes entering or leaving the set are planned again.
   void SetGpuGranularNodes(std::set<std::string> nodes);
+  // Guaranteed quotas (the QuotaLedger's classification): the running jobs within their
+  // tenant's guarantee, which the planner keeps from other tenants' demand
+  // (ManagedNode::guaranteed_jobs), and the pending pods that would run borrowed, for which
+  // no Slurm job is preempted (ManagedNode::borrowing_nominated). The nodes of the jobs
+  // that change, and those the changed pods are nominated to, are planned again.
+  void SetQuotaFacts(ownership::QuotaFacts facts);
   // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World).
   std::map<std::string, std::string> PairedNodes() const;
 
@@ -167,6 +174,7 @@ class Reconciler {
   // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
   std::set<std::string> gpu_granular_ GUARDED_BY(mu_);
+  ownership::QuotaFacts quota_ GUARDED_BY(mu_);
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
   struct PlannedOwner {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <vector>
 
 #include "bridge/reconcile/reconciler.h"
@@ -112,6 +113,66 @@ TEST_F(ReconcilerUnitTest, TheOldestNodeOfAnOwnerCountsFromItsFirstPlanWithThatO
   ASSERT_EQ(oldest.size(), 1u);
   EXPECT_NE(oldest.begin()->first, "unhealthy");
   EXPECT_EQ(oldest.begin()->second, std::chrono::seconds(30));
+}
+
+// Guaranteed quotas: a change in the jobs within their tenant's guarantee plans the nodes
+// of the jobs it touches again (every component's node for a heterogeneous job), and the
+// merged node carries its jobs' standing; the same facts again plan nothing. A pending pod
+// that turns borrowing plans the node it is nominated to.
+TEST_F(ReconcilerUnitTest, AChangeInTheQuotaFactsPlansTheNodesItTouchesAgain) {
+  queue_.Done("node1");  // the fixture took it
+  auto running = [](uint32_t id, std::string node) {
+    slurm::JobView j;
+    j.job_id = id;
+    j.state = skb::slurm::JobState::kRunning;
+    j.nodes = {std::move(node)};
+    j.gpus_per_node = 4;
+    return j;
+  };
+  slurm::JobView leader = running(11, "node3"), component = running(12, "node4");
+  leader.het_job_id = component.het_job_id = 11;
+  component.het_job_offset = 1;
+  reconciler_.SetSlurmJobs({running(5, "node1"), running(6, "node2"), leader, component});
+  auto drain = [&] {
+    std::set<std::string> keys;
+    while (auto key = queue_.Get()) {
+      keys.insert(*key);
+      queue_.Done(*key);
+    }
+    return keys;
+  };
+  drain();
+
+  // Job 99 runs nowhere the reconciler knows (yet): SetSlurmJobs will mark its node.
+  reconciler_.SetQuotaFacts({.guaranteed_jobs = {{5, "team-a"}, {99, "team-b"}}});
+  EXPECT_THAT(drain(), ElementsAre("node1"));
+  EXPECT_EQ(reconciler_.Node("node1").guaranteed_jobs, (ownership::GuaranteedJobs{{5, "team-a"}}));
+  EXPECT_THAT(reconciler_.Node("node2").guaranteed_jobs, IsEmpty());
+
+  reconciler_.SetQuotaFacts({.guaranteed_jobs = {{5, "team-a"}, {99, "team-b"}}});
+  EXPECT_THAT(drain(), IsEmpty());
+
+  // Job 5 moves to another tenant, component 12 enters: node1, and both nodes of the
+  // heterogeneous job (node3's planner judges component 11 by the whole job).
+  reconciler_.SetQuotaFacts({.guaranteed_jobs = {{5, "team-b"}, {12, "team-a"}}});
+  EXPECT_THAT(drain(), ElementsAre("node1", "node3", "node4"));
+  EXPECT_EQ(reconciler_.Node("node3").guaranteed_jobs, (ownership::GuaranteedJobs{{12, "team-a"}}));
+
+  // A pending pod nominated to node2 turns borrowing: node2 is planned again, and its merged
+  // view says why the pod borrows.
+  inventory::GpuPod pod;
+  pod.namespace_name = "serving";
+  pod.name = "serve-3";
+  pod.gpus = 8;
+  pod.phase = "Pending";
+  pod.nominated_node_name = "node2";
+  reconciler_.UpdatePod(pod);
+  drain();
+  reconciler_.SetQuotaFacts({.guaranteed_jobs = {{5, "team-b"}, {12, "team-a"}},
+                             .borrowing_pods = {{"serving/serve-3", "beyond"}}});
+  EXPECT_THAT(drain(), ElementsAre("node2"));
+  EXPECT_EQ(reconciler_.Node("node2").borrowing_nominated,
+            (std::map<std::string, std::string>{{"serving/serve-3", "beyond"}}));
 }
 
 TEST_F(ReconcilerUnitTest, TimeoutsAreRetriedWithBackOffAndNoWarning) {

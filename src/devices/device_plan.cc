@@ -273,6 +273,10 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
     s.why = StrCat(lent, s.gpus, " idle GPUs on ", node.node);
     return s;
   }
+  if (!pod.borrowing.empty()) {
+    return no(StrCat("node ", node.node, " has ", idle, " idle GPUs and ", pod.pod,
+                     " may take no job's: ", pod.borrowing, " (quotas)"));
+  }
   // By whole job (a heterogeneous job's components on this node are one victim, and none
   // is one if any is not).
   std::map<uint32_t, Candidate> by_whole;
@@ -291,7 +295,7 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
     c.gpus += static_cast<int64_t>(j.indices.size());
     c.work = WorkLost(j, now);  // the whole job's: the same for each component
     if (!own::Actionable(j.view) || !slurm_owned ||
-        !own::PolicyForWhole(Whole(j), cfg, now).preemptible) {
+        !own::PolicyForWhole(Whole(j), cfg, now, node.guaranteed_jobs).preemptible) {
       kept.insert(whole);
     }
   }
@@ -411,7 +415,8 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                                [&](const NodeJob& j) { return j.view.job_id == id; });
         if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
-        const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now);
+        const own::JobPolicy policy =
+            own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
         if (!policy.preemptible) continue;  // became protected: the placeholder waits
         if (!it->signalled_at) {
           to_signal[{policy.signal, policy.scope}].push_back(id);

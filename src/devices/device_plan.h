@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -88,6 +89,8 @@ struct NodeDevices {
   std::vector<Placeholder> placeholders;
   std::vector<Claim> claims;
   bool healthy = true;
+  // Jobs here (any component) within their tenant's guarantee: never a give's victims.
+  std::map<uint32_t, std::string> guaranteed_jobs;
 };
 
 // An unschedulable GPU pod at or above the inference threshold.
@@ -96,6 +99,9 @@ struct PendingPod {
   int64_t gpus = 1;
   int32_t priority = 0;
   std::string model;  // "" = any
+  // Guaranteed quotas: why it would run beyond its tenant's guarantee ("" = within it, or
+  // quotas off). A borrowing pod gets idle GPUs only, never a job's.
+  std::string borrowing;
 };
 
 enum class Owner { kSlurm, kToKubernetes, kKubernetes, kToSlurm, kUnguarded };

@@ -197,6 +197,45 @@ TEST(SelectOnNode, NeverTakesANonPreemptibleJobsGpus) {
   EXPECT_FALSE(SelectOnNode(m, Pod(1), Cfg(), kNow, &why));
 }
 
+// Guaranteed quotas: a job within its tenant's guarantee keeps its GPUs, though the lending
+// policy would preempt it; the give takes the borrowed job next to it.
+TEST(SelectOnNode, NeverTakesTheGpusOfAJobWithinItsTenantsGuarantee) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));  // loses less work: the first choice
+  AddJob(&n, 2, "gpu:2(IDX:2-3)", true, hours(10));
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(1u));
+  n.guaranteed_jobs = {{1, "team-a"}};
+  s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(2u));
+  n.guaranteed_jobs[2] = "team-a";
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(2), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("4 GPUs run non-preemptible"));
+}
+
+// A pod beyond its tenant's guarantee borrows: idle GPUs yes, a job's never.
+TEST(SelectOnNode, ABorrowingPodTakesIdleGpusButNoJobs) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  PendingPod pod = Pod(2);
+  pod.borrowing = "tenant team-b uses 8 of its 8 GPUs guaranteed";
+  auto s = SelectOnNode(n, pod, Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-2", "gpu-3"));
+  pod.gpus = 3;
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, pod, Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("has 2 idle GPUs and"));
+  EXPECT_THAT(why, HasSubstr("may take no job's: tenant team-b uses 8 of its 8 GPUs guaranteed"));
+  pod.borrowing.clear();
+  s = SelectOnNode(n, pod, Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->victims, ElementsAre(1u));
+}
+
 // Makes n->jobs[i] component `offset` of heterogeneous job `het`, whose other components
 // are `others` (on other nodes), as Observe fills it in.
 void MakeHet(NodeDevices* n, size_t i, uint32_t het, uint32_t offset,

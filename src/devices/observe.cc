@@ -24,6 +24,13 @@ bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
          ParsePlaceholderRecord(job.admin_comment).has_value();
 }
 
+void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w) {
+  for (PendingPod& p : w->pending) {
+    auto it = borrowing_pods.find(p.pod);
+    p.borrowing = it != borrowing_pods.end() ? it->second : std::string();
+  }
+}
+
 Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now) {
   Observation out;
   const SharingConfig& sharing = cfg.gpu_sharing;
@@ -114,6 +121,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
         NodeJob nj{.view = *j, .indices = j->gpu_indices.at(sn.name)};
         if (auto s = signalled.find(j->job_id); s != signalled.end()) nj.signalled_at = s->second;
         if (j->het_job_id != 0) nj.het_components = het[j->het_job_id];
+        for (const slurm::JobView& c :
+             nj.het_components.empty() ? std::vector<slurm::JobView>{*j} : nj.het_components) {
+          if (auto g = w.guaranteed_jobs.find(c.job_id); g != w.guaranteed_jobs.end()) {
+            n.guaranteed_jobs.insert(*g);
+          }
+        }
         n.jobs.push_back(std::move(nj));
       }
     }

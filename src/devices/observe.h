@@ -42,7 +42,13 @@ struct World {
   // Every live pod ("ns/name") -> its node ("" while unscheduled): a give's pod still waits
   // while it exists unscheduled or runs on the give's node.
   std::map<std::string, std::string> pod_node;
+  // Jobs within their tenant's guarantee (quotas; ownership::GuaranteedJobs): a give never
+  // takes them.
+  std::map<uint32_t, std::string> guaranteed_jobs;
 };
+// Marks the pending pods that would run beyond their tenant's guarantee
+// (ownership::QuotaFacts::borrowing_pods: "ns/name" -> why): they take idle GPUs only.
+void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w);
 
 struct Observation {
   std::vector<NodeDevices> nodes;                    // shared GPU by GPU

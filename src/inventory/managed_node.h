@@ -59,6 +59,14 @@ struct ManagedNode {
   // names the first (highest priority) in the lend reason and does not return the node to
   // Slurm while one waits.
   std::vector<GpuPod> nominated_pods;
+  // Guaranteed quotas: the jobs in `jobs` and `het_jobs` that run within their tenant's
+  // guarantee, by job id -> tenant (ownership::GuaranteedJobs). Never taken for another's
+  // demand. Empty when quotas are off.
+  std::map<uint32_t, std::string> guaranteed_jobs;
+  // Guaranteed quotas: the pods in `nominated_pods` that would run beyond their tenant's
+  // guarantee, by "ns/name" -> why (ownership::QuotaFacts::borrowing_pods). A lend for one
+  // of them is refused while the node runs Slurm jobs.
+  std::map<std::string, std::string> borrowing_nominated;
   // Shared GPU by GPU (the GPU-granular lane, gpu_sharing): never lent whole.
   bool gpu_granular = false;
 

@@ -345,14 +345,15 @@ class Planner {
   bool LendRefused(std::string* why) const;
   ReservationClass WantedClass(std::string* why) const {
     // It skips jobs not holding the node.
-    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why, f_.node->het_jobs);
+    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why, f_.node->het_jobs,
+                    f_.node->guaranteed_jobs);
   }
   // `j` as Slurm preempts it: every component of a heterogeneous job, wherever it runs.
   std::vector<const slurm::JobView*> Whole(const slurm::JobView& j) const {
     return WholeJob(j, f_.node->het_jobs.empty() ? f_.node->jobs : f_.node->het_jobs);
   }
   JobPolicy PolicyOf(const slurm::JobView& j) const {
-    return PolicyForWhole(Whole(j), *f_.cfg, f_.now);
+    return PolicyForWhole(Whole(j), *f_.cfg, f_.now, f_.node->guaranteed_jobs);
   }
   void AddWhole(std::vector<uint32_t>* ids, const slurm::JobView& j) const;
   std::string HetNote(const std::vector<uint32_t>& ids, std::string_view what) const;
@@ -439,6 +440,15 @@ bool Planner::LendRefused(std::string* why) const {
                   ") preempted its reservation, but only pods at or above "
                   "lending.inference_threshold (",
                   f_.l->inference_threshold, ") may take Slurm's jobs");
+    return true;
+  }
+  // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
+  // idle GPUs only (an idle node is lent: no job, no refusal above).
+  if (auto b = f_.node->borrowing_nominated.find(PodName(*top));
+      b != f_.node->borrowing_nominated.end()) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but ", b->second,
+                  ", and borrowed GPUs come only from idle nodes (quotas)");
     return true;
   }
   return false;

@@ -20,6 +20,7 @@ using std::chrono::seconds;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const Clock::TimePoint kNow = FromUnix(1'700'000'000);
 constexpr char kNs[] = "slurm-bridge";
@@ -1082,6 +1083,24 @@ const Action* Find(const OwnershipPlan& p, ActionKind kind) {
   return nullptr;
 }
 
+// Deletes the node's reservation by hand (a lend, not a preemption) and expects the lend to
+// wait for its protected work: nothing signalled or preempted, a LendBlockedByProtectedJobs
+// Event whose message names `named`.
+void ExpectALendByHandWaits(ManagedNode* n, const config::Config& cfg, std::string_view named) {
+  Res(n)->terminating = true;
+  Res(n)->deletion_time =
+      kNow - minutes(1) + cfg.lending.max_grace + cfg.lending.release_timeout + seconds(1);
+  OwnershipPlan p = PlanOwnership(*n, cfg, kNow);
+  EXPECT_EQ(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
+  EXPECT_EQ(Find(p, ActionKind::kPreemptSlurmJobs), nullptr) << Dump(p);
+  bool blocked = false;
+  for (const Action& a : p.actions) {
+    blocked |= a.event_reason == "LendBlockedByProtectedJobs" &&
+               a.event_message.find(named) != std::string::npos;
+  }
+  EXPECT_TRUE(blocked) << Dump(p);
+}
+
 // A lend of the node of a non-leader component signals and preempts it: the executor acts
 // on the whole job through its leader, and the Events say which components and nodes that
 // reaches (node2's planner then sees its component end like any other job).
@@ -1117,23 +1136,12 @@ TEST(HeterogeneousJob, AProtectedComponentElsewhereProtectsTheNodeOfEveryOther) 
   std::string why;
   EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, &why, n.het_jobs), ReservationClass::kProtected);
   EXPECT_THAT(why, HasSubstr("heterogeneous job 11"));
-  Res(&n)->terminating = true;  // deleted by hand: a lend, protected work waited for
-  Res(&n)->deletion_time =
-      kNow - minutes(1) + cfg.lending.max_grace + cfg.lending.release_timeout + seconds(1);
-  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  EXPECT_EQ(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
-  EXPECT_EQ(Find(p, ActionKind::kPreemptSlurmJobs), nullptr) << Dump(p);
-  bool blocked = false;
-  for (const Action& a : p.actions) {
-    blocked |= a.event_reason == "LendBlockedByProtectedJobs" &&
-               a.event_message.find("heterogeneous job 11") != std::string::npos;
-  }
-  EXPECT_TRUE(blocked) << Dump(p);
+  ExpectALendByHandWaits(&n, cfg, "heterogeneous job 11");
 
   // Preempted by a pod instead: refused, the node is not even drained.
   ManagedNode m = HetNode(/*leader_preemptible=*/false);
   Preempted(&m, kNow, cfg);
-  p = PlanOwnership(m, cfg, kNow);
+  OwnershipPlan p = PlanOwnership(m, cfg, kNow);
   EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
   EXPECT_EQ(Find(p, ActionKind::kDrainSlurmNode), nullptr) << Dump(p);
 }
@@ -1147,6 +1155,54 @@ TEST(HeterogeneousJob, TheGraceIsTheLongestOfAnyComponent) {
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   ASSERT_NE(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
   EXPECT_EQ(p.recheck_at, kNow + seconds(300));
+}
+
+// ---- Guaranteed quotas ------------------------------------------------------------------
+
+// A job within its tenant's guarantee (ManagedNode::guaranteed_jobs, from the quota
+// classification) is never taken for another's demand, though the lending policy would
+// preempt it: its node's reservation is protected, so kube-scheduler's preemption cannot
+// pick it, and a lend of the node by anyone else (kubectl, a drain) waits for the job
+// instead of signalling it.
+TEST(GuaranteedQuota, AJobWithinItsTenantsGuaranteeProtectsItsNodeAndHoldsALend) {
+  const config::Config cfg = Cfg();
+  ManagedNode n = SlurmNode({Job(7)}, cfg);
+  std::string why;
+  EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, &why, n.het_jobs, n.guaranteed_jobs),
+            ReservationClass::kPreemptible);
+  n.guaranteed_jobs = {{7, "team-a"}};
+  EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, &why, n.het_jobs, n.guaranteed_jobs),
+            ReservationClass::kProtected);
+  EXPECT_EQ(why, "job 7: runs within tenant team-a's guarantee (quotas)");
+
+  ExpectALendByHandWaits(&n, cfg, "team-a's guarantee");
+
+  // The same lend once the job is borrowed (its tenant's other work took the floor):
+  // signalled.
+  n.guaranteed_jobs.clear();
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  const Action* sig = Find(p, ActionKind::kSignalSlurmJobs);
+  ASSERT_NE(sig, nullptr) << Dump(p);
+  EXPECT_THAT(sig->job_ids, ElementsAre(7));
+}
+
+// A heterogeneous job is preempted whole: one component within its tenant's guarantee,
+// even on another node, protects the node of every other component.
+TEST(GuaranteedQuota, AGuaranteedComponentElsewhereProtectsTheWholeJob) {
+  const config::Config cfg = Cfg();
+  ManagedNode n = HetNode(/*leader_preemptible=*/true);
+  n.guaranteed_jobs = {{11, "team-a"}};  // the leader, on node2
+  std::string why;
+  EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, &why, n.het_jobs, n.guaranteed_jobs),
+            ReservationClass::kProtected);
+  EXPECT_EQ(why,
+            "job 12: component 11 of heterogeneous job 11 (preempted as a whole): runs within "
+            "tenant team-a's guarantee (quotas)");
+  // A job the lending policy already keeps says its own reason, not the quota's.
+  ManagedNode m = SlurmNode({Job(8, /*preemptible=*/false)}, cfg);
+  m.guaranteed_jobs = {{8, "team-a"}};
+  ClassFor(m.jobs, cfg, kNow, &why, m.het_jobs, m.guaranteed_jobs);
+  EXPECT_THAT(why, Not(HasSubstr("guarantee"))) << why;
 }
 
 // ---- Bad input -------------------------------------------------------------------------
@@ -1587,6 +1643,49 @@ TEST(Story, APodBelowTheInferenceThresholdTakesNoJobs) {
   idle.n.nominated_pods.back().priority = idle.cfg.lending.inference_threshold - 1;
   idle.RunFor(seconds(60));
   EXPECT_TRUE(idle.PodRunning("batch-0"));
+}
+
+// Guaranteed quotas: a pod that would run beyond its tenant's guarantee borrows, and borrows
+// only idle GPUs. When it preempts the reservation of a node with preemptible jobs, the lend
+// is refused (nothing signalled, the reservation back) and the refusal names the quota; an
+// idle node is lent to it.
+TEST(Story, APodBeyondItsTenantsGuaranteeTakesNoJobsOnlyIdleNodes) {
+  const std::string why =
+      "tenant team-b uses 16 of its 16 GPUs guaranteed: this pod's 8 GPUs "
+      "would be borrowed";
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg, "serve-3");
+  s.n.borrowing_nominated = {{"ml/serve-3", why}};
+  s.RunFor(seconds(60));
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+  EXPECT_FALSE(s.n.slurm->drain);
+  EXPECT_FALSE(s.PodRunning("serve-3"));
+  ASSERT_NE(Res(&s.n), nullptr);
+  EXPECT_FALSE(Res(&s.n)->terminating) << "a new reservation holds the GPUs again";
+  EXPECT_EQ(s.n.k8s->annotations.count(kLendRefusedAtAnnotation), 1u);
+
+  // The refusal says why, in the planner's words.
+  ManagedNode n = SlurmNode({Job(1)});
+  Preempted(&n, kNow, Cfg(), "serve-3");
+  n.borrowing_nominated = {{"ml/serve-3", why}};
+  OwnershipPlan p = PlanOwnership(n, Cfg(), kNow);
+  bool named = false;
+  for (const Action& a : p.actions) {
+    named |= a.event_message.find(why + ", and borrowed GPUs come only from idle nodes (quotas)") !=
+             std::string::npos;
+  }
+  EXPECT_TRUE(named) << Dump(p);
+
+  Story idle;
+  idle.n = SlurmNode({});
+  idle.RunFor(seconds(10));
+  Preempted(&idle.n, idle.now, idle.cfg, "serve-3");
+  idle.n.borrowing_nominated = {{"ml/serve-3", why}};
+  idle.RunFor(seconds(60));
+  EXPECT_TRUE(idle.PodRunning("serve-3"));
 }
 
 // A job that ignores its signal and a Slurm that refuses the requeue: the planner asks

@@ -211,15 +211,16 @@ std::vector<const slurm::JobView*> WholeJob(const slurm::JobView& job,
 }
 
 JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
-                         const config::Config& cfg, Clock::TimePoint now) {
+                         const config::Config& cfg, Clock::TimePoint now,
+                         const GuaranteedJobs& guaranteed) {
   if (components.empty()) return JobPolicy{};
   const slurm::JobView* leader = components.front();
   for (const slurm::JobView* c : components) {
     if (c->het_job_id != 0 && c->job_id == c->het_job_id) leader = c;
   }
   JobPolicy whole = PolicyFor(*leader, cfg, now);
-  if (components.size() == 1) return whole;
-  auto component = [](const slurm::JobView& c, std::string_view why) {
+  auto component = [&](const slurm::JobView& c, std::string_view why) {
+    if (components.size() == 1) return std::string(why);
     return StrCat("component ", c.job_id, " of heterogeneous job ", c.het_job_id,
                   " (preempted as a whole): ", why);
   };
@@ -232,6 +233,14 @@ JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
       whole.preemptible = false;
       whole.why = component(*c, p.why);
     }
+  }
+  // The lending policy may take it; a guarantee still keeps it from another tenant's demand.
+  for (const slurm::JobView* c : components) {
+    if (!whole.preemptible) break;
+    auto g = guaranteed.find(c->job_id);
+    if (g == guaranteed.end()) continue;
+    whole.preemptible = false;
+    whole.why = component(*c, StrCat("runs within tenant ", g->second, "'s guarantee (quotas)"));
   }
   return whole;
 }
@@ -317,12 +326,14 @@ std::optional<ReservationClass> ClassByPriorityClassName(std::string_view name,
 
 ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config::Config& cfg,
                           Clock::TimePoint now, std::string* why,
-                          std::span<const slurm::JobView> het_jobs) {
+                          std::span<const slurm::JobView> het_jobs,
+                          const GuaranteedJobs& guaranteed) {
   ReservationClass c = ReservationClass::kIdle;
   std::string reason = "no Slurm job on the node";
   for (const slurm::JobView& j : jobs) {
     if (!HoldsNode(j)) continue;
-    JobPolicy p = PolicyForWhole(WholeJob(j, het_jobs.empty() ? jobs : het_jobs), cfg, now);
+    JobPolicy p =
+        PolicyForWhole(WholeJob(j, het_jobs.empty() ? jobs : het_jobs), cfg, now, guaranteed);
     if (!p.preemptible) {
       if (why) *why = StrCat("job ", j.job_id, ": ", p.why);
       return ReservationClass::kProtected;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -158,12 +159,29 @@ inline uint32_t WholeJobId(const slurm::JobView& j) {
 // job id, `job` first, then by offset); `job` alone when it is not one.
 std::vector<const slurm::JobView*> WholeJob(const slurm::JobView& job,
                                             std::span<const slurm::JobView> more);
+// Guaranteed quotas (src/quota): the running jobs that sit within their tenant's guarantee,
+// by job id (each component of a heterogeneous job by its own id) -> the tenant. Such a job
+// is never taken for anyone else's demand: the lend and the reservation class treat it as
+// not preemptible. Empty when quotas are off.
+using GuaranteedJobs = std::map<uint32_t, std::string>;
+// What guaranteed quotas tell the planners, from one classification of every job and pod.
+struct QuotaFacts {
+  GuaranteedJobs guaranteed_jobs;
+  // Pending GPU pods ("ns/name") that would run beyond their tenant's guarantee if they
+  // started now (a pod of no tenant always would) -> why. Such a pod may take idle GPUs
+  // only: a lend of a node with Slurm jobs for it is refused.
+  std::map<std::string, std::string> borrowing_pods;
+  bool operator==(const QuotaFacts&) const = default;
+};
+
 // PolicyFor the job as Slurm preempts it: preemptible only if every component is (the
-// first that is not says why, naming it); the longest grace of any component; the signal,
-// scope and mode of the leader (one call signals and requeues them all). A plain job: its
-// own PolicyFor.
+// first that is not says why, naming it) and no component runs within its tenant's
+// guarantee (`guaranteed`); the longest grace of any component; the signal, scope and mode
+// of the leader (one call signals and requeues them all). A plain job: its own PolicyFor,
+// then the guarantee.
 JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
-                         const config::Config& cfg, Clock::TimePoint now);
+                         const config::Config& cfg, Clock::TimePoint now,
+                         const GuaranteedJobs& guaranteed = {});
 // "heterogeneous job 11 (components 11 on node1, 12 on node2)", by offset; "" for a plain
 // job.
 std::string DescribeWhole(std::span<const slurm::JobView* const> components);
@@ -189,14 +207,15 @@ std::optional<ReservationClass> ClassByPriorityClassName(std::string_view name,
 std::optional<ReservationClass> ClassByName(std::string_view name);
 
 // The class a node's jobs call for: no job holding the node -> idle; any job not
-// preemptible (PolicyFor) -> protected; else preemptible. `why` (optional) gets the
-// deciding fact.
+// preemptible (PolicyForWhole: the lending policy, or within its tenant's guarantee) ->
+// protected; else preemptible. `why` (optional) gets the deciding fact.
 // `het_jobs`: every component (on any node) of the heterogeneous jobs among `jobs`
-// (ManagedNode::het_jobs; empty: only those in `jobs`): a job is judged as a whole
-// (PolicyForWhole).
+// (ManagedNode::het_jobs; empty: only those in `jobs`): a job is judged as a whole.
+// `guaranteed`: ManagedNode::guaranteed_jobs.
 ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config::Config& cfg,
                           Clock::TimePoint now, std::string* why = nullptr,
-                          std::span<const slurm::JobView> het_jobs = {});
+                          std::span<const slurm::JobView> het_jobs = {},
+                          const GuaranteedJobs& guaranteed = {});
 
 // ---- Victim ranking (kube-scheduler's preemption, for the simulator and bridgectl) -----
 

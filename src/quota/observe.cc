@@ -37,6 +37,7 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     const bool pending = j.state == slurm::JobState::kPending && !j.Held();
     if (!holds && !pending) continue;
     ObservedWork w;
+    w.job_id = j.job_id;
     w.running = holds;
     w.account = j.account;
     w.where = holds ? StrJoin(j.nodes, ",") : "";
@@ -91,6 +92,44 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
   }
   o.classification = Classify(q, running);
   return o;
+}
+
+std::map<uint32_t, std::string> GuaranteedJobs(const Observation& o) {
+  std::map<uint32_t, std::string> out;
+  for (const ObservedWork& w : o.work) {
+    if (!w.running || w.work.side != Side::kSlurm || w.work.tenant.empty()) continue;
+    auto s = o.classification.standing.find(w.work.id);
+    if (s != o.classification.standing.end() && s->second == Standing::kGuaranteed) {
+      out.emplace(w.job_id, w.work.tenant);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& config,
+                                                        const Observation& o) {
+  std::map<std::string, std::string> out;
+  if (!config.enabled()) return out;
+  for (const ObservedWork& w : o.work) {
+    if (w.running || w.work.side != Side::kKubernetes) continue;
+    const std::string key = w.work.id.substr(4);  // "k8s/ns/name" -> "ns/name"
+    const Tenant* t = config.Find(w.work.tenant);
+    if (t == nullptr) {
+      out.emplace(key, StrCat("namespace ", w.account,
+                              " belongs to no tenant (quotas.tenants), so its pods borrow"));
+      continue;
+    }
+    int in_use = 0;
+    if (auto u = o.classification.usage.find(t->name); u != o.classification.usage.end()) {
+      in_use = u->second.in_use();
+    }
+    if (in_use + w.work.gpus > t->guaranteed) {
+      out.emplace(key,
+                  StrCat("tenant ", t->name, " uses ", in_use, " of its ", t->guaranteed,
+                         " GPUs guaranteed: this pod's ", Gpus(w.work.gpus), " would be borrowed"));
+    }
+  }
+  return out;
 }
 
 std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o) {

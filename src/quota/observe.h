@@ -30,6 +30,7 @@ namespace skb::quota {
 // One job or pod with what bridgectl shows about it.
 struct ObservedWork {
   Work work;
+  uint32_t job_id = 0;          // a Slurm job's id; 0 for a pod
   bool running = false;         // holds GPUs now; else pending demand
   std::string where;            // its nodes ("node1,node2"); "" while pending
   std::string account;          // Slurm account, or the pod's namespace
@@ -52,6 +53,17 @@ struct Observation {
 Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
                     const std::vector<inventory::GpuPod>& pods,
                     const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now);
+
+// The running Slurm jobs that sit within their tenant's guarantee, by job id -> tenant: what
+// the lend and the reservation class keep from other tenants' demand
+// (ownership::GuaranteedJobs). Empty when quotas are off.
+std::map<uint32_t, std::string> GuaranteedJobs(const Observation& o);
+// The pending GPU pods that would run beyond their tenant's guarantee if they started now,
+// by "ns/name" -> why (a pod of no tenant always borrows): they may take idle GPUs only,
+// never a Slurm job's (ownership::QuotaFacts::borrowing_pods). Each pod is judged alone
+// against its tenant's running work. Empty when quotas are off.
+std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& config,
+                                                        const Observation& o);
 
 // One line of `bridgectl get quotas`.
 struct TenantRow {

@@ -118,6 +118,18 @@ TEST(Observe, SplitsEachTenantsWorkAtItsFloor) {
               HasSubstr("pending: would run guaranteed (WithinGuarantee)"));
   EXPECT_THAT(WhyStanding(cfg.quotas, o, Find(o, "slurm/4")),
               HasSubstr("pending: would run borrowed (BorrowIdle)"));
+
+  // What the planners keep from other tenants' demand: the running jobs within the floor
+  // (not the pod: Kubernetes' own priority protects it; not pending work).
+  EXPECT_EQ(GuaranteedJobs(o), (std::map<uint32_t, std::string>{{3, "a"}}));
+}
+
+// Quotas off: nothing is guaranteed, every job is judged by the lending policy alone.
+TEST(Observe, NoTenantsGuaranteeNoJob) {
+  auto cfg = config::ParseConfig(R"({"admission": {"preemptible_partitions": ["gpu"]}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  Observation o = Observe(*cfg, {RunningJob(1, "team-a", {"n1"}, 4, 1000)}, {}, {"n1"}, kNow);
+  EXPECT_THAT(GuaranteedJobs(o), IsEmpty());
 }
 
 TEST(Observe, WorkOfNoTenantBorrowsAndGetsARowOfItsOwn) {

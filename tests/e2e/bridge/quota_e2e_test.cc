@@ -1,0 +1,209 @@
+// Guaranteed GPU quotas across the boundary, end to end on the testbed with the real
+// kube-scheduler: a tenant's Slurm jobs within its guarantee are never taken by another
+// tenant's pods; the jobs it runs beyond its guarantee (borrowed) are what those pods take.
+//
+// Two tenants, each guaranteed two nodes' GPUs (16): team-a trains in Slurm (account
+// team-a), team-b serves in Kubernetes (namespace default). team-a fills all four nodes:
+// the bridge classifies two of its jobs within the guarantee and two borrowed, and gives
+// the nodes of the guaranteed ones the protected reservation class. team-b's first two
+// inference pods preempt the borrowed jobs (checkpoint signal, grace, requeue); its third
+// waits, Pending, because nothing but team-a's floor is left: kube-scheduler's preemption
+// cannot pick a protected reservation. The invariant sampler watches throughout.
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/e2e/bridge/lending_fixture.h"
+
+namespace skb::lending_e2e {
+namespace {
+
+class QuotaE2E : public LendingE2E {
+ protected:
+  QuotaE2E() {
+    extra_overlay_ = nlohmann::json::parse(R"({"quotas": {"tenants": [
+        {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 16},
+        {"name": "team-b", "slurm_accounts": ["team-b"], "kubernetes_namespaces": ["default"],
+         "guaranteed": 16}]}})");
+  }
+
+  // node -> priority class of its Running reservation (not being deleted).
+  std::map<std::string, std::string> ReservationClassByNode() {
+    auto r = Shell(
+        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
+        "jsonpath='{range .items[*]}{.spec.nodeName} {.spec.priorityClassName} {.status.phase} "
+        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
+    std::map<std::string, std::string> out;
+    for (const auto& line : StrSplit(r.out, '\n')) {
+      const std::string trimmed = Trim(std::string(line));
+      std::vector<std::string> f;
+      for (const auto& w : StrSplit(trimmed, ' ')) f.emplace_back(w);
+      if (f.size() == 3 && f[2] == "Running") out[f[0]] = f[1];
+    }
+    return out;
+  }
+
+  testbed::CommandResult Bridgectl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {skb::testbed::BridgectlBinary(), "--socket",
+                                     daemon_->socket()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, seconds(30));
+  }
+};
+
+TEST_F(QuotaE2E, AnotherTenantsPodsTakeOnlyBorrowedJobsAndWaitAtTheGuarantee) {
+  ASSERT_EQ(testbed::TestbedNodeCount(), 4) << "the scenario is sized for four 8-GPU nodes";
+  for (int i = 0; i < 4; ++i) Submit("gpu", {"USR1"}, {"-A", "team-a"});
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+
+  // Two nodes protected (the guaranteed jobs), two preemptible (the borrowed ones), and no
+  // reservation swap left in flight.
+  std::map<std::string, std::string> classes;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        classes = ReservationClassByNode();
+        int protected_nodes = 0, preemptible_nodes = 0;
+        for (const auto& [node, cls] : classes) {
+          protected_nodes += cls == "slurm-protected";
+          preemptible_nodes += cls == "slurm-preemptible";
+        }
+        auto taints = Shell("kubectl get nodes -o jsonpath='{.items[*].spec.taints[*].key}'").out;
+        return protected_nodes == 2 && preemptible_nodes == 2 &&
+               taints.find("reservation-swap") == std::string::npos;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out
+      << Bridgectl({"describe", "tenant", "team-a"}).out;
+  std::set<std::string> guaranteed_jobs, borrowed_jobs;
+  for (const auto& id : jobs_) {
+    (classes[JobNode(id)] == "slurm-protected" ? guaranteed_jobs : borrowed_jobs).insert(id);
+  }
+  ASSERT_EQ(guaranteed_jobs.size(), 2u);
+  // bridgectl says the same of each job, and why.
+  const std::string described = Bridgectl({"describe", "tenant", "team-a"}).out;
+  for (const auto& id : guaranteed_jobs) {
+    EXPECT_THAT(described, ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +guaranteed")))
+        << described;
+  }
+  for (const auto& id : borrowed_jobs) {
+    EXPECT_THAT(described, ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +borrowed")))
+        << described;
+  }
+  // The node's describe names the rule that made its reservation protected.
+  const std::string guaranteed_node = JobNode(*guaranteed_jobs.begin());
+  EXPECT_THAT(Bridgectl({"describe", "node", guaranteed_node}).out,
+              HasSubstr("team-a's guarantee (quotas)"));
+
+  // team-b's first two pods take the borrowed jobs' nodes: signalled, graced, requeued.
+  CreateInferencePod("serve-1");
+  CreateInferencePod("serve-2");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodField("serve-1", ".status.phase") == "Running" &&
+               PodField("serve-2", ".status.phase") == "Running";
+      },
+      seconds(2 * kGraceSeconds + 60)))
+      << Shell("kubectl get pods -A -o wide").out << Shell("squeue").out;
+  for (const char* pod : {"serve-1", "serve-2"}) {
+    const std::string node = PodField(pod, ".spec.nodeName");
+    EXPECT_NE(classes[node], "slurm-protected") << pod << " took guaranteed work's node " << node;
+  }
+  for (const auto& id : borrowed_jobs) {
+    EXPECT_GE(Restarts(id), 1) << "borrowed job " << id << " was not requeued";
+    EXPECT_THAT(Signals(id), HasSubstr("USR1")) << "job " << id << " got no checkpoint signal";
+  }
+
+  // A third pod: within team-b's guarantee only if someone borrowed, and nobody does any
+  // more. It waits, and the guaranteed jobs never notice.
+  CreateInferencePod("serve-3");
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 10));
+  EXPECT_EQ(PodField("serve-3", ".status.phase"), "Pending");
+  for (const auto& id : guaranteed_jobs) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(Restarts(id), 0) << id;
+    EXPECT_EQ(Signals(id), "") << id << " was signalled";
+  }
+  // Why it waits: kube-scheduler's own Event on the pod, and the split in bridgectl.
+  EXPECT_THAT(Shell("kubectl get events -n default --field-selector involvedObject.name=serve-3 "
+                    "-o custom-columns=R:.reason --no-headers")
+                  .out,
+              HasSubstr("FailedScheduling"));
+  std::string table;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        table = Bridgectl({"get", "quotas"}).out;
+        return std::regex_search(table, std::regex("team-b +16 +- +16 \\(0/16\\) +0 +8 ")) &&
+               std::regex_search(table, std::regex("team-a +16 +- +16 \\(16/0\\) +0 +16 "));
+      },
+      seconds(20)))
+      << table;
+  for (const char* pod : {"serve-1", "serve-2", "serve-3"}) {
+    Shell(StrCat("kubectl delete pod -n default ", pod, " --wait=false"));
+  }
+}
+
+// team-b has no guarantee: every pod of it borrows, and borrowing takes idle GPUs only.
+// team-a runs three nodes' worth (two within its guarantee, one borrowed), the fourth node
+// is idle. team-b's first pod gets the idle node; its second makes kube-scheduler preempt
+// the borrowed job's reservation, and the bridge refuses that lend (nothing signalled, a
+// new reservation, a LendRefused Event naming the quota): the pod waits.
+class QuotaNoFloorE2E : public QuotaE2E {
+ protected:
+  QuotaNoFloorE2E() { extra_overlay_["quotas"]["tenants"][1]["guaranteed"] = 0; }
+};
+
+TEST_F(QuotaNoFloorE2E, APodBeyondItsTenantsGuaranteeTakesAnIdleNodeButNoJob) {
+  ASSERT_EQ(testbed::TestbedNodeCount(), 4) << "the scenario is sized for four 8-GPU nodes";
+  for (int i = 0; i < 3; ++i) Submit("gpu", {"USR1"}, {"-A", "team-a"});
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  std::map<std::string, std::string> classes;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        classes = ReservationClassByNode();
+        std::map<std::string, int> n;
+        for (const auto& [node, cls] : classes) ++n[cls];
+        return n["slurm-protected"] == 2 && n["slurm-preemptible"] == 1 && n["slurm-idle"] == 1;
+      },
+      seconds(60)))
+      << Shell("kubectl get pods -n slurm-bridge -o wide").out;
+  std::string borrowed_job;
+  for (const auto& id : jobs_) {
+    if (classes[JobNode(id)] == "slurm-preemptible") borrowed_job = id;
+  }
+  ASSERT_FALSE(borrowed_job.empty());
+  const std::string borrowed_node = JobNode(borrowed_job);
+
+  CreateInferencePod("serve-1");
+  ASSERT_TRUE(WaitFor([&] { return PodField("serve-1", ".status.phase") == "Running"; },
+                      seconds(60)))
+      << Shell("kubectl get pods -A -o wide").out;
+  EXPECT_EQ(classes[PodField("serve-1", ".spec.nodeName")], "slurm-idle");
+
+  CreateInferencePod("serve-2");
+  std::string events;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        events = NodeEvents(borrowed_node);
+        return events.find("LendRefused") != std::string::npos;
+      },
+      seconds(30)))
+      << events << Shell("kubectl get pods -A -o wide").out;
+  EXPECT_THAT(events, HasSubstr("tenant team-b uses 8 of its 0 GPUs guaranteed"))
+      << "the refusal names the quota";
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 5));
+  EXPECT_EQ(PodField("serve-2", ".status.phase"), "Pending");
+  for (const auto& id : jobs_) {
+    EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;
+    EXPECT_EQ(Restarts(id), 0) << id;
+    EXPECT_EQ(Signals(id), "") << id << " was signalled";
+  }
+  for (const char* pod : {"serve-1", "serve-2"}) {
+    Shell(StrCat("kubectl delete pod -n default ", pod, " --wait=false"));
+  }
+}
+
+}  // namespace
+}  // namespace skb::lending_e2e
