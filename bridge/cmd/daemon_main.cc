@@ -256,7 +256,7 @@ int Run(int argc, char** argv) {
       [&](const skb::api::v1::Request& req, skb::api::v1::Response* resp) {
         return queries.Handle(req, resp) || quota_queries.Handle(req, resp);
       });
-  controller.admission().SetQuotas(&*cfg, [&] { return controller.quotas().Current(); });
+  controller.admission().SetConfig(&*cfg, [&] { return controller.quotas().Current(); });
   skb::bridge::UnixServer::Options server_opts{.path = cfg->server.socket_path};
   if (!cfg->server.client_user.empty()) {
     const passwd* pw = getpwnam(cfg->server.client_user.c_str());

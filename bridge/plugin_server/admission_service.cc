@@ -157,6 +157,7 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       auto inv = Snapshot(nullptr);
       admission::Decision d =
           admission::Decide(ToJobRequest(job), inv ? *inv : admission::Inventory{}, policy_);
+      if (d.accept) AdviseOnPreemption(job, &d);
       if (d.accept) AdviseOnQuota(job, &d);
       auto* admit = resp.mutable_admit();
       admit->set_decision(d.accept ? v1::AdmitResponse::ACCEPT : v1::AdmitResponse::REJECT);
@@ -196,27 +197,44 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
   return out;
 }
 
-void AdmissionService::AdviseOnQuota(const v1::JobDescription& job, admission::Decision* d) const {
-  if (quota_cfg_ == nullptr || !quota_cfg_->quotas.enabled() || !quota_view_) return;
-  auto observation = quota_view_();
-  if (observation == nullptr) return;
-  // Preemptible as the lending policy will judge the job once it runs: the admission
-  // annotation just made, then --no-requeue and srun/salloc.
+slurm::JobView AdmissionService::AsRunning(const v1::JobDescription& job,
+                                           const admission::Decision& d) {
   slurm::JobView view;
   view.account = job.account();
   view.qos = job.qos();
   view.partition = job.partition();
-  view.admin_comment = d->admin_comment.value_or(job.admin_comment());
+  view.admin_comment = d.admin_comment.value_or(job.admin_comment());
   view.requeue = job.requeue() != v1::JobDescription::REQUEUE_NO;
   view.batch = !job.interactive();
+  view.signal = ToJobRequest(job).signal;
+  return view;
+}
+
+void AdmissionService::AdviseOnPreemption(const v1::JobDescription& job,
+                                          admission::Decision* d) const {
+  if (cfg_ == nullptr || !cfg_->lending.enabled) return;
   const ownership::JobPolicy policy =
-      ownership::PolicyFor(view, *quota_cfg_, ownership::FromUnix(0));
+      ownership::PolicyFor(AsRunning(job, *d), *cfg_, ownership::FromUnix(0));
+  if (!policy.preemptible) return;
+  const std::string message =
+      StrCat(admission::kPrefix, "this job may be preempted for Kubernetes (", policy.why,
+             "): if its node is lent, ", ownership::DescribePreemption(policy),
+             "; checkpoint on that signal");
+  d->user_message = d->user_message.empty() ? message : StrCat(d->user_message, "\n", message);
+}
+
+void AdmissionService::AdviseOnQuota(const v1::JobDescription& job, admission::Decision* d) const {
+  if (cfg_ == nullptr || !cfg_->quotas.enabled() || !quota_view_) return;
+  auto observation = quota_view_();
+  if (observation == nullptr) return;
+  const ownership::JobPolicy policy =
+      ownership::PolicyFor(AsRunning(job, *d), *cfg_, ownership::FromUnix(0));
   quota::SubmitFacts facts{.account = job.account(),
                            .gpus = static_cast<int>(RequestedGpus(job)),
                            .preemptible = policy.preemptible,
                            .preemptible_why = policy.why};
   quota::SubmitAdvice advice =
-      quota::AdviseSubmit(quota_cfg_->quotas, observation->classification, facts);
+      quota::AdviseSubmit(cfg_->quotas, observation->classification, facts);
   if (advice.message.empty()) return;
   if (advice.refuse) {
     d->accept = false;

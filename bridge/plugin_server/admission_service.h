@@ -52,14 +52,17 @@ class AdmissionService {
   using QueryHandler = std::function<bool(const api::v1::Request&, api::v1::Response*)>;
   void SetQueryHandler(QueryHandler handler) { query_handler_ = std::move(handler); }
 
-  // Guaranteed quotas at submit time: with quotas configured, an accepted GPU job is told
-  // whether it would run within its tenant's guarantee or borrowed (and so preemptible),
-  // and one that cannot be preempted beyond its tenant's floor is refused
-  // (quota::AdviseSubmit). `cfg` must outlive this; `view` returns the latest
-  // classification (null: not known yet, nothing is said). Set before the server starts.
+  // What an accepted job is told at submit, from the daemon's config:
+  //  - with lending on, a job the bridge may preempt is told so, why, and what a lend does
+  //    to it: the signal, its lead time, requeue or cancel (ownership::PolicyFor);
+  //  - with quotas configured, a GPU job is told whether it would run within its tenant's
+  //    guarantee or borrowed (and so preemptible), and one that cannot be preempted beyond
+  //    its tenant's floor is refused (quota::AdviseSubmit).
+  // `cfg` must outlive this; `view` returns the latest classification (null: not known
+  // yet, nothing is said of quotas). Set before the server starts.
   using QuotaView = std::function<std::shared_ptr<const quota::Observation>()>;
-  void SetQuotas(const config::Config* cfg, QuotaView view) {
-    quota_cfg_ = cfg;
+  void SetConfig(const config::Config* cfg, QuotaView view) {
+    cfg_ = cfg;
     quota_view_ = std::move(view);
   }
 
@@ -84,12 +87,17 @@ class AdmissionService {
   // Adds the quota standing to an accepted job's message, or refuses it
   // (quota::AdviseSubmit).
   void AdviseOnQuota(const api::v1::JobDescription& job, admission::Decision* d) const;
+  // Tells an accepted job the bridge may preempt what a lend would do to it.
+  void AdviseOnPreemption(const api::v1::JobDescription& job, admission::Decision* d) const;
+  // The job as the lending policy will judge it once it runs: the admission annotation
+  // just made, its --signal, --no-requeue, srun/salloc.
+  static slurm::JobView AsRunning(const api::v1::JobDescription& job, const admission::Decision& d);
   std::shared_ptr<const admission::Inventory> Snapshot(
       std::chrono::steady_clock::time_point* at) const;
 
   const admission::Policy policy_;
   QueryHandler query_handler_;
-  const config::Config* quota_cfg_ = nullptr;
+  const config::Config* cfg_ = nullptr;
   QuotaView quota_view_;
   mutable std::mutex mu_;
   std::shared_ptr<const admission::Inventory> inventory_;  // guarded by mu_

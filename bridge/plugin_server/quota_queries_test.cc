@@ -197,7 +197,7 @@ v1::AdmitResponse Admit(AdmissionService& svc, const std::string& account, int g
 TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloor) {
   Fixture f;
   AdmissionService svc(admission::Policy{.preemptible_partitions = {"gpu"}});
-  svc.SetQuotas(&f.cfg, [&f] { return f.ledger.Current(); });
+  svc.SetConfig(&f.cfg, [&f] { return f.ledger.Current(); });
 
   // team-b uses 4 of 8: a 4-GPU job stays within; team-a is beyond its floor already.
   v1::AdmitResponse within = Admit(svc, "team-b", 4, v1::JobDescription::REQUEUE_NO);
@@ -223,6 +223,52 @@ TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloo
   EXPECT_EQ(srun.decision(), v1::AdmitResponse::REJECT);
   EXPECT_THAT(srun.user_message(), HasSubstr("interactive job"));
   EXPECT_EQ(svc.counters().rejected, 2u);
+}
+
+// With lending on, a job the bridge may preempt is told so at submit, why, and what a lend
+// does to it: its own --signal lead time, else the configured signal and grace; a job the
+// bridge never preempts is told nothing of it; with lending off nobody is.
+TEST(AdmissionService, TellsAPreemptibleJobTheSignalAndGraceItWillGet) {
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]},
+    "lending": {"enabled": true, "checkpoint_signal": "USR2", "default_grace": "90s",
+                "max_grace": "10m"}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  AdmissionService svc(admission::Policy{.preemptible_partitions = {"gpu"}});
+  svc.SetConfig(&*cfg, nullptr);
+
+  v1::AdmitResponse plain = Admit(svc, "team-a", 2, v1::JobDescription::REQUEUE_UNSPECIFIED);
+  EXPECT_EQ(plain.decision(), v1::AdmitResponse::ACCEPT);
+  EXPECT_THAT(plain.user_message(),
+              HasSubstr("k8s-bridge: this job may be preempted for Kubernetes (admitted as "
+                        "preemptible in partition gpu)"));
+  EXPECT_THAT(plain.user_message(),
+              HasSubstr("if its node is lent, it gets SIGUSR2 90s before it is requeued (it runs "
+                        "again later); checkpoint on that signal"));
+
+  v1::Request req;
+  req.set_protocol_version(1);
+  auto* job = req.mutable_admit()->mutable_job();
+  job->set_account("team-a");
+  job->set_partition("gpu");
+  job->set_tres_per_node("gres/gpu:1");
+  job->set_warn_signal(10);  // --signal=B:USR1@300
+  job->set_warn_time(300);
+  job->set_warn_flags(1);
+  v1::Response resp;
+  ASSERT_TRUE(resp.ParseFromString(svc.HandleFrame(req.SerializeAsString()).response));
+  EXPECT_THAT(resp.admit().user_message(),
+              HasSubstr("it gets SIGUSR1 (its batch shell only) 300s before it is requeued"));
+
+  v1::AdmitResponse kept = Admit(svc, "team-a", 2, v1::JobDescription::REQUEUE_NO);
+  EXPECT_EQ(kept.decision(), v1::AdmitResponse::ACCEPT);
+  EXPECT_THAT(kept.user_message(), ::testing::Not(HasSubstr("may be preempted"))) << "--no-requeue";
+
+  config::Config off = *cfg;
+  off.lending.enabled = false;
+  AdmissionService quiet(admission::Policy{.preemptible_partitions = {"gpu"}});
+  quiet.SetConfig(&off, nullptr);
+  EXPECT_EQ(Admit(quiet, "team-a", 2, v1::JobDescription::REQUEUE_UNSPECIFIED).user_message(), "");
 }
 
 }  // namespace

@@ -11,8 +11,6 @@
 namespace skb::admission {
 namespace {
 
-constexpr std::string_view kPrefix = "k8s-bridge: ";
-
 bool Contains(const std::vector<std::string>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }

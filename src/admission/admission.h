@@ -88,6 +88,9 @@ enum class Refusal {
   kQuota,       // beyond the tenant's guarantee: "Job violates accounting/QOS policy ..."
 };
 
+// What every message to the researcher starts with.
+inline constexpr std::string_view kPrefix = "k8s-bridge: ";
+
 struct Decision {
   bool accept = true;
   Refusal refusal = Refusal::kNone;  // set when !accept

@@ -60,6 +60,13 @@ std::chrono::milliseconds ReservationGrace(const LendingConfig& l) {
   return l.max_grace + l.release_timeout + l.outage_allowance;
 }
 
+std::string SignalName(int number) {
+  for (const auto& [n, value] : kSignals) {
+    if (value == number) return StrCat("SIG", n);
+  }
+  return StrCat("signal ", number);
+}
+
 StatusOr<int> ParseSignal(std::string_view text) {
   std::string_view name = text;
   if (name.starts_with("SIG")) name.remove_prefix(3);

@@ -109,6 +109,8 @@ std::chrono::milliseconds ReservationGrace(const LendingConfig& l);
 // "USR1", "SIGUSR1", "10" -> 10. InvalidArgument for unknown names, numbers outside 1-64,
 // and KILL/STOP (a job cannot catch them to checkpoint).
 StatusOr<int> ParseSignal(std::string_view text);
+// 10 -> "SIGUSR1"; a number without a name here -> "signal 42".
+std::string SignalName(int number);
 // "requeue", "requeue_hold", "cancel". InvalidArgument otherwise ("suspend" is refused with
 // the reason: a suspended job keeps its GPU memory, so the node could never be lent).
 StatusOr<plan::JobPreemptMode> ParsePreemptMode(std::string_view text);

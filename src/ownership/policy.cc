@@ -73,6 +73,26 @@ std::string FormatSeconds(Clock::Duration d) {
   return StrCat(std::chrono::duration_cast<std::chrono::seconds>(d).count(), "s");
 }
 
+std::string DescribePreemption(const JobPolicy& p) {
+  std::string_view to;
+  switch (p.scope) {
+    case plan::SignalScope::kFull:
+      to = "";
+      break;
+    case plan::SignalScope::kBatchOnly:
+      to = " (its batch shell only)";
+      break;
+    case plan::SignalScope::kSteps:
+      to = " (its steps, not the batch shell)";
+      break;
+  }
+  std::string_view then = "requeued (it runs again later)";
+  if (p.mode == plan::JobPreemptMode::kRequeueHold) then = "requeued and held (until released)";
+  if (p.mode == plan::JobPreemptMode::kCancel) then = "cancelled";
+  return StrCat("it gets ", SignalName(p.signal), to, " ", FormatSeconds(p.grace), " before it is ",
+                then);
+}
+
 std::vector<slurm::UnixTime> PreemptionTimes(std::string_view admin_comment) {
   std::vector<slurm::UnixTime> out;
   auto [begin, end] = FindPreemptedToken(admin_comment);
@@ -157,6 +177,12 @@ JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock:
   if (a && moved.empty()) {
     p.preemptible = a->preemptible;
     p.why = a->preemptible ? "admitted as preemptible" : "admitted as not preemptible";
+    // Where it was decided, in the words of the admission policy's lists.
+    if (a->partitions && !a->partitions->empty()) {
+      StrAppend(&p.why, a->partitions->size() == 1 ? " in partition " : " in partitions ",
+                StrJoin(*a->partitions, ", "));
+    }
+    if (a->qos && !a->qos->empty()) StrAppend(&p.why, ", QOS ", *a->qos);
   } else {
     // Not admitted by the bridge, or moved since: judged by where it is now.
     const std::string prefix = moved.empty() ? "" : StrCat(moved, ": ");

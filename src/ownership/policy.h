@@ -145,6 +145,10 @@ plan::JobPreemptMode PreemptModeFor(const slurm::JobView& job, const LendingConf
 // Everything at once. `cfg.admission` decides preemptibility of jobs without the bridge's
 // admission annotation (submitted before the plugin was installed, or failed open).
 JobPolicy PolicyFor(const slurm::JobView& job, const config::Config& cfg, Clock::TimePoint now);
+// What a lend does to a preemptible job, in the words a researcher reads at submit:
+// "it gets SIGUSR1 60s before it is requeued (it runs again later)"; the batch shell only
+// or the steps only when its scope says so.
+std::string DescribePreemption(const JobPolicy& p);
 
 // ---- Heterogeneous jobs -------------------------------------------------------------
 // Slurm signals, requeues and cancels a heterogeneous job as a whole, by its leader's id

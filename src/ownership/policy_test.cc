@@ -77,6 +77,27 @@ TEST(GraceFor, JobSignalThenDefaultCappedByMax) {
 
 // The admission note holds while the job stays where it was admitted; a job an admin moves
 // afterwards (scontrol update partition=/qos=) is judged where it is now, saying why.
+// What a researcher reads at submit: the signal, its lead time, and what follows.
+TEST(DescribePreemption, NamesTheSignalItsLeadTimeAndWhatFollows) {
+  JobPolicy p;
+  p.signal = 10;
+  p.grace = std::chrono::seconds(60);
+  EXPECT_EQ(DescribePreemption(p),
+            "it gets SIGUSR1 60s before it is requeued (it runs again later)");
+  p.signal = 15;
+  p.grace = std::chrono::minutes(5);
+  p.scope = plan::SignalScope::kBatchOnly;
+  p.mode = plan::JobPreemptMode::kCancel;
+  EXPECT_EQ(DescribePreemption(p),
+            "it gets SIGTERM (its batch shell only) 300s before it is cancelled");
+  p.signal = 42;
+  p.scope = plan::SignalScope::kSteps;
+  p.mode = plan::JobPreemptMode::kRequeueHold;
+  EXPECT_EQ(DescribePreemption(p),
+            "it gets signal 42 (its steps, not the batch shell) 300s before it is requeued and "
+            "held (until released)");
+}
+
 TEST(PolicyFor, AJobMovedSinceAdmissionIsJudgedWhereItIsNow) {
   config::Config cfg;
   cfg.admission.preemptible_qos = {"scavenger"};
@@ -91,7 +112,7 @@ TEST(PolicyFor, AJobMovedSinceAdmissionIsJudgedWhereItIsNow) {
   JobPolicy p =
       PolicyFor(job("k8s-bridge:preemptible=true,partitions=gpu,qos=", "gpu", "normal"), cfg, kNow);
   EXPECT_TRUE(p.preemptible);
-  EXPECT_EQ(p.why, "admitted as preemptible");
+  EXPECT_EQ(p.why, "admitted as preemptible in partition gpu");
   p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=gpu+urgent,qos=", "gpu", "normal"),
                 cfg, kNow);
   EXPECT_FALSE(p.preemptible) << "started in one of the partitions it asked for";
@@ -114,7 +135,7 @@ TEST(PolicyFor, AJobMovedSinceAdmissionIsJudgedWhereItIsNow) {
   p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=urgent,qos=", "urgent", "normal"), cfg,
                 kNow);
   EXPECT_FALSE(p.preemptible);
-  EXPECT_EQ(p.why, "admitted as not preemptible");
+  EXPECT_EQ(p.why, "admitted as not preemptible in partition urgent");
   p = PolicyFor(job("k8s-bridge:preemptible=false,partitions=urgent,qos=", "urgent", "scavenger"),
                 cfg, kNow);
   EXPECT_TRUE(p.preemptible);

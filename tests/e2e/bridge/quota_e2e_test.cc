@@ -85,11 +85,13 @@ TEST_F(QuotaE2E, AnotherTenantsPodsTakeOnlyBorrowedJobsAndWaitAtTheGuarantee) {
   // bridgectl says the same of each job, and why.
   const std::string described = Bridgectl({"describe", "tenant", "team-a"}).out;
   for (const auto& id : guaranteed_jobs) {
-    EXPECT_THAT(described, ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +guaranteed")))
+    EXPECT_THAT(described, ::testing::ContainsRegex(
+                               StrCat("slurm/", id, " +running +8 +node[0-9] +guaranteed")))
         << described;
   }
   for (const auto& id : borrowed_jobs) {
-    EXPECT_THAT(described, ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +borrowed")))
+    EXPECT_THAT(described,
+                ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +borrowed")))
         << described;
   }
   // The node's describe names the rule that made its reservation protected.
@@ -177,8 +179,8 @@ TEST_F(QuotaNoFloorE2E, APodBeyondItsTenantsGuaranteeTakesAnIdleNodeButNoJob) {
   const std::string borrowed_node = JobNode(borrowed_job);
 
   CreateInferencePod("serve-1");
-  ASSERT_TRUE(WaitFor([&] { return PodField("serve-1", ".status.phase") == "Running"; },
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor([&] { return PodField("serve-1", ".status.phase") == "Running"; }, seconds(60)))
       << Shell("kubectl get pods -A -o wide").out;
   EXPECT_EQ(classes[PodField("serve-1", ".spec.nodeName")], "slurm-idle");
 
