@@ -319,6 +319,9 @@ int Run(int argc, char** argv) {
       metrics.nodes_oldest.WithLabels({o}).Set(
           it == oldest.end() ? 0 : std::chrono::duration<double>(it->second).count());
     }
+    if (auto devices = controller.ObserveDevices()) {
+      skb::bridge::ExportDeviceMetrics(*devices, &metrics);
+    }
     if (auto q = controller.quotas().Current()) {
       skb::bridge::ExportQuotaMetrics(cfg->quotas, *q, &metrics);
       metrics.quota_classification_seconds.Set(

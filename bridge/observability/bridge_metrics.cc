@@ -91,6 +91,16 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
                                           "been in it (leader only).",
                                           {"owner"}),
                         kOwners)),
+      shared_gpus(Init(r->AddGaugeFamily("skb_shared_gpus",
+                                         "GPUs of nodes shared GPU by GPU, by owner.", {"owner"}),
+                       kDeviceOwners)),
+      shared_nodes(
+          Init(r->AddGaugeFamily("skb_shared_nodes",
+                                 "gpu_sharing nodes, shared GPU by GPU or lent whole.", {"mode"}),
+               std::array<std::string_view, 2>{"shared", "whole"})),
+      shared_gpu_violations(
+          r->AddGauge("skb_shared_gpu_violations",
+                      "GPUs both schedulers claim now on nodes shared GPU by GPU (should be 0).")),
       tenant_gpus(r->AddGaugeFamily("skb_tenant_gpus",
                                     "GPUs of a tenant's running work, within its guarantee or "
                                     "borrowed beyond it.",

@@ -25,6 +25,9 @@ namespace skb::observability {
 // Label values, fixed sets.
 inline constexpr std::array<std::string_view, 5> kOwners = {"slurm", "k8s", "lending", "returning",
                                                             "unhealthy"};
+// Owners of one GPU on a shared node (devices::OwnerName).
+inline constexpr std::array<std::string_view, 5> kDeviceOwners = {"slurm", "to-k8s", "k8s",
+                                                                  "to-slurm", "unguarded"};
 // Result of one reconcile of one node.
 inline constexpr std::string_view kResultSuccess = "success";  // converged, Forget()
 inline constexpr std::string_view kResultRequeue = "requeue";  // waiting (grace, cool-down)
@@ -137,6 +140,19 @@ class BridgeMetrics {
 
   // ---- guaranteed quotas (quotas.tenants; label values are the configured tenant names,
   // "(none)" for work of no tenant) ----
+
+  // ---- GPU-granular sharing (gpu_sharing; computed at scrape) ----
+
+  // skb_shared_gpus{owner} (gauge): GPUs of the nodes shared GPU by GPU, by owner: slurm,
+  // to-k8s (a give in flight), k8s, to-slurm (a return in flight), unguarded (held by no
+  // side: a hold being restored).
+  GaugeFamily& shared_gpus;
+  // skb_shared_nodes{mode} (gauge): managed nodes in gpu_sharing, shared GPU by GPU
+  // (mode="shared") or lent whole because sharing them is not proven (mode="whole").
+  GaugeFamily& shared_nodes;
+  // skb_shared_gpu_violations (gauge): GPUs both schedulers claim (or a pod's claim on a GPU
+  // no hold guards) now. Never planned around; anything above 0 is an alert.
+  Gauge& shared_gpu_violations;
 
   // skb_tenant_gpus{tenant,state} (gauge): GPUs of a tenant's running jobs and pods on
   // managed nodes, state guaranteed (within its floor) | borrowed (beyond it).

@@ -337,4 +337,22 @@ std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
   return nodes_;
 }
 
+void ExportDeviceMetrics(const devices::Observation& o, observability::BridgeMetrics* m) {
+  std::map<std::string_view, int64_t> owners;
+  for (std::string_view owner : observability::kDeviceOwners) owners[owner] = 0;
+  int64_t violations = 0;
+  for (const devices::NodeDevices& node : o.nodes) {
+    for (const devices::DeviceView& v : devices::Owners(node)) {
+      ++owners[devices::OwnerName(v.owner)];
+    }
+    violations += static_cast<int64_t>(devices::Violations(node).size());
+  }
+  for (const auto& [owner, gpus] : owners) {
+    m->shared_gpus.WithLabels({owner}).Set(static_cast<double>(gpus));
+  }
+  m->shared_nodes.WithLabels({"shared"}).Set(static_cast<double>(o.nodes.size()));
+  m->shared_nodes.WithLabels({"whole"}).Set(static_cast<double>(o.node_granular.size()));
+  m->shared_gpu_violations.Set(static_cast<double>(violations));
+}
+
 }  // namespace skb::bridge

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/observability/bridge_metrics.h"
 #include "bridge/reconcile/action_executor.h"
 #include "bridge/slurm/slurm_client.h"
 #include "k8s/event_recorder.h"
@@ -116,5 +117,9 @@ class DeviceLane {
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
   std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
 };
+
+// Sets skb_shared_gpus{owner}, skb_shared_nodes{mode} and skb_shared_gpu_violations from
+// one observation of the gpu_sharing nodes (every series set, zeros included).
+void ExportDeviceMetrics(const devices::Observation& o, observability::BridgeMetrics* m);
 
 }  // namespace skb::bridge

@@ -282,5 +282,42 @@ TEST_F(DeviceLaneTest, AFollowerPlansButDoesNotAct) {
   EXPECT_EQ(lane_.GranularNodes(), std::set<std::string>{"node1"});
 }
 
+// The device metrics count each GPU of the shared nodes once, by owner, and every GPU both
+// sides claim; nodes that fell back to node granularity are counted apart.
+TEST(ExportDeviceMetrics, CountsEachSharedGpuByOwnerAndEveryViolation) {
+  devices::NodeDevices n;
+  n.node = "node1";
+  for (int i = 0; i < 4; ++i) {
+    n.devices.push_back({.index = i, .name = StrCat("gpu-", i), .k8s_hold = i != 2});
+  }
+  devices::Placeholder give;  // holds gpu-1 (still under the hold: to-k8s) and gpu-2 (k8s)
+  give.job_id = 50;
+  give.running = true;
+  give.indices = {1, 2};
+  n.placeholders.push_back(give);
+  devices::NodeJob job;  // a Slurm job on gpu-0, and a pod's claim on it too: a violation
+  job.view.job_id = 7;
+  job.view.state = skb::slurm::JobState::kRunning;
+  job.indices = {0};
+  n.jobs.push_back(job);
+  n.claims.push_back({.pod = "ml/infer-0", .devices = {"gpu-0", "gpu-2"}});
+  devices::Observation o;
+  o.nodes.push_back(n);
+  o.node_granular["node2"] = "GPU mapping not proven";
+
+  observability::Registry registry;
+  observability::BridgeMetrics m(&registry, "test", "22.05");
+  ExportDeviceMetrics(o, &m);
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpus{owner=\"slurm\"} 2"));  // gpu-0, gpu-3
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpus{owner=\"to-k8s\"} 1"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpus{owner=\"k8s\"} 1"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpus{owner=\"to-slurm\"} 0"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpus{owner=\"unguarded\"} 0"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_nodes{mode=\"shared\"} 1"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_nodes{mode=\"whole\"} 1"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpu_violations 1"));
+}
+
 }  // namespace
 }  // namespace skb::bridge

@@ -201,6 +201,8 @@ std::string ToString(const DeviceAction& a) {
   return s;
 }
 
+std::vector<Violation> Violations(const NodeDevices& node) { return Violations(Owners(node)); }
+
 std::vector<DeviceView> Owners(const NodeDevices& node) {
   std::vector<DeviceView> out;
   for (const Device& d : node.devices) {

@@ -123,6 +123,8 @@ struct Violation {
   std::string what;
   friend bool operator==(const Violation&, const Violation&) = default;
 };
+// The node's violations now (what PlanNode reports): skb_shared_gpu_violations.
+std::vector<Violation> Violations(const NodeDevices& node);
 
 enum class DeviceActionKind {
   kAddDeviceHold,      // create/extend the DeviceTaintRule over `devices`

@@ -166,6 +166,13 @@ TEST_F(GpuSharingE2E, APodTakesTwoGpusOfThePreemptibleJobNextToANonPreemptibleOn
   EXPECT_THAT(describe.out,
               ::testing::ContainsRegex(" k8s +[0-9]+ \\(placeholder\\) +default/share-2"))
       << describe.out;
+  // The metrics count the same: node1's 2 GPUs lent, the other 30 of the 4 shared nodes
+  // Slurm's, none double-booked.
+  const std::string metrics = Metrics();
+  EXPECT_THAT(metrics, HasSubstr("skb_shared_gpus{owner=\"k8s\"} 2")) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("skb_shared_gpus{owner=\"slurm\"} 30")) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("skb_shared_nodes{mode=\"shared\"} 4")) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("skb_shared_gpu_violations 0")) << metrics;
 }
 
 TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfterTheCooldown) {
