@@ -80,6 +80,23 @@ void BM_Observe(benchmark::State& state) {
 }
 BENCHMARK(BM_Observe)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
+// What the ledger adds to each classification for the planners: the guaranteed jobs and
+// the borrowing pending pods (ownership::QuotaFacts), compared with the last ones told.
+void BM_QuotaFacts(benchmark::State& state) {
+  Cluster c = Make(static_cast<int>(state.range(0)));
+  const quota::Observation o =
+      quota::Observe(c.cfg, c.jobs, c.pods, c.managed, ownership::FromUnix(1'700'000'000));
+  const ownership::QuotaFacts last{.guaranteed_jobs = quota::GuaranteedJobs(o),
+                                   .borrowing_pods = quota::BorrowingPendingPods(c.cfg.quotas, o)};
+  for (auto _ : state) {
+    ownership::QuotaFacts f{.guaranteed_jobs = quota::GuaranteedJobs(o),
+                            .borrowing_pods = quota::BorrowingPendingPods(c.cfg.quotas, o)};
+    benchmark::DoNotOptimize(f == last);
+  }
+  state.counters["guaranteed_jobs"] = static_cast<double>(last.guaranteed_jobs.size());
+}
+BENCHMARK(BM_QuotaFacts)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
 void BM_AdviseSubmit(benchmark::State& state) {
   Cluster c = Make(static_cast<int>(state.range(0)));
   quota::Observation o =
