@@ -102,25 +102,6 @@ void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
 }
 
-std::string SignalName(int sig) {
-  switch (sig) {
-    case 1:
-      return "SIGHUP";
-    case 2:
-      return "SIGINT";
-    case 3:
-      return "SIGQUIT";
-    case 10:
-      return "SIGUSR1";
-    case 12:
-      return "SIGUSR2";
-    case 15:
-      return "SIGTERM";
-    default:
-      return StrCat("signal ", sig);
-  }
-}
-
 // Everything the planner reads from one node, derived once.
 struct Facts {
   const ManagedNode* node = nullptr;
