@@ -245,6 +245,11 @@ int Run(int argc, char** argv) {
        .jobs = [&] { return controller.SlurmJobs(); },
        .ready = [&](std::string* why) { return controller.Ready(why); },
        .devices = [&] { return controller.ObserveDevices(); },
+       .guaranteed_jobs =
+           [&] {
+             auto q = controller.quotas().Current();
+             return q ? skb::quota::GuaranteedJobs(*q) : skb::ownership::GuaranteedJobs{};
+           },
        .clock = &clock},
       &*cfg);
   skb::bridge::QuotaQueries quota_queries(

@@ -127,7 +127,8 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
 
 v1::JobSummary SummarizeJob(const slurm::JobView& j,
                             const std::map<std::string, std::string, std::less<>>& owners,
-                            const config::Config& cfg, Clock::TimePoint now) {
+                            const config::Config& cfg, Clock::TimePoint now,
+                            const ownership::GuaranteedJobs& guaranteed) {
   v1::JobSummary out;
   out.set_job_id(j.job_id);
   out.set_display_id(DisplayId(j));
@@ -152,7 +153,8 @@ v1::JobSummary SummarizeJob(const slurm::JobView& j,
   }
   out.set_owner(owner);
   out.set_gpus_per_node(j.gpus_per_node);
-  const ownership::JobPolicy p = ownership::PolicyFor(j, cfg, now);
+  const slurm::JobView* const self[] = {&j};
+  const ownership::JobPolicy p = ownership::PolicyForWhole(self, cfg, now, guaranteed);
   if (cfg.lending.enabled) {
     out.set_preemptible(p.preemptible);
     out.set_preemptible_why(p.why);
@@ -226,6 +228,8 @@ void InventoryQueries::ListJobs(const v1::ListJobsRequest& req, v1::ListJobsResp
   }
   std::sort(jobs.begin(), jobs.end(),
             [](const slurm::JobView* a, const slurm::JobView* b) { return a->job_id < b->job_id; });
+  const ownership::GuaranteedJobs guaranteed =
+      source_.guaranteed_jobs ? source_.guaranteed_jobs() : ownership::GuaranteedJobs{};
   size_t bytes = 0;
   uint32_t omitted = 0;
   for (const slurm::JobView* j : jobs) {
@@ -235,7 +239,7 @@ void InventoryQueries::ListJobs(const v1::ListJobsRequest& req, v1::ListJobsResp
       continue;
     }
     v1::JobSummary* s = out->add_jobs();
-    *s = SummarizeJob(*j, owners, cfg_, now);
+    *s = SummarizeJob(*j, owners, cfg_, now, guaranteed);
     bytes += s->ByteSizeLong() + 8;
   }
   out->set_omitted(omitted);

@@ -21,6 +21,7 @@
 #include "src/devices/observe.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
+#include "src/ownership/policy.h"
 
 namespace skb::bridge {
 
@@ -36,6 +37,10 @@ struct InventorySource {
   // caches); nullopt when gpu_sharing is off. Optional: without it every node shows
   // gpu_mode "node".
   std::function<std::optional<devices::Observation>()> devices;
+  // Guaranteed quotas: the running jobs within their tenant's guarantee, which the bridge
+  // never preempts for another's demand. Optional: without it get jobs judges by the
+  // lending policy alone.
+  std::function<ownership::GuaranteedJobs()> guaranteed_jobs;
   const Clock* clock = nullptr;
 };
 
@@ -52,10 +57,12 @@ api::v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config:
 void SummarizeGpus(const devices::Observation* obs, api::v1::NodeSummary* out);
 
 // One job as `bridgectl get jobs` shows it; `owners` maps Slurm node names to their
-// NodeSummary.owner.
+// NodeSummary.owner. Its preemptibility is the lend's: the lending policy, then the
+// guarantee (a job in `guaranteed` is not preemptible, "runs within tenant T's guarantee").
 api::v1::JobSummary SummarizeJob(const slurm::JobView& job,
                                  const std::map<std::string, std::string, std::less<>>& owners,
-                                 const config::Config& cfg, Clock::TimePoint now);
+                                 const config::Config& cfg, Clock::TimePoint now,
+                                 const ownership::GuaranteedJobs& guaranteed = {});
 
 class InventoryQueries {
  public:

@@ -220,6 +220,11 @@ TEST_F(InventoryQueriesTest, ListsJobsWithTheirNodesOwnerAndPreemptionPolicy) {
   ASSERT_TRUE(q.Handle(req, &every));
   EXPECT_EQ(every.list_jobs().jobs_size(), 3);
   EXPECT_EQ(every.list_jobs().jobs(0).job_id(), 41u);
+
+  // Within its tenant's guarantee the lend never takes it, and get jobs says so.
+  const v1::JobSummary kept = SummarizeJob(run, {{"node1", "slurm"}}, cfg_, kNow, {{42, "team-a"}});
+  EXPECT_FALSE(kept.preemptible());
+  EXPECT_EQ(kept.preemptible_why(), "runs within tenant team-a's guarantee (quotas)");
 }
 
 TEST_F(InventoryQueriesTest, JobsOnLentNodesShowTheOwnerAndWithoutAJobFeedTheSnapshotJobs) {
