@@ -130,7 +130,8 @@ struct JobPolicy {
   // cannot be requeued (--no-requeue) when its mode requeues, and one protected by
   // anti-thrash.
   bool preemptible = false;
-  std::string why;  // "QOS scavenger is preemptible", "preempted 4 times in 6h (anti-thrash)"
+  // "QOS scavenger is preemptible", "preempted 4 times in 21600s (anti-thrash limit 3)"
+  std::string why;
   int signal = 10;
   plan::SignalScope scope = plan::SignalScope::kFull;
   Clock::Duration grace{};
