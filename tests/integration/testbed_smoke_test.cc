@@ -180,7 +180,11 @@ spec:
       seconds(90), std::chrono::milliseconds(500));
   EXPECT_TRUE(running) << "pod phase=" << phase << " node=" << node;
   EXPECT_THAT(node, ::testing::StartsWith("node"));
-  RunCommand({"kubectl", "delete", "namespace", ns, "--wait=false"}, seconds(30));
+  // Gone before the next test: a terminating pod still holds its GPU, and a test that
+  // wants all of that node's GPUs would be refused by the kubelet's admission.
+  CommandResult deleted = RunCommand(
+      {"kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=120s"}, seconds(130));
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
 }
 
 }  // namespace
