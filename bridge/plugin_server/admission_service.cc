@@ -157,8 +157,13 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       auto inv = Snapshot(nullptr);
       admission::Decision d =
           admission::Decide(ToJobRequest(job), inv ? *inv : admission::Inventory{}, policy_);
-      if (d.accept) AdviseOnPreemption(job, &d);
-      if (d.accept) AdviseOnQuota(job, &d);
+      if (d.accept && cfg_ != nullptr) {
+        // The job as the lend will judge it once it runs, once for both notices.
+        const ownership::JobPolicy policy =
+            ownership::PolicyFor(AsRunning(job, d), *cfg_, ownership::FromUnix(0));
+        AdviseOnPreemption(policy, &d);
+        AdviseOnQuota(job, policy, &d);
+      }
       auto* admit = resp.mutable_admit();
       admit->set_decision(d.accept ? v1::AdmitResponse::ACCEPT : v1::AdmitResponse::REJECT);
       admit->set_user_message(Truncate(d.user_message, kMaxUserMessage));
@@ -210,12 +215,9 @@ slurm::JobView AdmissionService::AsRunning(const v1::JobDescription& job,
   return view;
 }
 
-void AdmissionService::AdviseOnPreemption(const v1::JobDescription& job,
+void AdmissionService::AdviseOnPreemption(const ownership::JobPolicy& policy,
                                           admission::Decision* d) const {
-  if (cfg_ == nullptr || !cfg_->lending.enabled) return;
-  const ownership::JobPolicy policy =
-      ownership::PolicyFor(AsRunning(job, *d), *cfg_, ownership::FromUnix(0));
-  if (!policy.preemptible) return;
+  if (!cfg_->lending.enabled || !policy.preemptible) return;
   const std::string message =
       StrCat(admission::kPrefix, "this job may be preempted for Kubernetes (", policy.why,
              "): if its node is lent, ", ownership::DescribePreemption(policy),
@@ -223,12 +225,12 @@ void AdmissionService::AdviseOnPreemption(const v1::JobDescription& job,
   d->user_message = d->user_message.empty() ? message : StrCat(d->user_message, "\n", message);
 }
 
-void AdmissionService::AdviseOnQuota(const v1::JobDescription& job, admission::Decision* d) const {
-  if (cfg_ == nullptr || !cfg_->quotas.enabled() || !quota_view_) return;
+void AdmissionService::AdviseOnQuota(const v1::JobDescription& job,
+                                     const ownership::JobPolicy& policy,
+                                     admission::Decision* d) const {
+  if (!cfg_->quotas.enabled() || !quota_view_) return;
   auto observation = quota_view_();
   if (observation == nullptr) return;
-  const ownership::JobPolicy policy =
-      ownership::PolicyFor(AsRunning(job, *d), *cfg_, ownership::FromUnix(0));
   quota::SubmitFacts facts{.account = job.account(),
                            .gpus = static_cast<int>(RequestedGpus(job)),
                            .preemptible = policy.preemptible,

@@ -22,6 +22,7 @@
 
 #include "src/admission/admission.h"
 #include "src/config/config.h"
+#include "src/ownership/policy.h"
 #include "src/quota/observe.h"
 
 namespace skb::api::v1 {
@@ -86,9 +87,11 @@ class AdmissionService {
  private:
   // Adds the quota standing to an accepted job's message, or refuses it
   // (quota::AdviseSubmit).
-  void AdviseOnQuota(const api::v1::JobDescription& job, admission::Decision* d) const;
+  // `policy`: the job as the lend will judge it (PolicyFor of AsRunning). `cfg_` is set.
+  void AdviseOnQuota(const api::v1::JobDescription& job, const ownership::JobPolicy& policy,
+                     admission::Decision* d) const;
   // Tells an accepted job the bridge may preempt what a lend would do to it.
-  void AdviseOnPreemption(const api::v1::JobDescription& job, admission::Decision* d) const;
+  void AdviseOnPreemption(const ownership::JobPolicy& policy, admission::Decision* d) const;
   // The job as the lending policy will judge it once it runs: the admission annotation
   // just made, its --signal, --no-requeue, srun/salloc.
   static slurm::JobView AsRunning(const api::v1::JobDescription& job, const admission::Decision& d);
