@@ -214,12 +214,12 @@ Status Controller::Start() {
   }
 
   poller_ = std::make_unique<slurm::SlurmPoller>(
-      opts_.slurm, cfg_.slurm.poll_interval, [this](const slurm::SlurmState& s) { OnSlurm(s); });
+      opts_.slurm, cfg_.slurm.poll_interval, cfg_.slurm.resync_interval,
+      [this](const slurm::SlurmState& s) { OnSlurm(s); });
   if (auto* m = opts_.metrics) {
-    poller_->SetObserver([m](const Status& s, bool changed, std::chrono::microseconds took) {
-      std::string_view result = !s.ok() ? "error" : changed ? "changed" : "unchanged";
-      m->slurm_poll_duration.WithLabels({result}).Observe(
-          std::chrono::duration<double>(took).count());
+    poller_->SetObserver([m](slurm::PollResult result, std::chrono::microseconds took) {
+      m->slurm_poll_duration.WithLabels({std::string(slurm::PollResultName(result))})
+          .Observe(std::chrono::duration<double>(took).count());
     });
   }
 

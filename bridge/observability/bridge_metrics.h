@@ -61,7 +61,8 @@ inline constexpr std::array<std::string_view, 2> kInformerSources = {"nodes", "p
 inline constexpr std::array<std::string_view, 5> kEventOutcomes = {
     "created", "aggregated", "dropped_queue", "dropped_spam", "failed"};
 // Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
-inline constexpr std::array<std::string_view, 3> kPollResults = {"changed", "unchanged", "error"};
+inline constexpr std::array<std::string_view, 4> kPollResults = {"changed", "unchanged", "repaired",
+                                                                 "error"};
 // How the apiserver answered a request (`code` label of skb_kubernetes_api_responses_total):
 // by class, but 403 apart from the other 4xx, as it is the RBAC's refusal; "transport" when
 // no answer came.
@@ -231,7 +232,8 @@ class BridgeMetrics {
   // events`: worth an alert.
   CounterFamily& events;
   // skb_slurm_poll_duration_seconds{result} (histogram): time of one Slurm poll (node and
-  // job reads by update_time), result changed|unchanged|error.
+  // job reads by update_time), result changed|unchanged|repaired|error (repaired: a full
+  // read found a change slurmctld's update stamp had missed).
   HistogramFamily& slurm_poll_duration;
   // skb_build_info{version,slurm_version} (gauge): always 1; the labels carry the build.
   GaugeFamily& build_info;

@@ -50,6 +50,11 @@ bool FakeSlurmClient::StartJob(uint32_t job_id, const std::string& node,
   return true;
 }
 
+void FakeSlurmClient::SetJobStampsStale(bool stale) {
+  MutexLock lock(&mu_);
+  job_stamps_stale_ = stale;
+}
+
 void FakeSlurmClient::FailNext(const std::string& method, Status status) {
   MutexLock lock(&mu_);
   failures_[method].push_back(std::move(status));
@@ -104,6 +109,10 @@ StatusOr<Loaded<JobView>> FakeSlurmClient::LoadJobs(UnixTime since) {
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("LoadJobs"));
   Loaded<JobView> out;
+  if (job_stamps_stale_ && since != 0) {
+    out.update_time = since;  // "no change", as LibSlurmClient reports it
+    return out;
+  }
   out.update_time = update_time_;
   out.changed = since < update_time_;
   if (out.changed) {

@@ -38,6 +38,11 @@ class FakeSlurmClient final : public SlurmClient {
   // (gpu_indices, gpus_per_node). False when the job is unknown.
   bool StartJob(uint32_t job_id, const std::string& node, std::vector<int64_t> indices);
 
+  // While set, LoadJobs(since) with since != 0 answers "no change" whatever changed, as
+  // slurmctld does when a job's change was stamped older than the caller's last read (its
+  // stamps count whole seconds); LoadJobs(0) still reads every job.
+  void SetJobStampsStale(bool stale);
+
   // The next call of `method` ("DrainNode", "LoadJob", ...) fails with `status`; several
   // failures queued for one method are returned in order.
   void FailNext(const std::string& method, Status status);
@@ -82,6 +87,7 @@ class FakeSlurmClient final : public SlurmClient {
   std::map<std::string, int> calls_ GUARDED_BY(mu_);
   std::vector<std::string> writes_ GUARDED_BY(mu_);
   UnixTime update_time_ GUARDED_BY(mu_) = 1;
+  bool job_stamps_stale_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace skb::bridge::slurm

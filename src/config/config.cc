@@ -31,8 +31,14 @@ Status ReadSlurm(JsonReader r, SlurmConfig* out) {
   r.String("conf", &out->conf);
   r.Duration("poll_interval", &out->poll_interval);
   r.Duration("call_timeout", &out->call_timeout);
+  r.Duration("resync_interval", &out->resync_interval);
   if (out->poll_interval < std::chrono::milliseconds(50)) {
     r.Fail("poll_interval", "must be at least 50ms (each poll is an RPC to slurmctld)");
+  }
+  if (out->resync_interval.count() != 0 && out->resync_interval < out->poll_interval) {
+    r.Fail("resync_interval",
+           "must be 0 (never) or at least poll_interval (a resync is a poll that reads "
+           "everything whole)");
   }
   if (out->call_timeout < std::chrono::milliseconds(100)) {
     r.Fail("call_timeout", "must be at least 100ms");

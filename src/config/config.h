@@ -48,6 +48,9 @@ struct SlurmConfig {
   std::string conf;
   // How often Slurm is polled for node and job changes (an unchanged poll is cheap).
   std::chrono::milliseconds poll_interval{500};
+  // How often nodes, partitions and jobs are read whole whatever slurmctld's change stamps
+  // say (they count whole seconds and can miss a change; 0 disables).
+  std::chrono::milliseconds resync_interval{10000};
   // Hard time budget for one libslurm call before it is reported Unavailable.
   std::chrono::milliseconds call_timeout{5000};
 };

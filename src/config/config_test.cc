@@ -20,6 +20,7 @@ TEST(ParseConfig, EmptyDocumentGivesDefaults) {
   EXPECT_EQ(cfg->logging.level, "info");
   EXPECT_EQ(cfg->kubernetes.namespace_name, "slurm-bridge");
   EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(cfg->slurm.resync_interval, std::chrono::seconds(10));
   EXPECT_EQ(cfg->server.http_address, "127.0.0.1:9464");
 }
 
@@ -29,7 +30,8 @@ TEST(ParseConfig, ReadsEverySection) {
     "logging": {"level": "debug", "format": "json"},
     "kubernetes": {"kubeconfig": "/k", "namespace": "ns", "node_selector": "gpu=true",
                    "qps": 50, "burst": 100},
-    "slurm": {"conf": "/etc/slurm/slurm.conf", "poll_interval": "250ms", "call_timeout": "2s"},
+    "slurm": {"conf": "/etc/slurm/slurm.conf", "poll_interval": "250ms", "call_timeout": "2s",
+              "resync_interval": "30s"},
     "server": {"socket_path": "/tmp/s.sock", "http_address": ""}
   })");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
@@ -38,6 +40,7 @@ TEST(ParseConfig, ReadsEverySection) {
   EXPECT_EQ(cfg->kubernetes.burst, 100);
   EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(cfg->slurm.call_timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(cfg->slurm.resync_interval, std::chrono::seconds(30));
   EXPECT_EQ(cfg->server.http_address, "");
 }
 
@@ -45,6 +48,10 @@ TEST(ParseConfig, ErrorsNameTheKeyAndTheProblem) {
   EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": 5}})"),
               HasSubstr("key 'slurm.poll_interval': expected a duration string"));
   EXPECT_THAT(ErrorOf(R"({"slurm": {"poll_interval": "10ms"}})"), HasSubstr("at least 50ms"));
+  EXPECT_THAT(
+      ErrorOf(R"({"slurm": {"poll_interval": "1s", "resync_interval": "500ms"}})"),
+      HasSubstr("key 'slurm.resync_interval': must be 0 (never) or at least poll_interval"));
+  EXPECT_TRUE(ParseConfig(R"({"slurm": {"resync_interval": "0s"}})").ok());
   EXPECT_THAT(ErrorOf(R"({"slurm": {"pol_interval": "1s"}})"),
               HasSubstr("unknown key 'slurm.pol_interval'"));
   EXPECT_THAT(ErrorOf(R"({"extra": 1})"), HasSubstr("unknown key 'extra'"));

@@ -61,6 +61,7 @@ struct NodeView {
   bool DrainedByBridge() const;
   // "idle", "mixed+drain", "down*"...: Slurm's spelling, for messages.
   std::string StateString() const;
+  friend bool operator==(const NodeView&, const NodeView&) = default;
 };
 
 enum class JobState {
@@ -124,6 +125,7 @@ struct JobView {
   std::optional<SignalSpec> signal;  // from the bridge's admission annotation
 
   bool Held() const { return state == JobState::kPending && priority == 0; }
+  friend bool operator==(const JobView&, const JobView&) = default;
 };
 
 enum class PreemptMode { kOff, kCancel, kRequeue, kSuspend, kUnknown };
@@ -135,6 +137,7 @@ struct PartitionView {
   bool is_default = false;
   uint32_t priority_tier = 0;
   std::vector<std::string> nodes;  // expanded
+  friend bool operator==(const PartitionView&, const PartitionView&) = default;
 };
 
 }  // namespace skb::slurm
