@@ -131,8 +131,9 @@ Status Controller::Start() {
                           info.status().message());
       return;
     }
-    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true);
-    reconciler_->UpdateK8sNode(ToK8sNode(*info));
+    inventory::K8sNode node = ToK8sNode(*info);
+    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true, LentNodeOf(node));
+    reconciler_->UpdateK8sNode(std::move(node));
   };
   nodes_->AddHandlers(
       {.on_add = on_node,
@@ -305,6 +306,17 @@ devices::World Controller::DeviceWorld() const {
 std::optional<devices::Observation> Controller::ObserveDevices() const {
   if (!device_world_) return std::nullopt;
   return devices::Observe(DeviceWorld(), cfg_, opts_.clock->Now());
+}
+
+std::optional<quota::LentNode> Controller::LentNodeOf(const inventory::K8sNode& node) {
+  const bool reclaiming =
+      std::any_of(node.taints.begin(), node.taints.end(),
+                  [](const inventory::Taint& t) { return t.key == ownership::kReclaimTaintKey; });
+  if (!reclaiming && !node.annotations.count(ownership::kLentAtAnnotation)) return std::nullopt;
+  return quota::LentNode{
+      .name = node.name,
+      .gpus = node.gpu_allocatable > 0 ? node.gpu_allocatable : node.gpu_capacity,
+      .reclaiming = reclaiming};
 }
 
 void Controller::OnSlurm(const slurm::SlurmState& s) {

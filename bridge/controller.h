@@ -163,6 +163,9 @@ class Controller {
   // The GPU-granular lane's worker: a pass whenever its World moved, at least every second.
   void DeviceLoop();
   void OnSlurm(const slurm::SlurmState& state);
+  // What a quota reclaim may take back: a node lent to Kubernetes (its lent-at annotation)
+  // or still carrying the reclaim taint; nullopt for any other node.
+  static std::optional<quota::LentNode> LentNodeOf(const inventory::K8sNode& node);
   // Action outcomes; the reconcile duration only for the reconcile lane.
   void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took, bool status_lane);
   reconcile::WorkQueueOptions WakeOnChange();

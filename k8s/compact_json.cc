@@ -36,8 +36,8 @@ constexpr auto kDictionary = std::to_array<std::string_view>(
      "kind", "controller", "blockOwnerDeletion", "spec", "nodeName", "schedulerName", "priority",
      "priorityClassName", "terminationGracePeriodSeconds", "containers", "initContainers",
      "resources", "requests", "limits", "status", "phase", "nominatedNodeName", "conditions",
-     "type", "reason", "message", "lastTransitionTime", "unschedulable", "taints", "key", "value",
-     "effect", "timeAdded", "capacity", "allocatable",
+     "startTime", "type", "reason", "message", "lastTransitionTime", "unschedulable", "taints",
+     "key", "value", "effect", "timeAdded", "capacity", "allocatable",
      // Resource names.
      "cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu",
      // Values.

@@ -112,7 +112,7 @@ json SelectPodFields(json&& pod) {
     if (auto a = spec->find("affinity"); a != spec->end()) KeepOnly(*a, {"nodeAffinity"});
   }
   if (auto status = pod.find("status"); status != pod.end()) {
-    KeepOnly(*status, {"phase", "nominatedNodeName", "conditions"});
+    KeepOnly(*status, {"phase", "nominatedNodeName", "conditions", "startTime"});
     Conditions(*status);
   }
   return std::move(pod);

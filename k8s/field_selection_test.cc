@@ -106,7 +106,7 @@ json ReferenceSelectPodFields(json&& pod) {
   }
   if (pod.contains("status")) {
     json& status = pod["status"];
-    json s = Keep(status, {"phase", "nominatedNodeName"});
+    json s = Keep(status, {"phase", "nominatedNodeName", "startTime"});
     json conds = Conditions(status);
     if (!conds.empty()) s["conditions"] = std::move(conds);
     out["status"] = std::move(s);

@@ -55,6 +55,7 @@ StatusOr<PodInfo> ParsePod(const nlohmann::json& obj) {
   FieldReader status = root.Sub("status");
   p.phase = status.String("phase");
   p.nominated_node_name = status.String("nominatedNodeName");
+  p.start_time = status.String("startTime");
   p.conditions = ReadConditions(status, "conditions");
   return p;
 }

@@ -32,6 +32,7 @@ struct PodInfo {
   std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
   // status.nominatedNodeName: a pending pod kube-scheduler preempted victims for.
   std::string nominated_node_name;
+  std::string start_time;  // status.startTime (RFC 3339): when the kubelet accepted it
   std::vector<Condition> conditions;
   std::vector<FieldIssue> issues;
 

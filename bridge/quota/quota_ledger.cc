@@ -59,10 +59,23 @@ void QuotaLedger::RemovePod(const std::string& ns, const std::string& name) {
   RecomputeLocked();
 }
 
-void QuotaLedger::SetManagedNode(const std::string& k8s_name, bool managed) {
+void QuotaLedger::SetManagedNode(const std::string& k8s_name, bool managed,
+                                 std::optional<quota::LentNode> lent) {
   if (!enabled()) return;
   MutexLock lock(&mu_);
-  const bool changed = managed ? managed_.insert(k8s_name).second : managed_.erase(k8s_name) > 0;
+  bool changed = managed ? managed_.insert(k8s_name).second : managed_.erase(k8s_name) > 0;
+  if (!managed) lent.reset();
+  auto it = lent_.find(k8s_name);
+  if (lent) {
+    lent->name = k8s_name;
+    if (it == lent_.end() || !(it->second == *lent)) {
+      lent_[k8s_name] = *lent;
+      changed = true;
+    }
+  } else if (it != lent_.end()) {
+    lent_.erase(it);
+    changed = true;
+  }
   if (changed) RecomputeLocked();
 }
 
@@ -88,8 +101,17 @@ void QuotaLedger::RecomputeLocked() {
   std::vector<inventory::GpuPod> pods;
   pods.reserve(pods_.size());
   for (const auto& [key, p] : pods_) pods.push_back(p);
-  current_ = std::make_shared<const quota::Observation>(
-      quota::Observe(cfg_, jobs_, pods, managed_, clock_->Now()));
+  const Clock::TimePoint now = clock_->Now();
+  quota::Observation o = quota::Observe(cfg_, jobs_, pods, managed_, now);
+  std::vector<quota::LentNode> lent;
+  lent.reserve(lent_.size());
+  for (const auto& [name, n] : lent_) lent.push_back(n);
+  o.reclaims = quota::PlanReclaims(
+      cfg_.quotas, o, lent, ownership::ToUnix(now),
+      {.min_run_time_s =
+           std::chrono::duration_cast<std::chrono::seconds>(cfg_.quotas.reclaim_min_run_time)
+               .count()});
+  current_ = std::make_shared<const quota::Observation>(std::move(o));
   last_ns_ =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
@@ -97,6 +119,10 @@ void QuotaLedger::RecomputeLocked() {
   if (on_facts_) {
     ownership::QuotaFacts f{.guaranteed_jobs = quota::GuaranteedJobs(*current_),
                             .borrowing_pods = quota::BorrowingPendingPods(cfg_.quotas, *current_)};
+    for (const quota::Reclaim& r : current_->reclaims) {
+      f.reclaims[r.node] = {
+          .tenant = r.tenant, .job_id = r.job_id, .victims = r.victims, .why = r.why};
+    }
     if (!facts_ || *facts_ != f) {
       on_facts_(f);
       facts_ = std::move(f);

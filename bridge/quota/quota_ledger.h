@@ -48,7 +48,10 @@ class QuotaLedger {
   void SetSlurmJobs(const std::vector<slurm::JobView>& jobs);
   void UpdatePod(const inventory::GpuPod& pod);
   void RemovePod(const std::string& ns, const std::string& name);
-  void SetManagedNode(const std::string& k8s_name, bool managed);
+  // `lent`: the node is lent to Kubernetes (or still carries the reclaim taint), what a
+  // reclaim may take back; nullopt otherwise.
+  void SetManagedNode(const std::string& k8s_name, bool managed,
+                      std::optional<quota::LentNode> lent = std::nullopt);
 
   // Called whenever what the planners learn from quotas changes (and once with the first
   // classification): the running jobs within their tenant's guarantee, kept from other
@@ -72,6 +75,7 @@ class QuotaLedger {
   std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);               // the ones that can count
   std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
   std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
+  std::map<std::string, quota::LentNode> lent_ GUARDED_BY(mu_);
   std::shared_ptr<const quota::Observation> current_ GUARDED_BY(mu_);
   std::function<void(const ownership::QuotaFacts&)> on_facts_ GUARDED_BY(mu_);
   std::optional<ownership::QuotaFacts> facts_ GUARDED_BY(mu_);  // the last ones told

@@ -81,6 +81,9 @@ Status ActionExecutor::Execute(const Action& a) {
     case ActionKind::kRestoreFinalizer:
       s = RestoreFinalizer(a);
       break;
+    case ActionKind::kEvictPod:
+      s = EvictPod(a);
+      break;
   }
   if (!s.ok() && !IsRetryable(s)) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.

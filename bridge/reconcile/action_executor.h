@@ -63,6 +63,7 @@ class ActionExecutor {
   Status PatchPodAnnotations(const plan::Action& a);
   Status ReleaseReservation(const plan::Action& a);
   Status RestoreFinalizer(const plan::Action& a);
+  Status EvictPod(const plan::Action& a);
   Status SignalJobs(const plan::Action& a);
   Status PreemptJobs(const plan::Action& a);
   Status ChangeTaint(const plan::Action& a, bool add);

@@ -46,6 +46,9 @@ std::optional<inventory::GpuPod> ToGpuPod(const k8s::PodInfo& pod) {
   }
   p.priority_class_name = pod.priority_class_name;
   p.nominated_node_name = pod.nominated_node_name;
+  if (!pod.start_time.empty()) {
+    if (auto t = k8s::ParseTime(pod.start_time); t.ok()) p.started = *t;
+  }
   return p;
 }
 

@@ -527,6 +527,41 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
   return OkStatus();
 }
 
+Status ActionExecutor::EvictPod(const Action& a) {
+  // At the source: still this pod (uid), still on this node, not the bridge's own.
+  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
+  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
+    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
+  }
+  if (k8s::StringAt((*pod)["spec"], "nodeName") != a.K8sNode()) {
+    return AbortedError(StrCat("pod ", a.pod.name, " is no longer on node ", a.K8sNode()));
+  }
+  if (HasRole(*pod)) {
+    return FailedPreconditionError(
+        StrCat("pod ", a.pod.namespace_name, "/", a.pod.name, " is the bridge's: never evicted"));
+  }
+  if (!MetaString(*pod, "deletionTimestamp").empty()) return OkStatus();
+  k8s::DeleteOptions opts;
+  opts.precondition_uid = MetaString(*pod, "uid");
+  auto r = k8s::EvictPod(*kube_, a.pod.namespace_name, a.pod.name, opts);
+  if (!r.ok()) {
+    const Status& s = r.status();
+    if (s.code() == StatusCode::kNotFound) return OkStatus();
+    if (k8s::IsTooManyRequests(s)) {
+      // The Eviction API's answer when a PodDisruptionBudget allows no disruption now.
+      return FailedPreconditionError(StrCat("evicting pod ", a.pod.namespace_name, "/", a.pod.name,
+                                            " is refused for now (a "
+                                            "PodDisruptionBudget allows no disruption): ",
+                                            s.message()));
+    }
+    return s;
+  }
+  Record(a);
+  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
+  return OkStatus();
+}
+
 Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
   const std::string node_name = a.K8sNode();
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));

@@ -168,8 +168,8 @@ void Reconciler::SetGpuGranularNodes(std::set<std::string> nodes) {
 namespace {
 
 // The keys whose value differs between `a` and `b` (present in one only, or changed).
-template <typename K>
-std::set<K> ChangedKeys(const std::map<K, std::string>& a, const std::map<K, std::string>& b) {
+template <typename K, typename V>
+std::set<K> ChangedKeys(const std::map<K, V>& a, const std::map<K, V>& b) {
   std::set<K> changed;
   for (const auto* m : {&a, &b}) {
     const auto* other = m == &a ? &b : &a;
@@ -189,6 +189,9 @@ void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
     MutexLock lock(&mu_);
     if (facts == quota_) return;
     const std::set<uint32_t> changed = ChangedKeys(facts.guaranteed_jobs, quota_.guaranteed_jobs);
+    for (const std::string& node : ChangedKeys(facts.reclaims, quota_.reclaims)) {
+      dirty.insert(SlurmNameLocked(node));
+    }
     for (const std::string& pod : ChangedKeys(facts.borrowing_pods, quota_.borrowing_pods)) {
       auto it = pods_.find(pod);
       if (it != pods_.end() && !it->second.nominated_node_name.empty()) {
@@ -282,7 +285,12 @@ inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   inventory::ManagedNode m;
   m.name = name;
   m.gpu_granular = gpu_granular_.count(name) > 0;
-  if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) m.k8s = it->second;
+  if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) {
+    m.k8s = it->second;
+    if (auto r = quota_.reclaims.find(it->second.name); r != quota_.reclaims.end()) {
+      m.reclaim = r->second;
+    }
+  }
   if (auto it = slurm_nodes_.find(name); it != slurm_nodes_.end()) m.slurm = it->second;
   std::set<uint32_t> het;
   for (const auto& [id, j] : jobs_) {

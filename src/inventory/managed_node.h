@@ -36,8 +36,20 @@ struct GpuPod {
   // metadata.deletionTimestamp: when set, the time by which the kubelet kills the pod's
   // containers (deletion time + grace period). Set together with `terminating`.
   std::optional<Clock::TimePoint> deletion_time;
-  std::string priority_class_name;  // spec.priorityClassName
-  std::string nominated_node_name;  // status.nominatedNodeName (a pending preemptor)
+  std::string priority_class_name;          // spec.priorityClassName
+  std::string nominated_node_name;          // status.nominatedNodeName (a pending preemptor)
+  std::optional<Clock::TimePoint> started;  // status.startTime (the kubelet accepted it)
+};
+
+// Guaranteed quotas: a lent node taken back for a Slurm tenant below its guarantee
+// (quota::PlanReclaims): its borrowed pods are evicted, then it returns to Slurm without the
+// cool-down.
+struct NodeReclaim {
+  std::string tenant;                // for whom
+  uint32_t job_id = 0;               // the pending job it serves
+  std::vector<std::string> victims;  // "ns/name" of the pods to evict
+  std::string why;
+  friend bool operator==(const NodeReclaim&, const NodeReclaim&) = default;
 };
 
 struct ManagedNode {
@@ -67,6 +79,8 @@ struct ManagedNode {
   // guarantee, by "ns/name" -> why (ownership::QuotaFacts::borrowing_pods). A lend for one
   // of them is refused while the node runs Slurm jobs.
   std::map<std::string, std::string> borrowing_nominated;
+  // Guaranteed quotas: this node is being taken back for Slurm (QuotaFacts::reclaims).
+  std::optional<NodeReclaim> reclaim;
   // Shared GPU by GPU (the GPU-granular lane, gpu_sharing): never lent whole.
   bool gpu_granular = false;
 

@@ -241,6 +241,7 @@ class Planner {
     }
     RunFlows();
     DropSwapGuardUnlessWanted();
+    DropReclaimTaintWhenOver();
   }
 
  private:
@@ -307,6 +308,14 @@ class Planner {
                ": no reservation swap leaves its GPUs uncounted"))
         .labels = std::move(labels);
   }
+  // The reclaim taint stays for as long as quotas reclaim the node (through its return, until
+  // the job it serves runs or no longer waits); then it goes, whatever the state.
+  void DropReclaimTaintWhenOver() {
+    if (f_.node->reclaim || !HasTaint(*f_.k, kReclaimTaintKey)) return;
+    RemoveTaint(kReclaimTaintKey, "ReclaimOver",
+                StrCat("Removed taint ", kReclaimTaintKey, " from node ", f_.node->name,
+                       ": no Slurm job waits for it any more (it runs, or no longer needs it)"));
+  }
   void SetTaint(const char* key, std::string reason, std::string message) {
     Add(ActionKind::kSetNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
                                                                                    "NoSchedule"};
@@ -349,6 +358,8 @@ class Planner {
   void RequeueJobsEndedBySignal(const std::string& who,
                                 std::map<uint32_t, slurm::UnixTime>* signalled);
   void KubernetesOwned();
+  // Quotas take the lent node back: true when it may return now (no pod left on it).
+  bool Reclaim(std::string* why);
   void Returning();
   void SlurmOwned();
   void StartSwap(std::string why, EventType type);
@@ -897,6 +908,11 @@ void Planner::KubernetesOwned() {
       f_.lend_drain && f_.s->reason_time > 0 ? FromUnix(f_.s->reason_time) : f_.now);
   ReturnDecision d = ShouldReturn(lent_at, idle, pods, f_.healthy, *f_.l, f_.now);
   if (!f_.healthy) Explain(StrCat("unhealthy: ", f_.unhealthy_why));
+  if (f_.node->reclaim) {
+    // Taken back for a guarantee: no cool-down, no minimum lend time; health still counts.
+    std::string why;
+    d = {.now = Reclaim(&why) && f_.healthy, .why = why};
+  }
   Explain(d.why);
   if (d.at) Recheck(*d.at);
   if (!d.now) return;
@@ -924,6 +940,37 @@ void Planner::KubernetesOwned() {
          StrCat("Node ", f_.node->name, " returns to Slurm (", d.why,
                 "): created its reservation; Slurm resumes once it runs"),
          EventType::kNormal);
+}
+
+bool Planner::Reclaim(std::string* why) {
+  const inventory::NodeReclaim& rc = *f_.node->reclaim;
+  const std::string node = f_.node->name;
+  if (!HasTaint(*f_.k, kReclaimTaintKey)) {
+    SetTaint(kReclaimTaintKey, "ReclaimStarted",
+             StrCat("Node ", node, " is taken back for Slurm (quotas): ", rc.why, "; tainted ",
+                    kReclaimTaintKey, " so that no new pod lands on it"));
+  }
+  std::string waiting;
+  for (const GpuPod* p : f_.k8s_pods) {
+    const std::string name = PodName(*p);
+    StrAppend(&waiting, waiting.empty() ? "" : ", ", name);
+    if (p->terminating) continue;
+    if (std::find(rc.victims.begin(), rc.victims.end(), name) == rc.victims.end()) {
+      Explain(StrCat("pod ", name, " came after the reclaim was planned: the quotas judge again"));
+      continue;
+    }
+    Add(ActionKind::kEvictPod, "ReclaimEviction",
+        StrCat("Evicted pod ", name, " from node ", node, " for Slurm (quotas): ", rc.why))
+        .pod = Ref(*p);
+  }
+  if (!waiting.empty()) {
+    *why = StrCat("reclaimed for tenant ", rc.tenant, " (job ", rc.job_id, "): waiting for pod(s) ",
+                  waiting, " to leave");
+    return false;
+  }
+  *why = StrCat("reclaimed for tenant ", rc.tenant, " (job ", rc.job_id,
+                "): no pod left, it returns without the cool-down");
+  return true;
 }
 
 void Planner::Returning() {

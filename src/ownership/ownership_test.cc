@@ -153,6 +153,7 @@ struct Log {
   // Jobs whose batch script does not trap the checkpoint signal: they die of it (FAILED,
   // exit signal) and end up in the node's ended_jobs.
   std::set<uint32_t> untrapped;
+  std::map<std::string, int> evictions;  // "ns/name" -> evictions asked (quota reclaim)
 };
 
 // The executor, applied to the model. Checks each action's source-side precondition
@@ -198,6 +199,15 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
       p.finalizers = a.reservation.finalizers;
       p.priority_class_name = a.reservation.priority_class_name;
       n->pods.push_back(p);
+      break;
+    }
+    case ActionKind::kEvictPod: {
+      GpuPod* p = find_pod(a.pod);
+      if (p == nullptr || p->terminating) break;
+      ASSERT_FALSE(p->reservation) << "evicted the bridge's reservation";
+      ++log->evictions[StrCat(p->namespace_name, "/", p->name)];
+      p->terminating = true;
+      p->deletion_time = now + std::chrono::seconds(30);
       break;
     }
     case ActionKind::kDeleteReservationPod: {
@@ -323,7 +333,10 @@ void Kubelet(ManagedNode* n, Clock::TimePoint now) {
 // NoSchedule taint of the bridge is on the node.
 void Scheduler(ManagedNode* n) {
   if (n->nominated_pods.empty()) return;
-  if (HasTaint(*n, kSwapTaintKey) || HasTaint(*n, kBusyTaintKey)) return;
+  if (HasTaint(*n, kSwapTaintKey) || HasTaint(*n, kBusyTaintKey) ||
+      HasTaint(*n, kReclaimTaintKey)) {
+    return;
+  }
   // The swap-guard admission policy refuses every binding to a guarded node.
   if (n->k8s->labels.count(kSwapGuardLabel)) return;
   int64_t used = 0;
@@ -1853,6 +1866,87 @@ TEST(PlanOwnership, EndedJobsAreRequeuedOnlyForTheRunWeSignalled) {
 
 // Anti-thrash: a job preempted more than max_preemptions times in the window makes its
 // node protected, promptly.
+// Quotas take a lent node back for a Slurm tenant below its guarantee: the node is tainted,
+// the borrowed pod evicted, and the node returns without the cool-down or the minimum lend
+// time; a pod nominated meanwhile does not land (the taint); the taint stays until the job
+// the reclaim serves no longer waits.
+Story ReclaimForAGuarantee(int crash_after) {
+  Story s;
+  s.crash_after = crash_after;
+  s.n = LentNode(kNow - minutes(1));  // lent a minute ago: min_lend_time has not passed
+  GpuPod borrowed = K8sPod("infer-0");
+  borrowed.uid = "uid-infer-0";
+  s.n.pods = {borrowed};
+  s.n.reclaim = inventory::NodeReclaim{.tenant = "a",
+                                       .job_id = 7,
+                                       .victims = {"ml/infer-0"},
+                                       .why = "tenant a uses 0 of its 8 GPUs guaranteed"};
+  GpuPod late = K8sPod("infer-1", "Pending", "");
+  late.nominated_node_name = "node1";
+  s.n.nominated_pods = {late};
+  s.RunFor(seconds(30));
+  return s;
+}
+
+TEST(Story, AReclaimEvictsTheBorrowedPodAndReturnsTheNodeAtOnce) {
+  Story s = ReclaimForAGuarantee(-1);
+  EXPECT_EQ(s.log.evictions, (std::map<std::string, int>{{"ml/infer-0", 1}}));
+  EXPECT_THAT(s.states,
+              ElementsAre(OwnerState::kKubernetes, OwnerState::kReturning, OwnerState::kSlurm));
+  EXPECT_FALSE(s.n.slurm->drain) << "returned within 30 s, no cool-down";
+  ASSERT_NE(Res(&s.n), nullptr);
+  EXPECT_EQ(Res(&s.n)->phase, "Running");
+  EXPECT_FALSE(s.PodRunning("infer-1")) << "the nominated pod was kept off by the taint";
+  EXPECT_TRUE(HasTaint(s.n, kReclaimTaintKey)) << "kept while the job still waits";
+  EXPECT_TRUE(PlanOwnership(s.n, s.cfg, s.now).actions.empty());
+
+  s.n.reclaim.reset();  // the job runs
+  s.RunFor(seconds(5));
+  EXPECT_FALSE(HasTaint(s.n, kReclaimTaintKey));
+  EXPECT_TRUE(PlanOwnership(s.n, s.cfg, s.now).actions.empty());
+}
+
+TEST(Story, CrashAfterEveryActionResumesTheReclaim) {
+  const int total = ReclaimForAGuarantee(-1).actions_run;
+  ASSERT_GT(total, 3);
+  for (int crash = 0; crash < total; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s = ReclaimForAGuarantee(crash);
+    EXPECT_FALSE(s.n.slurm->drain);
+    EXPECT_EQ(s.log.evictions.size(), 1u);
+    ASSERT_NE(Res(&s.n), nullptr);
+    EXPECT_EQ(Res(&s.n)->phase, "Running");
+    EXPECT_FALSE(s.PodRunning("infer-1"));
+  }
+}
+
+TEST(PlanOwnership, AReclaimWaitsForAPodItDidNotPlanForAndACancelledOneDropsTheTaint) {
+  config::Config cfg = Cfg();
+  ManagedNode n = LentNode(kNow - minutes(1));
+  n.pods = {K8sPod("infer-0"), K8sPod("newcomer")};
+  n.reclaim = inventory::NodeReclaim{.tenant = "a", .job_id = 7, .victims = {"ml/infer-0"}};
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kKubernetes);
+  std::vector<ActionKind> kinds;
+  for (const Action& a : p.actions) kinds.push_back(a.kind);
+  EXPECT_THAT(kinds, ::testing::Contains(ActionKind::kSetNodeTaint));
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), ActionKind::kEvictPod), 1)
+      << "only the planned victim: " << Dump(p);
+  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(ActionKind::kCreateReservationPod)));
+  EXPECT_THAT(Dump(p), HasSubstr("ml/newcomer came after the reclaim was planned"));
+
+  // The reclaim is called off (the job started elsewhere): the taint goes, the node stays
+  // lent, the cool-down applies again.
+  n.reclaim.reset();
+  n.k8s->taints.push_back({kReclaimTaintKey, "", "NoSchedule"});
+  n.pods = {};
+  p = PlanOwnership(n, cfg, kNow);
+  kinds.clear();
+  for (const Action& a : p.actions) kinds.push_back(a.kind);
+  EXPECT_THAT(kinds, ::testing::Contains(ActionKind::kRemoveNodeTaint));
+  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(ActionKind::kCreateReservationPod)));
+}
+
 TEST(Story, AntiThrashProtectsARepeatVictim) {
   config::Config cfg = Cfg();
   cfg.lending.max_preemptions = 1;

@@ -21,6 +21,7 @@
 
 #include "src/base/clock.h"
 #include "src/config/config.h"
+#include "src/inventory/managed_node.h"
 #include "src/ownership/lending_config.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
@@ -80,6 +81,9 @@ inline constexpr char kSwapGuardLabel[] = "slurm-k8s-bridge.io/swap-guard";
 //   slurm-busy: Slurm work remains on a lent node whose reservation no longer (or soon no
 //   longer) holds the GPUs in Kubernetes' count, or whose signalled jobs outlived their grace.
 inline constexpr char kBusyTaintKey[] = "slurm-k8s-bridge.io/slurm-busy";
+// NoSchedule on a lent node taken back for Slurm (quotas): no new pod lands while its pods
+// are evicted. Removed once Slurm runs there and the reclaim is over.
+inline constexpr char kReclaimTaintKey[] = "slurm-k8s-bridge.io/reclaiming";
 // The busy taint goes on this long before the kubelet's kill deadline of the reservation.
 inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);
 // How long a lend waits after its reservation's deletion for the pod that preempted it to
@@ -176,6 +180,9 @@ struct QuotaFacts {
   // started now (a pod of no tenant always would) -> why. Such a pod may take idle GPUs
   // only: a lend of a node with Slurm jobs for it is refused.
   std::map<std::string, std::string> borrowing_pods;
+  // Lent nodes taken back for a Slurm tenant below its guarantee, by Kubernetes node name
+  // (quota::PlanReclaims): tainted, their pods evicted, returned without the cool-down.
+  std::map<std::string, inventory::NodeReclaim> reclaims;
   bool operator==(const QuotaFacts&) const = default;
 };
 

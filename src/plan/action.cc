@@ -38,6 +38,8 @@ std::string_view ActionKindName(ActionKind k) {
       return "PatchNodeAnnotations";
     case ActionKind::kRestoreFinalizer:
       return "RestoreFinalizer";
+    case ActionKind::kEvictPod:
+      return "EvictPod";
   }
   return "Unknown";
 }
@@ -158,6 +160,7 @@ std::string ToString(const Action& a) {
       break;
     case ActionKind::kDeleteReservationPod:
     case ActionKind::kRestoreFinalizer:
+    case ActionKind::kEvictPod:
       StrAppend(&s, Pod(a.pod));
       break;
     case ActionKind::kPatchPodAnnotations:

@@ -39,6 +39,7 @@ enum class ActionKind {
   kRemoveNodeTaint,        // remove the taint with `taint.key` and `taint.effect`
   kPatchNodeAnnotations,   // merge-patch `annotations` and `labels` into the node's metadata
   kRestoreFinalizer,       // put the bridge's finalizer back on `pod` (removed by hand)
+  kEvictPod,               // evict `pod` through the Eviction API (quota reclaim)
 };
 
 std::string_view ActionKindName(ActionKind k);

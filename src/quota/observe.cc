@@ -1,6 +1,9 @@
 #include "src/quota/observe.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
+#include <tuple>
 
 #include "src/base/strings.h"
 #include "src/config/config.h"
@@ -41,6 +44,8 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     w.running = holds;
     w.account = j.account;
     w.where = holds ? StrJoin(j.nodes, ",") : "";
+    w.waits_for_resources =
+        pending && (j.state_reason == "Resources" || j.state_reason.starts_with("ReqNodeNotAvail"));
     const ownership::JobPolicy policy = ownership::PolicyFor(j, cfg, now);
     w.preemptible_why = policy.why;
     Work& work = w.work;
@@ -83,6 +88,11 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     work.gpus = static_cast<int>(std::min<int64_t>(p.gpus, 1'000'000));
     work.priority = p.priority;
     work.preemptible = preemptible;
+    // Running since the kubelet accepted it; without a start time, as if just started (it
+    // ranks last for its floor and is not old enough to be reclaimed).
+    work.started_at = bound ? (p.started ? ownership::ToUnix(*p.started) : now_unix) : 0;
+    work.work_lost_s = std::max<int64_t>(0, now_unix - work.started_at);
+    if (!bound) work.work_lost_s = 0;
     if (bound) {
       running.push_back(work);
     } else {
@@ -132,6 +142,96 @@ std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& confi
   return out;
 }
 
+std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& o,
+                                  const std::vector<LentNode>& lent, int64_t now,
+                                  const ReclaimOptions& options) {
+  std::vector<Reclaim> out;
+  if (!config.enabled() || lent.empty()) return out;
+  const Classification& c = o.classification;
+  // The running pods on each lent node.
+  std::map<std::string, std::vector<const ObservedWork*>, std::less<>> pods_on;
+  for (const ObservedWork& w : o.work) {
+    if (w.running && w.work.side == Side::kKubernetes) pods_on[w.where].push_back(&w);
+  }
+  // Pending jobs a reclaim may serve, in OrderPending's order.
+  std::vector<const ObservedWork*> jobs;
+  std::vector<Work> pending;
+  for (const ObservedWork& w : o.work) {
+    if (w.running || w.work.side != Side::kSlurm || !w.waits_for_resources) continue;
+    if (config.Find(w.work.tenant) == nullptr) continue;  // no tenant: no guarantee to serve
+    jobs.push_back(&w);
+    pending.push_back(w.work);
+  }
+  std::map<std::string, int64_t> room;  // tenant -> GPUs still within its guarantee
+  for (const Tenant& t : config.tenants) {
+    auto u = c.usage.find(t.name);
+    room[t.name] = t.guaranteed - (u != c.usage.end() ? u->second.in_use() : 0);
+  }
+  std::set<std::string, std::less<>> taken;
+  for (size_t i : OrderPending(config, c, pending)) {
+    const ObservedWork& job = *jobs[i];
+    const std::string& tenant = job.work.tenant;
+    if (job.work.gpus > room[tenant]) continue;  // beyond the guarantee: waits, takes nothing
+    struct Candidate {
+      const LentNode* node;
+      std::vector<const ObservedWork*> victims;
+      int64_t victim_gpus = 0;
+      double over = 0;  // the least over-floor victim's tenant: how much it can spare
+    };
+    std::optional<Candidate> best;
+    auto key = [](const Candidate& x) {
+      return std::make_tuple(!x.node->reclaiming, !x.victims.empty(), -x.over, x.victim_gpus,
+                             x.node->name);
+    };
+    for (const LentNode& n : lent) {
+      if (taken.count(n.name) || n.gpus < job.work.gpus) continue;
+      Candidate cand{.node = &n, .over = std::numeric_limits<double>::infinity()};
+      bool all = true;
+      if (auto p = pods_on.find(n.name); p != pods_on.end()) {
+        for (const ObservedWork* v : p->second) {
+          if (!Reclaimable(config, c, tenant, v->work, now, options)) {
+            all = false;
+            break;
+          }
+          cand.victims.push_back(v);
+          cand.victim_gpus += v->work.gpus;
+          cand.over = std::min(cand.over, OverPerWeight(c, v->work));
+        }
+      }
+      if (!all) continue;
+      if (!best || key(cand) < key(*best)) best = std::move(cand);
+    }
+    if (!best) continue;
+    taken.insert(best->node->name);
+    room[tenant] -= job.work.gpus;
+    Reclaim r;
+    r.node = best->node->name;
+    r.tenant = tenant;
+    r.job_id = job.job_id;
+    r.gpus = job.work.gpus;
+    r.victim_gpus = best->victim_gpus;
+    std::string pods;
+    for (const ObservedWork* v : best->victims) {
+      r.victims.push_back(v->work.id.substr(4));  // "k8s/ns/name" -> "ns/name"
+      const std::string vt = v->work.tenant.empty() ? "(none)" : v->work.tenant;
+      if (std::find(r.victim_tenants.begin(), r.victim_tenants.end(), vt) ==
+          r.victim_tenants.end()) {
+        r.victim_tenants.push_back(vt);
+      }
+      StrAppend(&pods, pods.empty() ? "" : ", ", r.victims.back(), " (tenant ", vt, ", ",
+                Gpus(v->work.gpus), ")");
+    }
+    const Tenant& t = *config.Find(tenant);
+    r.why = StrCat("tenant ", tenant, " uses ", t.guaranteed - room[tenant] - job.work.gpus,
+                   " of its ", t.guaranteed, " GPUs guaranteed and job ", job.job_id, " (",
+                   Gpus(job.work.gpus), ") waits for resources");
+    StrAppend(&r.why, pods.empty() ? ": the lent node is idle, it returns to Slurm now"
+                                   : StrCat(": borrowed pod(s) ", pods, " are evicted"));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o) {
   std::vector<TenantRow> rows;
   for (const Tenant& t : config.tenants) {
@@ -150,6 +250,9 @@ std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& 
     }
     auto p = o.pending_gpus.find(t.name);
     if (p != o.pending_gpus.end()) r.pending = p->second;
+    for (const Reclaim& rc : o.reclaims) {
+      if (rc.tenant == t.name) r.reclaiming += static_cast<int>(rc.gpus);
+    }
     rows.push_back(std::move(r));
   }
   // Work of no tenant: all of it borrows.

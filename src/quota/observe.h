@@ -35,12 +35,38 @@ struct ObservedWork {
   std::string where;            // its nodes ("node1,node2"); "" while pending
   std::string account;          // Slurm account, or the pod's namespace
   std::string preemptible_why;  // the fact that decided work.preemptible
+  // A pending job Slurm keeps waiting for resources (reason Resources or ReqNodeNotAvail...),
+  // not for its begin time, a dependency or a hold: what a reclaim may serve.
+  bool waits_for_resources = false;
+};
+
+// A node lent to Kubernetes, as a reclaim sees it.
+struct LentNode {
+  std::string name;         // Kubernetes name
+  int64_t gpus = 0;         // its GPUs
+  bool reclaiming = false;  // already carries the reclaim taint (kept first: no flip-flop)
+  friend bool operator==(const LentNode&, const LentNode&) = default;
+};
+
+// Borrowed GPUs taken back from Kubernetes for a Slurm tenant below its guarantee: the
+// node, returned to Slurm once its pods (`victims`, "ns/name") are evicted.
+struct Reclaim {
+  std::string node;
+  std::string tenant;   // for whom
+  uint32_t job_id = 0;  // the pending job it serves
+  int64_t gpus = 0;     // what that job asks of the node
+  std::vector<std::string> victims;
+  std::vector<std::string> victim_tenants;  // the victims' tenants ("(none)" for no tenant)
+  int64_t victim_gpus = 0;
+  std::string why;  // for the Events and bridgectl
 };
 
 struct Observation {
   std::vector<ObservedWork> work;           // jobs (by id), then pods (by namespace/name)
   Classification classification;            // of the running work only
   std::map<std::string, int> pending_gpus;  // tenant ("" for none) -> GPUs asked by pending work
+  // Set by the caller from PlanReclaims (Observe leaves it empty): what bridgectl shows.
+  std::vector<Reclaim> reclaims;
   Clock::TimePoint at{};
 };
 
@@ -65,6 +91,18 @@ std::map<uint32_t, std::string> GuaranteedJobs(const Observation& o);
 std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& config,
                                                         const Observation& o);
 
+// The reclaims from Kubernetes that Slurm's pending demand calls for (node granularity):
+// for each tenant below its guarantee, its pending jobs that Slurm keeps waiting for
+// resources and that fit within the guarantee (oldest first, as OrderPending ranks them),
+// one lent node each whose GPU pods are all borrowed work of other tenants that may be
+// preempted and has run options.min_run_time_s (since its status.startTime; a pod without
+// one counts as just started). Nodes already reclaiming first, then nodes with no
+// pod, then the victims' tenants most over their guarantee per weight, then the fewest
+// victim GPUs, then by name. Empty when quotas are off.
+std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& o,
+                                  const std::vector<LentNode>& lent, int64_t now,
+                                  const ReclaimOptions& options);
+
 // One line of `bridgectl get quotas`.
 struct TenantRow {
   std::string name;  // "" for work of no tenant (listed only when there is some)
@@ -74,7 +112,7 @@ struct TenantRow {
   int in_use_kubernetes = 0;
   int borrowed = 0;
   int pending = 0;
-  int reclaiming = 0;  // borrowed GPUs being taken back for it (no reclaim acts yet: 0)
+  int reclaiming = 0;  // GPUs of the nodes being taken back for it (Observation::reclaims)
 };
 std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o);
 

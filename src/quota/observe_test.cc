@@ -218,5 +218,110 @@ TEST(ParseConfig, TheQuotasSectionIsStrictAndNamesTheKey) {
   EXPECT_FALSE(config::ParseConfig("{}")->quotas.enabled());
 }
 
+// Tenant a (guaranteed 8) runs 4 GPUs and has a job pending for resources; b (guaranteed 8)
+// runs 8 in Slurm and borrows with pods on lent nodes.
+class PlanReclaimsTest : public ::testing::Test {
+ protected:
+  PlanReclaimsTest() {
+    jobs_ = {RunningJob(1, "team-a", {"n1"}, 4, 1000),
+             RunningJob(2, "team-b", {"n2", "n3"}, 4, 1000)};
+    slurm::JobView pending = RunningJob(10, "team-a", {}, 4, 0);
+    pending.state = slurm::JobState::kPending;
+    pending.state_reason = "Resources";
+    pending.submit_time = 5000;
+    jobs_.push_back(pending);
+  }
+  std::vector<Reclaim> Plan(const std::vector<inventory::GpuPod>& pods,
+                            const std::vector<LentNode>& lent, ReclaimOptions options = {}) {
+    options.min_run_time_s = 0;
+    Observation o = Observe(cfg_, jobs_, pods, {"n1", "n2", "n3", "n4", "n5", "n6"}, kNow);
+    return PlanReclaims(cfg_.quotas, o, lent, ownership::ToUnix(kNow), options);
+  }
+
+  config::Config cfg_ = TwoTenants();
+  std::vector<slurm::JobView> jobs_;
+};
+
+TEST_F(PlanReclaimsTest, ATenantBelowItsGuaranteeTakesBackANodeBorrowedByAnother) {
+  std::vector<Reclaim> r =
+      Plan({Pod("b-inf", "serve-0", "n4", 4, 100)}, {{.name = "n4", .gpus = 4}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].node, "n4");
+  EXPECT_EQ(r[0].tenant, "a");
+  EXPECT_EQ(r[0].job_id, 10u);
+  EXPECT_EQ(r[0].gpus, 4);
+  EXPECT_EQ(r[0].victims, std::vector<std::string>{"b-inf/serve-0"});
+  EXPECT_EQ(r[0].victim_tenants, std::vector<std::string>{"b"});
+  EXPECT_EQ(r[0].victim_gpus, 4);
+  EXPECT_THAT(r[0].why, HasSubstr("tenant a uses 4 of its 8 GPUs guaranteed and job 10 (4 GPUs) "
+                                  "waits for resources: borrowed pod(s) b-inf/serve-0 (tenant b, "
+                                  "4 GPUs) are evicted"));
+}
+
+TEST_F(PlanReclaimsTest, AnIdleLentNodeIsTakenBeforeOneWithPodsAndOneReclaimingBeforeBoth) {
+  std::vector<inventory::GpuPod> pods = {Pod("b-inf", "serve-0", "n4", 4, 100)};
+  std::vector<Reclaim> r = Plan(pods, {{.name = "n4", .gpus = 4}, {.name = "n5", .gpus = 4}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].node, "n5");
+  EXPECT_THAT(r[0].victims, IsEmpty());
+  EXPECT_THAT(r[0].why, HasSubstr("the lent node is idle"));
+
+  r = Plan(pods, {{.name = "n4", .gpus = 4, .reclaiming = true}, {.name = "n5", .gpus = 4}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].node, "n4") << "a reclaim under way is kept: no flip-flop between nodes";
+}
+
+TEST_F(PlanReclaimsTest, NothingIsTakenThatIsNotBorrowedPreemptibleAndOldEnough) {
+  // b's own pod within b's floor (b runs 8 in Slurm: the job ranks first, the pod borrows;
+  // with b's Slurm job gone the pod is within the floor).
+  jobs_.erase(jobs_.begin() + 1);
+  EXPECT_THAT(Plan({Pod("b-inf", "serve-0", "n4", 4, 100)}, {{.name = "n4", .gpus = 4}}), IsEmpty())
+      << "within b's guarantee";
+  jobs_.insert(jobs_.begin() + 1, RunningJob(2, "team-b", {"n2", "n3"}, 4, 1000));
+  EXPECT_THAT(Plan({Pod("b-inf", "serve-0", "n4", 4)}, {{.name = "n4", .gpus = 4}}), IsEmpty())
+      << "at the protected class: cannot be preempted";
+  EXPECT_THAT(Plan({Pod("a-inf", "mine", "n4", 4, 100)}, {{.name = "n4", .gpus = 4}}), IsEmpty())
+      << "a's own pod";
+  EXPECT_THAT(Plan({Pod("b-inf", "serve-0", "n4", 4, 100), Pod("b-inf", "keep", "n4", 4)},
+                   {{.name = "n4", .gpus = 8}}),
+              IsEmpty())
+      << "one pod on the node cannot go: the node cannot return";
+  EXPECT_THAT(Plan({}, {{.name = "n4", .gpus = 2}}), IsEmpty()) << "too small for the job";
+}
+
+TEST_F(PlanReclaimsTest, OnlyDemandWithinTheGuaranteeThatWaitsForResourcesReclaims) {
+  const std::vector<LentNode> lent = {{.name = "n4", .gpus = 8}, {.name = "n5", .gpus = 8}};
+  jobs_.back().state_reason = "BeginTime";
+  EXPECT_THAT(Plan({}, lent), IsEmpty()) << "a requeued job waiting for its begin time";
+  jobs_.back().state_reason = "ReqNodeNotAvail, UnavailableNodes:n4";
+  EXPECT_EQ(Plan({}, lent).size(), 1u);
+  jobs_.back().gpus_per_node = 8;  // 4 + 8 > 8: beyond a's guarantee
+  EXPECT_THAT(Plan({}, lent), IsEmpty());
+  jobs_.back().gpus_per_node = 4;
+  jobs_.back().account = "nobody";
+  EXPECT_THAT(Plan({}, lent), IsEmpty()) << "work of no tenant has no guarantee";
+}
+
+TEST_F(PlanReclaimsTest, TwoPendingJobsTakeTwoNodesUpToTheGuaranteeAndTheRowsSayIt) {
+  jobs_[0].state = slurm::JobState::kComplete;  // a runs nothing: 8 GPUs of room
+  slurm::JobView second = jobs_.back();
+  second.job_id = 11;
+  second.submit_time = 6000;
+  jobs_.push_back(second);
+  slurm::JobView third = second;
+  third.job_id = 12;
+  jobs_.push_back(third);
+  Observation o = Observe(cfg_, jobs_, {}, {"n4", "n5", "n6"}, kNow);
+  o.reclaims = PlanReclaims(
+      cfg_.quotas, o,
+      {{.name = "n4", .gpus = 4}, {.name = "n5", .gpus = 4}, {.name = "n6", .gpus = 4}},
+      ownership::ToUnix(kNow), {});
+  ASSERT_EQ(o.reclaims.size(), 2u) << "the third would pass the guarantee";
+  EXPECT_EQ(o.reclaims[0].job_id, 10u);
+  EXPECT_EQ(o.reclaims[1].job_id, 11u);
+  EXPECT_NE(o.reclaims[0].node, o.reclaims[1].node);
+  EXPECT_EQ(TenantRows(cfg_.quotas, o)[0].reclaiming, 8);
+}
+
 }  // namespace
 }  // namespace skb::quota

@@ -83,6 +83,7 @@ Status ReadQuotaConfig(config::JsonReader r, QuotaConfig* result) {
     }
     out.tenants.push_back(std::move(tenant));
   });
+  r.Duration("reclaim_min_run_time", &out.reclaim_min_run_time);
   RETURN_IF_ERROR(r.Finish());
   *result = std::move(out);
   return OkStatus();
@@ -196,6 +197,23 @@ Classification Classify(const QuotaConfig& config, const std::vector<Work>& runn
   return c;
 }
 
+bool Reclaimable(const QuotaConfig& config, const Classification& c, const std::string& for_tenant,
+                 const Work& w, int64_t now, const ReclaimOptions& options) {
+  auto st = c.standing.find(w.id);
+  if (st == c.standing.end() || st->second != Standing::kBorrowed) return false;
+  if (!w.preemptible) return false;
+  if (!for_tenant.empty() && TenantKey(config, w) == for_tenant) return false;  // its own
+  return now - w.started_at >= options.min_run_time_s;
+}
+
+double OverPerWeight(const Classification& c, const Work& w) {
+  auto tn = c.tenant_of.find(w.id);
+  if (tn == c.tenant_of.end() || tn->second.empty()) {
+    return std::numeric_limits<double>::infinity();  // no tenant: first to give back
+  }
+  return c.usage.at(tn->second).over_per_weight;
+}
+
 Decision PlanStart(const QuotaConfig& config, const Classification& c, const Work& pending,
                    int free_gpus, const std::vector<Work>& candidates, int64_t now,
                    const ReclaimOptions& options) {
@@ -243,20 +261,9 @@ Decision PlanStart(const QuotaConfig& config, const Classification& c, const Wor
   // Within the floor: take borrowed work of other tenants, most over-floor first.
   std::vector<const Work*> victims;
   for (const Work& w : candidates) {
-    auto st = c.standing.find(w.id);
-    if (st == c.standing.end() || st->second != Standing::kBorrowed) continue;
-    if (!w.preemptible) continue;
-    if (TenantKey(config, w) == tenant && t != nullptr) continue;  // never its own
-    if (now - w.started_at < options.min_run_time_s) continue;
-    victims.push_back(&w);
+    if (Reclaimable(config, c, tenant, w, now, options)) victims.push_back(&w);
   }
-  auto over = [&](const Work* w) {
-    auto tn = c.tenant_of.find(w->id);
-    if (tn == c.tenant_of.end() || tn->second.empty()) {
-      return std::numeric_limits<double>::infinity();  // no tenant: first to give back
-    }
-    return c.usage.at(tn->second).over_per_weight;
-  };
+  auto over = [&](const Work* w) { return OverPerWeight(c, *w); };
   std::sort(victims.begin(), victims.end(), [&](const Work* a, const Work* b) {
     return std::make_tuple(-over(a), a->priority, a->work_lost_s, -a->started_at, a->id) <
            std::make_tuple(-over(b), b->priority, b->work_lost_s, -b->started_at, b->id);

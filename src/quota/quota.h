@@ -24,6 +24,7 @@
 //   if (d.start) { preempt d.victims (signal, grace, requeue / evict), then start }
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -48,6 +49,8 @@ struct Tenant {
 
 struct QuotaConfig {
   std::vector<Tenant> tenants;
+  // Anti-thrash: borrowed work that has run less than this is not reclaimed.
+  std::chrono::milliseconds reclaim_min_run_time{std::chrono::minutes(10)};
 
   bool enabled() const { return !tenants.empty(); }
   const Tenant* Find(std::string_view name) const;
@@ -138,6 +141,15 @@ struct Decision {
   int victim_gpus = 0;
   std::string explanation;
 };
+
+// Whether running work `w` may be taken for `for_tenant`'s demand (a configured tenant's
+// name, or "" for work of no tenant): borrowed, preemptible, not the tenant's own, and
+// running for at least options.min_run_time_s.
+bool Reclaimable(const QuotaConfig& config, const Classification& c, const std::string& for_tenant,
+                 const Work& w, int64_t now, const ReclaimOptions& options);
+// How far `w`'s tenant is beyond its floor per unit of weight (infinity for work of no
+// tenant): the most over gives back first.
+double OverPerWeight(const Classification& c, const Work& w);
 
 // Whether `pending` may start where `free_gpus` GPUs are idle and `candidates` run (the
 // work on one node, or a set of nodes the caller can place on). `c` classifies all

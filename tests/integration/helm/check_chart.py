@@ -139,6 +139,10 @@ EXPECTED_GPU_SHARING_RULES = [
     {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"],
      "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
 ]
+# With config.quotas.tenants: borrowed pods evicted for a Slurm tenant's guarantee.
+EXPECTED_QUOTA_RULES = [
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+]
 EXPECTED_RESERVATION_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch"]},
 ]
@@ -228,9 +232,11 @@ def check_common(objs, label, release, namespace):
 
     # Least privilege: exactly these rules, no wildcard anywhere.
     cr = one(objs, "ClusterRole")
-    expected = EXPECTED_CLUSTER_RULES
+    expected = list(EXPECTED_CLUSTER_RULES)
+    if (cfg.get("quotas") or {}).get("tenants"):
+        expected[3:3] = EXPECTED_QUOTA_RULES  # after pods, before events
     if cfg.get("gpu_sharing", {}).get("enabled"):
-        expected = EXPECTED_CLUSTER_RULES + EXPECTED_GPU_SHARING_RULES
+        expected += EXPECTED_GPU_SHARING_RULES
     check(cr["rules"] == expected,
           f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
