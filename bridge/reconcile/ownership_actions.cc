@@ -549,11 +549,15 @@ Status ActionExecutor::EvictPod(const Action& a) {
     const Status& s = r.status();
     if (s.code() == StatusCode::kNotFound) return OkStatus();
     if (k8s::IsTooManyRequests(s)) {
-      // The Eviction API's answer when a PodDisruptionBudget allows no disruption now.
-      return FailedPreconditionError(StrCat("evicting pod ", a.pod.namespace_name, "/", a.pod.name,
-                                            " is refused for now (a "
-                                            "PodDisruptionBudget allows no disruption): ",
-                                            s.message()));
+      // The Eviction API's answer while a PodDisruptionBudget allows no disruption: said on
+      // the node and the pod, and tried again with back-off (the bridge does not watch
+      // budgets; the recorder's rate limit keeps the retries from spamming Events).
+      const std::string why = StrCat("evicting pod ", a.pod.namespace_name, "/", a.pod.name,
+                                     " is refused for now (its PodDisruptionBudget allows no "
+                                     "disruption): ",
+                                     s.message());
+      Record(a, k8s::EventType::kWarning, "ReclaimBlocked", StrCat(a.event_message, " -- ", why));
+      return UnavailableError(why);
     }
     return s;
   }

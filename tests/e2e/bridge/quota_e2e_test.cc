@@ -1,6 +1,7 @@
 // Guaranteed GPU quotas across the boundary, end to end on the testbed with the real
 // kube-scheduler: a tenant's Slurm jobs within its guarantee are never taken by another
-// tenant's pods; the jobs it runs beyond its guarantee (borrowed) are what those pods take.
+// tenant's pods; the jobs it runs beyond its guarantee (borrowed) are what those pods take;
+// and a tenant below its guarantee takes back the nodes another tenant's pods borrow.
 //
 // Two tenants, each guaranteed two nodes' GPUs (16): team-a trains in Slurm (account
 // team-a), team-b serves in Kubernetes (namespace default). team-a fills all four nodes:
@@ -204,6 +205,95 @@ TEST_F(QuotaNoFloorE2E, APodBeyondItsTenantsGuaranteeTakesAnIdleNodeButNoJob) {
   }
   for (const char* pod : {"serve-1", "serve-2"}) {
     Shell(StrCat("kubectl delete pod -n default ", pod, " --wait=false"));
+  }
+}
+
+// Reclaim from Kubernetes: team-b's inference fills three nodes while team-a trains
+// nothing (8 of team-b's 24 GPUs borrowed), then team-a submits two nodes' worth, within its
+// guarantee. One job runs on the free node; for the other the bridge takes back the node of
+// team-b's borrowed pod (the youngest): taint, eviction through the Eviction API -- refused
+// while a PodDisruptionBudget allows no disruption, done once it does -- and the node's
+// return without the cool-down. team-b's pods within its guarantee keep running.
+class QuotaReclaimE2E : public QuotaE2E {
+ protected:
+  QuotaReclaimE2E() { extra_overlay_["quotas"]["reclaim_min_run_time"] = "0s"; }
+};
+
+TEST_F(QuotaReclaimE2E, ATenantBelowItsGuaranteeTakesBackABorrowedNodeHonouringTheBudget) {
+  ASSERT_EQ(testbed::TestbedNodeCount(), 4) << "the scenario is sized for four 8-GPU nodes";
+  for (const char* pod : {"serve-1", "serve-2", "serve-3"}) {
+    CreateInferencePod(pod);
+    ASSERT_TRUE(WaitFor([&] { return PodField(pod, ".status.phase") == "Running"; }, seconds(60)))
+        << Shell("kubectl get pods -A -o wide").out;
+    std::this_thread::sleep_for(seconds(1));  // distinct start times: serve-3 is the youngest
+  }
+  const std::string victim_node = PodField("serve-3", ".spec.nodeName");
+  std::string table;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        table = Bridgectl({"get", "quotas"}).out;
+        return std::regex_search(table, std::regex("team-b +16 +- +24 \\(0/24\\) +8 +0 +0"));
+      },
+      seconds(20)))
+      << table;
+  ASSERT_EQ(Shell("kubectl create poddisruptionbudget -n default serve-budget "
+                  "--selector=skb-e2e=lending --max-unavailable=0")
+                .exit_code,
+            0);
+
+  const std::string first = Submit("gpu", {"USR1"}, {"-A", "team-a"});
+  ASSERT_TRUE(WaitFor([&] { return JobField(first, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out;
+  const std::string second = Submit("gpu", {"USR1"}, {"-A", "team-a"});
+
+  // The budget holds: the node is tainted, the eviction refused and said so; nothing moves.
+  // (Events of earlier tests on the same node stay: only lines naming this job count.)
+  const std::string why = "tenant team-a uses 8 of its 16 GPUs guaranteed and job " + second + " ";
+  auto event = [&](const std::string& reason) {
+    for (const auto& line : StrSplit(NodeEvents(victim_node), '\n')) {
+      const std::string l(line);
+      if (l.starts_with(reason + " ") && l.find(why) != std::string::npos) return l;
+    }
+    return std::string();
+  };
+  ASSERT_TRUE(WaitFor([&] { return !event("ReclaimBlocked").empty(); }, seconds(60)))
+      << NodeEvents(victim_node) << Bridgectl({"describe", "node", victim_node}).out;
+  EXPECT_THAT(event("ReclaimBlocked"), HasSubstr("PodDisruptionBudget"));
+  EXPECT_THAT(event("ReclaimStarted"), HasSubstr("borrowed pod(s) default/serve-3 (tenant team-b"));
+  EXPECT_THAT(Shell("kubectl get node " + victim_node + " -o jsonpath='{.spec.taints[*].key}'").out,
+              HasSubstr("slurm-k8s-bridge.io/reclaiming"));
+  EXPECT_EQ(PodField("serve-3", ".status.phase"), "Running");
+  EXPECT_EQ(JobField(second, "JobState"), "PENDING");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        table = Bridgectl({"get", "quotas"}).out;
+        return std::regex_search(table, std::regex("team-a +16 +- +8 \\(8/0\\) +0 +8 +8"));
+      },
+      seconds(20)))
+      << "RECLAIMING shows the node being taken back\n"
+      << table;
+
+  // The budget allows it: serve-3 is evicted, the node returns at once, the job runs there.
+  ASSERT_EQ(Shell("kubectl delete poddisruptionbudget -n default serve-budget").exit_code, 0);
+  // (The refused eviction is retried with the reconcile queue's back-off, up to a minute.)
+  ASSERT_TRUE(WaitFor([&] { return JobField(second, "JobState") == "RUNNING"; }, seconds(120)))
+      << Shell("squeue; kubectl get pods -A -o wide").out << NodeEvents(victim_node);
+  EXPECT_EQ(JobNode(second), victim_node);
+  EXPECT_FALSE(event("ReclaimEviction").empty()) << NodeEvents(victim_node);
+  EXPECT_NE(PodField("serve-3", ".status.phase"), "Running") << "evicted";
+  for (const char* pod : {"serve-1", "serve-2"}) {
+    EXPECT_EQ(PodField(pod, ".status.phase"), "Running") << pod << " is within team-b's guarantee";
+  }
+  // Once the job runs the reclaim is over: the taint goes.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Shell("kubectl get node " + victim_node + " -o jsonpath='{.spec.taints[*].key}'")
+                   .out.find("reclaiming") == std::string::npos;
+      },
+      seconds(30)))
+      << NodeEvents(victim_node);
+  for (const char* pod : {"serve-1", "serve-2", "serve-3"}) {
+    Shell(StrCat("kubectl delete pod -n default ", pod, " --wait=false --ignore-not-found"));
   }
 }
 
