@@ -109,6 +109,9 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           "skb_tenant_guarantee_gpus", "A tenant's guaranteed GPUs (its floor).", {"tenant"})),
       tenant_pending_gpus(r->AddGaugeFamily(
           "skb_tenant_pending_gpus", "GPUs a tenant's pending jobs and pods ask for.", {"tenant"})),
+      tenant_reclaiming_gpus(r->AddGaugeFamily(
+          "skb_tenant_reclaiming_gpus",
+          "GPUs being taken back from Kubernetes for a tenant's pending jobs.", {"tenant"})),
       quota_classification_seconds(r->AddGauge(
           "skb_quota_classification_seconds",
           "Time of the last classification of every job and pod into guaranteed and borrowed.")),

@@ -162,6 +162,9 @@ class BridgeMetrics {
   GaugeFamily& tenant_guarantee_gpus;
   // skb_tenant_pending_gpus{tenant} (gauge): GPUs its pending jobs and pods ask for.
   GaugeFamily& tenant_pending_gpus;
+  // skb_tenant_reclaiming_gpus{tenant} (gauge): GPUs of lent nodes being taken back from
+  // Kubernetes for its pending jobs (quota::PlanReclaims).
+  GaugeFamily& tenant_reclaiming_gpus;
   // skb_quota_classification_seconds (gauge): how long the last classification of every
   // job and pod took (it runs on each Slurm jobs change and each GPU pod change).
   Gauge& quota_classification_seconds;

@@ -38,6 +38,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsExposedWithItsTypeAndZeroSeriesForKnownLabe
       {"skb_tenant_gpus", "gauge"},
       {"skb_tenant_guarantee_gpus", "gauge"},
       {"skb_tenant_pending_gpus", "gauge"},
+      {"skb_tenant_reclaiming_gpus", "gauge"},
       {"skb_quota_classification_seconds", "gauge"},
       {"skb_kubernetes_api_requests_total", "counter"},
       {"skb_kubernetes_api_responses_total", "counter"},

@@ -144,6 +144,7 @@ void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observati
     m->tenant_gpus.WithLabels({tenant, "borrowed"}).Set(row.borrowed);
     m->tenant_guarantee_gpus.WithLabels({tenant}).Set(row.guaranteed);
     m->tenant_pending_gpus.WithLabels({tenant}).Set(row.pending);
+    m->tenant_reclaiming_gpus.WithLabels({tenant}).Set(row.reclaiming);
   }
 }
 

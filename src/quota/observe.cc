@@ -280,8 +280,15 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
   if (!w.running) {
     Decision d = PlanStart(config, o.classification, w.work, w.work.gpus, {},
                            ownership::ToUnix(o.at), ReclaimOptions{});
-    return StrCat("pending: would run ", StandingName(d.standing), " (", RuleName(d.rule),
-                  "): ", d.explanation);
+    std::string why = StrCat("pending: would run ", StandingName(d.standing), " (",
+                             RuleName(d.rule), "): ", d.explanation);
+    for (const Reclaim& r : o.reclaims) {
+      if (w.job_id != 0 && r.job_id == w.job_id) {
+        StrAppend(&why, "; node ", r.node, " is being taken back for it (",
+                  RuleName(Rule::kReclaim), ")");
+      }
+    }
+    return why;
   }
   // Running: the GPUs of the tenant's work that ranks before it.
   int before = 0;

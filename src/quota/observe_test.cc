@@ -321,6 +321,10 @@ TEST_F(PlanReclaimsTest, TwoPendingJobsTakeTwoNodesUpToTheGuaranteeAndTheRowsSay
   EXPECT_EQ(o.reclaims[1].job_id, 11u);
   EXPECT_NE(o.reclaims[0].node, o.reclaims[1].node);
   EXPECT_EQ(TenantRows(cfg_.quotas, o)[0].reclaiming, 8);
+  EXPECT_THAT(WhyStanding(cfg_.quotas, o, Find(o, "slurm/10")),
+              HasSubstr("; node n4 is being taken back for it (Reclaim)"));
+  EXPECT_THAT(WhyStanding(cfg_.quotas, o, Find(o, "slurm/12")),
+              ::testing::Not(HasSubstr("taken back")));
 }
 
 }  // namespace
