@@ -457,7 +457,7 @@ def check_rules(rule, ns):
     alerts = {r["alert"] for r in rules}
     want = {"SkbBridgeDown", "SkbNoLeader", "SkbCacheNotSynced", "SkbDrainsFailing",
             "SkbLendStuck", "SkbPluginFailingOpen", "SkbKubernetesApiErrors", "SkbRbacRefused",
-            "SkbEventsLost", "SkbSharedGpuDoubleBooked"}
+            "SkbEventsLost", "SkbSharedGpuDoubleBooked", "SkbReclaimStuck"}
     check(alerts == want, f"PrometheusRule alerts {sorted(alerts)} != {sorted(want)}")
     known = exported_metrics()
     runbook = open(os.path.join(SOURCE, "docs", "runbook.md")).read()
