@@ -188,6 +188,12 @@ nlohmann::json TolerateAllPod(const std::string& name, const std::string& label,
   return PodManifest(p);
 }
 
+CommandResult Bridgectl(const std::string& socket, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BridgectlBinary(), "--socket", socket};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, std::chrono::seconds(30));
+}
+
 Status CreateNamespace(const std::string& ns, std::chrono::milliseconds timeout) {
   CommandResult r = RunCommand({"kubectl", "create", "namespace", ns}, std::chrono::seconds(30));
   if (r.exit_code != 0 && r.err.find("AlreadyExists") == std::string::npos) {

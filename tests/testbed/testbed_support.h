@@ -46,6 +46,9 @@ const std::string& DaemonBinary();     // slurm-k8s-bridge
 const std::string& BridgectlBinary();  // bridgectl
 const std::string& PluginFile();       // job_submit_k8s_bridge.so ("" when not built)
 
+// `bridgectl --socket SOCKET ARGS...` (30 s budget): a daemon's view, asked over its socket.
+CommandResult Bridgectl(const std::string& socket, const std::vector<std::string>& args);
+
 // The testbed's state directory (SKB_TESTBED_DIR) or an error explaining how to get one.
 skb::StatusOr<std::string> TestbedDir();
 

@@ -184,17 +184,26 @@ class LendingE2E : public ::testing::Test {
 
   int Restarts(const std::string& id) { return std::atoi(JobField(id, "Restarts").c_str()); }
 
-  // Reservation pods by priority class, counting the Running ones not being deleted.
-  std::map<std::string, int> ReservationClasses() {
+  // node -> priority class of its reservation pod, the Running ones not being deleted.
+  std::map<std::string, std::string> ReservationClassByNode() {
     auto r = Shell(
         "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
-        "jsonpath='{range .items[*]}{.spec.priorityClassName} {.status.phase} "
+        "jsonpath='{range .items[*]}{.spec.nodeName} {.spec.priorityClassName} {.status.phase} "
         "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
-    std::map<std::string, int> out;
+    std::map<std::string, std::string> out;
     for (const auto& line : StrSplit(r.out, '\n')) {
-      std::string l = Trim(std::string(line));
-      if (l.size() > 8 && l.substr(l.size() - 8) == " Running") ++out[l.substr(0, l.size() - 8)];
+      const std::string trimmed = Trim(std::string(line));  // outlives the split's views
+      std::vector<std::string> f;
+      for (const auto& w : StrSplit(trimmed, ' ')) f.emplace_back(w);
+      if (f.size() == 3 && f[2] == "Running") out[f[0]] = f[1];
     }
+    return out;
+  }
+
+  // Reservation pods by priority class, counting the Running ones not being deleted.
+  std::map<std::string, int> ReservationClasses() {
+    std::map<std::string, int> out;
+    for (const auto& [node, cls] : ReservationClassByNode()) ++out[cls];
     return out;
   }
 

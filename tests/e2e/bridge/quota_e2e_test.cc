@@ -31,27 +31,8 @@ class QuotaE2E : public LendingE2E {
          "guaranteed": 16}]}})");
   }
 
-  // node -> priority class of its Running reservation (not being deleted).
-  std::map<std::string, std::string> ReservationClassByNode() {
-    auto r = Shell(
-        "kubectl get pods -n slurm-bridge -l slurm-k8s-bridge.io/role=reservation -o "
-        "jsonpath='{range .items[*]}{.spec.nodeName} {.spec.priorityClassName} {.status.phase} "
-        "{.metadata.deletionTimestamp}{\"\\n\"}{end}'");
-    std::map<std::string, std::string> out;
-    for (const auto& line : StrSplit(r.out, '\n')) {
-      const std::string trimmed = Trim(std::string(line));
-      std::vector<std::string> f;
-      for (const auto& w : StrSplit(trimmed, ' ')) f.emplace_back(w);
-      if (f.size() == 3 && f[2] == "Running") out[f[0]] = f[1];
-    }
-    return out;
-  }
-
   testbed::CommandResult Bridgectl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {skb::testbed::BridgectlBinary(), "--socket",
-                                     daemon_->socket()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, seconds(30));
+    return testbed::Bridgectl(daemon_->socket(), args);
   }
 };
 

@@ -62,9 +62,7 @@ class PluginE2E : public ::testing::Test {
   }
 
   CommandResult Bridgectl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {skb::testbed::BridgectlBinary(), "--socket", socket_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunCommand(argv, seconds(30));
+    return testbed::Bridgectl(socket_, args);
   }
 
   bool PointPluginAt(const std::string& policy) { return plugin_->Repoint(socket_, policy); }
