@@ -50,7 +50,11 @@ StatusOr<Read> ReadInto(const std::function<StatusOr<Loaded<T>>(UnixTime)>& load
   if (!loaded->changed && verify && !first) {
     loaded = load(0);
     if (!loaded.ok()) return loaded.status();
-    r.repaired = loaded->items != *view;
+    *stamp = loaded->update_time;
+    if (loaded->items == *view) return r;
+    r.changed = r.repaired = true;
+    *view = std::move(loaded->items);
+    return r;
   }
   *stamp = loaded->update_time;
   if (!loaded->changed || (!first && loaded->items == *view)) return r;
@@ -79,7 +83,7 @@ StatusOr<PollResult> SlurmPoller::Poll(bool resync) {
     using T = typename std::remove_pointer_t<decltype(view)>::value_type;
     auto r = ReadInto<T>(load, verify, stamp, view);
     if (!r.ok()) return r.status();
-    *changed |= r->changed || r->repaired;
+    *changed |= r->changed;
     if (r->repaired) {
       repaired = true;
       Logger("slurm")->warn(
