@@ -497,13 +497,14 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   } else {
     m.reconcile_success.Observe(seconds);
   }
-  for (const auto& [index, status] : r.outcomes) {
+  for (const auto& [index, effect] : r.outcomes) {
     const plan::Action* action = &r.plan.actions[index];
-    auto outcome = status.ok()           ? observability::Outcome::kSuccess
-                   : IsRetryable(status) ? observability::Outcome::kRetryableError
-                                         : observability::Outcome::kError;
+    auto outcome = effect.ok()                    ? observability::Outcome::kSuccess
+                   : IsRetryable(effect.status()) ? observability::Outcome::kRetryableError
+                                                  : observability::Outcome::kError;
     m.Action(plan::ActionKindName(action->kind), outcome).Inc();
-    if (!status.ok()) continue;
+    // What follows counts what changed: a repeat that found its work done counts once.
+    if (!effect.ok() || *effect != Effect::kChanged) continue;
     const std::string_view cause = plan::DrainCauseLabel(action->cause);
     if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Inc();
     if (action->kind == plan::ActionKind::kResumeSlurmNode) m.resumes.WithLabels({cause}).Inc();

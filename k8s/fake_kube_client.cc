@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "k8s/api_error.h"
+#include "k8s/time_format.h"
 #include "src/base/strings.h"
 
 namespace skb::k8s {
@@ -82,8 +83,23 @@ Status FakeKubeClient::TakeInjectedFailure() {
   return fail_status_;
 }
 
+namespace {
+
+bool HasFinalizers(const json& object) {
+  const json& meta = object["metadata"];
+  auto f = meta.find("finalizers");
+  return f != meta.end() && f->is_array() && !f->empty();
+}
+
+}  // namespace
+
 json FakeKubeClient::Store(const Resource& r, const std::string& ns, json object,
                            WatchEvent::Type type) {
+  // As the apiserver: an object being deleted goes when its last finalizer does.
+  if (type == WatchEvent::Type::kModified && object["metadata"].contains("deletionTimestamp") &&
+      !HasFinalizers(object)) {
+    type = WatchEvent::Type::kDeleted;
+  }
   ++rv_;
   object["metadata"]["resourceVersion"] = StrCat(rv_);
   if (r.namespaced) object["metadata"]["namespace"] = ns;
@@ -229,6 +245,14 @@ StatusOr<json> FakeKubeClient::Delete(const Resource& r, const std::string& ns,
     return ApiStatus(what, 409, "Conflict", "Precondition failed");
   }
   json last = it->second;
+  if (HasFinalizers(last)) {
+    // Finalizers hold the object: it is marked (once) and stays until they are removed.
+    if (last["metadata"].contains("deletionTimestamp")) return last;
+    last["metadata"]["deletionTimestamp"] = FormatTime(std::chrono::system_clock::now());
+    last["metadata"]["deletionGracePeriodSeconds"] =
+        options.grace_period_seconds ? *options.grace_period_seconds : 0;
+    return Store(r, ns, std::move(last), WatchEvent::Type::kModified);
+  }
   Store(r, ns, last, WatchEvent::Type::kDeleted);
   return json({{"kind", "Status"}, {"status", "Success"}});
 }

@@ -10,6 +10,10 @@
 // apiserver's after a compaction) and every page carries the snapshot's resourceVersion.
 // Unlike the apiserver's, later pages show objects as they are now, not as of the snapshot.
 //
+// Finalizers hold a deleted object as the apiserver's do: the delete sets
+// metadata.deletionTimestamp and the object goes with its last finalizer. (Pods without
+// finalizers go at once, as an unbound pod does: no kubelet runs here.)
+//
 // It is not an apiserver: patches of every kind except JSON patch are applied as JSON merge
 // patches, label selectors support only `k=v` terms, field selectors only metadata.name and
 // metadata.namespace. Behaviour that matters beyond that is tested against the real

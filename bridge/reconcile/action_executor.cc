@@ -20,6 +20,8 @@ k8s::EventType ToK8sEventType(plan::EventType t) {
   return t == plan::EventType::kWarning ? k8s::EventType::kWarning : k8s::EventType::kNormal;
 }
 
+std::string_view EffectName(Effect e) { return e == Effect::kChanged ? "changed" : "unchanged"; }
+
 void ActionExecutor::Record(const Action& a, k8s::EventType type, const std::string& reason,
                             const std::string& message) {
   events_->Record(k8s::NodeRef(a.K8sNode()), type, reason, message);
@@ -33,8 +35,8 @@ void ActionExecutor::Record(const Action& a, const std::string& message) {
   Record(a, ToK8sEventType(a.event_type), a.event_reason, message);
 }
 
-Status ActionExecutor::Execute(const Action& a) {
-  Status s;
+StatusOr<Effect> ActionExecutor::Execute(const Action& a) {
+  StatusOr<Effect> s = Effect::kUnchanged;
   switch (a.kind) {
     case ActionKind::kDrainSlurmNode:
       s = Drain(a);
@@ -85,15 +87,21 @@ Status ActionExecutor::Execute(const Action& a) {
       s = EvictPod(a);
       break;
   }
-  if (!s.ok() && !IsRetryable(s)) {
+  if (!s.ok() && !IsRetryable(s.status())) {
     // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
     Record(a, k8s::EventType::kWarning, StrCat(ActionKindName(a.kind), "Failed"),
-           StrCat(a.event_message, " -- failed: ", s.message()));
+           StrCat(a.event_message, " -- failed: ", s.status().message()));
   }
   return s;
 }
 
-Status ActionExecutor::Drain(const Action& a) {
+Effect ActionExecutor::Recorded(const Action& a, WriteOutcome o) {
+  if (o != WriteOutcome::kChanged) return Effect::kUnchanged;
+  Record(a);
+  return Effect::kChanged;
+}
+
+StatusOr<Effect> ActionExecutor::Drain(const Action& a) {
   if (a.cause == plan::Cause::kLend) {
     // A lend never takes over an admin's drain (it would later be resumed as ours): the
     // source re-check of whose drain is in place reads Slurm's reason as it is now.
@@ -104,25 +112,23 @@ Status ActionExecutor::Drain(const Action& a) {
     }
   }
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->DrainNode(a.node, a.slurm_reason));
-  if (o == WriteOutcome::kChanged) Record(a);
-  return OkStatus();
+  return Recorded(a, o);
 }
 
-Status ActionExecutor::Resume(const Action& a) {
+StatusOr<Effect> ActionExecutor::Resume(const Action& a) {
   // The plan was made from a snapshot: resume only the drain it saw, never one that
   // changed meanwhile (an admin may have taken over the node).
   ASSIGN_OR_RETURN(slurm::NodeView node, slurm_->LoadNode(a.node));
-  if (!node.drain) return OkStatus();
+  if (!node.drain) return Effect::kUnchanged;
   if (node.reason != a.expected_reason) {
     return AbortedError(StrCat("node ", a.node, " drain reason changed to '", node.reason,
                                "' since it was planned ('", a.expected_reason, "')"));
   }
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->ResumeNode(a.node));
-  if (o == WriteOutcome::kChanged) Record(a);
-  return OkStatus();
+  return Recorded(a, o);
 }
 
-Status ActionExecutor::Requeue(const Action& a) {
+StatusOr<Effect> ActionExecutor::Requeue(const Action& a) {
   std::string requeued, failed;
   Status first_error;
   for (uint32_t id : a.job_ids) {
@@ -141,7 +147,7 @@ Status ActionExecutor::Requeue(const Action& a) {
   if (!first_error.ok()) {
     return Status(first_error.code(), StrCat("requeue on ", a.node, " failed for ", failed));
   }
-  return OkStatus();
+  return requeued.empty() ? Effect::kUnchanged : Effect::kChanged;
 }
 
 StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a, const std::string& now) {
@@ -174,7 +180,7 @@ StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a, const
   return transition;
 }
 
-Status ActionExecutor::SetCondition(const Action& a) {
+StatusOr<Effect> ActionExecutor::SetCondition(const Action& a) {
   const std::string now = k8s::FormatTime(clock_->Now());
   ASSIGN_OR_RETURN(std::string transition, ConditionTransition(a, now));
   // A strategic merge patch merges conditions by type: other controllers' conditions
@@ -190,15 +196,15 @@ Status ActionExecutor::SetCondition(const Action& a) {
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.K8sNode(), k8s::PatchType::kStrategicMerge,
                         patch, {}, "status");
   if (!r.ok()) return r.status();
-  if (a.quiet) return OkStatus();  // a healthy state's first publication: no news
+  // A condition's heartbeat is written each time: always a change.
+  if (a.quiet) return Effect::kChanged;  // a healthy state's first publication: no news
   Record(a);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::SetFeatures(const Action& a) {
+StatusOr<Effect> ActionExecutor::SetFeatures(const Action& a) {
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->SetFeatures(a.node, a.features));
-  if (o == WriteOutcome::kChanged) Record(a);
-  return OkStatus();
+  return Recorded(a, o);
 }
 
 }  // namespace skb::bridge

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "bridge/slurm/slurm_client.h"
@@ -34,6 +35,15 @@ namespace skb::bridge {
 
 k8s::EventType ToK8sEventType(plan::EventType t);
 
+// What an action that succeeded did at the source. The metrics count effects, not
+// executions: a re-plan on a cache that has not yet seen the previous write plans the
+// same action again, and its second run finds nothing to do.
+enum class Effect {
+  kChanged,    // it wrote something (and recorded its Event, unless the plan said quiet)
+  kUnchanged,  // the source already was as planned, or the object is gone
+};
+std::string_view EffectName(Effect e);
+
 class ActionExecutor {
  public:
   // All pointers must outlive the executor.
@@ -41,33 +51,35 @@ class ActionExecutor {
   ActionExecutor(slurm::SlurmClient* slurm, k8s::KubeClient* kube, k8s::EventRecorder* events,
                  const Clock* clock, ownership::LendingConfig lending = {});
 
-  Status Execute(const plan::Action& action);
+  StatusOr<Effect> Execute(const plan::Action& action);
 
  private:
-  Status Drain(const plan::Action& a);
-  Status Resume(const plan::Action& a);
-  Status Requeue(const plan::Action& a);
-  Status SetCondition(const plan::Action& a);
+  StatusOr<Effect> Drain(const plan::Action& a);
+  StatusOr<Effect> Resume(const plan::Action& a);
+  StatusOr<Effect> Requeue(const plan::Action& a);
+  StatusOr<Effect> SetCondition(const plan::Action& a);
   // The lastTransitionTime SetCondition writes (`now` when the status flips).
   StatusOr<std::string> ConditionTransition(const plan::Action& a, const std::string& now);
-  Status SetFeatures(const plan::Action& a);
+  StatusOr<Effect> SetFeatures(const plan::Action& a);
   void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
               const std::string& message);
   // The Event the planner attached to `a` (its type, reason and message; or `message`).
   void Record(const plan::Action& a);
   void Record(const plan::Action& a, const std::string& message);
+  // kChanged with the action's Event when `o` is; kUnchanged otherwise.
+  Effect Recorded(const plan::Action& a, slurm::WriteOutcome o);
   // Node ownership (ownership_actions.cc; contract in src/ownership/ownership.h). Node
   // names are Kubernetes names here: the ownership planner assumes the identity mapping.
-  Status CreateReservation(const plan::Action& a);
-  Status DeleteReservation(const plan::Action& a);
-  Status PatchPodAnnotations(const plan::Action& a);
-  Status ReleaseReservation(const plan::Action& a);
-  Status RestoreFinalizer(const plan::Action& a);
-  Status EvictPod(const plan::Action& a);
-  Status SignalJobs(const plan::Action& a);
-  Status PreemptJobs(const plan::Action& a);
-  Status ChangeTaint(const plan::Action& a, bool add);
-  Status PatchNodeAnnotations(const plan::Action& a);
+  StatusOr<Effect> CreateReservation(const plan::Action& a);
+  StatusOr<Effect> DeleteReservation(const plan::Action& a);
+  StatusOr<Effect> PatchPodAnnotations(const plan::Action& a);
+  StatusOr<Effect> ReleaseReservation(const plan::Action& a);
+  StatusOr<Effect> RestoreFinalizer(const plan::Action& a);
+  StatusOr<Effect> EvictPod(const plan::Action& a);
+  StatusOr<Effect> SignalJobs(const plan::Action& a);
+  StatusOr<Effect> PreemptJobs(const plan::Action& a);
+  StatusOr<Effect> ChangeTaint(const plan::Action& a, bool add);
+  StatusOr<Effect> PatchNodeAnnotations(const plan::Action& a);
   void RecordPod(const plan::Action& a, const std::string& ns, const std::string& name,
                  const std::string& uid);
 

@@ -129,8 +129,11 @@ class ActionExecutorUnitTest : public ::testing::Test {
 
 TEST_F(ActionExecutorUnitTest, DrainIsIdempotentAndRecordsThePlannedEvent) {
   Action a = Drain("GPUHealthy=False: XID 79");
-  ASSERT_TRUE(executor_.Execute(a).ok());
-  ASSERT_TRUE(executor_.Execute(a).ok());
+  StatusOr<Effect> first = executor_.Execute(a);
+  StatusOr<Effect> second = executor_.Execute(a);
+  ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
+  EXPECT_EQ(*first, Effect::kChanged);
+  EXPECT_EQ(*second, Effect::kUnchanged);
   EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("DrainNode node1 ", a.slurm_reason)));
   ASSERT_EQ(events_.events().size(), 1u) << "the second drain changed nothing";
   EXPECT_EQ(events_.events()[0].type, k8s::EventType::kWarning);
@@ -142,7 +145,7 @@ TEST_F(ActionExecutorUnitTest, LendNeverRewordsAnAdminDrain) {
   n.drain = true;
   n.reason = "bad fan";
   slurm_.AddNode(n);
-  Status s = executor_.Execute(Drain("lent to ml/infer-0", Cause::kLend));
+  Status s = executor_.Execute(Drain("lent to ml/infer-0", Cause::kLend)).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(slurm_.Writes(), IsEmpty());
   EXPECT_THAT(events_.events(), IsEmpty()) << "Aborted is retried, not a Warning";
@@ -162,7 +165,8 @@ TEST_F(ActionExecutorUnitTest, LendTakesOverTheBridgesOwnDrain) {
 TEST_F(ActionExecutorUnitTest, ResumeOnlyTheDrainThatWasPlanned) {
   Action drain = Drain("cordoned");
   ASSERT_TRUE(executor_.Execute(drain).ok());
-  EXPECT_EQ(executor_.Execute(Resume("k8s-bridge: something else")).code(), StatusCode::kAborted);
+  EXPECT_EQ(executor_.Execute(Resume("k8s-bridge: something else")).status().code(),
+            StatusCode::kAborted);
   EXPECT_TRUE(slurm_.Node("node1").drain);
   ASSERT_TRUE(executor_.Execute(Resume(drain.slurm_reason)).ok());
   EXPECT_FALSE(slurm_.Node("node1").drain);
@@ -175,7 +179,7 @@ TEST_F(ActionExecutorUnitTest, RetryableErrorsRecordNoWarning) {
   for (Status err : {UnavailableError("slurmctld busy"), DeadlineExceededError("timeout"),
                      AbortedError("moved")}) {
     slurm_.FailNext("DrainNode", err);
-    Status s = executor_.Execute(Drain("cordoned"));
+    Status s = executor_.Execute(Drain("cordoned")).status();
     EXPECT_EQ(s.code(), err.code());
     EXPECT_TRUE(IsRetryable(s));
   }
@@ -184,7 +188,7 @@ TEST_F(ActionExecutorUnitTest, RetryableErrorsRecordNoWarning) {
 
 TEST_F(ActionExecutorUnitTest, TerminalErrorsRecordAWarning) {
   slurm_.FailNext("DrainNode", PermissionDeniedError("not an operator"));
-  Status s = executor_.Execute(Drain("cordoned"));
+  Status s = executor_.Execute(Drain("cordoned")).status();
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   ASSERT_EQ(events_.events().size(), 1u);
   EXPECT_EQ(events_.events()[0].reason, "DrainSlurmNodeFailed");
@@ -203,7 +207,7 @@ TEST_F(ActionExecutorUnitTest, RequeueSkipsGoneJobsAndNamesTheRequeuedOnes) {
   slurm::JobView stubborn = Running(9, "node1");
   stubborn.requeue = false;
   slurm_.AddJob(stubborn);
-  Status s = executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {9}));
+  Status s = executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {9})).status();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
 }
 
@@ -222,7 +226,7 @@ TEST_F(ActionExecutorUnitTest, SignalOncePerJobWithinTheWindow) {
   EXPECT_EQ(slurm_.Writes().size(), 2u) << "signalled again once the window passed";
   slurm_.FailNext("SignalJob", UnavailableError("busy"));
   clock_.Advance(std::chrono::seconds(31));
-  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(ActionExecutorUnitTest, PreemptRecordsWhyThenRequeuesOnlyWorkOnTheNode) {
@@ -278,9 +282,9 @@ TEST_F(ActionExecutorUnitTest, PreemptRefusedBySlurmIsTerminalUnlessUnavailable)
   slurm_.AddJob(Running(7, "node1"));
   Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7});
   slurm_.FailNext("RequeueJob", InvalidArgumentError("job not requeueable"));
-  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kFailedPrecondition);
   slurm_.FailNext("RequeueJob", UnavailableError("busy"));
-  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
@@ -294,11 +298,11 @@ TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
   a.node = "node1";
   a.pod = {"slurm-bridge", "reserve-node1", "uid-1"};
   a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
-  Status s = executor_.Execute(a);
+  Status s = executor_.Execute(a).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("job 7"));
   slurm_.FailNext("LoadJobs", UnavailableError("busy"));
-  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kUnavailable);
   EXPECT_THAT(events_.events(), IsEmpty());
 }
 
@@ -309,8 +313,8 @@ TEST_F(ActionExecutorUnitTest, FeaturesAreSetOnce) {
   a.features = {"h100", "nvlink"};
   a.cause = Cause::kFeatures;
   a.event_reason = "SlurmFeaturesUpdated";
-  ASSERT_TRUE(executor_.Execute(a).ok());
-  ASSERT_TRUE(executor_.Execute(a).ok());
+  EXPECT_EQ(executor_.Execute(a).value(), Effect::kChanged);
+  EXPECT_EQ(executor_.Execute(a).value(), Effect::kUnchanged);
   EXPECT_THAT(slurm_.Writes(), ElementsAre("SetFeatures node1 h100,nvlink"));
   EXPECT_THAT(events_.reasons(), ElementsAre("SlurmFeaturesUpdated"));
 }
@@ -371,7 +375,7 @@ TEST_F(ActionExecutorUnitTest, NeverDeletesAPodThatIsNotTheBridges) {
   a.node = "node1";
   a.pod = {"slurm-bridge", "reserve-node1", ""};
   a.event_reason = "ReservationDeleted";
-  Status s = executor_.Execute(a);
+  Status s = executor_.Execute(a).status();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
   EXPECT_TRUE(kube_.Get(k8s::Resource::Pods(), "slurm-bridge", "reserve-node1").ok());
   EXPECT_THAT(events_.reasons(), ElementsAre("DeleteReservationPodFailed"));
@@ -393,7 +397,8 @@ TEST_F(ActionExecutorUnitTest, DeletesOurReservationOnceAndChecksItsUid) {
   a.node = "node1";
   a.pod = {"slurm-bridge", "reserve-node1", "some-other-uid"};
   a.event_reason = "ReservationDeleted";
-  EXPECT_EQ(executor_.Execute(a).code(), StatusCode::kAborted) << "re-created under the name";
+  EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kAborted)
+      << "re-created under the name";
   a.pod.uid = (*created)["metadata"]["uid"];
   ASSERT_TRUE(executor_.Execute(a).ok());
   ASSERT_TRUE(executor_.Execute(a).ok()) << "gone: nothing to do";
@@ -423,7 +428,7 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
   release.release_check = plan::ReleaseCheck::kSwapTaint;
   release.event_reason = "ReservationReplacing";
 
-  Status s = executor_.Execute(release);
+  Status s = executor_.Execute(release).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapTaintKey));
 
@@ -433,7 +438,7 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
   taint.taint = {ownership::kSwapTaintKey, "", "NoSchedule"};
   taint.event_reason = "ReservationSwapStarted";
   ASSERT_TRUE(executor_.Execute(taint).ok());
-  s = executor_.Execute(release);
+  s = executor_.Execute(release).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapGuardLabel));
 

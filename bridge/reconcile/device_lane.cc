@@ -243,7 +243,7 @@ Status DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a, const std::stri
   na.event_type = a.event_type;
   na.event_reason = a.event_reason;
   na.event_message = a.event_message;
-  return node_actions_->Execute(na);
+  return node_actions_->Execute(na).status();
 }
 
 DeviceLane::DeviceLane(const config::Config& cfg, DeviceExecutor* executor,

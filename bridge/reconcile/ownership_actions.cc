@@ -139,7 +139,7 @@ void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std
                   a.event_message);
 }
 
-Status ActionExecutor::CreateReservation(const Action& a) {
+StatusOr<Effect> ActionExecutor::CreateReservation(const Action& a) {
   const plan::ReservationSpec& r = a.reservation;
   // The node is the reservation's controller (owner reference): `kubectl drain` evicts a
   // pod with a controller without --force, and the garbage collector removes the pod
@@ -170,7 +170,7 @@ Status ActionExecutor::CreateReservation(const Action& a) {
   if (created.ok()) {
     Record(a);
     RecordPod(a, r.namespace_name, r.name, MetaString(*created, "uid"));
-    return OkStatus();
+    return Effect::kChanged;
   }
   const Status& s = created.status();
   if (s.code() == StatusCode::kAlreadyExists) {
@@ -194,7 +194,7 @@ Status ActionExecutor::CreateReservation(const Action& a) {
         return AbortedError(StrCat("previous reservation ", r.namespace_name, "/", r.name,
                                    " is still terminating"));
       }
-      return OkStatus();
+      return Effect::kUnchanged;
     }
     return FailedPreconditionError(StrCat("pod ", r.namespace_name, "/", r.name,
                                           " exists and is not the bridge's (no ",
@@ -207,9 +207,12 @@ Status ActionExecutor::CreateReservation(const Action& a) {
   return s;
 }
 
-Status ActionExecutor::DeleteReservation(const Action& a) {
+StatusOr<Effect> ActionExecutor::DeleteReservation(const Action& a) {
   auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  if (!pod.ok()) {
+    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return pod.status();
+  }
   if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
     return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
   }
@@ -217,17 +220,20 @@ Status ActionExecutor::DeleteReservation(const Action& a) {
     return FailedPreconditionError(StrCat("pod ", a.pod.namespace_name, "/", a.pod.name,
                                           " is not the bridge's: never deleted"));
   }
-  if (!MetaString(*pod, "deletionTimestamp").empty()) return OkStatus();
+  if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
   opts.precondition_uid = MetaString(*pod, "uid");
   auto r = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
-  if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return r.status();
+  }
   Record(a);
   RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::PatchPodAnnotations(const Action& a) {
+StatusOr<Effect> ActionExecutor::PatchPodAnnotations(const Action& a) {
   nlohmann::json ann = nlohmann::json::object();
   for (const auto& [k, v] : a.annotations.set) ann[k] = v;
   for (const auto& k : a.annotations.remove) ann[k] = nullptr;
@@ -249,10 +255,10 @@ Status ActionExecutor::PatchPodAnnotations(const Action& a) {
   if (!a.quiet && !a.event_reason.empty()) {
     Record(a);
   }
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::RestoreFinalizer(const Action& a) {
+StatusOr<Effect> ActionExecutor::RestoreFinalizer(const Action& a) {
   auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
   if (!pod.ok()) {
     if (pod.status().code() == StatusCode::kNotFound) {
@@ -269,7 +275,7 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
     // Kubernetes refuses new finalizers on a pod being deleted; the lend handles it.
     return AbortedError(StrCat("pod ", a.pod.name, " is being deleted"));
   }
-  if (OurFinalizerIndex(meta)) return OkStatus();
+  if (OurFinalizerIndex(meta)) return Effect::kUnchanged;
   const bool has_list = meta.contains("finalizers") && meta["finalizers"].is_array();
   nlohmann::json ops =
       nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
@@ -294,10 +300,10 @@ Status ActionExecutor::RestoreFinalizer(const Action& a) {
   }
   Record(a);
   RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::ReleaseReservation(const Action& a) {
+StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
   // Verify at the source what makes the release safe.
   if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
     // The drain first, then the jobs: a node still drained takes no new job, so when both
@@ -352,7 +358,10 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     }
   }
   auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  if (!pod.ok()) {
+    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return pod.status();
+  }
   const std::string uid = MetaString(*pod, "uid");
   if (!a.pod.uid.empty() && uid != a.pod.uid) {
     return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
@@ -384,7 +393,7 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
     auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
                           k8s::PatchType::kJsonPatch, ops);
     if (!r.ok()) {
-      if (r.status().code() == StatusCode::kNotFound) return OkStatus();
+      if (r.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
       if (r.status().code() == StatusCode::kInvalidArgument) {  // a "test" failed
         return AbortedError(StrCat("pod ", a.pod.name, " changed: ", r.status().message()));
       }
@@ -397,14 +406,15 @@ Status ActionExecutor::ReleaseReservation(const Action& a) {
   opts.grace_period_seconds = 1;
   auto d = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
   if (!d.ok() && d.status().code() != StatusCode::kNotFound) return d.status();
-  if (changed) {
-    Record(a);
-    RecordPod(a, a.pod.namespace_name, a.pod.name, uid);
-  }
-  return OkStatus();
+  // The release is the annotation and the finalizer; the shortened deletion is repeated
+  // by a re-plan that has not yet seen the pod go, and changes nothing that counts.
+  if (!changed) return Effect::kUnchanged;
+  Record(a);
+  RecordPod(a, a.pod.namespace_name, a.pod.name, uid);
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::SignalJobs(const Action& a) {
+StatusOr<Effect> ActionExecutor::SignalJobs(const Action& a) {
   slurm::SignalScope scope = slurm::SignalScope::kFullJob;
   if (a.signal_scope == plan::SignalScope::kBatchOnly) scope = slurm::SignalScope::kBatchStep;
   if (a.signal_scope == plan::SignalScope::kSteps) scope = slurm::SignalScope::kSteps;
@@ -440,13 +450,12 @@ Status ActionExecutor::SignalJobs(const Action& a) {
     if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) continue;
     return s;
   }
-  if (!sent.empty()) {
-    Record(a, StrCat(a.event_message, " (jobs ", sent, ")"));
-  }
-  return OkStatus();
+  if (sent.empty()) return Effect::kUnchanged;
+  Record(a, StrCat(a.event_message, " (jobs ", sent, ")"));
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::PreemptJobs(const Action& a) {
+StatusOr<Effect> ActionExecutor::PreemptJobs(const Action& a) {
   std::string done;
   Status first_error;
   std::vector<uint32_t> targets;
@@ -524,13 +533,16 @@ Status ActionExecutor::PreemptJobs(const Action& a) {
     return FailedPreconditionError(
         StrCat("preempting jobs on ", a.node, ": ", first_error.message()));
   }
-  return OkStatus();
+  return done.empty() ? Effect::kUnchanged : Effect::kChanged;
 }
 
-Status ActionExecutor::EvictPod(const Action& a) {
+StatusOr<Effect> ActionExecutor::EvictPod(const Action& a) {
   // At the source: still this pod (uid), still on this node, not the bridge's own.
   auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) return pod.status().code() == StatusCode::kNotFound ? OkStatus() : pod.status();
+  if (!pod.ok()) {
+    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return pod.status();
+  }
   if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
     return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
   }
@@ -541,13 +553,13 @@ Status ActionExecutor::EvictPod(const Action& a) {
     return FailedPreconditionError(
         StrCat("pod ", a.pod.namespace_name, "/", a.pod.name, " is the bridge's: never evicted"));
   }
-  if (!MetaString(*pod, "deletionTimestamp").empty()) return OkStatus();
+  if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
   opts.precondition_uid = MetaString(*pod, "uid");
   auto r = k8s::EvictPod(*kube_, a.pod.namespace_name, a.pod.name, opts);
   if (!r.ok()) {
     const Status& s = r.status();
-    if (s.code() == StatusCode::kNotFound) return OkStatus();
+    if (s.code() == StatusCode::kNotFound) return Effect::kUnchanged;
     if (k8s::IsTooManyRequests(s)) {
       // The Eviction API's answer while a PodDisruptionBudget allows no disruption: said on
       // the node and the pod, and tried again with back-off (the bridge does not watch
@@ -563,10 +575,10 @@ Status ActionExecutor::EvictPod(const Action& a) {
   }
   Record(a);
   RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
+StatusOr<Effect> ActionExecutor::ChangeTaint(const Action& a, bool add) {
   const std::string node_name = a.K8sNode();
   ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));
   nlohmann::json taints = nlohmann::json::array();
@@ -583,7 +595,7 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
       taints.push_back(t);
     }
   }
-  if (add == present) return OkStatus();  // already so
+  if (add == present) return Effect::kUnchanged;  // already so
   if (add) {
     nlohmann::json t = {{"key", a.taint.key}, {"effect", a.taint.effect}};
     if (!a.taint.value.empty()) t["value"] = a.taint.value;
@@ -602,10 +614,10 @@ Status ActionExecutor::ChangeTaint(const Action& a, bool add) {
     return r.status();
   }
   Record(a);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
-Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
+StatusOr<Effect> ActionExecutor::PatchNodeAnnotations(const Action& a) {
   const std::string node_name = a.K8sNode();
   const auto merge = [](const plan::AnnotationPatch& p) {
     nlohmann::json m = nlohmann::json::object();
@@ -620,7 +632,7 @@ Status ActionExecutor::PatchNodeAnnotations(const Action& a) {
                         {{"metadata", std::move(meta)}});
   if (!r.ok()) return r.status();
   if (!a.event_reason.empty()) Record(a);
-  return OkStatus();
+  return Effect::kChanged;
 }
 
 }  // namespace skb::bridge

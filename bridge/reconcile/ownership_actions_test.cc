@@ -56,8 +56,31 @@ class ReleaseCheckTest : public ::testing::Test {
 };
 
 TEST_F(ReleaseCheckTest, ReleasesADrainedNodeWithoutJobs) {
-  ASSERT_TRUE(exec_.Execute(release_).ok());
+  StatusOr<Effect> e = exec_.Execute(release_);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(*e, Effect::kChanged);
   EXPECT_TRUE(Finalizers().empty());
+  e = exec_.Execute(release_);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(*e, Effect::kUnchanged) << "gone: nothing to do";
+}
+
+// The release planned again before the pod cache saw the first one (the pod still
+// terminating, held by another controller's finalizer): it shortens the deletion again
+// and reports no change, so the lend is counted once (skb_lend_duration_seconds).
+TEST_F(ReleaseCheckTest, AReleaseRepeatedOnATerminatingPodChangesNothing) {
+  auto added = kube_.Patch(
+      k8s::Resource::Pods(), "slurm-bridge", "reserve-node3", k8s::PatchType::kJsonPatch,
+      nlohmann::json::array(
+          {{{"op", "add"}, {"path", "/metadata/finalizers/-"}, {"value", "example.com/audit"}}}));
+  ASSERT_TRUE(added.ok()) << added.status();
+  StatusOr<Effect> e = exec_.Execute(release_);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(*e, Effect::kChanged);
+  EXPECT_EQ(Finalizers(), std::vector<std::string>{"example.com/audit"});
+  e = exec_.Execute(release_);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(*e, Effect::kUnchanged);
 }
 
 // The planner saw the lend drain; an admin resumed the node before the release ran. Slurm
@@ -67,7 +90,7 @@ TEST_F(ReleaseCheckTest, ANodeResumedSinceThePlanIsNotReleased) {
   n.drain = false;
   n.reason.clear();
   slurm_.AddNode(n);
-  Status s = exec_.Execute(release_);
+  Status s = exec_.Execute(release_).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("no longer drained"));
   EXPECT_EQ(Finalizers(), std::vector<std::string>{ownership::kFinalizer});
@@ -80,7 +103,7 @@ TEST_F(ReleaseCheckTest, AJobOnTheNodeBlocksTheRelease) {
   j.state = skb::slurm::JobState::kRunning;
   j.nodes = {"node3"};
   slurm_.AddJob(j);
-  Status s = exec_.Execute(release_);
+  Status s = exec_.Execute(release_).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_EQ(Finalizers(), std::vector<std::string>{ownership::kFinalizer});
 }

@@ -477,12 +477,13 @@ ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
 }
 
 Status Reconciler::ExecuteLogged(const plan::Action& a, ReconcileResult* result) {
-  Status s = executor_->Execute(a);
-  result->outcomes.emplace_back(static_cast<size_t>(&a - result->plan.actions.data()), s);
+  StatusOr<Effect> e = executor_->Execute(a);
+  result->outcomes.emplace_back(static_cast<size_t>(&a - result->plan.actions.data()), e);
+  const Status& s = e.status();
   auto log = Logger("reconcile");
   if (s.ok()) {
     ++result->executed;
-    log->info("action {} outcome=ok", plan::ToString(a));
+    log->info("action {} outcome=ok effect={}", plan::ToString(a), EffectName(*e));
   } else {
     log->warn("action {} outcome=error code={} error=\"{}\"", plan::ToString(a),
               StatusCodeName(s.code()), s.message());

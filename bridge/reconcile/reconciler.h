@@ -36,8 +36,9 @@ struct ReconcileResult {
   int executed = 0;     // actions carried out
   // A failure, if any: the first retryable one, else the first (it decides the requeue).
   Status status;
-  // Every action attempted (its index in plan.actions) with its result (metrics).
-  std::vector<std::pair<size_t, Status>> outcomes;
+  // Every action attempted (its index in plan.actions) with its result: what it did at
+  // the source, or why it failed (metrics count the effects).
+  std::vector<std::pair<size_t, StatusOr<Effect>>> outcomes;
 };
 
 // A node whose plan was refused is planned again after this long, changes or not.

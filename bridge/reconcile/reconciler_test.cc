@@ -74,7 +74,7 @@ TEST_F(ReconcilerChainTest, HealthDrainIsNotHeldBackByARefusedReservationCreate)
   bool create_refused = false;
   for (const auto& [index, status] : r.outcomes) {
     if (r.plan.actions[index].kind == plan::ActionKind::kCreateReservationPod) {
-      create_refused = status.code() == StatusCode::kFailedPrecondition;
+      create_refused = status.status().code() == StatusCode::kFailedPrecondition;
     }
   }
   EXPECT_TRUE(create_refused) << r.status;

@@ -86,25 +86,25 @@ TEST_F(ActionExecutorTest, DrainThenResumeIsIdempotentAndEvented) {
   int before = EventCount("ExecutorTestDrained");
   Action drain = Drain("GPUHealthy=False: XID 79 on GPU 3");
   {
-    Status st = exec_->Execute(drain);
+    Status st = exec_->Execute(drain).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
   EXPECT_THAT(SlurmState(), HasSubstr("drain"));
   {
-    Status st = exec_->Execute(drain);
+    Status st = exec_->Execute(drain).status();
     ASSERT_TRUE(st.ok()) << st;
   }  // again: nothing changes, no second Event
   EXPECT_EQ(EventCount("ExecutorTestDrained"), before + 1);
 
   Action resume = Resume(drain.slurm_reason);
   {
-    Status st = exec_->Execute(resume);
+    Status st = exec_->Execute(resume).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   EXPECT_THAT(SlurmState(), ::testing::Not(HasSubstr("drain")));
   {
-    Status st = exec_->Execute(resume);
+    Status st = exec_->Execute(resume).status();
     ASSERT_TRUE(st.ok()) << st;
   }  // not drained any more: fine
   EXPECT_GE(EventCount("ExecutorTestResumed"), 1);
@@ -117,12 +117,12 @@ TEST_F(ActionExecutorTest, ResumeRefusesADrainThatChangedHands) {
                          " state=drain reason='admin: replacing PSU'"))
                 .exit_code,
             0);
-  Status s = exec_->Execute(Resume("k8s-bridge: cordoned (spec.unschedulable)"));
+  Status s = exec_->Execute(Resume("k8s-bridge: cordoned (spec.unschedulable)")).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
   // A bridge drain over an admin's drain does not take it over either.
   {
-    Status st = exec_->Execute(Drain("GPUHealthy=False"));
+    Status st = exec_->Execute(Drain("GPUHealthy=False")).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   EXPECT_EQ(SlurmReason(), "admin: replacing PSU");
@@ -136,7 +136,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   a.event_reason = "SlurmNodeNotDrained";
   a.event_message = "executor test";
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   nlohmann::json c1 = Condition("SlurmDrained");
@@ -145,7 +145,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   std::this_thread::sleep_for(seconds(1));
   a.condition.message = "still not drained";
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   nlohmann::json c2 = Condition("SlurmDrained");
@@ -154,7 +154,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   std::this_thread::sleep_for(seconds(1));
   a.condition = {"SlurmDrained", "True", "DrainedByBridge", "k8s-bridge: test"};
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   nlohmann::json c3 = Condition("SlurmDrained");
@@ -165,7 +165,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   // Leave the node as the planner would find it.
   a.condition = {"SlurmDrained", "False", "NotDrained", ""};
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
 }
@@ -185,14 +185,14 @@ TEST_F(ActionExecutorTest, ATransitionTheCacheKnowsIsWrittenAsItIs) {
   a.event_reason = "SlurmNodeNotDrained";
   a.event_message = "executor test";
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   EXPECT_EQ(Condition("SlurmDrained")["lastTransitionTime"], "2026-01-02T03:04:05Z");
   a.condition = {"SlurmDrained", "False", "NotDrained", ""};
   a.condition.transition = Transition::kNow;
   {
-    Status st = exec_->Execute(a);
+    Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
   }
   nlohmann::json now = Condition("SlurmDrained");
@@ -223,7 +223,7 @@ TEST_F(ActionExecutorTest, ReservationPodPassesRestrictedPodSecurity) {
   r.command = {"/bin/sh", "-c", "sleep 3600"};
   a.event_reason = "ReservationCreated";
   a.event_message = "restricted check";
-  Status s = exec_->Execute(a);
+  Status s = exec_->Execute(a).status();
   EXPECT_TRUE(s.ok()) << s;  // a violation is a Forbidden naming the restricted rule
   auto pod = kube_->Get(k8s::Resource::Pods(), ns, r.name);
   EXPECT_TRUE(pod.ok()) << pod.status();
@@ -233,14 +233,14 @@ TEST_F(ActionExecutorTest, ReservationPodPassesRestrictedPodSecurity) {
 TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {
   Action drain = Drain("x");
   drain.node = "no-such-node";
-  Status s = exec_->Execute(drain);
+  Status s = exec_->Execute(drain).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.code(), StatusCode::kUnavailable) << s;
   Action cond;
   cond.kind = ActionKind::kSetNodeCondition;
   cond.node = "no-such-node";
   cond.condition = {"SlurmDrained", "False", "NotDrained", ""};
-  EXPECT_EQ(exec_->Execute(cond).code(), StatusCode::kNotFound);
+  EXPECT_EQ(exec_->Execute(cond).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
