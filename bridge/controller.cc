@@ -502,16 +502,17 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
     auto outcome = effect.ok()                    ? observability::Outcome::kSuccess
                    : IsRetryable(effect.status()) ? observability::Outcome::kRetryableError
                                                   : observability::Outcome::kError;
-    m.Action(plan::ActionKindName(action->kind), outcome).Inc();
+    m.Action(plan::ActionKindName(action->kind), outcome).Increment();
     // What follows counts what changed: a repeat that found its work done counts once.
     if (!effect.ok() || *effect != Effect::kChanged) continue;
     const std::string_view cause = plan::DrainCauseLabel(action->cause);
-    if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Inc();
-    if (action->kind == plan::ActionKind::kResumeSlurmNode) m.resumes.WithLabels({cause}).Inc();
+    if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Increment();
+    if (action->kind == plan::ActionKind::kResumeSlurmNode)
+      m.resumes.WithLabels({cause}).Increment();
     if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
       std::string_view mode =
           action->preempt_mode == plan::JobPreemptMode::kCancel ? "cancel" : "requeue";
-      m.preemptions.WithLabels({mode}).Inc(static_cast<double>(action->job_ids.size()));
+      m.preemptions.WithLabels({mode}).Increment(static_cast<double>(action->job_ids.size()));
     }
     // Durations the planner dated (since_unix): whole seconds, as the annotations keep them.
     if (action->since_unix <= 0) continue;

@@ -22,6 +22,7 @@
 #include "bridge/observability/bridge_metrics.h"
 #include "bridge/observability/http_server.h"
 #include "bridge/observability/metrics.h"
+#include "bridge/observability/process_metrics.h"
 #include "bridge/plugin_server/inventory_queries.h"
 #include "bridge/plugin_server/quota_queries.h"
 #include "bridge/plugin_server/unix_server.h"
@@ -132,6 +133,7 @@ int Run(int argc, char** argv) {
   skb::observability::Registry registry;
   skb::observability::BridgeMetrics metrics(&registry, skb::bridge::kVersion,
                                             skb::bridge::kSlurmVersion);
+  skb::observability::AddProcessMetrics(&registry);
   // Apiserver requests by API group, resource (with its subresource, as RBAC names it:
   // "nodes/status") and verb: counted as each starts, so a watch that is still open counts.
   auto api_resource = [](const skb::k8s::RequestInfo& r) {
@@ -139,7 +141,8 @@ int Run(int argc, char** argv) {
                                  : skb::StrCat(r.resource->resource, "/", r.subresource);
   };
   auto count_api_request = [&metrics, api_resource](const skb::k8s::RequestInfo& r) {
-    metrics.kubernetes_api_requests.WithLabels({r.resource->group, api_resource(r), r.verb}).Inc();
+    metrics.kubernetes_api_requests.WithLabels({r.resource->group, api_resource(r), r.verb})
+        .Increment();
   };
   // Once they end: how each was answered, and failed ones by HTTP status ("transport"
   // without a response). A watch ended by our own shutdown is neither.
@@ -150,11 +153,11 @@ int Run(int argc, char** argv) {
     metrics.kubernetes_api_responses
         .WithLabels({r.resource->group, api_resource(r), r.verb,
                      skb::observability::KubernetesResponseCode(s.ok(), code)})
-        .Inc();
+        .Increment();
     if (s.ok()) return;
     metrics.kubernetes_api_errors
         .WithLabels({code ? std::to_string(*code) : std::string("transport")})
-        .Inc();
+        .Increment();
   };
   skb::k8s::ObservedKubeClient observed_kube(kube->get(), count_api_outcome, count_api_request);
   skb::k8s::ObservedKubeClient observed_events(events_kube->get(), count_api_outcome,
@@ -165,7 +168,7 @@ int Run(int argc, char** argv) {
       {.conf = cfg->slurm.conf,
        .call_timeout = cfg->slurm.call_timeout,
        .on_error = [&metrics](const std::string& call, const skb::Status&) {
-         metrics.slurm_rpc_errors.WithLabels({call}).Inc();
+         metrics.slurm_rpc_errors.WithLabels({call}).Increment();
        }});
   skb::k8s::SystemClock clock;
   std::string identity = flags->identity;
@@ -344,33 +347,39 @@ int Run(int argc, char** argv) {
                                                     ? controller.NodeInformerStats()
                                                     : controller.PodInformerStats();
       skb::k8s::InformerStats& seen = informer_seen[source];
-      metrics.informer_lists.WithLabels({source}).Inc(grow(now_stats.lists, &seen.lists));
-      metrics.informer_watches.WithLabels({source}).Inc(grow(now_stats.watches, &seen.watches));
-      metrics.informer_expired.WithLabels({source}).Inc(grow(now_stats.expired, &seen.expired));
-      metrics.informer_errors.WithLabels({source}).Inc(grow(now_stats.errors, &seen.errors));
+      metrics.informer_lists.WithLabels({source}).Increment(grow(now_stats.lists, &seen.lists));
+      metrics.informer_watches.WithLabels({source}).Increment(
+          grow(now_stats.watches, &seen.watches));
+      metrics.informer_expired.WithLabels({source}).Increment(
+          grow(now_stats.expired, &seen.expired));
+      metrics.informer_errors.WithLabels({source}).Increment(grow(now_stats.errors, &seen.errors));
     }
     const skb::k8s::EventRecorderStats ev = controller.EventStats();
-    metrics.events.WithLabels({"created"}).Inc(grow(ev.created, &events_seen.created));
-    metrics.events.WithLabels({"aggregated"}).Inc(grow(ev.aggregated, &events_seen.aggregated));
+    metrics.events.WithLabels({"created"}).Increment(grow(ev.created, &events_seen.created));
+    metrics.events.WithLabels({"aggregated"})
+        .Increment(grow(ev.aggregated, &events_seen.aggregated));
     metrics.events.WithLabels({"dropped_queue"})
-        .Inc(grow(ev.dropped_queue, &events_seen.dropped_queue));
+        .Increment(grow(ev.dropped_queue, &events_seen.dropped_queue));
     metrics.events.WithLabels({"dropped_spam"})
-        .Inc(grow(ev.dropped_spam, &events_seen.dropped_spam));
-    metrics.events.WithLabels({"failed"}).Inc(grow(ev.failed, &events_seen.failed));
-    metrics.plugin_requests.WithLabels({"accepted"}).Inc(grow(c.accepted, &plugin_seen_accepted));
-    metrics.plugin_requests.WithLabels({"rejected"}).Inc(grow(c.rejected, &plugin_seen_rejected));
-    metrics.plugin_requests.WithLabels({"error"}).Inc(grow(c.errors, &plugin_seen_errors));
-    metrics.plugin_fail_open.Inc(grow(c.plugin_fail_open, &plugin_seen_fail_open));
+        .Increment(grow(ev.dropped_spam, &events_seen.dropped_spam));
+    metrics.events.WithLabels({"failed"}).Increment(grow(ev.failed, &events_seen.failed));
+    metrics.plugin_requests.WithLabels({"accepted"})
+        .Increment(grow(c.accepted, &plugin_seen_accepted));
+    metrics.plugin_requests.WithLabels({"rejected"})
+        .Increment(grow(c.rejected, &plugin_seen_rejected));
+    metrics.plugin_requests.WithLabels({"error"}).Increment(grow(c.errors, &plugin_seen_errors));
+    metrics.plugin_fail_open.Increment(grow(c.plugin_fail_open, &plugin_seen_fail_open));
     const skb::bridge::UnixServer::Stats sock = server.stats();
     metrics.socket_connections.WithLabels({"accepted"})
-        .Inc(grow(sock.accepted, &socket_seen.accepted));
-    metrics.socket_connections.WithLabels({"denied"}).Inc(grow(sock.denied, &socket_seen.denied));
+        .Increment(grow(sock.accepted, &socket_seen.accepted));
+    metrics.socket_connections.WithLabels({"denied"})
+        .Increment(grow(sock.denied, &socket_seen.denied));
     // `dropped` counts the stalled ones too; the series are disjoint.
     metrics.socket_connections.WithLabels({"stalled"})
-        .Inc(grow(sock.stalled, &socket_seen.stalled));
+        .Increment(grow(sock.stalled, &socket_seen.stalled));
     metrics.socket_connections.WithLabels({"dropped"})
-        .Inc(grow(sock.dropped - sock.stalled, &socket_seen.dropped));
-    metrics.socket_accept_errors.Inc(grow(sock.accept_errors, &socket_seen.accept_errors));
+        .Increment(grow(sock.dropped - sock.stalled, &socket_seen.dropped));
+    metrics.socket_accept_errors.Increment(grow(sock.accept_errors, &socket_seen.accept_errors));
   });
   std::unique_ptr<skb::observability::HttpServer> http;
   if (!cfg->server.http_address.empty()) {

@@ -1,10 +1,10 @@
 #include "bridge/observability/http_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
+#include <civetweb.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,10 +22,6 @@
 
 namespace skb::observability {
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-std::string Errno(int err) { return std::strerror(err); }
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
@@ -49,16 +46,6 @@ std::string_view ReasonPhrase(int status) {
     default:
       return "Unknown";
   }
-}
-
-std::string Serialize(const HttpResponse& r, bool head) {
-  std::string out =
-      StrCat("HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status),
-             "\r\nContent-Type: ", r.content_type, "\r\nContent-Length: ", r.body.size(), "\r\n");
-  if (r.status == 405) out.append("Allow: GET, HEAD\r\n");
-  out.append("Cache-Control: no-store\r\nConnection: close\r\n\r\n");
-  if (!head) out.append(r.body);
-  return out;
 }
 
 HttpResponse Plain(int status, std::string body) {
@@ -102,19 +89,6 @@ StatusOr<HostPort> ParseHostPort(std::string_view address) {
   return hp;
 }
 
-struct HttpServer::Connection {
-  int fd = -1;
-  SteadyClock::time_point deadline;
-  std::string in;
-  std::string out;
-  size_t written = 0;
-  bool writing = false;
-
-  ~Connection() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options)) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -123,84 +97,104 @@ void HttpServer::Handle(std::string path, Handler handler) {
   handlers_[std::move(path)] = std::move(handler);
 }
 
-Status HttpServer::Start() {
-  if (thread_.joinable() || listen_fd_ >= 0) {
-    return FailedPreconditionError("http server already started");
-  }
-  ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(options_.address));
+namespace {
 
+// civetweb's `listening_ports` for a parsed address: numeric hosts as they are ("[::1]"
+// bracketed), names resolved (the first address getaddrinfo gives), and every interface as
+// "+port" (one dual-stack socket: IPv6 and IPv4).
+// `wake_host` is set to the numeric address a local connection reaches the listener on.
+StatusOr<std::string> ListeningPort(const std::string& address, const HostPort& hp,
+                                    std::string* wake_host) {
+  if (hp.host.empty()) {
+    *wake_host = "127.0.0.1";
+    return StrCat("+", hp.port);
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  std::string port_text = std::to_string(hp.port);
-  int gai =
-      ::getaddrinfo(hp.host.empty() ? nullptr : hp.host.c_str(), port_text.c_str(), &hints, &res);
-  if (gai != 0) {
-    return InvalidArgumentError(
-        StrCat("http address '", options_.address, "': ", ::gai_strerror(gai)));
-  }
+  int gai = ::getaddrinfo(hp.host.c_str(), "0", &hints, &res);
+  if (gai != 0)
+    return InvalidArgumentError(StrCat("http address '", address, "': ", ::gai_strerror(gai)));
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, &::freeaddrinfo);
-  // For ":port", prefer one dual-stack IPv6 socket (IPV6_V6ONLY off) that also takes IPv4;
-  // hosts without IPv6 fall back to the IPv4 wildcard.
-  std::vector<const addrinfo*> candidates;
-  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) candidates.push_back(ai);
-  if (hp.host.empty()) {
-    std::stable_partition(candidates.begin(), candidates.end(),
-                          [](const addrinfo* ai) { return ai->ai_family == AF_INET6; });
+  char host[INET6_ADDRSTRLEN] = {};
+  if (res->ai_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(res->ai_addr)->sin6_addr, host,
+                sizeof host);
+    *wake_host = host;
+    return StrCat("[", host, "]:", hp.port);
   }
-  std::string last_error = "no address";
-  int fd = -1;
-  for (const addrinfo* ai : candidates) {
-    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last_error = Errno(errno);
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (ai->ai_family == AF_INET6) {
-      int v6only = hp.host.empty() ? 0 : 1;
-      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    }
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 128) == 0) break;
-    last_error = Errno(errno);
-    ::close(fd);
-    fd = -1;
-  }
-  if (fd < 0) {
-    return UnavailableError(
-        StrCat("http: cannot listen on '", options_.address, "': ", last_error));
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  port_ =
-      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port
-                                        : reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
-  if (::pipe2(wake_fds_, O_NONBLOCK | O_CLOEXEC) != 0) {
-    int err = errno;
-    ::close(fd);
-    return UnavailableError(StrCat("http: pipe: ", Errno(err)));
-  }
-  listen_fd_ = fd;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
-  return OkStatus();
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr, host,
+              sizeof host);
+  *wake_host = host;
+  return StrCat(host, ":", hp.port);
 }
 
-void HttpServer::Stop() {
-  if (thread_.joinable()) {
-    stopping_ = true;
-    char b = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fds_[1], &b, 1);
-    thread_.join();
+// What civetweb says while Start() sets up its ports (on the calling thread): the reason a
+// bind failed ("Address already in use") is only in these messages.
+thread_local std::string* start_messages = nullptr;
+
+// civetweb's own diagnostics (bad requests, timeouts) go to the log at debug: they are about
+// clients, and a scraper hammering the port must not flood the daemon's log.
+int LogMessage(const mg_connection*, const char* message) {
+  if (start_messages != nullptr)
+    StrAppend(start_messages, start_messages->empty() ? "" : "; ", message);
+  spdlog::debug("http {}", message);
+  return 1;  // handled: civetweb writes nothing itself
+}
+
+void Send(mg_connection* conn, const HttpResponse& r, bool head) {
+  std::string out =
+      StrCat("HTTP/1.1 ", r.status, " ", ReasonPhrase(r.status),
+             "\r\nContent-Type: ", r.content_type, "\r\nContent-Length: ", r.body.size(), "\r\n");
+  if (r.status == 405) out.append("Allow: GET, HEAD\r\n");
+  out.append("Cache-Control: no-store\r\nConnection: close\r\n\r\n");
+  if (!head) out.append(r.body);
+  mg_write(conn, out.data(), out.size());
+}
+
+// Opens and closes a TCP connection to host:port, without waiting for it to be accepted.
+void Poke(const std::string& host, uint16_t port) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof *v4;
+  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof *v6;
+  } else {
+    return;
   }
-  for (int* fd : {&listen_fd_, &wake_fds_[0], &wake_fds_[1]}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
+  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  [[maybe_unused]] int r = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len);
+  ::close(fd);
+}
+
+}  // namespace
+
+int HttpServer::OnRequest(mg_connection* conn, void* self) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  const auto* server = static_cast<const HttpServer*>(self);
+  HttpRequest request;
+  request.method = info->request_method != nullptr ? info->request_method : "";
+  request.path = info->local_uri != nullptr ? info->local_uri : "";
+  request.query = info->query_string != nullptr ? info->query_string : "";
+  const bool head = request.method == "HEAD";
+  HttpResponse response;
+  if (request.method != "GET" && !head) {
+    response = Plain(405, "only GET and HEAD\n");
+  } else {
+    response = server->Dispatch(request);
   }
+  Send(conn, response, head);
+  return response.status;  // non-zero: civetweb closes the connection (keep-alive is off)
 }
 
 HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {
@@ -208,142 +202,72 @@ HttpResponse HttpServer::Dispatch(const HttpRequest& request) const {
   if (it == handlers_.end()) return Plain(404, "not found\n");
   try {
     return it->second(request);
-  } catch (...) {  // a throwing handler must not take the daemon down
-    return Plain(500, "internal error\n");
+  } catch (const std::exception& e) {
+    return Plain(500, StrCat("internal error: ", e.what(), "\n"));
   }
 }
 
-namespace {
-
-// Parses the request head; on error fills `error` with the response to send instead.
-bool ParseRequest(std::string_view head, HttpRequest* req, HttpResponse* error) {
-  size_t eol = head.find_first_of("\r\n");
-  std::string_view line = head.substr(0, eol);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-    *error = Plain(400, "malformed request line\n");
-    return false;
+Status HttpServer::Start() {
+  if (ctx_ != nullptr) return FailedPreconditionError("http server already started");
+  ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(options_.address));
+  ASSIGN_OR_RETURN(std::string ports, ListeningPort(options_.address, hp, &wake_host_));
+  const std::string threads = StrCat(std::max<size_t>(options_.max_connections, 1));
+  const std::string timeout = StrCat(options_.connection_timeout.count());
+  const std::string max_request = StrCat(options_.max_request_bytes);
+  const char* config[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
+                          // Accepted connections waiting for a worker (then the backlog).
+                          "connection_queue", threads.c_str(), "request_timeout_ms",
+                          timeout.c_str(), "max_request_size", max_request.c_str(),
+                          "enable_keep_alive", "no", "linger_timeout_ms", "0",
+                          // No files are served: only the registered handlers answer.
+                          "enable_directory_listing", "no", nullptr};
+  mg_callbacks callbacks{};
+  callbacks.log_message = &LogMessage;
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.user_data = this;
+  init.configuration_options = config;
+  unsigned code = 0;
+  char text[256] = {};
+  mg_error_data error{};
+  error.code = &code;
+  error.text = text;
+  error.text_buffer_size = sizeof text;
+  mg_init_library(0);
+  std::string messages;
+  start_messages = &messages;
+  mg_context* ctx = mg_start2(&init, &error);
+  start_messages = nullptr;
+  if (ctx == nullptr) {
+    mg_exit_library();
+    return UnavailableError(StrCat("http: cannot listen on '", options_.address, "': ", text,
+                                   messages.empty() ? "" : " (", messages,
+                                   messages.empty() ? "" : ")"));
   }
-  std::string_view method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (!version.starts_with("HTTP/1.")) {
-    *error = Plain(505, "only HTTP/1.x is supported\n");
-    return false;
-  }
-  if (method != "GET" && method != "HEAD") {
-    *error = Plain(405, "only GET and HEAD are supported\n");
-    return false;
-  }
-  if (!target.starts_with('/')) {
-    *error = Plain(400, "request target must be a path\n");
-    return false;
-  }
-  size_t q = target.find('?');
-  req->method = std::string(method);
-  req->path = std::string(target.substr(0, q));
-  req->query = q == std::string_view::npos ? "" : std::string(target.substr(q + 1));
-  return true;
+  mg_set_request_handler(ctx, "/", &HttpServer::OnRequest, this);
+  mg_server_port bound[2] = {};
+  if (mg_get_server_ports(ctx, 2, bound) > 0) port_ = static_cast<uint16_t>(bound[0].port);
+  ctx_ = ctx;
+  return OkStatus();
 }
 
-}  // namespace
-
-void HttpServer::Run() {
-  std::vector<std::unique_ptr<Connection>> conns;
-  std::vector<pollfd> fds;
-  // Builds the response for a connection whose request head is complete (or too large).
-  auto respond = [&](Connection& c, bool too_large) {
-    HttpRequest req;
-    HttpResponse resp;
-    bool head = false;
-    if (too_large) {
-      resp = Plain(431, "request too large\n");
-    } else if (ParseRequest(c.in, &req, &resp)) {
-      head = req.method == "HEAD";
-      resp = Dispatch(req);
+void HttpServer::Stop() {
+  if (ctx_ == nullptr) return;
+  // civetweb's accept loop reads its stop flag between polls of up to 2 s; a connection to
+  // the listener wakes it at once (a daemon's shutdown, every test's teardown).
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    while (!stopped.load()) {
+      Poke(wake_host_, port_.load());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    c.out = Serialize(resp, head);
-    c.in.clear();
-    c.writing = true;
-  };
-
-  while (!stopping_.load()) {
-    fds.clear();
-    fds.push_back({wake_fds_[0], POLLIN, 0});
-    bool accepting = conns.size() < options_.max_connections;
-    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
-    auto now = SteadyClock::now();
-    int timeout_ms = -1;
-    for (const auto& c : conns) {
-      fds.push_back({c->fd, static_cast<short>(c->writing ? POLLOUT : POLLIN), 0});
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(c->deadline - now).count();
-      int ms = static_cast<int>(std::max<int64_t>(0, left));
-      timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
-    }
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) break;  // cannot happen with valid fds; stop serving
-    if (stopping_.load() || (fds[0].revents & POLLIN)) break;
-    now = SteadyClock::now();
-
-    // Existing connections first (their pollfd entries start at index 2).
-    for (size_t i = 0; i < conns.size(); ++i) {
-      Connection& c = *conns[i];
-      short ev = fds[i + 2].revents;
-      bool close_it = false;
-      if (ev & (POLLERR | POLLNVAL)) {
-        close_it = true;
-      } else if (!c.writing && (ev & (POLLIN | POLLHUP))) {
-        char buf[4096];
-        ssize_t got = ::recv(c.fd, buf, sizeof buf, 0);
-        if (got > 0) {
-          c.in.append(buf, static_cast<size_t>(got));
-          size_t end = c.in.find("\r\n\r\n");
-          if (end == std::string::npos) end = c.in.find("\n\n");
-          if (end != std::string::npos && end <= options_.max_request_bytes) {
-            c.in.resize(end);
-            respond(c, false);
-          } else if (c.in.size() > options_.max_request_bytes) {
-            respond(c, true);
-          }
-        } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-          close_it = true;  // the peer left before finishing its request
-        }
-      }
-      if (!close_it && c.writing && ((ev & (POLLOUT | POLLIN | POLLHUP)) != 0 || c.written == 0)) {
-        while (c.written < c.out.size()) {
-          ssize_t put =
-              ::send(c.fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
-          if (put > 0) {
-            c.written += static_cast<size_t>(put);
-          } else {
-            if (put < 0 && (errno == EAGAIN || errno == EINTR)) break;
-            close_it = true;
-            break;
-          }
-        }
-        if (c.written == c.out.size()) {
-          ::shutdown(c.fd, SHUT_WR);
-          close_it = true;
-        }
-      }
-      if (!close_it && now >= c.deadline) close_it = true;  // too slow: drop it
-      if (close_it) conns[i].reset();
-    }
-    std::erase_if(conns, [](const auto& c) { return c == nullptr; });
-
-    if (accepting && (fds[1].revents & POLLIN)) {
-      while (conns.size() < options_.max_connections) {
-        int cfd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0) break;  // EAGAIN, or a connection reset before we got to it
-        auto c = std::make_unique<Connection>();
-        c->fd = cfd;
-        c->deadline = now + options_.connection_timeout;
-        conns.push_back(std::move(c));
-      }
-    }
-  }
-  conns.clear();
+  });
+  mg_stop(ctx_);  // closes the listener and every connection, joins the workers
+  stopped = true;
+  waker.join();
+  ctx_ = nullptr;
+  mg_exit_library();
+  port_ = 0;
 }
 
 void AddStandardHandlers(HttpServer* server, const Registry* registry,

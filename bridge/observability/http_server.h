@@ -1,13 +1,17 @@
-// A deliberately small HTTP/1.1 server for the daemon's operational endpoints (/metrics,
-// /healthz, /readyz): POSIX sockets, one thread running poll(), GET and HEAD only, one
-// request per connection (`Connection: close`), bounded request size and time. It is not a
-// general web server: handlers run on the server thread and must be quick.
+// The daemon's HTTP server for its operational endpoints (/metrics, /healthz, /readyz), on
+// civetweb (Debian's libcivetweb, the server prometheus-cpp's own exposer uses): a pool of
+// worker threads, GET and HEAD only, one request per connection (`Connection: close`),
+// bounded request size and time. Handlers run on the worker threads and must be quick and
+// thread-safe.
 //
 //   HttpServer server({.address = cfg.server.http_address});
 //   AddStandardHandlers(&server, &registry, [&] { return ReadinessStatus(); });
 //   RETURN_IF_ERROR(server.Start());   // binds and listens; errors name the address
 //   ...
 //   server.Stop();                     // closes the listener and every connection; joins
+//
+// Not prometheus::Exposer itself: it serves registries only, and the probes need two more
+// paths on the same port.
 //
 // Thread-safety: Handle() before Start(); Start()/Stop() from one controlling thread;
 // port() from any thread after Start().
@@ -21,7 +25,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "src/base/status.h"
 
@@ -53,13 +56,21 @@ struct HttpResponse {
 struct HttpServerOptions {
   std::string address = "127.0.0.1:9464";
   // A connection must deliver its request headers and take the whole response within this
-  // time, or it is closed (slow or idle clients cannot pin the single thread's resources).
+  // time, or it is closed (slow or idle clients hold a worker at most this long).
   std::chrono::milliseconds connection_timeout{5000};
-  // Request line plus headers; larger requests get 431 and are closed.
+  // Request line plus headers; larger requests are refused and closed.
   size_t max_request_bytes = 8192;
-  // Further connections wait in the listen backlog until one of these finishes.
-  size_t max_connections = 64;
+  // Connections served at once (one worker thread each); further ones wait in civetweb's
+  // queue and then in the listen backlog until one of these finishes.
+  size_t max_connections = 16;
 };
+
+}  // namespace skb::observability
+
+struct mg_connection;
+struct mg_context;
+
+namespace skb::observability {
 
 class HttpServer {
  public:
@@ -84,17 +95,14 @@ class HttpServer {
   uint16_t port() const { return port_.load(); }
 
  private:
-  struct Connection;
-  void Run();
+  static int OnRequest(mg_connection* conn, void* self);
   HttpResponse Dispatch(const HttpRequest& request) const;
 
   const HttpServerOptions options_;
   std::map<std::string, Handler, std::less<>> handlers_;
-  int listen_fd_ = -1;
-  int wake_fds_[2] = {-1, -1};  // self-pipe: Stop() wakes poll()
+  mg_context* ctx_ = nullptr;
+  std::string wake_host_;  // where Stop() connects to wake civetweb's accept loop
   std::atomic<uint16_t> port_{0};
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
 };
 
 // Registers the daemon's three endpoints on `server`:
@@ -102,7 +110,7 @@ class HttpServer {
 //   /healthz  200 "ok" while the process serves at all (liveness)
 //   /readyz   200 "ok" when `readiness` returns OK, else 503 with the status message
 //             (e.g. "informer caches not synced") as the body
-// `registry` must outlive the server; `readiness` runs on the server thread.
+// `registry` must outlive the server; `readiness` runs on a worker thread.
 void AddStandardHandlers(HttpServer* server, const Registry* registry,
                          std::function<Status()> readiness);
 

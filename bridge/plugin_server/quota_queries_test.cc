@@ -127,10 +127,10 @@ TEST(QuotaLedger, ExportsTheTenantGauges) {
   observability::BridgeMetrics m(&registry, "test", "22.05");
   ExportQuotaMetrics(f.cfg.quotas, *f.ledger.Current(), &m);
   const std::string text = registry.Render();
-  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"team-a\",state=\"guaranteed\"} 8"));
-  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"team-a\",state=\"borrowed\"} 4"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{state=\"guaranteed\",tenant=\"team-a\"} 8"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{state=\"borrowed\",tenant=\"team-a\"} 4"));
   EXPECT_THAT(text, HasSubstr("skb_tenant_guarantee_gpus{tenant=\"team-b\"} 8"));
-  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{tenant=\"(none)\",state=\"borrowed\"} 0"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{state=\"borrowed\",tenant=\"(none)\"} 0"));
 }
 
 // The planners hear what quotas decide (the jobs within their tenant's guarantee, the
