@@ -207,6 +207,163 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpusReturned"));
 }
 
+// The bridge as a process that dies after `budget` device actions: every later one fails
+// without effect (the process is gone), and `after_each` checks the world after every
+// action that ran. A budget < 0 never dies.
+class KilledAfter final : public DeviceExecutor {
+ public:
+  KilledAfter(DeviceExecutor* inner, int budget, std::function<void()> after_each)
+      : inner_(inner), budget_(budget), after_each_(std::move(after_each)) {}
+  Status Execute(const devices::DeviceAction& a, const devices::NodeDevices& n,
+                 const std::string& k8s_node) override {
+    if (budget_ == 0) return UnavailableError("the bridge was killed (kill -9)");
+    if (budget_ > 0) --budget_;
+    Status s = inner_->Execute(a, n, k8s_node);
+    ++ran_;
+    after_each_();
+    return s;
+  }
+  bool dead() const { return budget_ == 0; }
+  int ran() const { return ran_; }
+
+ private:
+  DeviceExecutor* const inner_;
+  int budget_;
+  std::function<void()> after_each_;
+  int ran_ = 0;
+};
+
+// The story of AGiveTakes... with the world reacting to state instead of to a script, and
+// the bridge killed after its k-th action for every k, then started again from nothing
+// but what Slurm and Kubernetes hold (in-memory state such as the signal dedup is lost).
+// After every action and every pass: no GPU is given to both sides, no device without a
+// hold runs a Slurm job that is not the placeholder; the story always ends with the pod
+// served, the devices held again, the placeholder gone, job 11 never touched.
+class DeviceLaneCrashTest : public DeviceLaneTest {
+ protected:
+  // The placeholder while it is pending or running, else 0.
+  uint32_t ActivePlaceholder() {
+    const uint32_t ph = PlaceholderId();
+    if (ph == 0) return 0;
+    const skb::slurm::JobState st = slurm_.Job(ph).state;
+    return st == skb::slurm::JobState::kPending || st == skb::slurm::JobState::kRunning ? ph : 0;
+  }
+
+  // Every device without a hold is the placeholder's or free: never a real job's.
+  void ExpectUnheldIsNeverAJobs() {
+    const std::set<std::string> held = Held();
+    devices::Observation o = devices::Observe(World(), cfg_, clock_.Now());
+    for (const devices::NodeDevices& n : o.nodes) {
+      for (const devices::DeviceView& v : devices::Owners(n)) {
+        if (!held.contains(v.name) && ActivePlaceholder() != 0) {
+          EXPECT_EQ(v.job, 0u) << v.name << " has no hold and runs job " << v.job;
+        }
+      }
+    }
+  }
+
+  // Slurm and kube-scheduler, reacting to what the bridge did.
+  void React() {
+    const uint32_t ph = ActivePlaceholder();
+    if (ph != 0 && slurm_.Job(ph).state == skb::slurm::JobState::kPending &&
+        slurm_.Job(10).state != skb::slurm::JobState::kRunning) {
+      // Slurm starts the placeholder on GPUs no running job uses.
+      std::set<int64_t> busy;
+      auto jobs = slurm_.LoadJobs(0);
+      ASSERT_TRUE(jobs.ok());
+      for (const skb::slurm::JobView& j : jobs->items) {
+        if (j.state != skb::slurm::JobState::kRunning) continue;
+        for (const auto& entry : j.gpu_indices) {
+          busy.insert(entry.second.begin(), entry.second.end());
+        }
+      }
+      std::vector<int64_t> free;
+      for (int64_t i = 0; i < 8 && free.size() < 2; ++i) {
+        if (!busy.contains(i)) free.push_back(i);
+      }
+      if (free.size() == 2) {
+        EXPECT_TRUE(slurm_.StartJob(ph, "node1", free));
+      }
+    }
+    if (pod_pending_ && ph != 0 && slurm_.Job(ph).state == skb::slurm::JobState::kRunning) {
+      // kube-scheduler binds the pod on two devices without a hold, if there are two.
+      const std::set<std::string> held = Held();
+      std::vector<std::string> open;
+      for (int i = 0; i < 8; ++i) {
+        if (!held.contains(devices::DeviceName(i))) open.push_back(devices::DeviceName(i));
+      }
+      if (open.size() >= 2) {
+        AllocateClaim({open[0], open[1]});
+        pod_pending_ = false;
+        pod_started_ = clock_.Now();
+      }
+    }
+    if (!pod_pending_ && pod_exists_ && clock_.Now() - pod_started_ > std::chrono::minutes(10)) {
+      pod_exists_ = false;  // the inference pod is done
+      EXPECT_TRUE(kube_.Delete(k8s::Resource::ResourceClaims(), "ml", "infer-gpu").ok());
+    }
+  }
+
+  bool Done() { return !pod_exists_ && ActivePlaceholder() == 0 && Held().size() == 8u; }
+
+  // Runs the story with the bridge killed after its `kill_after`-th action (-1: never);
+  // returns how many actions the bridge ran in all.
+  int Story(int kill_after) {
+    int ran = 0;
+    int budget = kill_after;
+    for (int life = 0; life < 2; ++life) {
+      // A new process: executors and lane start from nothing.
+      ActionExecutor node_actions(&slurm_, &kube_, &events_, &clock_, cfg_.lending);
+      DeviceExecutorImpl impl(&slurm_, &kube_, &events_, &node_actions, cfg_, &clock_);
+      KilledAfter exec(&impl, budget, [&] {
+        ExpectInvariant();
+        ExpectUnheldIsNeverAJobs();
+      });
+      DeviceLane lane(cfg_, &exec, &events_, &clock_);
+      for (int pass = 0; pass < 200 && !Done(); ++pass) {
+        lane.RunPass(World());
+        ExpectInvariant();
+        ExpectUnheldIsNeverAJobs();
+        if (exec.dead()) break;
+        React();
+        clock_.Advance(std::chrono::seconds(10));
+      }
+      ran += exec.ran();
+      if (!exec.dead()) break;
+      budget = -1;  // restarted: lives on
+    }
+    return ran;
+  }
+
+  Clock::TimePoint pod_started_;
+};
+
+// Kills after action 1 .. kMaxActions; the story without a kill must run fewer actions, so
+// every one of its actions is a kill point.
+constexpr int kMaxActions = 12;
+
+TEST_F(DeviceLaneCrashTest, TheStoryEndsWellWithoutAKill) {
+  const int actions = Story(-1);
+  EXPECT_TRUE(Done());
+  EXPECT_GE(actions, 6) << "holds, placeholder, signal, preemption, lift, hold again, end";
+  EXPECT_LT(actions, kMaxActions) << "raise kMaxActions: some kill points are not tested";
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 1);
+}
+
+class DeviceLaneKillTest : public DeviceLaneCrashTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(DeviceLaneKillTest, KilledAfterThisActionTheRestartedBridgeFinishesTheStory) {
+  Story(GetParam());
+  EXPECT_TRUE(Done()) << "pod " << (pod_exists_ ? "still there" : "gone") << ", placeholder "
+                      << ActivePlaceholder() << ", " << Held().size() << " held";
+  // The victim is preempted once; a kill right after a signal may repeat the signal once.
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 1);
+  EXPECT_LE(slurm_.Calls("SignalJob"), 2);
+  for (const std::string& w : slurm_.Writes()) EXPECT_THAT(w, Not(HasSubstr(" 11"))) << w;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAction, DeviceLaneKillTest, ::testing::Range(1, kMaxActions));
+
 TEST_F(DeviceLaneTest, HoldsAreNotLiftedUnlessThePlaceholderRunsOnThoseDevices) {
   Pass();
   Pass();
