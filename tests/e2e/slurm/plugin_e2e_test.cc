@@ -25,6 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class PluginE2E : public ::testing::Test {
  protected:
@@ -127,6 +128,39 @@ TEST_F(PluginE2E, ValidGpuJobIsAcceptedAndAnnotated) {
 
 // The testbed's slurmdbd holds the QOS normal, preemptible and guaranteed: --qos names a real
 // QOS that slurmctld checks, and admission.preemptible_qos decides over the partition.
+// With lending on, sbatch tells a researcher at submit whether the job may be preempted
+// and which signal it then gets with how much lead time: the configured ones, or the job's
+// own --signal (capped by max_grace); a job on a protected partition is told nothing.
+TEST_F(PluginE2E, SbatchTellsAPreemptibleJobItsSignalAndGraceAtSubmit) {
+  WriteConfig(R"(, "lending": {"enabled": true, "checkpoint_signal": "USR2",)"
+              R"( "default_grace": "45s", "max_grace": "2m"})");
+  StartDaemon();
+  std::string err;
+  std::string plain = Sbatch({"--hold", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err);
+  ASSERT_FALSE(plain.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("this job may be preempted for Kubernetes"));
+  EXPECT_THAT(err, HasSubstr("it gets SIGUSR2 45s before it is requeued (it runs again later)"));
+  EXPECT_THAT(err, HasSubstr("checkpoint on that signal"));
+
+  // Its own --signal: that signal with its lead time (B: the batch shell only).
+  std::string own = Sbatch(
+      {"--hold", "--gres=gpu:h100:1", "--signal=B:TERM@90", "--wrap", "true"}, &janitor_, &err);
+  ASSERT_FALSE(own.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("it gets SIGTERM (its batch shell only) 90s before it is requeued"));
+  // A lead time beyond max_grace is capped.
+  std::string capped = Sbatch(
+      {"--hold", "--gres=gpu:h100:1", "--signal=USR1@600", "--wrap", "true"}, &janitor_, &err);
+  ASSERT_FALSE(capped.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("it gets SIGUSR1 120s before it is requeued"));
+
+  // Not preemptible (partition urgent, QOS guaranteed): no such line.
+  std::string kept = Sbatch(
+      {"--hold", "--partition=urgent", "--qos=guaranteed", "--gres=gpu:h100:1", "--wrap", "true"},
+      &janitor_, &err);
+  ASSERT_FALSE(kept.empty()) << err;
+  EXPECT_THAT(err, Not(HasSubstr("may be preempted")));
+}
+
 TEST_F(PluginE2E, PreemptibleQosDecidesOnARealQos) {
   StartDaemon();
   std::string err;
