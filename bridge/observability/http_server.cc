@@ -227,10 +227,10 @@ Status HttpServer::Start() {
   init.callbacks = &callbacks;
   init.user_data = this;
   init.configuration_options = config;
-  unsigned code = 0;
+  // Only the text: `code` is a pointer in civetweb 1.15 (Debian 12) and a number in 1.16
+  // (Debian 13), and the library writes it either way.
   char text[256] = {};
   mg_error_data error{};
-  error.code = &code;
   error.text = text;
   error.text_buffer_size = sizeof text;
   mg_init_library(0);
