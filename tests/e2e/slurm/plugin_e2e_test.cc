@@ -143,8 +143,8 @@ TEST_F(PluginE2E, SbatchTellsAPreemptibleJobItsSignalAndGraceAtSubmit) {
   EXPECT_THAT(err, HasSubstr("checkpoint on that signal"));
 
   // Its own --signal: that signal with its lead time (B: the batch shell only).
-  std::string own = Sbatch(
-      {"--hold", "--gres=gpu:h100:1", "--signal=B:TERM@90", "--wrap", "true"}, &janitor_, &err);
+  std::string own = Sbatch({"--hold", "--gres=gpu:h100:1", "--signal=B:TERM@90", "--wrap", "true"},
+                           &janitor_, &err);
   ASSERT_FALSE(own.empty()) << err;
   EXPECT_THAT(err, HasSubstr("it gets SIGTERM (its batch shell only) 90s before it is requeued"));
   // A lead time beyond max_grace is capped.
