@@ -16,7 +16,7 @@ FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config dpkg-dev file \
       libslurm-dev libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler \
-      libspdlog-dev libgtest-dev libgmock-dev \
+      libspdlog-dev libgtest-dev libgmock-dev libcli11-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
