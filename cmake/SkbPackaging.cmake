@@ -9,6 +9,7 @@
 #   /usr/lib/systemd/system/slurm-k8s-bridge.service
 #   /etc/slurm-k8s-bridge/config.json            (a conffile: dpkg keeps local edits)
 #   /usr/share/doc/slurm-k8s-bridge/              README, the chart's values for reference
+#   /usr/share/man/man1/bridgectl.1
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
 # the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
@@ -55,6 +56,7 @@ install(FILES ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service
         DESTINATION ${SKB_SYSTEMD_UNIT_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/config.json DESTINATION ${SKB_CONFIG_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${SKB_DOC_DIR})
+install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
 # the binaries load or need at run time without linking it:

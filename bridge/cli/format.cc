@@ -125,8 +125,35 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
-  std::vector<std::vector<std::string>> rows;
+std::string Render(const Listing& listing, bool headers) {
+  if (headers) return Table(listing.rows) + listing.notes;
+  if (listing.rows.size() <= 1) return "";
+  return Table({listing.rows.begin() + 1, listing.rows.end()});
+}
+
+std::string Names(const Listing& listing) {
+  std::string out;
+  for (const std::string& n : listing.names) StrAppend(&out, n, "\n");
+  return out;
+}
+
+bool KeepOnlyNode(v1::ListNodesResponse* resp, const std::string& name) {
+  auto* nodes = resp->mutable_nodes();
+  for (int i = 0; i < nodes->size(); ++i) {
+    const v1::NodeSummary& n = nodes->Get(i);
+    if (n.name() != name && n.k8s_name() != name) continue;
+    v1::NodeSummary keep = n;
+    nodes->Clear();
+    *nodes->Add() = std::move(keep);
+    return true;
+  }
+  nodes->Clear();
+  return false;
+}
+
+Listing NodesListing(const v1::ListNodesResponse& resp, bool wide) {
+  Listing out;
+  std::vector<std::vector<std::string>>& rows = out.rows;
   std::vector<std::string> head = {"NODE",  "GPUS",   "OWNER", "K8S",
                                    "SLURM", "REASON", "JOBS",  "PODS"};
   if (wide) {
@@ -150,9 +177,9 @@ std::string NodesTable(const v1::ListNodesResponse& resp, bool wide) {
       row.push_back(Dash(n.k8s_name()));
     }
     rows.push_back(std::move(row));
+    out.names.push_back("node/" + n.name());
   }
-  std::string out = Table(rows);
-  if (!resp.ready()) StrAppend(&out, "\n(not ready: ", resp.ready_reason(), ")\n");
+  if (!resp.ready()) StrAppend(&out.notes, "\n(not ready: ", resp.ready_reason(), ")\n");
   return out;
 }
 
@@ -165,8 +192,9 @@ nlohmann::json NodesJson(const v1::ListNodesResponse& resp) {
           {"nodes", std::move(nodes)}};
 }
 
-std::string JobsTable(const v1::ListJobsResponse& resp, bool wide) {
-  std::vector<std::vector<std::string>> rows;
+Listing JobsListing(const v1::ListJobsResponse& resp, bool wide) {
+  Listing out;
+  std::vector<std::vector<std::string>>& rows = out.rows;
   std::vector<std::string> head = {"JOBID", "USER",  "PARTITION",   "STATE",     "NODES",
                                    "GPUS",  "OWNER", "PREEMPTIBLE", "PREEMPTED", "WHY"};
   if (wide) {
@@ -193,13 +221,13 @@ std::string JobsTable(const v1::ListJobsResponse& resp, bool wide) {
       row.push_back(StrCat(j.restart_count()));
       row.push_back(UnixTime(j.start_time_unix()));
     }
+    out.names.push_back("job/" + row[0]);
     rows.push_back(std::move(row));
   }
-  std::string out = Table(rows);
   if (resp.omitted() > 0) {
-    StrAppend(&out, "\n(", resp.omitted(), " more jobs not listed: the answer is capped)\n");
+    StrAppend(&out.notes, "\n(", resp.omitted(), " more jobs not listed: the answer is capped)\n");
   }
-  if (!resp.ready()) StrAppend(&out, "\n(not ready: ", resp.ready_reason(), ")\n");
+  if (!resp.ready()) StrAppend(&out.notes, "\n(not ready: ", resp.ready_reason(), ")\n");
   return out;
 }
 

@@ -39,17 +39,17 @@ TEST(Format, TablePadsColumnsAndTrimsLines) {
 }
 
 TEST(Format, NodesTableShowsModelTimesCountAndJobs) {
-  std::string t = NodesTable(TwoNodes(), false);
+  std::string t = Render(NodesListing(TwoNodes(), false));
   EXPECT_THAT(t, HasSubstr("NODE"));
   EXPECT_THAT(t, HasSubstr("H100-80GB-HBM3x8"));
   EXPECT_THAT(t, HasSubstr("12,13"));
   EXPECT_THAT(t, HasSubstr("k8s-bridge: GPUHealthy=False: XID 79"));
   EXPECT_THAT(t, Not(HasSubstr("FEATURES")));
-  EXPECT_THAT(NodesTable(TwoNodes(), true), HasSubstr("FEATURES"));
+  EXPECT_THAT(Render(NodesListing(TwoNodes(), true)), HasSubstr("FEATURES"));
   auto not_ready = TwoNodes();
   not_ready.set_ready(false);
   not_ready.set_ready_reason("pod cache not synced");
-  EXPECT_THAT(NodesTable(not_ready, false), HasSubstr("not ready: pod cache not synced"));
+  EXPECT_THAT(Render(NodesListing(not_ready, false)), HasSubstr("not ready: pod cache not synced"));
 }
 
 TEST(Format, JsonKeepsEveryField) {
@@ -111,13 +111,13 @@ TEST(Format, SharedNodeShowsItsSplitWholeNodesTheirOwner) {
   *r.add_nodes() = SharedNode();
   r.mutable_nodes(0)->set_gpu_mode("node");
   r.mutable_nodes(0)->set_gpu_mode_reason("no ResourceSlice of driver gpu.nvidia.com");
-  const std::string t = NodesTable(r, false);
+  const std::string t = Render(NodesListing(r, false));
   EXPECT_THAT(t,
               ContainsRegex("\nnode1 +8 +slurm 4 \\(1 idle\\) / k8s 3 \\(1 held\\) / moving 1 "));
   EXPECT_THAT(t, ContainsRegex("\nnode2 +4 +unhealthy "));
   EXPECT_THAT(t, ContainsRegex("\nnode1 +H100-80GB-HBM3x8 +slurm ")) << "a whole node: its owner";
   EXPECT_THAT(t, Not(HasSubstr("MODE")));
-  const std::string wide = NodesTable(r, true);
+  const std::string wide = Render(NodesListing(r, true));
   EXPECT_THAT(wide, HasSubstr("MODE"));
   const nlohmann::json j = NodesJson(r);
   EXPECT_EQ(j["nodes"][0]["gpuMode"], "node");
@@ -191,7 +191,7 @@ v1::ListJobsResponse TwoJobs() {
 }
 
 TEST(Format, JobsTableShowsOwnerPreemptibilityAndWhy) {
-  std::string t = JobsTable(TwoJobs(), false);
+  std::string t = Render(JobsListing(TwoJobs(), false));
   EXPECT_THAT(t, HasSubstr("JOBID"));
   EXPECT_THAT(t, HasSubstr("PREEMPTIBLE"));
   EXPECT_THAT(t, HasSubstr("node1,node2"));
@@ -209,13 +209,13 @@ TEST(Format, JobsTableShowsOwnerPreemptibilityAndWhy) {
   EXPECT_THAT(lines[1], HasSubstr("yes"));
   EXPECT_THAT(lines[2], HasSubstr("  no  "));
   EXPECT_THAT(t, Not(HasSubstr("RESTARTS")));
-  std::string wide = JobsTable(TwoJobs(), true);
+  std::string wide = Render(JobsListing(TwoJobs(), true));
   EXPECT_THAT(wide, HasSubstr("RESTARTS"));
   EXPECT_THAT(wide, HasSubstr("Resources"));
   EXPECT_THAT(wide, HasSubstr("2023-11-14T22:13:20Z"));
   auto capped = TwoJobs();
   capped.set_omitted(5);
-  EXPECT_THAT(JobsTable(capped, false), HasSubstr("5 more jobs not listed"));
+  EXPECT_THAT(Render(JobsListing(capped, false)), HasSubstr("5 more jobs not listed"));
 }
 
 TEST(Format, JobsJsonKeepsEveryField) {
@@ -228,6 +228,49 @@ TEST(Format, JobsJsonKeepsEveryField) {
   EXPECT_EQ(j["jobs"][1]["preemptibleWhy"], "preempted 4 times in 6h (anti-thrash)");
   EXPECT_EQ(j["jobs"][1]["stateReason"], "Resources");
   EXPECT_EQ(j["omitted"], 0);
+}
+
+TEST(Format, NoHeadersLeavesTheRowsAndNothingElse) {
+  auto not_ready = TwoNodes();
+  not_ready.set_ready(false);
+  not_ready.set_ready_reason("pod cache not synced");
+  const Listing l = NodesListing(not_ready, false);
+  const std::string rows = Render(l, /*headers=*/false);
+  EXPECT_EQ(Render(l), Table(l.rows) + l.notes);
+  EXPECT_THAT(l.notes, HasSubstr("not ready: pod cache not synced"));
+  EXPECT_THAT(rows, Not(HasSubstr("NODE")));
+  EXPECT_THAT(rows, Not(HasSubstr("not ready")));
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = rows.find('\n', at)) != std::string::npos; at = nl + 1) {
+    lines.push_back(rows.substr(at, nl - at));
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], ::testing::StartsWith("node1  "));
+  EXPECT_THAT(lines[1], ::testing::StartsWith("node2  "));
+  EXPECT_THAT(Render(JobsListing(TwoJobs(), true), false), Not(HasSubstr("JOBID")));
+  EXPECT_EQ(Render(NodesListing(v1::ListNodesResponse(), false), false), "");
+}
+
+TEST(Format, NamesAreKindSlashName) {
+  EXPECT_EQ(Names(NodesListing(TwoNodes(), false)), "node/node1\nnode/node2\n");
+  EXPECT_EQ(Names(JobsListing(TwoJobs(), false)), "job/12\njob/10_[3-9]\n");
+}
+
+TEST(Format, GetNodeNameKeepsOneRowBySlurmOrKubernetesName) {
+  auto r = TwoNodes();
+  r.mutable_nodes(1)->set_k8s_name("node2.example.com");
+  ASSERT_TRUE(KeepOnlyNode(&r, "node2.example.com"));
+  ASSERT_EQ(r.nodes_size(), 1);
+  EXPECT_EQ(r.nodes(0).name(), "node2");
+  EXPECT_EQ(r.leader(), "bridge-0");
+  auto all = TwoNodes();
+  ASSERT_TRUE(KeepOnlyNode(&all, "node1"));
+  const std::string t = Render(NodesListing(all, false));
+  EXPECT_THAT(t, HasSubstr("node1"));
+  EXPECT_THAT(t, Not(HasSubstr("node2")));
+  auto none = TwoNodes();
+  EXPECT_FALSE(KeepOnlyNode(&none, "node9"));
+  EXPECT_EQ(none.nodes_size(), 0);
 }
 
 }  // namespace

@@ -190,8 +190,13 @@ std::string Outcome(const Preemption& p) {
   return "lending";
 }
 
-std::string PreemptionsTable(const std::vector<Preemption>& history, bool wide) {
-  std::vector<std::vector<std::string>> rows;
+Listing PreemptionsListing(const std::vector<Preemption>& history, bool wide) {
+  Listing out;
+  if (history.empty()) {
+    out.notes = "No preemptions in the Events the apiserver keeps.\n";
+    return out;
+  }
+  std::vector<std::vector<std::string>>& rows = out.rows;
   std::vector<std::string> head = {"LENT-AT",   "NODE",     "LENT-TO", "SIGNALLED",
                                    "PREEMPTED", "RELEASED", "OUTCOME", "RETURNED"};
   if (wide) head.push_back("WARNINGS");
@@ -215,8 +220,7 @@ std::string PreemptionsTable(const std::vector<Preemption>& history, bool wide) 
     if (wide) row.push_back(p.warnings.empty() ? "-" : StrJoin(p.warnings, "; "));
     rows.push_back(std::move(row));
   }
-  if (history.empty()) return "No preemptions in the Events the apiserver keeps.\n";
-  return Table(rows);
+  return out;
 }
 
 json PreemptionsJson(const std::vector<Preemption>& history) {

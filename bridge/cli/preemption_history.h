@@ -5,7 +5,7 @@
 //
 //   ASSIGN_OR_RETURN(std::vector<nlohmann::json> ev, ListLendEvents(kube, /*node=*/""));
 //   std::vector<Preemption> h = PreemptionsFromEvents(ev);
-//   std::fputs(PreemptionsTable(h, /*wide=*/false).c_str(), stdout);
+//   std::fputs(Render(PreemptionsListing(h, /*wide=*/false)).c_str(), stdout);
 //
 // bridgectl reads the Events itself (the admin's kubeconfig) instead of asking the daemon:
 // Kubernetes is the system of record and the daemon keeps no Event cache, so it could
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/cli/format.h"
 #include "k8s/kube_client.h"
 #include "src/base/clock.h"
 #include "src/base/status.h"
@@ -58,7 +59,8 @@ std::vector<Preemption> PreemptionsFromEvents(const std::vector<nlohmann::json>&
 std::string Outcome(const Preemption& p);
 
 // LENT-AT NODE LENT-TO SIGNALLED PREEMPTED RELEASED OUTCOME RETURNED (wide: + WARNINGS).
-std::string PreemptionsTable(const std::vector<Preemption>& history, bool wide);
+// No history: no table, a note says so. A lend has no name (no `-o name`).
+Listing PreemptionsListing(const std::vector<Preemption>& history, bool wide);
 nlohmann::json PreemptionsJson(const std::vector<Preemption>& history);
 
 }  // namespace skb::bridge::cli

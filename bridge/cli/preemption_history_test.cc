@@ -68,7 +68,7 @@ TEST(PreemptionHistory, RebuildsALendFromItsEvents) {
   ASSERT_TRUE(p.returned.has_value());
   EXPECT_EQ(Outcome(p), "returned to Slurm");
   EXPECT_TRUE(p.warnings.size() == 1 && p.warnings[0].rfind("SlurmNodeLent", 0) == 0);
-  std::string t = PreemptionsTable(h, false);
+  std::string t = Render(PreemptionsListing(h, false));
   EXPECT_THAT(t, HasSubstr("LENT-AT"));
   EXPECT_THAT(t, ContainsRegex("2026-11-22T06:00:00Z +node2 +inference/web-0 +12,13 +requeued "
                                "12,13 +2026-11-22T06:00:33Z +returned to Slurm"));
@@ -111,7 +111,8 @@ TEST(PreemptionHistory, SeparatesLendsAndNodesAndKeepsOpenOnes) {
   EXPECT_EQ(Outcome(h[1]), "returned to Slurm");
   EXPECT_EQ(h[2].node, "node4");
   EXPECT_EQ(Outcome(h[2]), "waiting for protected job(s) 7");
-  EXPECT_EQ(PreemptionsTable({}, false), "No preemptions in the Events the apiserver keeps.\n");
+  EXPECT_EQ(Render(PreemptionsListing({}, false)),
+            "No preemptions in the Events the apiserver keeps.\n");
 }
 
 TEST(PreemptionHistory, ALendWithoutARecordedReturnEndsWhereTheNextStarts) {

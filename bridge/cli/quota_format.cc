@@ -37,11 +37,14 @@ nlohmann::json TenantQuotaJson(const v1::TenantQuota& t) {
 
 }  // namespace
 
-std::string QuotasTable(const v1::ListQuotasResponse& resp, bool wide) {
+Listing QuotasListing(const v1::ListQuotasResponse& resp, bool wide) {
+  Listing out;
   if (!resp.enabled()) {
-    return "quotas are off: the daemon's config lists no quotas.tenants\n";
+    out.notes = "quotas are off: the daemon's config lists no quotas.tenants\n";
+    return out;
   }
-  std::vector<std::vector<std::string>> rows = {
+  std::vector<std::vector<std::string>>& rows = out.rows;
+  rows = {
       {"TENANT", "GUARANTEED", "LIMIT", "IN-USE(SLURM/K8S)", "BORROWED", "PENDING", "RECLAIMING"}};
   if (wide) {
     for (const char* h : {"ACCOUNTS", "NAMESPACES", "WEIGHT"}) rows[0].push_back(h);
@@ -61,9 +64,9 @@ std::string QuotasTable(const v1::ListQuotasResponse& resp, bool wide) {
       row.push_back(t.name().empty() ? "-" : nlohmann::json(t.weight()).dump());
     }
     rows.push_back(std::move(row));
+    if (!t.name().empty()) out.names.push_back("tenant/" + t.name());
   }
-  std::string out = Table(rows);
-  if (!resp.ready()) StrAppend(&out, "(not ready: ", resp.ready_reason(), ")\n");
+  if (!resp.ready()) StrAppend(&out.notes, "(not ready: ", resp.ready_reason(), ")\n");
   return out;
 }
 

@@ -30,12 +30,19 @@ v1::ListQuotasResponse TwoTenants() {
 }
 
 TEST(QuotasTable, OneLinePerTenantWithTheInUseSplit) {
-  EXPECT_EQ(QuotasTable(TwoTenants(), false),
+  EXPECT_EQ(Render(QuotasListing(TwoTenants(), false)),
             "TENANT  GUARANTEED  LIMIT  IN-USE(SLURM/K8S)  BORROWED  PENDING  RECLAIMING\n"
             "team-a  8           -      12 (12/0)          4         2        0\n"
             "(none)  0           -      1 (0/1)            1         0        0\n");
-  EXPECT_THAT(QuotasTable(TwoTenants(), true), HasSubstr("ACCOUNTS  NAMESPACES  WEIGHT"));
-  EXPECT_THAT(QuotasTable(v1::ListQuotasResponse(), false), HasSubstr("quotas are off"));
+  EXPECT_THAT(Render(QuotasListing(TwoTenants(), true)), HasSubstr("ACCOUNTS  NAMESPACES  WEIGHT"));
+  EXPECT_THAT(Render(QuotasListing(v1::ListQuotasResponse(), false)), HasSubstr("quotas are off"));
+  // -o name: the tenants of the config (work of no tenant has no name); --no-headers: rows.
+  EXPECT_EQ(Names(QuotasListing(TwoTenants(), false)), "tenant/team-a\n");
+  EXPECT_EQ(Render(QuotasListing(TwoTenants(), false), /*headers=*/false),
+            "team-a  8  -  12 (12/0)  4  2  0\n(none)  0  -  1 (0/1)    1  0  0\n");
+  const Listing off = QuotasListing(v1::ListQuotasResponse(), false);
+  EXPECT_EQ(Render(off, false), "");
+  EXPECT_THAT(off.notes, HasSubstr("quotas are off"));
   nlohmann::json j = QuotasJson(TwoTenants());
   EXPECT_EQ(j["tenants"][0]["borrowed"], 4);
   EXPECT_TRUE(j["tenants"][0]["limit"].is_null());

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # deb_package_test BUILD_DIR OUT_DIR: builds the Debian package from BUILD_DIR (cpack) into
 # OUT_DIR and checks what it holds and what it asks for:
-#   - exactly the daemon, bridgectl, the plugin in Slurm's PluginDir, the systemd unit, the
-#     example config (a conffile) and the README; no test or bench program;
+#   - exactly the daemon, bridgectl and its man page, the plugin in Slurm's PluginDir, the
+#     systemd unit, the example config (a conffile) and the README; no test or bench program;
 #   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
 #     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
 #     auth_munge.so from it at run time);
@@ -51,6 +51,7 @@ $prefix/bin/bridgectl
 $prefix/bin/slurm-k8s-bridge
 $prefix/lib/systemd/system/slurm-k8s-bridge.service
 $prefix/share/doc/slurm-k8s-bridge/README.md
+$prefix/share/man/man1/bridgectl.1
 $etc/slurm-k8s-bridge/config.json
 $plugin_dir/job_submit_k8s_bridge.so
 LIST
