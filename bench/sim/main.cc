@@ -197,6 +197,15 @@ void PrintSummary(const sim::Result& r, double run_ms) {
       static_cast<long long>(r.gpus_needed), static_cast<long long>(r.gpus_preempted), run_ms);
 }
 
+// A trace file as "its directory/its name": where a trace lives on this machine is not a
+// result.
+std::string TraceName(const std::string& path) {
+  const size_t file = path.rfind('/');
+  if (file == std::string::npos) return path;
+  const size_t dir = file == 0 ? std::string::npos : path.rfind('/', file - 1);
+  return path.substr(dir == std::string::npos ? 0 : dir + 1);
+}
+
 int Fail(const skb::Status& s) {
   if (!s.message().empty()) std::fprintf(stderr, "skb_trace_sim: %s\n", s.message().c_str());
   std::fputs(kUsage, stderr);
@@ -277,8 +286,8 @@ int main(int argc, char** argv) {
                                             args.options.compress, "x)")
                                    : args.name},
         {"description",
-         StrCat("tasks ", args.tasks, ", nodes ", args.nodes, " (fraction ", args.node_fraction,
-                "), seed ", args.options.seed, ", checkpoint every ",
+         StrCat("tasks ", TraceName(args.tasks), ", nodes ", TraceName(args.nodes), " (fraction ",
+                args.node_fraction, "), seed ", args.options.seed, ", checkpoint every ",
                 args.options.checkpoint_interval.count(), " s",
                 args.options.checkpoint_on_signal ? " and on the signal" : "", ", lend overhead ",
                 args.options.lend_overhead.count() / 1000.0, " s")},

@@ -11,12 +11,14 @@
 #                peak concurrent GPU demand (65.6), so inference has to take Slurm's nodes
 #   not preemptible  the same nodes, no training job preemptible (as if every QOS were
 #                Guaranteed): only idle GPUs (GPU mode) or idle nodes (node mode) can be lent
-# TRACE_DIR defaults to $SKB_TRACE_DIR, else ../shared/data/alibaba-gpu-v2023 beside the
-# repository. Missing trace: says so and exits 0 (the study is skipped, not failed).
+# TRACE_DIR defaults to $SKB_TRACE_DIR: a directory holding the public Alibaba GPU trace
+# v2023 (github.com/alibaba/clusterdata, cluster-trace-gpu-v2023: openb_pod_list_default.csv
+# and openb_node_list_gpu_node.csv). Missing trace: says so and exits 0 (the study is
+# skipped, not failed).
 set -euo pipefail
 build="$1" results="$2"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-trace="${3:-${SKB_TRACE_DIR:-$root/../shared/data/alibaba-gpu-v2023}}"
+trace="${3:-${SKB_TRACE_DIR:-}}"
 tasks="$trace/openb_pod_list_default.csv" nodes="$trace/openb_node_list_gpu_node.csv"
 if [[ ! -f "$tasks" || ! -f "$nodes" ]]; then
   echo "trace-sim: no trace at $trace (set SKB_TRACE_DIR): utilization study skipped" >&2
