@@ -1,0 +1,183 @@
+// GPU-granular sharing end to end on the testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra),
+// with a bridge built from this tree, the real kube-scheduler and slurmctld: every node but
+// node1 is full of work the bridge may not take; then, `--runs` times for each case, a
+// 2-GPU inference pod is created on node1 and timed until Running:
+//   idle       node1 runs a preemptible 4-GPU job: the pod gets 2 of the 4 idle GPUs (no
+//              preemption; what the placeholder, Slurm and kube-scheduler add);
+//   preempted  node1 runs a preemptible 8-GPU job: the pod gets 2 of its GPUs (checkpoint
+//              signal, grace, requeue), timed minus the grace.
+// After each run the pod is deleted and the devices are timed until held for Slurm again
+// (minus the cool-down).
+//
+// Writes bench/results/gpu_sharing_latency_{idle,preempted,return}.json (bench/report.py).
+//
+//   SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up --no-bridge
+//   eval "$(scripts/testbed env)"; build/bench/gpu_sharing_latency_e2e [--runs N] [--out DIR]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/e2e_results.h"
+#include "k8s/rest_client.h"
+#include "src/base/strings.h"
+#include "tests/testbed/bridge_daemon.h"
+#include "tests/testbed/testbed_support.h"
+
+namespace {
+
+using skb::StrCat;
+using skb::testbed::RunCommand;
+using skb::testbed::Shell;
+using skb::testbed::Trim;
+using skb::testbed::WaitFor;
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kGrace = 2;     // seconds
+constexpr int kCooldown = 3;  // seconds
+
+double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+std::string JobState(const std::string& id) {
+  return Trim(Shell(StrCat("squeue -h -j ", id, " -o %T")).out);
+}
+
+int HoldsOn(const std::string& node) {
+  return std::atoi(Trim(Shell(StrCat("kubectl get devicetaintrules -l slurm-k8s-bridge.io/node=",
+                                     node, " --no-headers 2>/dev/null | wc -l"))
+                            .out)
+                       .c_str());
+}
+
+bool NoPlaceholder() { return Trim(Shell("squeue -h -n skb-gpu-hold -o %i").out).empty(); }
+
+std::string Submit(const std::string& node, int gpus, bool preemptible) {
+  auto r =
+      RunCommand({"sbatch", "--parsable", preemptible ? "--requeue" : "--no-requeue",
+                  StrCat("--gres=gpu:", gpus), "-w", node, "-p", "gpu", "-o", "/dev/null", "--wrap",
+                  "trap 'echo checkpoint' USR1; for i in $(seq 100000); do sleep 0.2; done"},
+                 seconds(30));
+  return Trim(r.out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  int runs = 10;
+  std::string out_dir = "bench/results";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--runs") runs = std::atoi(argv[i + 1]);
+    if (a == "--out") out_dir = argv[i + 1];
+  }
+  const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
+  if (std::getenv("KUBECONFIG") == nullptr || mode == nullptr || std::string(mode) != "dra") {
+    std::fprintf(
+        stderr,
+        "gpu_sharing_latency_e2e: needs the testbed in dra mode: "
+        "SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up; eval \"$(scripts/testbed env)\"\n");
+    return 2;
+  }
+  auto kube = skb::testbed::AdminKubeClient();
+  if (!kube.ok()) return 2;
+  const std::string reset = StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh");
+  Shell(reset, seconds(120));
+  skb::testbed::BridgeDaemon bridge(
+      skb::testbed::DaemonBinary(),
+      StrCat(R"({"admission": {"preemptible_partitions": ["gpu"]}, "features": {"labels": []},
+                 "gpu_sharing": {"enabled": true, "give_timeout": "2m"},
+                 "lending": {"enabled": true, "default_grace": ")",
+             kGrace, R"(s", "cooldown": ")", kCooldown, R"(s", "min_lend_time": "1s",
+                 "anti_thrash": {"max_preemptions": 1000}}})"));
+  if (auto s = bridge.Start(); !s.ok()) {
+    std::fprintf(stderr, "bridge: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const int nodes = skb::testbed::TestbedNodeCount();
+  std::vector<std::string> jobs;
+  for (int i = 2; i <= nodes; ++i) jobs.push_back(Submit(StrCat("node", i), 8, false));
+  auto running = [&](const std::vector<std::string>& ids) {
+    for (const auto& j : ids) {
+      if (JobState(j) != "RUNNING") return false;
+    }
+    return true;
+  };
+  bool ok = WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60)) &&
+            WaitFor([&] { return running(jobs); }, seconds(60));
+
+  // One case: a job of `job_gpus` on node1, then `runs` pods of 2 GPUs one after another.
+  auto run_case = [&](const char* name, int job_gpus, int minus_ms, std::vector<double>* took,
+                      std::vector<double>* back) {
+    const std::string job = Submit("node1", job_gpus, true);
+    jobs.push_back(job);
+    if (!WaitFor([&] { return JobState(job) == "RUNNING"; }, seconds(60))) return false;
+    for (int run = 0; run < runs; ++run) {
+      const std::string pod = StrCat("gpu-", name, "-", run);
+      const auto t0 = Steady::now();
+      if (!(*kube)
+               ->Create(skb::k8s::Resource::Pods(), "default",
+                        skb::testbed::InferencePod(pod, "lending", 2))
+               .ok()) {
+        return false;
+      }
+      auto phase = [&] {
+        auto p = (*kube)->Get(skb::k8s::Resource::Pods(), "default", pod);
+        return p.ok() ? (*p)["status"].value("phase", "") : std::string();
+      };
+      if (!WaitFor([&] { return phase() == "Running"; }, seconds(kGrace + 90), milliseconds(20))) {
+        std::fprintf(stderr, "%s run %d: the pod is not Running\n", name, run);
+        return false;
+      }
+      took->push_back(Ms(Steady::now() - t0) - minus_ms);
+      const auto t1 = Steady::now();
+      skb::k8s::DeleteOptions del;
+      del.grace_period_seconds = 0;
+      (void)(*kube)->Delete(skb::k8s::Resource::Pods(), "default", pod, del);
+      if (!WaitFor([&] { return NoPlaceholder() && HoldsOn("node1") == 8; },
+                   seconds(kCooldown + 90), milliseconds(50))) {
+        std::fprintf(stderr, "%s run %d: the GPUs did not come back\n", name, run);
+        return false;
+      }
+      back->push_back(Ms(Steady::now() - t1) - kCooldown * 1000.0);
+      // The preempted job runs again before the next run (Slurm restarts it on its GPUs).
+      if (!WaitFor([&] { return JobState(job) == "RUNNING"; }, seconds(60))) return false;
+      std::printf("%s run %2d: pod Running %.0f ms%s, GPUs back %.0f ms beyond the cool-down\n",
+                  name, run, took->back(), minus_ms > 0 ? " beyond the grace" : "", back->back());
+    }
+    Shell(StrCat("scancel ", job));
+    return WaitFor([&] { return JobState(job).empty(); }, seconds(30));
+  };
+  std::vector<double> idle, preempted, back;
+  ok = ok && run_case("idle", 4, 0, &idle, &back);
+  ok = ok && run_case("preempted", 8, kGrace * 1000, &preempted, &back);
+  for (const auto& j : jobs) Shell(StrCat("scancel ", j));
+  bridge.Stop();
+  Shell(reset, seconds(120));
+  if (!ok || idle.empty() || preempted.empty()) {
+    std::fprintf(stderr, "bridge log tail:\n%s\n", bridge.LogTail(60000).c_str());
+    return 1;
+  }
+  const std::string where = StrCat(nodes, " nodes, dra mode, node1 the only one with work to take");
+  skb::bench::WriteLatency(out_dir, "gpu_sharing_latency_idle",
+                           "GPU sharing, idle GPUs: 2-GPU pod created -> Running",
+                           "placeholder submitted and started by Slurm, holds lifted, "
+                           "kube-scheduler allocates the freed devices",
+                           idle, "p99 < 1000 ms", StrCat(idle.size(), " runs, ", where));
+  skb::bench::WriteLatency(out_dir, "gpu_sharing_latency_preempted",
+                           "GPU sharing, preempted GPUs: 2-GPU pod created -> Running, minus grace",
+                           "the same, after the checkpoint signal, the grace and the requeue of "
+                           "the preemptible job on those GPUs",
+                           preempted, "p99 < 1000 ms",
+                           StrCat(preempted.size(), " runs, grace ", kGrace, " s, ", where));
+  skb::bench::WriteLatency(
+      out_dir, "gpu_sharing_latency_return",
+      "GPU sharing, return: pod deleted -> devices held for Slurm, minus cool-down",
+      "cool-down, holds re-created, the placeholder ended", back, "",
+      StrCat(back.size(), " runs, cool-down ", kCooldown, " s"));
+  return 0;
+}
