@@ -193,6 +193,21 @@ Status Controller::Start() {
   }
 
   if (device_world_) {
+    // An apiserver that does not serve DRA's resources would keep the device informers from
+    // ever syncing, and with them every lane: GPU-granular sharing is off instead, and every
+    // node stays node-granular. (Unavailable: the informers retry as for any outage.)
+    auto unserved = UnservedDeviceResources(opts_.kube);
+    if (unserved.ok() && !unserved->empty()) {
+      log->error(
+          "gpu_sharing_off reason=\"resource.k8s.io/v1 {} not served by the apiserver "
+          "(Kubernetes 1.34 or later serves them)\": every node is shared node by node",
+          StrJoin(*unserved, ","));
+      device_lane_.reset();
+      device_executor_.reset();
+      device_world_.reset();
+    }
+  }
+  if (device_world_) {
     // Each informer converts what changed into the device lane's World (device_world.h).
     auto add = [this](std::unique_ptr<k8s::Informer>* informer, k8s::InformerOptions options,
                       void (DeviceWorldCache::*set)(const std::string&, const nlohmann::json*)) {

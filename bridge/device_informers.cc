@@ -22,4 +22,18 @@ k8s::InformerOptions DeviceTaintRuleInformerOptions() {
           .transform = k8s::SelectDeviceTaintRuleFields};
 }
 
+StatusOr<std::vector<std::string>> UnservedDeviceResources(k8s::KubeClient* kube) {
+  std::vector<std::string> unserved;
+  for (const k8s::Resource& r : {k8s::Resource::ResourceSlices(), k8s::Resource::ResourceClaims(),
+                                 k8s::Resource::DeviceTaintRules()}) {
+    k8s::ListOptions one;
+    one.limit = 1;
+    auto list = kube->List(r, "", one);
+    if (list.ok()) continue;
+    if (list.status().code() != StatusCode::kNotFound) return list.status();
+    unserved.push_back(r.Name());
+  }
+  return unserved;
+}
+
 }  // namespace skb::bridge

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "bridge/controller.h"
+#include "k8s/fake_kube_client.h"
 #include "k8s/json_selection.h"
 #include "src/devices/dra_testdata.h"
 #include "src/devices/k8s_devices.h"
@@ -112,6 +113,29 @@ TEST(DeviceInformers, SelectWhatTheBridgeReads) {
   // What the informer lists is what the bridge creates.
   json hold = devices::HoldRule("node1", "gpu-0", kDriver);
   EXPECT_EQ(hold["metadata"]["labels"]["app.kubernetes.io/managed-by"], "slurm-k8s-bridge");
+}
+
+// An apiserver without DRA (older, or the group turned off) answers a list of its resources
+// with 404: GPU-granular sharing is then off, not waiting forever for caches to sync.
+TEST(DeviceInformers, TellWhichDeviceResourcesAreNotServed) {
+  k8s::FakeKubeClient kube;
+  auto all = UnservedDeviceResources(&kube);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->empty());
+
+  kube.FailNextListOrWatch(1, NotFoundError("the server could not find the requested resource"));
+  auto first = UnservedDeviceResources(&kube);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, std::vector<std::string>{k8s::Resource::ResourceSlices().Name()});
+
+  kube.FailNextListOrWatch(3, NotFoundError("the server could not find the requested resource"));
+  auto none = UnservedDeviceResources(&kube);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->size(), 3u);
+
+  // A dead apiserver says nothing about what it serves.
+  kube.FailNextListOrWatch(1, UnavailableError("connection refused"));
+  EXPECT_EQ(UnservedDeviceResources(&kube).status().code(), StatusCode::kUnavailable);
 }
 
 }  // namespace
