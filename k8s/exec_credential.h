@@ -38,7 +38,7 @@ std::string ExecInfo(const ExecConfig& config);
 
 // Parses a plugin's stdout. Unauthenticated when it is not an ExecCredential of
 // `api_version` or has no status.token; Unimplemented for a client certificate. Messages
-// start with `what` and quote nothing of the output.
+// start with `what` and quote nothing of the output but its apiVersion and kind.
 StatusOr<ExecCredential> ParseExecCredential(std::string_view output,
                                              const std::string& api_version,
                                              const std::string& what);

@@ -95,6 +95,21 @@ TEST_F(ExecCredentialTest, CachesTheTokenUntilShortlyBeforeItExpires) {
   EXPECT_EQ(Count(), 2);
 }
 
+TEST_F(ExecCredentialTest, AFailedRefreshKeepsATokenThatHasNotExpiredYet) {
+  SimulatedClock clock(*ParseTime("2026-01-01T00:00:00Z"));
+  const std::string plugin = CountingPlugin(",\"expirationTimestamp\":\"2026-01-01T00:01:00Z\"");
+  ExecCredentialSource source(Config(plugin), &clock);
+  EXPECT_EQ(*source.Token(), "tok-1");
+  Script("counting", "echo 'identity provider down' >&2\nexit 1\n");
+  clock.Advance(std::chrono::seconds(55));  // within the margin: refresh, which fails
+  EXPECT_EQ(*source.Token(), "tok-1");
+  clock.Advance(std::chrono::seconds(10));  // expired: nothing left to send
+  auto t = source.Token();
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("identity provider down"));
+  EXPECT_EQ(source.runs(), 3);
+}
+
 TEST_F(ExecCredentialTest, WithoutExpiryTheTokenLastsUntilInvalidated) {
   ExecCredentialSource source(Config(CountingPlugin()), SystemClock::Get());
   EXPECT_EQ(*source.Token(), "tok-1");
