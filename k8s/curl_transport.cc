@@ -147,7 +147,8 @@ StatusOr<std::unique_ptr<CurlTransport>> CurlTransport::Create(const RestConfig&
 CurlTransport::CurlTransport(const RestConfig& config)
     : config_(config),
       url_base_(config.server),
-      tokens_(config.bearer_token, config.bearer_token_file) {
+      tokens_(config.bearer_token, config.bearer_token_file,
+              config.exec ? ExecCredentialSource::ForConfig(*config.exec) : nullptr) {
   share_ = curl_share_init();
   if (share_ != nullptr) {
     curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, LockShare);
@@ -306,6 +307,7 @@ StatusOr<HttpResponse> CurlTransport::Perform(const HttpRequest& req, const Stre
     return error;
   }
   Release(easy);
+  if (t.response.status == 401 && !token.empty()) tokens_.Unauthorized(token);
   Logger()->trace("k8s_http request=\"{}\" code={} ms={}", what, t.response.status, ms);
   return std::move(t.response);
 }

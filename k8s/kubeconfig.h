@@ -1,21 +1,25 @@
-// Loading a RestConfig from a kubeconfig file or from inside a pod (in-cluster config).
+// Loading a RestConfig from kubeconfig files or from inside a pod (in-cluster config).
 //
 //   ASSIGN_OR_RETURN(RestConfig cfg, LoadKubeconfig("/etc/bridge/kubeconfig", ""));
 //   ASSIGN_OR_RETURN(RestConfig cfg, InClusterConfig());
-//   ASSIGN_OR_RETURN(RestConfig cfg, DefaultRestConfig(""));  // $KUBECONFIG, ~/.kube/config,
-//                                                             // then in-cluster
+//   ASSIGN_OR_RETURN(RestConfig cfg, DefaultRestConfig(""));  // $KUBECONFIG (merged),
+//                                                             // ~/.kube/config, in-cluster
 //
 // Supported in the user entry: token, tokenFile, client-certificate(-data),
-// client-key(-data). exec plugins, auth-provider and basic auth are rejected with
+// client-key(-data), and exec credential plugins (client.authentication.k8s.io/v1 and
+// v1beta1; interactiveMode Never or IfAvailable; the token is fetched by the transport,
+// exec_credential.h). auth-provider, basic auth and impersonation are rejected with
 // Unimplemented naming the field, rather than silently connecting anonymously.
 //
 // Errors: NotFound (file missing), FailedPrecondition (unreadable file, unknown context /
 // cluster / user, inconsistent settings), InvalidArgument (not YAML/JSON, wrong types, bad
-// base64). Every message starts with "kubeconfig <path>: " and never contains secret values.
+// base64). Every message starts with "kubeconfig <path>: " (the file the faulty entry came
+// from) and never contains secret values.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "k8s/rest_config.h"
 #include "src/base/status.h"
@@ -29,6 +33,14 @@ StatusOr<RestConfig> LoadKubeconfig(const std::string& path, const std::string& 
 // The same from text already in memory; `path` is used for messages and relative paths.
 StatusOr<RestConfig> ParseKubeconfig(std::string_view text, const std::string& path,
                                      const std::string& context);
+
+// Several files merged as kubectl merges $KUBECONFIG: missing files are skipped (NotFound
+// only when none exists), the first file that sets current-context decides it, and for
+// each cluster, context and user name the first file that defines it wins. Relative paths
+// in an entry (certificate-authority, client-certificate, client-key, tokenFile, an exec
+// command with a '/') resolve against the directory of the file the entry came from.
+StatusOr<RestConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
+                                         const std::string& context);
 
 // What in-cluster discovery reads; the defaults are those of a real pod.
 struct InClusterEnvironment {
@@ -44,7 +56,9 @@ struct InClusterEnvironment {
 StatusOr<RestConfig> InClusterConfig(const InClusterEnvironment& env);
 StatusOr<RestConfig> InClusterConfig();
 
-// The first of: $KUBECONFIG (its first entry), ~/.kube/config if it exists, in-cluster.
+// $KUBECONFIG's files merged (LoadKubeconfigFiles) when it is set, else ~/.kube/config if
+// it exists; then in-cluster. As kubectl, $KUBECONFIG naming no existing file does not fall
+// back to ~/.kube/config, only to in-cluster.
 StatusOr<RestConfig> DefaultRestConfig(const std::string& context);
 
 }  // namespace skb::k8s

@@ -6,9 +6,42 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace skb::k8s {
+
+// A kubeconfig `user.exec` credential plugin (client-go's ExecConfig), with paths already
+// resolved. The plugin prints an ExecCredential whose status.token is the bearer token;
+// exec_credential.h runs it and caches the token.
+struct ExecConfig {
+  // client.authentication.k8s.io/v1 or client.authentication.k8s.io/v1beta1.
+  std::string api_version;
+  // An absolute path, or a bare name looked up in $PATH when the plugin runs.
+  std::string command;
+  std::vector<std::string> args;
+  // Added to the caller's environment (replacing a variable of the same name).
+  std::vector<std::pair<std::string, std::string>> env;
+  // Printed when `command` cannot be found.
+  std::string install_hint;
+  // Never or IfAvailable: the plugin runs without a terminal either way.
+  std::string interactive_mode;
+  // Pass spec.cluster in $KUBERNETES_EXEC_INFO (server, CA, TLS settings below).
+  bool provide_cluster_info = false;
+  std::string cluster_server;
+  std::string cluster_ca_pem;
+  std::string cluster_tls_server_name;
+  bool cluster_insecure_skip_tls_verify = false;
+  // The cluster's `client.authentication.k8s.io/exec` extension as JSON, or "" (spec.cluster.
+  // config).
+  std::string cluster_config_json;
+  // A plugin that has not exited after this is killed (with its process group).
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  // For messages: "kubeconfig /etc/k.yaml users[eks].user.exec".
+  std::string origin;
+};
 
 struct RestConfig {
   // "https://host:port", without a trailing slash.
@@ -22,6 +55,9 @@ struct RestConfig {
   std::string bearer_token;
   // A token file re-read when it changes (projected service-account tokens rotate).
   std::string bearer_token_file;
+  // A credential plugin for the bearer token; bearer_token and bearer_token_file are then
+  // empty.
+  std::optional<ExecConfig> exec;
   // Turns off server certificate verification. Only from an explicit kubeconfig setting.
   bool insecure_skip_tls_verify = false;
   // Overrides the name checked against the server certificate (kubeconfig tls-server-name).

@@ -7,10 +7,16 @@
 
 namespace skb::k8s {
 
-TokenSource::TokenSource(std::string token, std::string token_file)
-    : static_token_(std::move(token)), file_(std::move(token_file)) {}
+TokenSource::TokenSource(std::string token, std::string token_file,
+                         std::shared_ptr<ExecCredentialSource> exec)
+    : static_token_(std::move(token)), file_(std::move(token_file)), exec_(std::move(exec)) {}
+
+void TokenSource::Unauthorized(const std::string& token) {
+  if (exec_ != nullptr) exec_->Invalidate(token);
+}
 
 StatusOr<std::string> TokenSource::Token() {
+  if (exec_ != nullptr) return exec_->Token();
   if (file_.empty()) return static_token_;
   std::lock_guard<std::mutex> lock(mu_);
   struct stat st {};
