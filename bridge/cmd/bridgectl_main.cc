@@ -71,11 +71,14 @@ int KubeFail(const skb::Status& s, const std::string& what) {
   std::string msg = what + ": " + std::string(s.message());
   if (s.code() == skb::StatusCode::kUnavailable || s.code() == skb::StatusCode::kDeadlineExceeded) {
     msg += " (is the Kubernetes apiserver reachable with this kubeconfig?)";
-  } else if (s.code() == skb::StatusCode::kPermissionDenied ||
-             s.code() == skb::StatusCode::kUnauthenticated) {
+  } else if (s.code() == skb::StatusCode::kPermissionDenied) {
     msg +=
         " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
         "needs list on events)";
+  } else if (s.code() == skb::StatusCode::kUnauthenticated) {
+    // Not an RBAC matter: the credentials themselves (an expired token, a failed exec
+    // plugin, whose own words are in the message).
+    msg += " (the kubeconfig's credentials were not accepted)";
   }
   return Fail(msg);
 }

@@ -111,7 +111,8 @@ int Run(int argc, char** argv) {
       skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
       cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
 
-  // Kubernetes: the kubeconfig from the config, else in-cluster, else $KUBECONFIG.
+  // Kubernetes: the kubeconfig from the config, else DefaultRestConfig: the files of
+  // $KUBECONFIG merged, else ~/.kube/config, else in-cluster.
   auto rest = cfg->kubernetes.kubeconfig.empty()
                   ? skb::k8s::DefaultRestConfig("")
                   : skb::k8s::LoadKubeconfig(cfg->kubernetes.kubeconfig, "");
