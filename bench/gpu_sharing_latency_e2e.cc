@@ -53,6 +53,25 @@ int HoldsOn(const std::string& node) {
                        .c_str());
 }
 
+// GPUs of `node` the bridge sees Slurm's (bridgectl's view: its last Slurm poll).
+int SlurmGpusSeen(const std::string& socket, const std::string& node) {
+  auto r = RunCommand(
+      {skb::testbed::BridgectlBinary(), "--socket", socket, "get", "nodes", "-o", "json"},
+      seconds(30));
+  if (r.exit_code != 0) return -1;
+  int n = 0;
+  try {
+    const nlohmann::json all = nlohmann::json::parse(r.out);  // outlives the loop
+    for (const auto& x : all["nodes"]) {
+      if (x["name"] != node) continue;
+      for (const auto& g : x["gpuOwners"]) n += g["owner"] == "slurm" && g.contains("jobId");
+    }
+  } catch (const nlohmann::json::exception&) {
+    return -1;
+  }
+  return n;
+}
+
 bool NoPlaceholder() { return Trim(Shell("squeue -h -n skb-gpu-hold -o %i").out).empty(); }
 
 std::string Submit(const std::string& node, int gpus, bool preemptible) {
@@ -115,7 +134,20 @@ int main(int argc, char** argv) {
                       std::vector<double>* back) {
     const std::string job = Submit("node1", job_gpus, true);
     jobs.push_back(job);
-    if (!WaitFor([&] { return JobState(job) == "RUNNING"; }, seconds(60))) return false;
+    // Running, and seen so by the bridge: a pod created within a poll of the job's start
+    // would be given GPUs the bridge still thinks idle (see the note in the results).
+    auto job_seen = [&] {
+      return JobState(job) == "RUNNING" && SlurmGpusSeen(bridge.socket(), "node1") == job_gpus;
+    };
+    if (!WaitFor(job_seen, seconds(60))) {
+      std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n", name,
+                   job.c_str(), JobState(job).c_str(), SlurmGpusSeen(bridge.socket(), "node1"),
+                   RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(), "get",
+                               "node", "node1", "-o", "json"},
+                              seconds(30))
+                       .out.c_str());
+      return false;
+    }
     for (int run = 0; run < runs; ++run) {
       const std::string pod = StrCat("gpu-", name, "-", run);
       const auto t0 = Steady::now();
@@ -145,7 +177,15 @@ int main(int argc, char** argv) {
       }
       back->push_back(Ms(Steady::now() - t1) - kCooldown * 1000.0);
       // The preempted job runs again before the next run (Slurm restarts it on its GPUs).
-      if (!WaitFor([&] { return JobState(job) == "RUNNING"; }, seconds(60))) return false;
+      if (!WaitFor(job_seen, seconds(60))) {
+      std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n", name,
+                   job.c_str(), JobState(job).c_str(), SlurmGpusSeen(bridge.socket(), "node1"),
+                   RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(), "get",
+                               "node", "node1", "-o", "json"},
+                              seconds(30))
+                       .out.c_str());
+      return false;
+    }
       std::printf("%s run %2d: pod Running %.0f ms%s, GPUs back %.0f ms beyond the cool-down\n",
                   name, run, took->back(), minus_ms > 0 ? " beyond the grace" : "", back->back());
     }
