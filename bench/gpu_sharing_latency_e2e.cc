@@ -178,14 +178,15 @@ int main(int argc, char** argv) {
       back->push_back(Ms(Steady::now() - t1) - kCooldown * 1000.0);
       // The preempted job runs again before the next run (Slurm restarts it on its GPUs).
       if (!WaitFor(job_seen, seconds(60))) {
-      std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n", name,
-                   job.c_str(), JobState(job).c_str(), SlurmGpusSeen(bridge.socket(), "node1"),
-                   RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(), "get",
-                               "node", "node1", "-o", "json"},
-                              seconds(30))
-                       .out.c_str());
-      return false;
-    }
+        std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n",
+                     name, job.c_str(), JobState(job).c_str(),
+                     SlurmGpusSeen(bridge.socket(), "node1"),
+                     RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(),
+                                 "get", "node", "node1", "-o", "json"},
+                                seconds(30))
+                         .out.c_str());
+        return false;
+      }
       std::printf("%s run %2d: pod Running %.0f ms%s, GPUs back %.0f ms beyond the cool-down\n",
                   name, run, took->back(), minus_ms > 0 ? " beyond the grace" : "", back->back());
     }
