@@ -914,7 +914,9 @@ class Simulation {
         for (uint32_t id : a.job_ids) {
           Job& j = jobs_[id - 1];
           j.signalled_at = now_;
-          Push(now_ + own::PolicyFor(j.view, cfg_, now_).grace, EventType::kDrive, n, 0);
+          // When the real planner sees the grace over: from the second after the signal.
+          Push(own::GraceEnds(now_, own::PolicyFor(j.view, cfg_, now_).grace), EventType::kDrive, n,
+               0);
         }
         return;
       case K::kPreemptJobs:

@@ -422,7 +422,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         if (!policy.preemptible) continue;  // became protected: the placeholder waits
         if (!it->signalled_at) {
           to_signal[{policy.signal, policy.scope}].push_back(id);
-        } else if (now >= *it->signalled_at + policy.grace) {
+        } else if (now >= own::GraceEnds(*it->signalled_at, policy.grace)) {
           to_preempt[policy.mode].push_back(id);
         }
       }

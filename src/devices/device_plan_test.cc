@@ -434,7 +434,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   Apply(&n, p.actions, t);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // the grace runs
 
-  t += cfg.lending.default_grace;
+  t = ownership::GraceEnds(t, cfg.lending.default_grace);  // the signal's second, then the grace
   p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kPreemptJobs));
   EXPECT_THAT(p.actions[0].job_ids, ElementsAre(1u));

@@ -710,13 +710,13 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
       AddWhole(&to_signal[{p.signal, p.scope}], *j);
       signalled[j->job_id] = ToUnix(now);
       newly_signalled = true;
-      Recheck(now + p.grace);
+      Recheck(GraceEnds(FromUnix(ToUnix(now)), p.grace));
       Explain(StrCat("job ", j->job_id, ": checkpoint signal ", SignalName(p.signal), ", ",
                      FormatSeconds(p.grace), " grace"));
       continue;
     }
     signalled[j->job_id] = it->second;
-    const Clock::TimePoint deadline = FromUnix(it->second) + p.grace;
+    const Clock::TimePoint deadline = GraceEnds(FromUnix(it->second), p.grace);
     if (now >= deadline) {
       AddWhole(&to_preempt[p.mode], *j);
       auto& since = signalled_since[p.mode];
@@ -792,7 +792,7 @@ std::string Planner::OutlivedGrace() const {
   for (const slurm::JobView* j : f_.jobs) {
     auto it = f_.signalled.find(j->job_id);
     if (it == f_.signalled.end()) continue;
-    if (f_.now >= FromUnix(it->second) + PolicyOf(*j).grace) {
+    if (f_.now >= GraceEnds(FromUnix(it->second), PolicyOf(*j).grace)) {
       AddUnique(&ids, j->job_id);
     }
   }

@@ -697,7 +697,7 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[2].signal, 10);
          EXPECT_EQ(p.actions[3].annotations.set.at(kSignalledAtAnnotation),
                    StrCat("1:", ToUnix(kNow), ",2:", ToUnix(kNow)));
-         EXPECT_EQ(p.recheck_at, kNow + seconds(60));
+         EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(60)));
        }},
       {"JobsWithTheirOwnSignalGetItAndTheirGrace",
        [](ManagedNode* n, config::Config* cfg) {
@@ -715,7 +715,7 @@ const std::vector<Case>& Cases() {
          EXPECT_THAT(p.actions[2].job_ids, ElementsAre(2));
          EXPECT_EQ(p.actions[3].signal, 12);
          EXPECT_EQ(p.actions[3].signal_scope, plan::SignalScope::kBatchOnly);
-         EXPECT_EQ(p.recheck_at, kNow + seconds(20));
+         EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(20)));
        }},
       // Its grace is over and the job still holds the node: guarded now, an hour before the
       // kill deadline, then preempted (the taint first: it stays if the preemption fails).
@@ -726,7 +726,7 @@ const std::vector<Case>& Cases() {
          Drained(n, "k8s-bridge: lent to ml/infer-0");
          n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(70)));
          n->k8s->annotations[kLentToAnnotation] = "ml/infer-0";
-         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(60)));
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(61)));  // 60 s of grace from the next second: over now
        },
        OwnerState::kLending,
        {ActionKind::kSetNodeTaint, ActionKind::kPreemptSlurmJobs},
@@ -859,7 +859,7 @@ const std::vector<Case>& Cases() {
        OwnerState::kLending,
        {},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.recheck_at, kNow + seconds(1));
+         EXPECT_EQ(p.recheck_at, kNow + seconds(2));
        }},
       {"LentNodeWithoutPodsStartsTheCooldown",
        [](ManagedNode* n, config::Config*) { *n = LentNode(); },
@@ -1022,7 +1022,7 @@ const std::vector<Case>& Cases() {
        OwnerState::kKubernetes,
        {ActionKind::kSetNodeTaint},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.recheck_at, kNow + seconds(50));
+         EXPECT_EQ(p.recheck_at, kNow + seconds(51));
        }},
       {"AdminResumedALentNodeIsDrainedAgain",
        [](ManagedNode* n, config::Config*) {
@@ -1134,7 +1134,7 @@ TEST(HeterogeneousJob, ALendOfAComponentsNodeSignalsAndRequeuesTheWholeJob) {
   n.k8s->annotations[kLentToAnnotation] = "ml/infer-0";
   Drained(&n, "k8s-bridge: lent to ml/infer-0", kNow);
   n.k8s->annotations[kSignalledAtAnnotation] = StrCat("12:", ToUnix(kNow));
-  p = PlanOwnership(n, cfg, kNow + cfg.lending.default_grace);
+  p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
   const Action* pre = Find(p, ActionKind::kPreemptSlurmJobs);
   ASSERT_NE(pre, nullptr) << Dump(p);
   EXPECT_THAT(pre->job_ids, ElementsAre(12));
@@ -1167,7 +1167,7 @@ TEST(HeterogeneousJob, TheGraceIsTheLongestOfAnyComponent) {
   Preempted(&n, kNow, cfg);
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   ASSERT_NE(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
-  EXPECT_EQ(p.recheck_at, kNow + seconds(300));
+  EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(300)));
 }
 
 // ---- Guaranteed quotas ------------------------------------------------------------------
@@ -1369,7 +1369,7 @@ TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
   EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
   EXPECT_EQ(p.actions[0].annotations.set.at(kSignalledAtAnnotation), StrCat("1:", ToUnix(kNow)));
   for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
-  p = PlanOwnership(n, cfg, kNow + cfg.lending.default_grace);
+  p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
   EXPECT_THAT(Kinds(p), Contains(ActionKind::kPreemptSlurmJobs)) << Dump(p);
 
   // A preemption recorded in the future does not count towards max_preemptions for ever.
@@ -1502,7 +1502,9 @@ TEST(Story, LendAndReturnCycle) {
   EXPECT_EQ(s.log.preemptions, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
   EXPECT_THAT(s.log.comments, ElementsAre("preempted by k8s-bridge for ml/infer-0"));
   ASSERT_EQ(s.log.requeued.size(), 2u);
-  EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 70));
+  // Signalled at +10 s, 60 s of grace from the second after: preempted in the first 5 s
+  // round at or after +71.
+  EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 75));
   EXPECT_THAT(s.log.requeued[0].admin_comment, HasSubstr("@ml/infer-0"));
   EXPECT_FALSE(s.n.slurm->drain);
   ASSERT_NE(Res(&s.n), nullptr);
@@ -1728,8 +1730,11 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
     CheckInvariants(s.n, StrCat("at ", ToUnix(s.now)));
   }
   EXPECT_GT(attempts, 100);
-  // Signalled at the deletion (the first round), 60 s grace: tainted in the round it ends.
-  EXPECT_EQ(tainted, deleted + s.cfg.lending.default_grace);
+  // Signalled at the deletion (the first round), 60 s grace counted from the next second:
+  // tainted in the first round (every 5 s) at or after it ends.
+  ASSERT_TRUE(tainted.has_value());
+  EXPECT_GE(*tainted, GraceEnds(deleted, s.cfg.lending.default_grace));
+  EXPECT_LT(*tainted, GraceEnds(deleted, s.cfg.lending.default_grace) + seconds(5));
   EXPECT_EQ(Res(&s.n)->phase, "Failed") << "the kubelet killed the reservation meanwhile";
   EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
   EXPECT_FALSE(s.PodRunning("infer-0"));

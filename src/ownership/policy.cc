@@ -69,6 +69,10 @@ std::optional<slurm::UnixTime> ParseUnix(std::string_view text) {
   return v;
 }
 
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace) {
+  return signalled + std::chrono::seconds(1) + grace;
+}
+
 std::string FormatSeconds(Clock::Duration d) {
   return StrCat(std::chrono::duration_cast<std::chrono::seconds>(d).count(), "s");
 }

@@ -114,6 +114,12 @@ std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
 // "42s": a duration for messages.
 std::string FormatSeconds(Clock::Duration d);
 
+// When the grace of a job signalled at `signalled` (whole unix seconds, as recorded) ends.
+// The stamp is the signal's second rounded down, so the grace is counted from the second
+// after it: a job always gets at least its whole grace (up to a second more), never up to a
+// second less, as it did when counted from the stamp.
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace);
+
 // ---- Jobs ---------------------------------------------------------------------------
 
 // Preemption times recorded in `admin_comment` (oldest first); empty when none.
