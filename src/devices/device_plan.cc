@@ -410,6 +410,28 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       continue;
     }
     if (!p.running) {
+      // A give planned on GPUs that were idle, which Slurm gave to a job meanwhile (the pod
+      // came within a poll of the job's start): with no victim left to wait for and too few
+      // free GPUs, it would pend until gpu_sharing.give_timeout. Cancelled now; the next pass
+      // plans the pod again, with victims if it must.
+      int free = 0;
+      for (const DeviceView& v : views) {
+        free += v.job == 0 && v.placeholder == 0 && v.pods.empty() && !bad.count(v.name);
+      }
+      const bool victims_left = std::any_of(p.victims.begin(), p.victims.end(), [&](uint32_t id) {
+        return std::any_of(node.jobs.begin(), node.jobs.end(),
+                           [&](const NodeJob& j) { return j.view.job_id == id; });
+      });
+      if (!victims_left && free < p.gpus) {
+        DeviceAction a = Make(
+            DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveReplanned",
+            StrCat("placeholder ", p.job_id, " cancelled: the ", p.gpus, " GPU(s) it waits for on ",
+                   node.node, " were given to Slurm jobs meanwhile (", free, " free); ", p.pod,
+                   " is planned again"));
+        a.placeholder_job = p.job_id;
+        plan.actions.push_back(std::move(a));
+        continue;
+      }
       // The give waits for its victims: signal each once, preempt after its grace.
       std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
       std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;

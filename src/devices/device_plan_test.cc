@@ -490,14 +490,20 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
 
 // The pod left while its give waited for the victims' grace: the give is cancelled and
 // the victim, signalled already, is not preempted.
+// The give ChooseNode plans for `pod` on `n` alone, applied; false when it plans none.
+bool GiveOn(NodeDevices* n, const PendingPod& pod, const config::Config& cfg, Clock::TimePoint at) {
+  std::vector<NodeDevices> nodes = {*n};
+  auto s = ChooseNode(nodes, pod, cfg, at);
+  if (!s) return false;
+  Apply(n, PlanGive(*s, pod), at);
+  return true;
+}
+
 TEST(PlanNode, CancelsAPendingGiveWhosePodNoLongerWaits) {
   const config::Config cfg = Cfg();
   NodeDevices n = Node("node1", 2);
   AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
-  std::vector<NodeDevices> nodes = {n};
-  auto s = ChooseNode(nodes, Pod(1), cfg, kNow);
-  ASSERT_TRUE(s);
-  Apply(&n, PlanGive(*s, Pod(1)), kNow);
+  ASSERT_TRUE(GiveOn(&n, Pod(1), cfg, kNow));
   Apply(&n, PlanNode(n, cfg, kNow).actions, kNow);  // signal
   n.placeholders[0].wanted = false;
   NodePlan p = PlanNode(n, cfg, kNow + cfg.lending.default_grace);
@@ -506,6 +512,37 @@ TEST(PlanNode, CancelsAPendingGiveWhosePodNoLongerWaits) {
   Apply(&n, p.actions, kNow + cfg.lending.default_grace);
   EXPECT_EQ(n.jobs.size(), 1u);
   EXPECT_THAT(PlanNode(n, cfg, kNow + cfg.lending.default_grace).actions, IsEmpty());
+}
+
+// The pod came within a poll of a job's start: its give counted on idle GPUs the job now
+// holds. No victim to wait for and too few free GPUs: the give is cancelled at once (not
+// after give_timeout) and planning the pod again chooses the job as its victim.
+TEST(PlanNode, AGiveWhoseIdleGpusSlurmGaveAwayIsPlannedAgain) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 8);
+  ASSERT_TRUE(GiveOn(&n, Pod(2), cfg, kNow));
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_THAT(n.placeholders[0].victims, IsEmpty());
+  EXPECT_THAT(PlanNode(n, cfg, kNow).actions, IsEmpty()) << "idle GPUs: it waits for Slurm";
+  // Slurm starts a job on all 8 GPUs before the placeholder.
+  AddJob(&n, 7, "gpu:8(IDX:0-7)", true, seconds(1));
+  NodePlan p = PlanNode(n, cfg, kNow + seconds(2));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  EXPECT_EQ(p.actions[0].event_reason, "GiveReplanned");
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("0 free"));
+  Apply(&n, p.actions, kNow + seconds(2));
+  ASSERT_TRUE(GiveOn(&n, Pod(2), cfg, kNow + seconds(2)));
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_THAT(n.placeholders[0].victims, ElementsAre(7u));
+
+  // A give whose victims were requeued and whose GPUs are free again is not cancelled.
+  NodeDevices m = Node("node1", 4);
+  AddJob(&m, 1, "gpu:4(IDX:0-3)", true, hours(1));
+  ASSERT_TRUE(GiveOn(&m, Pod(2), cfg, kNow));
+  m.jobs.clear();  // requeued: the placeholder is about to start
+  for (const DeviceAction& a : PlanNode(m, cfg, kNow).actions) {
+    EXPECT_NE(a.kind, DeviceActionKind::kEndPlaceholder) << ToString(a);
+  }
 }
 
 TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
