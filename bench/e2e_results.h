@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,11 @@
 #include <vector>
 
 namespace skb::bench {
+
+// A duration in (fractional) milliseconds, the unit of the latency results.
+inline double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 // {"p50", "p90", "p99", "max", "samples"} of `v` (nearest rank); all 0 when empty.
 inline nlohmann::json Percentiles(std::vector<double> v) {

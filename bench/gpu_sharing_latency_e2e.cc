@@ -40,11 +40,7 @@ using std::chrono::seconds;
 constexpr int kGrace = 2;     // seconds
 constexpr int kCooldown = 3;  // seconds
 
-double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-std::string JobState(const std::string& id) {
-  return Trim(Shell(StrCat("squeue -h -j ", id, " -o %T")).out);
-}
+using skb::bench::Ms;
 
 int HoldsOn(const std::string& node) {
   return std::atoi(Trim(Shell(StrCat("kubectl get devicetaintrules -l slurm-k8s-bridge.io/node=",
@@ -122,7 +118,7 @@ int main(int argc, char** argv) {
   for (int i = 2; i <= nodes; ++i) jobs.push_back(Submit(StrCat("node", i), 8, false));
   auto running = [&](const std::vector<std::string>& ids) {
     for (const auto& j : ids) {
-      if (JobState(j) != "RUNNING") return false;
+      if (skb::testbed::SqueueState(j) != "RUNNING") return false;
     }
     return true;
   };
@@ -137,11 +133,13 @@ int main(int argc, char** argv) {
     // Running, and seen so by the bridge: a pod created within a poll of the job's start
     // would be given GPUs the bridge still thinks idle (see the note in the results).
     auto job_seen = [&] {
-      return JobState(job) == "RUNNING" && SlurmGpusSeen(bridge.socket(), "node1") == job_gpus;
+      return skb::testbed::SqueueState(job) == "RUNNING" &&
+             SlurmGpusSeen(bridge.socket(), "node1") == job_gpus;
     };
     if (!WaitFor(job_seen, seconds(60))) {
       std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n", name,
-                   job.c_str(), JobState(job).c_str(), SlurmGpusSeen(bridge.socket(), "node1"),
+                   job.c_str(), skb::testbed::SqueueState(job).c_str(),
+                   SlurmGpusSeen(bridge.socket(), "node1"),
                    RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(), "get",
                                "node", "node1", "-o", "json"},
                               seconds(30))
@@ -179,7 +177,7 @@ int main(int argc, char** argv) {
       // The preempted job runs again before the next run (Slurm restarts it on its GPUs).
       if (!WaitFor(job_seen, seconds(60))) {
         std::fprintf(stderr, "%s: job %s %s, the bridge sees %d of node1's GPUs Slurm's\n%s\n",
-                     name, job.c_str(), JobState(job).c_str(),
+                     name, job.c_str(), skb::testbed::SqueueState(job).c_str(),
                      SlurmGpusSeen(bridge.socket(), "node1"),
                      RunCommand({skb::testbed::BridgectlBinary(), "--socket", bridge.socket(),
                                  "get", "node", "node1", "-o", "json"},
@@ -191,7 +189,7 @@ int main(int argc, char** argv) {
                   name, run, took->back(), minus_ms > 0 ? " beyond the grace" : "", back->back());
     }
     Shell(StrCat("scancel ", job));
-    return WaitFor([&] { return JobState(job).empty(); }, seconds(30));
+    return WaitFor([&] { return skb::testbed::SqueueState(job).empty(); }, seconds(30));
   };
   std::vector<double> idle, preempted, back;
   ok = ok && run_case("idle", 4, 0, &idle, &back);

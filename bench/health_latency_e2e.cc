@@ -37,7 +37,7 @@ using skb::StrCat;
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+using skb::bench::Ms;
 
 class Bench {
  public:

@@ -40,11 +40,7 @@ constexpr int kCooldown = 3;  // seconds
 
 using skb::testbed::Trim;
 
-double Ms(Steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-std::string JobState(const std::string& id) {
-  return Trim(Shell(StrCat("squeue -h -j ", id, " -o %T")).out);
-}
+using skb::bench::Ms;
 
 }  // namespace
 
@@ -92,7 +88,7 @@ int main(int argc, char** argv) {
   }
   auto all_running = [&] {
     for (const auto& j : jobs) {
-      if (JobState(j) != "RUNNING") return false;
+      if (skb::testbed::SqueueState(j) != "RUNNING") return false;
     }
     return true;
   };

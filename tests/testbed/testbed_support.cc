@@ -231,6 +231,10 @@ std::string ReadAll(const std::string& path) {
 
 std::string Trim(const std::string& s) { return std::string(StripWhitespace(s)); }
 
+std::string SqueueState(const std::string& job_id) {
+  return Trim(Shell(StrCat("squeue -h -j ", job_id, " -o %T")).out);
+}
+
 StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient() {
   const char* path = std::getenv("KUBECONFIG");
   if (path == nullptr) {

@@ -118,6 +118,10 @@ std::string ReadAll(const std::string& path);
 // `s` without leading and trailing whitespace (command output).
 std::string Trim(const std::string& s);
 
+// A Slurm job's state as squeue shows it ("RUNNING", "PENDING"); "" once squeue no longer
+// lists the job.
+std::string SqueueState(const std::string& job_id);
+
 // A Kubernetes client with the testbed's admin kubeconfig ($KUBECONFIG), not rate
 // limited (tests and benchmarks measure the bridge, not their own client).
 StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient();
