@@ -3,43 +3,55 @@
 # lending e2e tests leave behind when a bridge with lending enabled stops. Reservation pods
 # lose their finalizer and go, lend annotations and bridge taints are removed, nodes the
 # bridge drained are resumed. Idempotent; needs `eval "$(scripts/testbed env)"`.
+#
+# It runs before and after every lending test (about 150 times a CI run), so it reads each
+# kind of object once and writes only what is dirty: a clean testbed costs 6 kubectl calls
+# (0.1 s each) instead of the 38 an unconditional reset made (3.2 s).
 set -uo pipefail
 ns=slurm-bridge
+q() { kubectl "$@" 2>/dev/null; }  # reads; a kind this apiserver does not serve reads empty
 # A release's reservation guard (RbacE2E installs one) would refuse the forced deletes below;
 # the testbed's swap guard stays.
-for kind in validatingadmissionpolicybinding validatingadmissionpolicy; do
-  for o in $(kubectl get "$kind" -o name 2>/dev/null | grep -- '-reservation-guard$'); do
-    kubectl delete "$o" --ignore-not-found >/dev/null 2>&1
+guards="$(q get validatingadmissionpolicybindings,validatingadmissionpolicies -o name |
+  grep -- '-reservation-guard$')"
+[[ -z "$guards" ]] || kubectl delete $guards --ignore-not-found >/dev/null 2>&1
+# The bridge's reservation pods (their finalizer first) and the tests' own pods.
+pods="$(q get pods -A -o json | jq -r --arg ns "$ns" '.items[] | .metadata as $m
+  | select(($m.namespace == $ns and $m.labels["slurm-k8s-bridge.io/role"] == "reservation")
+      or (($m.namespace == $ns or $m.namespace == "default") and $m.labels["skb-e2e"] == "lending"))
+  | "\($m.namespace) \($m.name) \(($m.finalizers // []) | length)"')"
+if [[ -n "$pods" ]]; then
+  while read -r pns name fin; do
+    ((fin == 0)) || kubectl -n "$pns" patch pod "$name" --type=merge \
+      -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+  done <<<"$pods"
+  for pns in $(awk '{print $1}' <<<"$pods" | sort -u); do
+    kubectl -n "$pns" delete pod $(awk -v n="$pns" '$1 == n {print $2}' <<<"$pods") \
+      --grace-period=0 --force --wait=true --timeout=60s >/dev/null 2>&1
   done
-done
-for p in $(kubectl -n "$ns" get pods -l slurm-k8s-bridge.io/role=reservation -o name 2>/dev/null); do
-  kubectl -n "$ns" patch "$p" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
-done
-kubectl -n "$ns" delete pods -l slurm-k8s-bridge.io/role=reservation --grace-period=0 --force \
-  --wait=true --timeout=60s >/dev/null 2>&1
-kubectl -n default delete pods -l skb-e2e=lending --grace-period=0 --force --wait=true \
-  --timeout=60s >/dev/null 2>&1
-kubectl -n "$ns" delete pods -l skb-e2e=lending --grace-period=0 --force --wait=true \
-  --timeout=60s >/dev/null 2>&1
+fi
 # A test deletes the namespace: its pods are gone now; finalize it (the namespace
 # controller may be backing off for minutes), wait for it to go, then create it again.
-for _ in $(seq 120); do
-  phase="$(kubectl get namespace "$ns" -o jsonpath='{.status.phase}' 2>/dev/null)"
-  [[ "$phase" == Terminating ]] || break
-  kubectl get namespace "$ns" -o json 2>/dev/null | jq '.spec.finalizers=[]' |
-    kubectl replace --raw "/api/v1/namespaces/$ns/finalize" -f - >/dev/null 2>&1
-  sleep 0.5
-done
-kubectl get namespace "$ns" >/dev/null 2>&1 || kubectl create namespace "$ns" >/dev/null 2>&1
-# Pods (the bridge's reservations) created before the namespace's default ServiceAccount
-# exists are refused: wait for it.
-for _ in $(seq 150); do
-  kubectl get serviceaccount default -n "$ns" >/dev/null 2>&1 && break
-  sleep 0.2
-done
+phase="$(q get namespace "$ns" -o jsonpath='{.status.phase}')"
+if [[ "$phase" != Active ]]; then
+  for _ in $(seq 120); do
+    [[ "$phase" == Terminating ]] || break
+    q get namespace "$ns" -o json | jq '.spec.finalizers=[]' |
+      kubectl replace --raw "/api/v1/namespaces/$ns/finalize" -f - >/dev/null 2>&1
+    sleep 0.5
+    phase="$(q get namespace "$ns" -o jsonpath='{.status.phase}')"
+  done
+  q get namespace "$ns" >/dev/null || kubectl create namespace "$ns" >/dev/null 2>&1
+  # Pods (the bridge's reservations) created before the namespace's default ServiceAccount
+  # exists are refused: wait for it.
+  for _ in $(seq 150); do
+    q get serviceaccount default -n "$ns" >/dev/null && break
+    sleep 0.2
+  done
+fi
 # GPU-granular sharing: the bridge's per-device holds and its placeholder jobs.
-kubectl delete devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge \
-  --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
+rules="$(q get devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge -o name)"
+[[ -z "$rules" ]] || kubectl delete $rules --ignore-not-found --wait=true --timeout=60s >/dev/null 2>&1
 scancel --name=skb-gpu-hold >/dev/null 2>&1
 # Jobs a crashed test left behind (its TearDown never ran: an ASan abort, a timeout kill)
 # would hold GPUs every later test expects free. Between tests no job should exist at all,
@@ -53,18 +65,39 @@ if [[ -n "${left// /}" ]]; then
     sleep 0.5
   done
 fi
-for n in $(kubectl get nodes -l slurm-k8s-bridge.io/managed=true -o name | sed 's#node/##'); do
-  kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
-    slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
-    slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- \
-    slurm-k8s-bridge.io/lend-refused-at- >/dev/null 2>&1
-  kubectl taint node "$n" slurm-k8s-bridge.io/reservation-swap- >/dev/null 2>&1
-  kubectl taint node "$n" slurm-k8s-bridge.io/slurm-busy- >/dev/null 2>&1
-  kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1
-  kubectl uncordon "$n" >/dev/null 2>&1  # a `kubectl drain` test
-  reason="$(sinfo -h -N -n "$n" -o '%E' | head -1)"
+# The managed nodes: per node, what of the bridge's bookkeeping is on it (one line each:
+# name, then what to remove).
+dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
+  ["lent-at", "lent-to", "signalled-at", "idle-since", "lend-blocked", "return-blocked",
+   "lend-refused-at"] as $notes
+  | .items[] | .metadata.name as $n | (.metadata.annotations // {}) as $a
+  | (.spec.taints // [] | map(.key)) as $t
+  | [ (if any($notes[]; $a["slurm-k8s-bridge.io/" + .] != null) then "notes" else empty end),
+      ($t[] | select(. == "slurm-k8s-bridge.io/reservation-swap" or
+                     . == "slurm-k8s-bridge.io/slurm-busy") | "taint=" + .),
+      (if (.metadata.labels // {})["slurm-k8s-bridge.io/swap-guard"] != null
+       then "guard" else empty end),
+      (if .spec.unschedulable == true then "cordon" else empty end) ]
+  | "\($n) \(join(" "))"')"
+while read -r n what; do
+  [[ -n "$n" ]] || continue
+  for w in $what; do
+    case "$w" in
+      notes)
+        kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
+          slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
+          slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- \
+          slurm-k8s-bridge.io/lend-refused-at- >/dev/null 2>&1 ;;
+      taint=*) kubectl taint node "$n" "${w#taint=}-" >/dev/null 2>&1 ;;
+      guard) kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1 ;;
+      cordon) kubectl uncordon "$n" >/dev/null 2>&1 ;;  # a `kubectl drain` test
+    esac
+  done
+done <<<"$dirty"
+# Nodes the bridge drained in Slurm (its reasons start k8s-bridge:).
+while read -r n reason; do
   if [[ "$reason" == k8s-bridge:* ]]; then
     scontrol update nodename="$n" state=resume >/dev/null 2>&1
   fi
-done
+done < <(sinfo -h -N -o '%N %E' 2>/dev/null | sort -u)
 exit 0
