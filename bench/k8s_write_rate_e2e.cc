@@ -227,7 +227,7 @@ class ChurnSlurm : public bs::SlurmClient {
     return Write();
   }
   StatusOr<bs::WriteOutcome> MakeEligibleNow(uint32_t) override { return Write(); }
-  StatusOr<uint32_t> SubmitPlaceholder(const bs::PlaceholderSpec&) override {
+  StatusOr<bs::PlaceholderSubmission> SubmitPlaceholder(const bs::PlaceholderSpec&) override {
     return skb::UnimplementedError("the churn model places no placeholders");
   }
 

@@ -486,6 +486,9 @@ void Controller::DeviceLoop() {
     const devices::World w = DeviceWorld();
     const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
     DeviceLane::Result r = device_lane_->RunPass(w, acting);
+    if (opts_.metrics != nullptr) {
+      RecordDeviceMetrics(r, ownership::ToUnix(opts_.clock->Now()), opts_.metrics);
+    }
     reconciler_->SetGpuGranularNodes(device_lane_->GranularNodes());
     if (!devices_observed_.exchange(true)) {
       log->info("devices_observed gpu_granular={} node_granular={}", r.observation.nodes.size(),

@@ -101,6 +101,20 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       shared_gpu_violations(
           r->AddGauge("skb_shared_gpu_violations",
                       "GPUs both schedulers claim now on nodes shared GPU by GPU (should be 0).")),
+      shared_gpu_moves(
+          Init(r->AddCounterFamily("skb_shared_gpu_moves_total",
+                                   "GPUs moved between the schedulers on nodes shared GPU by GPU.",
+                                   {"direction"}),
+               std::array<std::string_view, 2>{"to-k8s", "to-slurm"})),
+      shared_gpu_give_duration(r->AddHistogram(
+          "skb_shared_gpu_give_duration_seconds",
+          "Per give on a shared node: time from the placeholder's submission to its GPUs' holds "
+          "lifted.",
+          LongBuckets())),
+      shared_gpu_return_duration(r->AddHistogram(
+          "skb_shared_gpu_return_duration_seconds",
+          "Per return on a shared node: time from its GPUs' idle-since to the placeholder's end.",
+          LongBuckets())),
       tenant_gpus(r->AddGaugeFamily("skb_tenant_gpus",
                                     "GPUs of a tenant's running work, within its guarantee or "
                                     "borrowed beyond it.",

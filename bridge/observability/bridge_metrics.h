@@ -154,6 +154,18 @@ class BridgeMetrics {
   // skb_shared_gpu_violations (gauge): GPUs both schedulers claim (or a pod's claim on a GPU
   // no hold guards) now. Never planned around; anything above 0 is an alert.
   Gauge& shared_gpu_violations;
+  // skb_shared_gpu_moves_total{direction} (counter): GPUs moved between the schedulers on
+  // shared nodes: to-k8s when a give lifts its holds (kube-scheduler may place the pod),
+  // to-slurm when a return ends its placeholder. A repeat that finds the move done is not
+  // counted.
+  CounterFamily& shared_gpu_moves;
+  // skb_shared_gpu_give_duration_seconds (histogram): per give, from the placeholder's
+  // submission to its devices' holds lifted (preemption and grace included, when the give
+  // had victims). Whole seconds, as Slurm dates jobs.
+  Histogram& shared_gpu_give_duration;
+  // skb_shared_gpu_return_duration_seconds (histogram): per return, from the devices'
+  // idle-since to the placeholder's end (the cool-down included, as skb_return_duration).
+  Histogram& shared_gpu_return_duration;
 
   // skb_tenant_gpus{tenant,state} (gauge): GPUs of a tenant's running jobs and pods on
   // managed nodes, state guaranteed (within its floor) | borrowed (beyond it).

@@ -54,9 +54,10 @@ DeviceExecutorImpl::DeviceExecutorImpl(slurm::SlurmClient* slurm, k8s::KubeClien
       cfg_(cfg),
       clock_(clock) {}
 
-Status DeviceExecutorImpl::Execute(const DeviceAction& a, const devices::NodeDevices& node,
-                                   const std::string& k8s_node) {
-  Status s;
+StatusOr<Effect> DeviceExecutorImpl::Execute(const DeviceAction& a,
+                                             const devices::NodeDevices& node,
+                                             const std::string& k8s_node) {
+  StatusOr<Effect> s = Effect::kUnchanged;
   switch (a.kind) {
     case DeviceActionKind::kAddDeviceHold:
       s = AddHolds(a, k8s_node);
@@ -67,14 +68,17 @@ Status DeviceExecutorImpl::Execute(const DeviceAction& a, const devices::NodeDev
     case DeviceActionKind::kSubmitPlaceholder:
       s = Submit(a);
       break;
-    case DeviceActionKind::kSignalJobs:
+    case DeviceActionKind::kSignalJobs: {
       s = NodeLaneAction(a, k8s_node);
-      if (s.ok()) {
-        s = UpdateRecord(a.placeholder_job, [&](devices::PlaceholderRecord* r) {
-          if (r->signalled_at == 0) r->signalled_at = a.at_unix;
-        });
-      }
-      return s;  // the node lane's executor recorded the Event
+      if (!s.ok()) return s;
+      StatusOr<Effect> recorded =
+          UpdateRecord(a.placeholder_job, [&](devices::PlaceholderRecord* r) {
+            if (r->signalled_at == 0) r->signalled_at = a.at_unix;
+          });
+      if (!recorded.ok()) return recorded.status();
+      return *s == Effect::kChanged ? *s
+                                    : *recorded;  // the node lane's executor recorded the Event
+    }
     case DeviceActionKind::kPreemptJobs:
       return NodeLaneAction(a, k8s_node);
     case DeviceActionKind::kRecordIdleSince:
@@ -89,7 +93,8 @@ Status DeviceExecutorImpl::Execute(const DeviceAction& a, const devices::NodeDev
       s = EndPlaceholder(a, node, k8s_node);
       break;
   }
-  if (s.ok() && !a.quiet && !a.event_reason.empty()) {
+  // The Event says what changed: a repeat that found its work done records none.
+  if (s.ok() && *s == Effect::kChanged && !a.quiet && !a.event_reason.empty()) {
     const k8s::EventType type = ToK8sEventType(a.event_type);
     events_->Record(k8s::NodeRef(k8s_node), type, a.event_reason, a.event_message);
     if (!a.pod.empty() && GiveRelated(a.kind)) {
@@ -101,19 +106,23 @@ Status DeviceExecutorImpl::Execute(const DeviceAction& a, const devices::NodeDev
   return s;
 }
 
-Status DeviceExecutorImpl::AddHolds(const DeviceAction& a, const std::string& k8s_node) {
+StatusOr<Effect> DeviceExecutorImpl::AddHolds(const DeviceAction& a, const std::string& k8s_node) {
+  Effect effect = Effect::kUnchanged;
   for (const std::string& d : a.devices) {
     auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "",
                                  devices::HoldRule(k8s_node, d, cfg_.gpu_sharing.driver));
-    if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+    if (created.ok()) {
+      effect = Effect::kChanged;
+    } else if (created.status().code() != StatusCode::kAlreadyExists) {
       return created.status();
     }
   }
-  return OkStatus();
+  return effect;
 }
 
-Status DeviceExecutorImpl::RemoveHolds(const DeviceAction& a, const devices::NodeDevices& node,
-                                       const std::string& k8s_node) {
+StatusOr<Effect> DeviceExecutorImpl::RemoveHolds(const DeviceAction& a,
+                                                 const devices::NodeDevices& node,
+                                                 const std::string& k8s_node) {
   // Only while the placeholder runs on exactly these devices: Slurm holds them now.
   auto job = slurm_->LoadJob(a.placeholder_job);
   if (!job.ok()) return job.status();
@@ -130,16 +139,21 @@ Status DeviceExecutorImpl::RemoveHolds(const DeviceAction& a, const devices::Nod
                                  a.node, " (Slurm's view moved: plan again)"));
     }
   }
+  Effect effect = Effect::kUnchanged;
   for (const std::string& d : a.devices) {
     k8s::DeleteOptions opts;
     auto deleted = kube_->Delete(k8s::Resource::DeviceTaintRules(), "",
                                  devices::HoldRuleName(k8s_node, d), opts);
-    if (!deleted.ok() && deleted.status().code() != StatusCode::kNotFound) return deleted.status();
+    if (deleted.ok()) {
+      effect = Effect::kChanged;
+    } else if (deleted.status().code() != StatusCode::kNotFound) {
+      return deleted.status();
+    }
   }
-  return OkStatus();
+  return effect;
 }
 
-Status DeviceExecutorImpl::Submit(const DeviceAction& a) {
+StatusOr<Effect> DeviceExecutorImpl::Submit(const DeviceAction& a) {
   const devices::PlaceholderRecord r{
       .node = a.node, .pod = a.pod, .gpus = a.gpus, .victims = a.job_ids};
   const slurm::PlaceholderSpec spec{.node = a.node,
@@ -148,18 +162,21 @@ Status DeviceExecutorImpl::Submit(const DeviceAction& a) {
                                     .qos = cfg_.gpu_sharing.placeholder.qos,
                                     .account = cfg_.gpu_sharing.placeholder.account,
                                     .admin_comment = devices::FormatPlaceholderRecord(r)};
-  auto id = slurm_->SubmitPlaceholder(spec);
-  if (!id.ok()) return id.status();
-  Logger("devices")->info("placeholder_submitted job={} node={} gpus={} pod={} victims={}", *id,
-                          a.node, a.gpus, a.pod, a.job_ids.size());
-  return OkStatus();
+  auto submitted = slurm_->SubmitPlaceholder(spec);
+  if (!submitted.ok()) return submitted.status();
+  if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;
+  Logger("devices")->info("placeholder_submitted job={} node={} gpus={} pod={} victims={}",
+                          submitted->job_id, a.node, a.gpus, a.pod, a.job_ids.size());
+  return Effect::kChanged;
 }
 
-Status DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a, const devices::NodeDevices& node,
-                                          const std::string& k8s_node) {
+StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
+                                                    const devices::NodeDevices& node,
+                                                    const std::string& k8s_node) {
   auto job = slurm_->LoadJob(a.placeholder_job);
   if (!job.ok()) {
-    return job.status().code() == StatusCode::kNotFound ? OkStatus() : job.status();
+    if (job.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return job.status();
   }
   if (job->state == skb::slurm::JobState::kRunning) {
     // A return: every device held again for long enough that kube-scheduler has seen the
@@ -206,11 +223,14 @@ Status DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a, const devices::
     }
   }
   auto o = slurm_->CancelJob(a.placeholder_job);
-  if (!o.ok() && o.status().code() != StatusCode::kNotFound) return o.status();
-  return OkStatus();
+  if (!o.ok()) {
+    if (o.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return o.status();
+  }
+  return *o == slurm::WriteOutcome::kChanged ? Effect::kChanged : Effect::kUnchanged;
 }
 
-Status DeviceExecutorImpl::UpdateRecord(
+StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
     uint32_t job_id, const std::function<void(devices::PlaceholderRecord*)>& change) {
   auto job = slurm_->LoadJob(job_id);
   if (!job.ok()) return job.status();
@@ -221,13 +241,15 @@ Status DeviceExecutorImpl::UpdateRecord(
   }
   devices::PlaceholderRecord updated = *r;
   change(&updated);
-  if (updated == *r) return OkStatus();
+  if (updated == *r) return Effect::kUnchanged;
   auto o =
       slurm_->SetAdminComment(job_id, devices::MergePlaceholderRecord(job->admin_comment, updated));
-  return o.ok() ? OkStatus() : o.status();
+  if (!o.ok()) return o.status();
+  return Effect::kChanged;
 }
 
-Status DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a, const std::string& k8s_node) {
+StatusOr<Effect> DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a,
+                                                    const std::string& k8s_node) {
   plan::Action na;
   na.kind = a.kind == DeviceActionKind::kSignalJobs ? plan::ActionKind::kSignalSlurmJobs
                                                     : plan::ActionKind::kPreemptSlurmJobs;
@@ -239,11 +261,13 @@ Status DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a, const std::stri
   na.preempt_mode = a.preempt_mode;
   na.preemptor = a.pod;
   na.at_unix = a.at_unix;
+  na.ended_after_signal = a.ended_after_signal;
+  na.since_unix = a.since_unix;
   na.cause = a.cause;
   na.event_type = a.event_type;
   na.event_reason = a.event_reason;
   na.event_message = a.event_message;
-  return node_actions_->Execute(na).status();
+  return node_actions_->Execute(na);
 }
 
 DeviceLane::DeviceLane(const config::Config& cfg, DeviceExecutor* executor,
@@ -265,9 +289,10 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
       const auto k = world.k8s_name.find(node);
       const std::string& k8s_node = k != world.k8s_name.end() ? k->second : node;
       for (const DeviceAction& a : actions) {
-        Status s = executor_->Execute(a, *n, k8s_node);
-        r.outcomes.emplace_back(a, s);
-        if (!s.ok()) {
+        StatusOr<Effect> effect = executor_->Execute(a, *n, k8s_node);
+        r.outcomes.emplace_back(a, effect);
+        if (!effect.ok()) {
+          const Status& s = effect.status();
           ++r.failed;
           Logger("devices")->log(IsRetryable(s) || s.code() == StatusCode::kAborted
                                      ? spdlog::level::info
@@ -277,7 +302,8 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
           break;  // the rest of this node's sequence depends on this step
         }
         ++r.executed;
-        Logger("devices")->info("device_action node={} action=\"{}\"", node, devices::ToString(a));
+        Logger("devices")->info("device_action node={} action=\"{}\" effect={}", node,
+                                devices::ToString(a), EffectName(*effect));
       }
     }
     Report(world, r);
@@ -335,6 +361,43 @@ std::set<std::string> DeviceLane::GranularNodes() const {
 std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
   MutexLock lock(&mu_);
   return nodes_;
+}
+
+void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
+                         observability::BridgeMetrics* m) {
+  for (const auto& [a, effect] : r.outcomes) {
+    const auto outcome = effect.ok()                    ? observability::Outcome::kSuccess
+                         : IsRetryable(effect.status()) ? observability::Outcome::kRetryableError
+                                                        : observability::Outcome::kError;
+    m->Action(devices::DeviceActionKindName(a.kind), outcome).Increment();
+    if (!effect.ok() || *effect != Effect::kChanged) continue;
+    // Durations the planner dated; whole seconds, as Slurm and the records keep them.
+    const double since = a.since_unix > 0 && now_unix >= a.since_unix
+                             ? static_cast<double>(now_unix - a.since_unix)
+                             : -1;
+    switch (a.kind) {
+      case DeviceActionKind::kRemoveDeviceHold:
+        m->shared_gpu_moves.WithLabels({"to-k8s"}).Increment(static_cast<double>(a.devices.size()));
+        if (since >= 0) m->shared_gpu_give_duration.Observe(since);
+        break;
+      case DeviceActionKind::kEndPlaceholder:
+        if (a.cause != plan::Cause::kReturn) break;  // a give cancelled: nothing moved
+        m->shared_gpu_moves.WithLabels({"to-slurm"})
+            .Increment(static_cast<double>(a.devices.size()));
+        if (since >= 0) m->shared_gpu_return_duration.Observe(since);
+        break;
+      case DeviceActionKind::kPreemptJobs:
+        m->preemptions
+            .WithLabels({a.preempt_mode == plan::JobPreemptMode::kCancel ? "cancel" : "requeue"})
+            .Increment(static_cast<double>(a.job_ids.size()));
+        if (since >= 0) {
+          for (size_t i = 0; i < a.job_ids.size(); ++i) m->preemption_grace.Observe(since);
+        }
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 void ExportDeviceMetrics(const devices::Observation& o, observability::BridgeMetrics* m) {

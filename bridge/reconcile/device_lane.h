@@ -49,9 +49,11 @@ class DeviceExecutor {
  public:
   virtual ~DeviceExecutor() = default;
   // `node` is the action's node as observed (its device names and GRES indices);
-  // `k8s_node` its Kubernetes name (the driver's pool, the Events' object).
-  virtual Status Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                         const std::string& k8s_node) = 0;
+  // `k8s_node` its Kubernetes name (the driver's pool, the Events' object). kChanged when it
+  // wrote something, kUnchanged when the source was already as planned (a repeat planned
+  // from a cache that lags its own last write): the Event and the metrics count changes only.
+  virtual StatusOr<Effect> Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                                   const std::string& k8s_node) = 0;
 };
 
 class DeviceExecutorImpl : public DeviceExecutor {
@@ -60,20 +62,20 @@ class DeviceExecutorImpl : public DeviceExecutor {
   // signal and the preemption exactly as for whole nodes.
   DeviceExecutorImpl(slurm::SlurmClient* slurm, k8s::KubeClient* kube, k8s::EventRecorder* events,
                      ActionExecutor* node_actions, const config::Config& cfg, const Clock* clock);
-  Status Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                 const std::string& k8s_node) override;
+  StatusOr<Effect> Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                           const std::string& k8s_node) override;
 
  private:
-  Status AddHolds(const devices::DeviceAction& a, const std::string& k8s_node);
-  Status RemoveHolds(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                     const std::string& k8s_node);
-  Status Submit(const devices::DeviceAction& a);
-  Status EndPlaceholder(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                        const std::string& k8s_node);
-  // Re-reads the placeholder's record, applies `change`, writes it back (no-op if equal).
-  Status UpdateRecord(uint32_t job_id,
-                      const std::function<void(devices::PlaceholderRecord*)>& change);
-  Status NodeLaneAction(const devices::DeviceAction& a, const std::string& k8s_node);
+  StatusOr<Effect> AddHolds(const devices::DeviceAction& a, const std::string& k8s_node);
+  StatusOr<Effect> RemoveHolds(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                               const std::string& k8s_node);
+  StatusOr<Effect> Submit(const devices::DeviceAction& a);
+  StatusOr<Effect> EndPlaceholder(const devices::DeviceAction& a, const devices::NodeDevices& node,
+                                  const std::string& k8s_node);
+  // Re-reads the placeholder's record, applies `change`, writes it back (kUnchanged if equal).
+  StatusOr<Effect> UpdateRecord(uint32_t job_id,
+                                const std::function<void(devices::PlaceholderRecord*)>& change);
+  StatusOr<Effect> NodeLaneAction(const devices::DeviceAction& a, const std::string& k8s_node);
 
   slurm::SlurmClient* const slurm_;
   k8s::KubeClient* const kube_;
@@ -93,7 +95,8 @@ class DeviceLane {
     devices::PassPlan plan;
     int executed = 0;  // actions carried out
     int failed = 0;    // a node's sequence stopped at an error
-    std::vector<std::pair<devices::DeviceAction, Status>> outcomes;  // in execution order
+    // In execution order; the error of a failed one.
+    std::vector<std::pair<devices::DeviceAction, StatusOr<Effect>>> outcomes;
   };
   // One pass. `acting` false: observe and plan only (a leader whose Lease may have passed).
   Result RunPass(const devices::World& world, bool acting = true);
@@ -117,6 +120,14 @@ class DeviceLane {
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
   std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
 };
+
+// Counts what the pass changed: skb_actions_total for each executed action, and for the
+// moves that changed something skb_shared_gpu_moves_total{direction} (GPUs lent to
+// Kubernetes once their holds are lifted, returned once the placeholder ends), the give and
+// return durations, and the preempted jobs (skb_preemptions_total, skb_preemption_grace_seconds,
+// as for whole nodes). `now_unix`: the end of the pass.
+void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
+                         observability::BridgeMetrics* m);
 
 // Sets skb_shared_gpus{owner}, skb_shared_nodes{mode} and skb_shared_gpu_violations from
 // one observation of the gpu_sharing nodes (every series set, zeros included).

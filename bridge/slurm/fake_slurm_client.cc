@@ -1,6 +1,7 @@
 #include "bridge/slurm/fake_slurm_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "src/base/strings.h"
@@ -48,6 +49,11 @@ bool FakeSlurmClient::StartJob(uint32_t job_id, const std::string& node,
   j.gpu_indices = {{node, std::move(indices)}};
   ++update_time_;
   return true;
+}
+
+void FakeSlurmClient::SetClock(const Clock* clock) {
+  MutexLock lock(&mu_);
+  clock_ = clock;
 }
 
 void FakeSlurmClient::SetJobStampsStale(bool stale) {
@@ -281,7 +287,7 @@ StatusOr<WriteOutcome> FakeSlurmClient::MakeEligibleNow(uint32_t job_id) {
   return WriteOutcome::kChanged;
 }
 
-StatusOr<uint32_t> FakeSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
+StatusOr<PlaceholderSubmission> FakeSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
   MutexLock lock(&mu_);
   RETURN_IF_ERROR(Enter("SubmitPlaceholder"));
   const std::optional<devices::PlaceholderRecord> record =
@@ -300,7 +306,9 @@ StatusOr<uint32_t> FakeSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) 
     }
     std::optional<devices::PlaceholderRecord> other =
         devices::ParsePlaceholderRecord(j.admin_comment);
-    if (other && other->pod == record->pod) return id;
+    if (other && other->pod == record->pod) {
+      return PlaceholderSubmission{id, WriteOutcome::kUnchanged};
+    }
   }
   JobView j;
   j.job_id = next;
@@ -314,9 +322,13 @@ StatusOr<uint32_t> FakeSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) 
   j.gpus_per_node = s.gpus;
   j.requeue = false;
   j.admin_comment = s.admin_comment;
+  if (clock_ != nullptr) {
+    j.submit_time =
+        std::chrono::duration_cast<std::chrono::seconds>(clock_->Now().time_since_epoch()).count();
+  }
   jobs_[next] = std::move(j);
   Wrote(StrCat("SubmitPlaceholder ", s.node, " gpus=", s.gpus, " -> ", next));
-  return next;
+  return PlaceholderSubmission{next, WriteOutcome::kChanged};
 }
 
 }  // namespace skb::bridge::slurm

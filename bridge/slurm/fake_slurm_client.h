@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bridge/slurm/slurm_client.h"
+#include "src/base/clock.h"
 #include "src/base/thread_annotations.h"
 
 namespace skb::bridge::slurm {
@@ -42,6 +43,9 @@ class FakeSlurmClient final : public SlurmClient {
   // slurmctld does when a job's change was stamped older than the caller's last read (its
   // stamps count whole seconds); LoadJobs(0) still reads every job.
   void SetJobStampsStale(bool stale);
+  // While set, placeholders are submitted at `clock`'s time (JobView::submit_time); without
+  // it their submit_time is 0 (unknown). `clock` must outlive the fake.
+  void SetClock(const Clock* clock);
 
   // The next call of `method` ("DrainNode", "LoadJob", ...) fails with `status`; several
   // failures queued for one method are returned in order.
@@ -73,7 +77,7 @@ class FakeSlurmClient final : public SlurmClient {
   // Adds a PENDING job (the next free id, from 1000) as LibSlurmClient submits it; a pending
   // or running placeholder for the same pod is returned instead. Logged in Writes() as
   // "SubmitPlaceholder node3 gpus=2 -> 1000" (only when it submitted).
-  StatusOr<uint32_t> SubmitPlaceholder(const PlaceholderSpec& s) override;
+  StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) override;
 
  private:
   // Counts the call; the injected failure for `method`, if one is queued.
@@ -88,6 +92,7 @@ class FakeSlurmClient final : public SlurmClient {
   std::vector<std::string> writes_ GUARDED_BY(mu_);
   UnixTime update_time_ GUARDED_BY(mu_) = 1;
   bool job_stamps_stale_ GUARDED_BY(mu_) = false;
+  const Clock* clock_ GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace skb::bridge::slurm

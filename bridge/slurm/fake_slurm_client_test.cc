@@ -25,23 +25,28 @@ TEST(FakeSlurmClientTest, SubmitPlaceholderIsIdempotentPerPod) {
   train.state = JobState::kRunning;
   slurm.AddJob(train);
 
-  StatusOr<uint32_t> first = slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2));
-  ASSERT_TRUE(first.ok()) << first.status();
+  StatusOr<PlaceholderSubmission> submitted = slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(submitted->outcome, WriteOutcome::kChanged);
+  const std::optional<uint32_t> first = submitted->job_id;
   EXPECT_EQ(*first, 1201u);
   JobView j = slurm.Job(*first);
   EXPECT_EQ(j.name, devices::kPlaceholderJobName);
   EXPECT_EQ(j.state, JobState::kPending);
   EXPECT_TRUE(devices::IsPlaceholder(j, devices::SharingConfig{}));
 
-  // Asked again (the poll has not seen it yet), pending or running: the same job.
-  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2)).value(), *first);
+  // Asked again (the poll has not seen it yet), pending or running: the same job, unchanged.
+  StatusOr<PlaceholderSubmission> again = slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->job_id, *first);
+  EXPECT_EQ(again->outcome, WriteOutcome::kUnchanged);
   ASSERT_TRUE(slurm.StartJob(*first, "node3", {4, 5}));
   EXPECT_EQ(slurm.Job(*first).gpu_indices.at("node3"), (std::vector<int64_t>{4, 5}));
-  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2)).value(), *first);
+  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2)).value().job_id, *first);
   // Another pod gets its own; once the first ends, its pod may get a new one.
-  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/b", "node3", 1)).value(), *first + 1);
+  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/b", "node3", 1)).value().job_id, *first + 1);
   ASSERT_TRUE(slurm.CancelJob(*first).ok());
-  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2)).value(), *first + 2);
+  EXPECT_EQ(slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2)).value().job_id, *first + 2);
   EXPECT_EQ(slurm.Writes(), (std::vector<std::string>{
                                 "SubmitPlaceholder node3 gpus=2 -> 1201",
                                 "SubmitPlaceholder node3 gpus=1 -> 1202",

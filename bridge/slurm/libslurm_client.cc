@@ -893,7 +893,7 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
   });
 }
 
-StatusOr<uint32_t> LibSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
+StatusOr<PlaceholderSubmission> LibSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
   std::optional<devices::PlaceholderRecord> record =
       devices::ParsePlaceholderRecord(s.admin_comment);
   if (!record) {
@@ -904,11 +904,13 @@ StatusOr<uint32_t> LibSlurmClient::SubmitPlaceholder(const PlaceholderSpec& s) {
     return InvalidArgumentError(StrCat("placeholder for ", s.gpus, " GPUs on '", s.node,
                                        "' with record '", s.admin_comment, "'"));
   }
-  return Call<uint32_t>("submit placeholder", [s, pod = record->pod]() -> StatusOr<uint32_t> {
-    ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindPlaceholder(pod));
-    if (existing) return *existing;
-    return SubmitPlaceholderJob(s);
-  });
+  return Call<PlaceholderSubmission>(
+      "submit placeholder", [s, pod = record->pod]() -> StatusOr<PlaceholderSubmission> {
+        ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindPlaceholder(pod));
+        if (existing) return PlaceholderSubmission{*existing, WriteOutcome::kUnchanged};
+        ASSIGN_OR_RETURN(uint32_t id, SubmitPlaceholderJob(s));
+        return PlaceholderSubmission{id, WriteOutcome::kChanged};
+      });
 }
 
 }  // namespace skb::bridge::slurm

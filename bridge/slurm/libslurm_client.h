@@ -66,7 +66,7 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> CancelJob(uint32_t job_id) override;
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
-  StatusOr<uint32_t> SubmitPlaceholder(const PlaceholderSpec& s) override;
+  StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) override;
 
   // How many drain batches ran: drains with one reason that queue up while the call
   // thread is busy are handled as one (one read, at most one joint update_node, one

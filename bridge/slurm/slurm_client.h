@@ -52,6 +52,12 @@ struct PlaceholderSpec {
   // The placeholder's record (devices::FormatPlaceholderRecord): names the pod it is for.
   std::string admin_comment;
 };
+// What SubmitPlaceholder did: kChanged, it submitted `job_id`; kUnchanged, a placeholder for
+// the same pod already existed and `job_id` is that one.
+struct PlaceholderSubmission {
+  uint32_t job_id = 0;
+  WriteOutcome outcome = WriteOutcome::kChanged;
+};
 
 enum class SignalScope {
   kBatchStep,  // the batch shell only (scancel --batch)
@@ -106,9 +112,9 @@ class SlurmClient {
   // /dev/null, sleeping until cancelled, `s.admin_comment` as its admin comment, the highest
   // job priority so it starts first once the GPUs free) and returns its job id. Idempotent:
   // when a pending or running placeholder whose record names the same pod exists, returns
-  // its id and submits nothing (the daemon's poll lags a submission). InvalidArgument when
-  // `s.admin_comment` holds no placeholder record or gpus < 1.
-  virtual StatusOr<uint32_t> SubmitPlaceholder(const PlaceholderSpec& s) = 0;
+  // its id (kUnchanged) and submits nothing (the daemon's poll lags a submission).
+  // InvalidArgument when `s.admin_comment` holds no placeholder record or gpus < 1.
+  virtual StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) = 0;
 };
 
 }  // namespace skb::bridge::slurm

@@ -392,6 +392,32 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
   }
 
   const int64_t now_unix = own::ToUnix(now);
+  // A victim that ended after the checkpoint signal instead of waiting for the grace is
+  // requeued like a preempted one (Slurm's own PreemptMode=REQUEUE does the same with a job
+  // that exits in its GraceTime); only the run we signalled, not one its user cancelled.
+  for (const EndedVictim& e : node.ended_victims) {
+    const slurm::JobView& j = e.view;
+    const int64_t at = own::ToUnix(e.signalled_at);
+    if (j.state == slurm::JobState::kCancelled) continue;
+    if (j.start_time > at || (j.end_time != 0 && j.end_time < at)) continue;  // another run
+    const own::JobPolicy policy = own::PolicyFor(j, cfg, now);
+    if (policy.mode == plan::JobPreemptMode::kCancel || !j.requeue) continue;
+    if (!e.recorded && j.exit_signal != policy.signal) continue;  // not our signal's doing
+    DeviceAction a =
+        Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend, "EndedJobRequeued",
+             StrCat("job ", j.job_id, " ended ", slurm::JobStateName(j.state),
+                    " after the checkpoint signal instead of waiting for its grace: requeued as a "
+                    "preempted job (its GPUs go to ",
+                    e.pod, ")"));
+    a.event_type = plan::EventType::kWarning;
+    a.preempt_mode = policy.mode;
+    a.job_ids = {j.job_id};
+    a.pod = e.pod;
+    a.ended_after_signal = true;
+    a.at_unix = at;
+    a.since_unix = at;
+    plan.actions.push_back(std::move(a));
+  }
   for (const Placeholder& p : node.placeholders) {
     std::vector<std::string> mine, held, lifted;
     bool in_use = false;
@@ -435,6 +461,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       // The give waits for its victims: signal each once, preempt after its grace.
       std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
       std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
+      std::map<plan::JobPreemptMode, int64_t> signalled_since;  // the earliest signal
       for (uint32_t id : p.victims) {
         auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                                [&](const NodeJob& j) { return j.view.job_id == id; });
@@ -446,6 +473,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
           to_signal[{policy.signal, policy.scope}].push_back(id);
         } else if (now >= own::GraceEnds(*it->signalled_at, policy.grace)) {
           to_preempt[policy.mode].push_back(id);
+          const int64_t at = own::ToUnix(*it->signalled_at);
+          auto [s, fresh] = signalled_since.emplace(policy.mode, at);
+          if (!fresh) s->second = std::min(s->second, at);
         }
       }
       for (auto& [sig, ids] : to_signal) {
@@ -469,6 +499,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         a.job_ids = std::move(ids);
         a.pod = p.pod;
         a.at_unix = now_unix;
+        a.since_unix = signalled_since[mode];
         plan.actions.push_back(std::move(a));
       }
       continue;
@@ -482,6 +513,8 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
                  StrCat("devices ", StrJoin(mine, ","), " back to Slurm (placeholder ", p.job_id,
                         " ends)"));
         a.placeholder_job = p.job_id;
+        a.devices = mine;
+        if (p.idle_since) a.since_unix = own::ToUnix(*p.idle_since);
         plan.actions.push_back(std::move(a));
       }
       continue;
@@ -493,6 +526,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       a.devices = std::move(held);
       a.placeholder_job = p.job_id;
       a.pod = p.pod;
+      if (p.submitted) a.since_unix = own::ToUnix(*p.submitted);
       plan.actions.push_back(std::move(a));
       continue;
     }

@@ -66,6 +66,8 @@ struct Placeholder {
   // The pod it was submitted for still waits for it. False once the pod is gone or placed
   // elsewhere: a give still pending is then cancelled (no victim is preempted for nobody).
   bool wanted = true;
+  // When the bridge submitted it (the give began); nullopt when Slurm does not say.
+  std::optional<Clock::TimePoint> submitted;
 };
 
 struct Device {
@@ -81,6 +83,19 @@ struct Claim {
   bool allocated = true;  // status.allocation is set (running or not)
 };
 
+// A give's victim that ended after its checkpoint signal instead of waiting for the grace
+// (died of the signal, or checkpointed and exited): requeued like a preempted job, as on
+// whole nodes.
+struct EndedVictim {
+  slurm::JobView view;
+  Clock::TimePoint signalled_at{};
+  std::string pod;  // the give's pod
+  // False when the placeholder records no signal time (the daemon died between sending the
+  // signal and recording it): `signalled_at` is then the placeholder's submission, and only a
+  // job the checkpoint signal itself ended (its exit signal) counts.
+  bool recorded = true;
+};
+
 struct NodeDevices {
   std::string node;
   std::string model;            // GPU model, for pods that name one
@@ -88,6 +103,7 @@ struct NodeDevices {
   std::vector<NodeJob> jobs;
   std::vector<Placeholder> placeholders;
   std::vector<Claim> claims;
+  std::vector<EndedVictim> ended_victims;
   bool healthy = true;
   // Jobs here (any component) within their tenant's guarantee: never a give's victims.
   std::map<uint32_t, std::string> guaranteed_jobs;
@@ -137,7 +153,8 @@ enum class DeviceActionKind {
   kRecordIdleSince,    // record `at_unix` (0: clear) as the placeholder's idle-since
   kMarkReturning,      // record on `placeholder_job` that its devices return to Slurm
   kEndPlaceholder,     // scancel `placeholder_job`: its GPUs are Slurm's again (a return,
-                       // or a pending give whose pod no longer waits)
+                       // `devices` those it held; or a pending give whose pod no longer
+                       // waits)
 };
 std::string_view DeviceActionKindName(DeviceActionKind k);
 
@@ -146,7 +163,7 @@ std::string_view DeviceActionKindName(DeviceActionKind k);
 struct DeviceAction {
   DeviceActionKind kind = DeviceActionKind::kAddDeviceHold;
   std::string node;
-  std::vector<std::string> devices;  // kAddDeviceHold, kRemoveDeviceHold
+  std::vector<std::string> devices;  // kAddDeviceHold, kRemoveDeviceHold, kEndPlaceholder
   uint32_t placeholder_job = 0;      // kRemoveDeviceHold, kRecordIdleSince, kMark.., kEnd..,
                                      // kSignalJobs (records the signal time on it)
   std::string pod;                   // kSubmitPlaceholder, kPreemptJobs (the preemptor)
@@ -156,11 +173,18 @@ struct DeviceAction {
   plan::SignalScope signal_scope = plan::SignalScope::kFull;
   plan::JobPreemptMode preempt_mode = plan::JobPreemptMode::kRequeue;
   int64_t at_unix = 0;  // kRecordIdleSince; kSignalJobs/kPreemptJobs: now
+  // Unix seconds the move this step completes began, 0 when unknown (the metrics' durations,
+  // as plan::Action::since_unix): kRemoveDeviceHold the placeholder's submission, kPreemptJobs
+  // the checkpoint signal, kEndPlaceholder of a return the devices' idle-since.
+  int64_t since_unix = 0;
   plan::Cause cause = plan::Cause::kLend;
   plan::EventType event_type = plan::EventType::kNormal;
   std::string event_reason;
   std::string event_message;
   bool quiet = false;  // bookkeeping (kRecordIdleSince): logged, no Event
+  // kPreemptJobs of a victim that ended after the signal: requeue the finished run that
+  // started before `at_unix` (plan::Action::ended_after_signal).
+  bool ended_after_signal = false;
   friend bool operator==(const DeviceAction&, const DeviceAction&) = default;
 };
 std::string ToString(const DeviceAction& a);

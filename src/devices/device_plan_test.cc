@@ -563,5 +563,64 @@ TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
   EXPECT_EQ(n.jobs.size(), 1u);
 }
 
+// A give's victim that ended after its checkpoint signal (died of it, or checkpointed and
+// exited) is requeued like a preempted one, as on whole nodes: only the run we signalled,
+// not a cancelled one, not one Slurm cannot requeue, and without a recorded signal time only
+// a job the signal itself ended.
+TEST(PlanNode, AVictimThatEndedAfterItsSignalIsRequeued) {
+  const config::Config cfg = Cfg();
+  const Clock::TimePoint signalled = kNow - seconds(20);
+  auto ended = [&](slurm::JobState state, Clock::Duration started_before, bool recorded = true) {
+    NodeDevices n = Node("node1", 8);
+    EndedVictim e;
+    e.view.job_id = 41;
+    e.view.state = state;
+    e.view.requeue = true;
+    e.view.nodes = {"node1"};
+    e.view.start_time = ownership::ToUnix(signalled - started_before);
+    e.view.end_time = ownership::ToUnix(signalled + seconds(1));
+    e.view.exit_signal = 10;
+    e.view.admin_comment = "k8s-bridge:preemptible=true";
+    e.signalled_at = signalled;
+    e.pod = "ml/infer-0";
+    e.recorded = recorded;
+    n.ended_victims.push_back(e);
+    return n;
+  };
+  auto requeues = [&](const NodeDevices& n) {
+    std::vector<DeviceAction> out;
+    for (const DeviceAction& a : PlanNode(n, cfg, kNow).actions) {
+      if (a.kind == DeviceActionKind::kPreemptJobs) out.push_back(a);
+    }
+    return out;
+  };
+
+  std::vector<DeviceAction> r = requeues(ended(slurm::JobState::kFailed, minutes(5)));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].ended_after_signal);
+  EXPECT_EQ(r[0].job_ids, std::vector<uint32_t>{41});
+  EXPECT_EQ(r[0].preempt_mode, plan::JobPreemptMode::kRequeue);
+  EXPECT_EQ(r[0].at_unix, ownership::ToUnix(signalled));
+  EXPECT_EQ(r[0].since_unix, ownership::ToUnix(signalled));
+  EXPECT_EQ(r[0].event_reason, "EndedJobRequeued");
+  EXPECT_EQ(r[0].event_type, plan::EventType::kWarning);
+  EXPECT_EQ(r[0].pod, "ml/infer-0");
+  // Checkpointed and exited 0: the same.
+  EXPECT_EQ(requeues(ended(slurm::JobState::kComplete, minutes(5))).size(), 1u);
+  // Cancelled by its user: left so.
+  EXPECT_THAT(requeues(ended(slurm::JobState::kCancelled, minutes(5))), IsEmpty());
+  // A run that started after the signal is another run.
+  EXPECT_THAT(requeues(ended(slurm::JobState::kFailed, -seconds(5))), IsEmpty());
+  // Slurm may not requeue it (--no-requeue).
+  NodeDevices no_requeue = ended(slurm::JobState::kFailed, minutes(5));
+  no_requeue.ended_victims[0].view.requeue = false;
+  EXPECT_THAT(requeues(no_requeue), IsEmpty());
+  // No recorded signal time: only a job our signal (SIGUSR1, 10) ended.
+  EXPECT_EQ(requeues(ended(slurm::JobState::kFailed, minutes(5), false)).size(), 1u);
+  NodeDevices other_signal = ended(slurm::JobState::kFailed, minutes(5), false);
+  other_signal.ended_victims[0].view.exit_signal = 9;
+  EXPECT_THAT(requeues(other_signal), IsEmpty());
+}
+
 }  // namespace
 }  // namespace skb::devices

@@ -39,6 +39,9 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   // signal times of their victims.
   std::map<std::string, std::vector<Placeholder>> placeholders;
   std::map<uint32_t, Clock::TimePoint> signalled;
+  std::map<uint32_t, std::string> signalled_for;  // victim -> the give's pod
+  // Victims of placeholders that record no signal (yet): their placeholder's submission.
+  std::map<uint32_t, Clock::TimePoint> unrecorded;
   for (const slurm::JobView& j : w.jobs) {
     if (j.name != kPlaceholderJobName) continue;
     if (!IsPlaceholder(j, sharing)) {
@@ -63,6 +66,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     p.running = !pending;
     if (auto it = j.gpu_indices.find(r.node); it != j.gpu_indices.end()) p.indices = it->second;
     p.start = own::FromUnix(j.start_time);
+    if (j.submit_time > 0) p.submitted = own::FromUnix(j.submit_time);
     p.returning = r.returning;
     if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
     const auto pod = w.pod_node.find(r.pod);
@@ -72,9 +76,35 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
       p.wanted = false;  // waited too long: cancelled, the pod is planned again
     }
     if (r.signalled_at > 0) {
-      for (uint32_t v : r.victims) signalled[v] = own::FromUnix(r.signalled_at);
+      for (uint32_t v : r.victims) {
+        signalled[v] = own::FromUnix(r.signalled_at);
+        signalled_for[v] = r.pod;
+      }
+    } else if (j.submit_time > 0) {
+      for (uint32_t v : r.victims) {
+        unrecorded[v] = own::FromUnix(j.submit_time);
+        signalled_for[v] = r.pod;
+      }
     }
     placeholders[r.node].push_back(std::move(p));
+  }
+
+  // Victims that ended after the signal, by the node they ended on.
+  std::map<std::string, std::vector<EndedVictim>> ended_on;
+  for (const slurm::JobView& j : w.jobs) {
+    if (HoldsGpus(j) || j.state == slurm::JobState::kPending || j.requeue_pending) continue;
+    auto s = signalled.find(j.job_id);
+    const bool recorded = s != signalled.end();
+    if (!recorded) {
+      s = unrecorded.find(j.job_id);
+      if (s == unrecorded.end() || j.exit_signal == 0) continue;
+    }
+    for (const std::string& node : j.nodes) {
+      ended_on[node].push_back({.view = j,
+                                .signalled_at = s->second,
+                                .pod = signalled_for[j.job_id],
+                                .recorded = recorded});
+    }
   }
 
   // Ordinary jobs holding GPUs, by node: indexed once, not scanned again for every node.
@@ -132,6 +162,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     }
     if (auto p = placeholders.find(sn.name); p != placeholders.end()) n.placeholders = p->second;
     if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
+    if (auto e = ended_on.find(sn.name); e != ended_on.end()) n.ended_victims = e->second;
     out.nodes.push_back(std::move(n));
   }
   return out;

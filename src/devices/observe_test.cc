@@ -168,5 +168,48 @@ TEST(ObserveTest, CompletingJobsStillHoldTheirGpusAndEndedOnesDoNot) {
   EXPECT_EQ(o.nodes[0].jobs[0].view.job_id, 10u);
 }
 
+// A give's victims that ended (not pending, not on their GPUs any more) are handed to the
+// planner with their signal time: recorded on the placeholder, or without one (the daemon
+// died before recording it) the placeholder's submission, for a job a signal ended only.
+TEST(ObserveTest, VictimsThatEndedAfterTheSignalAreSeenWithTheirSignalTime) {
+  World w = TwoNodes();
+  slurm::JobView died = Job(41, "node1", {0, 1});
+  died.state = slurm::JobState::kFailed;
+  died.exit_signal = 10;
+  slurm::JobView requeued = Job(42, "node1", {2, 3});
+  requeued.state = slurm::JobState::kPending;
+  slurm::JobView running = Job(43, "node1", {4, 5});
+  PlaceholderRecord signalled{.node = "node1",
+                              .pod = "ml/a",
+                              .gpus = 6,
+                              .victims = {41, 42, 43},
+                              .signalled_at = 1'700'000'000};
+  slurm::JobView exited = Job(44, "node2", {0});
+  exited.state = slurm::JobState::kComplete;  // exit 0: no signal ended it
+  slurm::JobView killed = Job(45, "node2", {1});
+  killed.state = slurm::JobState::kFailed;
+  killed.exit_signal = 10;
+  PlaceholderRecord unrecorded{.node = "node2", .pod = "ml/b", .gpus = 2, .victims = {44, 45}};
+  w.jobs = {died,
+            requeued,
+            running,
+            PlaceholderJob(50, signalled, false),
+            exited,
+            killed,
+            PlaceholderJob(51, unrecorded, false)};
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes.size(), 2u);
+  ASSERT_EQ(o.nodes[0].ended_victims.size(), 1u);
+  const EndedVictim& e = o.nodes[0].ended_victims[0];
+  EXPECT_EQ(e.view.job_id, 41u);
+  EXPECT_EQ(ownership::ToUnix(e.signalled_at), 1'700'000'000);
+  EXPECT_EQ(e.pod, "ml/a");
+  EXPECT_TRUE(e.recorded);
+  ASSERT_EQ(o.nodes[1].ended_victims.size(), 1u);
+  EXPECT_EQ(o.nodes[1].ended_victims[0].view.job_id, 45u);
+  EXPECT_FALSE(o.nodes[1].ended_victims[0].recorded);
+  EXPECT_EQ(ownership::ToUnix(o.nodes[1].ended_victims[0].signalled_at), 1'699'999'900);
+}
+
 }  // namespace
 }  // namespace skb::devices

@@ -98,13 +98,15 @@ class SlurmPlaceholderTest : public ::testing::Test {
   }
 
   StatusOr<uint32_t> Placeholder(const std::string& pod, int64_t gpus) {
-    StatusOr<uint32_t> id = client_->SubmitPlaceholder(
+    StatusOr<bridge::slurm::PlaceholderSubmission> s = client_->SubmitPlaceholder(
         {.node = kNode,
          .gpus = gpus,
          .partition = Partition(),
          .admin_comment = devices::FormatPlaceholderRecord(Record(pod, gpus))});
-    if (id.ok()) placeholders_.push_back(*id);
-    return id;
+    if (!s.ok()) return s.status();
+    last_outcome_ = s->outcome;
+    placeholders_.push_back(s->job_id);
+    return s->job_id;
   }
 
   std::optional<JobView> Load(uint32_t id) {
@@ -139,6 +141,7 @@ class SlurmPlaceholderTest : public ::testing::Test {
   std::unique_ptr<LibSlurmClient> client_;
   JobJanitor janitor_;
   std::vector<uint32_t> placeholders_;
+  WriteOutcome last_outcome_ = WriteOutcome::kChanged;  // of the last Placeholder()
 };
 
 TEST_F(SlurmPlaceholderTest, RunningJobsReportTheirGpuIndicesPerNode) {
@@ -173,8 +176,10 @@ TEST_F(SlurmPlaceholderTest, PlaceholderRunsBesideAJobOnOtherGpusAndIsSubmittedO
   StatusOr<uint32_t> again = Placeholder("infer/llama-0", 2);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *id);
+  EXPECT_EQ(last_outcome_, WriteOutcome::kUnchanged);
   ASSERT_TRUE(WaitState(*id, JobState::kRunning));
   EXPECT_EQ(Placeholder("infer/llama-0", 2).value(), *id);
+  EXPECT_EQ(last_outcome_, WriteOutcome::kUnchanged);
 
   auto p = Load(*id);
   ASSERT_TRUE(p);
