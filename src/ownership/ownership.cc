@@ -106,16 +106,16 @@ void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
 struct Facts {
   const ManagedNode* node = nullptr;
   const config::Config* cfg = nullptr;
-  const LendingConfig* l = nullptr;
+  const LendingConfig* lending = nullptr;
   Clock::TimePoint now{};
   // lending.reservation_update_interval, or the caller's floor when that is longer.
   Clock::Duration update_interval{};
-  const inventory::K8sNode* k = nullptr;
-  const slurm::NodeView* s = nullptr;
+  const inventory::K8sNode* k8s_node = nullptr;
+  const slurm::NodeView* slurm_node = nullptr;
 
-  std::string ns;
-  std::string res_name;
-  const GpuPod* r = nullptr;                // our reservation (a terminating one first)
+  std::string reservation_namespace;
+  std::string reservation_name;
+  const GpuPod* reservation = nullptr;      // ours (a terminating one first)
   std::vector<const GpuPod*> extra_ours;    // more of ours on the node (should not happen)
   const GpuPod* foreign = nullptr;          // the reservation's name, not ours
   std::vector<const GpuPod*> k8s_pods;      // non-terminal GPU pods that are not ours
@@ -150,25 +150,25 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   Facts f;
   f.node = &node;
   f.cfg = &cfg;
-  f.l = &cfg.lending;
+  f.lending = &cfg.lending;
   f.update_interval =
       std::max<Clock::Duration>(cfg.lending.reservation_update_interval, min_update_interval);
   f.now = now;
-  f.k = &*node.k8s;
-  f.s = &*node.slurm;
-  f.ns = ReservationNamespace(cfg);
-  f.res_name = ReservationName(cfg.lending, f.k->name);
+  f.k8s_node = &*node.k8s;
+  f.slurm_node = &*node.slurm;
+  f.reservation_namespace = ReservationNamespace(cfg);
+  f.reservation_name = ReservationName(cfg.lending, f.k8s_node->name);
   for (const GpuPod& p : node.pods) {
-    if (IsOurReservation(p, f.ns)) {
-      if (f.r == nullptr || (p.terminating && !f.r->terminating)) {
-        if (f.r != nullptr) f.extra_ours.push_back(f.r);
-        f.r = &p;
+    if (IsOurReservation(p, f.reservation_namespace)) {
+      if (f.reservation == nullptr || (p.terminating && !f.reservation->terminating)) {
+        if (f.reservation != nullptr) f.extra_ours.push_back(f.reservation);
+        f.reservation = &p;
       } else {
         f.extra_ours.push_back(&p);
       }
       continue;
     }
-    if (p.namespace_name == f.ns && p.name == f.res_name) f.foreign = &p;
+    if (p.namespace_name == f.reservation_namespace && p.name == f.reservation_name) f.foreign = &p;
     if (!Terminal(p)) f.k8s_pods.push_back(&p);
   }
   for (const GpuPod& p : node.nominated_pods) {
@@ -180,9 +180,9 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
     if (HoldsNode(j)) f.jobs.push_back(&j);
   }
 
-  f.lend_drain = f.s->drain && f.s->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
-  f.admin_drain = f.s->drain && !f.s->DrainedByBridge();
-  const auto& ann = f.k->annotations;
+  f.lend_drain = f.slurm_node->drain && f.slurm_node->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
+  f.admin_drain = f.slurm_node->drain && !f.slurm_node->DrainedByBridge();
+  const auto& ann = f.k8s_node->annotations;
   // Garbled lent-at: the lend goes on, and Lend() writes the record again from what is known.
   f.lent_at = TimeAnnotation(ann, kLentAtAnnotation, now, &f.lent_at_garbled);
   if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
@@ -212,17 +212,17 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   }
   if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
   if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
-  f.swap_taint = HasTaint(*f.k, kSwapTaintKey);
-  f.swap_guard = Find(f.k->labels, kSwapGuardLabel) != nullptr;
-  f.busy_taint = HasTaint(*f.k, kBusyTaintKey);
+  f.swap_taint = HasTaint(*f.k8s_node, kSwapTaintKey);
+  f.swap_guard = Find(f.k8s_node->labels, kSwapGuardLabel) != nullptr;
+  f.busy_taint = HasTaint(*f.k8s_node, kBusyTaintKey);
 
-  health::HealthVerdict verdict = health::AssessHealth(*f.k, cfg.health, now);
+  health::HealthVerdict verdict = health::AssessHealth(*f.k8s_node, cfg.health, now);
   if (!verdict.firing.empty()) {
     f.healthy = false;
     f.unhealthy_why = verdict.firing.front().description;
-  } else if (f.s->fail || f.s->base_state == slurm::NodeBaseState::kDown) {
+  } else if (f.slurm_node->fail || f.slurm_node->base_state == slurm::NodeBaseState::kDown) {
     f.healthy = false;
-    f.unhealthy_why = StrCat("Slurm state ", f.s->StateString());
+    f.unhealthy_why = StrCat("Slurm state ", f.slurm_node->StateString());
   }
   return f;
 }
@@ -311,7 +311,7 @@ class Planner {
   // The reclaim taint stays for as long as quotas reclaim the node (through its return, until
   // the job it serves runs or no longer waits); then it goes, whatever the state.
   void DropReclaimTaintWhenOver() {
-    if (f_.node->reclaim || !HasTaint(*f_.k, kReclaimTaintKey)) return;
+    if (f_.node->reclaim || !HasTaint(*f_.k8s_node, kReclaimTaintKey)) return;
     RemoveTaint(kReclaimTaintKey, "ReclaimOver",
                 StrCat("Removed taint ", kReclaimTaintKey, " from node ", f_.node->name,
                        ": no Slurm job waits for it any more (it runs, or no longer needs it)"));
@@ -327,7 +327,7 @@ class Planner {
   // Removes the lend bookkeeping that is present from `patch`.
   void RemoveIfPresent(plan::AnnotationPatch* patch, std::initializer_list<const char*> keys) {
     for (const char* key : keys) {
-      if (Find(f_.k->annotations, key) != nullptr) patch->remove.emplace_back(key);
+      if (Find(f_.k8s_node->annotations, key) != nullptr) patch->remove.emplace_back(key);
     }
   }
 
@@ -427,11 +427,11 @@ bool Planner::LendRefused(std::string* why) const {
                   cls_why, ")");
     return true;
   }
-  if (top->priority < f_.l->inference_threshold) {
+  if (top->priority < f_.lending->inference_threshold) {
     *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
                   ") preempted its reservation, but only pods at or above "
                   "lending.inference_threshold (",
-                  f_.l->inference_threshold, ") may take Slurm's jobs");
+                  f_.lending->inference_threshold, ") may take Slurm's jobs");
     return true;
   }
   // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
@@ -447,13 +447,13 @@ bool Planner::LendRefused(std::string* why) const {
 }
 
 int64_t Planner::Gpus() const {
-  if (f_.k->gpu_allocatable > 0) return f_.k->gpu_allocatable;
-  if (f_.k->gpu_capacity > 0) return f_.k->gpu_capacity;
-  return f_.s->TotalGpus();
+  if (f_.k8s_node->gpu_allocatable > 0) return f_.k8s_node->gpu_allocatable;
+  if (f_.k8s_node->gpu_capacity > 0) return f_.k8s_node->gpu_capacity;
+  return f_.slurm_node->TotalGpus();
 }
 
 void Planner::RunFlows() {
-  const GpuPod* r = f_.r;
+  const GpuPod* r = f_.reservation;
   if (f_.foreign != nullptr) {
     Explain(StrCat("pod ", PodName(*f_.foreign), " has the reservation's name but not the label ",
                    kRoleLabel, "=", kReservationRole,
@@ -517,8 +517,9 @@ void Planner::RunFlows() {
     std::string why;
     ReservationClass cls = WantedClass(&why);
     Create(cls, "ReservationReplaced",
-           StrCat("Created reservation ", f_.ns, "/", f_.res_name, " for node ", f_.node->name,
-                  " at class ", ClassRef(cls, *f_.l).name, " (", why, ")"),
+           StrCat("Created reservation ", f_.reservation_namespace, "/", f_.reservation_name,
+                  " for node ", f_.node->name, " at class ", ClassRef(cls, *f_.lending).name, " (",
+                  why, ")"),
            EventType::kNormal);
   } else if (!f_.nominated.empty() && f_.jobs.empty()) {
     out_->state = OwnerState::kLending;
@@ -530,14 +531,15 @@ void Planner::RunFlows() {
     ReservationClass cls = WantedClass(&why);
     if (f_.jobs.empty()) {
       Create(cls, "ReservationCreated",
-             StrCat("Created reservation ", f_.ns, "/", f_.res_name, ": node ", f_.node->name,
-                    " belongs to Slurm"),
+             StrCat("Created reservation ", f_.reservation_namespace, "/", f_.reservation_name,
+                    ": node ", f_.node->name, " belongs to Slurm"),
              EventType::kNormal);
     } else {
       Create(
           cls, "ReservationMissing",
           StrCat("Node ", f_.node->name, " runs Slurm jobs but had no reservation pod: recreated ",
-                 f_.ns, "/", f_.res_name, " at class ", ClassRef(cls, *f_.l).name),
+                 f_.reservation_namespace, "/", f_.reservation_name, " at class ",
+                 ClassRef(cls, *f_.lending).name),
           EventType::kWarning);
     }
   }
@@ -552,8 +554,8 @@ void Planner::Create(ReservationClass cls, std::string reason, std::string messa
   }
   Action& a = Add(ActionKind::kCreateReservationPod, std::move(reason), std::move(message), type);
   a.reservation = BuildReservation(*f_.node, cls, *f_.cfg, f_.now);
-  Explain(StrCat("creating reservation ", f_.ns, "/", f_.res_name, " (", gpus, " GPUs, class ",
-                 ClassRef(cls, *f_.l).name, ")"));
+  Explain(StrCat("creating reservation ", f_.reservation_namespace, "/", f_.reservation_name, " (",
+                 gpus, " GPUs, class ", ClassRef(cls, *f_.lending).name, ")"));
 }
 
 void Planner::LendDefault(std::string_view cause) {
@@ -566,7 +568,8 @@ void Planner::LendDefault(std::string_view cause) {
 // The lend steps, from wherever the node is: record -> drain -> (protected: wait) ->
 // signal -> grace -> preempt -> (empty) release -> clean up.
 void Planner::Lend(std::string start_reason, std::string start_message, EventType start_type) {
-  const GpuPod* r = f_.r != nullptr && f_.r->terminating ? f_.r : nullptr;
+  const GpuPod* r =
+      f_.reservation != nullptr && f_.reservation->terminating ? f_.reservation : nullptr;
   const std::string who = f_.lent_to.empty() ? Preemptor() : f_.lent_to;
   const Clock::TimePoint now = f_.now;
   // kube-scheduler deletes its victim and records the preemptor's nominated node in two
@@ -575,7 +578,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   // the preemptor; the reservation, Terminating behind our finalizer, still holds the GPUs.
   if (!f_.lent_at && r != nullptr && r->deletion_time && who == "kubernetes") {
     // The deletion's start, read back with the grace the reservation was created with.
-    const Clock::TimePoint deleted = *r->deletion_time - ReservationGrace(*f_.l);
+    const Clock::TimePoint deleted = *r->deletion_time - ReservationGrace(*f_.lending);
     if (deleted <= now && now < deleted + kPreemptorWait) {
       Explain("the reservation is being deleted: waiting briefly for the pod that preempted it");
       Recheck(deleted + kPreemptorWait);
@@ -588,23 +591,25 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   if (!f_.lent_at || f_.lent_at_garbled) {
     plan::AnnotationPatch p;
     Clock::TimePoint since = now;
-    if (f_.lend_drain && f_.s->reason_time > 0) since = FromUnix(f_.s->reason_time);
+    if (f_.lend_drain && f_.slurm_node->reason_time > 0)
+      since = FromUnix(f_.slurm_node->reason_time);
     p.set[kLentAtAnnotation] = StrCat(ToUnix(since));
     p.set[kLentToAnnotation] = who;
     if (f_.lent_at_garbled) {
       // Read as "now" on every plan, min_lend_time would never pass: the node would stay
       // lent for ever. Written again from what is known.
-      PatchNode(std::move(p), "LendRecordRepaired",
-                StrCat("Node ", f_.node->name, " had an unreadable or future ", kLentAtAnnotation,
-                       " ('", *Find(f_.k->annotations, kLentAtAnnotation), "'): written again"),
-                EventType::kWarning);
+      PatchNode(
+          std::move(p), "LendRecordRepaired",
+          StrCat("Node ", f_.node->name, " had an unreadable or future ", kLentAtAnnotation, " ('",
+                 *Find(f_.k8s_node->annotations, kLentAtAnnotation), "'): written again"),
+          EventType::kWarning);
     } else {
       PatchNode(std::move(p), std::move(start_reason), std::move(start_message), start_type);
     }
   }
   // 1. No new Slurm work lands here.
   if (f_.admin_drain) {
-    Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));
+    Explain(StrCat("Slurm drain by an admin ('", f_.slurm_node->reason, "'): left as it is"));
   } else if (!f_.lend_drain) {
     Action& a =
         Add(ActionKind::kDrainSlurmNode, "SlurmNodeLent",
@@ -857,7 +862,7 @@ void Planner::RemoveGuardTaints() {
   // A swap taint left from a replacement the lend interrupted goes too: with Slurm gone
   // it would only keep the preemptor off the node.
   for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {
-    if (HasTaint(*f_.k, key)) {
+    if (HasTaint(*f_.k8s_node, key)) {
       RemoveTaint(key, "SlurmWorkGone",
                   StrCat("Removed taint ", key, " from node ", f_.node->name,
                          ": no Slurm job holds its GPUs"));
@@ -880,7 +885,7 @@ void Planner::KubernetesOwned() {
     LendDefault("Slurm jobs found on a lent node");
     return;
   }
-  LendDefault(StrCat("its Slurm drain says so ('", f_.s->reason, "')"));
+  LendDefault(StrCat("its Slurm drain says so ('", f_.slurm_node->reason, "')"));
 
   const bool pods = !f_.k8s_pods.empty() || !f_.nominated.empty();
   std::optional<Clock::TimePoint> idle = f_.idle_since;
@@ -903,10 +908,11 @@ void Planner::KubernetesOwned() {
                 ? StrCat("Kubernetes GPU pods use lent node ", f_.node->name, ": cool-down stopped")
                 : StrCat("No Kubernetes GPU pod on lent node ", f_.node->name,
                          ": it returns to Slurm after the cool-down (",
-                         FormatSeconds(f_.l->cooldown), ")"));
+                         FormatSeconds(f_.lending->cooldown), ")"));
   const Clock::TimePoint lent_at = f_.lent_at.value_or(
-      f_.lend_drain && f_.s->reason_time > 0 ? FromUnix(f_.s->reason_time) : f_.now);
-  ReturnDecision d = ShouldReturn(lent_at, idle, pods, f_.healthy, *f_.l, f_.now);
+      f_.lend_drain && f_.slurm_node->reason_time > 0 ? FromUnix(f_.slurm_node->reason_time)
+                                                      : f_.now);
+  ReturnDecision d = ShouldReturn(lent_at, idle, pods, f_.healthy, *f_.lending, f_.now);
   if (!f_.healthy) Explain(StrCat("unhealthy: ", f_.unhealthy_why));
   if (f_.node->reclaim) {
     // Taken back for a guarantee: no cool-down, no minimum lend time; health still counts.
@@ -916,8 +922,8 @@ void Planner::KubernetesOwned() {
   Explain(d.why);
   if (d.at) Recheck(*d.at);
   if (!d.now) return;
-  if (f_.r != nullptr) {
-    Explain(StrCat("the old reservation ", PodName(*f_.r), " is still going away"));
+  if (f_.reservation != nullptr) {
+    Explain(StrCat("the old reservation ", PodName(*f_.reservation), " is still going away"));
     return;
   }
   if (f_.foreign != nullptr) {
@@ -945,7 +951,7 @@ void Planner::KubernetesOwned() {
 bool Planner::Reclaim(std::string* why) {
   const inventory::NodeReclaim& rc = *f_.node->reclaim;
   const std::string node = f_.node->name;
-  if (!HasTaint(*f_.k, kReclaimTaintKey)) {
+  if (!HasTaint(*f_.k8s_node, kReclaimTaintKey)) {
     SetTaint(kReclaimTaintKey, "ReclaimStarted",
              StrCat("Node ", node, " is taken back for Slurm (quotas): ", rc.why, "; tainted ",
                     kReclaimTaintKey, " so that no new pod lands on it"));
@@ -974,7 +980,7 @@ bool Planner::Reclaim(std::string* why) {
 }
 
 void Planner::Returning() {
-  const GpuPod& r = *f_.r;
+  const GpuPod& r = *f_.reservation;
   if (!f_.k8s_pods.empty() || Terminal(r)) {
     std::string why = !f_.k8s_pods.empty() ? StrCat("GPU pod ", PodName(*f_.k8s_pods.front()),
                                                     " took the node before the reservation ran")
@@ -1006,11 +1012,11 @@ void Planner::Returning() {
     Action& a = Add(ActionKind::kResumeSlurmNode, "SlurmNodeReturned",
                     StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
                            " runs and no Kubernetes GPU pod is on the node"));
-    a.expected_reason = f_.s->reason;
+    a.expected_reason = f_.slurm_node->reason;
     a.cause = plan::Cause::kReturn;
     if (f_.idle_since) a.since_unix = ToUnix(*f_.idle_since);
   } else if (f_.admin_drain) {
-    Explain(StrCat("Slurm drain by an admin ('", f_.s->reason, "'): left as it is"));
+    Explain(StrCat("Slurm drain by an admin ('", f_.slurm_node->reason, "'): left as it is"));
   }
   plan::AnnotationPatch p;
   RemoveIfPresent(&p, {kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation,
@@ -1018,7 +1024,7 @@ void Planner::Returning() {
   PatchNode(std::move(p), "ReturnedToSlurm",
             StrCat("Node ", f_.node->name, " belongs to Slurm again"));
   for (const char* key : {kBusyTaintKey, kSwapTaintKey}) {
-    if (HasTaint(*f_.k, key)) {
+    if (HasTaint(*f_.k8s_node, key)) {
       RemoveTaint(
           key, "ReturnedToSlurm",
           StrCat("Removed taint ", key, " from node ", f_.node->name, ": its reservation runs"));
@@ -1028,15 +1034,15 @@ void Planner::Returning() {
 }
 
 void Planner::SlurmOwned() {
-  const GpuPod& r = *f_.r;
+  const GpuPod& r = *f_.reservation;
   const Clock::TimePoint now = f_.now;
   std::string why;
   const ReservationClass want = WantedClass(&why);
   const std::optional<ReservationClass> cur =
-      ClassByPriorityClassName(r.priority_class_name, *f_.l);
+      ClassByPriorityClassName(r.priority_class_name, *f_.lending);
   Explain(StrCat("owned by Slurm; reservation ", PodName(r), " class ",
                  r.priority_class_name.empty() ? "(none)" : r.priority_class_name, ", wanted ",
-                 ClassRef(want, *f_.l).name, " (", why, ")"));
+                 ClassRef(want, *f_.lending).name, " (", why, ")"));
   if (Terminal(r)) {
     StartSwap(StrCat("reservation pod ", PodName(r), " is ", r.phase,
                      ": Kubernetes no longer counts its GPUs"),
@@ -1044,9 +1050,9 @@ void Planner::SlurmOwned() {
     return;
   }
   if (want == ReservationClass::kProtected && cur != ReservationClass::kProtected) {
-    StartSwap(
-        StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.l).name, " (", why, ")"),
-        EventType::kNormal);
+    StartSwap(StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.lending).name,
+                     " (", why, ")"),
+              EventType::kNormal);
     return;
   }
   for (const GpuPod* p : f_.k8s_pods) {
@@ -1070,11 +1076,11 @@ void Planner::SlurmOwned() {
   }
   // After a refused lend the guard stays for a cool-down: without it the refused preemptor
   // would preempt each new reservation as soon as the taint went.
-  const bool hold_guard = f_.lend_refused_at && now < *f_.lend_refused_at + f_.l->cooldown;
+  const bool hold_guard = f_.lend_refused_at && now < *f_.lend_refused_at + f_.lending->cooldown;
   if (hold_guard) {
     Explain(StrCat("a lend was refused: the ", kSwapTaintKey, " taint stays until ",
-                   ToUnix(*f_.lend_refused_at + f_.l->cooldown)));
-    Recheck(*f_.lend_refused_at + f_.l->cooldown);
+                   ToUnix(*f_.lend_refused_at + f_.lending->cooldown)));
+    Recheck(*f_.lend_refused_at + f_.lending->cooldown);
   } else if (f_.lend_refused_at) {
     plan::AnnotationPatch p;
     p.remove.emplace_back(kLendRefusedAtAnnotation);
@@ -1083,7 +1089,7 @@ void Planner::SlurmOwned() {
   }
   if (r.phase == "Running" && !hold_guard) {
     for (const char* key : {kSwapTaintKey, kBusyTaintKey}) {
-      if (HasTaint(*f_.k, key)) {
+      if (HasTaint(*f_.k8s_node, key)) {
         RemoveTaint(key,
                     key == std::string_view(kSwapTaintKey) ? "ReservationSwapDone" : "SlurmOwned",
                     StrCat("Removed taint ", key, " from node ", f_.node->name,
@@ -1108,17 +1114,17 @@ void Planner::SlurmOwned() {
     }
     if (since) {
       const bool upgrade = !cur || want > *cur;
-      const Clock::TimePoint at =
-          FromUnix(*since) + (upgrade ? f_.l->class_upgrade_delay : f_.l->class_downgrade_delay);
+      const Clock::TimePoint at = FromUnix(*since) + (upgrade ? f_.lending->class_upgrade_delay
+                                                              : f_.lending->class_downgrade_delay);
       if (now >= at) {
-        StartSwap(StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.l).name, " (",
-                         why, ")"),
+        StartSwap(StrCat("class ", r.priority_class_name, " -> ", ClassRef(want, *f_.lending).name,
+                         " (", why, ")"),
                   EventType::kNormal);
         return;
       }
       Recheck(at);
-      Explain(
-          StrCat("class change to ", ClassRef(want, *f_.l).name, " in ", FormatSeconds(at - now)));
+      Explain(StrCat("class change to ", ClassRef(want, *f_.lending).name, " in ",
+                     FormatSeconds(at - now)));
     } else {
       patch.set[kClassWantedAnnotation] = StrCat(wanted_value, ToUnix(now));
     }
@@ -1153,7 +1159,7 @@ void Planner::SlurmOwned() {
 }
 
 void Planner::StartSwap(std::string why, EventType type) {
-  const GpuPod& r = *f_.r;
+  const GpuPod& r = *f_.reservation;
   out_->state = OwnerState::kSwapping;
   // A failed reservation counts no GPU already: guarded before anything else.
   if (Terminal(r)) EnsureSwapGuard("its failed reservation is replaced");
@@ -1181,7 +1187,7 @@ void Planner::StartSwap(std::string why, EventType type) {
 // reservation is marked as being replaced, which the swap then finishes (SwapRelease, a new
 // reservation, the taint removed once it runs).
 void Planner::RefuseLend(const std::string& why) {
-  const GpuPod& r = *f_.r;
+  const GpuPod& r = *f_.reservation;
   out_->state = OwnerState::kSwapping;
   Explain(StrCat("not lent: ", why));
   if (!f_.swap_taint) {
@@ -1195,7 +1201,7 @@ void Planner::RefuseLend(const std::string& why) {
     PatchNode(std::move(p), "LendRefused",
               StrCat("Node ", f_.node->name, " is not lent: ", why, "; reservation ", PodName(r),
                      " is replaced under the ", kSwapTaintKey, " taint, kept until ",
-                     FormatSeconds(f_.l->cooldown), " after the refusal"),
+                     FormatSeconds(f_.lending->cooldown), " after the refusal"),
               EventType::kWarning);
   }
   Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
@@ -1205,7 +1211,7 @@ void Planner::RefuseLend(const std::string& why) {
 }
 
 void Planner::SwapRelease() {
-  const GpuPod& r = *f_.r;
+  const GpuPod& r = *f_.reservation;
   // On before the release (the executor checks it at the source, too).
   EnsureSwapGuard("its reservation is replaced");
   if (!f_.swap_taint) {
