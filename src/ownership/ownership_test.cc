@@ -7,6 +7,7 @@
 #include <set>
 
 #include "src/base/strings.h"
+#include "src/ownership/reservation.h"
 
 namespace skb::ownership {
 namespace {
