@@ -5,19 +5,21 @@
 
 #include "src/base/strings.h"
 #include "src/health/node_health.h"
+#include "src/ownership/internal/facts.h"
 #include "src/ownership/internal/records.h"
 #include "src/ownership/reservation.h"
 
 namespace skb::ownership {
 namespace {
 
+using internal::Facts;
 using internal::Find;
 using internal::FormatSignalled;
 using internal::HasFinalizer;
 using internal::HasTaint;
 using internal::IsOurReservation;
 using internal::JoinIds;
-using internal::ParseSignalled;
+using internal::Observe;
 using internal::PodName;
 using internal::Ref;
 using internal::Released;
@@ -33,131 +35,6 @@ using plan::EventType;
 
 void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
-}
-
-// Everything the planner reads from one node, derived once.
-struct Facts {
-  const ManagedNode* node = nullptr;
-  const config::Config* cfg = nullptr;
-  const LendingConfig* lending = nullptr;
-  Clock::TimePoint now{};
-  // lending.reservation_update_interval, or the caller's floor when that is longer.
-  Clock::Duration update_interval{};
-  const inventory::K8sNode* k8s_node = nullptr;
-  const slurm::NodeView* slurm_node = nullptr;
-
-  std::string reservation_namespace;
-  std::string reservation_name;
-  const GpuPod* reservation = nullptr;      // ours (a terminating one first)
-  std::vector<const GpuPod*> extra_ours;    // more of ours on the node (should not happen)
-  const GpuPod* foreign = nullptr;          // the reservation's name, not ours
-  std::vector<const GpuPod*> k8s_pods;      // non-terminal GPU pods that are not ours
-  std::vector<const GpuPod*> nominated;     // pending pods nominated to this node
-  std::vector<const slurm::JobView*> jobs;  // holding the node
-
-  bool lend_drain = false;
-  bool admin_drain = false;
-  std::optional<Clock::TimePoint> lent_at;
-  bool lent_at_garbled = false;  // present but unreadable or in the future (read as `now`)
-  // The other time records found garbled (TimeAnnotation), read as `now`, and what writes
-  // them again (Planner::Run, first): "key ('value')" each, and the patch.
-  std::string garbled;
-  plan::AnnotationPatch repair;
-  std::string lent_to;
-  std::optional<Clock::TimePoint> idle_since;
-  std::optional<Clock::TimePoint> lend_refused_at;
-  std::map<uint32_t, slurm::UnixTime> signalled;
-  std::string lend_blocked;
-  std::string return_blocked;
-  bool swap_taint = false;
-  bool swap_guard = false;  // the swap-guard label (kSwapGuardLabel) is on the node
-  bool busy_taint = false;
-  bool healthy = true;
-  std::string unhealthy_why;
-
-  bool lent() const { return lent_at.has_value() || lend_drain; }
-};
-
-Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoint now,
-              Clock::Duration min_update_interval) {
-  Facts f;
-  f.node = &node;
-  f.cfg = &cfg;
-  f.lending = &cfg.lending;
-  f.update_interval =
-      std::max<Clock::Duration>(cfg.lending.reservation_update_interval, min_update_interval);
-  f.now = now;
-  f.k8s_node = &*node.k8s;
-  f.slurm_node = &*node.slurm;
-  f.reservation_namespace = ReservationNamespace(cfg);
-  f.reservation_name = ReservationName(cfg.lending, f.k8s_node->name);
-  for (const GpuPod& p : node.pods) {
-    if (IsOurReservation(p, f.reservation_namespace)) {
-      if (f.reservation == nullptr || (p.terminating && !f.reservation->terminating)) {
-        if (f.reservation != nullptr) f.extra_ours.push_back(f.reservation);
-        f.reservation = &p;
-      } else {
-        f.extra_ours.push_back(&p);
-      }
-      continue;
-    }
-    if (p.namespace_name == f.reservation_namespace && p.name == f.reservation_name) f.foreign = &p;
-    if (!Terminal(p)) f.k8s_pods.push_back(&p);
-  }
-  for (const GpuPod& p : node.nominated_pods) {
-    if (!Terminal(p) && p.node_name.empty()) f.nominated.push_back(&p);
-  }
-  std::stable_sort(f.nominated.begin(), f.nominated.end(),
-                   [](const GpuPod* a, const GpuPod* b) { return a->priority > b->priority; });
-  for (const slurm::JobView& j : node.jobs) {
-    if (HoldsNode(j)) f.jobs.push_back(&j);
-  }
-
-  f.lend_drain = f.slurm_node->drain && f.slurm_node->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
-  f.admin_drain = f.slurm_node->drain && !f.slurm_node->DrainedByBridge();
-  const auto& ann = f.k8s_node->annotations;
-  // Garbled lent-at: the lend goes on, and Lend() writes the record again from what is known.
-  f.lent_at = TimeAnnotation(ann, kLentAtAnnotation, now, &f.lent_at_garbled);
-  if (const std::string* v = Find(ann, kLentToAnnotation)) f.lent_to = *v;
-  auto repaired = [&](const char* key) {
-    StrAppend(&f.garbled, f.garbled.empty() ? "" : ", ", key, " ('", *Find(ann, key), "')");
-    f.repair.set[key] = StrCat(ToUnix(now));
-  };
-  bool garbled = false;
-  f.idle_since = TimeAnnotation(ann, kIdleSinceAnnotation, now, &garbled);
-  if (garbled) repaired(kIdleSinceAnnotation);
-  f.lend_refused_at = TimeAnnotation(ann, kLendRefusedAtAnnotation, now, &garbled);
-  if (garbled) repaired(kLendRefusedAtAnnotation);
-  if (const std::string* v = Find(ann, kSignalledAtAnnotation)) {
-    f.signalled = ParseSignalled(*v);
-    // A signal recorded in the future: the grace starts now (the job keeps all of it).
-    bool future = false;
-    for (auto& [id, t] : f.signalled) {
-      if (FromUnix(t) > now + kClockSkewAllowance) {
-        t = ToUnix(now);
-        future = true;
-      }
-    }
-    if (future) {
-      StrAppend(&f.garbled, f.garbled.empty() ? "" : ", ", kSignalledAtAnnotation, " ('", *v, "')");
-      f.repair.set[kSignalledAtAnnotation] = FormatSignalled(f.signalled);
-    }
-  }
-  if (const std::string* v = Find(ann, kLendBlockedAnnotation)) f.lend_blocked = *v;
-  if (const std::string* v = Find(ann, kReturnBlockedAnnotation)) f.return_blocked = *v;
-  f.swap_taint = HasTaint(*f.k8s_node, kSwapTaintKey);
-  f.swap_guard = Find(f.k8s_node->labels, kSwapGuardLabel) != nullptr;
-  f.busy_taint = HasTaint(*f.k8s_node, kBusyTaintKey);
-
-  health::HealthVerdict verdict = health::AssessHealth(*f.k8s_node, cfg.health, now);
-  if (!verdict.firing.empty()) {
-    f.healthy = false;
-    f.unhealthy_why = verdict.firing.front().description;
-  } else if (f.slurm_node->fail || f.slurm_node->base_state == slurm::NodeBaseState::kDown) {
-    f.healthy = false;
-    f.unhealthy_why = StrCat("Slurm state ", f.slurm_node->StateString());
-  }
-  return f;
 }
 
 // Plans one node; `out` collects the result.
