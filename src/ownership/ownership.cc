@@ -1,34 +1,19 @@
 #include "src/ownership/ownership.h"
 
 #include <algorithm>
-#include <map>
 
 #include "src/base/strings.h"
 #include "src/health/node_health.h"
 #include "src/ownership/internal/facts.h"
+#include "src/ownership/internal/planner.h"
 #include "src/ownership/internal/records.h"
 #include "src/ownership/reservation.h"
 
 namespace skb::ownership {
+namespace internal {
 namespace {
 
-using internal::Facts;
-using internal::Find;
-using internal::FormatSignalled;
-using internal::HasFinalizer;
-using internal::HasTaint;
-using internal::IsOurReservation;
-using internal::JoinIds;
-using internal::Observe;
-using internal::PodName;
-using internal::Ref;
-using internal::Released;
-using internal::Replacing;
-using internal::ReservationNamespace;
-using internal::Terminal;
-using internal::TimeAnnotation;
 using inventory::GpuPod;
-using inventory::ManagedNode;
 using plan::Action;
 using plan::ActionKind;
 using plan::EventType;
@@ -37,150 +22,7 @@ void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
 }
 
-// Plans one node; `out` collects the result.
-class Planner {
- public:
-  Planner(const Facts& f, OwnershipPlan* out) : f_(f), out_(out) {}
-
-  void Run() {
-    if (!f_.repair.empty()) {
-      PatchNode(f_.repair, "BridgeRecordRepaired",
-                StrCat("Node ", f_.node->name, " had unreadable or future time records ",
-                       f_.garbled, ": read as now and written again"),
-                EventType::kWarning);
-    }
-    RunFlows();
-    DropSwapGuardUnlessWanted();
-    DropReclaimTaintWhenOver();
-  }
-
- private:
-  void RunFlows();
-  // What an action planned in state `s` is for (the state is set before its flow runs).
-  static plan::Cause CauseOf(OwnerState s) {
-    switch (s) {
-      case OwnerState::kLending:
-      case OwnerState::kKubernetes:
-        return plan::Cause::kLend;
-      case OwnerState::kReturning:
-        return plan::Cause::kReturn;
-      case OwnerState::kSwapping:
-        return plan::Cause::kSwap;
-      default:
-        return plan::Cause::kReservation;
-    }
-  }
-  // --- building blocks
-  void Explain(std::string line) { out_->explanation.push_back(std::move(line)); }
-  void Recheck(Clock::TimePoint t) {
-    if (!out_->recheck_at || t < *out_->recheck_at) out_->recheck_at = t;
-  }
-  Action& Add(ActionKind kind, std::string event_reason, std::string event_message,
-              EventType type = EventType::kNormal) {
-    Action a;
-    a.kind = kind;
-    a.node = f_.node->name;
-    a.cause = CauseOf(out_->state);
-    a.k8s_node = f_.node->K8sNameIfDifferent();
-    a.event_type = type;
-    a.event_reason = std::move(event_reason);
-    a.event_message = std::move(event_message);
-    out_->actions.push_back(std::move(a));
-    return out_->actions.back();
-  }
-  void PatchNode(plan::AnnotationPatch patch, std::string reason, std::string message,
-                 EventType type = EventType::kNormal) {
-    if (patch.empty()) return;
-    Add(ActionKind::kPatchNodeAnnotations, std::move(reason), std::move(message), type)
-        .annotations = std::move(patch);
-  }
-  // The swap guard: the node label that makes the chart's admission policy refuse every
-  // binding to the node and every GPU pod created on it by spec.nodeName (except the
-  // bridge's), for as long as the node's reservation does not count its GPUs during a swap.
-  // On before the old reservation is released; off once the new one runs (Run() drops it
-  // in every state that did not ask for it).
-  void EnsureSwapGuard(std::string_view why) {
-    swap_guard_wanted_ = true;
-    if (f_.swap_guard) return;
-    plan::AnnotationPatch labels;
-    labels.set[kSwapGuardLabel] = "true";
-    Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOn",
-        StrCat("Labelled node ", f_.node->name, " ", kSwapGuardLabel,
-               ": the apiserver admits no pod onto it but the bridge's while ", why))
-        .labels = std::move(labels);
-  }
-  void DropSwapGuardUnlessWanted() {
-    if (swap_guard_wanted_ || !f_.swap_guard) return;
-    plan::AnnotationPatch labels;
-    labels.remove.emplace_back(kSwapGuardLabel);
-    Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOff",
-        StrCat("Removed label ", kSwapGuardLabel, " from node ", f_.node->name,
-               ": no reservation swap leaves its GPUs uncounted"))
-        .labels = std::move(labels);
-  }
-  // The reclaim taint stays for as long as quotas reclaim the node (through its return, until
-  // the job it serves runs or no longer waits); then it goes, whatever the state.
-  void DropReclaimTaintWhenOver() {
-    if (f_.node->reclaim || !HasTaint(*f_.k8s_node, kReclaimTaintKey)) return;
-    RemoveTaint(kReclaimTaintKey, "ReclaimOver",
-                StrCat("Removed taint ", kReclaimTaintKey, " from node ", f_.node->name,
-                       ": no Slurm job waits for it any more (it runs, or no longer needs it)"));
-  }
-  void SetTaint(const char* key, std::string reason, std::string message) {
-    Add(ActionKind::kSetNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
-                                                                                   "NoSchedule"};
-  }
-  void RemoveTaint(const char* key, std::string reason, std::string message) {
-    Add(ActionKind::kRemoveNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
-                                                                                      "NoSchedule"};
-  }
-  // Removes the lend bookkeeping that is present from `patch`.
-  void RemoveIfPresent(plan::AnnotationPatch* patch, std::initializer_list<const char*> keys) {
-    for (const char* key : keys) {
-      if (Find(f_.k8s_node->annotations, key) != nullptr) patch->remove.emplace_back(key);
-    }
-  }
-
-  std::string Preemptor() const;
-  bool LendRefused(std::string* why) const;
-  ReservationClass WantedClass(std::string* why) const {
-    // It skips jobs not holding the node.
-    return ClassFor(f_.node->jobs, *f_.cfg, f_.now, why, f_.node->het_jobs,
-                    f_.node->guaranteed_jobs);
-  }
-  // `j` as Slurm preempts it: every component of a heterogeneous job, wherever it runs.
-  std::vector<const slurm::JobView*> Whole(const slurm::JobView& j) const {
-    return WholeJob(j, f_.node->het_jobs.empty() ? f_.node->jobs : f_.node->het_jobs);
-  }
-  JobPolicy PolicyOf(const slurm::JobView& j) const {
-    return PolicyForWhole(Whole(j), *f_.cfg, f_.now, f_.node->guaranteed_jobs);
-  }
-  void AddWhole(std::vector<uint32_t>* ids, const slurm::JobView& j) const;
-  std::string HetNote(const std::vector<uint32_t>& ids, std::string_view what) const;
-  int64_t Gpus() const;
-
-  // --- flows
-  void Lend(std::string start_reason, std::string start_message, EventType start_type);
-  void LendDefault(std::string_view cause);
-  void RemoveGuardTaints();
-  void Cleanup();
-  std::string OutlivedGrace() const;
-  void RequeueJobsEndedBySignal(const std::string& who,
-                                std::map<uint32_t, slurm::UnixTime>* signalled);
-  void KubernetesOwned();
-  // Quotas take the lent node back: true when it may return now (no pod left on it).
-  bool Reclaim(std::string* why);
-  void Returning();
-  void SlurmOwned();
-  void StartSwap(std::string why, EventType type);
-  void RefuseLend(const std::string& why);
-  void SwapRelease();
-  void Create(ReservationClass cls, std::string reason, std::string message, EventType type);
-
-  const Facts& f_;
-  OwnershipPlan* out_;
-  bool swap_guard_wanted_ = false;  // a flow of this plan keeps the swap guard on
-};
+}  // namespace
 
 std::string Planner::Preemptor() const {
   if (!f_.nominated.empty()) return PodName(*f_.nominated.front());
@@ -214,158 +56,6 @@ std::string Planner::HetNote(const std::vector<uint32_t>& ids, std::string_view 
     }
   }
   return out;
-}
-
-// A preemption of the reservation that must not become a lend: kube-scheduler preempts by
-// priority alone, the bridge's policy also by what the jobs are. Only a preemption by a pod
-// (nominated to the node) with Slurm work on the node and no lend started yet; a deletion
-// by anyone else (kubectl, the namespace) stays a lend, with protected work waited for.
-//   - work that may not be preempted (the protected class) is never taken, whatever the
-//     preemptor's priority (system-critical pods, 2e9, are above the protected class);
-//   - preemptible work is taken only by a pod at or above lending.inference_threshold.
-bool Planner::LendRefused(std::string* why) const {
-  if (f_.lent_at || f_.lend_drain || f_.jobs.empty() || f_.nominated.empty()) return false;
-  const GpuPod* top = f_.nominated.front();
-  for (const GpuPod* p : f_.nominated) {
-    if (p->priority > top->priority) top = p;
-  }
-  std::string cls_why;
-  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
-    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
-                  ") preempted its reservation, but the node runs Slurm work that is never "
-                  "preempted (",
-                  cls_why, ")");
-    return true;
-  }
-  if (top->priority < f_.lending->inference_threshold) {
-    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
-                  ") preempted its reservation, but only pods at or above "
-                  "lending.inference_threshold (",
-                  f_.lending->inference_threshold, ") may take Slurm's jobs");
-    return true;
-  }
-  // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
-  // idle GPUs only (an idle node is lent: no job, no refusal above).
-  if (auto b = f_.node->borrowing_nominated.find(PodName(*top));
-      b != f_.node->borrowing_nominated.end()) {
-    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
-                  ") preempted its reservation, but ", b->second,
-                  ", and borrowed GPUs come only from idle nodes (quotas)");
-    return true;
-  }
-  return false;
-}
-
-int64_t Planner::Gpus() const {
-  if (f_.k8s_node->gpu_allocatable > 0) return f_.k8s_node->gpu_allocatable;
-  if (f_.k8s_node->gpu_capacity > 0) return f_.k8s_node->gpu_capacity;
-  return f_.slurm_node->TotalGpus();
-}
-
-void Planner::RunFlows() {
-  const GpuPod* r = f_.reservation;
-  if (f_.foreign != nullptr) {
-    Explain(StrCat("pod ", PodName(*f_.foreign), " has the reservation's name but not the label ",
-                   kRoleLabel, "=", kReservationRole,
-                   ": not the bridge's, never touched; it counts as a Kubernetes GPU pod"));
-  }
-  for (const GpuPod* p : f_.extra_ours) {
-    Explain(StrCat("another reservation pod ", PodName(*p),
-                   " is on the node: handled once the current one is settled"));
-  }
-  std::string refused;
-  if (r != nullptr && r->terminating) {
-    if (Replacing(*r)) {
-      out_->state = OwnerState::kSwapping;
-      SwapRelease();
-    } else if (LendRefused(&refused)) {
-      RefuseLend(refused);
-    } else {
-      out_->state = OwnerState::kLending;
-      LendDefault(StrCat("reservation ", PodName(*r), " is being deleted"));
-    }
-  } else if (r != nullptr) {
-    if (!HasFinalizer(*r)) {
-      // Removed by hand: without it a deletion would free the GPUs in Kubernetes at once,
-      // before Slurm has left the node.
-      Action& a = Add(ActionKind::kRestoreFinalizer, "FinalizerRestored",
-                      StrCat("Reservation ", PodName(*r), " had lost the finalizer ", kFinalizer,
-                             " (removed by hand?): put back, so that deleting it waits for "
-                             "Slurm to leave node ",
-                             f_.node->name),
-                      EventType::kWarning);
-      a.pod = Ref(*r);
-    }
-    if (Replacing(*r)) {
-      out_->state = OwnerState::kSwapping;
-      StartSwap("a replacement was started", EventType::kNormal);
-    } else if (f_.lent()) {
-      out_->state = OwnerState::kReturning;
-      Returning();
-    } else {
-      out_->state = OwnerState::kSlurm;
-      SlurmOwned();
-    }
-  } else if (f_.lent()) {
-    out_->state = OwnerState::kKubernetes;
-    KubernetesOwned();
-  } else if (!f_.k8s_pods.empty()) {
-    // GPU pods on a node with no reservation (its finalizer removed by hand, a pod with
-    // the reservation's name, pods from before the bridge): Kubernetes holds the GPUs.
-    out_->state = OwnerState::kLending;
-    std::string pods;
-    for (const GpuPod* p : f_.k8s_pods) StrAppend(&pods, pods.empty() ? "" : ", ", PodName(*p));
-    const std::string who = Preemptor();
-    Lend("ReservationMissing",
-         StrCat("Node ", f_.node->name, " has no reservation pod but Kubernetes GPU pod(s) ", pods,
-                ": it is lent to Kubernetes (", who, ")",
-                f_.jobs.empty() ? "" : "; its Slurm jobs are preempted at once"),
-         EventType::kWarning);
-  } else if (f_.swap_taint || f_.swap_guard) {
-    out_->state = OwnerState::kSwapping;
-    EnsureSwapGuard("its reservation is replaced");
-    std::string why;
-    ReservationClass cls = WantedClass(&why);
-    Create(cls, "ReservationReplaced",
-           StrCat("Created reservation ", f_.reservation_namespace, "/", f_.reservation_name,
-                  " for node ", f_.node->name, " at class ", ClassRef(cls, *f_.lending).name, " (",
-                  why, ")"),
-           EventType::kNormal);
-  } else if (!f_.nominated.empty() && f_.jobs.empty()) {
-    out_->state = OwnerState::kLending;
-    LendDefault(StrCat("no reservation and pod ", PodName(*f_.nominated.front()),
-                       " is nominated to the node"));
-  } else {
-    out_->state = OwnerState::kSlurm;
-    std::string why;
-    ReservationClass cls = WantedClass(&why);
-    if (f_.jobs.empty()) {
-      Create(cls, "ReservationCreated",
-             StrCat("Created reservation ", f_.reservation_namespace, "/", f_.reservation_name,
-                    ": node ", f_.node->name, " belongs to Slurm"),
-             EventType::kNormal);
-    } else {
-      Create(
-          cls, "ReservationMissing",
-          StrCat("Node ", f_.node->name, " runs Slurm jobs but had no reservation pod: recreated ",
-                 f_.reservation_namespace, "/", f_.reservation_name, " at class ",
-                 ClassRef(cls, *f_.lending).name),
-          EventType::kWarning);
-    }
-  }
-}
-
-void Planner::Create(ReservationClass cls, std::string reason, std::string message,
-                     EventType type) {
-  const int64_t gpus = Gpus();
-  if (gpus <= 0) {
-    Explain("the node has no GPUs: no reservation needed");
-    return;
-  }
-  Action& a = Add(ActionKind::kCreateReservationPod, std::move(reason), std::move(message), type);
-  a.reservation = BuildReservation(*f_.node, cls, *f_.cfg, f_.now);
-  Explain(StrCat("creating reservation ", f_.reservation_namespace, "/", f_.reservation_name, " (",
-                 gpus, " GPUs, class ", ClassRef(cls, *f_.lending).name, ")"));
 }
 
 void Planner::LendDefault(std::string_view cause) {
@@ -843,6 +533,13 @@ void Planner::Returning() {
   Explain("returned to Slurm");
 }
 
+void Planner::DropReclaimTaintWhenOver() {
+  if (f_.node->reclaim || !HasTaint(*f_.k8s_node, kReclaimTaintKey)) return;
+  RemoveTaint(kReclaimTaintKey, "ReclaimOver",
+              StrCat("Removed taint ", kReclaimTaintKey, " from node ", f_.node->name,
+                     ": no Slurm job waits for it any more (it runs, or no longer needs it)"));
+}
+
 void Planner::SlurmOwned() {
   const GpuPod& r = *f_.reservation;
   const Clock::TimePoint now = f_.now;
@@ -992,6 +689,46 @@ void Planner::StartSwap(std::string why, EventType type) {
   Explain(StrCat("replacing the reservation: ", why));
 }
 
+// A preemption of the reservation that must not become a lend: kube-scheduler preempts by
+// priority alone, the bridge's policy also by what the jobs are. Only a preemption by a pod
+// (nominated to the node) with Slurm work on the node and no lend started yet; a deletion
+// by anyone else (kubectl, the namespace) stays a lend, with protected work waited for.
+//   - work that may not be preempted (the protected class) is never taken, whatever the
+//     preemptor's priority (system-critical pods, 2e9, are above the protected class);
+//   - preemptible work is taken only by a pod at or above lending.inference_threshold.
+bool Planner::LendRefused(std::string* why) const {
+  if (f_.lent_at || f_.lend_drain || f_.jobs.empty() || f_.nominated.empty()) return false;
+  const GpuPod* top = f_.nominated.front();
+  for (const GpuPod* p : f_.nominated) {
+    if (p->priority > top->priority) top = p;
+  }
+  std::string cls_why;
+  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but the node runs Slurm work that is never "
+                  "preempted (",
+                  cls_why, ")");
+    return true;
+  }
+  if (top->priority < f_.lending->inference_threshold) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but only pods at or above "
+                  "lending.inference_threshold (",
+                  f_.lending->inference_threshold, ") may take Slurm's jobs");
+    return true;
+  }
+  // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
+  // idle GPUs only (an idle node is lent: no job, no refusal above).
+  if (auto b = f_.node->borrowing_nominated.find(PodName(*top));
+      b != f_.node->borrowing_nominated.end()) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but ", b->second,
+                  ", and borrowed GPUs come only from idle nodes (quotas)");
+    return true;
+  }
+  return false;
+}
+
 // Not lent: the node stays Slurm's. Guarded first (the swap taint keeps the preemptor,
 // nominated to the node, from binding once the old reservation goes), then the preempted
 // reservation is marked as being replaced, which the swap then finishes (SwapRelease, a new
@@ -1041,29 +778,40 @@ void Planner::SwapRelease() {
   Explain("swap: releasing the old reservation");
 }
 
-}  // namespace
-
-std::string_view OwnerStateName(OwnerState s) {
-  switch (s) {
-    case OwnerState::kDisabled:
-      return "disabled";
-    case OwnerState::kUnknown:
-      return "unknown";
-    case OwnerState::kSlurm:
-      return "slurm";
-    case OwnerState::kLending:
-      return "lending";
-    case OwnerState::kKubernetes:
-      return "k8s";
-    case OwnerState::kReturning:
-      return "returning";
-    case OwnerState::kSwapping:
-      return "swapping";
-  }
-  return "unknown";
+void Planner::EnsureSwapGuard(std::string_view why) {
+  swap_guard_wanted_ = true;
+  if (f_.swap_guard) return;
+  plan::AnnotationPatch labels;
+  labels.set[kSwapGuardLabel] = "true";
+  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOn",
+      StrCat("Labelled node ", f_.node->name, " ", kSwapGuardLabel,
+             ": the apiserver admits no pod onto it but the bridge's while ", why))
+      .labels = std::move(labels);
 }
 
+void Planner::DropSwapGuardUnlessWanted() {
+  if (swap_guard_wanted_ || !f_.swap_guard) return;
+  plan::AnnotationPatch labels;
+  labels.remove.emplace_back(kSwapGuardLabel);
+  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOff",
+      StrCat("Removed label ", kSwapGuardLabel, " from node ", f_.node->name,
+             ": no reservation swap leaves its GPUs uncounted"))
+      .labels = std::move(labels);
+}
+
+}  // namespace internal
+
 namespace {
+
+using internal::HasFinalizer;
+using internal::IsOurReservation;
+using internal::PodName;
+using internal::Ref;
+using internal::ReservationNamespace;
+using inventory::GpuPod;
+using inventory::ManagedNode;
+using plan::ActionKind;
+using plan::EventType;
 
 // The Kubernetes node was deleted (or is no longer selected): the garbage collector
 // deletes its reservation (owner reference), and our finalizer would keep that pod
@@ -1092,6 +840,26 @@ void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Con
 
 }  // namespace
 
+std::string_view OwnerStateName(OwnerState s) {
+  switch (s) {
+    case OwnerState::kDisabled:
+      return "disabled";
+    case OwnerState::kUnknown:
+      return "unknown";
+    case OwnerState::kSlurm:
+      return "slurm";
+    case OwnerState::kLending:
+      return "lending";
+    case OwnerState::kKubernetes:
+      return "k8s";
+    case OwnerState::kReturning:
+      return "returning";
+    case OwnerState::kSwapping:
+      return "swapping";
+  }
+  return "unknown";
+}
+
 OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
                             Clock::TimePoint now, Clock::Duration min_update_interval) {
   OwnershipPlan plan;
@@ -1118,8 +886,8 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
     plan.explanation.push_back("Slurm has no node of this name: nothing to do");
     return plan;
   }
-  Facts f = Observe(node, cfg, now, min_update_interval);
-  Planner(f, &plan).Run();
+  internal::Facts f = internal::Observe(node, cfg, now, min_update_interval);
+  internal::Planner(f, &plan).Run();
   return plan;
 }
 
