@@ -11,11 +11,6 @@
 namespace skb::ownership::internal {
 namespace {
 
-using inventory::GpuPod;
-using plan::Action;
-using plan::ActionKind;
-using plan::EventType;
-
 void AddUnique(std::vector<uint32_t>* ids, uint32_t id) {
   if (std::find(ids->begin(), ids->end(), id) == ids->end()) ids->push_back(id);
 }

@@ -12,11 +12,6 @@
 namespace skb::ownership {
 namespace internal {
 
-using inventory::GpuPod;
-using plan::Action;
-using plan::ActionKind;
-using plan::EventType;
-
 void Planner::KubernetesOwned() {
   if (!f_.jobs.empty()) {
     Explain(

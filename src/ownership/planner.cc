@@ -9,11 +9,6 @@
 namespace skb::ownership::internal {
 namespace {
 
-using inventory::GpuPod;
-using plan::Action;
-using plan::ActionKind;
-using plan::EventType;
-
 // What an action planned in state `s` is for (the state is set before its flow runs).
 plan::Cause CauseOf(OwnerState s) {
   switch (s) {

@@ -28,6 +28,12 @@
 
 namespace skb::ownership::internal {
 
+// Unqualified in every file of the Planner.
+using inventory::GpuPod;
+using plan::Action;
+using plan::ActionKind;
+using plan::EventType;
+
 // Plans one node; `out` collects the result.
 class Planner {
  public:
