@@ -7,6 +7,7 @@
 #include <random>
 
 #include "src/ownership/ownership.h"
+#include "src/ownership/reservation.h"
 
 namespace {
 

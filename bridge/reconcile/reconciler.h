@@ -172,7 +172,7 @@ class Reconciler {
   std::map<std::string, slurm::NodeView> slurm_nodes_ GUARDED_BY(mu_);     // by name
   std::map<uint32_t, slurm::JobView> jobs_ GUARDED_BY(mu_);                // holding a node
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
-  // requeues those its checkpoint signal ended (ownership.cc RequeueJobsEndedBySignal).
+  // requeues those its checkpoint signal ended (src/ownership/lend.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
   std::set<std::string> gpu_granular_ GUARDED_BY(mu_);
   ownership::QuotaFacts quota_ GUARDED_BY(mu_);

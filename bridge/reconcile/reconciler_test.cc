@@ -7,7 +7,7 @@
 
 #include "bridge/slurm/fake_slurm_client.h"
 #include "k8s/fake_kube_client.h"
-#include "src/ownership/ownership.h"
+#include "src/ownership/reservation.h"
 
 namespace skb::bridge {
 namespace {

@@ -59,7 +59,7 @@
 // records event_type/event_reason/event_message as an Event on the node (and on the pod
 // for pod actions) only when it changed something. Aborted = state moved, plan again;
 // FailedPrecondition = Warning Event, wait for a change.
-//   kCreateReservationPod  Pod from `reservation`: labels, annotations, finalizers,
+//   kCreateReservationPod  Pod from `reservation` (reservation.h): labels, annotations, finalizers,
 //       spec.nodeName, priorityClassName (not priority), restartPolicy Always,
 //       terminationGracePeriodSeconds, tolerations, one container (image, command,
 //       requests = limits = {gpu_resource: gpus}, tiny cpu/memory, non-root, read-only root)
@@ -130,17 +130,5 @@ struct OwnershipPlan {
 // per second, which must leave the client's rate limit room for the actions that matter).
 OwnershipPlan PlanOwnership(const inventory::ManagedNode& node, const config::Config& cfg,
                             Clock::TimePoint now, Clock::Duration min_update_interval = {});
-
-// The reservation pod's name for a Kubernetes node name ("reserve-{node}").
-std::string ReservationName(const LendingConfig& cfg, std::string_view k8s_node_name);
-
-// The pod spec for `node`'s reservation at class `cls`, listing `node.jobs`.
-plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, ReservationClass cls,
-                                       const config::Config& cfg, Clock::TimePoint now);
-
-// "id user account gpus start;..." for the jobs holding the node, by job id; at most
-// kMaxListedJobs entries, then ";+N more".
-inline constexpr size_t kMaxListedJobs = 64;
-std::string FormatJobList(const std::vector<slurm::JobView>& jobs);
 
 }  // namespace skb::ownership

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "src/base/strings.h"
+#include "src/ownership/reservation.h"
+#include "src/ownership/test_support.h"
 
 namespace skb::ownership {
 namespace {
@@ -17,34 +19,15 @@ using plan::Action;
 using plan::ActionKind;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using test_support::BareNode;
+using test_support::Cfg;
+using test_support::Job;
+using test_support::kNow;
+using test_support::kNs;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-const Clock::TimePoint kNow = FromUnix(1'700'000'000);
-constexpr char kNs[] = "slurm-bridge";
-
-config::Config Cfg() {
-  config::Config cfg;
-  cfg.lending.enabled = true;
-  cfg.lending.namespace_name = kNs;
-  return cfg;
-}
-
-slurm::JobView Job(uint32_t id, bool preemptible = true) {
-  slurm::JobView j;
-  j.job_id = id;
-  j.state = slurm::JobState::kRunning;
-  j.requeue = true;
-  j.gpus_per_node = 8;
-  j.user_name = "alice";
-  j.account = "ml";
-  j.start_time = ToUnix(kNow - minutes(30));
-  j.admin_comment = preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
-  j.nodes = {"node1"};
-  return j;
-}
 
 // The reservation pod as the bridge creates it (via BuildReservation), Running.
 GpuPod Reservation(const ManagedNode& n, const config::Config& cfg, ReservationClass cls,
@@ -75,22 +58,6 @@ GpuPod K8sPod(std::string name, std::string phase = "Running", std::string node 
   p.phase = std::move(phase);
   p.priority = 500'000;
   return p;
-}
-
-ManagedNode BareNode() {
-  ManagedNode n;
-  n.name = "node1";
-  inventory::K8sNode k;
-  k.name = "node1";
-  k.conditions = {{"Ready", "True", "KubeletReady", "", kNow - std::chrono::hours(1)}};
-  k.gpu_capacity = k.gpu_allocatable = 8;
-  n.k8s = k;
-  slurm::NodeView s;
-  s.name = "node1";
-  s.base_state = slurm::NodeBaseState::kIdle;
-  s.gpus = {{"h100", 8}};
-  n.slurm = s;
-  return n;
 }
 
 // A node Slurm owns, running `jobs`, with an up-to-date reservation of the right class.
@@ -1220,16 +1187,6 @@ TEST(GuaranteedQuota, AGuaranteedComponentElsewhereProtectsTheWholeJob) {
 
 // ---- Bad input -------------------------------------------------------------------------
 
-// The owner reference's uid comes from the cache (no GET of the node per create); a node the
-// cache knows without a uid leaves it empty, and the executor reads the node.
-TEST(BuildReservation, CarriesTheNodeUidFromTheCache) {
-  ManagedNode n = BareNode();
-  n.k8s->uid = "6f1c-node1";
-  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "6f1c-node1");
-  n.k8s->uid.clear();
-  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "");
-}
-
 // The caller's floor (a large cluster at a modest client rate) stretches the job-list
 // refresh interval; a floor below the configured interval changes nothing.
 TEST(PlanOwnership, JobListRefreshWaitsForTheLongerOfIntervalAndFloor) {
@@ -1398,26 +1355,6 @@ TEST(PlanOwnership, NodeWithoutGpusNeedsNoReservation) {
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   EXPECT_TRUE(p.actions.empty()) << Dump(p);
   EXPECT_THAT(p.explanation.back(), HasSubstr("no GPUs"));
-}
-
-TEST(PlanOwnership, ReservationNameAndJobList) {
-  LendingConfig l;
-  EXPECT_EQ(ReservationName(l, "gpu-7.example.org"), "reserve-gpu-7.example.org");
-  l.name_pattern = "{node}-hold";
-  EXPECT_EQ(ReservationName(l, "n1"), "n1-hold");
-  std::vector<slurm::JobView> jobs;
-  for (uint32_t id = 200; id > 0; --id) jobs.push_back(Job(id));
-  jobs[0].user_name = "bob smith;x";
-  jobs[1].user_name.clear();
-  jobs[1].user_id = 1234;
-  jobs[1].account.clear();
-  std::string list = FormatJobList(jobs);
-  EXPECT_EQ(list.substr(0, list.find(';')), StrCat("1 alice ml 8 ", ToUnix(kNow - minutes(30))));
-  EXPECT_THAT(list, HasSubstr(";+136 more"));
-  EXPECT_EQ(
-      FormatJobList({jobs[0], jobs[1]}),
-      StrCat("199 1234 - 8 ", jobs[1].start_time, ";200 bob_smith_x ml 8 ", jobs[0].start_time));
-  EXPECT_EQ(FormatJobList({}), "");
 }
 
 // ---- Whole stories over time, with a crash after every possible action ------------------

@@ -1,0 +1,88 @@
+#include "src/ownership/reservation.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "src/base/strings.h"
+#include "src/ownership/internal/records.h"
+
+namespace skb::ownership {
+namespace {
+
+// The reservation container's whole program (/bin/sh -c): it ignores the kubelet's stop
+// signals and exits only once the bridge has marked the pod released, which the kubelet
+// projects into kAnnotationsFile (the downward API writes each annotation as key="value" on
+// a line of its own). Until then a deleted reservation runs on, holding its GPUs, up to the
+// kubelet's kill at its termination grace (ReservationGrace).
+std::string ContainerScript() {
+  return StrCat("trap '' TERM INT HUP; until grep -qs '^", kReleasedAnnotation, "=\"true\"' ",
+                kAnnotationsFile, "; do sleep 1; done");
+}
+
+}  // namespace
+
+std::string ReservationName(const LendingConfig& cfg, std::string_view k8s_node_name) {
+  std::string name = cfg.name_pattern;
+  const size_t at = name.find("{node}");
+  if (at != std::string::npos) name.replace(at, 6, k8s_node_name);
+  if (name.size() > 253) name.resize(253);
+  return name;
+}
+
+std::string FormatJobList(const std::vector<slurm::JobView>& jobs) {
+  std::vector<const slurm::JobView*> sorted;
+  for (const slurm::JobView& j : jobs) {
+    if (HoldsNode(j)) sorted.push_back(&j);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const slurm::JobView* a, const slurm::JobView* b) { return a->job_id < b->job_id; });
+  auto clean = [](std::string s) {
+    for (char& c : s) {
+      if (c == ' ' || c == ';' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    }
+    return s.empty() ? std::string("-") : s;
+  };
+  std::string out;
+  for (size_t i = 0; i < sorted.size() && i < kMaxListedJobs; ++i) {
+    const slurm::JobView& j = *sorted[i];
+    StrAppend(&out, i ? ";" : "", j.job_id, " ",
+              clean(j.user_name.empty() ? StrCat(j.user_id) : j.user_name), " ", clean(j.account),
+              " ", j.gpus_per_node, " ", j.start_time);
+  }
+  if (sorted.size() > kMaxListedJobs)
+    StrAppend(&out, ";+", sorted.size() - kMaxListedJobs, " more");
+  return out;
+}
+
+plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, ReservationClass cls,
+                                       const config::Config& cfg, Clock::TimePoint now) {
+  const LendingConfig& l = cfg.lending;
+  plan::ReservationSpec spec;
+  const std::string k8s_name = node.k8s ? node.k8s->name : node.name;
+  spec.namespace_name = internal::ReservationNamespace(cfg);
+  spec.name = ReservationName(l, k8s_name);
+  spec.node = k8s_name;
+  if (node.k8s) spec.node_uid = node.k8s->uid;
+  spec.gpu_resource = l.gpu_resource;
+  if (node.k8s)
+    spec.gpus = node.k8s->gpu_allocatable > 0 ? node.k8s->gpu_allocatable : node.k8s->gpu_capacity;
+  if (spec.gpus <= 0 && node.slurm) spec.gpus = node.slurm->TotalGpus();
+  const PriorityClassRef& pc = ClassRef(cls, l);
+  spec.priority_class_name = pc.name;
+  spec.priority = pc.value;
+  spec.image = l.image;
+  spec.command = {"/bin/sh", "-c", ContainerScript()};
+  spec.labels = {{kRoleLabel, kReservationRole},
+                 {kClassLabel, std::string(ReservationClassName(cls))},
+                 {kManagedByLabel, "slurm-k8s-bridge"}};
+  spec.annotations = {{kJobsAnnotation, FormatJobList(node.jobs)},
+                      {kJobsUpdatedAtAnnotation, StrCat(ToUnix(now))},
+                      {kSlurmNodeAnnotation, node.name}};
+  spec.finalizers = {kFinalizer};
+  const auto grace = std::chrono::duration_cast<std::chrono::seconds>(ReservationGrace(l));
+  spec.termination_grace_seconds = grace.count();
+  spec.tolerations = {plan::TolerationSpec{}};
+  return spec;
+}
+
+}  // namespace skb::ownership

@@ -1,0 +1,51 @@
+#include "src/ownership/reservation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "src/base/strings.h"
+#include "src/ownership/test_support.h"
+
+namespace skb::ownership {
+namespace {
+
+using inventory::ManagedNode;
+using std::chrono::minutes;
+using test_support::BareNode;
+using test_support::Cfg;
+using test_support::Job;
+using test_support::kNow;
+using ::testing::HasSubstr;
+
+// The owner reference's uid comes from the cache (no GET of the node per create); a node the
+// cache knows without a uid leaves it empty, and the executor reads the node.
+TEST(BuildReservation, CarriesTheNodeUidFromTheCache) {
+  ManagedNode n = BareNode();
+  n.k8s->uid = "6f1c-node1";
+  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "6f1c-node1");
+  n.k8s->uid.clear();
+  EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "");
+}
+
+TEST(PlanOwnership, ReservationNameAndJobList) {
+  LendingConfig l;
+  EXPECT_EQ(ReservationName(l, "gpu-7.example.org"), "reserve-gpu-7.example.org");
+  l.name_pattern = "{node}-hold";
+  EXPECT_EQ(ReservationName(l, "n1"), "n1-hold");
+  std::vector<slurm::JobView> jobs;
+  for (uint32_t id = 200; id > 0; --id) jobs.push_back(Job(id));
+  jobs[0].user_name = "bob smith;x";
+  jobs[1].user_name.clear();
+  jobs[1].user_id = 1234;
+  jobs[1].account.clear();
+  std::string list = FormatJobList(jobs);
+  EXPECT_EQ(list.substr(0, list.find(';')), StrCat("1 alice ml 8 ", ToUnix(kNow - minutes(30))));
+  EXPECT_THAT(list, HasSubstr(";+136 more"));
+  EXPECT_EQ(
+      FormatJobList({jobs[0], jobs[1]}),
+      StrCat("199 1234 - 8 ", jobs[1].start_time, ";200 bob_smith_x ml 8 ", jobs[0].start_time));
+  EXPECT_EQ(FormatJobList({}), "");
+}
+
+}  // namespace
+}  // namespace skb::ownership

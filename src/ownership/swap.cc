@@ -1,0 +1,144 @@
+// The Planner's swap flow (internal/planner.h): a reservation replaced under the swap taint
+// and guard (a class change, a failed reservation), and a preemption of the reservation
+// refused as a lend, which the swap then finishes.
+#include "src/base/strings.h"
+#include "src/ownership/internal/planner.h"
+#include "src/ownership/internal/records.h"
+
+namespace skb::ownership::internal {
+
+void Planner::StartSwap(std::string why, EventType type) {
+  const GpuPod& r = *f_.reservation;
+  out_->state = OwnerState::kSwapping;
+  // A failed reservation counts no GPU already: guarded before anything else.
+  if (Terminal(r)) EnsureSwapGuard("its failed reservation is replaced");
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its reservation is replaced: ", why));
+  }
+  if (!Replacing(r)) {
+    Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
+                    StrCat("Marked reservation ", PodName(r), " as being replaced: ", why));
+    a.pod = Ref(r);
+    a.annotations.set[kReplacingAnnotation] = "true";
+  }
+  Action& a = Add(ActionKind::kDeleteReservationPod, "ReservationReplacing",
+                  StrCat("Deleted reservation ", PodName(r), " of node ", f_.node->name,
+                         " to replace it: ", why),
+                  type);
+  a.pod = Ref(r);
+  Explain(StrCat("replacing the reservation: ", why));
+}
+
+// A preemption of the reservation that must not become a lend: kube-scheduler preempts by
+// priority alone, the bridge's policy also by what the jobs are. Only a preemption by a pod
+// (nominated to the node) with Slurm work on the node and no lend started yet; a deletion
+// by anyone else (kubectl, the namespace) stays a lend, with protected work waited for.
+//   - work that may not be preempted (the protected class) is never taken, whatever the
+//     preemptor's priority (system-critical pods, 2e9, are above the protected class);
+//   - preemptible work is taken only by a pod at or above lending.inference_threshold.
+bool Planner::LendRefused(std::string* why) const {
+  if (f_.lent_at || f_.lend_drain || f_.jobs.empty() || f_.nominated.empty()) return false;
+  const GpuPod* top = f_.nominated.front();
+  for (const GpuPod* p : f_.nominated) {
+    if (p->priority > top->priority) top = p;
+  }
+  std::string cls_why;
+  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but the node runs Slurm work that is never "
+                  "preempted (",
+                  cls_why, ")");
+    return true;
+  }
+  if (top->priority < f_.lending->inference_threshold) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but only pods at or above "
+                  "lending.inference_threshold (",
+                  f_.lending->inference_threshold, ") may take Slurm's jobs");
+    return true;
+  }
+  // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
+  // idle GPUs only (an idle node is lent: no job, no refusal above).
+  if (auto b = f_.node->borrowing_nominated.find(PodName(*top));
+      b != f_.node->borrowing_nominated.end()) {
+    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
+                  ") preempted its reservation, but ", b->second,
+                  ", and borrowed GPUs come only from idle nodes (quotas)");
+    return true;
+  }
+  return false;
+}
+
+// Not lent: the node stays Slurm's. Guarded first (the swap taint keeps the preemptor,
+// nominated to the node, from binding once the old reservation goes), then the preempted
+// reservation is marked as being replaced, which the swap then finishes (SwapRelease, a new
+// reservation, the taint removed once it runs).
+void Planner::RefuseLend(const std::string& why) {
+  const GpuPod& r = *f_.reservation;
+  out_->state = OwnerState::kSwapping;
+  Explain(StrCat("not lent: ", why));
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its preempted reservation is replaced"));
+  }
+  if (!f_.lend_refused_at) {
+    plan::AnnotationPatch p;
+    p.set[kLendRefusedAtAnnotation] = StrCat(ToUnix(f_.now));
+    PatchNode(std::move(p), "LendRefused",
+              StrCat("Node ", f_.node->name, " is not lent: ", why, "; reservation ", PodName(r),
+                     " is replaced under the ", kSwapTaintKey, " taint, kept until ",
+                     FormatSeconds(f_.lending->cooldown), " after the refusal"),
+              EventType::kWarning);
+  }
+  Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
+                  StrCat("Marked reservation ", PodName(r), " as being replaced: not lent"));
+  a.pod = Ref(r);
+  a.annotations.set[kReplacingAnnotation] = "true";
+}
+
+void Planner::SwapRelease() {
+  const GpuPod& r = *f_.reservation;
+  // On before the release (the executor checks it at the source, too).
+  EnsureSwapGuard("its reservation is replaced");
+  if (!f_.swap_taint) {
+    SetTaint(kSwapTaintKey, "ReservationSwapStarted",
+             StrCat("Tainted node ", f_.node->name, " ", kSwapTaintKey,
+                    ":NoSchedule while its reservation is replaced"));
+  }
+  if (Released(r)) {
+    Explain(StrCat("swap: old reservation ", PodName(r), " released, waiting for it to go"));
+    return;
+  }
+  Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReplacing",
+                  StrCat("Released the old reservation ", PodName(r), " of node ", f_.node->name,
+                         " (being replaced; the node is tainted ", kSwapTaintKey, ")"));
+  a.pod = Ref(r);
+  a.release_check = plan::ReleaseCheck::kSwapTaint;
+  Explain("swap: releasing the old reservation");
+}
+
+void Planner::EnsureSwapGuard(std::string_view why) {
+  swap_guard_wanted_ = true;
+  if (f_.swap_guard) return;
+  plan::AnnotationPatch labels;
+  labels.set[kSwapGuardLabel] = "true";
+  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOn",
+      StrCat("Labelled node ", f_.node->name, " ", kSwapGuardLabel,
+             ": the apiserver admits no pod onto it but the bridge's while ", why))
+      .labels = std::move(labels);
+}
+
+void Planner::DropSwapGuardUnlessWanted() {
+  if (swap_guard_wanted_ || !f_.swap_guard) return;
+  plan::AnnotationPatch labels;
+  labels.remove.emplace_back(kSwapGuardLabel);
+  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOff",
+      StrCat("Removed label ", kSwapGuardLabel, " from node ", f_.node->name,
+             ": no reservation swap leaves its GPUs uncounted"))
+      .labels = std::move(labels);
+}
+
+}  // namespace skb::ownership::internal
