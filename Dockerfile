@@ -2,9 +2,20 @@
 # tree builds (cmake/SkbPackaging.cmake), installed on Debian 12 with apt, so the image holds
 # exactly what the package depends on -- including slurm-wlm-basic-plugins, whose
 # auth_munge.so libslurm loads to talk to slurmctld. The job_submit plugin comes with the
-# package but is used only on the slurmctld host (docs/deploy.md).
+# package but is used only on the slurmctld host (docs/install.md, which also says how to
+# build this image).
 #
-#   docker build -t slurm-k8s-bridge:dev .     (or: podman build / buildah bud)
+#   docker build -t ghcr.io/slurm-k8s-bridge/slurm-k8s-bridge:0.1.0 .   (or buildah bud, podman build)
+#
+# compiles the project in a debian:12 stage (the chart's default image: its appVersion is the
+# project's version). With a package built already (cpack, docs/install.md), the build
+# context is a directory that holds it as slurm-k8s-bridge.deb, and nothing compiles:
+#
+#   docker build --build-arg DEB_FROM=prebuilt -f Dockerfile -t ... DIR
+#
+# Docker needs BuildKit (its default since 23.0): the legacy builder builds the unused stage
+# too, and fails. BUILD_IMAGE and RUNTIME_IMAGE name the base images (a site's mirror; the
+# test, tests/package/image_test.sh, gives a Debian 12 root made by debootstrap: no registry).
 #
 # The Slurm client library must be the release slurmctld runs (22.05 on Debian 12): the
 # daemon speaks Slurm's RPC protocol through libslurm.
@@ -12,7 +23,12 @@
 # uid: the daemon runs as SlurmUser, Debian's `slurm` (uid/gid 64030, created by
 # slurm-wlm-basic-plugins), in the image, the chart and the systemd unit alike: Slurm takes
 # its drain/requeue RPCs as an administrator's, and slurmctld may connect to its socket.
-FROM debian:12 AS build
+ARG BUILD_IMAGE=debian:12
+ARG RUNTIME_IMAGE=debian:12-slim
+# build: compile here; prebuilt: take slurm-k8s-bridge.deb from the build context.
+ARG DEB_FROM=build
+
+FROM ${BUILD_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config dpkg-dev file \
       libslurm-dev libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler \
@@ -27,12 +43,20 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     && cpack --config /build/CPackConfig.cmake -B /pkg \
     && mv /pkg/slurm-k8s-bridge_*.deb /pkg/slurm-k8s-bridge.deb
 
-FROM debian:12-slim
-COPY --from=build /pkg/slurm-k8s-bridge.deb /tmp/
+FROM scratch AS prebuilt
+COPY slurm-k8s-bridge.deb /pkg/
+
+# Only the stage DEB_FROM names is built (BuildKit, buildah). The fallback in the expansion
+# is needed: buildah 1.28 (Debian 12's) picks the stages to build from --build-arg values
+# alone, without the ARG defaults above, and would otherwise skip `build` and then miss it.
+FROM ${DEB_FROM:-build} AS deb
+
+FROM ${RUNTIME_IMAGE}
+COPY --from=deb /pkg/slurm-k8s-bridge.deb /tmp/
 RUN apt-get update \
     && apt-get install -y --no-install-recommends /tmp/slurm-k8s-bridge.deb ca-certificates \
     && rm -rf /var/lib/apt/lists/* /tmp/slurm-k8s-bridge.deb \
-    && test "$(id -u slurm)" = 64030
+    && test "$(id -u slurm):$(id -g slurm)" = 64030:64030
 # The chart runs it with a read-only root; the plugin socket lives on a volume.
 USER 64030:64030
 ENTRYPOINT ["/usr/bin/slurm-k8s-bridge"]

@@ -14,22 +14,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/deb_root_lib.sh"
 deb_root_install "$1"
 
-for f in /usr/bin/slurm-k8s-bridge /usr/bin/bridgectl; do
-  missing="$(in_root ldd "$f" | grep 'not found' || true)"
-  [[ -z "$missing" ]] || fail "$f: $missing"
-done
-plugin="$(in_root dpkg -L slurm-k8s-bridge | grep '/job_submit_k8s_bridge\.so$')"
-plugin_dir="$(dirname "$plugin")"
-[[ -f "$ROOT$plugin_dir/auth_munge.so" ]] ||
-  fail "auth_munge.so is not beside the plugin in $plugin_dir (libslurm cannot authenticate)"
-missing="$(in_root ldd "$plugin_dir/auth_munge.so" | grep 'not found' || true)"
-[[ -z "$missing" ]] || fail "auth_munge.so: $missing"
-uid="$(in_root id -u slurm)" || fail "no slurm user"
-[[ "$uid" == 64030 ]] || fail "slurm has uid $uid, not 64030 (the image's and the chart's)"
-
-in_root slurm-k8s-bridge --version
-in_root slurm-k8s-bridge --check-config --config /etc/slurm-k8s-bridge/config.json
-in_root bridgectl --help >/dev/null || fail "bridgectl --help failed"
+check_installed in_root
 # The daemon as the unit runs it: as slurm.
 in_root setpriv --reuid=slurm --regid=slurm --init-groups slurm-k8s-bridge --version >/dev/null ||
   fail "the daemon does not run as slurm"
