@@ -8,7 +8,7 @@
 # testbed's directory (slurm.conf, munge socket) read-only at its own path. It reaches
 # slurmctld through libslurm and munge (auth_munge.so from the image, nothing from the host)
 # and the apiserver: /readyz answers ok, the log shows the Slurm snapshot and the synced
-# caches, and SIGTERM stops it. It manages no node and does not lend, so it changes nothing
+# caches, the image's bridgectl gets its answer over the socket, and SIGTERM stops it. It manages no node and does not lend, so it changes nothing
 # on the shared testbed. Skipped (exit 77) without a running testbed, or when not root.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/image_lib.sh"
@@ -81,6 +81,14 @@ done
 echo "Slurm plugins loaded: $(grep -o '/slurm-wlm/[^/ ]*\.so$' "/proc/$daemon/maps" | sort -u |
   sed 's|.*/||' | tr '\n' ' ')"
 grep -q '/slurm-wlm/auth_munge\.so$' "/proc/$daemon/maps" || fail "auth_munge.so is not loaded"
+
+# bridgectl from the image beside the running daemon, as `kubectl exec` into the chart's pod
+# runs it (docs/bridgectl.md): the image's user, the default socket path, no flags.
+ctl="$("${BUILDAH[@]}" run --network host -v "$work/run:/run/slurm-k8s-bridge" "$CTR" -- \
+  /usr/bin/bridgectl get nodes -o json 2>&1)" || fail "bridgectl in the image failed: $ctl"
+jq -e '.nodes | type == "array"' <<<"$ctl" >/dev/null ||
+  fail "bridgectl in the image answered no node list: $ctl"
+echo "bridgectl get nodes (in the image): $(jq -c . <<<"$ctl")"
 
 kill "$daemon"
 # The daemon is buildah's grandchild (reaped below buildah), buildah exits after it.
