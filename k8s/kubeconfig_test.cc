@@ -467,7 +467,7 @@ TEST_F(MergeTest, ErrorsNameTheFileTheEntryCameFrom) {
   std::string bad = Write("bad", "clusters: [oops\n");
   auto parse = LoadKubeconfigFiles({a_, bad}, "");
   EXPECT_EQ(parse.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(parse.status().message(), HasSubstr("kubeconfig " + bad + ": line 1"));
+  EXPECT_THAT(parse.status().message(), HasSubstr("kubeconfig " + bad + ": line 2"));
 }
 
 TEST_F(MergeTest, DefaultRestConfigMergesKubeconfigEntries) {
