@@ -8,7 +8,7 @@
 #include "k8s/base64.h"
 #include "k8s/exec_credential.h"
 #include "k8s/file.h"
-#include "k8s/yaml_lite.h"
+#include "k8s/yaml_reader.h"
 #include "src/base/strings.h"
 
 namespace skb::k8s {
@@ -86,7 +86,7 @@ struct KubeFile {
 
 StatusOr<KubeFile> ParseFile(std::string_view text, const std::string& path) {
   KubeFile file{path, StrCat("kubeconfig ", path, ": "), DirOf(path), json()};
-  auto parsed = ParseYamlSubset(text);
+  auto parsed = ParseYamlDocument(text);
   if (!parsed.ok()) return InvalidArgumentError(StrCat(file.prefix, parsed.status().message()));
   file.doc = std::move(parsed).value();
   if (!file.doc.is_object()) {

@@ -130,6 +130,24 @@ TEST_F(KubeconfigTest, InsecureSkipVerifyAndJsonForm) {
   EXPECT_THAT(json_cfg->Describe(), HasSubstr("auth=anonymous"));
 }
 
+// YAML that kubectl reads and hand-written kubeconfigs use: flow mappings, block scalars,
+// anchors.
+TEST_F(KubeconfigTest, FlowMappingsBlockScalarsAndAnchors) {
+  auto cfg = ParseKubeconfig(
+      "current-context: c\n"
+      "contexts:\n- {name: c, context: {cluster: k, user: u}}\n"
+      "clusters:\n- name: k\n  cluster: &k\n    server: https://h:1\n"
+      "    certificate-authority-data: >-\n      " +
+          Base64Encode(kCa) +
+          "\n- name: copy\n  cluster: *k\n"
+          "users:\n- name: u\n  user: {token: abc.def}\n",
+      "k", "");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->server, "https://h:1");
+  EXPECT_EQ(cfg->ca_pem, kCa);
+  EXPECT_EQ(cfg->bearer_token, "abc.def");
+}
+
 TEST_F(KubeconfigTest, ExplicitContextOverridesCurrent) {
   auto cfg = ParseKubeconfig(Config("", "    token: t\n"), "k", "other");
   ASSERT_FALSE(cfg.ok());
@@ -160,7 +178,8 @@ void ExpectBroken(const BrokenCase (&cases)[N], const std::string& secret) {
 TEST_F(KubeconfigTest, BrokenFilesGiveClearErrors) {
   const std::string secret = "SECRET-TOKEN-VALUE";
   const BrokenCase cases[] = {
-      {"not yaml", "clusters: [oops\n", StatusCode::kInvalidArgument, "kubeconfig k: line 1"},
+      // The line where the parser found the flow list unclosed: the end of the input.
+      {"not yaml", "clusters: [oops\n", StatusCode::kInvalidArgument, "kubeconfig k: line 2"},
       {"scalar", "hello\n", StatusCode::kInvalidArgument, "not a mapping"},
       {"no context", "kind: Config\n", StatusCode::kFailedPrecondition, "no current-context"},
       {"unknown context", "current-context: x\ncontexts: []\n", StatusCode::kFailedPrecondition,
@@ -448,7 +467,7 @@ TEST_F(MergeTest, ErrorsNameTheFileTheEntryCameFrom) {
   std::string bad = Write("bad", "clusters: [oops\n");
   auto parse = LoadKubeconfigFiles({a_, bad}, "");
   EXPECT_EQ(parse.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(parse.status().message(), HasSubstr("kubeconfig " + bad + ": line 1"));
+  EXPECT_THAT(parse.status().message(), HasSubstr("kubeconfig " + bad + ": line 2"));
 }
 
 TEST_F(MergeTest, DefaultRestConfigMergesKubeconfigEntries) {

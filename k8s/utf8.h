@@ -1,4 +1,4 @@
-// UTF-8 encoding shared by the parsers of outside text (json_selection.cc, yaml_lite.cc).
+// UTF-8 encoding for the parsers of outside text (json_selection.cc).
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include "k8s/pod_info.h"
 #include "k8s/quantity.h"
 #include "k8s/watch_decoder.h"
-#include "k8s/yaml_lite.h"
+#include "k8s/yaml_reader.h"
 
 namespace skb::k8s::fuzz {
 
@@ -51,7 +51,7 @@ FuzzResult RunWatchFuzzInput(std::string_view input) {
     (void)Quantity::Parse(input);
     (void)Base64Decode(input);
     (void)ApiError("fuzz", 500, input, input.substr(0, 8));
-    (void)ParseYamlSubset(input);
+    (void)ParseYamlDocument(input);
   }
   return r;
 }

@@ -22,7 +22,7 @@ SKB_SLURM_ROOT_PACKAGES=(
   slurmctld slurmd slurmdbd slurm-client libslurm-dev munge
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler libspdlog-dev
-  libgtest-dev libgmock-dev prometheus-cpp-dev libcivetweb-dev libcli11-dev
+  libgtest-dev libgmock-dev prometheus-cpp-dev libcivetweb-dev libcli11-dev libyaml-cpp-dev
   curl procps iproute2 openssl jq python3 python3-yaml
 )
 

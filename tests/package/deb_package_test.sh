@@ -31,7 +31,7 @@ plugin_dir="$(cache SKB_SLURM_PLUGIN_DIR)"
 [[ "$(field Package)" == slurm-k8s-bridge ]] || fail "Package: $(field Package)"
 depends="$(field Depends)"
 echo "Depends: $depends"
-for lib in libslurm38 libcurl4 'libprotobuf' libspdlog 'libstdc\+\+6' 'libc6'; do
+for lib in libslurm38 libcurl4 'libprotobuf' libspdlog libyaml-cpp 'libstdc\+\+6' 'libc6'; do
   grep -Eq "(^|, )$lib" <<<"$depends" || fail "Depends lacks $lib"
 done
 slurm_mm="$(sed -n 's/^Slurm_VERSION:[A-Z]*=\([0-9]*\.[0-9]*\).*/\1/p' "$BUILD/CMakeCache.txt")"
