@@ -105,19 +105,30 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(lend["signalled"].dump(), HasSubstr(StrCat("\"", victim, "\"")));
   EXPECT_THAT(lend["preempted"].dump(), HasSubstr(StrCat("\"", victim, "\""))) << lend.dump();
   EXPECT_EQ(lend["outcome"], "returned to Slurm") << lend.dump();
-  auto jobs = RunCommand(
-      {skb::testbed::BridgectlBinary(), "--socket", daemon_->socket(), "get", "jobs", "-o", "json"},
-      seconds(30));
-  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
-  bool listed = false;
-  const nlohmann::json listed_jobs = nlohmann::json::parse(jobs.out);  // outlives the loop
-  for (const auto& j : listed_jobs["jobs"]) {
-    if (std::to_string(j["jobId"].get<uint32_t>()) != victim) continue;
-    listed = true;
-    EXPECT_GE(j["preemptions"].get<int>(), 1) << j.dump();
-    EXPECT_EQ(j["nodes"], nlohmann::json::array({node})) << j.dump();
-  }
-  EXPECT_TRUE(listed) << jobs.out;
+  // The daemon answers from its last Slurm poll, which may not have seen the restart that
+  // scontrol shows above yet (slurmctld's change stamps can miss a change until the next
+  // resync): wait for it to show the victim running on the node again (CI once read the
+  // job there with no node, pending in the daemon's snapshot).
+  nlohmann::json victim_listed;
+  std::string jobs_out;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto jobs = RunCommand({skb::testbed::BridgectlBinary(), "--socket", daemon_->socket(),
+                                "get", "jobs", "-o", "json"},
+                               seconds(30));
+        if (jobs.exit_code != 0) return false;
+        jobs_out = jobs.out;
+        const nlohmann::json listed_jobs = nlohmann::json::parse(jobs.out);  // outlives the loop
+        for (const auto& j : listed_jobs["jobs"]) {
+          if (std::to_string(j["jobId"].get<uint32_t>()) == victim) victim_listed = j;
+        }
+        return victim_listed.is_object() && victim_listed["nodes"] == nlohmann::json::array({node});
+      },
+      seconds(20)))
+      << jobs_out;
+  ASSERT_TRUE(victim_listed.is_object()) << jobs_out;
+  EXPECT_GE(victim_listed["preemptions"].get<int>(), 1) << victim_listed.dump();
+  EXPECT_EQ(victim_listed["nodes"], nlohmann::json::array({node})) << victim_listed.dump();
 }
 
 // Every node lent at once, each job of another kind: one that traps the configured signal
