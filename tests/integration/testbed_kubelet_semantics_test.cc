@@ -14,7 +14,8 @@
 //    running pod Failed, not deleted), kubelet-restart (pods admitted again, those that no
 //    longer fit Failed), gpu-lost / gpu-recovered (allocatable changes, running pods stay),
 //    force-delete (a Terminating pod killed at once); a pod with spec.nodeName ignores
-//    NoSchedule taints, a pod that tolerates everything is scheduled through them.
+//    NoSchedule taints, a pod that tolerates everything is scheduled through them;
+//  - a terminated pod's final delete names its UID: a new pod of the same name survives it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -436,6 +437,60 @@ TEST_F(KubeletSemantics, ForceDeleteKillsATerminatingReservationAtOnce) {
   EXPECT_EQ(PodField("reserve", "{.metadata.finalizers[0]}"), "testbed.slurm-k8s-bridge.io/hold");
   EXPECT_TRUE(WaitPhase("inference", "Running", seconds(60))) << Phase("inference");
   RemoveFinalizers("reserve");
+}
+
+// The bridge replaces a reservation pod under the same name: release, finalizer off, create.
+// The kubelet deletes a terminated pod with its UID as a precondition (its status manager
+// does, "to prevent deleting a newly created pod with the same name"); kwok did not, and a
+// retried delete of the old pod once deleted its successor, which the bridge read as a
+// preemption of its reservation (a CI run's job preempted for nobody). Several rounds: the
+// race is a matter of milliseconds.
+TEST_F(KubeletSemantics, ThePodThatReplacesADeletedOneOfTheSameNameIsNotDeleted) {
+  WaitNodeFree("node2");
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE(StrCat("round ", round));
+    ASSERT_NO_FATAL_FAILURE(CreateRunningReservation("swap", "node2", 600));
+    const std::string old_uid = PodField("swap", "{.metadata.uid}");
+    Delete("swap");
+    CommandResult r = RunCommand(
+        {"kubectl", "annotate", "pod", "-n", ns_, "swap", "slurm-k8s-bridge.io/released=true"},
+        seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(WaitPhase("swap", "Failed", seconds(10))) << Phase("swap");
+    RemoveFinalizers("swap");
+    // The successor, as soon as the name is free.
+    TestPod next = Bound("swap", "node2", 8);
+    next.labels = {{"slurm-k8s-bridge.io/role", "reservation"}};
+    next.finalizers = {"testbed.slurm-k8s-bridge.io/hold"};
+    next.grace_seconds = 600;
+    next.namespace_name = ns_;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return RunCommand({"kubectl", "create", "-f", "-"}, seconds(30),
+                            testbed::PodManifest(next).dump())
+                     .exit_code == 0;
+        },
+        seconds(15)));
+    const std::string new_uid = PodField("swap", "{.metadata.uid}");
+    ASSERT_NE(new_uid, old_uid);
+    ASSERT_TRUE(WaitPhase("swap", "Running", seconds(30))) << Phase("swap");
+    // Nothing deletes it: no deletionTimestamp for the next seconds.
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(PodField("swap", "{.metadata.uid} {.metadata.deletionTimestamp}"),
+                StrCat(new_uid, " "))
+          << "the successor was deleted " << i * 0.5 << " s after it ran";
+      std::this_thread::sleep_for(milliseconds(500));
+    }
+    // Ready for the next round: released and gone.
+    Delete("swap");
+    r = RunCommand(
+        {"kubectl", "annotate", "pod", "-n", ns_, "swap", "slurm-k8s-bridge.io/released=true"},
+        seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(WaitPhase("swap", "Failed", seconds(10))) << Phase("swap");
+    RemoveFinalizers("swap");
+    ASSERT_TRUE(WaitFor([&] { return Phase("swap") == "<gone>"; }, seconds(15)));
+  }
 }
 
 }  // namespace

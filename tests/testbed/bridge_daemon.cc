@@ -1,5 +1,6 @@
 #include "tests/testbed/bridge_daemon.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -26,9 +27,17 @@ BridgeDaemon::BridgeDaemon(std::string binary, std::string config_overlay,
 BridgeDaemon::~BridgeDaemon() {
   Stop();
   if (dir_.empty()) return;
-  // SKB_KEEP_DAEMON_LOGS=<dir>: keep each daemon's whole log there (debugging a failure).
+  // SKB_KEEP_DAEMON_LOGS=<dir>: keep each daemon's whole log there (debugging a failure),
+  // named after the test that ran it (scripts/test sets it for every run).
   if (const char* keep = std::getenv("SKB_KEEP_DAEMON_LOGS"); keep != nullptr && *keep) {
-    Shell(StrCat("mkdir -p '", keep, "' && cp '", dir_, "/daemon.log' '", keep, "/",
+    std::string test = "no-test";
+    if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
+      test = StrCat(info->test_suite_name(), ".", info->name());
+      for (char& c : test) {
+        if (c == '/' || c == '\'' || c == ' ') c = '_';
+      }
+    }
+    Shell(StrCat("mkdir -p '", keep, "' && cp '", dir_, "/daemon.log' '", keep, "/", test, "-",
                  dir_.substr(dir_.find_last_of('/') + 1), ".log'"));
   }
   Shell(StrCat("rm -rf '", dir_, "'"));
