@@ -82,6 +82,15 @@ class KubeletSemantics : public ::testing::Test {
         RunCommand({"kubectl", "delete", "pod", "-n", ns_, name, "--wait=false"}, seconds(30));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  // Releases a deleted reservation as the bridge does (the released annotation: the
+  // kubelet kills it) and waits until it is terminal.
+  void ReleaseDeleted(const std::string& name) {
+    CommandResult r = RunCommand(
+        {"kubectl", "annotate", "pod", "-n", ns_, name, "slurm-k8s-bridge.io/released=true"},
+        seconds(30));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(WaitPhase(name, "Failed", seconds(10))) << Phase(name);
+  }
   void RemoveFinalizers(const std::string& name) {
     CommandResult r = RunCommand({"kubectl", "patch", "pod", "-n", ns_, name, "--type=merge", "-p",
                                   R"({"metadata":{"finalizers":null}})"},
@@ -226,11 +235,7 @@ TEST_F(KubeletSemantics, ReservationRunsUntilReleased) {
     std::this_thread::sleep_for(seconds(1));
     ASSERT_EQ(Phase("reserve"), "Running") << "after " << i + 1 << " s";
   }
-  CommandResult r = RunCommand(
-      {"kubectl", "annotate", "pod", "-n", ns_, "reserve", "slurm-k8s-bridge.io/released=true"},
-      seconds(30));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_TRUE(WaitPhase("reserve", "Failed", seconds(10))) << Phase("reserve");
+  ASSERT_NO_FATAL_FAILURE(ReleaseDeleted("reserve"));
   RemoveFinalizers("reserve");
   EXPECT_TRUE(WaitFor([&] { return Phase("reserve") == "<gone>"; }, seconds(15)));
 }
@@ -452,11 +457,7 @@ TEST_F(KubeletSemantics, ThePodThatReplacesADeletedOneOfTheSameNameIsNotDeleted)
     ASSERT_NO_FATAL_FAILURE(CreateRunningReservation("swap", "node2", 600));
     const std::string old_uid = PodField("swap", "{.metadata.uid}");
     Delete("swap");
-    CommandResult r = RunCommand(
-        {"kubectl", "annotate", "pod", "-n", ns_, "swap", "slurm-k8s-bridge.io/released=true"},
-        seconds(30));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    ASSERT_TRUE(WaitPhase("swap", "Failed", seconds(10))) << Phase("swap");
+    ASSERT_NO_FATAL_FAILURE(ReleaseDeleted("swap"));
     RemoveFinalizers("swap");
     // The successor, as soon as the name is free.
     TestPod next = Bound("swap", "node2", 8);
@@ -483,11 +484,7 @@ TEST_F(KubeletSemantics, ThePodThatReplacesADeletedOneOfTheSameNameIsNotDeleted)
     }
     // Ready for the next round: released and gone.
     Delete("swap");
-    r = RunCommand(
-        {"kubectl", "annotate", "pod", "-n", ns_, "swap", "slurm-k8s-bridge.io/released=true"},
-        seconds(30));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    ASSERT_TRUE(WaitPhase("swap", "Failed", seconds(10))) << Phase("swap");
+    ASSERT_NO_FATAL_FAILURE(ReleaseDeleted("swap"));
     RemoveFinalizers("swap");
     ASSERT_TRUE(WaitFor([&] { return Phase("swap") == "<gone>"; }, seconds(15)));
   }
