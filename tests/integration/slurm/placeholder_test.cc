@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <thread>
 
 #include "bridge/slurm/libslurm_client.h"
 #include "src/base/strings.h"
@@ -214,6 +215,26 @@ TEST_F(SlurmPlaceholderTest, PlaceholderRunsBesideAJobOnOtherGpusAndIsSubmittedO
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   EXPECT_NE(*renewed, *id);
   EXPECT_NE(*renewed, *other);
+}
+
+// The placeholder is a job allocation, placed when it is submitted: not a batch job, which
+// slurmctld places only in its next scheduling pass (up to batch_sched_delay, 3 s by
+// default, after the last one) while the pod waits. Batch jobs submitted just before it
+// start a scheduling pass's worth of time later; the placeholder already runs when the
+// submission returns.
+TEST_F(SlurmPlaceholderTest, APlaceholderOnIdleGpusIsAllocatedWhenItIsSubmitted) {
+  for (int i = 0; i < 3; ++i) Job("gpu", 1);  // keep the scheduler busy
+  StatusOr<uint32_t> id = Placeholder("infer/now", 2);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto p = Load(*id);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->state, JobState::kRunning) << "placed in a later pass, not at submission";
+  EXPECT_EQ(p->nodes, std::vector<std::string>{kNode});
+  ASSERT_THAT(p->gpu_indices.at(kNode), SizeIs(2));
+  EXPECT_FALSE(p->batch) << "a batch job waits for slurmctld's next scheduling pass";
+  // Nothing runs for it on the node: it stays until it is cancelled.
+  std::this_thread::sleep_for(seconds(2));
+  EXPECT_EQ(Load(*id)->state, JobState::kRunning);
 }
 
 TEST_F(SlurmPlaceholderTest, RefusesASpecThatIsNoPlaceholder) {
