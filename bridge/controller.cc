@@ -470,19 +470,26 @@ void Controller::DeviceLoop() {
     }
   }
   uint64_t seen_world = ~0ull, seen_slurm = ~0ull;
-  auto last = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  int64_t seen_second = -1;
   while (!stop_worker_) {
     const uint64_t world = device_world_->Generation(), slurm = slurm_generation_.load();
-    const auto now = std::chrono::steady_clock::now();
-    // Grace ends, cool-downs and give timeouts are timers: a pass every second at least.
-    if (world == seen_world && slurm == seen_slurm && now - last < std::chrono::seconds(1)) {
+    // Grace ends, cool-downs and give timeouts are timers in whole seconds of the wall clock
+    // (the records keep whole seconds): a pass as each second begins, not a second after
+    // the last pass, which made a preemption up to a second later than its grace (0.5 s
+    // on average).
+    const Clock::TimePoint now = opts_.clock->Now();
+    const int64_t second = ownership::ToUnix(now);
+    if (world == seen_world && slurm == seen_slurm && second == seen_second) {
+      const auto next = ownership::FromUnix(second + 1) - now;
       std::unique_lock<std::mutex> lock(worker_wait_mu_);
-      worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+      worker_cv_.wait_for(lock, std::clamp<std::chrono::nanoseconds>(
+                                    next + std::chrono::milliseconds(2),
+                                    std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
       continue;
     }
     seen_world = world;
     seen_slurm = slurm;
-    last = now;
+    seen_second = second;
     const devices::World w = DeviceWorld();
     const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
     DeviceLane::Result r = device_lane_->RunPass(w, acting);
