@@ -7,6 +7,7 @@
 
 #include "src/base/strings.h"
 #include "src/config/config.h"
+#include "src/devices/observe.h"
 #include "src/ownership/policy.h"
 
 namespace skb::quota {
@@ -36,6 +37,9 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
   std::vector<Work> running;
   for (const slurm::JobView& j : jobs) {
     if (j.gpus_per_node <= 0) continue;
+    // The bridge's placeholder holds in Slurm the GPUs a pod runs on: the pod counts them
+    // (for its tenant), the placeholder would count them a second time.
+    if (devices::IsPlaceholder(j, cfg.gpu_sharing)) continue;
     const bool holds = ownership::HoldsNode(j) && !j.nodes.empty();
     const bool pending = j.state == slurm::JobState::kPending && !j.Held();
     if (!holds && !pending) continue;

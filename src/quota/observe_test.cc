@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "src/config/config.h"
+#include "src/devices/placeholder_record.h"
 #include "src/ownership/policy.h"
 
 namespace skb::quota {
@@ -144,6 +145,30 @@ TEST(Observe, WorkOfNoTenantBorrowsAndGetsARowOfItsOwn) {
   EXPECT_EQ(rows[2].in_use_kubernetes, 1);
   EXPECT_EQ(rows[2].borrowed, 3);
   EXPECT_THAT(WhyStanding(cfg.quotas, o, o.work[0]), HasSubstr("account physics is in no tenant"));
+}
+
+TEST(Observe, ThePlaceholderOfASharedNodeIsNotCountedBesideItsPod) {
+  config::Config cfg = TwoTenants();
+  // The placeholder (an allocation, as the bridge submits it) holds 2 GPUs of n1 in Slurm
+  // for pod a-inf/p, which runs on them: 2 GPUs in use, the pod's.
+  slurm::JobView hold = RunningJob(9, "team-a", {"n1"}, 2, 1000, /*requeue=*/false);
+  hold.name = devices::kPlaceholderJobName;
+  hold.partition = cfg.gpu_sharing.placeholder.partition;
+  hold.batch = false;
+  hold.admin_comment =
+      devices::FormatPlaceholderRecord({.node = "n1", .pod = "a-inf/p", .gpus = 2});
+  Observation o = Observe(cfg, {hold}, {Pod("a-inf", "p", "n1", 2)}, {"n1"}, kNow);
+  std::vector<TenantRow> rows = TenantRows(cfg.quotas, o);
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_EQ(rows[0].name, "a");
+  EXPECT_EQ(rows[0].in_use_slurm, 0);
+  EXPECT_EQ(rows[0].in_use_kubernetes, 2);
+  EXPECT_EQ(o.classification.standing.count("slurm/9"), 0u);
+  // A job that only has the placeholder's name is counted like any other.
+  slurm::JobView impostor = hold;
+  impostor.partition = "gpu";
+  o = Observe(cfg, {impostor}, {}, {"n1"}, kNow);
+  EXPECT_EQ(TenantRows(cfg.quotas, o)[0].in_use_slurm, 2);
 }
 
 TEST(Observe, APodAtTheProtectedClassCannotBePreempted) {
