@@ -470,5 +470,39 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
       << "the release on the node and on the pod";
 }
 
+TEST_F(ActionExecutorUnitTest, ANodePatchThatIsAlreadyThereChangesNothingAndRecordsNoEvent) {
+  Action lend;
+  lend.kind = ActionKind::kPatchNodeAnnotations;
+  lend.node = "node1";
+  lend.annotations.set[ownership::kLentAtAnnotation] = "1700000000";
+  lend.annotations.set[ownership::kLentToAnnotation] = "default/infer-a";
+  lend.event_reason = "LendingToKubernetes";
+  auto first = executor_.Execute(lend);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, Effect::kChanged);
+  // Planned again from a cache that has not seen the patch: already there.
+  auto again = executor_.Execute(lend);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, Effect::kUnchanged);
+  EXPECT_THAT(events_.reasons(), ElementsAre("LendingToKubernetes"));
+
+  Action done;
+  done.kind = ActionKind::kPatchNodeAnnotations;
+  done.node = "node1";
+  done.annotations.remove = {ownership::kLentAtAnnotation, ownership::kLentToAnnotation};
+  done.labels.remove = {ownership::kSwapGuardLabel};  // never set: nothing to remove
+  done.event_reason = "ReturnedToSlurm";
+  EXPECT_EQ(executor_.Execute(done).value(), Effect::kChanged);
+  EXPECT_EQ(executor_.Execute(done).value(), Effect::kUnchanged);
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_FALSE((*node)["metadata"]["annotations"].contains(ownership::kLentAtAnnotation));
+  // A value that differs is written.
+  lend.annotations.set[ownership::kLentToAnnotation] = "default/infer-b";
+  EXPECT_EQ(executor_.Execute(lend).value(), Effect::kChanged);
+  EXPECT_THAT(events_.reasons(),
+              ElementsAre("LendingToKubernetes", "ReturnedToSlurm", "LendingToKubernetes"));
+}
+
 }  // namespace
 }  // namespace skb::bridge

@@ -625,6 +625,25 @@ StatusOr<Effect> ActionExecutor::PatchNodeAnnotations(const Action& a) {
     for (const auto& k : p.remove) m[k] = nullptr;
     return m;
   };
+  // A plan made from a cache that has not seen this patch yet repeats it: a node that
+  // already reads as asked is left alone, with no second Event and kUnchanged.
+  if (auto current = kube_->Get(k8s::Resource::Nodes(), "", node_name); current.ok()) {
+    const nlohmann::json& m = (*current)["metadata"];
+    const auto holds = [&](std::string_view field, const plan::AnnotationPatch& p) {
+      const nlohmann::json empty = nlohmann::json::object();
+      const nlohmann::json& have = m.contains(field) ? m[std::string(field)] : empty;
+      for (const auto& [k, v] : p.set) {
+        if (!have.contains(k) || have[k] != v) return false;
+      }
+      for (const auto& k : p.remove) {
+        if (have.contains(k)) return false;
+      }
+      return true;
+    };
+    if (holds("annotations", a.annotations) && holds("labels", a.labels)) {
+      return Effect::kUnchanged;
+    }
+  }
   nlohmann::json meta = nlohmann::json::object();
   if (!a.annotations.empty()) meta["annotations"] = merge(a.annotations);
   if (!a.labels.empty()) meta["labels"] = merge(a.labels);
