@@ -16,6 +16,7 @@
 #include "src/admission/admission.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
+#include "src/devices/k8s_devices.h"
 #include "src/ownership/policy.h"
 
 namespace skb::bridge {
@@ -34,7 +35,11 @@ std::optional<inventory::GpuPod> GpuPodOf(const k8s::ObjectPtr& obj, k8s::PodInf
     return std::nullopt;
   }
   *info = std::move(*parsed);
-  return ToGpuPod(*info);
+  std::optional<inventory::GpuPod> pod = ToGpuPod(*info);
+  // The model it selects (quotas' per-type floors): read from the object, which keeps
+  // spec.nodeSelector and affinity.nodeAffinity (k8s::SelectPodFields).
+  if (pod) pod->gpu_model = devices::RequestedGpuModel(*obj);
+  return pod;
 }
 
 admission::Policy PolicyFrom(const config::Config& cfg) {
@@ -132,7 +137,9 @@ Status Controller::Start() {
       return;
     }
     inventory::K8sNode node = ToK8sNode(*info);
-    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true, LentNodeOf(node));
+    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true, LentNodeOf(node),
+                           cfg_.kubernetes.node_names.SlurmName(node).value_or(""),
+                           node.Label(devices::kGpuProductLabel).value_or(""));
     reconciler_->UpdateK8sNode(std::move(node));
   };
   nodes_->AddHandlers(
@@ -336,6 +343,7 @@ std::optional<quota::LentNode> Controller::LentNodeOf(const inventory::K8sNode& 
 
 void Controller::OnSlurm(const slurm::SlurmState& s) {
   if (s.nodes_changed) {
+    quotas_.SetSlurmNodes(s.nodes);
     reconciler_->SetSlurmNodes(s.nodes);
     auto nodes = std::make_shared<const std::vector<skb::slurm::NodeView>>(s.nodes);
     std::lock_guard<std::mutex> lock(jobs_mu_);

@@ -145,12 +145,10 @@ class Sim {
     claimed_.assign(teams_.size(), 0);
     // Quotas: floor(share x GPUs). Static: whole nodes by largest remainder.
     for (size_t t = 0; t < teams_.size(); ++t) {
-      quotas_.tenants.push_back({teams_[t],
-                                 {teams_[t]},
-                                 {},
-                                 static_cast<int>(std::floor(share_[t] * n * o.gpus_per_node)),
-                                 std::nullopt,
-                                 1.0});
+      quotas_.tenants.push_back(
+          {.name = teams_[t],
+           .slurm_accounts = {teams_[t]},
+           .guaranteed = static_cast<int>(std::floor(share_[t] * n * o.gpus_per_node))});
     }
     std::vector<std::pair<double, int>> rem;
     int given = 0;

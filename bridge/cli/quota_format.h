@@ -12,14 +12,15 @@
 
 namespace skb::bridge::cli {
 
-// TENANT GUARANTEED LIMIT IN-USE(SLURM/K8S) BORROWED PENDING RECLAIMING (wide: + ACCOUNTS,
-// NAMESPACES, WEIGHT). Work of no tenant is the line "(none)". Names: tenant/NAME (the
-// tenants of the config; "(none)" is none). Quotas off: no table, a note says so.
+// TENANT GUARANTEED LIMIT IN-USE(SLURM/K8S) BORROWED PENDING RECLAIMING, and when a tenant
+// has per-type floors BY-TYPE(IN-USE/GUARANTEED) ("a100 8/8, h100 2/4"; "-" for a floor of
+// any type) (wide: + ACCOUNTS, NAMESPACES, WEIGHT). Work of no tenant is the line "(none)". Names:
+// tenant/NAME (the tenants of the config; "(none)" is none). Quotas off: no table, a note says so.
 Listing QuotasListing(const api::v1::ListQuotasResponse& resp, bool wide);
 nlohmann::json QuotasJson(const api::v1::ListQuotasResponse& resp);
 
-// The tenant's line, then WORK SIDE STATE GPUS WHERE STANDING PREEMPTIBLE and, under each,
-// why.
+// The tenant's lines (per-type floors and limits named), its usage by GPU type, then WORK
+// STATE GPUS [TYPE] WHERE STANDING PREEMPTIBLE and, under each, why.
 std::string TenantText(const api::v1::DescribeTenantResponse& resp);
 nlohmann::json TenantJson(const api::v1::DescribeTenantResponse& resp);
 

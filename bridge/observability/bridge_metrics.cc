@@ -121,6 +121,15 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
                                     {"tenant", "state"})),
       tenant_guarantee_gpus(r->AddGaugeFamily(
           "skb_tenant_guarantee_gpus", "A tenant's guaranteed GPUs (its floor).", {"tenant"})),
+      tenant_type_gpus(r->AddGaugeFamily(
+          "skb_tenant_type_gpus",
+          "GPUs of a tenant's running work per GPU type (tenants with per-type floors; "
+          "\"(other)\": types it names no floor for, or not known), within the type's "
+          "guarantee or borrowed beyond it.",
+          {"tenant", "type", "state"})),
+      tenant_type_guarantee_gpus(r->AddGaugeFamily("skb_tenant_type_guarantee_gpus",
+                                                   "A tenant's guaranteed GPUs of one type.",
+                                                   {"tenant", "type"})),
       tenant_pending_gpus(r->AddGaugeFamily(
           "skb_tenant_pending_gpus", "GPUs a tenant's pending jobs and pods ask for.", {"tenant"})),
       tenant_reclaiming_gpus(r->AddGaugeFamily(

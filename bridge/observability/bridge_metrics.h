@@ -172,6 +172,13 @@ class BridgeMetrics {
   GaugeFamily& tenant_gpus;
   // skb_tenant_guarantee_gpus{tenant} (gauge): the tenant's floor.
   GaugeFamily& tenant_guarantee_gpus;
+  // skb_tenant_type_gpus{tenant,type,state} (gauge): the same per GPU type, for tenants with
+  // per-type floors: a type it names a floor or limit for, or "(other)" (every other type
+  // and work of a type not known). A family of its own: a type label on skb_tenant_gpus
+  // would split its series and break sums and alerts written against it.
+  GaugeFamily& tenant_type_gpus;
+  // skb_tenant_type_guarantee_gpus{tenant,type} (gauge): its floor for each type it names.
+  GaugeFamily& tenant_type_guarantee_gpus;
   // skb_tenant_pending_gpus{tenant} (gauge): GPUs its pending jobs and pods ask for.
   GaugeFamily& tenant_pending_gpus;
   // skb_tenant_reclaiming_gpus{tenant} (gauge): GPUs of lent nodes being taken back from

@@ -40,6 +40,8 @@ TEST(BridgeMetricsTest, EveryFamilyIsRegisteredWithItsTypeAndZeroSeriesForKnownL
       {"skb_nodes_oldest_seconds", "gauge"},
       {"skb_tenant_gpus", "gauge"},
       {"skb_tenant_guarantee_gpus", "gauge"},
+      {"skb_tenant_type_gpus", "gauge"},
+      {"skb_tenant_type_guarantee_gpus", "gauge"},
       {"skb_tenant_pending_gpus", "gauge"},
       {"skb_tenant_reclaiming_gpus", "gauge"},
       {"skb_quota_classification_seconds", "gauge"},

@@ -84,6 +84,16 @@ int64_t RequestedGpus(const v1::JobDescription& j) {
   return std::min<int64_t>(per_node * nodes, 1'000'000);
 }
 
+// The GPU type a job asks for (its first typed gpu GRES, in the order Slurm reads the
+// requests), "" for any.
+std::string RequestedGpuType(const v1::JobDescription& j) {
+  for (const std::string* tres :
+       {&j.tres_per_job(), &j.tres_per_node(), &j.tres_per_task(), &j.tres_per_socket()}) {
+    if (std::string type = slurm::RequestedGpuType(*tres); !type.empty()) return type;
+  }
+  return "";
+}
+
 }  // namespace
 
 AdmissionService::AdmissionService(admission::Policy policy) : policy_(std::move(policy)) {}
@@ -233,6 +243,7 @@ void AdmissionService::AdviseOnQuota(const v1::JobDescription& job,
   if (observation == nullptr) return;
   quota::SubmitFacts facts{.account = job.account(),
                            .gpus = static_cast<int>(RequestedGpus(job)),
+                           .gpu_type = RequestedGpuType(job),
                            .preemptible = policy.preemptible,
                            .preemptible_why = policy.why};
   quota::SubmitAdvice advice =

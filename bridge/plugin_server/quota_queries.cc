@@ -23,6 +23,16 @@ v1::TenantQuota ToTenantQuota(const quota::TenantRow& row, const quota::Tenant* 
   out.set_borrowed(row.borrowed);
   out.set_pending(row.pending);
   out.set_reclaiming(row.reclaiming);
+  out.set_per_type(row.per_type);
+  for (const quota::TypeRow& tr : row.types) {
+    v1::TypeQuota* t = out.add_types();
+    t->set_type(tr.type);
+    t->set_guaranteed(tr.guaranteed);
+    t->set_limit(tr.limit ? *tr.limit : -1);
+    t->set_in_use(tr.in_use);
+    t->set_borrowed(tr.borrowed);
+    t->set_pending(tr.pending);
+  }
   if (tenant != nullptr) {
     for (const auto& a : tenant->slurm_accounts) out.add_slurm_accounts(a);
     for (const auto& n : tenant->kubernetes_namespaces) out.add_kubernetes_namespaces(n);
@@ -94,6 +104,7 @@ void QuotaQueries::DescribeTenant(const std::string& name, v1::Response* resp) c
       }
     }
     t->set_gpus(w.work.gpus);
+    t->set_gpu_type(w.work.gpu_type);
     t->set_where(w.where);
     t->set_priority(w.work.priority);
     t->set_preemptible(w.work.preemptible);

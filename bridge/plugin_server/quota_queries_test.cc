@@ -271,5 +271,110 @@ TEST(AdmissionService, TellsAPreemptibleJobTheSignalAndGraceItWillGet) {
   EXPECT_EQ(Admit(quiet, "team-a", 2, v1::JobDescription::REQUEUE_UNSPECIFIED).user_message(), "");
 }
 
+// Per-type floors through the daemon's view: node types from Slurm's GRES (node1, node2:
+// a100) or, where Slurm names none, from the Kubernetes label (k8s-3, paired with node3:
+// h100); team-a is guaranteed 4 of each.
+TEST(QuotaLedger, LearnsNodeTypesAndSplitsEachTypeAtItsFloor) {
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]},
+    "quotas": {"tenants": [
+      {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": {"a100": 4, "h100": 4},
+       "limit": {"h100": 6}},
+      {"name": "team-b", "kubernetes_namespaces": ["serving"], "guaranteed": 4}]}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  SimulatedClock clock{ownership::FromUnix(1'700'000'000)};
+  QuotaLedger ledger{&*cfg, &clock};
+  ledger.SetManagedNode("node1", true);
+  ledger.SetManagedNode("node2", true);
+  ledger.SetManagedNode("k8s-3", true, std::nullopt, "node3", "h100");
+  slurm::NodeView n1, n2, n3;
+  n1.name = "node1";
+  n1.gpus = {{"a100", 4}};
+  n2.name = "node2";
+  n2.gpus = {{"", 1}, {"a100", 4}};
+  n3.name = "node3";
+  n3.gpus = {{"", 4}};  // untyped GRES: the label decides
+  ledger.SetSlurmNodes({n1, n2, n3});
+  const uint64_t before = ledger.computations();
+  ledger.SetSlurmNodes({n1, n2, n3});
+  EXPECT_EQ(ledger.computations(), before) << "the same types: no reclassification";
+  ledger.SetSlurmJobs({Job(1, "team-a", {"node1"}, 4), Job(2, "team-a", {"node2"}, 4),
+                       Job(3, "team-a", {"node3"}, 2)});
+  inventory::GpuPod pod = Pod("llm-0", "k8s-3", 2);
+  ledger.UpdatePod(pod);
+  pod.gpu_model = "h100";
+  ledger.UpdatePod(pod);
+  EXPECT_EQ(ledger.computations(), before + 3) << "a pod's model is read: a change counts";
+
+  auto o = ledger.Current();
+  EXPECT_EQ(o->classification.standing.at("slurm/1"), quota::Standing::kGuaranteed);
+  EXPECT_EQ(o->classification.standing.at("slurm/2"), quota::Standing::kBorrowed);
+  EXPECT_EQ(o->classification.standing.at("slurm/3"), quota::Standing::kGuaranteed);
+
+  QuotaQueries q({.observation = [&] { return ledger.Current(); }}, &*cfg);
+  v1::Request req;
+  req.mutable_list_quotas();
+  v1::Response resp;
+  ASSERT_TRUE(q.Handle(req, &resp));
+  const v1::TenantQuota& a = resp.list_quotas().tenants(0);
+  EXPECT_TRUE(a.per_type());
+  EXPECT_EQ(a.guaranteed(), 8);
+  ASSERT_EQ(a.types_size(), 2);
+  EXPECT_EQ(a.types(0).type(), "a100");
+  EXPECT_EQ(a.types(0).in_use(), 8);
+  EXPECT_EQ(a.types(0).borrowed(), 4);
+  EXPECT_EQ(a.types(0).limit(), -1);
+  EXPECT_EQ(a.types(1).type(), "h100");
+  EXPECT_EQ(a.types(1).limit(), 6);
+  EXPECT_FALSE(resp.list_quotas().tenants(1).per_type());
+
+  req.mutable_describe_tenant()->set_name("team-b");
+  v1::Response described;
+  ASSERT_TRUE(q.Handle(req, &described));
+  ASSERT_EQ(described.describe_tenant().work_size(), 1);
+  EXPECT_EQ(described.describe_tenant().work(0).gpu_type(), "h100");
+
+  observability::Registry registry;
+  observability::BridgeMetrics m(&registry, "test", "22.05");
+  ExportQuotaMetrics(cfg->quotas, *o, &m);
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("skb_tenant_gpus{state=\"borrowed\",tenant=\"team-a\"} 4"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("skb_tenant_type_gpus{state=\"borrowed\",tenant=\"team-a\",type=\"a100\"} 4"));
+  EXPECT_THAT(
+      text, HasSubstr("skb_tenant_type_gpus{state=\"guaranteed\",tenant=\"team-a\",type=\"h100\"} "
+                      "2"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_type_gpus{state=\"borrowed\",tenant=\"team-a\",type=\"("
+                              "other)\"} 0"));
+  EXPECT_THAT(text, HasSubstr("skb_tenant_type_guarantee_gpus{tenant=\"team-a\",type=\"h100\"} 4"));
+  EXPECT_THAT(text,
+              ::testing::Not(HasSubstr("tenant_type_gpus{state=\"guaranteed\",tenant=\"team-b\"")))
+      << "a floor of any type has no per-type series";
+
+  // At submit: the type a job asks for is the floor it is judged on.
+  AdmissionService svc(admission::Policy{.preemptible_partitions = {"gpu"}});
+  svc.SetConfig(&*cfg, [&] { return ledger.Current(); });
+  auto admit = [&](const std::string& tres) {
+    v1::Request r;
+    r.set_protocol_version(1);
+    auto* job = r.mutable_admit()->mutable_job();
+    job->set_account("team-a");
+    job->set_partition("gpu");
+    job->set_tres_per_node(tres);
+    job->set_requeue(v1::JobDescription::REQUEUE_NO);
+    v1::Response out;
+    EXPECT_TRUE(out.ParseFromString(svc.HandleFrame(r.SerializeAsString()).response));
+    return out.admit();
+  };
+  v1::AdmitResponse h100 = admit("gres/gpu:h100:2");
+  EXPECT_EQ(h100.decision(), v1::AdmitResponse::ACCEPT) << h100.user_message();
+  EXPECT_THAT(h100.user_message(), HasSubstr("tenant team-a uses 2 of its 4 h100 GPUs guaranteed"));
+  v1::AdmitResponse a100 = admit("gres/gpu:a100:1");
+  EXPECT_EQ(a100.decision(), v1::AdmitResponse::REJECT);
+  EXPECT_THAT(a100.user_message(),
+              HasSubstr("refused: tenant team-a uses 8 of its 4 a100 GPUs guaranteed"));
+}
+
 }  // namespace
 }  // namespace skb::bridge

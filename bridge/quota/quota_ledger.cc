@@ -9,7 +9,7 @@ namespace {
 bool SameForQuotas(const inventory::GpuPod& a, const inventory::GpuPod& b) {
   return a.node_name == b.node_name && a.gpus == b.gpus && a.phase == b.phase &&
          a.terminating == b.terminating && a.reservation == b.reservation &&
-         a.priority == b.priority;
+         a.priority == b.priority && a.gpu_model == b.gpu_model;
 }
 
 }  // namespace
@@ -34,6 +34,23 @@ void QuotaLedger::SetSlurmJobs(const std::vector<slurm::JobView>& jobs) {
   RecomputeLocked();
 }
 
+void QuotaLedger::SetSlurmNodes(const std::vector<slurm::NodeView>& nodes) {
+  if (!enabled()) return;
+  std::map<std::string, std::string> types;
+  for (const slurm::NodeView& n : nodes) {
+    for (const slurm::GpuCount& g : n.gpus) {
+      if (!g.type.empty()) {
+        types[n.name] = g.type;
+        break;
+      }
+    }
+  }
+  MutexLock lock(&mu_);
+  if (types == slurm_gpu_types_) return;
+  slurm_gpu_types_ = std::move(types);
+  RecomputeLocked();
+}
+
 void QuotaLedger::UpdatePod(const inventory::GpuPod& pod) {
   if (!enabled()) return;
   const std::string key = StrCat(pod.namespace_name, "/", pod.name);
@@ -49,6 +66,7 @@ void QuotaLedger::UpdatePod(const inventory::GpuPod& pod) {
   kept.terminating = pod.terminating;
   kept.reservation = pod.reservation;
   kept.priority = pod.priority;
+  kept.gpu_model = pod.gpu_model;
   RecomputeLocked();
 }
 
@@ -60,10 +78,22 @@ void QuotaLedger::RemovePod(const std::string& ns, const std::string& name) {
 }
 
 void QuotaLedger::SetManagedNode(const std::string& k8s_name, bool managed,
-                                 std::optional<quota::LentNode> lent) {
+                                 std::optional<quota::LentNode> lent, std::string slurm_name,
+                                 std::string gpu_product) {
   if (!enabled()) return;
   MutexLock lock(&mu_);
   bool changed = managed ? managed_.insert(k8s_name).second : managed_.erase(k8s_name) > 0;
+  if (managed) {
+    K8sNodeNames names{.slurm_name = slurm_name.empty() ? k8s_name : std::move(slurm_name),
+                       .gpu_product = std::move(gpu_product)};
+    auto [it, added] = k8s_nodes_.try_emplace(k8s_name, names);
+    if (!added && !(it->second == names)) {
+      it->second = std::move(names);
+      changed = true;
+    }
+  } else {
+    changed = k8s_nodes_.erase(k8s_name) > 0 || changed;
+  }
   if (!managed) lent.reset();
   auto it = lent_.find(k8s_name);
   if (lent) {
@@ -102,10 +132,25 @@ void QuotaLedger::RecomputeLocked() {
   pods.reserve(pods_.size());
   for (const auto& [key, p] : pods_) pods.push_back(p);
   const Clock::TimePoint now = clock_->Now();
-  quota::Observation o = quota::Observe(cfg_, jobs_, pods, managed_, now);
+  // GPU types by node name, Slurm's and Kubernetes': the Slurm node's GRES type, else the
+  // paired Kubernetes node's nvidia.com/gpu.product label.
+  std::map<std::string, std::string, std::less<>> types(slurm_gpu_types_.begin(),
+                                                        slurm_gpu_types_.end());
+  for (const auto& [k8s_name, names] : k8s_nodes_) {
+    auto slurm = slurm_gpu_types_.find(names.slurm_name);
+    const std::string type = slurm != slurm_gpu_types_.end() ? slurm->second : names.gpu_product;
+    if (type.empty()) continue;
+    types[k8s_name] = type;
+    types.try_emplace(names.slurm_name, type);
+  }
+  quota::Observation o = quota::Observe(cfg_, jobs_, pods, managed_, now, types);
   std::vector<quota::LentNode> lent;
   lent.reserve(lent_.size());
-  for (const auto& [name, n] : lent_) lent.push_back(n);
+  for (const auto& [name, n] : lent_) {
+    lent.push_back(n);
+    auto t = types.find(name);
+    lent.back().gpu_type = t != types.end() ? t->second : "";
+  }
   o.reclaims = quota::PlanReclaims(
       cfg_.quotas, o, lent, ownership::ToUnix(now),
       {.min_run_time_s =
@@ -145,6 +190,27 @@ void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observati
     m->tenant_guarantee_gpus.WithLabels({tenant}).Set(row.guaranteed);
     m->tenant_pending_gpus.WithLabels({tenant}).Set(row.pending);
     m->tenant_reclaiming_gpus.WithLabels({tenant}).Set(row.reclaiming);
+    if (!row.per_type) continue;
+    // The types it names, and "(other)": a set fixed by the config, so no series goes stale
+    // when the work of some type ends.
+    const quota::Tenant& t = *config.Find(row.name);
+    std::map<std::string, std::pair<int, int>> by_label;  // type -> guaranteed, borrowed
+    for (const auto& [type, n] : t.guaranteed_by_type) by_label[type];
+    for (const auto& [type, n] : t.limit_by_type) by_label[type];
+    by_label["(other)"];
+    for (const quota::TypeRow& tr : row.types) {
+      auto it = by_label.find(tr.type);
+      auto& [guaranteed, borrowed] = (it != by_label.end() ? it : by_label.find("(other)"))->second;
+      guaranteed += tr.in_use - tr.borrowed;
+      borrowed += tr.borrowed;
+    }
+    for (const auto& [type, v] : by_label) {
+      m->tenant_type_gpus.WithLabels({tenant, type, "guaranteed"}).Set(v.first);
+      m->tenant_type_gpus.WithLabels({tenant, type, "borrowed"}).Set(v.second);
+      if (type != "(other)") {
+        m->tenant_type_guarantee_gpus.WithLabels({tenant, type}).Set(t.FloorFor(type));
+      }
+    }
   }
 }
 

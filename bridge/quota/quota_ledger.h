@@ -5,8 +5,9 @@
 //
 //   QuotaLedger ledger(&cfg, &clock);
 //   ledger.SetSlurmJobs(state.jobs);            // the poller, on a jobs change
+//   ledger.SetSlurmNodes(state.nodes);          // ... on a nodes change: their GPU types
 //   ledger.UpdatePod(pod); ledger.RemovePod(ns, name);
-//   ledger.SetManagedNode("node1", true);
+//   ledger.SetManagedNode("node1", true, lent, "node1", "h100");
 //   std::shared_ptr<const quota::Observation> o = ledger.Current();   // null: quotas off
 //   ledger.SetOnQuotaFacts([&](const ownership::QuotaFacts& f) {   // the planners' input
 //     reconciler.SetQuotaFacts(f); });
@@ -46,12 +47,18 @@ class QuotaLedger {
   bool enabled() const { return cfg_.quotas.enabled(); }
 
   void SetSlurmJobs(const std::vector<slurm::JobView>& jobs);
+  // The GPU type of each Slurm node: its first typed GPU GRES ("gpu:h100:8" -> h100), the
+  // name quotas' per-type floors use.
+  void SetSlurmNodes(const std::vector<slurm::NodeView>& nodes);
   void UpdatePod(const inventory::GpuPod& pod);
   void RemovePod(const std::string& ns, const std::string& name);
   // `lent`: the node is lent to Kubernetes (or still carries the reclaim taint), what a
-  // reclaim may take back; nullopt otherwise.
+  // reclaim may take back; nullopt otherwise. `slurm_name`: the Slurm node it pairs with
+  // (kubernetes.node_names; "" for its own name), whose GRES type is its GPU type;
+  // `gpu_product`: its nvidia.com/gpu.product label, the type when Slurm names none.
   void SetManagedNode(const std::string& k8s_name, bool managed,
-                      std::optional<quota::LentNode> lent = std::nullopt);
+                      std::optional<quota::LentNode> lent = std::nullopt,
+                      std::string slurm_name = "", std::string gpu_product = "");
 
   // Called whenever what the planners learn from quotas changes (and once with the first
   // classification): the running jobs within their tenant's guarantee, kept from other
@@ -76,6 +83,13 @@ class QuotaLedger {
   std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
   std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
   std::map<std::string, quota::LentNode> lent_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> slurm_gpu_types_ GUARDED_BY(mu_);  // Slurm name -> type
+  struct K8sNodeNames {
+    std::string slurm_name;
+    std::string gpu_product;
+    friend bool operator==(const K8sNodeNames&, const K8sNodeNames&) = default;
+  };
+  std::map<std::string, K8sNodeNames> k8s_nodes_ GUARDED_BY(mu_);  // managed, by k8s name
   std::shared_ptr<const quota::Observation> current_ GUARDED_BY(mu_);
   std::function<void(const ownership::QuotaFacts&)> on_facts_ GUARDED_BY(mu_);
   std::optional<ownership::QuotaFacts> facts_ GUARDED_BY(mu_);  // the last ones told
@@ -84,7 +98,9 @@ class QuotaLedger {
 };
 
 // Sets skb_tenant_gpus{tenant,state}, skb_tenant_guarantee_gpus and skb_tenant_pending_gpus
-// from `o`: every configured tenant, and "(none)" for work of no tenant.
+// from `o`: every configured tenant, and "(none)" for work of no tenant; and per GPU type
+// skb_tenant_type_gpus{tenant,type,state} and skb_tenant_type_guarantee_gpus{tenant,type}
+// for the tenants with per-type floors (type "(unknown)" for work of a type not known).
 void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observation& o,
                         observability::BridgeMetrics* m);
 

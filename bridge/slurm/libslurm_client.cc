@@ -165,15 +165,19 @@ JobView ToJobView(const slurm_job_info_t& j) {
   v.requeue_pending = (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD)) != 0;
   v.state_reason = Str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
   v.nodes = ExpandHostlist(j.nodes);
-  // GPUs per node: the allocation detail of the first node when running, else the request.
+  // GPUs per node (and their type): the allocation detail of the first node when running,
+  // else the request.
   if (j.gres_detail_cnt > 0 && j.gres_detail_str != nullptr && j.gres_detail_str[0] != nullptr) {
     for (const auto& g : skb::slurm::ParseNodeGpus(j.gres_detail_str[0])) {
       v.gpus_per_node += g.count;
+      if (v.gpu_type.empty()) v.gpu_type = g.type;
     }
   } else if (int64_t per_node = GpusFromTres(j.tres_per_node); per_node > 0) {
     v.gpus_per_node = per_node;
+    v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_node));
   } else if (int64_t per_job = GpusFromTres(j.tres_per_job); per_job > 0) {
     v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
+    v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_job));
   }
   // GRES indices per node (gres_detail_str[i] belongs to the i-th allocated node).
   if (j.gres_detail_str != nullptr) {

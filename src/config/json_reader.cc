@@ -233,6 +233,13 @@ std::vector<std::string> JsonReader::Keys() const {
   return out;
 }
 
+std::string JsonReader::TypeOf(std::string_view key) const {
+  if (!object_.is_object()) return "";
+  auto it = object_.find(std::string(key));
+  if (it == object_.end() || it->is_null()) return "";
+  return TypeName(*it);
+}
+
 Status JsonReader::Finish() {
   // An unknown key is reported first: a misspelt key is usually why a required value is
   // missing, so it is the more useful message.

@@ -55,6 +55,9 @@ class JsonReader {
   // The keys of this object, for maps whose keys are data (read each with the typed
   // readers above, which marks it known).
   std::vector<std::string> Keys() const;
+  // The JSON type of `key` ("number", "object", "string"...; "" when absent or null), for
+  // keys that take more than one form. Does not mark the key known: read it afterwards.
+  std::string TypeOf(std::string_view key) const;
   // Records an error from a nested reader or a cross-field check.
   void Merge(const Status& status);
   void Fail(std::string_view key, std::string_view problem);

@@ -101,5 +101,16 @@ TEST(JsonReader, EnumListsTheChoices) {
   EXPECT_EQ(f, "text");
 }
 
+TEST(JsonReader, TypeOfTellsTheFormWithoutMarkingTheKeyKnown) {
+  auto j = nlohmann::json::parse(R"({"n":7,"o":{"a":1},"z":null})");
+  JsonReader r(j, "root");
+  EXPECT_EQ(r.TypeOf("n"), "number");
+  EXPECT_EQ(r.TypeOf("o"), "object");
+  EXPECT_EQ(r.TypeOf("z"), "");
+  EXPECT_EQ(r.TypeOf("absent"), "");
+  Status s = r.Finish();  // nothing was read: "n" is still unknown
+  EXPECT_THAT(std::string(s.message()), HasSubstr("root.n"));
+}
+
 }  // namespace
 }  // namespace skb::config

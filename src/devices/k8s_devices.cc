@@ -328,9 +328,15 @@ std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extend
 
   PendingPod p{
       .pod = NamespacedName(pod), .gpus = *gpus, .priority = static_cast<int32_t>(priority)};
-  p.model = Str(Field(Field(spec, "nodeSelector"), kGpuProductLabel));
-  if (p.model.empty()) p.model = AffinityValue(*spec, kGpuProductLabel);
+  p.model = RequestedGpuModel(pod);
   return p;
+}
+
+std::string RequestedGpuModel(const json& pod) {
+  const json* spec = Field(&pod, "spec");
+  if (spec == nullptr) return "";
+  std::string model = Str(Field(Field(spec, "nodeSelector"), kGpuProductLabel));
+  return model.empty() ? AffinityValue(*spec, kGpuProductLabel) : model;
 }
 
 }  // namespace skb::devices

@@ -79,13 +79,16 @@ nlohmann::json HoldRule(std::string_view node, std::string_view device, std::str
 // it is gone.
 std::map<std::string, std::set<std::string>> HeldDevices(std::span<const nlohmann::json> rules);
 
+// The GPU model `pod` asks for: the value of its nodeSelector, or of its required node
+// affinity, on nvidia.com/gpu.product ("In" with one value, in every term); "" for any.
+std::string RequestedGpuModel(const nlohmann::json& pod);
+
 // `pod` as a give's trigger, or nullopt: kube-scheduler found it unschedulable (PodScheduled
 // False, reason Unschedulable), it is not bound (no spec.nodeName), not being deleted, not
 // terminal, at or above `threshold` priority (spec.priority, 0 when unset), and asks for
 // `extended_resource` (the pod's effective request, as kube-scheduler computes it: the sum
 // over containers and sidecars, or the largest init container if more; a limit without a
-// request counts as the request). The model is the value of a nodeSelector or of required
-// node affinity on nvidia.com/gpu.product ("In" with one value, in every term), "" otherwise.
+// request counts as the request). The model is RequestedGpuModel's.
 // Not counted yet: GPUs asked for through spec.resourceClaims (a ResourceClaimTemplate or a
 // ResourceClaim of the GPU DeviceClass); such a pod is a trigger only for its
 // extended-resource part.

@@ -314,5 +314,17 @@ TEST(PendingGpuPod, ModelFromNodeAffinity) {
       "");
 }
 
+// Quotas read the model of any GPU pod, bound or not, scheduled or not.
+TEST(RequestedGpuModel, OfAnyPodWithTheSelector) {
+  json pod = json::parse(kPendingPod);
+  EXPECT_EQ(RequestedGpuModel(pod), "NVIDIA-H100-80GB-HBM3");
+  pod["spec"]["nodeName"] = "node1";
+  pod.erase("status");
+  EXPECT_EQ(RequestedGpuModel(pod), "NVIDIA-H100-80GB-HBM3");
+  pod["spec"].erase("nodeSelector");
+  EXPECT_EQ(RequestedGpuModel(pod), "");
+  EXPECT_EQ(RequestedGpuModel(json::object()), "");
+}
+
 }  // namespace
 }  // namespace skb::devices

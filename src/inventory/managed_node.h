@@ -39,6 +39,9 @@ struct GpuPod {
   std::string priority_class_name;          // spec.priorityClassName
   std::string nominated_node_name;          // status.nominatedNodeName (a pending preemptor)
   std::optional<Clock::TimePoint> started;  // status.startTime (the kubelet accepted it)
+  // The GPU model it asks for: the value of its nodeSelector or required node affinity on
+  // nvidia.com/gpu.product (devices::RequestedGpuModel); "" for any.
+  std::string gpu_model;
 };
 
 // Guaranteed quotas: a lent node taken back for a Slurm tenant below its guarantee

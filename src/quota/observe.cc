@@ -23,14 +23,22 @@ std::string TenantOfNamespace(const QuotaConfig& q, std::string_view ns) {
   return t != nullptr ? t->name : std::string();
 }
 
-std::string Gpus(int64_t n) { return StrCat(n, n == 1 ? " GPU" : " GPUs"); }
+std::string Gpus(int64_t n) { return GpusOfType(n, ""); }
+
+// "8 GPUs" or, for a per-type floor, "8 h100 GPUs": the floor `f` counts against.
+std::string FloorGpus(const FloorShare& f) { return GpusOfType(f.floor, f.per_type ? f.type : ""); }
 
 }  // namespace
 
 Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
                     const std::vector<inventory::GpuPod>& pods,
-                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now) {
+                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now,
+                    const std::map<std::string, std::string, std::less<>>& gpu_types) {
   Observation o;
+  auto type_of = [&](const std::string& node, const std::string& otherwise) {
+    auto it = gpu_types.find(node);
+    return it != gpu_types.end() && !it->second.empty() ? it->second : otherwise;
+  };
   o.at = now;
   const QuotaConfig& q = cfg.quotas;
   const int64_t now_unix = ownership::ToUnix(now);
@@ -63,10 +71,12 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     work.started_at = holds ? j.start_time : j.submit_time;  // pending: since submit
     work.work_lost_s =
         holds && j.start_time > 0 ? std::max<int64_t>(0, now_unix - j.start_time) : 0;
+    work.gpu_type = holds ? type_of(j.nodes.front(), j.gpu_type) : j.gpu_type;
     if (holds) {
       running.push_back(work);
     } else {
       o.pending_gpus[work.tenant] += work.gpus;
+      o.pending_by_type[work.tenant][work.gpu_type] += work.gpus;
     }
     o.work.push_back(std::move(w));
   }
@@ -97,10 +107,12 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     work.started_at = bound ? (p.started ? ownership::ToUnix(*p.started) : now_unix) : 0;
     work.work_lost_s = std::max<int64_t>(0, now_unix - work.started_at);
     if (!bound) work.work_lost_s = 0;
+    work.gpu_type = bound ? type_of(p.node_name, p.gpu_model) : p.gpu_model;
     if (bound) {
       running.push_back(work);
     } else {
       o.pending_gpus[work.tenant] += work.gpus;
+      o.pending_by_type[work.tenant][work.gpu_type] += work.gpus;
     }
     o.work.push_back(std::move(w));
   }
@@ -133,14 +145,10 @@ std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& confi
                               " belongs to no tenant (quotas.tenants), so its pods borrow"));
       continue;
     }
-    int in_use = 0;
-    if (auto u = o.classification.usage.find(t->name); u != o.classification.usage.end()) {
-      in_use = u->second.in_use();
-    }
-    if (in_use + w.work.gpus > t->guaranteed) {
-      out.emplace(key,
-                  StrCat("tenant ", t->name, " uses ", in_use, " of its ", t->guaranteed,
-                         " GPUs guaranteed: this pod's ", Gpus(w.work.gpus), " would be borrowed"));
+    const FloorShare f = FloorOf(config, o.classification, w.work);
+    if (f.in_use + w.work.gpus > f.floor) {
+      out.emplace(key, StrCat("tenant ", t->name, " uses ", f.in_use, " of its ", FloorGpus(f),
+                              " guaranteed: this pod's ", Gpus(w.work.gpus), " would be borrowed"));
     }
   }
   return out;
@@ -166,16 +174,29 @@ std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& 
     jobs.push_back(&w);
     pending.push_back(w.work);
   }
-  std::map<std::string, int64_t> room;  // tenant -> GPUs still within its guarantee
+  // GPUs still within each guarantee: (tenant, GPU type) for per-type floors, (tenant, "")
+  // for a floor of any type.
+  std::map<std::pair<std::string, std::string>, int64_t> room;
   for (const Tenant& t : config.tenants) {
     auto u = c.usage.find(t.name);
-    room[t.name] = t.guaranteed - (u != c.usage.end() ? u->second.in_use() : 0);
+    auto in_use = [&](const std::string& type) {
+      if (u == c.usage.end()) return 0;
+      auto tu = u->second.by_type.find(type);
+      return tu != u->second.by_type.end() ? tu->second.in_use : 0;
+    };
+    if (t.per_type()) {
+      for (const auto& [type, floor] : t.guaranteed_by_type) {
+        room[{t.name, type}] = floor - in_use(type);
+      }
+    } else {
+      room[{t.name, ""}] = t.guaranteed - (u != c.usage.end() ? u->second.in_use() : 0);
+    }
   }
   std::set<std::string, std::less<>> taken;
   for (size_t i : OrderPending(config, c, pending)) {
     const ObservedWork& job = *jobs[i];
     const std::string& tenant = job.work.tenant;
-    if (job.work.gpus > room[tenant]) continue;  // beyond the guarantee: waits, takes nothing
+    const Tenant& t = *config.Find(tenant);
     struct Candidate {
       const LentNode* node;
       std::vector<const ObservedWork*> victims;
@@ -187,13 +208,23 @@ std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& 
       return std::make_tuple(!x.node->reclaiming, !x.victims.empty(), -x.over, x.victim_gpus,
                              x.node->name);
     };
+    // The floor a node's GPUs count against for this job, or nullptr (none).
+    auto room_on = [&](const LentNode& n) -> int64_t* {
+      auto r = room.find({tenant, t.per_type() ? n.gpu_type : std::string()});
+      return r != room.end() ? &r->second : nullptr;
+    };
     for (const LentNode& n : lent) {
       if (taken.count(n.name) || n.gpus < job.work.gpus) continue;
+      // A job asking a type runs only on nodes of that type: never a reclaim across types.
+      if (!job.work.gpu_type.empty() && n.gpu_type != job.work.gpu_type) continue;
+      const int64_t* r = room_on(n);
+      if (r == nullptr || job.work.gpus > *r) continue;  // beyond the guarantee: takes nothing
       Candidate cand{.node = &n, .over = std::numeric_limits<double>::infinity()};
       bool all = true;
       if (auto p = pods_on.find(n.name); p != pods_on.end()) {
         for (const ObservedWork* v : p->second) {
-          if (!Reclaimable(config, c, tenant, v->work, now, options)) {
+          if (!Reclaimable(config, c, tenant, v->work, now, options) ||
+              (!n.gpu_type.empty() && v->work.gpu_type != n.gpu_type)) {
             all = false;
             break;
           }
@@ -207,31 +238,34 @@ std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& 
     }
     if (!best) continue;
     taken.insert(best->node->name);
-    room[tenant] -= job.work.gpus;
-    Reclaim r;
-    r.node = best->node->name;
-    r.tenant = tenant;
-    r.job_id = job.job_id;
-    r.gpus = job.work.gpus;
-    r.victim_gpus = best->victim_gpus;
+    int64_t* r = room_on(*best->node);
+    *r -= job.work.gpus;
+    Reclaim rc;
+    rc.node = best->node->name;
+    rc.tenant = tenant;
+    rc.job_id = job.job_id;
+    rc.gpus = job.work.gpus;
+    rc.victim_gpus = best->victim_gpus;
     std::string pods;
     for (const ObservedWork* v : best->victims) {
-      r.victims.push_back(v->work.id.substr(4));  // "k8s/ns/name" -> "ns/name"
+      rc.victims.push_back(v->work.id.substr(4));  // "k8s/ns/name" -> "ns/name"
       const std::string vt = v->work.tenant.empty() ? "(none)" : v->work.tenant;
-      if (std::find(r.victim_tenants.begin(), r.victim_tenants.end(), vt) ==
-          r.victim_tenants.end()) {
-        r.victim_tenants.push_back(vt);
+      if (std::find(rc.victim_tenants.begin(), rc.victim_tenants.end(), vt) ==
+          rc.victim_tenants.end()) {
+        rc.victim_tenants.push_back(vt);
       }
-      StrAppend(&pods, pods.empty() ? "" : ", ", r.victims.back(), " (tenant ", vt, ", ",
+      StrAppend(&pods, pods.empty() ? "" : ", ", rc.victims.back(), " (tenant ", vt, ", ",
                 Gpus(v->work.gpus), ")");
     }
-    const Tenant& t = *config.Find(tenant);
-    r.why = StrCat("tenant ", tenant, " uses ", t.guaranteed - room[tenant] - job.work.gpus,
-                   " of its ", t.guaranteed, " GPUs guaranteed and job ", job.job_id, " (",
-                   Gpus(job.work.gpus), ") waits for resources");
-    StrAppend(&r.why, pods.empty() ? ": the lent node is idle, it returns to Slurm now"
-                                   : StrCat(": borrowed pod(s) ", pods, " are evicted"));
-    out.push_back(std::move(r));
+    const FloorShare f{.type = best->node->gpu_type,
+                       .per_type = t.per_type(),
+                       .floor = t.FloorFor(best->node->gpu_type)};
+    rc.why = StrCat("tenant ", tenant, " uses ", f.floor - *r - job.work.gpus, " of its ",
+                    FloorGpus(f), " guaranteed and job ", job.job_id, " (",
+                    GpusOfType(job.work.gpus, job.work.gpu_type), ") waits for resources");
+    StrAppend(&rc.why, pods.empty() ? ": the lent node is idle, it returns to Slurm now"
+                                    : StrCat(": borrowed pod(s) ", pods, " are evicted"));
+    out.push_back(std::move(rc));
   }
   return out;
 }
@@ -256,6 +290,23 @@ std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& 
     if (p != o.pending_gpus.end()) r.pending = p->second;
     for (const Reclaim& rc : o.reclaims) {
       if (rc.tenant == t.name) r.reclaiming += static_cast<int>(rc.gpus);
+    }
+    r.per_type = t.per_type();
+    std::map<std::string, TypeRow> types;
+    for (const auto& [type, n] : t.guaranteed_by_type) types[type].guaranteed = n;
+    for (const auto& [type, n] : t.limit_by_type) types[type].limit = n;
+    if (u != o.classification.usage.end()) {
+      for (const auto& [type, tu] : u->second.by_type) {
+        types[type].in_use = tu.in_use;
+        types[type].borrowed = tu.borrowed;
+      }
+    }
+    if (auto pt = o.pending_by_type.find(t.name); pt != o.pending_by_type.end()) {
+      for (const auto& [type, n] : pt->second) types[type].pending = n;
+    }
+    for (auto& [type, row] : types) {
+      row.type = type;
+      r.types.push_back(row);
     }
     rows.push_back(std::move(r));
   }
@@ -294,27 +345,39 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
     }
     return why;
   }
-  // Running: the GPUs of the tenant's work that ranks before it.
+  const std::string_view then = w.work.preemptible
+                                    ? "; it borrows idle GPUs and may be reclaimed"
+                                    : "; it cannot be preempted, so it is not reclaimed";
+  // Per-type floors: work on a type with no floor (or of a type not known) borrows.
+  if (t->per_type() && !t->guaranteed_by_type.count(w.work.gpu_type)) {
+    return StrCat("tenant ", t->name, "'s floors are per GPU type and name none for ",
+                  w.work.gpu_type.empty() ? std::string("GPUs of a type not known")
+                                          : StrCat(w.work.gpu_type, " GPUs"),
+                  then);
+  }
+  // Running: the GPUs of the tenant's work that ranks before it (on its type's floor).
   int before = 0;
   for (const ObservedWork& other : o.work) {
     if (!other.running || other.work.tenant != w.work.tenant || other.work.id == w.work.id) {
       continue;
     }
+    if (t->per_type() && other.work.gpu_type != w.work.gpu_type) continue;
     if (RanksBefore(other.work, w.work)) before += other.work.gpus;
   }
   auto st = o.classification.standing.find(w.work.id);
   const bool guaranteed =
       st != o.classification.standing.end() && st->second == Standing::kGuaranteed;
-  const std::string rank = StrCat(Gpus(before), " of tenant ", t->name,
-                                  "'s work rank before it (not preemptible first, then higher "
+  const std::string kind = t->per_type() ? StrCat(w.work.gpu_type, " ") : "";
+  const std::string rank = StrCat(Gpus(before), " of tenant ", t->name, "'s ", kind,
+                                  "work rank before it (not preemptible first, then higher "
                                   "priority, then longest running)");
+  const std::string floor =
+      GpusOfType(t->FloorFor(w.work.gpu_type), t->per_type() ? w.work.gpu_type : "");
   if (guaranteed) {
-    return StrCat("within the ", Gpus(t->guaranteed), " guaranteed: ", rank,
+    return StrCat("within the ", floor, " guaranteed: ", rank,
                   "; another tenant's demand never takes it");
   }
-  return StrCat("beyond the ", Gpus(t->guaranteed), " guaranteed: ", rank,
-                w.work.preemptible ? "; it borrows idle GPUs and may be reclaimed"
-                                   : "; it cannot be preempted, so it is not reclaimed");
+  return StrCat("beyond the ", floor, " guaranteed: ", rank, then);
 }
 
 SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
@@ -333,16 +396,16 @@ SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
   w.id = "submit";
   w.tenant = t != nullptr ? t->name : "";
   w.gpus = job.gpus;
+  w.gpu_type = job.gpu_type;
   w.preemptible = job.preemptible;
   // Placement is Slurm's: judge only the tenant's standing (as if the GPUs were idle).
   Decision d = PlanStart(config, c, w, job.gpus, {}, 0, ReclaimOptions{});
   a.rule = d.rule;
   const std::string who = t != nullptr ? StrCat("tenant ", t->name)
                                        : StrCat("account ", job.account, " (in no tenant)");
-  const auto u = t != nullptr ? c.usage.find(t->name) : c.usage.end();
-  const int in_use = u != c.usage.end() ? u->second.in_use() : 0;
-  const int floor = t != nullptr ? t->guaranteed : 0;
-  const std::string usage = StrCat(who, " uses ", in_use, " of its ", Gpus(floor), " guaranteed");
+  const FloorShare f = FloorOf(config, c, w);
+  const std::string usage =
+      StrCat(who, " uses ", f.in_use, " of its ", FloorGpus(f), " guaranteed");
   switch (d.rule) {
     case Rule::kNotPreemptibleBeyondFloor:
       a.refuse = true;

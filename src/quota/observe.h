@@ -9,6 +9,9 @@
 //
 // Pure: the caller passes `now` and copies of its caches. Node granularity: a job counts
 // gpus_per_node on each of its nodes, a pod its GPU request on the node it is bound to.
+// GPU types: running work is of its node's type (the caller's map of node name -> GPU
+// type), pending work of the type it asks for (a job's GRES type, a pod's
+// nvidia.com/gpu.product selector).
 #pragma once
 
 #include <map>
@@ -45,6 +48,7 @@ struct LentNode {
   std::string name;         // Kubernetes name
   int64_t gpus = 0;         // its GPUs
   bool reclaiming = false;  // already carries the reclaim taint (kept first: no flip-flop)
+  std::string gpu_type;     // its GPUs' type ("" when not known)
   friend bool operator==(const LentNode&, const LentNode&) = default;
 };
 
@@ -65,6 +69,8 @@ struct Observation {
   std::vector<ObservedWork> work;           // jobs (by id), then pods (by namespace/name)
   Classification classification;            // of the running work only
   std::map<std::string, int> pending_gpus;  // tenant ("" for none) -> GPUs asked by pending work
+  // The same by the GPU type asked for ("" for any): tenant -> type -> GPUs.
+  std::map<std::string, std::map<std::string, int>> pending_by_type;
   // Set by the caller from PlanReclaims (Observe leaves it empty): what bridgectl shows.
   std::vector<Reclaim> reclaims;
   Clock::TimePoint at{};
@@ -76,9 +82,13 @@ struct Observation {
 // preemptibility is the lending policy's (ownership::PolicyFor). A pod counts when it asks
 // for GPUs, is not the bridge's reservation, and is bound to a managed node (`managed_nodes`:
 // Kubernetes names) or pending unbound; it is preemptible below lending.protected_class.
+// `gpu_types`: node name (Slurm's and Kubernetes') -> the type of its GPUs. A running job is
+// of its first node's type (else of the type Slurm allocated it), a running pod of its
+// node's (else of the model it selected); pending work of the type it asks for.
 Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>& jobs,
                     const std::vector<inventory::GpuPod>& pods,
-                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now);
+                    const std::set<std::string, std::less<>>& managed_nodes, Clock::TimePoint now,
+                    const std::map<std::string, std::string, std::less<>>& gpu_types = {});
 
 // The running Slurm jobs that sit within their tenant's guarantee, by job id -> tenant: what
 // the lend and the reservation class keep from other tenants' demand
@@ -96,7 +106,10 @@ std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& confi
 // resources and that fit within the guarantee (oldest first, as OrderPending ranks them),
 // one lent node each whose GPU pods are all borrowed work of other tenants that may be
 // preempted and has run options.min_run_time_s (since its status.startTime; a pod without
-// one counts as just started). Nodes already reclaiming first, then nodes with no
+// one counts as just started). GPU types: a job asking a type takes only a node of that
+// type; the guarantee it must fit is its tenant's floor for the node's type (per-type
+// floors: a node of a type not known, or of one with no floor, is never taken) or its whole
+// floor (a number). Nodes already reclaiming first, then nodes with no
 // pod, then the victims' tenants most over their guarantee per weight, then the fewest
 // victim GPUs, then by name. Empty when quotas are off.
 std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& o,
@@ -104,6 +117,15 @@ std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& 
                                   const ReclaimOptions& options);
 
 // One line of `bridgectl get quotas`.
+struct TypeRow {
+  std::string type;          // "" for work of a type not known
+  int guaranteed = 0;        // the floor for the type (per-type floors)
+  std::optional<int> limit;  // the limit for the type, if named
+  int in_use = 0;
+  int borrowed = 0;
+  int pending = 0;  // GPUs pending work asks of this type ("" : of any type)
+  friend bool operator==(const TypeRow&, const TypeRow&) = default;
+};
 struct TenantRow {
   std::string name;  // "" for work of no tenant (listed only when there is some)
   int guaranteed = 0;
@@ -112,7 +134,11 @@ struct TenantRow {
   int in_use_kubernetes = 0;
   int borrowed = 0;
   int pending = 0;
-  int reclaiming = 0;  // GPUs of the nodes being taken back for it (Observation::reclaims)
+  int reclaiming = 0;     // GPUs of the nodes being taken back for it (Observation::reclaims)
+  bool per_type = false;  // its floors are per GPU type
+  // By GPU type, by name: the types it names floors or limits for, of its running work and
+  // of its pending work.
+  std::vector<TypeRow> types;
 };
 std::vector<TenantRow> TenantRows(const QuotaConfig& config, const Observation& o);
 
@@ -122,8 +148,9 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
 
 // A job at submit time.
 struct SubmitFacts {
-  std::string account;  // "" when sbatch named none (the user's default decides later)
-  int gpus = 0;         // GPUs it asks for in all
+  std::string account;   // "" when sbatch named none (the user's default decides later)
+  int gpus = 0;          // GPUs it asks for in all
+  std::string gpu_type;  // the GRES type it asks for ("" for any)
   bool preemptible = true;
   std::string preemptible_why;
 };

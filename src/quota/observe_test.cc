@@ -352,5 +352,182 @@ TEST_F(PlanReclaimsTest, TwoPendingJobsTakeTwoNodesUpToTheGuaranteeAndTheRowsSay
               ::testing::Not(HasSubstr("taken back")));
 }
 
+// Per-type floors: tenant a is guaranteed 4 a100 and 4 h100 GPUs, b keeps 8 of any type.
+config::Config Typed() {
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]},
+    "quotas": {"tenants": [
+      {"name": "a", "slurm_accounts": ["team-a"], "kubernetes_namespaces": ["a-inf"],
+       "guaranteed": {"a100": 4, "h100": 4}},
+      {"name": "b", "slurm_accounts": ["team-b"], "kubernetes_namespaces": ["b-inf"],
+       "guaranteed": 8}]}})");
+  EXPECT_TRUE(cfg.ok()) << cfg.status();
+  return *cfg;
+}
+
+// Node types: n1, n2 a100 (Slurm names), n3 h100; the Kubernetes names k-n1... pair with
+// them; n9 has no type known.
+const std::map<std::string, std::string, std::less<>> kTypes = {
+    {"n1", "a100"}, {"n2", "a100"}, {"n3", "h100"}, {"k-n1", "a100"}, {"k-n3", "h100"}};
+
+TEST(Observe, RunningWorkIsOfItsNodesTypeAndPendingWorkOfTheTypeItAsks) {
+  config::Config cfg = Typed();
+  slurm::JobView pending = RunningJob(4, "team-a", {}, 2, 0);
+  pending.state = slurm::JobState::kPending;
+  pending.gpu_type = "h100";
+  slurm::JobView untyped = RunningJob(5, "team-a", {"n9"}, 1, 900);
+  untyped.gpu_type = "";  // a node with no type known, a job with no typed GRES
+  slurm::JobView allocated = RunningJob(6, "team-a", {"n8"}, 1, 950);
+  allocated.gpu_type = "h100";  // no node type known, but Slurm said what it allocated
+  inventory::GpuPod wants = Pod("a-inf", "wants", "", 2);
+  wants.gpu_model = "a100";
+  inventory::GpuPod picky = Pod("a-inf", "picky", "k-n3", 1);
+  picky.gpu_model = "a100";  // its node says h100: the node wins
+  Observation o = Observe(cfg,
+                          {RunningJob(1, "team-a", {"n1"}, 4, 100),
+                           RunningJob(2, "team-a", {"n2"}, 2, 200), pending, untyped, allocated},
+                          {Pod("a-inf", "serve", "k-n3", 2), wants, picky},
+                          {"n1", "n2", "n3", "n9", "k-n1", "k-n3"}, kNow, kTypes);
+  EXPECT_EQ(Find(o, "slurm/1").work.gpu_type, "a100");
+  EXPECT_EQ(Find(o, "slurm/4").work.gpu_type, "h100");
+  EXPECT_EQ(Find(o, "slurm/5").work.gpu_type, "");
+  EXPECT_EQ(Find(o, "slurm/6").work.gpu_type, "h100");
+  EXPECT_EQ(Find(o, "k8s/a-inf/serve").work.gpu_type, "h100");
+  EXPECT_EQ(Find(o, "k8s/a-inf/wants").work.gpu_type, "a100");
+  EXPECT_EQ(Find(o, "k8s/a-inf/picky").work.gpu_type, "h100");
+
+  // a100: job 1 fills the floor, job 2 borrows; h100: the pods (at the protected class, so
+  // first: picky 1, serve 2) and job 6 (1) fit its 4; job 5 (type not known) borrows.
+  const Classification& c = o.classification;
+  EXPECT_EQ(c.standing.at("slurm/1"), Standing::kGuaranteed);
+  EXPECT_EQ(c.standing.at("slurm/2"), Standing::kBorrowed);
+  EXPECT_EQ(c.standing.at("slurm/6"), Standing::kGuaranteed);
+  EXPECT_EQ(c.standing.at("k8s/a-inf/serve"), Standing::kGuaranteed);
+  EXPECT_EQ(c.standing.at("k8s/a-inf/picky"), Standing::kGuaranteed);
+  EXPECT_EQ(c.standing.at("slurm/5"), Standing::kBorrowed);
+
+  std::vector<TenantRow> rows = TenantRows(cfg.quotas, o);
+  ASSERT_EQ(rows.size(), 2u);  // a, b (no work of no tenant)
+  EXPECT_TRUE(rows[0].per_type);
+  EXPECT_FALSE(rows[1].per_type);
+  EXPECT_EQ(rows[0].guaranteed, 8);
+  EXPECT_EQ(rows[0].pending, 4);
+  ASSERT_EQ(rows[0].types.size(), 3u);
+  EXPECT_EQ(rows[0].types[0], (TypeRow{.type = "", .in_use = 1, .borrowed = 1}));
+  EXPECT_EQ(rows[0].types[1],
+            (TypeRow{.type = "a100", .guaranteed = 4, .in_use = 6, .borrowed = 2, .pending = 2}));
+  EXPECT_EQ(rows[0].types[2],
+            (TypeRow{.type = "h100", .guaranteed = 4, .in_use = 4, .borrowed = 0, .pending = 2}));
+
+  EXPECT_THAT(WhyStanding(cfg.quotas, o, Find(o, "slurm/2")),
+              HasSubstr("beyond the 4 a100 GPUs guaranteed: 4 GPUs of tenant a's a100 work rank "
+                        "before it"));
+  EXPECT_THAT(WhyStanding(cfg.quotas, o, Find(o, "slurm/6")),
+              HasSubstr("within the 4 h100 GPUs guaranteed: 3 GPUs of tenant a's h100 work"));
+  EXPECT_THAT(WhyStanding(cfg.quotas, o, Find(o, "slurm/5")),
+              HasSubstr("tenant a's floors are per GPU type and name none for GPUs of a type not "
+                        "known; it borrows idle GPUs and may be reclaimed"));
+  EXPECT_THAT(WhyStanding(cfg.quotas, o, Find(o, "slurm/4")),
+              HasSubstr("pending: would run borrowed (BorrowIdle): tenant a borrows idle h100 "
+                        "GPUs beyond its 4 guaranteed"));
+  // The pending a100 pod would pass the a100 floor: borrowed, and the planners are told why.
+  EXPECT_EQ(BorrowingPendingPods(cfg.quotas, o),
+            (std::map<std::string, std::string>{
+                {"a-inf/wants",
+                 "tenant a uses 6 of its 4 a100 GPUs guaranteed: this pod's 2 GPUs would be "
+                 "borrowed"}}));
+  // At submit: h100 is full, a100 is full; any type: judged on the type with the most room.
+  SubmitAdvice h100 =
+      AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 1, .gpu_type = "h100"});
+  EXPECT_EQ(h100.rule, Rule::kBorrowIdle);
+  EXPECT_THAT(h100.message, HasSubstr("tenant a uses 4 of its 4 h100 GPUs guaranteed"));
+  SubmitAdvice v100 = AdviseSubmit(cfg.quotas, c,
+                                   {.account = "team-a",
+                                    .gpus = 1,
+                                    .gpu_type = "v100",
+                                    .preemptible = false,
+                                    .preemptible_why = "--no-requeue"});
+  EXPECT_TRUE(v100.refuse);
+  EXPECT_THAT(v100.message, HasSubstr("refused: tenant a uses 0 of its 0 v100 GPUs guaranteed"));
+}
+
+// Tenant a (per-type: 4 a100, 4 h100) waits with job 10; b runs within its floor in Slurm
+// and borrows lent nodes with pods of every type.
+class TypedReclaimsTest : public ::testing::Test {
+ protected:
+  std::vector<Reclaim> Plan(const std::string& job_type, int64_t gpus = 4) {
+    std::vector<slurm::JobView> jobs = {RunningJob(2, "team-b", {"n2", "n1"}, 4, 1000)};
+    slurm::JobView pending = RunningJob(10, "team-a", {}, gpus, 0);
+    pending.state = slurm::JobState::kPending;
+    pending.state_reason = "Resources";
+    pending.gpu_type = job_type;
+    jobs.push_back(pending);
+    std::vector<inventory::GpuPod> pods = {Pod("b-inf", "on-a100", "k-a", 4, 100),
+                                           Pod("b-inf", "on-h100", "k-h", 4, 100),
+                                           Pod("b-inf", "on-unknown", "k-u", 4, 100)};
+    const std::map<std::string, std::string, std::less<>> types = {
+        {"n1", "a100"}, {"n2", "a100"}, {"k-a", "a100"}, {"k-h", "h100"}};
+    Observation o = Observe(cfg_, jobs, pods, {"n1", "n2", "k-a", "k-h", "k-u"}, kNow, types);
+    std::vector<LentNode> lent = {{.name = "k-a", .gpus = 4, .gpu_type = "a100"},
+                                  {.name = "k-h", .gpus = 4, .gpu_type = "h100"},
+                                  {.name = "k-u", .gpus = 4}};
+    return PlanReclaims(cfg_.quotas, o, lent, ownership::ToUnix(kNow), {.min_run_time_s = 0});
+  }
+  config::Config cfg_ = Typed();
+};
+
+TEST_F(TypedReclaimsTest, AJobAskingATypeTakesBackOnlyANodeOfThatType) {
+  std::vector<Reclaim> h100 = Plan("h100");
+  ASSERT_EQ(h100.size(), 1u);
+  EXPECT_EQ(h100[0].node, "k-h");
+  EXPECT_EQ(h100[0].victims, std::vector<std::string>{"b-inf/on-h100"});
+  EXPECT_THAT(h100[0].why, HasSubstr("tenant a uses 0 of its 4 h100 GPUs guaranteed and job 10 "
+                                     "(4 h100 GPUs) waits for resources"));
+  std::vector<Reclaim> a100 = Plan("a100");
+  ASSERT_EQ(a100.size(), 1u);
+  EXPECT_EQ(a100[0].node, "k-a");
+  EXPECT_THAT(Plan("v100"), IsEmpty()) << "no node of the type, and no floor for it";
+  EXPECT_THAT(Plan("h100", 5), IsEmpty()) << "beyond the h100 floor (and the nodes)";
+}
+
+TEST_F(TypedReclaimsTest, AJobAskingAnyTypeTakesANodeOfATypeWithRoomNeverOneOfUnknownType) {
+  std::vector<Reclaim> any = Plan("");
+  ASSERT_EQ(any.size(), 1u);
+  EXPECT_NE(any[0].node, "k-u") << "a node of a type not known counts against no floor";
+  // Both a100 and h100 have room; the victims tie (one pod of b, 4 GPUs, b over by the
+  // same): the name decides.
+  EXPECT_EQ(any[0].node, "k-a");
+}
+
+TEST_F(TypedReclaimsTest, APlainFloorTakesAnyNodeForAnyTypeButOnlyItsTypeForATypedJob) {
+  // Swap the roles: b (a plain floor of 8) waits, a borrows on the lent nodes.
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]},
+    "quotas": {"tenants": [
+      {"name": "a", "kubernetes_namespaces": ["a-inf"], "guaranteed": {"a100": 0}},
+      {"name": "b", "slurm_accounts": ["team-b"], "guaranteed": 8}]}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto plan = [&](const std::string& type) {
+    slurm::JobView pending = RunningJob(10, "team-b", {}, 4, 0);
+    pending.state = slurm::JobState::kPending;
+    pending.state_reason = "Resources";
+    pending.gpu_type = type;
+    Observation o = Observe(*cfg, {pending},
+                            {Pod("a-inf", "x", "k-u", 4, 100), Pod("a-inf", "y", "k-h", 4, 100)},
+                            {"k-h", "k-u"}, kNow, {{"k-h", "h100"}});
+    return PlanReclaims(
+        cfg->quotas, o,
+        {{.name = "k-h", .gpus = 4, .gpu_type = "h100"}, {.name = "k-u", .gpus = 4}},
+        ownership::ToUnix(kNow), {.min_run_time_s = 0});
+  };
+  std::vector<Reclaim> any = plan("");
+  ASSERT_EQ(any.size(), 1u);
+  EXPECT_THAT(any[0].why, HasSubstr("tenant b uses 0 of its 8 GPUs guaranteed"));
+  std::vector<Reclaim> h100 = plan("h100");
+  ASSERT_EQ(h100.size(), 1u);
+  EXPECT_EQ(h100[0].node, "k-h");
+  EXPECT_THAT(plan("a100"), IsEmpty());
+}
+
 }  // namespace
 }  // namespace skb::quota

@@ -4,7 +4,11 @@
 //
 // A tenant is a team: a set of Slurm accounts and Kubernetes namespaces. Its usage is the
 // GPUs of its running jobs plus the GPUs of its running pods on managed nodes. It has a
-// guaranteed number of GPUs (its floor), an optional limit and a borrowing weight.
+// guaranteed number of GPUs (its floor), an optional limit and a borrowing weight. The
+// floor (and the limit) is one number of GPUs of any type, or a number per GPU type
+// ({"a100": 8, "h100": 4}): then work on type T counts against the floor for T only, work
+// on a type the tenant names no floor for (or whose type is not known) borrows, and a
+// reclaim for demand of type T takes only work on GPUs of type T.
 //   * Work inside the floor is never taken by another tenant's demand.
 //   * Work beyond it is borrowed: it runs while GPUs are idle and is what gets reclaimed,
 //     in either direction (a Slurm job for a pod, a pod for a Slurm job).
@@ -38,13 +42,26 @@
 
 namespace skb::quota {
 
+// GPU types are named as Slurm's GRES types name them ("gpu:h100:8" -> h100), which the
+// bridge also compares with the nodes' nvidia.com/gpu.product label (src/devices): one
+// vocabulary for both sides. "" is a type not known (untyped GRES, no label) or, for
+// pending work, any type.
 struct Tenant {
   std::string name;
   std::vector<std::string> slurm_accounts;
   std::vector<std::string> kubernetes_namespaces;
-  int guaranteed = 0;        // GPUs: the floor
-  std::optional<int> limit;  // GPUs: never more than this, idle or not
+  int guaranteed = 0;        // GPUs: the floor (with per-type floors, their sum)
+  std::optional<int> limit;  // GPUs: never more than this in all, idle or not
   double weight = 1.0;       // share of idle GPUs when tenants borrow at once
+  // "guaranteed": {"TYPE": GPUs}: a floor per GPU type (empty: `guaranteed` is of any type).
+  std::map<std::string, int> guaranteed_by_type;
+  // "limit": {"TYPE": GPUs}: a limit per GPU type; a type not named has none.
+  std::map<std::string, int> limit_by_type;
+
+  bool per_type() const { return !guaranteed_by_type.empty(); }
+  // The floor work on GPUs of `type` counts against: with per-type floors that type's (0
+  // for a type not named and for ""), else `guaranteed`.
+  int FloorFor(std::string_view type) const;
 };
 
 struct QuotaConfig {
@@ -61,15 +78,18 @@ struct QuotaConfig {
 };
 
 // Parses the `quotas` section: {"tenants": [{"name", "slurm_accounts", "kubernetes_namespaces",
-// "guaranteed", "limit", "weight"}]}. Strict like the rest of the config: unknown keys,
-// a name used twice, an account or namespace in two tenants, a negative floor, a limit
-// below the floor, a weight <= 0 are InvalidArgument naming the field. A null or absent
-// section is quotas off.
+// "guaranteed", "limit", "weight"}]}; "guaranteed" and "limit" are a number or an object of
+// GPU type -> number. Strict like the rest of the config: unknown keys, a name used twice,
+// an account or namespace in two tenants, a negative floor, a limit below the floor (a
+// type's limit below its floor, a number limit below the sum of the floors), an empty type
+// name or "any" (a floor of any type is a plain number), a weight <= 0 are InvalidArgument
+// naming the field ("quotas.tenants[0].guaranteed.h100"). A null or absent section is
+// quotas off.
 StatusOr<QuotaConfig> ParseQuotaConfig(const nlohmann::json& section);
 // The same, as the config parser reads every section (errors name "quotas.tenants[i].key").
 Status ReadQuotaConfig(config::JsonReader r, QuotaConfig* out);
 // What --check-config prints: one line per tenant (its accounts, namespaces, floor, limit,
-// weight), or "quotas: off".
+// weight; per-type ones as "a100:8,h100:4"), or "quotas: off".
 std::vector<std::string> DescribeQuotaConfig(const QuotaConfig& config);
 
 enum class Side { kSlurm, kKubernetes };
@@ -84,10 +104,27 @@ struct Work {
   bool preemptible = true;  // may be taken at all (requeueable job, pod below protected)
   int64_t started_at = 0;   // seconds (running work); submit time for pending work
   int64_t work_lost_s = 0;  // run time a preemption would throw away (since checkpoint)
+  // The GPU type: running work's is the type of the GPUs it runs on (its node's); pending
+  // work's the type it asks for, "" for any. "" for running work: not known.
+  std::string gpu_type;
 };
+
+// "1 GPU", "4 GPUs", "4 h100 GPUs": a count of GPUs of a type ("" for none named).
+std::string GpusOfType(int64_t n, std::string_view type);
 
 enum class Standing { kGuaranteed, kBorrowed };
 std::string_view StandingName(Standing s);  // "guaranteed", "borrowed"
+
+// A tenant's usage of one GPU type.
+struct TypeUsage {
+  int guaranteed = 0;        // its floor for the type (per-type floors; else 0)
+  std::optional<int> limit;  // its limit for the type, if it names one
+  int in_use = 0;
+  int borrowed = 0;
+  // Beyond the type's floor per unit of weight (per-type floors), else the tenant's whole
+  // over_per_weight: who gives back GPUs of this type first.
+  double over_per_weight = 0;
+};
 
 struct TenantUsage {
   int guaranteed = 0;
@@ -99,6 +136,10 @@ struct TenantUsage {
   int in_use() const { return in_use_slurm + in_use_kubernetes; }
   // How far beyond its floor, per unit of weight: who gives back first.
   double over_per_weight = 0;
+  bool per_type = false;  // its floors are per GPU type
+  // By GPU type: every type of its running work ("" for work of unknown type) and every
+  // type it names a floor or a limit for.
+  std::map<std::string, TypeUsage> by_type;
 };
 
 struct Classification {
@@ -110,7 +151,9 @@ struct Classification {
 // Ranks each tenant's running work for its floor: work that cannot be preempted first,
 // then higher priority, then the longest running (earliest start), then id; whole items
 // fill the floor in that order, and the first that does not fit whole and everything
-// after it is borrowed. Work of no tenant is borrowed.
+// after it is borrowed. With per-type floors each type's work fills that type's floor so
+// (work on a type with no floor, or of unknown type, borrows). Work of no tenant is
+// borrowed.
 Classification Classify(const QuotaConfig& config, const std::vector<Work>& running);
 // That order: true when `a` takes its share of the floor before `b`.
 bool RanksBefore(const Work& a, const Work& b);
@@ -144,12 +187,27 @@ struct Decision {
 
 // Whether running work `w` may be taken for `for_tenant`'s demand (a configured tenant's
 // name, or "" for work of no tenant): borrowed, preemptible, not the tenant's own, and
-// running for at least options.min_run_time_s.
+// running for at least options.min_run_time_s. (Callers also match GPU types: demand of
+// type T takes only work on type T, see PlanStart.)
 bool Reclaimable(const QuotaConfig& config, const Classification& c, const std::string& for_tenant,
                  const Work& w, int64_t now, const ReclaimOptions& options);
 // How far `w`'s tenant is beyond its floor per unit of weight (infinity for work of no
-// tenant): the most over gives back first.
+// tenant): the most over gives back first. With per-type floors, beyond the floor of `w`'s
+// type.
 double OverPerWeight(const Classification& c, const Work& w);
+
+// Where work stands against its tenant's floor: which floor it counts against and how much
+// of it the tenant's running work fills.
+struct FloorShare {
+  // The GPU type decided on: the work's own; for pending work asking any type under
+  // per-type floors, the type whose floor has the most room left (ties: by name). "" for
+  // any type.
+  std::string type;
+  bool per_type = false;  // `floor`, `in_use` and `limit` are of `type` only
+  int floor = 0;          // 0 for work of no tenant
+  int in_use = 0;         // the tenant's running GPUs counted against `floor`
+};
+FloorShare FloorOf(const QuotaConfig& config, const Classification& c, const Work& w);
 
 // Whether `pending` may start where `free_gpus` GPUs are idle and `candidates` run (the
 // work on one node, or a set of nodes the caller can place on). `c` classifies all
@@ -157,13 +215,19 @@ double OverPerWeight(const Classification& c, const Work& w);
 // over-floor tenant (per weight) first, then the lowest priority, then the least work
 // lost, then the youngest; never work that cannot be preempted, never work younger than
 // min_run_time_s, never more than needed.
+// GPU types: the decision is made for FloorOf(pending).type, T. Within-guarantee is judged
+// against the tenant's floor for T (per-type floors) or its whole floor (a number); the
+// limit against its whole usage and, when it names one, its limit for T; victims are only
+// work on GPUs of type T (any type when T is ""; work of unknown type only then). A caller
+// placing pending work that asks any type on a node of a known type passes that type in
+// `pending.gpu_type`; `free_gpus` are GPUs the pending work can use.
 Decision PlanStart(const QuotaConfig& config, const Classification& c, const Work& pending,
                    int free_gpus, const std::vector<Work>& candidates, int64_t now,
                    const ReclaimOptions& options);
 
 // Orders pending work for one pass: work that would run within its tenant's floor first
-// (oldest first), then borrowers by how much they already borrow per weight (least
-// first), then by submit time. Returns indexes into `pending`.
+// (oldest first; per type with per-type floors), then borrowers by how much they already
+// borrow per weight (least first), then by submit time. Returns indexes into `pending`.
 std::vector<size_t> OrderPending(const QuotaConfig& config, const Classification& c,
                                  const std::vector<Work>& pending);
 

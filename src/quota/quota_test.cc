@@ -133,7 +133,7 @@ TEST(PlanStart, IdleGpusWithinOrBeyondTheFloor) {
 TEST(PlanStart, ReclaimsBorrowedWorkOfTheMostOverTenantFirstAndNeverMoreThanNeeded) {
   QuotaConfig c = TwoTenants();
   QuotaConfig three = c;
-  three.tenants.push_back({"c", {"team-c"}, {}, 4, std::nullopt, 1.0});
+  three.tenants.push_back({.name = "c", .slurm_accounts = {"team-c"}, .guaranteed = 4});
   std::vector<Work> running = {
       Job("slurm/a1", "a", 16, 0),  // a's floor
       Job("slurm/a2", "a", 4, 10),  // a borrows 4 ...
@@ -214,6 +214,276 @@ TEST(OrderPending, WithinTheFloorFirstThenTheLeastBorrowingTenant) {
                                Pod("k8s/b-inf/r", "b", 2, 3),  // b within floor
                                Job("slurm/x", "", 1, 0)};      // no tenant: after all
   EXPECT_THAT(OrderPending(c, k, pending), ElementsAre(2, 1, 0, 3));
+}
+
+// Per-type floors: tenant "train" is guaranteed 8 a100 and 4 h100; "serve" keeps a floor of
+// any type (a number), the mixed configuration.
+QuotaConfig Typed() {
+  auto c = ParseQuotaConfig(nlohmann::json::parse(R"({"tenants": [
+    {"name": "train", "slurm_accounts": ["ml"], "guaranteed": {"a100": 8, "h100": 4},
+     "limit": {"h100": 6}},
+    {"name": "serve", "kubernetes_namespaces": ["inf"], "guaranteed": 4, "limit": 20}]})"));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+Work On(Work w, std::string type) {
+  w.gpu_type = std::move(type);
+  return w;
+}
+
+TEST(ParseQuotaConfig, ReadsPerTypeFloorsAndLimitsBesidePlainNumbers) {
+  QuotaConfig c = Typed();
+  const Tenant& train = c.tenants[0];
+  EXPECT_TRUE(train.per_type());
+  EXPECT_EQ(train.guaranteed, 12);  // the sum: what "GPUs guaranteed in all" counts
+  EXPECT_EQ(train.guaranteed_by_type, (std::map<std::string, int>{{"a100", 8}, {"h100", 4}}));
+  EXPECT_EQ(train.limit, std::nullopt) << "a per-type limit limits the types it names only";
+  EXPECT_EQ(train.limit_by_type, (std::map<std::string, int>{{"h100", 6}}));
+  EXPECT_EQ(train.FloorFor("a100"), 8);
+  EXPECT_EQ(train.FloorFor("v100"), 0) << "a type it names no floor for";
+  EXPECT_EQ(train.FloorFor(""), 0) << "a type not known";
+  const Tenant& serve = c.tenants[1];
+  EXPECT_FALSE(serve.per_type());
+  EXPECT_EQ(serve.FloorFor("h100"), 4) << "a number is a floor of any type";
+  EXPECT_EQ(serve.FloorFor(""), 4);
+  EXPECT_EQ(serve.limit, 20);
+
+  std::vector<std::string> lines = DescribeQuotaConfig(c);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0], HasSubstr("2 tenant(s), 16 GPUs guaranteed"));
+  EXPECT_THAT(lines[1], HasSubstr("guaranteed=a100:8,h100:4 limit=h100:6 weight=1 (floors per "
+                                  "GPU type: work on another type, or of a type not known, "
+                                  "borrows)"));
+  EXPECT_THAT(lines[2], HasSubstr("guaranteed=4 limit=20 weight=1"));
+  EXPECT_THAT(lines[2], ::testing::Not(HasSubstr("per GPU type")));
+}
+
+TEST(ParseQuotaConfig, PerTypeErrorsNameTheField) {
+  struct Case {
+    const char* json;
+    const char* error;
+  } cases[] = {
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"h100": -1}}]})",
+       "quotas.tenants[0].guaranteed.h100"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"h100": 2.5}}]})",
+       "quotas.tenants[0].guaranteed.h100': expected an integer"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"h100": "4"}}]})",
+       "quotas.tenants[0].guaranteed.h100"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"any": 4}}]})",
+       "quotas.tenants[0].guaranteed.any': \"any\" is not a GPU type"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"": 4}}]})",
+       "a GPU type needs a name"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {}}]})",
+       "quotas.tenants[0].guaranteed': names no GPU type"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": "8"}]})",
+       "quotas.tenants[0].guaranteed': expected a number of GPUs or an object of GPU type"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": [8]}]})", "got array"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"h100": 4},
+                        "limit": {"h100": 2}}]})",
+       "quotas.tenants[0].limit.h100': limit 2 is below guaranteed 4 (guaranteed.h100)"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "guaranteed": {"h100": 4,
+                        "a100": 4}, "limit": 6}]})",
+       "quotas.tenants[0].limit': limit 6 is below guaranteed 8"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"], "limit": {"any": 2}}]})",
+       "quotas.tenants[0].limit.any"},
+      {R"({"tenants": [{"name": "a", "slurm_accounts": ["x"],
+                        "guaranteed": {"a": 600000, "b": 600000}}]})",
+       "quotas.tenants[0].guaranteed': the types add up to 1200000 GPUs"},
+  };
+  for (const Case& k : cases) {
+    auto c = ParseQuotaConfig(nlohmann::json::parse(k.json));
+    ASSERT_FALSE(c.ok()) << k.json;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(c.status().message(), HasSubstr(k.error)) << k.json;
+  }
+  // A per-type limit beside a plain floor: the floor is of any type, so nothing to compare.
+  EXPECT_TRUE(ParseQuotaConfig(nlohmann::json::parse(
+                                   R"({"tenants": [{"name": "a", "slurm_accounts": ["x"],
+                                       "guaranteed": 8, "limit": {"h100": 2}}]})"))
+                  .ok());
+}
+
+TEST(Classify, EachTypeFillsItsOwnFloorAndOtherTypesBorrow) {
+  QuotaConfig c = Typed();
+  std::vector<Work> running = {
+      On(Job("slurm/1", "train", 8, 100), "a100"),  // a100 floor full
+      On(Job("slurm/2", "train", 4, 200), "a100"),  // beyond the a100 floor
+      On(Job("slurm/3", "train", 2, 300), "h100"),  // within the h100 floor (2 of 4)
+      On(Job("slurm/4", "train", 2, 50), "v100"),   // a type with no floor
+      On(Job("slurm/5", "train", 1, 10), ""),       // type not known
+      On(Pod("k8s/inf/p", "serve", 4, 0), "h100"),  // a plain floor: any type
+  };
+  Classification k = Classify(c, running);
+  EXPECT_EQ(k.standing["slurm/1"], Standing::kGuaranteed);
+  EXPECT_EQ(k.standing["slurm/2"], Standing::kBorrowed);
+  EXPECT_EQ(k.standing["slurm/3"], Standing::kGuaranteed)
+      << "the a100 floor being full does not touch the h100 floor";
+  EXPECT_EQ(k.standing["slurm/4"], Standing::kBorrowed);
+  EXPECT_EQ(k.standing["slurm/5"], Standing::kBorrowed);
+  EXPECT_EQ(k.standing["k8s/inf/p"], Standing::kGuaranteed);
+  const TenantUsage& u = k.usage["train"];
+  EXPECT_TRUE(u.per_type);
+  EXPECT_EQ(u.in_use(), 17);
+  EXPECT_EQ(u.borrowed, 7);
+  EXPECT_EQ(u.by_type.at("a100").guaranteed, 8);
+  EXPECT_EQ(u.by_type.at("a100").in_use, 12);
+  EXPECT_EQ(u.by_type.at("a100").borrowed, 4);
+  EXPECT_DOUBLE_EQ(u.by_type.at("a100").over_per_weight, 4);
+  EXPECT_EQ(u.by_type.at("h100").in_use, 2);
+  EXPECT_EQ(u.by_type.at("h100").limit, 6);
+  EXPECT_DOUBLE_EQ(u.by_type.at("h100").over_per_weight, -2);
+  EXPECT_EQ(u.by_type.at("v100").borrowed, 2);
+  EXPECT_EQ(u.by_type.at("").borrowed, 1);
+  EXPECT_FALSE(k.usage["serve"].per_type);
+  EXPECT_EQ(k.usage["serve"].by_type.at("h100").in_use, 4);
+  EXPECT_DOUBLE_EQ(k.usage["serve"].by_type.at("h100").over_per_weight, 0);  // the whole's
+}
+
+TEST(Classify, APlainFloorCountsWorkOfEveryTypeAsToday) {
+  QuotaConfig c = TwoTenants();
+  Classification k =
+      Classify(c, {On(Job("slurm/1", "a", 8, 1), "a100"), On(Job("slurm/2", "a", 8, 2), "h100"),
+                   On(Job("slurm/3", "a", 2, 3), "")});
+  EXPECT_EQ(k.standing["slurm/1"], Standing::kGuaranteed);
+  EXPECT_EQ(k.standing["slurm/2"], Standing::kGuaranteed);
+  EXPECT_EQ(k.standing["slurm/3"], Standing::kBorrowed);  // 18 > 16, whatever the types
+  EXPECT_EQ(k.usage["a"].borrowed, 2);
+}
+
+TEST(PlanStart, DecidesWithinOrBorrowedOnTheFloorOfTheTypeAsked) {
+  QuotaConfig c = Typed();
+  Classification k = Classify(c, {On(Job("slurm/1", "train", 8, 0), "a100")});
+  // a100 floor full: more a100 borrows, even though 4 h100 are still guaranteed.
+  Decision a100 = PlanStart(c, k, On(Job("slurm/2", "train", 2, 0), "a100"), 8, {}, 0, {});
+  EXPECT_EQ(a100.rule, Rule::kBorrowIdle);
+  EXPECT_EQ(a100.standing, Standing::kBorrowed);
+  EXPECT_THAT(a100.explanation, HasSubstr("tenant train borrows idle a100 GPUs beyond its 8 "
+                                          "guaranteed: it may be reclaimed"));
+  Decision h100 = PlanStart(c, k, On(Job("slurm/3", "train", 4, 0), "h100"), 8, {}, 0, {});
+  EXPECT_EQ(h100.rule, Rule::kWithinGuarantee);
+  EXPECT_THAT(h100.explanation, HasSubstr("stays within its 4 guaranteed h100 GPUs"));
+  // A type with no floor: beyond it at once, and a job that cannot be preempted is refused.
+  Decision v100 = PlanStart(c, k, On(Job("slurm/4", "train", 1, 0, /*preemptible=*/false), "v100"),
+                            8, {}, 0, {});
+  EXPECT_EQ(v100.rule, Rule::kNotPreemptibleBeyondFloor);
+  EXPECT_THAT(v100.explanation, HasSubstr("uses 0 of 0 guaranteed v100 GPUs"));
+  // Any type: judged on the floor with the most room (h100: 4 left), and says so.
+  Decision any = PlanStart(c, k, Job("slurm/5", "train", 4, 0), 8, {}, 0, {});
+  EXPECT_EQ(any.rule, Rule::kWithinGuarantee);
+  EXPECT_THAT(any.explanation, HasSubstr("4 guaranteed h100 GPUs"));
+  EXPECT_EQ(FloorOf(c, k, Job("slurm/5", "train", 4, 0)).type, "h100");
+  Decision too_big = PlanStart(c, k, Job("slurm/6", "train", 5, 0), 8, {}, 0, {});
+  EXPECT_EQ(too_big.rule, Rule::kBorrowIdle) << "no single type has room for 5";
+}
+
+TEST(PlanStart, APerTypeLimitCapsThatTypeOnly) {
+  QuotaConfig c = Typed();
+  Classification k = Classify(c, {On(Job("slurm/1", "train", 5, 0), "h100")});
+  Decision h100 = PlanStart(c, k, On(Job("slurm/2", "train", 2, 0), "h100"), 8, {}, 0, {});
+  EXPECT_FALSE(h100.start);
+  EXPECT_EQ(h100.rule, Rule::kAtLimit);
+  EXPECT_THAT(h100.explanation, HasSubstr("tenant train uses 5 of its limit 6 h100 GPUs"));
+  EXPECT_TRUE(PlanStart(c, k, On(Job("slurm/3", "train", 2, 0), "a100"), 8, {}, 0, {}).start)
+      << "no a100 limit";
+  EXPECT_TRUE(PlanStart(c, k, On(Job("slurm/4", "train", 1, 0), "h100"), 8, {}, 0, {}).start);
+}
+
+TEST(PlanStart, ReclaimsOnlyWorkOnGpusOfTheTypeItNeeds) {
+  QuotaConfig c = Typed();
+  std::vector<Work> running = {
+      On(Pod("k8s/inf/big", "serve", 4, 0), "a100"),  // serve's floor (4, any type)
+      On(Pod("k8s/inf/a1", "serve", 4, 10), "a100"),  // serve borrows a100
+      On(Pod("k8s/inf/h1", "serve", 4, 20), "h100"),  // serve borrows h100
+      On(Pod("k8s/inf/u1", "serve", 4, 30), ""),      // serve borrows, type not known
+      On(Job("slurm/x", "", 4, 40), "h100"),          // no tenant: borrows h100
+  };
+  Classification k = Classify(c, running);
+  ASSERT_EQ(k.standing["k8s/inf/big"], Standing::kGuaranteed);
+  // train asks 4 h100 on a full place where every kind of borrowed work runs: only h100
+  // work is taken (work of no tenant first: it is the most over), never a100 or unknown.
+  Decision h100 =
+      PlanStart(c, k, On(Job("slurm/t1", "train", 4, 0), "h100"), 0, running, 10'000, {});
+  ASSERT_TRUE(h100.start) << h100.explanation;
+  EXPECT_EQ(h100.rule, Rule::kReclaim);
+  EXPECT_THAT(h100.victims, ElementsAre("slurm/x"));
+  EXPECT_THAT(h100.explanation, HasSubstr("is within its 4 guaranteed h100 GPUs: 4 borrowed h100 "
+                                          "GPUs are reclaimed"));
+  // 8 h100: both h100 items and nothing else; 12 h100: there are not 12, nothing is taken.
+  Decision h8 = PlanStart(c, k, On(Job("slurm/t2", "train", 4, 0), "h100"), 4, running, 10'000, {});
+  EXPECT_TRUE(h8.start);
+  EXPECT_TRUE(h8.victims.empty()) << "4 idle h100 GPUs are enough";
+  QuotaConfig wide = c;
+  wide.tenants[0].guaranteed_by_type["h100"] = 12;
+  wide.tenants[0].limit_by_type.clear();
+  Classification kw = Classify(wide, running);
+  Decision h12 =
+      PlanStart(wide, kw, On(Job("slurm/t3", "train", 12, 0), "h100"), 0, running, 10'000, {});
+  EXPECT_FALSE(h12.start);
+  EXPECT_EQ(h12.rule, Rule::kNothingToReclaim);
+  EXPECT_THAT(h12.explanation, HasSubstr("here only 8 h100 GPUs are idle or borrowed by others"));
+  // a100: only the borrowed a100 pod, never serve's guaranteed one.
+  Decision a100 =
+      PlanStart(c, k, On(Job("slurm/t4", "train", 8, 0), "a100"), 4, running, 10'000, {});
+  ASSERT_TRUE(a100.start) << a100.explanation;
+  EXPECT_THAT(a100.victims, ElementsAre("k8s/inf/a1"));
+  // Asking any type under per-type floors: the type with the most room (a100: 8) and only
+  // its work.
+  Decision any = PlanStart(c, k, Job("slurm/t5", "train", 4, 0), 0, running, 10'000, {});
+  ASSERT_TRUE(any.start) << any.explanation;
+  EXPECT_THAT(any.victims, ElementsAre("k8s/inf/a1"));
+  // Under a plain floor, demand of a type still takes only that type; demand of any type
+  // takes any, the unknown type included (serve is the most over).
+  QuotaConfig plain = TwoTenants();
+  std::vector<Work> mixed = {On(Job("slurm/a1", "a", 16, 0), "h100"),
+                             On(Job("slurm/a2", "a", 4, 10), "a100"),
+                             On(Job("slurm/a3", "a", 4, 20), "")};
+  Classification kp = Classify(plain, mixed);
+  Decision typed =
+      PlanStart(plain, kp, On(Pod("k8s/b-inf/q", "b", 4, 0), "a100"), 0, mixed, 10'000, {});
+  ASSERT_TRUE(typed.start);
+  EXPECT_THAT(typed.victims, ElementsAre("slurm/a2"));
+  Decision untyped = PlanStart(plain, kp, Pod("k8s/b-inf/r", "b", 4, 0), 0, mixed, 10'000, {});
+  ASSERT_TRUE(untyped.start);
+  EXPECT_THAT(untyped.victims, ElementsAre("slurm/a3")) << "youngest first, any type";
+  Decision unknown_only =
+      PlanStart(plain, kp, On(Pod("k8s/b-inf/s", "b", 4, 0), "v100"), 0, mixed, 10'000, {});
+  EXPECT_FALSE(unknown_only.start) << "work of unknown type is never taken for typed demand";
+}
+
+TEST(PlanStart, VictimsComeFromTheTenantMostOverTheFloorOfTheirType) {
+  auto parsed = ParseQuotaConfig(nlohmann::json::parse(R"({"tenants": [
+    {"name": "x", "slurm_accounts": ["x"], "guaranteed": {"a100": 8, "h100": 0}},
+    {"name": "y", "slurm_accounts": ["y"], "guaranteed": 6},
+    {"name": "z", "slurm_accounts": ["z"], "guaranteed": {"h100": 8}}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const QuotaConfig& c = *parsed;
+  // x runs 6 a100 (2 below its a100 floor) and 3 h100 (3 over its h100 floor of 0): in
+  // all it is 1 over, but on h100 it borrows 3. y (plain floor 6) runs 8 h100: 2 over.
+  std::vector<Work> running = {On(Job("x1", "x", 6, 0), "a100"), On(Job("x2", "x", 3, 0), "h100"),
+                               On(Job("y1", "y", 6, 0), "h100"), On(Job("y2", "y", 2, 0), "h100")};
+  Classification k = Classify(c, running);
+  ASSERT_EQ(k.standing["x2"], Standing::kBorrowed);
+  ASSERT_EQ(k.standing["y2"], Standing::kBorrowed);
+  EXPECT_DOUBLE_EQ(OverPerWeight(k, running[1]), 3);
+  Decision d = PlanStart(c, k, On(Job("z1", "z", 2, 0), "h100"), 0, running, 10'000, {});
+  ASSERT_TRUE(d.start) << d.explanation;
+  EXPECT_THAT(d.victims, ElementsAre("x2")) << "x borrows 3 h100, y 2";
+}
+
+TEST(OrderPending, WithinTheFloorIsJudgedPerType) {
+  QuotaConfig c = Typed();
+  Classification k = Classify(c, {On(Job("slurm/1", "train", 8, 0), "a100")});
+  std::vector<Work> pending = {On(Job("slurm/2", "train", 2, 1), "a100"),   // beyond (a100)
+                               On(Job("slurm/3", "train", 2, 2), "h100"),   // within (h100)
+                               On(Job("slurm/4", "train", 2, 3), "v100")};  // beyond (no floor)
+  EXPECT_THAT(OrderPending(c, k, pending), ElementsAre(1, 0, 2));
+}
+
+TEST(GpusOfType, NamesTheTypeWhenThereIsOne) {
+  EXPECT_EQ(GpusOfType(1, ""), "1 GPU");
+  EXPECT_EQ(GpusOfType(4, ""), "4 GPUs");
+  EXPECT_EQ(GpusOfType(4, "h100"), "4 h100 GPUs");
 }
 
 }  // namespace

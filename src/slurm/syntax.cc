@@ -146,6 +146,15 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres) {
   return out;
 }
 
+std::string RequestedGpuType(std::string_view tres) {
+  auto requests = ParseTresRequest(tres);
+  if (!requests.ok()) return "";
+  for (const GresRequest& r : *requests) {
+    if (r.name == "gpu" && !r.type.empty()) return r.type;
+  }
+  return "";
+}
+
 StatusOr<std::vector<std::string>> ParseConstraintFeatures(std::string_view constraint) {
   std::vector<std::string> out;
   std::string current;

@@ -35,6 +35,9 @@ struct GresRequest {
 // suffix. Non-gres TRES ("cpu=2", "license/x=1") are skipped. InvalidArgument on a count
 // that is not a number or too large, naming the entry.
 StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres);
+// The GPU type a TRES request list asks for: the type of its first typed "gpu" entry
+// ("gres/gpu:h100=2" -> "h100"); "" when it names none (any type) or does not parse.
+std::string RequestedGpuType(std::string_view tres);
 
 // Feature names mentioned in a --constraint expression, in order, without duplicates:
 // "h100&(nvlink|ib)*2,[a*1&b*2]" -> {h100, nvlink, ib, a, b}. Counts after '*' are not

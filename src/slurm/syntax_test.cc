@@ -60,6 +60,14 @@ TEST(ParseTresRequest, RejectsGarbageWithTheEntry) {
   EXPECT_FALSE(ParseTresRequest(many).ok());
 }
 
+TEST(RequestedGpuType, TheFirstTypedGpuEntryOrAny) {
+  EXPECT_EQ(RequestedGpuType("gres/gpu:h100=4"), "h100");
+  EXPECT_EQ(RequestedGpuType("cpu=4,gres:foo:bar:1,gres:gpu:a100:2"), "a100");
+  EXPECT_EQ(RequestedGpuType("gres:gpu:2"), "");
+  EXPECT_EQ(RequestedGpuType(""), "");
+  EXPECT_EQ(RequestedGpuType("gres:gpu:h100:lots"), "") << "does not parse: any";
+}
+
 TEST(ParseConstraintFeatures, NamesWithoutOperatorsOrCounts) {
   auto f = ParseConstraintFeatures("h100&(nvlink|ib)*2,[a*1&b*2]");
   ASSERT_TRUE(f.ok());

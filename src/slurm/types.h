@@ -111,6 +111,9 @@ struct JobView {
   std::string state_reason;        // "Resources", "JobHeldUser", ...
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
   int64_t gpus_per_node = 0;       // allocated (running) or requested (pending) GPUs per node
+  // The GPU GRES type: allocated on its first node (running), or asked for ("gpu:h100:2";
+  // pending). "" when untyped: any type.
+  std::string gpu_type;
   // Node -> the job's GPU GRES indices there (running jobs; "gpu:4(IDX:0-3)" -> {0,1,2,3}).
   std::map<std::string, std::vector<int64_t>> gpu_indices;
   UnixTime submit_time = 0;
