@@ -8,6 +8,9 @@
 
 #include "src/ownership/ownership.h"
 #include "src/ownership/reservation.h"
+#include "src/ownership/reservation_class.h"
+#include "src/ownership/time_codec.h"
+#include "src/ownership/victims.h"
 
 namespace {
 

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "src/config/config.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/time_codec.h"
 #include "src/quota/observe.h"
 
 namespace {

@@ -17,7 +17,9 @@
 #include "src/base/retry.h"
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
 namespace {

@@ -43,6 +43,7 @@
 #include "k8s/leader_elector.h"
 #include "src/base/clock.h"
 #include "src/config/config.h"
+#include "src/ownership/quota_facts.h"
 #include "src/reconcile/work_queue.h"
 
 namespace skb::bridge {

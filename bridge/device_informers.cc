@@ -3,6 +3,7 @@
 #include "k8s/field_selection.h"
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 

@@ -11,7 +11,12 @@
 #include "src/base/strings.h"
 #include "src/devices/device_plan.h"
 #include "src/devices/gres.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/preemption_record.h"
+#include "src/ownership/reservation_class.h"
+#include "src/ownership/return_decision.h"
+#include "src/ownership/time_codec.h"
+#include "src/ownership/victims.h"
 
 namespace skb::sim {
 namespace {

@@ -1,7 +1,8 @@
 // A discrete-event simulator that replays a GPU-cluster trace (trace.h) in simulated time
 // and compares a static Slurm/Kubernetes split with the bridge's one pool (the
 // utilization study). Every decision the bridge makes goes through its own policy code in
-// src/ownership/policy.h, fed with slurm::JobView records as the daemon would see them:
+// src/ownership/ (victims.h, reservation_class.h, job_policy.h, preemption_record.h,
+// return_decision.h), fed with slurm::JobView records as the daemon would see them:
 //   which node to lend  PickVictims (kube-scheduler's victim order) over ClassFor(jobs)
 //                       -> the reservation's PriorityClass value (idle < preemptible <
 //                       inference threshold < protected);

@@ -35,6 +35,7 @@
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
 #include "src/config/config.h"
+#include "src/ownership/quota_facts.h"
 
 namespace {
 

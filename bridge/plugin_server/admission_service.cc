@@ -6,7 +6,8 @@
 #include "bridge/logging.h"
 #include "bridge/version.h"
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/time_codec.h"
 #include "src/slurm/syntax.h"
 
 namespace skb::bridge {

@@ -22,7 +22,7 @@
 
 #include "src/admission/admission.h"
 #include "src/config/config.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
 #include "src/quota/observe.h"
 
 namespace skb::api::v1 {

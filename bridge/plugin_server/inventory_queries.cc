@@ -6,8 +6,11 @@
 #include "bridge/api/frame.h"
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
+#include "src/ownership/job_policy.h"
 #include "src/ownership/ownership.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/preemption_record.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/time_codec.h"
 #include "src/plan/planner.h"
 
 namespace skb::bridge {

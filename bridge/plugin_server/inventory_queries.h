@@ -21,7 +21,7 @@
 #include "src/devices/observe.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
 
 namespace skb::bridge {
 

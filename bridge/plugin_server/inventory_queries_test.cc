@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
 namespace {

@@ -7,7 +7,8 @@
 #include "bridge/observability/metrics.h"
 #include "bridge/plugin_server/admission_service.h"
 #include "bridge/quota/quota_ledger.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
 namespace {

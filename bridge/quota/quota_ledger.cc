@@ -1,6 +1,8 @@
 #include "bridge/quota/quota_ledger.h"
 
 #include "src/base/strings.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
 namespace {

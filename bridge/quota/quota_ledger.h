@@ -33,7 +33,7 @@
 #include "src/base/thread_annotations.h"
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
 #include "src/quota/observe.h"
 #include "src/slurm/types.h"
 

@@ -16,7 +16,7 @@
 #include "src/base/retry.h"
 #include "src/base/strings.h"
 #include "src/health/node_health.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 namespace {

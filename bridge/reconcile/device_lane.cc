@@ -10,7 +10,6 @@
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
 #include "src/devices/placeholder_record.h"
-#include "src/ownership/policy.h"
 
 namespace skb::bridge {
 namespace {

@@ -13,7 +13,7 @@
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/k8s_devices.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
 namespace {

@@ -2,6 +2,7 @@
 
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node) {

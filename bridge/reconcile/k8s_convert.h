@@ -11,7 +11,6 @@
 #include "src/base/clock.h"
 #include "src/base/status.h"
 #include "src/inventory/managed_node.h"
-#include "src/ownership/policy.h"
 
 namespace skb::bridge {
 

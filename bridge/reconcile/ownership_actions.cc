@@ -10,7 +10,10 @@
 #include "k8s/api_error.h"
 #include "k8s/field_reader.h"
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/hetjob.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/preemption_record.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 

@@ -6,7 +6,7 @@
 #include "bridge/reconcile/action_executor.h"
 #include "bridge/slurm/fake_slurm_client.h"
 #include "k8s/fake_kube_client.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 namespace {

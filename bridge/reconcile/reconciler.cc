@@ -7,7 +7,8 @@
 #include "bridge/logging.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
+#include "src/ownership/schema.h"
 #include "src/plan/planner.h"
 
 namespace skb::bridge {

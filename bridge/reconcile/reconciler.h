@@ -25,7 +25,7 @@
 #include "src/config/config.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/quota_facts.h"
 #include "src/plan/node_plan.h"
 #include "src/reconcile/work_queue.h"
 

@@ -11,6 +11,7 @@
 #include "bridge/slurm/fake_slurm_client.h"
 #include "k8s/fake_kube_client.h"
 #include "src/base/strings.h"
+#include "src/ownership/quota_facts.h"
 
 namespace skb::bridge {
 namespace {

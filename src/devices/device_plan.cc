@@ -6,7 +6,10 @@
 #include <tuple>
 
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/hetjob.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/return_decision.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::devices {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "src/devices/gres.h"
 #include "src/devices/test_support.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::devices {
 namespace {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "src/base/strings.h"
+#include "src/ownership/schema.h"
 
 namespace skb::devices {
 namespace {

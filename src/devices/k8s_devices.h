@@ -24,7 +24,6 @@
 
 #include "src/devices/device_plan.h"
 #include "src/devices/gres.h"
-#include "src/ownership/policy.h"
 
 namespace skb::devices {
 

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "src/devices/dra_testdata.h"
+#include "src/ownership/schema.h"
 
 namespace skb::devices {
 namespace {

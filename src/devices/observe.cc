@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::devices {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "src/devices/test_support.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::devices {
 namespace {

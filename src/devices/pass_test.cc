@@ -5,7 +5,6 @@
 
 #include "src/devices/gres.h"
 #include "src/devices/test_support.h"
-#include "src/ownership/policy.h"
 
 namespace skb::devices {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "src/config/config.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::devices::test_support {
 

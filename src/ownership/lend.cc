@@ -5,8 +5,13 @@
 
 #include "src/base/strings.h"
 #include "src/health/node_health.h"
+#include "src/ownership/hetjob.h"
 #include "src/ownership/internal/planner.h"
 #include "src/ownership/internal/records.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/ownership.h"
+#include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership::internal {
 namespace {

@@ -4,8 +4,10 @@
 #include "src/health/node_health.h"
 #include "src/ownership/internal/facts.h"
 #include "src/ownership/internal/records.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
 #include "src/ownership/reservation.h"
+#include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership::internal {
 

@@ -55,10 +55,10 @@
 // (protected work still waits) and none returns until the namespace exists again (creates
 // fail; the executor says so).
 //
-// Executor contract (bridge/): each kind re-checks at the source, is idempotent, and
-// records event_type/event_reason/event_message as an Event on the node (and on the pod
-// for pod actions) only when it changed something. Aborted = state moved, plan again;
-// FailedPrecondition = Warning Event, wait for a change.
+// Executor contract (bridge/; the names are schema.h's): each kind re-checks at the
+// source, is idempotent, and records event_type/event_reason/event_message as an Event on
+// the node (and on the pod for pod actions) only when it changed something. Aborted = state
+// moved, plan again; FailedPrecondition = Warning Event, wait for a change.
 //   kCreateReservationPod  Pod from `reservation` (reservation.h): labels, annotations, finalizers,
 //       spec.nodeName, priorityClassName (not priority), restartPolicy Always,
 //       terminationGracePeriodSeconds, tolerations, one container (image, command,
@@ -99,14 +99,15 @@
 //       bridge prefix (an admin's): Aborted.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/base/clock.h"
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
-#include "src/ownership/policy.h"
 #include "src/plan/action.h"
 
 namespace skb::ownership {
@@ -124,6 +125,13 @@ struct OwnershipPlan {
   // One line per fact or rule considered (bridgectl describe).
   std::vector<std::string> explanation;
 };
+
+// The busy taint (kBusyTaintKey) goes on this long before the kubelet's kill deadline of
+// the reservation.
+inline constexpr Clock::Duration kBusyTaintLead = std::chrono::seconds(30);
+// How long a lend waits after its reservation's deletion for the pod that preempted it to
+// show (its nominated node), so the lend can name it.
+inline constexpr Clock::Duration kPreemptorWait = std::chrono::seconds(2);
 
 // `min_update_interval`: a floor under lending.reservation_update_interval that the caller
 // derives from the cluster's size (the job-list refreshes of N nodes are N / interval writes

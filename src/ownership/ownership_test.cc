@@ -7,8 +7,13 @@
 #include <set>
 
 #include "src/base/strings.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/preemption_record.h"
 #include "src/ownership/reservation.h"
+#include "src/ownership/reservation_class.h"
+#include "src/ownership/schema.h"
 #include "src/ownership/test_support.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership {
 namespace {

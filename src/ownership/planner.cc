@@ -3,8 +3,12 @@
 #include "src/ownership/internal/planner.h"
 
 #include "src/base/strings.h"
+#include "src/ownership/hetjob.h"
 #include "src/ownership/internal/records.h"
+#include "src/ownership/job_policy.h"
 #include "src/ownership/reservation.h"
+#include "src/ownership/reservation_class.h"
+#include "src/ownership/schema.h"
 
 namespace skb::ownership::internal {
 namespace {

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "src/base/strings.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership::internal {
 

@@ -16,7 +16,7 @@
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
 #include "src/ownership/lending_config.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/reservation_class.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
 

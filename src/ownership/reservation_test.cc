@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "src/base/strings.h"
+#include "src/ownership/reservation_class.h"
 #include "src/ownership/test_support.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership {
 namespace {

@@ -4,6 +4,9 @@
 #include "src/base/strings.h"
 #include "src/ownership/internal/planner.h"
 #include "src/ownership/internal/records.h"
+#include "src/ownership/reservation_class.h"
+#include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::ownership::internal {
 

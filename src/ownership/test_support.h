@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 #include "src/slurm/types.h"
 
 namespace skb::ownership::test_support {
@@ -33,6 +35,19 @@ inline slurm::JobView Job(uint32_t id, bool preemptible = true) {
   j.start_time = ToUnix(kNow - std::chrono::minutes(30));
   j.admin_comment = preemptible ? "k8s-bridge:preemptible=true" : "k8s-bridge:preemptible=false";
   j.nodes = {"node1"};
+  return j;
+}
+
+// A running, requeueable 8-GPU job with `admin_comment` and nothing else: what the lending
+// policy reads, without the user, node and start time of Job().
+inline slurm::JobView PolicyJob(uint32_t id,
+                                std::string admin_comment = "k8s-bridge:preemptible=true") {
+  slurm::JobView j;
+  j.job_id = id;
+  j.state = slurm::JobState::kRunning;
+  j.requeue = true;
+  j.gpus_per_node = 8;
+  j.admin_comment = std::move(admin_comment);
   return j;
 }
 

@@ -8,7 +8,8 @@
 #include "src/base/strings.h"
 #include "src/config/config.h"
 #include "src/devices/observe.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::quota {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "src/config/config.h"
 #include "src/devices/placeholder_record.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::quota {
 namespace {

@@ -21,8 +21,9 @@
 
 #include "src/base/clock.h"
 #include "src/ownership/internal/facts.h"
+#include "src/ownership/job_policy.h"
 #include "src/ownership/ownership.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/reservation_class.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
 

@@ -1,4 +1,4 @@
-// The records the node-ownership planner keeps on Kubernetes objects (policy.h names them),
+// The records the node-ownership planner keeps on Kubernetes objects (schema.h names them),
 // as it reads and writes them: the time and signalled-at annotations, and what a
 // reservation pod or a node shows (ours, released, being replaced, tainted).
 //

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "src/admission/admission.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/schema.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {

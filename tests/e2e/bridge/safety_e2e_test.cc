@@ -28,7 +28,7 @@
 #include <cmath>
 
 #include "k8s/time_format.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/schema.h"
 #include "tests/e2e/bridge/lending_fixture.h"
 
 namespace skb::lending_e2e {

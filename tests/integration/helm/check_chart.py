@@ -305,7 +305,7 @@ def cmd_render():
     check(not any(r["apiGroups"] == ["resource.k8s.io"] for r in one(objs, "ClusterRole")["rules"]),
           "defaults: DRA rules granted with gpu_sharing off")
     # The swap guard: the bridge's ServiceAccount exempt, the nodes the bridge labels
-    # (src/ownership/policy.h kSwapGuardLabel) as its parameters, bindings and pod creates.
+    # (src/ownership/schema.h kSwapGuardLabel) as its parameters, bindings and pod creates.
     vap = one(objs, "ValidatingAdmissionPolicy", "-swap-guard")
     sa = one(objs, "ServiceAccount")["metadata"]["name"]
     check(f'"system:serviceaccount:{ns}:{sa}"' in vap["spec"]["matchConditions"][0]["expression"],

@@ -20,7 +20,7 @@
 
 #include "src/base/strings.h"
 #include "src/config/config.h"
-#include "src/ownership/policy.h"
+#include "src/ownership/job_policy.h"
 #include "tests/integration/slurm/slurm_test_util.h"
 #include "tests/testbed/testbed_support.h"
 

@@ -1,0 +1,41 @@
+#include "src/ownership/return_decision.h"
+
+#include <algorithm>
+
+#include "src/base/strings.h"
+#include "src/ownership/time_codec.h"
+
+namespace skb::ownership {
+
+ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimePoint> idle_since,
+                            bool gpu_pods_present, bool healthy, const LendingConfig& cfg,
+                            Clock::TimePoint now) {
+  ReturnDecision d;
+  if (gpu_pods_present) {
+    d.why = "Kubernetes GPU pods use the node";
+    return d;
+  }
+  if (!healthy) {
+    d.why = "the node is unhealthy: it returns to Slurm once healthy";
+    return d;
+  }
+  if (!idle_since) {
+    d.why = "the cool-down has not started";
+    return d;
+  }
+  const Clock::TimePoint at = std::max(*idle_since + cfg.cooldown, lent_at + cfg.min_lend_time);
+  if (now < at) {
+    d.at = at;
+    d.why =
+        StrCat("returns to Slurm in ", FormatSeconds(at - now),
+               *idle_since + cfg.cooldown >= lent_at + cfg.min_lend_time ? " (cool-down)"
+                                                                         : " (minimum lend time)");
+    return d;
+  }
+  d.now = true;
+  d.why = StrCat("no Kubernetes GPU pod for ", FormatSeconds(now - *idle_since), ", lent for ",
+                 FormatSeconds(now - lent_at));
+  return d;
+}
+
+}  // namespace skb::ownership

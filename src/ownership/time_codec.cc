@@ -1,0 +1,33 @@
+#include "src/ownership/time_codec.h"
+
+#include <charconv>
+#include <system_error>
+
+#include "src/base/strings.h"
+
+namespace skb::ownership {
+
+Clock::TimePoint FromUnix(slurm::UnixTime t) {
+  return Clock::TimePoint{} + std::chrono::seconds(t);
+}
+
+slurm::UnixTime ToUnix(Clock::TimePoint t) {
+  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+std::optional<slurm::UnixTime> ParseUnix(std::string_view text) {
+  slurm::UnixTime v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace) {
+  return signalled + std::chrono::seconds(1) + grace;
+}
+
+std::string FormatSeconds(Clock::Duration d) {
+  return StrCat(std::chrono::duration_cast<std::chrono::seconds>(d).count(), "s");
+}
+
+}  // namespace skb::ownership

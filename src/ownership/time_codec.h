@@ -1,0 +1,42 @@
+// Time as the bridge records it: whole Unix seconds (slurm::UnixTime) in annotations, admin
+// comments and actions, converted to and from the core's Clock time points, and read back
+// from user-editable text. Also how long a recorded time may lie in the future before it is
+// garbage (kClockSkewAllowance), and when a grace counted from a whole-second stamp ends.
+//
+//   if (auto t = ParseUnix(text)) lent_at = FromUnix(*t);   // "1700000000"; else garbled
+//   annotations[kIdleSinceAnnotation] = std::to_string(ToUnix(now));
+//   FormatSeconds(std::chrono::minutes(2)) == "120s"
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "src/base/clock.h"
+#include "src/slurm/types.h"
+
+namespace skb::ownership {
+
+// No time the bridge records (node annotations, a job's preemption record) is in the future
+// by more than the clock skew between two hosts. One that is, like one that does not parse,
+// is garbled: read as "now" and written again. Kept as written it would never pass, and the
+// node would stay lent, guarded or unpreempted for ever.
+inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
+
+// Unix seconds <-> the core's time points. ToUnix rounds down to the whole second.
+Clock::TimePoint FromUnix(slurm::UnixTime t);
+slurm::UnixTime ToUnix(Clock::TimePoint t);
+// Unix seconds as the bridge writes them in annotations ("1700000000"); nullopt for
+// anything else (annotations are user-editable input).
+std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
+// "42s": a duration for messages.
+std::string FormatSeconds(Clock::Duration d);
+
+// When the grace of a job signalled at `signalled` (whole unix seconds, as recorded) ends.
+// The stamp is the signal's second rounded down, so the grace is counted from the second
+// after it: a job always gets at least its whole grace (up to a second more), never up to a
+// second less, as it did when counted from the stamp.
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace);
+
+}  // namespace skb::ownership

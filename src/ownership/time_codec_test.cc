@@ -1,0 +1,29 @@
+#include "src/ownership/time_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace skb::ownership {
+namespace {
+
+TEST(UnixTime, RoundTrips) {
+  EXPECT_EQ(ToUnix(FromUnix(1'700'000'123)), 1'700'000'123);
+  EXPECT_EQ(ToUnix(FromUnix(5) + std::chrono::milliseconds(999)), 5);
+}
+
+// A signal sent at 100.9 s is stamped 100 (whole seconds): the grace must still be whole,
+// so it runs from 101 and a 2 s grace ends at 103, not at 102 (1.1 s after the signal).
+TEST(UnixTime, TheGraceRunsFromTheSecondAfterTheStamp) {
+  const Clock::TimePoint sent = FromUnix(100) + std::chrono::milliseconds(900);
+  const Clock::TimePoint stamp = FromUnix(ToUnix(sent));
+  EXPECT_EQ(stamp, FromUnix(100));
+  const Clock::TimePoint ends = GraceEnds(stamp, std::chrono::seconds(2));
+  EXPECT_EQ(ends, FromUnix(103));
+  EXPECT_GE(ends - sent, std::chrono::seconds(2));
+  EXPECT_LE(ends - sent, std::chrono::seconds(3));
+}
+
+}  // namespace
+}  // namespace skb::ownership
