@@ -14,7 +14,6 @@
 #include "k8s/node_info.h"
 #include "k8s/pod_info.h"
 #include "src/admission/admission.h"
-#include "src/base/retry.h"
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
 #include "src/ownership/quota_facts.h"
@@ -534,10 +533,8 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   }
   for (const auto& [index, effect] : r.outcomes) {
     const plan::Action* action = &r.plan.actions[index];
-    auto outcome = effect.ok()                    ? observability::Outcome::kSuccess
-                   : IsRetryable(effect.status()) ? observability::Outcome::kRetryableError
-                                                  : observability::Outcome::kError;
-    m.Action(plan::ActionKindName(action->kind), outcome).Increment();
+    m.Action(plan::ActionKindName(action->kind), observability::OutcomeOf(effect.status()))
+        .Increment();
     // What follows counts what changed: a repeat that found its work done counts once.
     if (!effect.ok() || *effect != Effect::kChanged) continue;
     const std::string_view cause = plan::DrainCauseLabel(action->cause);
@@ -545,9 +542,8 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
     if (action->kind == plan::ActionKind::kResumeSlurmNode)
       m.resumes.WithLabels({cause}).Increment();
     if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
-      std::string_view mode =
-          action->preempt_mode == plan::JobPreemptMode::kCancel ? "cancel" : "requeue";
-      m.preemptions.WithLabels({mode}).Increment(static_cast<double>(action->job_ids.size()));
+      m.preemptions.WithLabels({plan::PreemptionModeLabel(action->preempt_mode)})
+          .Increment(static_cast<double>(action->job_ids.size()));
     }
     // Durations the planner dated (since_unix): whole seconds, as the annotations keep them.
     if (action->since_unix <= 0) continue;

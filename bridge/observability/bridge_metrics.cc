@@ -1,5 +1,7 @@
 #include "bridge/observability/bridge_metrics.h"
 
+#include "src/base/retry.h"
+
 namespace skb::observability {
 namespace {
 
@@ -39,6 +41,11 @@ std::string_view OutcomeName(Outcome o) {
       return "error";
   }
   return "error";
+}
+
+Outcome OutcomeOf(const Status& s) {
+  if (s.ok()) return Outcome::kSuccess;
+  return IsRetryable(s) ? Outcome::kRetryableError : Outcome::kError;
 }
 
 BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_view slurm_version)

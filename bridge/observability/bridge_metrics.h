@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "bridge/observability/metrics.h"
+#include "src/base/status.h"
 
 namespace skb::observability {
 
@@ -39,6 +40,9 @@ enum class Outcome {
   kError,           // any other failure: a condition and an Event say why
 };
 std::string_view OutcomeName(Outcome o);  // "success", "retryable_error", "error"
+// The outcome of an action that returned `s`, by the one retry rule (src/base/retry.h), so
+// the metric agrees with the requeue.
+Outcome OutcomeOf(const Status& s);
 
 // Why the bridge drained or resumed a Slurm node (`cause` label).
 inline constexpr std::array<std::string_view, 3> kDrainCauses = {"health", "lending",

@@ -145,6 +145,18 @@ TEST(BridgeMetricsTest, KubernetesResponseCodesAreFiveClassesWith403Apart) {
   }
 }
 
+// An action's `outcome` label follows the one retry rule (src/base/retry.h): what the
+// reconcile loop retries with back-off is a retryable_error, any other failure an error.
+TEST(BridgeMetricsTest, OutcomeOfAStatusFollowsTheRetryRule) {
+  EXPECT_EQ(OutcomeOf(OkStatus()), Outcome::kSuccess);
+  EXPECT_EQ(OutcomeOf(UnavailableError("apiserver busy")), Outcome::kRetryableError);
+  EXPECT_EQ(OutcomeOf(AbortedError("uid changed")), Outcome::kRetryableError);
+  EXPECT_EQ(OutcomeOf(DeadlineExceededError("timeout")), Outcome::kRetryableError);
+  EXPECT_EQ(OutcomeOf(FailedPreconditionError("not ours")), Outcome::kError);
+  EXPECT_EQ(OutcomeOf(NotFoundError("gone")), Outcome::kError);
+  EXPECT_EQ(OutcomeOf(InternalError("bug")), Outcome::kError);
+}
+
 // The Grafana dashboard shipped in the chart queries only metrics that exist, and shows
 // every one of them: renaming a metric without the dashboard (or back) fails here.
 TEST(BridgeMetricsTest, TheChartDashboardAndTheMetricSetAgree) {

@@ -365,10 +365,8 @@ std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
 void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
                          observability::BridgeMetrics* m) {
   for (const auto& [a, effect] : r.outcomes) {
-    const auto outcome = effect.ok()                    ? observability::Outcome::kSuccess
-                         : IsRetryable(effect.status()) ? observability::Outcome::kRetryableError
-                                                        : observability::Outcome::kError;
-    m->Action(devices::DeviceActionKindName(a.kind), outcome).Increment();
+    m->Action(devices::DeviceActionKindName(a.kind), observability::OutcomeOf(effect.status()))
+        .Increment();
     if (!effect.ok() || *effect != Effect::kChanged) continue;
     // Durations the planner dated; whole seconds, as Slurm and the records keep them.
     const double since = a.since_unix > 0 && now_unix >= a.since_unix
@@ -386,8 +384,7 @@ void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
         if (since >= 0) m->shared_gpu_return_duration.Observe(since);
         break;
       case DeviceActionKind::kPreemptJobs:
-        m->preemptions
-            .WithLabels({a.preempt_mode == plan::JobPreemptMode::kCancel ? "cancel" : "requeue"})
+        m->preemptions.WithLabels({plan::PreemptionModeLabel(a.preempt_mode)})
             .Increment(static_cast<double>(a.job_ids.size()));
         if (since >= 0) {
           for (size_t i = 0; i < a.job_ids.size(); ++i) m->preemption_grace.Observe(since);

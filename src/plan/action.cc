@@ -115,6 +115,10 @@ std::string_view JobPreemptModeName(JobPreemptMode m) {
   return "requeue";
 }
 
+std::string_view PreemptionModeLabel(JobPreemptMode m) {
+  return m == JobPreemptMode::kCancel ? "cancel" : "requeue";
+}
+
 namespace {
 
 std::string Jobs(const std::vector<uint32_t>& ids) {

@@ -165,6 +165,9 @@ enum class JobPreemptMode {
 std::string_view EventTypeName(EventType t);
 std::string_view SignalScopeName(SignalScope s);
 std::string_view JobPreemptModeName(JobPreemptMode m);
+// The `mode` label of skb_preemptions_total: "cancel", else "requeue" (a requeue-hold is a
+// requeue).
+std::string_view PreemptionModeLabel(JobPreemptMode m);
 
 struct Action {
   ActionKind kind = ActionKind::kDrainSlurmNode;

@@ -47,5 +47,12 @@ TEST(RunChainsTest, EverythingRunsInOrderWhenNothingFails) {
   EXPECT_EQ(ran, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// The `mode` label of skb_preemptions_total: a requeue-hold counts as a requeue.
+TEST(PreemptionModeLabelTest, CancelOrRequeue) {
+  EXPECT_EQ(PreemptionModeLabel(JobPreemptMode::kRequeue), "requeue");
+  EXPECT_EQ(PreemptionModeLabel(JobPreemptMode::kRequeueHold), "requeue");
+  EXPECT_EQ(PreemptionModeLabel(JobPreemptMode::kCancel), "cancel");
+}
+
 }  // namespace
 }  // namespace skb::plan
