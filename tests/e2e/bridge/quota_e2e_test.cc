@@ -64,16 +64,16 @@ TEST_F(QuotaE2E, AnotherTenantsPodsTakeOnlyBorrowedJobsAndWaitAtTheGuarantee) {
     (classes[JobNode(id)] == "slurm-protected" ? guaranteed_jobs : borrowed_jobs).insert(id);
   }
   ASSERT_EQ(guaranteed_jobs.size(), 2u);
-  // bridgectl says the same of each job, and why.
+  // bridgectl says the same of each job (its GPU type, the testbed's h100, too), and why.
   const std::string described = Bridgectl({"describe", "tenant", "team-a"}).out;
   for (const auto& id : guaranteed_jobs) {
     EXPECT_THAT(described, ::testing::ContainsRegex(
-                               StrCat("slurm/", id, " +running +8 +node[0-9] +guaranteed")))
+                               StrCat("slurm/", id, " +running +8 +h100 +node[0-9] +guaranteed")))
         << described;
   }
   for (const auto& id : borrowed_jobs) {
-    EXPECT_THAT(described,
-                ::testing::ContainsRegex(StrCat("slurm/", id, " +running +8 +node[0-9] +borrowed")))
+    EXPECT_THAT(described, ::testing::ContainsRegex(
+                               StrCat("slurm/", id, " +running +8 +h100 +node[0-9] +borrowed")))
         << described;
   }
   // The node's describe names the rule that made its reservation protected.
