@@ -317,9 +317,9 @@ TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFl
   CommandResult described = Bridgectl({"describe", "tenant", "team-a"});
   EXPECT_EQ(described.exit_code, 0) << described.err;
   EXPECT_THAT(described.out,
-              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +node[0-9] +guaranteed"));
+              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +h100 +node[0-9] +guaranteed"));
   EXPECT_THAT(described.out,
-              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +node[0-9] +borrowed"));
+              ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +h100 +node[0-9] +borrowed"));
   EXPECT_THAT(described.out, HasSubstr("beyond the 8 GPUs guaranteed"));
   EXPECT_NE(Bridgectl({"describe", "tenant", "team-z"}).exit_code, 0);
 }
