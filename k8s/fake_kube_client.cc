@@ -1,6 +1,8 @@
 #include "k8s/fake_kube_client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include "k8s/api_error.h"
@@ -54,20 +56,104 @@ StatusOr<bool> Matches(const json& obj, const ListOptions& o) {
         labels->value(key, std::string("\x01")) != value)
       return false;
   }
+  // The fields the apiserver selects pods and nodes on that the bridge uses, with =, == and
+  // != (a missing field reads as ""); any other field is an error, as the apiserver's is.
   for (std::string_view term : StrSplit(o.field_selector, ',', true)) {
-    size_t eq = term.find('=');
-    std::string_view field = eq == std::string_view::npos ? term : term.substr(0, eq);
-    std::string value(eq == std::string_view::npos ? "" : term.substr(eq + 1));
-    if (field == "metadata.name") {
-      if (MetaString(obj, "name") != value) return false;
-    } else if (field == "metadata.namespace") {
-      if (MetaString(obj, "namespace") != value) return false;
+    bool negate = false;
+    size_t op = term.find("!=");
+    size_t value_at = 0;
+    if (op != std::string_view::npos) {
+      negate = true;
+      value_at = op + 2;
+    } else if (op = term.find("=="); op != std::string_view::npos) {
+      value_at = op + 2;
+    } else if (op = term.find('='); op != std::string_view::npos) {
+      value_at = op + 1;
+    } else {
+      op = value_at = term.size();
+    }
+    const std::string field(StripWhitespace(term.substr(0, op)));
+    const std::string value(StripWhitespace(term.substr(value_at)));
+    std::string actual;
+    if (field == "metadata.name" || field == "metadata.namespace") {
+      actual = MetaString(obj, field == "metadata.name" ? "name" : "namespace");
+    } else if (field == "spec.nodeName" || field == "status.phase") {
+      const size_t dot = field.find('.');
+      const json* parent =
+          obj.contains(field.substr(0, dot)) ? &obj[field.substr(0, dot)] : nullptr;
+      if (parent != nullptr && parent->is_object()) {
+        actual = parent->value(field.substr(dot + 1), std::string());
+      }
     } else {
       return InvalidArgumentError(
           StrCat("fake client: unsupported field selector '", o.field_selector, "'"));
     }
+    if ((actual == value) == negate) return false;
   }
   return true;
+}
+
+// The merge key of the lists of the built-in types that a strategic merge patch merges item
+// by item (the patchMergeKey of their Go fields); any other list is replaced whole, as an
+// atomic list is.
+const char* MergeKeyOf(const std::string& field) {
+  static const std::map<std::string, const char*> keys = {
+      {"conditions", "type"},        {"addresses", "type"},      {"containers", "name"},
+      {"initContainers", "name"},    {"volumes", "name"},        {"env", "name"},
+      {"volumeMounts", "mountPath"}, {"ownerReferences", "uid"}, {"imagePullSecrets", "name"},
+  };
+  auto it = keys.find(field);
+  return it == keys.end() ? nullptr : it->second;
+}
+
+// A strategic merge patch as the apiserver applies it to the built-in types the bridge
+// patches: objects merge, null deletes, lists with a merge key merge item by item
+// (`$patch: delete` on an item removes it), `finalizers` merge as a set, other lists and
+// values are replaced.
+void StrategicMerge(json* target, const json& patch) {
+  if (!patch.is_object()) {
+    *target = patch;
+    return;
+  }
+  if (!target->is_object()) *target = json::object();
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    const std::string& key = it.key();
+    const json& value = it.value();
+    if (key.rfind('$', 0) == 0) continue;  // directives ($setElementOrder, $retainKeys)
+    if (value.is_null()) {
+      target->erase(key);
+      continue;
+    }
+    json& current = (*target)[key];
+    const char* merge_key = MergeKeyOf(key);
+    if (value.is_array() && current.is_array() && merge_key != nullptr) {
+      for (const json& item : value) {
+        if (!item.is_object() || !item.contains(merge_key)) {
+          current.push_back(item);
+          continue;
+        }
+        auto same = std::find_if(current.begin(), current.end(), [&](const json& c) {
+          return c.is_object() && c.contains(merge_key) && c[merge_key] == item[merge_key];
+        });
+        const bool remove = item.value("$patch", "") == "delete";
+        if (same == current.end()) {
+          if (!remove) current.push_back(item);
+        } else if (remove) {
+          current.erase(same);
+        } else {
+          StrategicMerge(&*same, item);
+        }
+      }
+    } else if (value.is_array() && current.is_array() && key == "finalizers") {
+      for (const json& f : value) {
+        if (std::find(current.begin(), current.end(), f) == current.end()) current.push_back(f);
+      }
+    } else if (value.is_object()) {
+      StrategicMerge(&current, value);
+    } else {
+      current = value;
+    }
+  }
 }
 
 }  // namespace
@@ -104,12 +190,14 @@ json FakeKubeClient::Store(const Resource& r, const std::string& ns, json object
   object["metadata"]["resourceVersion"] = StrCat(rv_);
   if (r.namespaced) object["metadata"]["namespace"] = ns;
   const std::string name = MetaString(object, "name");
+  json previous;  // null when the object is new
+  if (auto it = objects_.find(Key(r, ns, name)); it != objects_.end()) previous = it->second;
   if (type == WatchEvent::Type::kDeleted) {
     objects_.erase(Key(r, ns, name));
   } else {
     objects_[Key(r, ns, name)] = object;
   }
-  history_.push_back({r.Name(), r.namespaced ? ns : "", type, object, rv_});
+  history_.push_back({r.Name(), r.namespaced ? ns : "", type, object, rv_, std::move(previous)});
   if (history_.size() > 10000) history_.pop_front();
   changed_.notify_all();
   return object;
@@ -226,6 +314,8 @@ StatusOr<json> FakeKubeClient::Patch(const Resource& r, const std::string& ns,
     } catch (const json::exception& e) {
       return ApiStatus(what, 422, "Invalid", e.what());
     }
+  } else if (type == PatchType::kStrategicMerge) {
+    StrategicMerge(&updated, patch);
   } else {
     updated.merge_patch(patch);
   }
@@ -306,14 +396,26 @@ Status FakeKubeClient::Watch(const Resource& r, const std::string& ns, const Lis
       if (e.type != WatchEvent::Type::kBookmark && r.namespaced && !ns.empty() && e.ns != ns)
         continue;
       since = e.rv;
+      WatchEvent::Type type = e.type;
       if (e.type != WatchEvent::Type::kBookmark) {
+        // As the apiserver's watch cache: an object that stops matching the selectors is
+        // DELETED for this watch, one that starts matching ADDED.
         auto match = Matches(e.object, options);
         if (!match.ok()) return match.status();
-        if (!*match) continue;
+        bool matched_before = false;
+        if (e.type == WatchEvent::Type::kModified && !e.previous.is_null()) {
+          auto before = Matches(e.previous, options);
+          if (!before.ok()) return before.status();
+          matched_before = *before;
+        }
+        if (!*match && !matched_before) continue;
+        if (e.type == WatchEvent::Type::kModified && *match != matched_before) {
+          type = *match ? WatchEvent::Type::kAdded : WatchEvent::Type::kDeleted;
+        }
       } else if (!options.allow_watch_bookmarks) {
         continue;
       }
-      batch.push_back({e.type, e.object});
+      batch.push_back({type, e.object});
     }
     if (!batch.empty()) {
       lock.unlock();

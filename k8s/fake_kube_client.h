@@ -14,10 +14,14 @@
 // metadata.deletionTimestamp and the object goes with its last finalizer. (Pods without
 // finalizers go at once, as an unbound pod does: no kubelet runs here.)
 //
-// It is not an apiserver: patches of every kind except JSON patch are applied as JSON merge
-// patches, label selectors support only `k=v` terms, field selectors only metadata.name and
-// metadata.namespace. Behaviour that matters beyond that is tested against the real
-// apiserver (tests/integration/k8s).
+// It is not an apiserver: strategic merge patches merge the lists of the built-in types by
+// their merge keys (node conditions by type, containers by name, ...) and finalizers as a
+// set, without the other directives; apply patches are applied as JSON merge patches; the
+// subresource of a write is not enforced; label selectors support only `k=v` terms, field selectors
+// metadata.name, metadata.namespace, spec.nodeName and status.phase with `=`, `==` and `!=` (a
+// watch sees an object that stops matching as DELETED and one that starts matching as ADDED, as the
+// apiserver's watch cache sends them). Behaviour that matters beyond that is tested against the
+// real apiserver (tests/integration/k8s).
 #pragma once
 
 #include <condition_variable>
@@ -90,6 +94,7 @@ class FakeKubeClient final : public KubeClient {
     WatchEvent::Type type;
     nlohmann::json object;
     int64_t rv;
+    nlohmann::json previous;  // the object before this event (null: none), for selectors
   };
 
   Status TakeInjectedFailure();  // requires mu_

@@ -107,6 +107,43 @@ TEST(Informer, ListsThenWatchesInOrder) {
   EXPECT_EQ(inf.Stats().lists, 1u);
 }
 
+// A field selector on a mutable field (the daemon's live pods: status.phase!=Succeeded,
+// status.phase!=Failed): a pod that turns terminal leaves the cache as a delete, one that
+// comes back into the selection arrives as an add, as the apiserver's watch cache sends them.
+TEST(Informer, AnObjectLeavingItsFieldSelectionIsADeleteAndOneEnteringItAnAdd) {
+  FakeKubeClient fake;
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("a", "Running")).ok());
+  ASSERT_TRUE(fake.Create(Resource::Pods(), "ns", Pod("done", "Succeeded")).ok());
+  InformerOptions o = PodOptions();
+  o.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  Informer inf(&fake, o);
+  Recorder rec;
+  inf.AddHandlers(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(5)));
+  ASSERT_TRUE(rec.WaitForCount(1));
+  EXPECT_THAT(rec.Take(), ElementsAre("add ns/a"));
+  ASSERT_TRUE(WaitUntil([&] { return fake.open_watches() == 1; }));
+
+  auto phase = [&](const std::string& name, const std::string& p) {
+    ASSERT_TRUE(fake.Patch(Resource::Pods(), "ns", name, PatchType::kJsonMerge,
+                           {{"status", {{"phase", p}}}})
+                    .ok());
+  };
+  phase("a", "Failed");      // leaves the selection
+  phase("done", "Running");  // enters it (not what a kubelet does; what a selector does)
+  phase("done", "Pending");  // stays in it
+  ASSERT_TRUE(rec.WaitForCount(3));
+  EXPECT_THAT(rec.Take(), ElementsAre("delete ns/a", "add ns/done", "update ns/done Pending"));
+  EXPECT_EQ(inf.Get("ns/a"), nullptr);
+  EXPECT_EQ(inf.Size(), 1u);
+
+  // A field the apiserver cannot select on is an error, not a silent match-all.
+  ListOptions bad;
+  bad.field_selector = "spec.priority=5";
+  EXPECT_FALSE(fake.List(Resource::Pods(), "ns", bad).ok());
+}
+
 // A consumer that waits for HasSynced must find the first list in its own state: the
 // adds are delivered before the informer says it is synced (a reconciler once planned a
 // node from its pods while the node's add was still on its way).
