@@ -108,6 +108,8 @@ Controller::Controller(ControllerOptions options)
                                                             executor_.get(), cfg_, opts_.clock);
     device_lane_ =
         std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
+    device_lane_->SetActingGate(
+        [this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
   }
 }
 

@@ -288,6 +288,14 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
       const auto k = world.k8s_name.find(node);
       const std::string& k8s_node = k != world.k8s_name.end() ? k->second : node;
       for (const DeviceAction& a : actions) {
+        if (!r.deposed && may_act_ && !may_act_()) {
+          r.deposed = true;
+          Logger("devices")->warn(
+              "device_pass_stopped node={} action=\"{}\": this replica may no longer hold the "
+              "Lease; the actions left are the next leader's",
+              node, devices::ToString(a));
+        }
+        if (r.deposed) break;
         StatusOr<Effect> effect = executor_->Execute(a, *n, k8s_node);
         r.outcomes.emplace_back(a, effect);
         if (!effect.ok()) {
@@ -305,7 +313,7 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
                                 devices::ToString(a), EffectName(*effect));
       }
     }
-    Report(world, r);
+    if (!r.deposed) Report(world, r);  // a deposed leader records no Event
   }
   MutexLock lock(&mu_);
   nodes_ = r.observation.nodes;

@@ -25,6 +25,7 @@
 // Thread-safe: one pass at a time (the controller runs one device worker).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -95,11 +96,17 @@ class DeviceLane {
     devices::PassPlan plan;
     int executed = 0;  // actions carried out
     int failed = 0;    // a node's sequence stopped at an error
+    // The acting gate closed during the pass: the actions left were not carried out.
+    bool deposed = false;
     // In execution order; the error of a failed one.
     std::vector<std::pair<devices::DeviceAction, StatusOr<Effect>>> outcomes;
   };
-  // One pass. `acting` false: observe and plan only (a leader whose Lease may have passed).
+  // One pass. `acting` false: observe and plan only (a follower).
   Result RunPass(const devices::World& world, bool acting = true);
+  // Asked before every action of a pass (as the node lane's Reconciler::SetActingGate): a
+  // leader whose Lease may have passed to another replica stops between two actions, not
+  // at the end of a pass that may hold a whole give or return. Call before the first pass.
+  void SetActingGate(std::function<bool()> may_act) { may_act_ = std::move(may_act); }
 
   // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone).
   std::set<std::string> GranularNodes() const;
@@ -113,6 +120,7 @@ class DeviceLane {
   DeviceExecutor* const executor_;
   k8s::EventRecorder* const events_;
   const Clock* const clock_;
+  std::function<bool()> may_act_;  // empty: always
   mutable Mutex mu_;
   std::vector<devices::NodeDevices> nodes_ GUARDED_BY(mu_);
   // What was already reported as an Event (so each is reported once until it changes).

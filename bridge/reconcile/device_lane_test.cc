@@ -535,6 +535,45 @@ TEST_F(DeviceLaneTest, AFollowerPlansButDoesNotAct) {
   EXPECT_EQ(lane_.GranularNodes(), std::set<std::string>{"node1"});
 }
 
+// A leader whose Lease may have passed stops between two actions of a pass, not at its end:
+// the actions left (and the pass's Events) are the next leader's, who plans them again.
+TEST_F(DeviceLaneTest, ALeaderThatMayHaveLostItsLeaseStopsBetweenTwoActions) {
+  // No pod waits; a second idle node: the first pass holds the devices of both, one action
+  // each.
+  pod_pending_ = pod_exists_ = false;
+  skb::slurm::NodeView n;
+  n.name = "node2";
+  n.base_state = skb::slurm::NodeBaseState::kIdle;
+  n.gpus = {{"h100", 8}};
+  slurm_.AddNode(n);
+  auto world = [&] {
+    devices::World w = World();
+    w.k8s_name["node2"] = "node2";
+    for (int i = 0; i < 8; ++i) w.slices["node2"].push_back({devices::DeviceName(i), i});
+    return w;
+  };
+  const devices::PassPlan planned = lane_.RunPass(world(), /*acting=*/false).plan;
+  ASSERT_EQ(planned.actions.size(), 2u) << "one hold per node";
+  int asked = 0;
+  lane_.SetActingGate([&] { return ++asked <= 1; });
+  DeviceLane::Result r = lane_.RunPass(world());
+  EXPECT_TRUE(r.deposed);
+  EXPECT_EQ(r.executed, 1);
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(asked, 2) << "asked before each action, and no action after the gate closed";
+  auto held = devices::HeldDevices(kube_.List(k8s::Resource::DeviceTaintRules(), "", {})->items);
+  EXPECT_EQ(held.size(), 1u) << "one node's hold only";
+
+  // Leading again (or the next leader): the pass carries out what is left.
+  lane_.SetActingGate([] { return true; });
+  r = lane_.RunPass(world());
+  EXPECT_FALSE(r.deposed);
+  EXPECT_EQ(r.executed, 1);
+  held = devices::HeldDevices(kube_.List(k8s::Resource::DeviceTaintRules(), "", {})->items);
+  EXPECT_EQ(held["node1"].size(), 8u);
+  EXPECT_EQ(held["node2"].size(), 8u);
+}
+
 // The device metrics count each GPU of the shared nodes once, by owner, and every GPU both
 // sides claim; nodes that fell back to node granularity are counted apart.
 TEST(ExportDeviceMetrics, CountsEachSharedGpuByOwnerAndEveryViolation) {
