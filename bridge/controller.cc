@@ -318,9 +318,11 @@ devices::World Controller::DeviceWorld() const {
     jobs = jobs_;
     quota = quota_facts_;
   }
+  std::map<std::string, std::map<std::string, std::string>> labels;
   devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
                                           jobs ? *jobs : std::vector<skb::slurm::JobView>{},
-                                          reconciler_->PairedNodes());
+                                          reconciler_->PairedNodes(&labels));
+  w.k8s_labels = std::move(labels);
   if (quota) {
     w.guaranteed_jobs = quota->guaranteed_jobs;
     devices::ApplyBorrowing(quota->borrowing_pods, &w);

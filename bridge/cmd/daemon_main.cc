@@ -20,6 +20,10 @@
 
 namespace {
 
+constexpr char kQuotasWithoutLending[] =
+    "quotas: lending.enabled is false: guarantees are reported, not enforced (the bridge "
+    "takes no GPUs back from Slurm for another tenant, and submit-time advice refuses nothing)";
+
 skb::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return skb::FailedPreconditionError("cannot read config file '" + path + "'");
@@ -72,6 +76,7 @@ int Run(int argc, char** argv) {
     for (const std::string& line : skb::quota::DescribeQuotaConfig(cfg->quotas)) {
       std::printf("%s\n", line.c_str());
     }
+    if (cfg->quotas.enabled() && !cfg->lending.enabled) std::printf("%s\n", kQuotasWithoutLending);
     return 0;
   }
   auto hooks =

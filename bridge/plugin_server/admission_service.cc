@@ -246,7 +246,8 @@ void AdmissionService::AdviseOnQuota(const v1::JobDescription& job,
                            .gpus = static_cast<int>(RequestedGpus(job)),
                            .gpu_type = RequestedGpuType(job),
                            .preemptible = policy.preemptible,
-                           .preemptible_why = policy.why};
+                           .preemptible_why = policy.why,
+                           .bridge_preempts = cfg_->lending.enabled};
   quota::SubmitAdvice advice =
       quota::AdviseSubmit(cfg_->quotas, observation->classification, facts);
   if (advice.message.empty()) return;

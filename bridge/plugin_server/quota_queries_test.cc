@@ -16,9 +16,10 @@ namespace {
 namespace v1 = ::skb::api::v1;
 using ::testing::HasSubstr;
 
+// Lending on: floors are enforced (with it off they are only reported).
 config::Config Config() {
   auto cfg = config::ParseConfig(R"({
-    "admission": {"preemptible_partitions": ["gpu"]},
+    "admission": {"preemptible_partitions": ["gpu"]}, "lending": {"enabled": true},
     "quotas": {"tenants": [
       {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 8},
       {"name": "team-b", "slurm_accounts": ["team-b"], "kubernetes_namespaces": ["serving"],
@@ -224,6 +225,12 @@ TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloo
   EXPECT_EQ(srun.decision(), v1::AdmitResponse::REJECT);
   EXPECT_THAT(srun.user_message(), HasSubstr("interactive job"));
   EXPECT_EQ(svc.counters().rejected, 2u);
+
+  // Lending off: nothing is taken back from Slurm, so nothing is refused for the floor.
+  f.cfg.lending.enabled = false;
+  v1::AdmitResponse unenforced = Admit(svc, "team-a", 2, v1::JobDescription::REQUEUE_NO);
+  EXPECT_EQ(unenforced.decision(), v1::AdmitResponse::ACCEPT);
+  EXPECT_THAT(unenforced.user_message(), HasSubstr("lending is off"));
 }
 
 // With lending on, a job the bridge may preempt is told so at submit, why, and what a lend
@@ -277,7 +284,7 @@ TEST(AdmissionService, TellsAPreemptibleJobTheSignalAndGraceItWillGet) {
 // h100); team-a is guaranteed 4 of each.
 TEST(QuotaLedger, LearnsNodeTypesAndSplitsEachTypeAtItsFloor) {
   auto cfg = config::ParseConfig(R"({
-    "admission": {"preemptible_partitions": ["gpu"]},
+    "admission": {"preemptible_partitions": ["gpu"]}, "lending": {"enabled": true},
     "quotas": {"tenants": [
       {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": {"a100": 4, "h100": 4},
        "limit": {"h100": 6}},

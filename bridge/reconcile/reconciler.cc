@@ -216,11 +216,14 @@ void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
-std::map<std::string, std::string> Reconciler::PairedNodes() const {
+std::map<std::string, std::string> Reconciler::PairedNodes(
+    std::map<std::string, std::map<std::string, std::string>>* labels) const {
   MutexLock lock(&mu_);
   std::map<std::string, std::string> out;
   for (const auto& [slurm_name, k8s] : k8s_nodes_) {
-    if (slurm_nodes_.count(slurm_name)) out[slurm_name] = k8s.name;
+    if (!slurm_nodes_.count(slurm_name)) continue;
+    out[slurm_name] = k8s.name;
+    if (labels != nullptr) (*labels)[slurm_name] = k8s.labels;
   }
   return out;
 }

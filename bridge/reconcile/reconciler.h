@@ -77,8 +77,10 @@ class Reconciler {
   // no Slurm job is preempted (ManagedNode::borrowing_nominated). The nodes of the jobs
   // that change, and those the changed pods are nominated to, are planned again.
   void SetQuotaFacts(ownership::QuotaFacts facts);
-  // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World).
-  std::map<std::string, std::string> PairedNodes() const;
+  // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World), and
+  // into `labels` (when given) each one's Kubernetes labels.
+  std::map<std::string, std::string> PairedNodes(
+      std::map<std::string, std::map<std::string, std::string>>* labels = nullptr) const;
 
   // --- the step ---
   // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe

@@ -36,6 +36,7 @@
 #include "src/config/config.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
+#include "src/devices/placement.h"
 
 namespace skb::devices {
 
@@ -98,6 +99,8 @@ struct EndedVictim {
 
 struct NodeDevices {
   std::string node;
+  std::string k8s_node;         // its Kubernetes name
+  std::map<std::string, std::string> labels;  // the Kubernetes node's (a pod's placement)
   std::string model;            // GPU model, for pods that name one
   std::vector<Device> devices;  // indexed by GRES index
   std::vector<NodeJob> jobs;
@@ -115,6 +118,9 @@ struct PendingPod {
   int64_t gpus = 1;
   int32_t priority = 0;
   std::string model;  // "" = any
+  // Where it may run (nodeSelector, required node affinity): a give frees GPUs only on a
+  // node it may use.
+  NodePlacement placement;
   // Guaranteed quotas: why it would run beyond its tenant's guarantee ("" = within it, or
   // quotas off). A borrowing pod gets idle GPUs only, never a job's.
   std::string borrowing;

@@ -330,6 +330,7 @@ std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extend
   PendingPod p{
       .pod = NamespacedName(pod), .gpus = *gpus, .priority = static_cast<int32_t>(priority)};
   p.model = RequestedGpuModel(pod);
+  p.placement = PlacementOf(pod);
   return p;
 }
 
@@ -338,6 +339,34 @@ std::string RequestedGpuModel(const json& pod) {
   if (spec == nullptr) return "";
   std::string model = Str(Field(Field(spec, "nodeSelector"), kGpuProductLabel));
   return model.empty() ? AffinityValue(*spec, kGpuProductLabel) : model;
+}
+
+NodePlacement PlacementOf(const json& pod) {
+  NodePlacement p;
+  const json* spec = Field(&pod, "spec");
+  if (spec == nullptr) return p;
+  if (const json* sel = Field(spec, "nodeSelector"); sel != nullptr && sel->is_object()) {
+    for (auto it = sel->begin(); it != sel->end(); ++it) {
+      if (it.value().is_string()) p.node_selector[it.key()] = it.value().get<std::string>();
+    }
+  }
+  const json* terms =
+      Path(*spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                   "nodeSelectorTerms"});
+  for (const json& term : Items(terms)) {
+    std::vector<NodeSelectorRequirement> reqs;
+    for (const char* kind : {"matchExpressions", "matchFields"}) {
+      for (const json& e : Items(Field(&term, kind))) {
+        NodeSelectorRequirement r{.key = Str(Field(&e, "key")),
+                                  .op = Str(Field(&e, "operator")),
+                                  .field = std::string_view(kind) == "matchFields"};
+        for (const json& v : Items(Field(&e, "values"))) r.values.push_back(Str(&v));
+        reqs.push_back(std::move(r));
+      }
+    }
+    p.terms.push_back(std::move(reqs));
+  }
+  return p;
 }
 
 }  // namespace skb::devices

@@ -82,12 +82,16 @@ std::map<std::string, std::set<std::string>> HeldDevices(std::span<const nlohman
 // affinity, on nvidia.com/gpu.product ("In" with one value, in every term); "" for any.
 std::string RequestedGpuModel(const nlohmann::json& pod);
 
+// Where `pod` may run: its spec.nodeSelector and required node affinity (placement.h).
+NodePlacement PlacementOf(const nlohmann::json& pod);
+
 // `pod` as a give's trigger, or nullopt: kube-scheduler found it unschedulable (PodScheduled
 // False, reason Unschedulable), it is not bound (no spec.nodeName), not being deleted, not
 // terminal, at or above `threshold` priority (spec.priority, 0 when unset), and asks for
 // `extended_resource` (the pod's effective request, as kube-scheduler computes it: the sum
 // over containers and sidecars, or the largest init container if more; a limit without a
-// request counts as the request). The model is RequestedGpuModel's.
+// request counts as the request). The model is RequestedGpuModel's, the placement
+// PlacementOf's.
 // Not counted yet: GPUs asked for through spec.resourceClaims (a ResourceClaimTemplate or a
 // ResourceClaim of the GPU DeviceClass); such a pod is a trigger only for its
 // extended-resource part.

@@ -235,6 +235,32 @@ TEST(PendingGpuPod, RecognisesTheUnschedulablePod) {
   EXPECT_FALSE(PendingGpuPod(json::parse(kPendingPod), "example.com/fpga", kThreshold));
 }
 
+TEST(PendingGpuPod, CarriesItsNodeSelectorAndRequiredAffinity) {
+  json pod = json::parse(kPendingPod);
+  pod["spec"]["nodeSelector"] = {{"zone", "b"}, {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+      {"nodeSelectorTerms",
+       {{{"matchExpressions", {{{"key", "pool"}, {"operator", "In"}, {"values", {"inf", "x"}}}}},
+         {"matchFields",
+          {{{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", {"node9"}}}}}},
+        {{"matchExpressions", {{{"key", "rack"}, {"operator", "Exists"}}}}}}}};
+  auto p = PendingGpuPod(pod, "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->placement.node_selector.at("zone"), "b");
+  ASSERT_EQ(p->placement.terms.size(), 2u);
+  EXPECT_EQ(p->placement.terms[0],
+            (std::vector<NodeSelectorRequirement>{
+                {.key = "pool", .op = "In", .values = {"inf", "x"}},
+                {.key = "metadata.name", .op = "NotIn", .values = {"node9"}, .field = true}}));
+  EXPECT_EQ(p->placement.terms[1],
+            (std::vector<NodeSelectorRequirement>{{.key = "rack", .op = "Exists"}}));
+  // Preferred terms never make a node unusable: not read.
+  pod["spec"]["affinity"]["nodeAffinity"].erase("requiredDuringSchedulingIgnoredDuringExecution");
+  pod["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({{{"weight", 1}}});
+  EXPECT_TRUE(PendingGpuPod(pod, "nvidia.com/gpu", kThreshold)->placement.terms.empty());
+}
+
 TEST(PendingGpuPod, NotRunningBoundDeletedOrSchedulablePods) {
   EXPECT_FALSE(PendingGpuPod(json::parse(kRunningPod), "nvidia.com/gpu", 0));
   json bound = json::parse(kPendingPod);

@@ -32,6 +32,8 @@ struct World {
   std::vector<slurm::JobView> jobs;
   // Slurm node -> Kubernetes node, for the managed nodes paired by kubernetes.node_names.
   std::map<std::string, std::string> k8s_name;
+  // Slurm node -> the Kubernetes node's labels (a pending pod's nodeSelector and affinity).
+  std::map<std::string, std::map<std::string, std::string>> k8s_labels;
   // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
   // under the bridge's hold rules.
   std::map<std::string, std::vector<SliceDevice>> slices;

@@ -407,6 +407,15 @@ SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
   const FloorShare f = FloorOf(config, c, w);
   const std::string usage =
       StrCat(who, " uses ", f.in_use, " of its ", FloorGpus(f), " guaranteed");
+  const bool beyond_floor = d.rule == Rule::kNotPreemptibleBeyondFloor ||
+                            d.rule == Rule::kBorrowIdle || d.rule == Rule::kWaitForIdle;
+  if (!job.bridge_preempts && beyond_floor) {
+    a.message = StrCat(kPrefix, "quota: ", usage, ": this job's ", Gpus(job.gpus),
+                       " would run beyond the guarantee; lending is off, so the bridge takes "
+                       "no GPUs back from Slurm for another tenant (the guarantee is reported, "
+                       "not enforced)");
+    return a;
+  }
   switch (d.rule) {
     case Rule::kNotPreemptibleBeyondFloor:
       a.refuse = true;

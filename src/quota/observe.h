@@ -153,6 +153,10 @@ struct SubmitFacts {
   std::string gpu_type;  // the GRES type it asks for ("" for any)
   bool preemptible = true;
   std::string preemptible_why;
+  // Whether the bridge takes GPUs back from Slurm for other tenants at all (lending.enabled).
+  // Without it nothing a job borrows is ever preempted by the bridge, so the advice says so
+  // and refuses nothing: a floor is then reported (bridgectl, metrics), not enforced.
+  bool bridge_preempts = true;
 };
 
 struct SubmitAdvice {
@@ -163,7 +167,8 @@ struct SubmitAdvice {
 
 // What the researcher is told: within the tenant's guarantee, or borrowed (and so
 // preemptible); refused when it cannot be preempted and would run beyond the floor
-// (Rule::kNotPreemptibleBeyondFloor). Judged against the tenant's usage now.
+// (Rule::kNotPreemptibleBeyondFloor) while the bridge enforces floors (bridge_preempts).
+// Judged against the tenant's usage now.
 SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
                           const SubmitFacts& job);
 

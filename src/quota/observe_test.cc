@@ -12,6 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const Clock::TimePoint kNow = ownership::FromUnix(1'700'000'000);
 
@@ -218,6 +219,37 @@ TEST(AdviseSubmit, SaysWithinOrBorrowedAndRefusesWhatCannotBePreemptedBeyondTheF
       AdviseSubmit(cfg.quotas, c, {.account = "", .gpus = 8, .preemptible = false}).refuse);
   EXPECT_THAT(AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 0}).message, IsEmpty());
   EXPECT_THAT(AdviseSubmit(QuotaConfig{}, c, {.account = "team-a", .gpus = 9}).message, IsEmpty());
+}
+
+// Lending off: the bridge never preempts a Slurm job for another tenant, so nothing beyond
+// the floor is called preemptible and nothing is refused for it; within the floor and at the
+// limit the advice is as with lending on.
+TEST(AdviseSubmit, WithLendingOffTheFloorIsReportedNotEnforced) {
+  config::Config cfg = TwoTenants();
+  Observation o = Observe(cfg, {RunningJob(1, "team-a", {"n1"}, 6, 1000)}, {}, {"n1"}, kNow);
+  const Classification& c = o.classification;
+  for (bool preemptible : {true, false}) {
+    SubmitAdvice beyond = AdviseSubmit(cfg.quotas, c,
+                                       {.account = "team-a",
+                                        .gpus = 4,
+                                        .preemptible = preemptible,
+                                        .preemptible_why = "--no-requeue",
+                                        .bridge_preempts = false});
+    EXPECT_FALSE(beyond.refuse) << preemptible;
+    EXPECT_THAT(beyond.message, HasSubstr("tenant a uses 6 of its 8 GPUs guaranteed"));
+    EXPECT_THAT(beyond.message, HasSubstr("lending is off"));
+    EXPECT_THAT(beyond.message, Not(HasSubstr("may be preempted")));
+  }
+  SubmitAdvice within = AdviseSubmit(
+      cfg.quotas, c,
+      {.account = "team-a", .gpus = 2, .preemptible = false, .bridge_preempts = false});
+  EXPECT_EQ(within.rule, Rule::kWithinGuarantee);
+  EXPECT_THAT(within.message, HasSubstr("within the guarantee"));
+  EXPECT_FALSE(
+      AdviseSubmit(
+          cfg.quotas, c,
+          {.account = "physics", .gpus = 1, .preemptible = false, .bridge_preempts = false})
+          .refuse);
 }
 
 TEST(DescribeQuotaConfig, ListsEveryTenant) {

@@ -261,10 +261,12 @@ TEST_F(PluginE2E, DaemonDownFailsOpenAndIsCounted) {
 // Guaranteed quotas, with jobs that really run: team-a and team-b are guaranteed one node's
 // GPUs (8) each. team-a runs two nodes' worth (one borrowed): bridgectl shows the split, a
 // --no-requeue job or an srun of team-a is refused at submit, team-b's is within its floor.
+// With lending off the bridge takes nothing from Slurm, so the floor is reported only.
 TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFloor) {
-  WriteConfig(R"(, "quotas": {"tenants": [
+  const std::string quotas = R"(, "quotas": {"tenants": [
       {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 8},
-      {"name": "team-b", "slurm_accounts": ["team-b"], "guaranteed": 8, "limit": 16}]})");
+      {"name": "team-b", "slurm_accounts": ["team-b"], "guaranteed": 8, "limit": 16}]})";
+  WriteConfig(R"(, "lending": {"enabled": true})" + quotas);
   StartDaemon();
   std::string err;
   auto in_use = [&](const std::string& want) {
@@ -322,6 +324,18 @@ TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFl
               ::testing::ContainsRegex("slurm/[0-9]+ +running +8 +h100 +node[0-9] +borrowed"));
   EXPECT_THAT(described.out, HasSubstr("beyond the 8 GPUs guaranteed"));
   EXPECT_NE(Bridgectl({"describe", "tenant", "team-z"}).exit_code, 0);
+
+  // Lending off: the same job beyond the floor is accepted, and told why.
+  StopDaemon();
+  WriteConfig(quotas);
+  StartDaemon();
+  in_use("16 (16/0)");
+  std::string unenforced =
+      Sbatch({"--hold", "-A", "team-a", "--no-requeue", "--gres=gpu:h100:1", "--wrap", "true"},
+             &janitor_, &err);
+  EXPECT_FALSE(unenforced.empty()) << err;
+  EXPECT_THAT(err, HasSubstr("tenant team-a uses 16 of its 8 GPUs guaranteed"));
+  EXPECT_THAT(err, HasSubstr("lending is off"));
 }
 
 TEST_F(PluginE2E, FailClosedRefusesWithAClearMessage) {

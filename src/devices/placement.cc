@@ -1,0 +1,62 @@
+#include "src/devices/placement.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "src/base/strings.h"
+
+namespace skb::devices {
+namespace {
+
+std::optional<int64_t> Integer(const std::string& s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+bool Matches(const NodeSelectorRequirement& r, const std::string& node,
+             const std::map<std::string, std::string>& labels) {
+  std::optional<std::string> value;
+  if (r.field) {
+    if (r.key == "metadata.name") value = node;  // the only field the scheduler supports
+  } else if (auto it = labels.find(r.key); it != labels.end()) {
+    value = it->second;
+  }
+  const bool in = value && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
+  if (r.op == "In") return in;
+  if (r.op == "NotIn") return !in;  // a node without the label is not in the set
+  if (r.op == "Exists") return value.has_value();
+  if (r.op == "DoesNotExist") return !value.has_value();
+  if (r.op == "Gt" || r.op == "Lt") {
+    // One integer value; a label that is not an integer never matches.
+    if (!value || r.values.size() != 1) return false;
+    auto have = Integer(*value), want = Integer(r.values[0]);
+    if (!have || !want) return false;
+    return r.op == "Gt" ? *have > *want : *have < *want;
+  }
+  return false;  // an operator the apiserver would have refused
+}
+
+}  // namespace
+
+std::optional<std::string> WhyNotPlaceable(const NodePlacement& p, const std::string& node,
+                                           const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, want] : p.node_selector) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != want) {
+      return StrCat("node ", node, " does not match the pod's nodeSelector ", key, "=", want);
+    }
+  }
+  if (p.terms.empty()) return std::nullopt;
+  for (const auto& term : p.terms) {
+    if (!term.empty() &&
+        std::all_of(term.begin(), term.end(),
+                    [&](const NodeSelectorRequirement& r) { return Matches(r, node, labels); })) {
+      return std::nullopt;
+    }
+  }
+  return StrCat("node ", node, " does not match the pod's required node affinity");
+}
+
+}  // namespace skb::devices
