@@ -34,9 +34,9 @@
 
 #include "src/base/clock.h"
 #include "src/config/config.h"
+#include "src/devices/placement.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
-#include "src/devices/placement.h"
 
 namespace skb::devices {
 
@@ -99,10 +99,10 @@ struct EndedVictim {
 
 struct NodeDevices {
   std::string node;
-  std::string k8s_node;         // its Kubernetes name
+  std::string k8s_node;                       // its Kubernetes name
   std::map<std::string, std::string> labels;  // the Kubernetes node's (a pod's placement)
-  std::string model;            // GPU model, for pods that name one
-  std::vector<Device> devices;  // indexed by GRES index
+  std::string model;                          // GPU model, for pods that name one
+  std::vector<Device> devices;                // indexed by GRES index
   std::vector<NodeJob> jobs;
   std::vector<Placeholder> placeholders;
   std::vector<Claim> claims;

@@ -237,7 +237,8 @@ TEST(PendingGpuPod, RecognisesTheUnschedulablePod) {
 
 TEST(PendingGpuPod, CarriesItsNodeSelectorAndRequiredAffinity) {
   json pod = json::parse(kPendingPod);
-  pod["spec"]["nodeSelector"] = {{"zone", "b"}, {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  pod["spec"]["nodeSelector"] = {{"zone", "b"},
+                                 {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
   pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
       {"nodeSelectorTerms",
        {{{"matchExpressions", {{{"key", "pool"}, {"operator", "In"}, {"values", {"inf", "x"}}}}},

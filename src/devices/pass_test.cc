@@ -89,18 +89,16 @@ TEST(PassTest, AGiveGoesOnlyToANodeThePodsNodeSelectorAndAffinityAllow) {
   b.k8s_node = "node2.example.org";
   PendingPod in_b = Pod("ml/in-b", 2, 900'000);
   in_b.placement.node_selector = {{"zone", "b"}};
-  PassPlan p = PlanPass({a, b}, {in_b}, Cfg(), kNow);
+  PassPlan p = PlanPass({a, b}, std::vector<PendingPod>{in_b}, Cfg(), kNow);
   ASSERT_EQ(p.gives.size(), 1u);
   EXPECT_EQ(p.gives.at("ml/in-b"), "node2") << "node1 has more idle GPUs, but not zone b";
 
   // Zone b, but not that node (matchFields on the Kubernetes name): nowhere, and why.
   PendingPod nowhere = Pod("ml/nowhere", 1, 900'000);
-  nowhere.placement.terms = {{{.key = "zone", .op = "In", .values = {"b"}},
-                              {.key = "metadata.name",
-                               .op = "NotIn",
-                               .values = {"node2.example.org"},
-                               .field = true}}};
-  p = PlanPass({a, b}, {nowhere}, Cfg(), kNow);
+  nowhere.placement.terms = {
+      {{.key = "zone", .op = "In", .values = {"b"}},
+       {.key = "metadata.name", .op = "NotIn", .values = {"node2.example.org"}, .field = true}}};
+  p = PlanPass({a, b}, std::vector<PendingPod>{nowhere}, Cfg(), kNow);
   EXPECT_THAT(p.gives, IsEmpty());
   EXPECT_THAT(p.actions, IsEmpty()) << "nothing is freed for it";
   EXPECT_THAT(p.waiting.at("ml/nowhere"), HasSubstr("required node affinity"));

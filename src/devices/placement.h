@@ -19,10 +19,10 @@
 namespace skb::devices {
 
 struct NodeSelectorRequirement {
-  std::string key;       // a label; "metadata.name" for a matchFields requirement
-  std::string op;        // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::string key;  // a label; "metadata.name" for a matchFields requirement
+  std::string op;   // In, NotIn, Exists, DoesNotExist, Gt, Lt
   std::vector<std::string> values;
-  bool field = false;    // from matchFields (key is a node field, not a label)
+  bool field = false;  // from matchFields (key is a node field, not a label)
   friend bool operator==(const NodeSelectorRequirement&, const NodeSelectorRequirement&) = default;
 };
 

@@ -60,8 +60,8 @@ TEST(Placement, TermsAreOredTheirRequirementsAndedAndAnEmptyTermMatchesNothing) 
   EXPECT_THAT(WhyNotPlaceable(p, "n1", kLabels), Optional(HasSubstr("required node affinity")));
   EXPECT_FALSE(Fits(NodePlacement{.terms = {{}}}));
   // Selector and affinity both apply.
-  EXPECT_FALSE(Fits({.node_selector = {{"zone", "b"}},
-                     .terms = {{{.key = "zone", .op = "Exists"}}}}));
+  EXPECT_FALSE(
+      Fits({.node_selector = {{"zone", "b"}}, .terms = {{{.key = "zone", .op = "Exists"}}}}));
 }
 
 }  // namespace
