@@ -219,7 +219,6 @@ Status Daemon::Start() {
     }
     log->info("http_listening address={} port={}", cfg_.server.http_address, http_->port());
   }
-  started_ = true;
   return OkStatus();
 }
 
@@ -227,7 +226,6 @@ void Daemon::Stop() {
   if (http_) http_->Stop();
   if (controller_) controller_->Stop();
   if (server_) server_->Stop();
-  started_ = false;
 }
 
 uint16_t Daemon::http_port() const { return http_ ? http_->port() : 0; }

@@ -112,7 +112,6 @@ class Daemon {
   std::mutex collect_mu_;
   std::map<std::string, uint64_t> exported_;
   std::atomic<bool> lost_leadership_{false};
-  bool started_ = false;
 };
 
 }  // namespace skb::bridge

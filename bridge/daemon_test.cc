@@ -191,8 +191,7 @@ TEST_F(DaemonTest, AFollowerNeverActsAndALeaderThatLosesItsLeaseSaysSo) {
   cfg_.leader_election.renew_deadline = std::chrono::milliseconds(1000);
   cfg_.leader_election.retry_period = std::chrono::milliseconds(100);
   int lost_calls = 0;
-  DaemonOptions o = Options();
-  o.config = cfg_;
+  DaemonOptions o = Options();  // the config as cfg_ holds it now
   o.leader_election = true;
   o.on_lost_leadership = [&] { ++lost_calls; };
   // Another replica holds the Lease and keeps renewing it.
@@ -256,8 +255,7 @@ TEST_F(DaemonTest, AFollowerNeverActsAndALeaderThatLosesItsLeaseSaysSo) {
 
 TEST_F(DaemonTest, AKubeconfigThatCannotBeReadIsAClearErrorAtCreate) {
   cfg_.kubernetes.kubeconfig = dir_ + "/missing.kubeconfig";
-  DaemonOptions o = Options();
-  o.config = cfg_;
+  DaemonOptions o = Options();  // the config as cfg_ holds it now
   o.kube = nullptr;
   auto daemon = Daemon::Create(std::move(o));
   ASSERT_FALSE(daemon.ok());
@@ -268,11 +266,7 @@ TEST_F(DaemonTest, AKubeconfigThatCannotBeReadIsAClearErrorAtCreate) {
 
 TEST_F(DaemonTest, AnUnknownClientUserIsRefusedBeforeAnythingStarts) {
   cfg_.server.client_user = "skb-no-such-user";
-  auto daemon = Daemon::Create([&] {
-    DaemonOptions o = Options();
-    o.config = cfg_;
-    return o;
-  }());
+  auto daemon = Daemon::Create(Options());
   ASSERT_FALSE(daemon.ok());
   EXPECT_EQ(daemon.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(daemon.status().message()), HasSubstr("skb-no-such-user"));
@@ -283,11 +277,7 @@ TEST_F(DaemonTest, AFailedStartLeavesNothingRunning) {
   // The socket's directory is a regular file: the socket cannot be bound.
   { std::ofstream(dir_ + "/file") << "x"; }
   cfg_.server.socket_path = dir_ + "/file/bridge.sock";
-  auto daemon = Daemon::Create([&] {
-    DaemonOptions o = Options();
-    o.config = cfg_;
-    return o;
-  }());
+  auto daemon = Daemon::Create(Options());
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   Status s = (*daemon)->Start();
   ASSERT_FALSE(s.ok());
@@ -306,11 +296,7 @@ TEST_F(DaemonTest, AFailedStartLeavesNothingRunning) {
   socklen_t len = sizeof(addr);
   getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len);
   cfg_.server.http_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  auto second = Daemon::Create([&] {
-    DaemonOptions o = Options();
-    o.config = cfg_;
-    return o;
-  }());
+  auto second = Daemon::Create(Options());
   ASSERT_TRUE(second.ok()) << second.status();
   s = (*second)->Start();
   close(busy);
