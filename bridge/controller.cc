@@ -537,31 +537,34 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   }
   for (const auto& [index, effect] : r.outcomes) {
     const plan::Action* action = &r.plan.actions[index];
-    m.Action(plan::ActionKindName(action->kind), observability::OutcomeOf(effect.status()))
-        .Increment();
+    m.Action(action->Kind(), observability::OutcomeOf(effect.status())).Increment();
     // What follows counts what changed: a repeat that found its work done counts once.
     if (!effect.ok() || *effect != Effect::kChanged) continue;
     const std::string_view cause = plan::DrainCauseLabel(action->cause);
-    if (action->kind == plan::ActionKind::kDrainSlurmNode) m.drains.WithLabels({cause}).Increment();
-    if (action->kind == plan::ActionKind::kResumeSlurmNode)
+    // Durations the planner dated (since_unix): whole seconds, as the annotations keep them;
+    // negative when undated.
+    const int64_t now_unix = ownership::ToUnix(opts_.clock->Now());
+    const auto since = [&](int64_t since_unix) {
+      return since_unix <= 0 ? -1.0 : static_cast<double>(now_unix - since_unix);
+    };
+    if (action->Is<plan::DrainSlurmNode>()) m.drains.WithLabels({cause}).Increment();
+    if (const auto* o = action->Get<plan::ResumeSlurmNode>()) {
       m.resumes.WithLabels({cause}).Increment();
-    if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
-      m.preemptions.WithLabels({plan::PreemptionModeLabel(action->preempt_mode)})
-          .Increment(static_cast<double>(action->job_ids.size()));
+      if (action->cause == plan::Cause::kReturn && since(o->since_unix) >= 0) {
+        m.return_duration.Observe(since(o->since_unix));
+      }
     }
-    // Durations the planner dated (since_unix): whole seconds, as the annotations keep them.
-    if (action->since_unix <= 0) continue;
-    const double since =
-        static_cast<double>(ownership::ToUnix(opts_.clock->Now()) - action->since_unix);
-    if (since < 0) continue;
-    if (action->kind == plan::ActionKind::kPreemptSlurmJobs) {
-      for (size_t i = 0; i < action->job_ids.size(); ++i) m.preemption_grace.Observe(since);
-    } else if (action->kind == plan::ActionKind::kReleaseReservationPod &&
-               action->release_check == plan::ReleaseCheck::kNoSlurmJobs) {
-      m.lend_duration.Observe(since);
-    } else if (action->kind == plan::ActionKind::kResumeSlurmNode &&
-               action->cause == plan::Cause::kReturn) {
-      m.return_duration.Observe(since);
+    if (const auto* o = action->Get<plan::PreemptSlurmJobs>()) {
+      m.preemptions.WithLabels({plan::PreemptionModeLabel(o->mode)})
+          .Increment(static_cast<double>(o->job_ids.size()));
+      if (since(o->since_unix) >= 0) {
+        for (size_t i = 0; i < o->job_ids.size(); ++i)
+          m.preemption_grace.Observe(since(o->since_unix));
+      }
+    }
+    if (const auto* o = action->Get<plan::ReleaseReservationPod>();
+        o != nullptr && o->check == plan::ReleaseCheck::kNoSlurmJobs && since(o->since_unix) >= 0) {
+      m.lend_duration.Observe(since(o->since_unix));
     }
   }
 }

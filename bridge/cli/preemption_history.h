@@ -1,5 +1,5 @@
 // `bridgectl get preemptions`: the history of lends (Slurm -> Kubernetes) rebuilt from the
-// Events the bridge records on each node (ownership_actions: LendingToKubernetes,
+// Events the bridge records on each node (the executor: LendingToKubernetes,
 // SlurmNodeLent, SlurmJobsSignalled, SlurmJobsPreempted, ReservationReleased,
 // ReturnedToSlurm, ...).
 //

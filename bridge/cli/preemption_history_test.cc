@@ -26,7 +26,7 @@ json Event(std::string node, std::string reason, std::string message, std::strin
 }
 
 // The Events of one lend of node2 to inference/web-0 with job 12 requeued, as
-// ownership_actions records them (messages as the planner words them).
+// the executor records them (messages as the planner words them).
 std::vector<json> OneLend() {
   return {
       Event("node2", "LendingToKubernetes",

@@ -100,7 +100,7 @@ class BridgeMetrics {
   Gauge& status_queue_depth;
 
   // skb_actions_total{kind,outcome} (counter): actions the executor carried out, by
-  // plan::ActionKindName ("DrainSlurmNode", "RequeueSlurmJobs", ...) and Outcome.
+  // plan::Action::Kind() ("DrainSlurmNode", "RequeueSlurmJobs", ...) and Outcome.
   // Incremented once per executed action, after its result is known.
   CounterFamily& actions;
   Counter& Action(std::string_view kind, Outcome outcome) {

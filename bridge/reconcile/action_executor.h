@@ -54,13 +54,33 @@ class ActionExecutor {
   StatusOr<Effect> Execute(const plan::Action& action);
 
  private:
-  StatusOr<Effect> Drain(const plan::Action& a);
-  StatusOr<Effect> Resume(const plan::Action& a);
-  StatusOr<Effect> Requeue(const plan::Action& a);
-  StatusOr<Effect> SetCondition(const plan::Action& a);
-  // The lastTransitionTime SetCondition writes (`now` when the status flips).
-  StatusOr<std::string> ConditionTransition(const plan::Action& a, const std::string& now);
-  StatusOr<Effect> SetFeatures(const plan::Action& a);
+  // One handler per action kind (plan::Operation); Execute visits.
+  // Slurm nodes and jobs.
+  StatusOr<Effect> Run(const plan::Action& a, const plan::DrainSlurmNode& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::ResumeSlurmNode& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::RequeueSlurmJobs& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::SetSlurmFeatures& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::SignalSlurmJobs& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::PreemptSlurmJobs& o);
+  // The Kubernetes node.
+  StatusOr<Effect> Run(const plan::Action& a, const plan::SetNodeCondition& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::SetNodeTaint& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::RemoveNodeTaint& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::PatchNodeAnnotations& o);
+  // Pods: the reservation pod, and evictions. The contract of each ownership kind is in
+  // src/ownership/ownership.h. Node names are Kubernetes names here: the ownership planner
+  // assumes the identity mapping.
+  StatusOr<Effect> Run(const plan::Action& a, const plan::CreateReservationPod& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::DeleteReservationPod& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::PatchPodAnnotations& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::ReleaseReservationPod& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::RestoreFinalizer& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::EvictPod& o);
+
+  // The lastTransitionTime a SetNodeCondition writes (`now` when the status flips).
+  StatusOr<std::string> ConditionTransition(const plan::Action& a, const plan::ConditionSpec& c,
+                                            const std::string& now);
+  StatusOr<Effect> ChangeTaint(const plan::Action& a, const plan::TaintSpec& taint, bool add);
   void Record(const plan::Action& a, k8s::EventType type, const std::string& reason,
               const std::string& message);
   // The Event the planner attached to `a` (its type, reason and message; or `message`).
@@ -68,18 +88,6 @@ class ActionExecutor {
   void Record(const plan::Action& a, const std::string& message);
   // kChanged with the action's Event when `o` is; kUnchanged otherwise.
   Effect Recorded(const plan::Action& a, slurm::WriteOutcome o);
-  // Node ownership (ownership_actions.cc; contract in src/ownership/ownership.h). Node
-  // names are Kubernetes names here: the ownership planner assumes the identity mapping.
-  StatusOr<Effect> CreateReservation(const plan::Action& a);
-  StatusOr<Effect> DeleteReservation(const plan::Action& a);
-  StatusOr<Effect> PatchPodAnnotations(const plan::Action& a);
-  StatusOr<Effect> ReleaseReservation(const plan::Action& a);
-  StatusOr<Effect> RestoreFinalizer(const plan::Action& a);
-  StatusOr<Effect> EvictPod(const plan::Action& a);
-  StatusOr<Effect> SignalJobs(const plan::Action& a);
-  StatusOr<Effect> PreemptJobs(const plan::Action& a);
-  StatusOr<Effect> ChangeTaint(const plan::Action& a, bool add);
-  StatusOr<Effect> PatchNodeAnnotations(const plan::Action& a);
   void RecordPod(const plan::Action& a, const std::string& ns, const std::string& name,
                  const std::string& uid);
 

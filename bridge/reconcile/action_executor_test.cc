@@ -22,7 +22,6 @@ namespace skb::bridge {
 namespace {
 
 using plan::Action;
-using plan::ActionKind;
 using plan::Cause;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -91,9 +90,9 @@ class ActionExecutorUnitTest : public ::testing::Test {
 
   static Action Drain(std::string text, Cause cause = Cause::kHealth) {
     Action a;
-    a.kind = ActionKind::kDrainSlurmNode;
+    a.op = plan::DrainSlurmNode{};
     a.node = "node1";
-    a.slurm_reason = health::SlurmReason(text);
+    a.As<plan::DrainSlurmNode>().reason = health::SlurmReason(text);
     a.cause = cause;
     a.event_type = plan::EventType::kWarning;
     a.event_reason = "SlurmNodeDrained";
@@ -102,18 +101,18 @@ class ActionExecutorUnitTest : public ::testing::Test {
   }
   static Action Resume(std::string expected) {
     Action a;
-    a.kind = ActionKind::kResumeSlurmNode;
+    a.op = plan::ResumeSlurmNode{};
     a.node = "node1";
-    a.expected_reason = std::move(expected);
+    a.As<plan::ResumeSlurmNode>().expected_reason = std::move(expected);
     a.event_reason = "SlurmNodeResumed";
     a.event_message = "resumed";
     return a;
   }
-  static Action JobsAction(ActionKind kind, std::vector<uint32_t> ids) {
+  // A RequeueSlurmJobs, SignalSlurmJobs or PreemptSlurmJobs of node1.
+  static Action JobsAction(plan::Operation op) {
     Action a;
-    a.kind = kind;
+    a.op = std::move(op);
     a.node = "node1";
-    a.job_ids = std::move(ids);
     a.event_type = plan::EventType::kWarning;
     a.event_reason = "Jobs";
     a.event_message = "jobs";
@@ -134,7 +133,8 @@ TEST_F(ActionExecutorUnitTest, DrainIsIdempotentAndRecordsThePlannedEvent) {
   ASSERT_TRUE(first.ok() && second.ok()) << first.status() << second.status();
   EXPECT_EQ(*first, Effect::kChanged);
   EXPECT_EQ(*second, Effect::kUnchanged);
-  EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("DrainNode node1 ", a.slurm_reason)));
+  EXPECT_THAT(slurm_.Writes(),
+              ElementsAre(StrCat("DrainNode node1 ", a.As<plan::DrainSlurmNode>().reason)));
   ASSERT_EQ(events_.events().size(), 1u) << "the second drain changed nothing";
   EXPECT_EQ(events_.events()[0].type, k8s::EventType::kWarning);
   EXPECT_EQ(events_.events()[0].object, "Node/node1");
@@ -159,7 +159,7 @@ TEST_F(ActionExecutorUnitTest, LendTakesOverTheBridgesOwnDrain) {
   ASSERT_TRUE(executor_.Execute(Drain("cordoned")).ok());
   Action lend = Drain("lent to ml/infer-0", Cause::kLend);
   ASSERT_TRUE(executor_.Execute(lend).ok());
-  EXPECT_EQ(slurm_.Node("node1").reason, lend.slurm_reason);
+  EXPECT_EQ(slurm_.Node("node1").reason, lend.As<plan::DrainSlurmNode>().reason);
 }
 
 TEST_F(ActionExecutorUnitTest, ResumeOnlyTheDrainThatWasPlanned) {
@@ -168,9 +168,10 @@ TEST_F(ActionExecutorUnitTest, ResumeOnlyTheDrainThatWasPlanned) {
   EXPECT_EQ(executor_.Execute(Resume("k8s-bridge: something else")).status().code(),
             StatusCode::kAborted);
   EXPECT_TRUE(slurm_.Node("node1").drain);
-  ASSERT_TRUE(executor_.Execute(Resume(drain.slurm_reason)).ok());
+  ASSERT_TRUE(executor_.Execute(Resume(drain.As<plan::DrainSlurmNode>().reason)).ok());
   EXPECT_FALSE(slurm_.Node("node1").drain);
-  ASSERT_TRUE(executor_.Execute(Resume(drain.slurm_reason)).ok()) << "not drained: nothing to do";
+  ASSERT_TRUE(executor_.Execute(Resume(drain.As<plan::DrainSlurmNode>().reason)).ok())
+      << "not drained: nothing to do";
   EXPECT_THAT(events_.reasons(), ElementsAre("SlurmNodeDrained", "SlurmNodeResumed"));
   EXPECT_EQ(events_.events()[1].type, k8s::EventType::kNormal);
 }
@@ -198,8 +199,8 @@ TEST_F(ActionExecutorUnitTest, TerminalErrorsRecordAWarning) {
 
 TEST_F(ActionExecutorUnitTest, RequeueSkipsGoneJobsAndNamesTheRequeuedOnes) {
   slurm_.AddJob(Running(7, "node1"));
-  ASSERT_TRUE(executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {7, 8})).ok());
-  ASSERT_TRUE(executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {7})).ok());
+  ASSERT_TRUE(executor_.Execute(JobsAction(plan::RequeueSlurmJobs{{7, 8}})).ok());
+  ASSERT_TRUE(executor_.Execute(JobsAction(plan::RequeueSlurmJobs{{7}})).ok());
   EXPECT_THAT(slurm_.Writes(), ElementsAre("RequeueJob 7 hold=0"));
   ASSERT_EQ(events_.events().size(), 1u);
   EXPECT_THAT(events_.events()[0].message, HasSubstr("(jobs 7)"));
@@ -207,7 +208,7 @@ TEST_F(ActionExecutorUnitTest, RequeueSkipsGoneJobsAndNamesTheRequeuedOnes) {
   slurm::JobView stubborn = Running(9, "node1");
   stubborn.requeue = false;
   slurm_.AddJob(stubborn);
-  Status s = executor_.Execute(JobsAction(ActionKind::kRequeueSlurmJobs, {9})).status();
+  Status s = executor_.Execute(JobsAction(plan::RequeueSlurmJobs{{9}})).status();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
 }
 
@@ -216,8 +217,8 @@ TEST_F(ActionExecutorUnitTest, SignalOncePerJobWithinTheWindow) {
   slurm::JobView pending = Running(8, "node1");
   pending.state = skb::slurm::JobState::kPending;
   slurm_.AddJob(pending);
-  Action a = JobsAction(ActionKind::kSignalSlurmJobs, {7, 8});
-  a.signal = SIGUSR1;
+  Action a = JobsAction(plan::SignalSlurmJobs{{7, 8}});
+  a.As<plan::SignalSlurmJobs>().signal = SIGUSR1;
   ASSERT_TRUE(executor_.Execute(a).ok());
   ASSERT_TRUE(executor_.Execute(a).ok());
   EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("SignalJob 7 ", SIGUSR1, " scope=2")));
@@ -232,9 +233,9 @@ TEST_F(ActionExecutorUnitTest, SignalOncePerJobWithinTheWindow) {
 TEST_F(ActionExecutorUnitTest, PreemptRecordsWhyThenRequeuesOnlyWorkOnTheNode) {
   slurm_.AddJob(Running(7, "node1"));
   slurm_.AddJob(Running(8, "node2"));
-  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7, 8, 9});
-  a.preemptor = "ml/infer-0";
-  a.at_unix = 1000;
+  Action a = JobsAction(plan::PreemptSlurmJobs{{7, 8, 9}});
+  a.As<plan::PreemptSlurmJobs>().preemptor = "ml/infer-0";
+  a.As<plan::PreemptSlurmJobs>().at_unix = 1000;
   ASSERT_TRUE(executor_.Execute(a).ok());
   std::vector<std::string> w = slurm_.Writes();
   ASSERT_EQ(w.size(), 3u);
@@ -258,14 +259,14 @@ TEST_F(ActionExecutorUnitTest, AComponentOnTheNodeSignalsAndRequeuesItsWholeHete
   leader.admin_comment = "k8s-bridge:preemptible=true;partitions=gpu";
   slurm_.AddJob(leader);
   slurm_.AddJob(here);
-  Action sig = JobsAction(ActionKind::kSignalSlurmJobs, {12});
-  sig.signal = SIGUSR1;
+  Action sig = JobsAction(plan::SignalSlurmJobs{{12}});
+  sig.As<plan::SignalSlurmJobs>().signal = SIGUSR1;
   ASSERT_TRUE(executor_.Execute(sig).ok());
   EXPECT_THAT(slurm_.Writes(), ElementsAre(StrCat("SignalJob 11 ", SIGUSR1, " scope=2")));
 
-  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {12});
-  a.preemptor = "ml/infer-0";
-  a.at_unix = 1000;
+  Action a = JobsAction(plan::PreemptSlurmJobs{{12}});
+  a.As<plan::PreemptSlurmJobs>().preemptor = "ml/infer-0";
+  a.As<plan::PreemptSlurmJobs>().at_unix = 1000;
   ASSERT_TRUE(executor_.Execute(a).ok());
   std::vector<std::string> w = slurm_.Writes();
   ASSERT_EQ(w.size(), 4u);
@@ -280,7 +281,7 @@ TEST_F(ActionExecutorUnitTest, AComponentOnTheNodeSignalsAndRequeuesItsWholeHete
 
 TEST_F(ActionExecutorUnitTest, PreemptRefusedBySlurmIsTerminalUnlessUnavailable) {
   slurm_.AddJob(Running(7, "node1"));
-  Action a = JobsAction(ActionKind::kPreemptSlurmJobs, {7});
+  Action a = JobsAction(plan::PreemptSlurmJobs{{7}});
   slurm_.FailNext("RequeueJob", InvalidArgumentError("job not requeueable"));
   EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kFailedPrecondition);
   slurm_.FailNext("RequeueJob", UnavailableError("busy"));
@@ -294,10 +295,10 @@ TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
   slurm_.AddNode(n);
   slurm_.AddJob(Running(7, "node1"));
   Action a;
-  a.kind = ActionKind::kReleaseReservationPod;
+  a.op = plan::ReleaseReservationPod{};
   a.node = "node1";
-  a.pod = {"slurm-bridge", "reserve-node1", "uid-1"};
-  a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
+  a.As<plan::ReleaseReservationPod>().pod = {"slurm-bridge", "reserve-node1", "uid-1"};
+  a.As<plan::ReleaseReservationPod>().check = plan::ReleaseCheck::kNoSlurmJobs;
   Status s = executor_.Execute(a).status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("job 7"));
@@ -308,9 +309,9 @@ TEST_F(ActionExecutorUnitTest, ReleaseWaitsUntilSlurmHasLeftTheNode) {
 
 TEST_F(ActionExecutorUnitTest, FeaturesAreSetOnce) {
   Action a;
-  a.kind = ActionKind::kSetSlurmFeatures;
+  a.op = plan::SetSlurmFeatures{};
   a.node = "node1";
-  a.features = {"h100", "nvlink"};
+  a.As<plan::SetSlurmFeatures>().features = {"h100", "nvlink"};
   a.cause = Cause::kFeatures;
   a.event_reason = "SlurmFeaturesUpdated";
   EXPECT_EQ(executor_.Execute(a).value(), Effect::kChanged);
@@ -321,15 +322,15 @@ TEST_F(ActionExecutorUnitTest, FeaturesAreSetOnce) {
 
 TEST_F(ActionExecutorUnitTest, ConditionEventTypeIsThePlannersAndQuietRecordsNone) {
   Action a;
-  a.kind = ActionKind::kSetNodeCondition;
+  a.op = plan::SetNodeCondition{};
   a.node = "node1";
-  a.condition = {"SlurmDrained", "True", "DrainedByAdmin", "bad fan"};
-  a.condition.transition = plan::ConditionSpec::Transition::kNow;
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "True", "DrainedByAdmin", "bad fan"};
+  a.As<plan::SetNodeCondition>().condition.transition = plan::ConditionSpec::Transition::kNow;
   a.cause = Cause::kSlurmState;
   a.event_type = plan::EventType::kWarning;
   a.event_reason = "DrainedByAdmin";
   ASSERT_TRUE(executor_.Execute(a).ok());
-  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", ""};
   a.event_type = plan::EventType::kNormal;
   a.event_reason = "SlurmNodeNotDrained";
   ASSERT_TRUE(executor_.Execute(a).ok());
@@ -346,13 +347,13 @@ TEST_F(ActionExecutorUnitTest, ConditionEventTypeIsThePlannersAndQuietRecordsNon
 
 TEST_F(ActionExecutorUnitTest, TaintIsAddedAndRemovedOnce) {
   Action a;
-  a.kind = ActionKind::kSetNodeTaint;
+  a.op = plan::SetNodeTaint{};
   a.node = "node1";
-  a.taint = {"slurm-k8s-bridge.io/busy", "", "NoSchedule"};
+  a.As<plan::SetNodeTaint>().taint = {"slurm-k8s-bridge.io/busy", "", "NoSchedule"};
   a.event_reason = "Tainted";
   ASSERT_TRUE(executor_.Execute(a).ok());
   ASSERT_TRUE(executor_.Execute(a).ok());
-  a.kind = ActionKind::kRemoveNodeTaint;
+  a.op = plan::RemoveNodeTaint{a.As<plan::SetNodeTaint>().taint};
   a.event_reason = "Untainted";
   ASSERT_TRUE(executor_.Execute(a).ok());
   ASSERT_TRUE(executor_.Execute(a).ok());
@@ -371,9 +372,9 @@ TEST_F(ActionExecutorUnitTest, NeverDeletesAPodThatIsNotTheBridges) {
                            {"spec", {{"nodeName", "node1"}}}})
                   .ok());
   Action a;
-  a.kind = ActionKind::kDeleteReservationPod;
+  a.op = plan::DeleteReservationPod{};
   a.node = "node1";
-  a.pod = {"slurm-bridge", "reserve-node1", ""};
+  a.As<plan::DeleteReservationPod>().pod = {"slurm-bridge", "reserve-node1", ""};
   a.event_reason = "ReservationDeleted";
   Status s = executor_.Execute(a).status();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s;
@@ -393,13 +394,13 @@ TEST_F(ActionExecutorUnitTest, DeletesOurReservationOnceAndChecksItsUid) {
                     {"spec", {{"nodeName", "node1"}}}});
   ASSERT_TRUE(created.ok());
   Action a;
-  a.kind = ActionKind::kDeleteReservationPod;
+  a.op = plan::DeleteReservationPod{};
   a.node = "node1";
-  a.pod = {"slurm-bridge", "reserve-node1", "some-other-uid"};
+  a.As<plan::DeleteReservationPod>().pod = {"slurm-bridge", "reserve-node1", "some-other-uid"};
   a.event_reason = "ReservationDeleted";
   EXPECT_EQ(executor_.Execute(a).status().code(), StatusCode::kAborted)
       << "re-created under the name";
-  a.pod.uid = (*created)["metadata"]["uid"];
+  a.As<plan::DeleteReservationPod>().pod.uid = (*created)["metadata"]["uid"];
   ASSERT_TRUE(executor_.Execute(a).ok());
   ASSERT_TRUE(executor_.Execute(a).ok()) << "gone: nothing to do";
   EXPECT_EQ(kube_.Get(k8s::Resource::Pods(), "slurm-bridge", "reserve-node1").status().code(),
@@ -422,10 +423,11 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
                                {"spec", {{"nodeName", "node1"}}}});
   ASSERT_TRUE(created.ok());
   Action release;
-  release.kind = ActionKind::kReleaseReservationPod;
+  release.op = plan::ReleaseReservationPod{};
   release.node = "node1";
-  release.pod = {"slurm-bridge", "reserve-node1", (*created)["metadata"]["uid"]};
-  release.release_check = plan::ReleaseCheck::kSwapTaint;
+  release.As<plan::ReleaseReservationPod>().pod = {"slurm-bridge", "reserve-node1",
+                                                   (*created)["metadata"]["uid"]};
+  release.As<plan::ReleaseReservationPod>().check = plan::ReleaseCheck::kSwapTaint;
   release.event_reason = "ReservationReplacing";
 
   Status s = executor_.Execute(release).status();
@@ -433,9 +435,9 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
   EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapTaintKey));
 
   Action taint;
-  taint.kind = ActionKind::kSetNodeTaint;
+  taint.op = plan::SetNodeTaint{};
   taint.node = "node1";
-  taint.taint = {ownership::kSwapTaintKey, "", "NoSchedule"};
+  taint.As<plan::SetNodeTaint>().taint = {ownership::kSwapTaintKey, "", "NoSchedule"};
   taint.event_reason = "ReservationSwapStarted";
   ASSERT_TRUE(executor_.Execute(taint).ok());
   s = executor_.Execute(release).status();
@@ -443,9 +445,9 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
   EXPECT_THAT(s.message(), HasSubstr(ownership::kSwapGuardLabel));
 
   Action guard;
-  guard.kind = ActionKind::kPatchNodeAnnotations;
+  guard.op = plan::PatchNodeAnnotations{};
   guard.node = "node1";
-  guard.labels.set[ownership::kSwapGuardLabel] = "true";
+  guard.As<plan::PatchNodeAnnotations>().labels.set[ownership::kSwapGuardLabel] = "true";
   guard.event_reason = "SwapGuardOn";
   ASSERT_TRUE(executor_.Execute(guard).ok());
   auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
@@ -457,8 +459,8 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
             StatusCode::kNotFound)
       << "released (finalizer off) and deleted";
 
-  guard.labels = {};
-  guard.labels.remove.emplace_back(ownership::kSwapGuardLabel);
+  guard.As<plan::PatchNodeAnnotations>().labels = {};
+  guard.As<plan::PatchNodeAnnotations>().labels.remove.emplace_back(ownership::kSwapGuardLabel);
   guard.event_reason = "SwapGuardOff";
   ASSERT_TRUE(executor_.Execute(guard).ok());
   node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
@@ -472,10 +474,12 @@ TEST_F(ActionExecutorUnitTest, SwapReleaseNeedsTheTaintAndTheGuardLabel) {
 
 TEST_F(ActionExecutorUnitTest, ANodePatchThatIsAlreadyThereChangesNothingAndRecordsNoEvent) {
   Action lend;
-  lend.kind = ActionKind::kPatchNodeAnnotations;
+  lend.op = plan::PatchNodeAnnotations{};
   lend.node = "node1";
-  lend.annotations.set[ownership::kLentAtAnnotation] = "1700000000";
-  lend.annotations.set[ownership::kLentToAnnotation] = "default/infer-a";
+  lend.As<plan::PatchNodeAnnotations>().annotations.set[ownership::kLentAtAnnotation] =
+      "1700000000";
+  lend.As<plan::PatchNodeAnnotations>().annotations.set[ownership::kLentToAnnotation] =
+      "default/infer-a";
   lend.event_reason = "LendingToKubernetes";
   auto first = executor_.Execute(lend);
   ASSERT_TRUE(first.ok()) << first.status();
@@ -487,10 +491,12 @@ TEST_F(ActionExecutorUnitTest, ANodePatchThatIsAlreadyThereChangesNothingAndReco
   EXPECT_THAT(events_.reasons(), ElementsAre("LendingToKubernetes"));
 
   Action done;
-  done.kind = ActionKind::kPatchNodeAnnotations;
+  done.op = plan::PatchNodeAnnotations{};
   done.node = "node1";
-  done.annotations.remove = {ownership::kLentAtAnnotation, ownership::kLentToAnnotation};
-  done.labels.remove = {ownership::kSwapGuardLabel};  // never set: nothing to remove
+  done.As<plan::PatchNodeAnnotations>().annotations.remove = {ownership::kLentAtAnnotation,
+                                                              ownership::kLentToAnnotation};
+  done.As<plan::PatchNodeAnnotations>().labels.remove = {
+      ownership::kSwapGuardLabel};  // never set: nothing to remove
   done.event_reason = "ReturnedToSlurm";
   EXPECT_EQ(executor_.Execute(done).value(), Effect::kChanged);
   EXPECT_EQ(executor_.Execute(done).value(), Effect::kUnchanged);
@@ -498,7 +504,8 @@ TEST_F(ActionExecutorUnitTest, ANodePatchThatIsAlreadyThereChangesNothingAndReco
   ASSERT_TRUE(node.ok());
   EXPECT_FALSE((*node)["metadata"]["annotations"].contains(ownership::kLentAtAnnotation));
   // A value that differs is written.
-  lend.annotations.set[ownership::kLentToAnnotation] = "default/infer-b";
+  lend.As<plan::PatchNodeAnnotations>().annotations.set[ownership::kLentToAnnotation] =
+      "default/infer-b";
   EXPECT_EQ(executor_.Execute(lend).value(), Effect::kChanged);
   EXPECT_THAT(events_.reasons(),
               ElementsAre("LendingToKubernetes", "ReturnedToSlurm", "LendingToKubernetes"));

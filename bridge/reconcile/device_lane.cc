@@ -250,18 +250,19 @@ StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
 StatusOr<Effect> DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a,
                                                     const std::string& k8s_node) {
   plan::Action na;
-  na.kind = a.kind == DeviceActionKind::kSignalJobs ? plan::ActionKind::kSignalSlurmJobs
-                                                    : plan::ActionKind::kPreemptSlurmJobs;
+  if (a.kind == DeviceActionKind::kSignalJobs) {
+    na.op =
+        plan::SignalSlurmJobs{.job_ids = a.job_ids, .signal = a.signal, .scope = a.signal_scope};
+  } else {
+    na.op = plan::PreemptSlurmJobs{.job_ids = a.job_ids,
+                                   .mode = a.preempt_mode,
+                                   .preemptor = a.pod,
+                                   .at_unix = a.at_unix,
+                                   .ended_after_signal = a.ended_after_signal,
+                                   .since_unix = a.since_unix};
+  }
   na.node = a.node;
   na.k8s_node = k8s_node;
-  na.job_ids = a.job_ids;
-  na.signal = a.signal;
-  na.signal_scope = a.signal_scope;
-  na.preempt_mode = a.preempt_mode;
-  na.preemptor = a.pod;
-  na.at_unix = a.at_unix;
-  na.ended_after_signal = a.ended_after_signal;
-  na.since_unix = a.since_unix;
   na.cause = a.cause;
   na.event_type = a.event_type;
   na.event_reason = a.event_reason;

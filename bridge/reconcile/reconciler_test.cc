@@ -70,10 +70,10 @@ TEST_F(ReconcilerChainTest, HealthDrainIsNotHeldBackByARefusedReservationCreate)
   ReconcileResult r = rec_->ReconcileNode(kNode);
 
   ASSERT_GE(r.plan.actions.size(), 2u);
-  EXPECT_EQ(r.plan.actions.front().kind, plan::ActionKind::kDrainSlurmNode);
+  EXPECT_EQ(r.plan.actions.front().Kind(), plan::DrainSlurmNode::kName);
   bool create_refused = false;
   for (const auto& [index, status] : r.outcomes) {
-    if (r.plan.actions[index].kind == plan::ActionKind::kCreateReservationPod) {
+    if (r.plan.actions[index].Kind() == plan::CreateReservationPod::kName) {
       create_refused = status.status().code() == StatusCode::kFailedPrecondition;
     }
   }
@@ -93,7 +93,7 @@ TEST_F(ReconcilerChainTest, RetryableFailureWinsTheRequeue) {
   EXPECT_EQ(r.status.code(), StatusCode::kUnavailable) << r.status;
   int attempted_creates = 0;
   for (const auto& [index, status] : r.outcomes) {
-    attempted_creates += r.plan.actions[index].kind == plan::ActionKind::kCreateReservationPod;
+    attempted_creates += r.plan.actions[index].Kind() == plan::CreateReservationPod::kName;
   }
   EXPECT_EQ(attempted_creates, 1);  // the failed drain did not hold back the create
 }
@@ -118,8 +118,8 @@ TEST_F(ReconcilerChainTest, LendDrainReplacesHealthDrainAndResume) {
   std::vector<std::string> drains;
   int resumes = 0;
   for (const auto& a : p.actions) {
-    if (a.kind == plan::ActionKind::kDrainSlurmNode) drains.push_back(a.slurm_reason);
-    resumes += a.kind == plan::ActionKind::kResumeSlurmNode;
+    if (const auto* d = a.Get<plan::DrainSlurmNode>()) drains.push_back(d->reason);
+    resumes += a.Kind() == plan::ResumeSlurmNode::kName;
   }
   ASSERT_EQ(drains.size(), 1u);
   EXPECT_THAT(drains[0], HasSubstr("lent to default/infer"));

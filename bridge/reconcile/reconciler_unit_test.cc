@@ -203,7 +203,7 @@ TEST_F(ReconcilerUnitTest, StatusLaneWritesOnlyConditions) {
   reconciler_.SetSlurmNodes({down});
   ReconcileResult r = reconciler_.WriteNodeStatus("node1");
   ASSERT_FALSE(r.plan.actions.empty());
-  for (const auto& a : r.plan.actions) EXPECT_EQ(a.kind, plan::ActionKind::kSetNodeCondition);
+  for (const auto& a : r.plan.actions) EXPECT_EQ(a.Kind(), plan::SetNodeCondition::kName);
   EXPECT_TRUE(slurm_.Writes().empty()) << "no Slurm action from the status lane";
 }
 

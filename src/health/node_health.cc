@@ -10,7 +10,6 @@ namespace {
 using inventory::K8sNode;
 using inventory::NodeCondition;
 using plan::Action;
-using plan::ActionKind;
 
 constexpr size_t kMaxConditionMessageBytes = 1024;
 
@@ -81,10 +80,9 @@ void WantCondition(const inventory::ManagedNode& node, plan::ConditionSpec spec,
     spec.since = cur->last_transition;
   }  // else the cache holds no readable transition time: the executor reads the node
   Action a;
-  a.kind = ActionKind::kSetNodeCondition;
+  a.op = plan::SetNodeCondition{std::move(spec)};
   a.node = node.name;
   a.k8s_node = node.K8sNameIfDifferent();
-  a.condition = std::move(spec);
   a.event_reason = std::string(event_reason);
   a.event_message = std::move(event_message);
   a.cause = plan::Cause::kSlurmState;
@@ -256,10 +254,9 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
           StrCat("node is lent to Kubernetes ('", s.reason, "'): its drain stays"));
     } else if (!s.drain || s.reason != reason) {
       Action a;
-      a.kind = ActionKind::kDrainSlurmNode;
+      a.op = plan::DrainSlurmNode{reason};
       a.node = node.name;
       a.k8s_node = node.K8sNameIfDifferent();
-      a.slurm_reason = reason;
       a.cause = cause;
       a.event_type = plan::EventType::kWarning;
       a.event_reason = "SlurmNodeDrained";
@@ -288,10 +285,9 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     }
     if (!evict.empty()) {
       Action a;
-      a.kind = ActionKind::kRequeueSlurmJobs;
+      a.op = plan::RequeueSlurmJobs{evict};
       a.node = node.name;
       a.k8s_node = node.K8sNameIfDifferent();
-      a.job_ids = evict;
       a.cause = down_now ? plan::Cause::kHealth : plan::Cause::kMaintenance;
       a.event_type = plan::EventType::kWarning;
       a.event_reason = down_now ? "SlurmJobsRequeued" : "MaintenanceDeadlinePassed";
@@ -301,10 +297,9 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     }
   } else if (IsHealthDrain(s)) {
     Action a;
-    a.kind = ActionKind::kResumeSlurmNode;
+    a.op = plan::ResumeSlurmNode{.expected_reason = s.reason};
     a.node = node.name;
     a.k8s_node = node.K8sNameIfDifferent();
-    a.expected_reason = s.reason;
     // The drain's reason is the only record of why it was made.
     a.cause = s.reason.find(cfg.maintenance_condition) != std::string::npos
                   ? plan::Cause::kMaintenance

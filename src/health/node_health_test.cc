@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "src/base/overloaded.h"
 #include "src/base/strings.h"
 
 namespace skb::health {
@@ -15,7 +16,6 @@ using inventory::K8sNode;
 using inventory::ManagedNode;
 using inventory::NodeCondition;
 using plan::Action;
-using plan::ActionKind;
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -75,43 +75,45 @@ slurm::JobView RunningJob(uint32_t id, bool requeue = true) {
 // What the executor would do, applied to the model: used to check that planning again
 // after carrying out a plan asks for nothing more.
 void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
-  switch (a.kind) {
-    case ActionKind::kDrainSlurmNode:
-      n->slurm->drain = true;
-      n->slurm->reason = a.slurm_reason;
-      n->slurm->reason_uid = 0;
-      break;
-    case ActionKind::kResumeSlurmNode:
-      ASSERT_EQ(n->slurm->reason, a.expected_reason);
-      n->slurm->drain = false;
-      n->slurm->reason.clear();
-      break;
-    case ActionKind::kRequeueSlurmJobs:
-      std::erase_if(n->jobs, [&](const slurm::JobView& j) {
-        return std::find(a.job_ids.begin(), a.job_ids.end(), j.job_id) != a.job_ids.end();
-      });
-      break;
-    case ActionKind::kSetNodeCondition:
-      SetCondition(
-          n, {a.condition.type, a.condition.status, a.condition.reason, a.condition.message, now});
-      break;
-    case ActionKind::kSetSlurmFeatures:
-      n->slurm->features = n->slurm->active_features = a.features;
-      break;
-    default:  // node ownership (src/ownership): never planned by the health planner
-      FAIL() << "not a health action: " << plan::ToString(a);
-  }
+  std::visit(Overloaded{
+                 [&](const plan::DrainSlurmNode& o) {
+                   n->slurm->drain = true;
+                   n->slurm->reason = o.reason;
+                   n->slurm->reason_uid = 0;
+                 },
+                 [&](const plan::ResumeSlurmNode& o) {
+                   ASSERT_EQ(n->slurm->reason, o.expected_reason);
+                   n->slurm->drain = false;
+                   n->slurm->reason.clear();
+                 },
+                 [&](const plan::RequeueSlurmJobs& o) {
+                   std::erase_if(n->jobs, [&](const slurm::JobView& j) {
+                     return std::find(o.job_ids.begin(), o.job_ids.end(), j.job_id) !=
+                            o.job_ids.end();
+                   });
+                 },
+                 [&](const plan::SetNodeCondition& o) {
+                   const plan::ConditionSpec& c = o.condition;
+                   SetCondition(n, {c.type, c.status, c.reason, c.message, now});
+                 },
+                 [&](const plan::SetSlurmFeatures& o) {
+                   n->slurm->features = n->slurm->active_features = o.features;
+                 },
+                 // Node ownership (src/ownership): never planned by the health planner.
+                 [&](const auto&) { FAIL() << "not a health action: " << plan::ToString(a); },
+             },
+             a.op);
 }
 
-std::vector<ActionKind> Kinds(const NodePlan& p) {
-  std::vector<ActionKind> k;
-  for (const auto& a : p.actions) k.push_back(a.kind);
+std::vector<std::string_view> Kinds(const NodePlan& p) {
+  std::vector<std::string_view> k;
+  for (const auto& a : p.actions) k.push_back(a.Kind());
   return k;
 }
 
-const Action* Find(const NodePlan& p, ActionKind kind) {
+const Action* Find(const NodePlan& p, std::string_view kind) {
   for (const auto& a : p.actions) {
-    if (a.kind == kind) return &a;
+    if (a.Kind() == kind) return &a;
   }
   return nullptr;
 }
@@ -126,7 +128,7 @@ std::string Dump(const NodePlan& p) {
 struct Case {
   std::string name;
   std::function<void(ManagedNode*, HealthConfig*)> setup;
-  std::vector<ActionKind> want;
+  std::vector<std::string_view> want;
   std::string want_reason;  // drain reason, condition reason or expected resume reason
 };
 
@@ -144,9 +146,10 @@ TEST_P(PlanTable, PlansAndThenConverges) {
   if (!c.want_reason.empty()) {
     ASSERT_FALSE(p.actions.empty()) << Dump(p);
     const Action& a = p.actions.front();
-    std::string got = a.kind == ActionKind::kDrainSlurmNode    ? a.slurm_reason
-                      : a.kind == ActionKind::kResumeSlurmNode ? a.expected_reason
-                                                               : a.condition.reason;
+    std::string got = a.Is<plan::DrainSlurmNode>() ? a.As<plan::DrainSlurmNode>().reason
+                      : a.Is<plan::ResumeSlurmNode>()
+                          ? a.As<plan::ResumeSlurmNode>().expected_reason
+                          : a.As<plan::SetNodeCondition>().condition.reason;
     EXPECT_EQ(got, c.want_reason) << Dump(p);
   }
   for (const auto& a : p.actions) {
@@ -165,7 +168,7 @@ TEST_P(PlanTable, PlansAndThenConverges) {
   }
   EXPECT_TRUE(again.actions.empty()) << "still planning after two rounds:" << Dump(again);
   // A drain never undoes itself in the next round, and nothing resumes an admin's drain.
-  for (const auto& a : again.actions) EXPECT_NE(a.kind, ActionKind::kResumeSlurmNode);
+  for (const auto& a : again.actions) EXPECT_NE(a.Kind(), plan::ResumeSlurmNode::kName);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -174,51 +177,51 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"HealthyNodeNeedsNothing", [](ManagedNode*, HealthConfig*) {}, {}, ""},
         Case{"PublishesMissingSlurmConditions",
              [](ManagedNode* n, HealthConfig*) { n->k8s->conditions.resize(1); },
-             {ActionKind::kSetNodeCondition, ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName, plan::SetNodeCondition::kName},
              "SlurmNodeUp"},
         Case{"GpuUnhealthyDrainsWithReadableReason",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 79 on GPU 3"));
              },
-             {ActionKind::kDrainSlurmNode},
+             {plan::DrainSlurmNode::kName},
              "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"},
         Case{"AlreadyDrainedByBridgeOnlyUpdatesCondition",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 79 on GPU 3"));
                DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
              },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "DrainedByBridge"},
         Case{"ChangedSignalRewordsTheBridgesDrain",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("GPUHealthy", "False", "XidError", "XID 48 on GPU 1"));
                DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
              },
-             {ActionKind::kDrainSlurmNode, ActionKind::kSetNodeCondition},
+             {plan::DrainSlurmNode::kName, plan::SetNodeCondition::kName},
              "k8s-bridge: GPUHealthy=False: XID 48 on GPU 1"},
         Case{"ClearedSignalResumesTheBridgesDrain",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("GPUHealthy", "True"));
                DrainedBy(n, "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
              },
-             {ActionKind::kResumeSlurmNode, ActionKind::kSetNodeCondition},
+             {plan::ResumeSlurmNode::kName, plan::SetNodeCondition::kName},
              "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3"},
         Case{"AdminDrainIsNeverResumed",
              [](ManagedNode* n, HealthConfig*) { DrainedBy(n, "bad DIMM, ticket 4711", 1000); },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "DrainedByAdmin"},
         Case{"AdminDrainIsNotOverwrittenBySignal",
              [](ManagedNode* n, HealthConfig*) {
                DrainedBy(n, "bad DIMM", 1000);
                SetCondition(n, Cond("GPUHealthy", "False", "", "XID 79"));
              },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "DrainedByAdmin"},
         Case{"LendingDrainIsNotTheHealthPlannersToResume",
              [](ManagedNode* n, HealthConfig*) {
                DrainedBy(n, "k8s-bridge: lent to inference/llm-0");
              },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "DrainedByBridge"},
         Case{"NotReadyWithinGraceWaits",
              [](ManagedNode* n, HealthConfig*) {
@@ -232,13 +235,13 @@ INSTANTIATE_TEST_SUITE_P(
                                     "Kubelet stopped posting node status.", kNow - minutes(2)));
                n->jobs = {RunningJob(11), RunningJob(12, /*requeue=*/false)};
              },
-             {ActionKind::kDrainSlurmNode, ActionKind::kRequeueSlurmJobs},
+             {plan::DrainSlurmNode::kName, plan::RequeueSlurmJobs::kName},
              "k8s-bridge: Ready=Unknown: Kubelet stopped posting node status."},
         Case{"TaintWithMatchingValueDrains",
              [](ManagedNode* n, HealthConfig*) {
                n->k8s->taints = {{"nvidia.com/gpu.health", "unhealthy", "NoSchedule"}};
              },
-             {ActionKind::kDrainSlurmNode},
+             {plan::DrainSlurmNode::kName},
              "k8s-bridge: taint nvidia.com/gpu.health=unhealthy:NoSchedule"},
         Case{"TaintWithOtherValueIsIgnored",
              [](ManagedNode* n, HealthConfig*) {
@@ -248,7 +251,7 @@ INSTANTIATE_TEST_SUITE_P(
              ""},
         Case{"CordonDrains",
              [](ManagedNode* n, HealthConfig*) { n->k8s->unschedulable = true; },
-             {ActionKind::kDrainSlurmNode},
+             {plan::DrainSlurmNode::kName},
              "k8s-bridge: cordoned (spec.unschedulable)"},
         Case{"CordonIgnoredByConfig",
              [](ManagedNode* n, HealthConfig* c) {
@@ -263,7 +266,7 @@ INSTANTIATE_TEST_SUITE_P(
                SetCondition(n, Cond("KernelDeadlock", "True", "DockerHung", "task hung"));
                n->jobs = {RunningJob(21)};
              },
-             {ActionKind::kDrainSlurmNode, ActionKind::kRequeueSlurmJobs},
+             {plan::DrainSlurmNode::kName, plan::RequeueSlurmJobs::kName},
              "k8s-bridge: KernelDeadlock=True: task hung"},
         Case{"MostSevereSignalNamesTheDrain",
              [](ManagedNode* n, HealthConfig* c) {
@@ -271,7 +274,7 @@ INSTANTIATE_TEST_SUITE_P(
                SetCondition(n, Cond("GPUHealthy", "False", "", "XID 79"));
                SetCondition(n, Cond("KernelDeadlock", "True", "", "task hung"));
              },
-             {ActionKind::kDrainSlurmNode},
+             {plan::DrainSlurmNode::kName},
              "k8s-bridge: KernelDeadlock=True: task hung (+1 more)"},
         Case{"MaintenanceDrainsAndWaitsForJobs",
              [](ManagedNode* n, HealthConfig*) {
@@ -279,7 +282,7 @@ INSTANTIATE_TEST_SUITE_P(
                                     kNow - minutes(5)));
                n->jobs = {RunningJob(31)};
              },
-             {ActionKind::kDrainSlurmNode},
+             {plan::DrainSlurmNode::kName},
              "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade"},
         Case{"MaintenancePastDeadlineRequeues",
              [](ManagedNode* n, HealthConfig*) {
@@ -288,14 +291,14 @@ INSTANTIATE_TEST_SUITE_P(
                DrainedBy(n, "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade");
                n->jobs = {RunningJob(31)};
              },
-             {ActionKind::kRequeueSlurmJobs, ActionKind::kSetNodeCondition},
+             {plan::RequeueSlurmJobs::kName, plan::SetNodeCondition::kName},
              ""},
         Case{"MaintenanceWithoutJobsIsReady",
              [](ManagedNode* n, HealthConfig*) {
                SetCondition(n, Cond("MaintenanceRequested", "True", "FirmwareUpgrade"));
                DrainedBy(n, "k8s-bridge: MaintenanceRequested=True: FirmwareUpgrade");
              },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "ReadyForMaintenance"},
         Case{"SlurmDownShowsInKubernetes",
              [](ManagedNode* n, HealthConfig*) {
@@ -303,7 +306,7 @@ INSTANTIATE_TEST_SUITE_P(
                n->slurm->not_responding = true;
                n->slurm->reason = "Not responding";
              },
-             {ActionKind::kSetNodeCondition},
+             {plan::SetNodeCondition::kName},
              "SlurmNodeNotResponding"},
         Case{"TransientNotRespondingIsNotPublished",
              [](ManagedNode* n, HealthConfig*) { n->slurm->not_responding = true; },
@@ -327,7 +330,7 @@ TEST(PlanNodeHealth, PendingSignalAsksForARecheckWhenGraceEnds) {
   EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("within grace; fires in 50s")));
   // At the recheck the signal fires.
   NodePlan later = PlanNodeHealth(n, HealthConfig{}, *p.recheck_at);
-  EXPECT_THAT(Kinds(later), ElementsAre(ActionKind::kDrainSlurmNode));
+  EXPECT_THAT(Kinds(later), ElementsAre(plan::DrainSlurmNode::kName));
 }
 
 TEST(PlanNodeHealth, MaintenanceDeadlineIsTheRecheck) {
@@ -344,7 +347,7 @@ TEST(PlanNodeHealth, NonRequeueableJobsAreExplained) {
   SetCondition(&n, Cond("Ready", "False", "", "", kNow - hours(1)));
   n.jobs = {RunningJob(12, /*requeue=*/false)};
   NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
-  EXPECT_EQ(Find(p, ActionKind::kRequeueSlurmJobs), nullptr);
+  EXPECT_EQ(Find(p, plan::RequeueSlurmJobs::kName), nullptr);
   EXPECT_THAT(p.explanation, ::testing::Contains(HasSubstr("job 12 cannot be requeued")));
 }
 
@@ -357,10 +360,10 @@ TEST(PlanNodeHealth, OneSidedNodesAreLeftAlone) {
   NodePlan unpaired = PlanNodeHealth(only_k8s, HealthConfig{}, kNow);
   ASSERT_EQ(unpaired.actions.size(), 1u);
   const Action& warn = unpaired.actions[0];
-  EXPECT_EQ(warn.kind, ActionKind::kSetNodeCondition);
+  EXPECT_EQ(warn.Kind(), plan::SetNodeCondition::kName);
   EXPECT_EQ(warn.K8sNode(), only_k8s.k8s->name);
-  EXPECT_EQ(warn.condition.status, "Unknown");
-  EXPECT_EQ(warn.condition.reason, "SlurmNodeNotFound");
+  EXPECT_EQ(warn.As<plan::SetNodeCondition>().condition.status, "Unknown");
+  EXPECT_EQ(warn.As<plan::SetNodeCondition>().condition.reason, "SlurmNodeNotFound");
   EXPECT_EQ(warn.event_type, plan::EventType::kWarning);
   EXPECT_THAT(warn.event_message, HasSubstr(only_k8s.k8s->name));
   EXPECT_THAT(warn.event_message, HasSubstr("Slurm node " + only_k8s.name + " "));
@@ -368,7 +371,7 @@ TEST(PlanNodeHealth, OneSidedNodesAreLeftAlone) {
   EXPECT_EQ(PlanNodeConditions(only_k8s, HealthConfig{}, kNow).actions, unpaired.actions);
   // Once said, not repeated.
   SetCondition(&only_k8s, Cond(std::string(kSlurmHealthyCondition), "Unknown", "SlurmNodeNotFound",
-                               warn.condition.message));
+                               warn.As<plan::SetNodeCondition>().condition.message));
   EXPECT_TRUE(PlanNodeHealth(only_k8s, HealthConfig{}, kNow).actions.empty());
   HealthConfig quiet;
   quiet.slurm_conditions = false;
@@ -385,9 +388,9 @@ TEST(PlanNodeHealth, AdminDrainMessageNamesTheUser) {
   ManagedNode n = Healthy();
   DrainedBy(&n, "bad DIMM", 1234);
   NodePlan p = PlanNodeHealth(n, HealthConfig{}, kNow);
-  const Action* a = Find(p, ActionKind::kSetNodeCondition);
+  const Action* a = Find(p, plan::SetNodeCondition::kName);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->condition.message, "bad DIMM (uid 1234)");
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.message, "bad DIMM (uid 1234)");
 }
 
 // The executor writes lastTransitionTime from what the planner's cache knows, without a GET.
@@ -396,33 +399,34 @@ TEST(PlanNodeHealth, ConditionActionsCarryTheTransitionTheCacheKnows) {
   ManagedNode n = Healthy();
   DrainedBy(&n, "bad DIMM");  // SlurmDrained False -> True: it flips now
   NodePlan flips = PlanNodeHealth(n, HealthConfig{}, kNow);
-  const Action* a = Find(flips, ActionKind::kSetNodeCondition);
+  const Action* a = Find(flips, plan::SetNodeCondition::kName);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->condition.status, "True");
-  EXPECT_EQ(a->condition.transition, Transition::kNow);
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.status, "True");
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.transition, Transition::kNow);
 
   // Same status, new message: the cached transition stays.
   SetCondition(&n, Cond("SlurmDrained", "True", "DrainedByAdmin", "old", kNow - hours(3)));
   NodePlan kept = PlanNodeHealth(n, HealthConfig{}, kNow);
-  a = Find(kept, ActionKind::kSetNodeCondition);
+  a = Find(kept, plan::SetNodeCondition::kName);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->condition.message, "bad DIMM");
-  EXPECT_EQ(a->condition.transition, Transition::kKeep);
-  EXPECT_EQ(a->condition.since, kNow - hours(3));
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.message, "bad DIMM");
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.transition, Transition::kKeep);
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.since, kNow - hours(3));
 
   // A cached condition without a readable time: the executor must read the node.
   SetCondition(&n, Cond("SlurmDrained", "True", "DrainedByAdmin", "old", Clock::TimePoint{}));
   NodePlan unknown = PlanNodeHealth(n, HealthConfig{}, kNow);
-  a = Find(unknown, ActionKind::kSetNodeCondition);
+  a = Find(unknown, plan::SetNodeCondition::kName);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->condition.transition, Transition::kUnknown);
+  EXPECT_EQ(a->As<plan::SetNodeCondition>().condition.transition, Transition::kUnknown);
 
   // A condition the node does not carry yet starts now.
   n.k8s->conditions.clear();
   NodePlan first = PlanNodeHealth(n, HealthConfig{}, kNow);
   for (const Action& c : first.actions) {
-    if (c.kind != ActionKind::kSetNodeCondition) continue;
-    EXPECT_EQ(c.condition.transition, Transition::kNow) << c.condition.type;
+    if (c.Kind() != plan::SetNodeCondition::kName) continue;
+    EXPECT_EQ(c.As<plan::SetNodeCondition>().condition.transition, Transition::kNow)
+        << c.As<plan::SetNodeCondition>().condition.type;
   }
 }
 
@@ -432,7 +436,8 @@ TEST(PlanNodeHealth, FirstPublicationOfAHealthyStateIsQuiet) {
   auto quiet = [](const NodePlan& p) {
     std::map<std::string, bool> out;
     for (const Action& a : p.actions) {
-      if (a.kind == ActionKind::kSetNodeCondition) out[a.condition.type] = a.quiet;
+      if (a.Kind() == plan::SetNodeCondition::kName)
+        out[a.As<plan::SetNodeCondition>().condition.type] = a.quiet;
     }
     return out;
   };
@@ -462,10 +467,11 @@ TEST(PlanNodeHealth, DrainRequestedDrainsWhateverTheRulesAndClearsWhenRemoved) {
   HealthConfig cfg;
   cfg.conditions.clear();  // an operator's own rule list does not turn it off
   NodePlan p = PlanNodeHealth(n, cfg, kNow);
-  const Action* a = Find(p, ActionKind::kDrainSlurmNode);
+  const Action* a = Find(p, plan::DrainSlurmNode::kName);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->slurm_reason, "k8s-bridge: DrainRequested=True: swap PSU (alice)");
-  EXPECT_EQ(Find(p, ActionKind::kRequeueSlurmJobs), nullptr) << "a drain lets jobs finish";
+  EXPECT_EQ(a->As<plan::DrainSlurmNode>().reason,
+            "k8s-bridge: DrainRequested=True: swap PSU (alice)");
+  EXPECT_EQ(Find(p, plan::RequeueSlurmJobs::kName), nullptr) << "a drain lets jobs finish";
   // Status False (or the condition gone): nothing fires.
   SetCondition(&n, Cond("DrainRequested", "False", "BridgectlDrain", ""));
   EXPECT_TRUE(AssessHealth(*n.k8s, cfg, kNow).firing.empty());

@@ -109,12 +109,10 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   if (f_.admin_drain) {
     Explain(StrCat("Slurm drain by an admin ('", f_.slurm_node->reason, "'): left as it is"));
   } else if (!f_.lend_drain) {
-    Action& a =
-        Add(ActionKind::kDrainSlurmNode, "SlurmNodeLent",
-            StrCat("Drained Slurm node ", f_.node->name, ": lent to Kubernetes (", who, ")"));
-    a.slurm_reason = health::SlurmReason(StrCat("lent to ", who));
-    a.cause = plan::Cause::kLend;
-    a.event_type = EventType::kWarning;
+    AddAction(plan::DrainSlurmNode{health::SlurmReason(StrCat("lent to ", who))}, "SlurmNodeLent",
+              StrCat("Drained Slurm node ", f_.node->name, ": lent to Kubernetes (", who, ")"),
+              EventType::kWarning)
+        .cause = plan::Cause::kLend;
   }
 
   bool k8s_running = false;
@@ -234,14 +232,11 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   }
   RequeueJobsEndedBySignal(who, &signalled);
   for (const auto& [key, ids] : to_signal) {
-    Action& a =
-        Add(ActionKind::kSignalSlurmJobs, "SlurmJobsSignalled",
-            StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids), " on node ",
-                   f_.node->name, " to checkpoint: the node is lent to Kubernetes (", who, ")",
-                   HetNote(ids, "signalled")));
-    a.job_ids = ids;
-    a.signal = key.first;
-    a.signal_scope = key.second;
+    Add(plan::SignalSlurmJobs{.job_ids = ids, .signal = key.first, .scope = key.second},
+        "SlurmJobsSignalled",
+        StrCat("Sent ", SignalName(key.first), " to Slurm job(s) ", JoinIds(ids), " on node ",
+               f_.node->name, " to checkpoint: the node is lent to Kubernetes (", who, ")",
+               HetNote(ids, "signalled")));
   }
   if (newly_signalled) {
     plan::AnnotationPatch p;
@@ -251,21 +246,19 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
                      ": they are preempted when it ends"));
   }
   for (const auto& [mode, ids] : to_preempt) {
-    Action& a =
-        Add(ActionKind::kPreemptSlurmJobs, "SlurmJobsPreempted",
-            StrCat(mode == plan::JobPreemptMode::kCancel        ? "Cancelled"
-                   : mode == plan::JobPreemptMode::kRequeueHold ? "Requeued (held)"
-                                                                : "Requeued",
-                   " Slurm job(s) ", JoinIds(ids), " on node ", f_.node->name,
-                   ": the node is lent to Kubernetes (", who, ")",
-                   HetNote(ids, mode == plan::JobPreemptMode::kCancel ? "cancelled" : "requeued")),
-            k8s_running ? EventType::kWarning : EventType::kNormal);
-    a.job_ids = ids;
-    a.preempt_mode = mode;
-    a.job_comment = StrCat("preempted by k8s-bridge for ", who);
-    a.preemptor = who;
-    a.at_unix = ToUnix(now);
-    a.since_unix = signalled_since[mode];
+    Add(plan::PreemptSlurmJobs{.job_ids = ids,
+                               .mode = mode,
+                               .preemptor = who,
+                               .at_unix = ToUnix(now),
+                               .since_unix = signalled_since[mode]},
+        "SlurmJobsPreempted",
+        StrCat(mode == plan::JobPreemptMode::kCancel        ? "Cancelled"
+               : mode == plan::JobPreemptMode::kRequeueHold ? "Requeued (held)"
+                                                            : "Requeued",
+               " Slurm job(s) ", JoinIds(ids), " on node ", f_.node->name,
+               ": the node is lent to Kubernetes (", who, ")",
+               HetNote(ids, mode == plan::JobPreemptMode::kCancel ? "cancelled" : "requeued")),
+        k8s_running ? EventType::kWarning : EventType::kNormal);
   }
 
   if (!f_.jobs.empty()) return;
@@ -276,12 +269,12 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   // CrashAtEveryStepE2E/ReservationReleased: a second job preempted for the same pod).
   RemoveGuardTaints();
   if (r != nullptr && !Released(*r)) {
-    Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReleased",
-                    StrCat("Released reservation ", PodName(*r), ": Slurm shows no job on node ",
-                           f_.node->name, "; its GPUs go to Kubernetes (", who, ")"));
-    a.pod = Ref(*r);
-    a.release_check = plan::ReleaseCheck::kNoSlurmJobs;
-    if (f_.lent_at) a.since_unix = ToUnix(*f_.lent_at);
+    Add(plan::ReleaseReservationPod{.pod = Ref(*r),
+                                    .check = plan::ReleaseCheck::kNoSlurmJobs,
+                                    .since_unix = f_.lent_at ? ToUnix(*f_.lent_at) : 0},
+        "ReservationReleased",
+        StrCat("Released reservation ", PodName(*r), ": Slurm shows no job on node ", f_.node->name,
+               "; its GPUs go to Kubernetes (", who, ")"));
   } else if (r != nullptr) {
     Explain(StrCat("reservation ", PodName(*r), " released: waiting for it to go"));
   }
@@ -339,19 +332,19 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
     }
     (*signalled)[e.job_id] = at;
     Explain(StrCat(ended, ": requeued as a preempted job"));
-    Action& a = Add(ActionKind::kPreemptSlurmJobs, "EndedJobRequeued",
-                    StrCat("Requeued Slurm job ", WholeJobId(e), ": it ended ",
-                           slurm::JobStateName(e.state), " after the checkpoint signal (",
-                           SignalName(p.signal), ") instead of waiting for the grace period; node ",
-                           f_.node->name, " is lent to Kubernetes (", who, ")"),
-                    EventType::kWarning);
-    a.job_ids = {e.job_id};  // the executor requeues its whole job
-    a.preempt_mode = p.mode;
-    a.ended_after_signal = true;
-    a.since_unix = at;
-    a.job_comment = StrCat("preempted by k8s-bridge for ", who);
-    a.preemptor = who;
-    a.at_unix = at;
+    // The executor requeues its whole job.
+    Add(plan::PreemptSlurmJobs{.job_ids = {e.job_id},
+                               .mode = p.mode,
+                               .preemptor = who,
+                               .at_unix = at,
+                               .ended_after_signal = true,
+                               .since_unix = at},
+        "EndedJobRequeued",
+        StrCat("Requeued Slurm job ", WholeJobId(e), ": it ended ", slurm::JobStateName(e.state),
+               " after the checkpoint signal (", SignalName(p.signal),
+               ") instead of waiting for the grace period; node ", f_.node->name,
+               " is lent to Kubernetes (", who, ")"),
+        EventType::kWarning);
   }
 }
 

@@ -15,7 +15,6 @@ using internal::Ref;
 using internal::ReservationNamespace;
 using inventory::GpuPod;
 using inventory::ManagedNode;
-using plan::ActionKind;
 using plan::EventType;
 
 // The Kubernetes node was deleted (or is no longer selected): the garbage collector
@@ -28,11 +27,9 @@ void ReleaseReservationsOfDeletedNode(const ManagedNode& node, const config::Con
   for (const GpuPod& p : node.pods) {
     if (!IsOurReservation(p, ns) || !p.terminating || !HasFinalizer(p)) continue;
     plan::Action a;
-    a.kind = ActionKind::kReleaseReservationPod;
+    a.op = plan::ReleaseReservationPod{.pod = Ref(p), .check = plan::ReleaseCheck::kNodeGone};
     a.node = node.name;
     if (p.node_name != node.name) a.k8s_node = p.node_name;  // the node object is gone
-    a.pod = Ref(p);
-    a.release_check = plan::ReleaseCheck::kNodeGone;
     a.event_type = EventType::kNormal;
     a.event_reason = "ReservationReleased";
     a.event_message = StrCat("Released reservation ", PodName(p), ": its Kubernetes node ",

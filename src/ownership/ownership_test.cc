@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "src/base/overloaded.h"
 #include "src/base/strings.h"
 #include "src/ownership/job_policy.h"
 #include "src/ownership/preemption_record.h"
@@ -14,6 +15,7 @@
 #include "src/ownership/schema.h"
 #include "src/ownership/test_support.h"
 #include "src/ownership/time_codec.h"
+#include "src/plan/action_testing.h"
 
 namespace skb::ownership {
 namespace {
@@ -21,7 +23,10 @@ namespace {
 using inventory::GpuPod;
 using inventory::ManagedNode;
 using plan::Action;
-using plan::ActionKind;
+using plan::testing::AnnotationsOf;
+using plan::testing::JobIdsOf;
+using plan::testing::PodOf;
+using plan::testing::TaintOf;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using test_support::BareNode;
@@ -34,24 +39,29 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The reservation pod as the bridge creates it (via BuildReservation), Running.
-GpuPod Reservation(const ManagedNode& n, const config::Config& cfg, ReservationClass cls,
-                   Clock::TimePoint created = kNow - minutes(10)) {
-  plan::ReservationSpec spec = BuildReservation(n, cls, cfg, created);
+// The pod the apiserver makes of a reservation spec.
+GpuPod PodOfSpec(const plan::ReservationSpec& spec, std::string phase, std::string uid) {
   GpuPod p;
   p.namespace_name = spec.namespace_name;
   p.name = spec.name;
   p.node_name = spec.node;
   p.gpus = spec.gpus;
-  p.phase = "Running";
+  p.phase = std::move(phase);
   p.reservation = true;
   p.priority = spec.priority;
-  p.uid = StrCat("uid-", spec.name, "-", ToUnix(created));
+  p.uid = std::move(uid);
   p.labels = spec.labels;
   p.annotations = spec.annotations;
   p.finalizers = spec.finalizers;
   p.priority_class_name = spec.priority_class_name;
   return p;
+}
+
+// The reservation pod as the bridge creates it (via BuildReservation), Running.
+GpuPod Reservation(const ManagedNode& n, const config::Config& cfg, ReservationClass cls,
+                   Clock::TimePoint created = kNow - minutes(10)) {
+  plan::ReservationSpec spec = BuildReservation(n, cls, cfg, created);
+  return PodOfSpec(spec, "Running", StrCat("uid-", spec.name, "-", ToUnix(created)));
 }
 
 GpuPod K8sPod(std::string name, std::string phase = "Running", std::string node = "node1") {
@@ -120,7 +130,7 @@ bool HasTaint(const ManagedNode& n, std::string_view key) {
 struct Log {
   std::map<uint32_t, int> signals;      // job -> times signalled
   std::map<uint32_t, int> preemptions;  // job -> times preempted
-  std::vector<std::string> comments;
+  std::vector<std::string> preemptors;  // for whom each preemption was
   std::vector<slurm::JobView> requeued;
   // Jobs whose batch script does not trap the checkpoint signal: they die of it (FAILED,
   // exit signal) and end up in the node's ended_jobs.
@@ -140,147 +150,142 @@ void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::Ti
     }
     return nullptr;
   };
-  switch (a.kind) {
-    case ActionKind::kDrainSlurmNode:
-      n->slurm->drain = true;
-      n->slurm->reason = a.slurm_reason;
-      n->slurm->reason_time = ToUnix(now);
-      break;
-    case ActionKind::kResumeSlurmNode:
-      ASSERT_EQ(n->slurm->reason, a.expected_reason);
-      n->slurm->drain = false;
-      n->slurm->reason.clear();
-      break;
-    case ActionKind::kCreateReservationPod: {
-      for (const GpuPod& p : n->pods) {
-        ASSERT_FALSE(p.namespace_name == a.reservation.namespace_name &&
-                     p.name == a.reservation.name)
-            << "AlreadyExists";
-      }
-      GpuPod p;
-      p.namespace_name = a.reservation.namespace_name;
-      p.name = a.reservation.name;
-      p.node_name = a.reservation.node;
-      p.gpus = a.reservation.gpus;
-      p.phase = "Pending";
-      p.reservation = true;
-      p.priority = a.reservation.priority;
-      p.uid = StrCat("uid-", p.name, "-", ToUnix(now), "-", n->pods.size());
-      p.labels = a.reservation.labels;
-      p.annotations = a.reservation.annotations;
-      p.finalizers = a.reservation.finalizers;
-      p.priority_class_name = a.reservation.priority_class_name;
-      n->pods.push_back(p);
-      break;
-    }
-    case ActionKind::kEvictPod: {
-      GpuPod* p = find_pod(a.pod);
-      if (p == nullptr || p->terminating) break;
-      ASSERT_FALSE(p->reservation) << "evicted the bridge's reservation";
-      ++log->evictions[StrCat(p->namespace_name, "/", p->name)];
-      p->terminating = true;
-      p->deletion_time = now + std::chrono::seconds(30);
-      break;
-    }
-    case ActionKind::kDeleteReservationPod: {
-      GpuPod* p = find_pod(a.pod);
-      if (p == nullptr || p->terminating) break;  // NotFound / already deleting: done
-      p->terminating = true;
-      p->deletion_time = now + ReservationGrace(cfg.lending);
-      break;
-    }
-    case ActionKind::kPatchPodAnnotations: {
-      GpuPod* p = find_pod(a.pod);
-      ASSERT_NE(p, nullptr) << plan::ToString(a);
-      for (const auto& [k, v] : a.annotations.set) p->annotations[k] = v;
-      for (const auto& k : a.annotations.remove) p->annotations.erase(k);
-      break;
-    }
-    case ActionKind::kReleaseReservationPod: {
-      GpuPod* p = find_pod(a.pod);
-      if (p == nullptr) break;
-      if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
-        for (const auto& j : n->jobs) {
-          ASSERT_FALSE(HoldsNode(j)) << "released while job " << j.job_id << " holds the node";
-        }
-      } else if (a.release_check == plan::ReleaseCheck::kSwapTaint) {
-        ASSERT_TRUE(HasTaint(*n, kSwapTaintKey)) << "swap release without the swap taint";
-      } else {
-        ASSERT_FALSE(n->k8s.has_value()) << "node-gone release of an existing node";
-      }
-      p->annotations[kReleasedAnnotation] = "true";
-      std::erase(p->finalizers, std::string(kFinalizer));
-      break;
-    }
-    case ActionKind::kSignalSlurmJobs:
-      for (uint32_t id : a.job_ids) {
-        ++log->signals[id];
-        if (!log->untrapped.count(id)) continue;
-        for (auto& j : n->jobs) {
-          if (j.job_id != id) continue;
-          j.state = slurm::JobState::kFailed;
-          j.exit_signal = a.signal;
-          j.end_time = ToUnix(now);
-          n->ended_jobs.push_back(j);
-        }
-        std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
-      }
-      break;
-    case ActionKind::kPreemptSlurmJobs:
-      log->comments.push_back(a.job_comment);
-      if (a.ended_after_signal) {
-        for (uint32_t id : a.job_ids) {
-          for (auto& j : n->ended_jobs) {
-            if (j.job_id != id) continue;
-            ASSERT_LE(j.start_time, a.at_unix) << "requeued another run of job " << id;
-            ASSERT_NE(j.state, slurm::JobState::kCancelled) << "requeued a cancelled job " << id;
-            ++log->preemptions[id];
-            j.admin_comment =
-                RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
-            log->requeued.push_back(j);
-          }
-          std::erase_if(n->ended_jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
-        }
-        break;
-      }
-      for (uint32_t id : a.job_ids) {
-        ++log->preemptions[id];
-        for (auto& j : n->jobs) {
-          if (j.job_id != id) continue;
-          j.admin_comment = RecordPreemption(j.admin_comment, a.at_unix, a.preemptor, cfg.lending);
-          log->requeued.push_back(j);
-        }
-        std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
-      }
-      break;
-    case ActionKind::kSetNodeTaint:
-      if (!HasTaint(*n, a.taint.key)) {
-        n->k8s->taints.push_back({a.taint.key, a.taint.value, a.taint.effect});
-      }
-      break;
-    case ActionKind::kRemoveNodeTaint:
-      std::erase_if(n->k8s->taints, [&](const auto& t) { return t.key == a.taint.key; });
-      break;
-    case ActionKind::kPatchNodeAnnotations:
-      for (const auto& [k, v] : a.annotations.set) n->k8s->annotations[k] = v;
-      for (const auto& k : a.annotations.remove) n->k8s->annotations.erase(k);
-      for (const auto& [k, v] : a.labels.set) n->k8s->labels[k] = v;
-      for (const auto& k : a.labels.remove) n->k8s->labels.erase(k);
-      break;
-    case ActionKind::kRestoreFinalizer: {
-      GpuPod* p = find_pod(a.pod);
-      if (p == nullptr || p->terminating) break;  // Aborted: the pod went or is going
-      if (std::find(p->finalizers.begin(), p->finalizers.end(), kFinalizer) ==
-          p->finalizers.end()) {
-        p->finalizers.push_back(kFinalizer);
-      }
-      break;
-    }
-    case ActionKind::kRequeueSlurmJobs:
-    case ActionKind::kSetNodeCondition:
-    case ActionKind::kSetSlurmFeatures:
-      FAIL() << "not an ownership action: " << plan::ToString(a);
-  }
+  std::visit(
+      Overloaded{
+          [&](const plan::DrainSlurmNode& o) {
+            n->slurm->drain = true;
+            n->slurm->reason = o.reason;
+            n->slurm->reason_time = ToUnix(now);
+          },
+          [&](const plan::ResumeSlurmNode& o) {
+            ASSERT_EQ(n->slurm->reason, o.expected_reason);
+            n->slurm->drain = false;
+            n->slurm->reason.clear();
+          },
+          [&](const plan::CreateReservationPod& o) {
+            const plan::ReservationSpec& r = o.reservation;
+            for (const GpuPod& p : n->pods) {
+              ASSERT_FALSE(p.namespace_name == r.namespace_name && p.name == r.name)
+                  << "AlreadyExists";
+            }
+            n->pods.push_back(PodOfSpec(
+                r, "Pending", StrCat("uid-", r.name, "-", ToUnix(now), "-", n->pods.size())));
+          },
+          [&](const plan::EvictPod& o) {
+            GpuPod* p = find_pod(o.pod);
+            if (p == nullptr || p->terminating) return;
+            ASSERT_FALSE(p->reservation) << "evicted the bridge's reservation";
+            ++log->evictions[StrCat(p->namespace_name, "/", p->name)];
+            p->terminating = true;
+            p->deletion_time = now + std::chrono::seconds(30);
+          },
+          [&](const plan::DeleteReservationPod& o) {
+            GpuPod* p = find_pod(o.pod);
+            if (p == nullptr || p->terminating) return;  // NotFound / already deleting: done
+            p->terminating = true;
+            p->deletion_time = now + ReservationGrace(cfg.lending);
+          },
+          [&](const plan::PatchPodAnnotations& o) {
+            GpuPod* p = find_pod(o.pod);
+            ASSERT_NE(p, nullptr) << plan::ToString(a);
+            for (const auto& [k, v] : o.annotations.set) p->annotations[k] = v;
+            for (const auto& k : o.annotations.remove) p->annotations.erase(k);
+          },
+          [&](const plan::ReleaseReservationPod& o) {
+            GpuPod* p = find_pod(o.pod);
+            if (p == nullptr) return;
+            if (o.check == plan::ReleaseCheck::kNoSlurmJobs) {
+              for (const auto& j : n->jobs) {
+                ASSERT_FALSE(HoldsNode(j))
+                    << "released while job " << j.job_id << " holds the node";
+              }
+            } else if (o.check == plan::ReleaseCheck::kSwapTaint) {
+              ASSERT_TRUE(HasTaint(*n, kSwapTaintKey)) << "swap release without the swap taint";
+            } else {
+              ASSERT_FALSE(n->k8s.has_value()) << "node-gone release of an existing node";
+            }
+            p->annotations[kReleasedAnnotation] = "true";
+            std::erase(p->finalizers, std::string(kFinalizer));
+          },
+          [&](const plan::SignalSlurmJobs& o) {
+            for (uint32_t id : o.job_ids) {
+              ++log->signals[id];
+              if (!log->untrapped.count(id)) continue;
+              for (auto& j : n->jobs) {
+                if (j.job_id != id) continue;
+                j.state = slurm::JobState::kFailed;
+                j.exit_signal = o.signal;
+                j.end_time = ToUnix(now);
+                n->ended_jobs.push_back(j);
+              }
+              std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
+            }
+          },
+          [&](const plan::PreemptSlurmJobs& o) {
+            log->preemptors.push_back(o.preemptor);
+            if (o.ended_after_signal) {
+              for (uint32_t id : o.job_ids) {
+                for (auto& j : n->ended_jobs) {
+                  if (j.job_id != id) continue;
+                  ASSERT_LE(j.start_time, o.at_unix) << "requeued another run of job " << id;
+                  ASSERT_NE(j.state, slurm::JobState::kCancelled)
+                      << "requeued a cancelled job " << id;
+                  ++log->preemptions[id];
+                  j.admin_comment =
+                      RecordPreemption(j.admin_comment, o.at_unix, o.preemptor, cfg.lending);
+                  log->requeued.push_back(j);
+                }
+                std::erase_if(n->ended_jobs,
+                              [&](const slurm::JobView& j) { return j.job_id == id; });
+              }
+              return;
+            }
+            for (uint32_t id : o.job_ids) {
+              ++log->preemptions[id];
+              for (auto& j : n->jobs) {
+                if (j.job_id != id) continue;
+                j.admin_comment =
+                    RecordPreemption(j.admin_comment, o.at_unix, o.preemptor, cfg.lending);
+                log->requeued.push_back(j);
+              }
+              std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
+            }
+          },
+          [&](const plan::SetNodeTaint& o) {
+            if (!HasTaint(*n, o.taint.key)) {
+              n->k8s->taints.push_back({o.taint.key, o.taint.value, o.taint.effect});
+            }
+          },
+          [&](const plan::RemoveNodeTaint& o) {
+            std::erase_if(n->k8s->taints, [&](const auto& t) { return t.key == o.taint.key; });
+          },
+          [&](const plan::PatchNodeAnnotations& o) {
+            for (const auto& [k, v] : o.annotations.set) n->k8s->annotations[k] = v;
+            for (const auto& k : o.annotations.remove) n->k8s->annotations.erase(k);
+            for (const auto& [k, v] : o.labels.set) n->k8s->labels[k] = v;
+            for (const auto& k : o.labels.remove) n->k8s->labels.erase(k);
+          },
+          [&](const plan::RestoreFinalizer& o) {
+            GpuPod* p = find_pod(o.pod);
+            if (p == nullptr || p->terminating) return;  // Aborted: the pod went or is going
+            if (std::find(p->finalizers.begin(), p->finalizers.end(), kFinalizer) ==
+                p->finalizers.end()) {
+              p->finalizers.push_back(kFinalizer);
+            }
+          },
+          // Health and features (src/health, src/plan): never planned by the ownership
+          // planner.
+          [&](const plan::RequeueSlurmJobs&) {
+            FAIL() << "not an ownership action: " << plan::ToString(a);
+          },
+          [&](const plan::SetNodeCondition&) {
+            FAIL() << "not an ownership action: " << plan::ToString(a);
+          },
+          [&](const plan::SetSlurmFeatures&) {
+            FAIL() << "not an ownership action: " << plan::ToString(a);
+          },
+      },
+      a.op);
 }
 
 // The kubelet and apiserver: a released, deleted pod goes away; a pod past its kill
@@ -354,15 +359,15 @@ std::string Dump(const OwnershipPlan& p) {
   return s;
 }
 
-std::vector<ActionKind> Kinds(const OwnershipPlan& p) {
-  std::vector<ActionKind> k;
-  for (const auto& a : p.actions) k.push_back(a.kind);
+std::vector<std::string_view> Kinds(const OwnershipPlan& p) {
+  std::vector<std::string_view> k;
+  for (const auto& a : p.actions) k.push_back(a.Kind());
   return k;
 }
 
-const Action* FindAction(const OwnershipPlan& p, ActionKind kind) {
+const Action* FindAction(const OwnershipPlan& p, std::string_view kind) {
   for (const auto& a : p.actions) {
-    if (a.kind == kind) return &a;
+    if (a.Kind() == kind) return &a;
   }
   return nullptr;
 }
@@ -385,7 +390,7 @@ struct Case {
   std::string name;
   std::function<void(ManagedNode*, config::Config*)> setup;
   OwnerState state;
-  std::vector<ActionKind> want;
+  std::vector<std::string_view> want;
   std::function<void(const OwnershipPlan&, const ManagedNode&)> check = nullptr;
 };
 
@@ -422,9 +427,9 @@ const std::vector<Case>& Cases() {
        {}},
       {"NewIdleNodeGetsAnIdleReservation", [](ManagedNode*, config::Config*) {},
        OwnerState::kSlurm,
-       {ActionKind::kCreateReservationPod},
+       {plan::CreateReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         const plan::ReservationSpec& s = p.actions[0].reservation;
+         const plan::ReservationSpec& s = p.actions[0].As<plan::CreateReservationPod>().reservation;
          EXPECT_EQ(s.priority_class_name, "slurm-idle");
          EXPECT_EQ(s.namespace_name, kNs);
          EXPECT_EQ(s.name, "reserve-node1");
@@ -443,11 +448,11 @@ const std::vector<Case>& Cases() {
       {"MissingReservationWithProtectedJobIsRecreatedAtOnce",
        [](ManagedNode* n, config::Config*) { n->jobs = {Job(7, false)}; },
        OwnerState::kSlurm,
-       {ActionKind::kCreateReservationPod},
+       {plan::CreateReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-protected");
+         EXPECT_EQ(p.actions[0].As<plan::CreateReservationPod>().reservation.priority_class_name, "slurm-protected");
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
-         EXPECT_THAT(p.actions[0].reservation.annotations.at(kJobsAnnotation),
+         EXPECT_THAT(p.actions[0].As<plan::CreateReservationPod>().reservation.annotations.at(kJobsAnnotation),
                      HasSubstr("7 alice ml 8 "));
        }},
       {"SteadySlurmNodeNeedsNothing",
@@ -460,10 +465,10 @@ const std::vector<Case>& Cases() {
          n->jobs.push_back(Job(2));
        },
        OwnerState::kSlurm,
-       {ActionKind::kPatchPodAnnotations},
+       {plan::PatchPodAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_THAT(p.actions[0].annotations.set.at(kJobsAnnotation), HasSubstr(";2 alice"));
-         EXPECT_EQ(p.actions[0].annotations.set.at(kJobsUpdatedAtAnnotation),
+         EXPECT_THAT(AnnotationsOf(p.actions[0]).set.at(kJobsAnnotation), HasSubstr(";2 alice"));
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kJobsUpdatedAtAnnotation),
                    StrCat(ToUnix(kNow)));
        }},
       {"NewJobListWaitsForTheInterval",
@@ -483,11 +488,11 @@ const std::vector<Case>& Cases() {
          n->jobs.push_back(Job(2, false));
        },
        OwnerState::kSwapping,
-       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
-        ActionKind::kDeleteReservationPod},
+       {plan::SetNodeTaint::kName, plan::PatchPodAnnotations::kName,
+        plan::DeleteReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].taint, (plan::TaintSpec{kSwapTaintKey, "", "NoSchedule"}));
-         EXPECT_EQ(p.actions[1].annotations.set.at(kReplacingAnnotation), "true");
+         EXPECT_EQ(TaintOf(p.actions[0]), (plan::TaintSpec{kSwapTaintKey, "", "NoSchedule"}));
+         EXPECT_EQ(AnnotationsOf(p.actions[1]).set.at(kReplacingAnnotation), "true");
          EXPECT_THAT(p.actions[2].event_message, HasSubstr("slurm-protected"));
        }},
       {"IdleToPreemptibleIsLazyFirstRecordsTheWish",
@@ -496,9 +501,9 @@ const std::vector<Case>& Cases() {
          n->jobs = {Job(1)};
        },
        OwnerState::kSlurm,
-       {ActionKind::kPatchPodAnnotations},
+       {plan::PatchPodAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].annotations.set.at(kClassWantedAnnotation),
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kClassWantedAnnotation),
                    StrCat("preemptible@", ToUnix(kNow)));
        }},
       {"IdleToPreemptibleSwapsAfterTheDelay",
@@ -509,8 +514,8 @@ const std::vector<Case>& Cases() {
              StrCat("preemptible@", ToUnix(kNow - seconds(61)));
        },
        OwnerState::kSwapping,
-       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
-        ActionKind::kDeleteReservationPod}},
+       {plan::SetNodeTaint::kName, plan::PatchPodAnnotations::kName,
+        plan::DeleteReservationPod::kName}},
       {"ProtectedToIdleWaitsForTheDowngradeDelay",
        [](ManagedNode* n, config::Config*) {
          *n = SlurmNode({Job(1, false)});
@@ -518,10 +523,10 @@ const std::vector<Case>& Cases() {
          Res(n)->annotations[kClassWantedAnnotation] = StrCat("idle@", ToUnix(kNow - seconds(61)));
        },
        OwnerState::kSlurm,
-       {ActionKind::kPatchPodAnnotations},  // the job list only
+       {plan::PatchPodAnnotations::kName},  // the job list only
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.recheck_at, kNow + seconds(300 - 61));
-         EXPECT_FALSE(p.actions[0].annotations.set.count(kClassWantedAnnotation));
+         EXPECT_FALSE(AnnotationsOf(p.actions[0]).set.count(kClassWantedAnnotation));
        }},
       {"FailedReservationIsReplacedAtOnce",
        [](ManagedNode* n, config::Config*) {
@@ -530,10 +535,10 @@ const std::vector<Case>& Cases() {
        },
        OwnerState::kSwapping,
        // The failed pod counts nothing: the admission guard first, then the taint.
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kSetNodeTaint,
-        ActionKind::kPatchPodAnnotations, ActionKind::kDeleteReservationPod},
+       {plan::PatchNodeAnnotations::kName, plan::SetNodeTaint::kName,
+        plan::PatchPodAnnotations::kName, plan::DeleteReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].labels.set.at(kSwapGuardLabel), "true");
+         EXPECT_EQ(p.actions[0].As<plan::PatchNodeAnnotations>().labels.set.at(kSwapGuardLabel), "true");
          EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
        }},
       // A GPU recovered (XID cleared): allocatable grew past what the reservation holds,
@@ -544,10 +549,10 @@ const std::vector<Case>& Cases() {
          Res(n)->gpus = 7;  // made while the node offered 7
        },
        OwnerState::kSwapping,
-       {ActionKind::kSetNodeTaint, ActionKind::kPatchPodAnnotations,
-        ActionKind::kDeleteReservationPod},
+       {plan::SetNodeTaint::kName, plan::PatchPodAnnotations::kName,
+        plan::DeleteReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].taint.key, kSwapTaintKey);
+         EXPECT_EQ(TaintOf(p.actions[0]).key, kSwapTaintKey);
          EXPECT_THAT(p.actions[2].event_message, HasSubstr("holds 7 GPUs, the node has 8"));
        }},
       // A GPU lost: the reservation holds more than the node offers, which leaves no room
@@ -574,9 +579,9 @@ const std::vector<Case>& Cases() {
          Res(n)->terminating = true;
        },
        OwnerState::kSwapping,
-       {ActionKind::kReleaseReservationPod},
+       {plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
+         EXPECT_EQ(p.actions[0].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kSwapTaint);
        }},
       // The mark is read as present or not: a garbled value (an admin's edit, a truncated
       // write) keeps the swap a swap instead of turning it into a lend.
@@ -589,9 +594,9 @@ const std::vector<Case>& Cases() {
          Res(n)->terminating = true;
        },
        OwnerState::kSwapping,
-       {ActionKind::kReleaseReservationPod},
+       {plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kSwapTaint);
+         EXPECT_EQ(p.actions[0].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kSwapTaint);
        }},
       // The release is the moment the old pod stops counting: the guard goes on first, in
       // the same chain (a failed label write holds the release back).
@@ -603,9 +608,9 @@ const std::vector<Case>& Cases() {
          Res(n)->terminating = true;
        },
        OwnerState::kSwapping,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kReleaseReservationPod},
+       {plan::PatchNodeAnnotations::kName, plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].labels.set.at(kSwapGuardLabel), "true");
+         EXPECT_EQ(p.actions[0].As<plan::PatchNodeAnnotations>().labels.set.at(kSwapGuardLabel), "true");
          EXPECT_EQ(p.actions[0].event_reason, "SwapGuardOn");
          EXPECT_EQ(p.actions[0].chain, p.actions[1].chain);
        }},
@@ -616,9 +621,9 @@ const std::vector<Case>& Cases() {
          n->k8s->labels[kSwapGuardLabel] = "true";
        },
        OwnerState::kSwapping,
-       {ActionKind::kCreateReservationPod},
+       {plan::CreateReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-protected");
+         EXPECT_EQ(p.actions[0].As<plan::CreateReservationPod>().reservation.priority_class_name, "slurm-protected");
        }},
       {"SwapEndsWhenTheNewPodRuns",
        [](ManagedNode* n, config::Config*) {
@@ -627,9 +632,9 @@ const std::vector<Case>& Cases() {
          n->k8s->labels[kSwapGuardLabel] = "true";
        },
        OwnerState::kSlurm,
-       {ActionKind::kRemoveNodeTaint, ActionKind::kPatchNodeAnnotations},
+       {plan::RemoveNodeTaint::kName, plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[1].labels.remove, std::vector<std::string>{kSwapGuardLabel});
+         EXPECT_EQ(p.actions[1].As<plan::PatchNodeAnnotations>().labels.remove, std::vector<std::string>{kSwapGuardLabel});
          EXPECT_EQ(p.actions[1].event_reason, "SwapGuardOff");
        }},
       {"SwapWaitsForTheNewPodToRun",
@@ -650,9 +655,9 @@ const std::vector<Case>& Cases() {
          n->k8s->labels[kSwapGuardLabel] = "true";
        },
        OwnerState::kSlurm,
-       {ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].labels.remove, std::vector<std::string>{kSwapGuardLabel});
+         EXPECT_EQ(p.actions[0].As<plan::PatchNodeAnnotations>().labels.remove, std::vector<std::string>{kSwapGuardLabel});
        }},
       {"PreemptedReservationStartsTheLend",
        [](ManagedNode* n, config::Config* cfg) {
@@ -660,14 +665,14 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow - seconds(1), *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SignalSlurmJobs::kName, plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation), "ml/infer-0");
-         EXPECT_EQ(p.actions[1].slurm_reason, "k8s-bridge: lent to ml/infer-0");
-         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(1, 2));
-         EXPECT_EQ(p.actions[2].signal, 10);
-         EXPECT_EQ(p.actions[3].annotations.set.at(kSignalledAtAnnotation),
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kLentToAnnotation), "ml/infer-0");
+         EXPECT_EQ(p.actions[1].As<plan::DrainSlurmNode>().reason, "k8s-bridge: lent to ml/infer-0");
+         EXPECT_THAT(JobIdsOf(p.actions[2]), ElementsAre(1, 2));
+         EXPECT_EQ(p.actions[2].As<plan::SignalSlurmJobs>().signal, 10);
+         EXPECT_EQ(AnnotationsOf(p.actions[3]).set.at(kSignalledAtAnnotation),
                    StrCat("1:", ToUnix(kNow), ",2:", ToUnix(kNow)));
          EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(60)));
        }},
@@ -679,14 +684,14 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSignalSlurmJobs, ActionKind::kSignalSlurmJobs,
-        ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SignalSlurmJobs::kName, plan::SignalSlurmJobs::kName,
+        plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[2].signal, 10);
-         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(2));
-         EXPECT_EQ(p.actions[3].signal, 12);
-         EXPECT_EQ(p.actions[3].signal_scope, plan::SignalScope::kBatchOnly);
+         EXPECT_EQ(p.actions[2].As<plan::SignalSlurmJobs>().signal, 10);
+         EXPECT_THAT(JobIdsOf(p.actions[2]), ElementsAre(2));
+         EXPECT_EQ(p.actions[3].As<plan::SignalSlurmJobs>().signal, 12);
+         EXPECT_EQ(p.actions[3].As<plan::SignalSlurmJobs>().scope, plan::SignalScope::kBatchOnly);
          EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(20)));
        }},
       // Its grace is over and the job still holds the node: guarded now, an hour before the
@@ -701,16 +706,15 @@ const std::vector<Case>& Cases() {
          n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(61)));  // 60 s of grace from the next second: over now
        },
        OwnerState::kLending,
-       {ActionKind::kSetNodeTaint, ActionKind::kPreemptSlurmJobs},
+       {plan::SetNodeTaint::kName, plan::PreemptSlurmJobs::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].taint.key, kBusyTaintKey);
+         EXPECT_EQ(TaintOf(p.actions[0]).key, kBusyTaintKey);
          EXPECT_EQ(p.actions[0].event_reason, "SlurmWorkRemains");
          EXPECT_THAT(p.actions[0].event_message,
                      HasSubstr("job(s) 1 outlived their grace after the checkpoint signal"));
-         EXPECT_EQ(p.actions[1].job_comment, "preempted by k8s-bridge for ml/infer-0");
-         EXPECT_EQ(p.actions[1].preempt_mode, plan::JobPreemptMode::kRequeue);
-         EXPECT_EQ(p.actions[1].at_unix, ToUnix(kNow));
-         EXPECT_EQ(p.actions[1].preemptor, "ml/infer-0");
+         EXPECT_EQ(p.actions[1].As<plan::PreemptSlurmJobs>().mode, plan::JobPreemptMode::kRequeue);
+         EXPECT_EQ(p.actions[1].As<plan::PreemptSlurmJobs>().at_unix, ToUnix(kNow));
+         EXPECT_EQ(p.actions[1].As<plan::PreemptSlurmJobs>().preemptor, "ml/infer-0");
        }},
       {"EmptyNodeReleasesTheReservation",
        [](ManagedNode* n, config::Config* cfg) {
@@ -718,10 +722,10 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kReleaseReservationPod},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[2].release_check, plan::ReleaseCheck::kNoSlurmJobs);
+         EXPECT_EQ(p.actions[2].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kNoSlurmJobs);
        }},
       {"InterruptedSwapTaintIsRemovedOnceSlurmLeft",
        [](ManagedNode* n, config::Config* cfg) {
@@ -733,10 +737,10 @@ const std::vector<Case>& Cases() {
        },
        OwnerState::kLending,
        // The taint goes before the release: after it, it would keep the preemptor off.
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kRemoveNodeTaint, ActionKind::kReleaseReservationPod},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::RemoveNodeTaint::kName, plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[2].taint.key, kSwapTaintKey);
+         EXPECT_EQ(TaintOf(p.actions[2]).key, kSwapTaintKey);
        }},
       // The busy taint went on when the job outlived its grace; the job is gone now. It comes
       // off before the release: left on after it (a bridge that dies right after the
@@ -751,10 +755,10 @@ const std::vector<Case>& Cases() {
          n->k8s->taints.push_back({kBusyTaintKey, "", "NoSchedule"});
        },
        OwnerState::kLending,
-       {ActionKind::kRemoveNodeTaint, ActionKind::kReleaseReservationPod},
+       {plan::RemoveNodeTaint::kName, plan::ReleaseReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].taint.key, kBusyTaintKey);
-         EXPECT_EQ(p.actions[1].release_check, plan::ReleaseCheck::kNoSlurmJobs);
+         EXPECT_EQ(TaintOf(p.actions[0]).key, kBusyTaintKey);
+         EXPECT_EQ(p.actions[1].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kNoSlurmJobs);
        }},
       {"CompletingJobHoldsTheRelease",
        [](ManagedNode* n, config::Config* cfg) {
@@ -764,21 +768,21 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode}},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName}},
       {"ProtectedJobBlocksTheLendWithAWarning",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1), Job(2, false)});
          Preempted(n, kNow - std::chrono::seconds(5), *cfg, "");  // kubectl delete: none
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SetNodeTaint::kName, plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation), "kubernetes");
-         EXPECT_EQ(p.actions[2].taint.key, kBusyTaintKey);
-         EXPECT_EQ(p.actions[3].annotations.set.at(kLendBlockedAnnotation), "2");
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kLentToAnnotation), "kubernetes");
+         EXPECT_EQ(TaintOf(p.actions[2]).key, kBusyTaintKey);
+         EXPECT_EQ(AnnotationsOf(p.actions[3]).set.at(kLendBlockedAnnotation), "2");
          EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
-         EXPECT_EQ(FindAction(p, ActionKind::kSignalSlurmJobs), nullptr);
+         EXPECT_EQ(FindAction(p, plan::SignalSlurmJobs::kName), nullptr);
        }},
       {"NoRequeueJobIsProtectedToo",
        [](ManagedNode* n, config::Config* cfg) {
@@ -789,8 +793,8 @@ const std::vector<Case>& Cases() {
        },
        // Protected: a pod's preemption is refused (guard, replace), never a lend.
        OwnerState::kSwapping,
-       {ActionKind::kSetNodeTaint, ActionKind::kPatchNodeAnnotations,
-        ActionKind::kPatchPodAnnotations}},
+       {plan::SetNodeTaint::kName, plan::PatchNodeAnnotations::kName,
+        plan::PatchPodAnnotations::kName}},
       {"AdminDrainIsNeverOverwritten",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode();
@@ -798,7 +802,7 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kReleaseReservationPod}},
+       {plan::PatchNodeAnnotations::kName, plan::ReleaseReservationPod::kName}},
       {"HealthDrainIsReplacedByTheLendDrain",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode();
@@ -806,8 +810,8 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kReleaseReservationPod}},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::ReleaseReservationPod::kName}},
       {"KillDeadlineNearTaintsTheNode",
        [](ManagedNode* n, config::Config* cfg) {
          *n = SlurmNode({Job(1)});
@@ -818,7 +822,7 @@ const std::vector<Case>& Cases() {
          n->slurm->drain = true;
        },
        OwnerState::kLending,
-       {ActionKind::kSetNodeTaint}},
+       {plan::SetNodeTaint::kName}},
       // A second short of its grace: no taint yet, a recheck when the grace ends.
       {"SignalledJobWithinItsGraceIsNotGuardedYet",
        [](ManagedNode* n, config::Config* cfg) {
@@ -836,9 +840,9 @@ const std::vector<Case>& Cases() {
       {"LentNodeWithoutPodsStartsTheCooldown",
        [](ManagedNode* n, config::Config*) { *n = LentNode(); },
        OwnerState::kKubernetes,
-       {ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].annotations.set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
          EXPECT_EQ(p.recheck_at, kNow + minutes(2));
        }},
       {"LentNodeInUseStaysLent",
@@ -848,9 +852,9 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(K8sPod("infer-0"));
        },
        OwnerState::kKubernetes,
-       {ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_THAT(p.actions[0].annotations.remove, ElementsAre(kIdleSinceAnnotation));
+         EXPECT_THAT(AnnotationsOf(p.actions[0]).remove, ElementsAre(kIdleSinceAnnotation));
        }},
       {"CooledDownNodeReturns",
        [](ManagedNode* n, config::Config*) {
@@ -858,9 +862,9 @@ const std::vector<Case>& Cases() {
          n->k8s->annotations[kIdleSinceAnnotation] = StrCat(ToUnix(kNow - minutes(3)));
        },
        OwnerState::kKubernetes,
-       {ActionKind::kCreateReservationPod},
+       {plan::CreateReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].reservation.priority_class_name, "slurm-idle");
+         EXPECT_EQ(p.actions[0].As<plan::CreateReservationPod>().reservation.priority_class_name, "slurm-idle");
        }},
       {"APodThatTookTheReservationsNameBlocksTheReturnWithAWarning",
        [](ManagedNode* n, config::Config*) {
@@ -871,11 +875,11 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(p);
        },
        OwnerState::kKubernetes,
-       {ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
          EXPECT_EQ(p.actions[0].event_reason, "ReturnBlocked");
-         EXPECT_EQ(p.actions[0].annotations.set.at(kReturnBlockedAnnotation),
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kReturnBlockedAnnotation),
                    "slurm-bridge/reserve-node1");
        }},
       {"AFinalizerRemovedByHandIsPutBackFirst",
@@ -885,10 +889,10 @@ const std::vector<Case>& Cases() {
          Res(n)->phase = "Running";
        },
        OwnerState::kSlurm,
-       {ActionKind::kRestoreFinalizer},
+       {plan::RestoreFinalizer::kName},
        [](const OwnershipPlan& p, const ManagedNode& n) {
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
-         EXPECT_EQ(p.actions[0].pod.uid, n.pods[0].uid);
+         EXPECT_EQ(PodOf(p.actions[0]).uid, n.pods[0].uid);
        }},
       {"MinimumLendTimeHoldsTheReturn",
        [](ManagedNode* n, config::Config*) {
@@ -924,10 +928,10 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
        },
        OwnerState::kReturning,
-       {ActionKind::kResumeSlurmNode, ActionKind::kPatchNodeAnnotations},
+       {plan::ResumeSlurmNode::kName, plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[0].expected_reason, "k8s-bridge: lent to ml/infer-0");
-         EXPECT_THAT(p.actions[1].annotations.remove,
+         EXPECT_EQ(p.actions[0].As<plan::ResumeSlurmNode>().expected_reason, "k8s-bridge: lent to ml/infer-0");
+         EXPECT_THAT(AnnotationsOf(p.actions[1]).remove,
                      ElementsAre(kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation));
        }},
       {"PendingReservationHoldsTheResume",
@@ -947,7 +951,7 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(K8sPod("infer-9"));
        },
        OwnerState::kReturning,
-       {ActionKind::kDeleteReservationPod, ActionKind::kPatchNodeAnnotations}},
+       {plan::DeleteReservationPod::kName, plan::PatchNodeAnnotations::kName}},
       {"RefusedReservationAbandonsTheReturnWithAWarning",
        [](ManagedNode* n, config::Config* cfg) {
          *n = LentNode();
@@ -955,7 +959,7 @@ const std::vector<Case>& Cases() {
          n->pods.back().phase = "Failed";
        },
        OwnerState::kReturning,
-       {ActionKind::kDeleteReservationPod},
+       {plan::DeleteReservationPod::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
        }},
@@ -966,12 +970,12 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(p);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
-         EXPECT_EQ(p.actions[0].annotations.set.at(kLentToAnnotation),
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kLentToAnnotation),
                    "slurm-bridge/reserve-node1");
-         for (const auto& a : p.actions) EXPECT_TRUE(a.pod.name.empty()) << plan::ToString(a);
+         for (const auto& a : p.actions) EXPECT_THROW(PodOf(a), std::logic_error) << plan::ToString(a);
        }},
       {"FinalizerRemovedByHandWithAPodRunningPreemptsAtOnce",
        [](ManagedNode* n, config::Config*) {
@@ -979,8 +983,8 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(K8sPod("infer-0"));
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSetNodeTaint, ActionKind::kPreemptSlurmJobs},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SetNodeTaint::kName, plan::PreemptSlurmJobs::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
          EXPECT_EQ(p.actions[3].event_type, plan::EventType::kWarning);
@@ -992,7 +996,7 @@ const std::vector<Case>& Cases() {
          n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", ToUnix(kNow - seconds(10)));
        },
        OwnerState::kKubernetes,
-       {ActionKind::kSetNodeTaint},
+       {plan::SetNodeTaint::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.recheck_at, kNow + seconds(51));
        }},
@@ -1004,7 +1008,7 @@ const std::vector<Case>& Cases() {
          n->pods.push_back(K8sPod("infer-0"));
        },
        OwnerState::kKubernetes,
-       {ActionKind::kDrainSlurmNode}},
+       {plan::DrainSlurmNode::kName}},
       {"NominatedPodOnANodeWithoutReservationLendsIt",
        [](ManagedNode* n, config::Config*) {
          GpuPod p = K8sPod("infer-3", "Pending", "");
@@ -1012,9 +1016,9 @@ const std::vector<Case>& Cases() {
          n->nominated_pods.push_back(p);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.actions[1].slurm_reason, "k8s-bridge: lent to ml/infer-3");
+         EXPECT_EQ(p.actions[1].As<plan::DrainSlurmNode>().reason, "k8s-bridge: lent to ml/infer-3");
        }},
       {"SuspendedJobIsPreemptedWithoutSignal",
        [](ManagedNode* n, config::Config* cfg) {
@@ -1024,8 +1028,8 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kPreemptSlurmJobs}},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::PreemptSlurmJobs::kName}},
       {"HeterogeneousJobIsPreemptedByItsLeader",
        [](ManagedNode* n, config::Config* cfg) {
          slurm::JobView a = Job(11), b = Job(12);
@@ -1035,10 +1039,10 @@ const std::vector<Case>& Cases() {
          Preempted(n, kNow, *cfg);
        },
        OwnerState::kLending,
-       {ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-        ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations},
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SignalSlurmJobs::kName, plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_THAT(p.actions[2].job_ids, ElementsAre(11));
+         EXPECT_THAT(JobIdsOf(p.actions[2]), ElementsAre(11));
        }},
   };
   return *cases;
@@ -1061,9 +1065,9 @@ ManagedNode HetNode(bool leader_preemptible, const config::Config& cfg = Cfg()) 
   return n;
 }
 
-const Action* Find(const OwnershipPlan& p, ActionKind kind) {
+const Action* Find(const OwnershipPlan& p, std::string_view kind) {
   for (const Action& a : p.actions) {
-    if (a.kind == kind) return &a;
+    if (a.Kind() == kind) return &a;
   }
   return nullptr;
 }
@@ -1076,8 +1080,8 @@ void ExpectALendByHandWaits(ManagedNode* n, const config::Config& cfg, std::stri
   Res(n)->deletion_time =
       kNow - minutes(1) + cfg.lending.max_grace + cfg.lending.release_timeout + seconds(1);
   OwnershipPlan p = PlanOwnership(*n, cfg, kNow);
-  EXPECT_EQ(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
-  EXPECT_EQ(Find(p, ActionKind::kPreemptSlurmJobs), nullptr) << Dump(p);
+  EXPECT_EQ(Find(p, plan::SignalSlurmJobs::kName), nullptr) << Dump(p);
+  EXPECT_EQ(Find(p, plan::PreemptSlurmJobs::kName), nullptr) << Dump(p);
   bool blocked = false;
   for (const Action& a : p.actions) {
     blocked |= a.event_reason == "LendBlockedByProtectedJobs" &&
@@ -1095,9 +1099,9 @@ TEST(HeterogeneousJob, ALendOfAComponentsNodeSignalsAndRequeuesTheWholeJob) {
   EXPECT_EQ(ClassFor(n.jobs, cfg, kNow, nullptr, n.het_jobs), ReservationClass::kPreemptible);
   Preempted(&n, kNow, cfg);
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  const Action* sig = Find(p, ActionKind::kSignalSlurmJobs);
+  const Action* sig = Find(p, plan::SignalSlurmJobs::kName);
   ASSERT_NE(sig, nullptr) << Dump(p);
-  EXPECT_THAT(sig->job_ids, ElementsAre(12));
+  EXPECT_THAT(JobIdsOf(*sig), ElementsAre(12));
   EXPECT_THAT(sig->event_message,
               HasSubstr("heterogeneous job 11 (components 11 on node2, 12 on node1) is "
                         "signalled as a whole"));
@@ -1107,9 +1111,9 @@ TEST(HeterogeneousJob, ALendOfAComponentsNodeSignalsAndRequeuesTheWholeJob) {
   Drained(&n, "k8s-bridge: lent to ml/infer-0", kNow);
   n.k8s->annotations[kSignalledAtAnnotation] = StrCat("12:", ToUnix(kNow));
   p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
-  const Action* pre = Find(p, ActionKind::kPreemptSlurmJobs);
+  const Action* pre = Find(p, plan::PreemptSlurmJobs::kName);
   ASSERT_NE(pre, nullptr) << Dump(p);
-  EXPECT_THAT(pre->job_ids, ElementsAre(12));
+  EXPECT_THAT(JobIdsOf(*pre), ElementsAre(12));
   EXPECT_THAT(pre->event_message, HasSubstr("is requeued as a whole"));
 }
 
@@ -1128,7 +1132,7 @@ TEST(HeterogeneousJob, AProtectedComponentElsewhereProtectsTheNodeOfEveryOther) 
   Preempted(&m, kNow, cfg);
   OwnershipPlan p = PlanOwnership(m, cfg, kNow);
   EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
-  EXPECT_EQ(Find(p, ActionKind::kDrainSlurmNode), nullptr) << Dump(p);
+  EXPECT_EQ(Find(p, plan::DrainSlurmNode::kName), nullptr) << Dump(p);
 }
 
 // The grace is the longest of any component's (one signal reaches them all).
@@ -1138,7 +1142,7 @@ TEST(HeterogeneousJob, TheGraceIsTheLongestOfAnyComponent) {
   n.het_jobs[0].signal = slurm::SignalSpec{10, 300, false};
   Preempted(&n, kNow, cfg);
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  ASSERT_NE(Find(p, ActionKind::kSignalSlurmJobs), nullptr) << Dump(p);
+  ASSERT_NE(Find(p, plan::SignalSlurmJobs::kName), nullptr) << Dump(p);
   EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(300)));
 }
 
@@ -1166,9 +1170,9 @@ TEST(GuaranteedQuota, AJobWithinItsTenantsGuaranteeProtectsItsNodeAndHoldsALend)
   // signalled.
   n.guaranteed_jobs.clear();
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  const Action* sig = Find(p, ActionKind::kSignalSlurmJobs);
+  const Action* sig = Find(p, plan::SignalSlurmJobs::kName);
   ASSERT_NE(sig, nullptr) << Dump(p);
-  EXPECT_THAT(sig->job_ids, ElementsAre(7));
+  EXPECT_THAT(JobIdsOf(*sig), ElementsAre(7));
 }
 
 // A heterogeneous job is preempted whole: one component within its tenant's guarantee,
@@ -1201,7 +1205,7 @@ TEST(PlanOwnership, JobListRefreshWaitsForTheLongerOfIntervalAndFloor) {
   n.jobs.push_back(Job(2));
   // 90 s since the last refresh, configured 60 s: due.
   EXPECT_EQ(Kinds(PlanOwnership(n, cfg, kNow, seconds(30))),
-            std::vector<ActionKind>{ActionKind::kPatchPodAnnotations});
+            std::vector<std::string_view>{plan::PatchPodAnnotations::kName});
   // A 500 s floor (5,000 nodes at 20 qps): not yet, and a recheck when it is.
   OwnershipPlan p = PlanOwnership(n, cfg, kNow, seconds(500));
   EXPECT_TRUE(p.actions.empty()) << Dump(p);
@@ -1222,13 +1226,13 @@ TEST(PlanOwnership, ALendWaitsBrieflyForItsPreemptorToShow) {
   // Past the wait the lend goes on without a name ...
   OwnershipPlan late = PlanOwnership(n, cfg, deleted + kPreemptorWait);
   ASSERT_FALSE(late.actions.empty()) << Dump(late);
-  EXPECT_EQ(late.actions[0].annotations.set.at(kLentToAnnotation), "kubernetes");
+  EXPECT_EQ(AnnotationsOf(late.actions[0]).set.at(kLentToAnnotation), "kubernetes");
   // ... and once the preemptor shows, at once with its name.
   ManagedNode named = SlurmNode({Job(1)});
   Preempted(&named, kNow, cfg, "infer-a");
   OwnershipPlan now = PlanOwnership(named, cfg, kNow);
   ASSERT_FALSE(now.actions.empty()) << Dump(now);
-  EXPECT_THAT(now.actions[0].annotations.set.at(kLentToAnnotation), HasSubstr("infer-a"));
+  EXPECT_THAT(AnnotationsOf(now.actions[0]).set.at(kLentToAnnotation), HasSubstr("infer-a"));
 }
 
 TEST(PlanOwnership, OneSidedNodesAreLeftAlone) {
@@ -1250,9 +1254,9 @@ TEST(PlanOwnership, TheReservationOfADeletedNodeIsReleased) {
   Res(&n)->terminating = true;  // which deletes it; our finalizer holds it
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   ASSERT_EQ(p.actions.size(), 1u);
-  EXPECT_EQ(p.actions[0].kind, ActionKind::kReleaseReservationPod);
-  EXPECT_EQ(p.actions[0].release_check, plan::ReleaseCheck::kNodeGone);
-  EXPECT_EQ(p.actions[0].pod.uid, n.pods[0].uid);
+  EXPECT_EQ(p.actions[0].Kind(), plan::ReleaseReservationPod::kName);
+  EXPECT_EQ(p.actions[0].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kNodeGone);
+  EXPECT_EQ(PodOf(p.actions[0]).uid, n.pods[0].uid);
   std::erase(Res(&n)->finalizers, std::string(kFinalizer));
   EXPECT_TRUE(PlanOwnership(n, cfg, kNow).actions.empty());
 }
@@ -1268,16 +1272,16 @@ TEST(PlanOwnership, GarbledAnnotationsAreNotTrusted) {
   // would never return); signalled-at garbled: the job is signalled as if never signalled
   // (a second checkpoint signal is harmless, a skipped grace is not).
   EXPECT_THAT(Kinds(p),
-              ElementsAre(ActionKind::kPatchNodeAnnotations, ActionKind::kDrainSlurmNode,
-                          ActionKind::kSignalSlurmJobs, ActionKind::kPatchNodeAnnotations))
+              ElementsAre(plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+                          plan::SignalSlurmJobs::kName, plan::PatchNodeAnnotations::kName))
       << Dump(p);
   EXPECT_EQ(p.actions[0].event_reason, "LendRecordRepaired");
-  EXPECT_EQ(p.actions[0].annotations.set.at(kLentAtAnnotation), StrCat(ToUnix(kNow)));
+  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kLentAtAnnotation), StrCat(ToUnix(kNow)));
   n = SlurmNode({Job(1)});
   Res(&n)->annotations[kJobsUpdatedAtAnnotation] = "later";
   Res(&n)->annotations[kClassWantedAnnotation] = "protected@x";
   p = PlanOwnership(n, cfg, kNow);
-  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kPatchPodAnnotations)) << Dump(p);
+  EXPECT_THAT(Kinds(p), ElementsAre(plan::PatchPodAnnotations::kName)) << Dump(p);
 }
 
 // Times in the future (a typo, a clock far ahead, a hand edit) would never pass: a lent node
@@ -1294,16 +1298,16 @@ TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
   ASSERT_GE(p.actions.size(), 2u) << Dump(p);
   EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
   EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
-  EXPECT_EQ(p.actions[0].annotations.set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
+  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
   EXPECT_THAT(p.actions[0].event_message, HasSubstr(future));
   EXPECT_EQ(p.actions[1].event_reason, "LendRecordRepaired");
   // Written again from the lend's drain (LentNode drained it 20 minutes ago), not from now.
-  EXPECT_EQ(p.actions[1].annotations.set.at(kLentAtAnnotation), StrCat(n.slurm->reason_time));
+  EXPECT_EQ(AnnotationsOf(p.actions[1]).set.at(kLentAtAnnotation), StrCat(n.slurm->reason_time));
   Log log;
   for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
   // Once repaired, the node returns after the cool-down as any other idle lent node.
   p = PlanOwnership(n, cfg, kNow + cfg.lending.cooldown);
-  EXPECT_THAT(Kinds(p), ElementsAre(ActionKind::kCreateReservationPod)) << Dump(p);
+  EXPECT_THAT(Kinds(p), ElementsAre(plan::CreateReservationPod::kName)) << Dump(p);
 
   // Within the clock skew allowance a time is trusted (another replica's clock runs ahead).
   n = LentNode(kNow - minutes(20));
@@ -1317,7 +1321,7 @@ TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
   p = PlanOwnership(n, cfg, kNow);
   ASSERT_FALSE(p.actions.empty());
   EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
-  EXPECT_EQ(p.actions[0].annotations.set.at(kLendRefusedAtAnnotation), StrCat(ToUnix(kNow)));
+  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kLendRefusedAtAnnotation), StrCat(ToUnix(kNow)));
 
   // A signal recorded in the future: the job's grace runs from now, and it is preempted
   // when that grace ends.
@@ -1329,10 +1333,10 @@ TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
   p = PlanOwnership(n, cfg, kNow);
   ASSERT_FALSE(p.actions.empty()) << Dump(p);
   EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
-  EXPECT_EQ(p.actions[0].annotations.set.at(kSignalledAtAnnotation), StrCat("1:", ToUnix(kNow)));
+  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kSignalledAtAnnotation), StrCat("1:", ToUnix(kNow)));
   for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
   p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
-  EXPECT_THAT(Kinds(p), Contains(ActionKind::kPreemptSlurmJobs)) << Dump(p);
+  EXPECT_THAT(Kinds(p), Contains(plan::PreemptSlurmJobs::kName)) << Dump(p);
 
   // A preemption recorded in the future does not count towards max_preemptions for ever.
   slurm::JobView j = Job(2);
@@ -1345,7 +1349,7 @@ TEST(PlanOwnership, UnknownPriorityClassIsReplacedLazily) {
   ManagedNode n = SlurmNode({Job(1)});
   Res(&n)->priority_class_name = "renamed";
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
-  ASSERT_THAT(Kinds(p), ElementsAre(ActionKind::kPatchPodAnnotations)) << Dump(p);
+  ASSERT_THAT(Kinds(p), ElementsAre(plan::PatchPodAnnotations::kName)) << Dump(p);
   Log log;
   for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
   p = PlanOwnership(n, cfg, kNow + cfg.lending.class_upgrade_delay);
@@ -1442,7 +1446,7 @@ TEST(Story, LendAndReturnCycle) {
                           OwnerState::kReturning, OwnerState::kSlurm));
   EXPECT_EQ(s.log.signals, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
   EXPECT_EQ(s.log.preemptions, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
-  EXPECT_THAT(s.log.comments, ElementsAre("preempted by k8s-bridge for ml/infer-0"));
+  EXPECT_THAT(s.log.preemptors, ElementsAre("ml/infer-0"));
   ASSERT_EQ(s.log.requeued.size(), 2u);
   // Signalled at +10 s, 60 s of grace from the second after: preempted in the first 5 s
   // round at or after +71.
@@ -1662,7 +1666,7 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
     Scheduler(&s.n);
     OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
     for (const Action& a : p.actions) {
-      if (a.kind == ActionKind::kPreemptSlurmJobs) {
+      if (a.Kind() == plan::PreemptSlurmJobs::kName) {
         ++attempts;  // Slurm refuses: nothing changes
         continue;
       }
@@ -1749,7 +1753,7 @@ TEST(PlanOwnership, EndedJobsAreRequeuedOnlyForTheRunWeSignalled) {
   auto requeues = [&](const ManagedNode& n) {
     OwnershipPlan p = PlanOwnership(n, cfg, kNow);
     for (const Action& a : p.actions) {
-      if (a.kind == ActionKind::kPreemptSlurmJobs && a.ended_after_signal) return true;
+      if (const auto* o = a.Get<plan::PreemptSlurmJobs>(); o && o->ended_after_signal) return true;
     }
     return false;
   };
@@ -1758,12 +1762,12 @@ TEST(PlanOwnership, EndedJobsAreRequeuedOnlyForTheRunWeSignalled) {
     n.ended_jobs = {ended(slurm::JobState::kFailed, 600, 10, 10)};
     OwnershipPlan p = PlanOwnership(n, cfg, kNow);
     ASSERT_TRUE(requeues(n)) << Dump(p);
-    const Action* a = FindAction(p, ActionKind::kPreemptSlurmJobs);
+    const Action* a = FindAction(p, plan::PreemptSlurmJobs::kName);
     EXPECT_EQ(a->event_reason, "EndedJobRequeued");
     EXPECT_EQ(a->event_type, plan::EventType::kWarning);
     EXPECT_THAT(a->event_message, HasSubstr("ended FAILED after the checkpoint signal"));
-    EXPECT_EQ(a->at_unix, ToUnix(kNow - seconds(15)));
-    const Action* release = FindAction(p, ActionKind::kReleaseReservationPod);
+    EXPECT_EQ(a->As<plan::PreemptSlurmJobs>().at_unix, ToUnix(kNow - seconds(15)));
+    const Action* release = FindAction(p, plan::ReleaseReservationPod::kName);
     ASSERT_NE(release, nullptr) << Dump(p);
     EXPECT_LT(a, release) << "requeue before the release";
   }
@@ -1874,12 +1878,12 @@ TEST(PlanOwnership, AReclaimWaitsForAPodItDidNotPlanForAndACancelledOneDropsTheT
   n.reclaim = inventory::NodeReclaim{.tenant = "a", .job_id = 7, .victims = {"ml/infer-0"}};
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   EXPECT_EQ(p.state, OwnerState::kKubernetes);
-  std::vector<ActionKind> kinds;
-  for (const Action& a : p.actions) kinds.push_back(a.kind);
-  EXPECT_THAT(kinds, ::testing::Contains(ActionKind::kSetNodeTaint));
-  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), ActionKind::kEvictPod), 1)
+  std::vector<std::string_view> kinds;
+  for (const Action& a : p.actions) kinds.push_back(a.Kind());
+  EXPECT_THAT(kinds, ::testing::Contains(plan::SetNodeTaint::kName));
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), plan::EvictPod::kName), 1)
       << "only the planned victim: " << Dump(p);
-  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(ActionKind::kCreateReservationPod)));
+  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(plan::CreateReservationPod::kName)));
   EXPECT_THAT(Dump(p), HasSubstr("ml/newcomer came after the reclaim was planned"));
 
   // The reclaim is called off (the job started elsewhere): the taint goes, the node stays
@@ -1889,9 +1893,9 @@ TEST(PlanOwnership, AReclaimWaitsForAPodItDidNotPlanForAndACancelledOneDropsTheT
   n.pods = {};
   p = PlanOwnership(n, cfg, kNow);
   kinds.clear();
-  for (const Action& a : p.actions) kinds.push_back(a.kind);
-  EXPECT_THAT(kinds, ::testing::Contains(ActionKind::kRemoveNodeTaint));
-  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(ActionKind::kCreateReservationPod)));
+  for (const Action& a : p.actions) kinds.push_back(a.Kind());
+  EXPECT_THAT(kinds, ::testing::Contains(plan::RemoveNodeTaint::kName));
+  EXPECT_THAT(kinds, ::testing::Not(::testing::Contains(plan::CreateReservationPod::kName)));
 }
 
 TEST(Story, AntiThrashProtectsARepeatVictim) {
@@ -1906,7 +1910,7 @@ TEST(Story, AntiThrashProtectsARepeatVictim) {
       RecordPreemption(n.jobs[0].admin_comment, ToUnix(kNow - minutes(5)), "b", cfg.lending);
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   EXPECT_EQ(p.state, OwnerState::kSwapping) << Dump(p);
-  EXPECT_THAT(FindAction(p, ActionKind::kDeleteReservationPod)->event_message,
+  EXPECT_THAT(FindAction(p, plan::DeleteReservationPod::kName)->event_message,
               HasSubstr("anti-thrash"));
 }
 
@@ -1921,8 +1925,8 @@ TEST(Story, JobListUpdatesAreBatched) {
     if (s.n.jobs.size() > 8) s.n.jobs.erase(s.n.jobs.begin());  // ...and one ends
     OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
     for (const Action& a : p.actions) {
-      writes += a.kind == ActionKind::kPatchPodAnnotations;
-      EXPECT_TRUE(a.kind != ActionKind::kPatchPodAnnotations || a.quiet)
+      writes += a.Kind() == plan::PatchPodAnnotations::kName;
+      EXPECT_TRUE(a.Kind() != plan::PatchPodAnnotations::kName || a.quiet)
           << "a job-list refresh records no Event: " << plan::ToString(a);
       Apply(a, &s.n, s.cfg, s.now, &s.log);
     }

@@ -48,10 +48,10 @@ void Planner::Recheck(Clock::TimePoint t) {
   if (!out_->recheck_at || t < *out_->recheck_at) out_->recheck_at = t;
 }
 
-Action& Planner::Add(ActionKind kind, std::string event_reason, std::string event_message,
-                     EventType type) {
+Action& Planner::AddAction(plan::Operation op, std::string event_reason, std::string event_message,
+                           EventType type) {
   Action a;
-  a.kind = kind;
+  a.op = std::move(op);
   a.node = f_.node->name;
   a.cause = CauseOf(out_->state);
   a.k8s_node = f_.node->K8sNameIfDifferent();
@@ -65,18 +65,16 @@ Action& Planner::Add(ActionKind kind, std::string event_reason, std::string even
 void Planner::PatchNode(plan::AnnotationPatch patch, std::string reason, std::string message,
                         EventType type) {
   if (patch.empty()) return;
-  Add(ActionKind::kPatchNodeAnnotations, std::move(reason), std::move(message), type).annotations =
-      std::move(patch);
+  Add(plan::PatchNodeAnnotations{.annotations = std::move(patch)}, std::move(reason),
+      std::move(message), type);
 }
 
 void Planner::SetTaint(const char* key, std::string reason, std::string message) {
-  Add(ActionKind::kSetNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
-                                                                                 "NoSchedule"};
+  Add(plan::SetNodeTaint{{key, "", "NoSchedule"}}, std::move(reason), std::move(message));
 }
 
 void Planner::RemoveTaint(const char* key, std::string reason, std::string message) {
-  Add(ActionKind::kRemoveNodeTaint, std::move(reason), std::move(message)).taint = {key, "",
-                                                                                    "NoSchedule"};
+  Add(plan::RemoveNodeTaint{{key, "", "NoSchedule"}}, std::move(reason), std::move(message));
 }
 
 void Planner::RemoveIfPresent(plan::AnnotationPatch* patch,
@@ -131,13 +129,12 @@ void Planner::RunFlows() {
     if (!HasFinalizer(*r)) {
       // Removed by hand: without it a deletion would free the GPUs in Kubernetes at once,
       // before Slurm has left the node.
-      Action& a = Add(ActionKind::kRestoreFinalizer, "FinalizerRestored",
-                      StrCat("Reservation ", PodName(*r), " had lost the finalizer ", kFinalizer,
-                             " (removed by hand?): put back, so that deleting it waits for "
-                             "Slurm to leave node ",
-                             f_.node->name),
-                      EventType::kWarning);
-      a.pod = Ref(*r);
+      Add(plan::RestoreFinalizer{Ref(*r)}, "FinalizerRestored",
+          StrCat("Reservation ", PodName(*r), " had lost the finalizer ", kFinalizer,
+                 " (removed by hand?): put back, so that deleting it waits for "
+                 "Slurm to leave node ",
+                 f_.node->name),
+          EventType::kWarning);
     }
     if (Replacing(*r)) {
       out_->state = OwnerState::kSwapping;
@@ -205,8 +202,8 @@ void Planner::Create(ReservationClass cls, std::string reason, std::string messa
     Explain("the node has no GPUs: no reservation needed");
     return;
   }
-  Action& a = Add(ActionKind::kCreateReservationPod, std::move(reason), std::move(message), type);
-  a.reservation = BuildReservation(*f_.node, cls, *f_.cfg, f_.now);
+  Add(plan::CreateReservationPod{BuildReservation(*f_.node, cls, *f_.cfg, f_.now)},
+      std::move(reason), std::move(message), type);
   Explain(StrCat("creating reservation ", f_.reservation_namespace, "/", f_.reservation_name, " (",
                  gpus, " GPUs, class ", ClassRef(cls, *f_.lending).name, ")"));
 }

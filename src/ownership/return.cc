@@ -101,9 +101,8 @@ bool Planner::Reclaim(std::string* why) {
       Explain(StrCat("pod ", name, " came after the reclaim was planned: the quotas judge again"));
       continue;
     }
-    Add(ActionKind::kEvictPod, "ReclaimEviction",
-        StrCat("Evicted pod ", name, " from node ", node, " for Slurm (quotas): ", rc.why))
-        .pod = Ref(*p);
+    Add(plan::EvictPod{Ref(*p)}, "ReclaimEviction",
+        StrCat("Evicted pod ", name, " from node ", node, " for Slurm (quotas): ", rc.why));
   }
   if (!waiting.empty()) {
     *why = StrCat("reclaimed for tenant ", rc.tenant, " (job ", rc.job_id, "): waiting for pod(s) ",
@@ -122,11 +121,10 @@ void Planner::Returning() {
                                                     " took the node before the reservation ran")
                                            : StrCat("the reservation pod is ", r.phase,
                                                     " (the kubelet refused it or it exited)");
-    Action& a = Add(ActionKind::kDeleteReservationPod, "ReturnAbandoned",
-                    StrCat("Node ", f_.node->name, " stays lent to Kubernetes: ", why,
-                           "; deleted reservation ", PodName(r)),
-                    Terminal(r) ? EventType::kWarning : EventType::kNormal);
-    a.pod = Ref(r);
+    Add(plan::DeleteReservationPod{Ref(r)}, "ReturnAbandoned",
+        StrCat("Node ", f_.node->name, " stays lent to Kubernetes: ", why, "; deleted reservation ",
+               PodName(r)),
+        Terminal(r) ? EventType::kWarning : EventType::kNormal);
     plan::AnnotationPatch p;
     RemoveIfPresent(&p, {kIdleSinceAnnotation});
     PatchNode(std::move(p), "LentNodeInUse",
@@ -145,12 +143,13 @@ void Planner::Returning() {
     return;
   }
   if (f_.lend_drain) {
-    Action& a = Add(ActionKind::kResumeSlurmNode, "SlurmNodeReturned",
-                    StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
-                           " runs and no Kubernetes GPU pod is on the node"));
-    a.expected_reason = f_.slurm_node->reason;
-    a.cause = plan::Cause::kReturn;
-    if (f_.idle_since) a.since_unix = ToUnix(*f_.idle_since);
+    AddAction(plan::ResumeSlurmNode{.expected_reason = f_.slurm_node->reason,
+                                    .since_unix = f_.idle_since ? ToUnix(*f_.idle_since) : 0},
+              "SlurmNodeReturned",
+              StrCat("Resumed Slurm node ", f_.node->name, ": reservation ", PodName(r),
+                     " runs and no Kubernetes GPU pod is on the node"),
+              EventType::kNormal)
+        .cause = plan::Cause::kReturn;
   } else if (f_.admin_drain) {
     Explain(StrCat("Slurm drain by an admin ('", f_.slurm_node->reason, "'): left as it is"));
   }

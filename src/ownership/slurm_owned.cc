@@ -126,13 +126,12 @@ void Planner::SlurmOwned() {
     return;
   }
   patch.set[kJobsUpdatedAtAnnotation] = StrCat(ToUnix(now));
-  Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationUpdated",
-                  StrCat("Updated reservation ", PodName(r), " of node ", f_.node->name, ": ",
-                         f_.jobs.empty() ? std::string("no Slurm job")
-                                         : StrCat(f_.jobs.size(), " Slurm job(s)")));
-  a.pod = Ref(r);
-  a.annotations = std::move(patch);
-  a.quiet = true;
+  AddAction(plan::PatchPodAnnotations{Ref(r), std::move(patch)}, "ReservationUpdated",
+            StrCat("Updated reservation ", PodName(r), " of node ", f_.node->name, ": ",
+                   f_.jobs.empty() ? std::string("no Slurm job")
+                                   : StrCat(f_.jobs.size(), " Slurm job(s)")),
+            EventType::kNormal)
+      .quiet = true;
 }
 
 }  // namespace skb::ownership::internal

@@ -21,16 +21,14 @@ void Planner::StartSwap(std::string why, EventType type) {
                     ":NoSchedule while its reservation is replaced: ", why));
   }
   if (!Replacing(r)) {
-    Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
-                    StrCat("Marked reservation ", PodName(r), " as being replaced: ", why));
-    a.pod = Ref(r);
-    a.annotations.set[kReplacingAnnotation] = "true";
+    Add(plan::PatchPodAnnotations{Ref(r), {.set = {{kReplacingAnnotation, "true"}}}},
+        "ReservationReplacing",
+        StrCat("Marked reservation ", PodName(r), " as being replaced: ", why));
   }
-  Action& a = Add(ActionKind::kDeleteReservationPod, "ReservationReplacing",
-                  StrCat("Deleted reservation ", PodName(r), " of node ", f_.node->name,
-                         " to replace it: ", why),
-                  type);
-  a.pod = Ref(r);
+  Add(plan::DeleteReservationPod{Ref(r)}, "ReservationReplacing",
+      StrCat("Deleted reservation ", PodName(r), " of node ", f_.node->name,
+             " to replace it: ", why),
+      type);
   Explain(StrCat("replacing the reservation: ", why));
 }
 
@@ -96,10 +94,9 @@ void Planner::RefuseLend(const std::string& why) {
                      FormatSeconds(f_.lending->cooldown), " after the refusal"),
               EventType::kWarning);
   }
-  Action& a = Add(ActionKind::kPatchPodAnnotations, "ReservationReplacing",
-                  StrCat("Marked reservation ", PodName(r), " as being replaced: not lent"));
-  a.pod = Ref(r);
-  a.annotations.set[kReplacingAnnotation] = "true";
+  Add(plan::PatchPodAnnotations{Ref(r), {.set = {{kReplacingAnnotation, "true"}}}},
+      "ReservationReplacing",
+      StrCat("Marked reservation ", PodName(r), " as being replaced: not lent"));
 }
 
 void Planner::SwapRelease() {
@@ -115,33 +112,26 @@ void Planner::SwapRelease() {
     Explain(StrCat("swap: old reservation ", PodName(r), " released, waiting for it to go"));
     return;
   }
-  Action& a = Add(ActionKind::kReleaseReservationPod, "ReservationReplacing",
-                  StrCat("Released the old reservation ", PodName(r), " of node ", f_.node->name,
-                         " (being replaced; the node is tainted ", kSwapTaintKey, ")"));
-  a.pod = Ref(r);
-  a.release_check = plan::ReleaseCheck::kSwapTaint;
+  Add(plan::ReleaseReservationPod{.pod = Ref(r), .check = plan::ReleaseCheck::kSwapTaint},
+      "ReservationReplacing",
+      StrCat("Released the old reservation ", PodName(r), " of node ", f_.node->name,
+             " (being replaced; the node is tainted ", kSwapTaintKey, ")"));
   Explain("swap: releasing the old reservation");
 }
 
 void Planner::EnsureSwapGuard(std::string_view why) {
   swap_guard_wanted_ = true;
   if (f_.swap_guard) return;
-  plan::AnnotationPatch labels;
-  labels.set[kSwapGuardLabel] = "true";
-  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOn",
+  Add(plan::PatchNodeAnnotations{.labels = {.set = {{kSwapGuardLabel, "true"}}}}, "SwapGuardOn",
       StrCat("Labelled node ", f_.node->name, " ", kSwapGuardLabel,
-             ": the apiserver admits no pod onto it but the bridge's while ", why))
-      .labels = std::move(labels);
+             ": the apiserver admits no pod onto it but the bridge's while ", why));
 }
 
 void Planner::DropSwapGuardUnlessWanted() {
   if (swap_guard_wanted_ || !f_.swap_guard) return;
-  plan::AnnotationPatch labels;
-  labels.remove.emplace_back(kSwapGuardLabel);
-  Add(ActionKind::kPatchNodeAnnotations, "SwapGuardOff",
+  Add(plan::PatchNodeAnnotations{.labels = {.remove = {kSwapGuardLabel}}}, "SwapGuardOff",
       StrCat("Removed label ", kSwapGuardLabel, " from node ", f_.node->name,
-             ": no reservation swap leaves its GPUs uncounted"))
-      .labels = std::move(labels);
+             ": no reservation swap leaves its GPUs uncounted"));
 }
 
 }  // namespace skb::ownership::internal

@@ -6,42 +6,8 @@
 
 namespace skb::plan {
 
-std::string_view ActionKindName(ActionKind k) {
-  switch (k) {
-    case ActionKind::kDrainSlurmNode:
-      return "DrainSlurmNode";
-    case ActionKind::kResumeSlurmNode:
-      return "ResumeSlurmNode";
-    case ActionKind::kRequeueSlurmJobs:
-      return "RequeueSlurmJobs";
-    case ActionKind::kSetNodeCondition:
-      return "SetNodeCondition";
-    case ActionKind::kSetSlurmFeatures:
-      return "SetSlurmFeatures";
-    case ActionKind::kCreateReservationPod:
-      return "CreateReservationPod";
-    case ActionKind::kDeleteReservationPod:
-      return "DeleteReservationPod";
-    case ActionKind::kPatchPodAnnotations:
-      return "PatchPodAnnotations";
-    case ActionKind::kReleaseReservationPod:
-      return "ReleaseReservationPod";
-    case ActionKind::kSignalSlurmJobs:
-      return "SignalSlurmJobs";
-    case ActionKind::kPreemptSlurmJobs:
-      return "PreemptSlurmJobs";
-    case ActionKind::kSetNodeTaint:
-      return "SetNodeTaint";
-    case ActionKind::kRemoveNodeTaint:
-      return "RemoveNodeTaint";
-    case ActionKind::kPatchNodeAnnotations:
-      return "PatchNodeAnnotations";
-    case ActionKind::kRestoreFinalizer:
-      return "RestoreFinalizer";
-    case ActionKind::kEvictPod:
-      return "EvictPod";
-  }
-  return "Unknown";
+std::string_view Action::Kind() const {
+  return std::visit([](const auto& o) { return std::decay_t<decltype(o)>::kName; }, op);
 }
 
 void RunChains(const std::vector<Action>& actions,
@@ -136,65 +102,60 @@ std::string Patch(const AnnotationPatch& p) {
 
 std::string Pod(const PodRef& p) { return StrCat(" pod=", p.namespace_name, "/", p.name); }
 
+std::string Taint(const TaintSpec& t) {
+  return StrCat(" taint=", t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+}
+
+// What each kind adds to its name in ToString.
+std::string Describe(const DrainSlurmNode& o) { return StrCat(" reason='", o.reason, "'"); }
+std::string Describe(const ResumeSlurmNode& o) {
+  return StrCat(" expected_reason='", o.expected_reason, "'");
+}
+std::string Describe(const RequeueSlurmJobs& o) { return StrCat(" jobs=", Jobs(o.job_ids)); }
+std::string Describe(const SetNodeCondition& o) {
+  return StrCat(" ", o.condition.type, "=", o.condition.status, " reason=", o.condition.reason,
+                " message='", o.condition.message, "'");
+}
+std::string Describe(const SetSlurmFeatures& o) {
+  std::string s = " features=";
+  for (size_t i = 0; i < o.features.size(); ++i) StrAppend(&s, i ? "," : "", o.features[i]);
+  return s;
+}
+std::string Describe(const CreateReservationPod& o) {
+  return StrCat(" pod=", o.reservation.namespace_name, "/", o.reservation.name,
+                " class=", o.reservation.priority_class_name, " gpus=", o.reservation.gpus);
+}
+std::string Describe(const DeleteReservationPod& o) { return Pod(o.pod); }
+std::string Describe(const RestoreFinalizer& o) { return Pod(o.pod); }
+std::string Describe(const EvictPod& o) { return Pod(o.pod); }
+std::string Describe(const PatchPodAnnotations& o) { return Pod(o.pod) + Patch(o.annotations); }
+std::string Describe(const ReleaseReservationPod& o) {
+  return StrCat(Pod(o.pod), " check=",
+                o.check == ReleaseCheck::kSwapTaint  ? "swap-taint"
+                : o.check == ReleaseCheck::kNodeGone ? "node-gone"
+                                                     : "no-slurm-jobs");
+}
+std::string Describe(const SignalSlurmJobs& o) {
+  return StrCat(" jobs=", Jobs(o.job_ids), " signal=", o.signal,
+                " scope=", SignalScopeName(o.scope));
+}
+std::string Describe(const PreemptSlurmJobs& o) {
+  return StrCat(" jobs=", Jobs(o.job_ids), " mode=", JobPreemptModeName(o.mode),
+                o.ended_after_signal ? " ended-after-signal" : "", " for=", o.preemptor);
+}
+std::string Describe(const SetNodeTaint& o) { return Taint(o.taint); }
+std::string Describe(const RemoveNodeTaint& o) { return Taint(o.taint); }
+std::string Describe(const PatchNodeAnnotations& o) {
+  std::string s = Patch(o.annotations);
+  if (!o.labels.empty()) StrAppend(&s, " labels", Patch(o.labels));
+  return s;
+}
+
 }  // namespace
 
 std::string ToString(const Action& a) {
-  std::string s = StrCat(ActionKindName(a.kind), " ", a.node);
-  switch (a.kind) {
-    case ActionKind::kDrainSlurmNode:
-      StrAppend(&s, " reason='", a.slurm_reason, "'");
-      break;
-    case ActionKind::kResumeSlurmNode:
-      StrAppend(&s, " expected_reason='", a.expected_reason, "'");
-      break;
-    case ActionKind::kRequeueSlurmJobs:
-      StrAppend(&s, " jobs=", Jobs(a.job_ids));
-      break;
-    case ActionKind::kSetNodeCondition:
-      StrAppend(&s, " ", a.condition.type, "=", a.condition.status, " reason=", a.condition.reason,
-                " message='", a.condition.message, "'");
-      break;
-    case ActionKind::kSetSlurmFeatures:
-      StrAppend(&s, " features=");
-      for (size_t i = 0; i < a.features.size(); ++i) StrAppend(&s, i ? "," : "", a.features[i]);
-      break;
-    case ActionKind::kCreateReservationPod:
-      StrAppend(&s, " pod=", a.reservation.namespace_name, "/", a.reservation.name,
-                " class=", a.reservation.priority_class_name, " gpus=", a.reservation.gpus);
-      break;
-    case ActionKind::kDeleteReservationPod:
-    case ActionKind::kRestoreFinalizer:
-    case ActionKind::kEvictPod:
-      StrAppend(&s, Pod(a.pod));
-      break;
-    case ActionKind::kPatchPodAnnotations:
-      StrAppend(&s, Pod(a.pod), Patch(a.annotations));
-      break;
-    case ActionKind::kReleaseReservationPod:
-      StrAppend(&s, Pod(a.pod), " check=",
-                a.release_check == ReleaseCheck::kSwapTaint  ? "swap-taint"
-                : a.release_check == ReleaseCheck::kNodeGone ? "node-gone"
-                                                             : "no-slurm-jobs");
-      break;
-    case ActionKind::kSignalSlurmJobs:
-      StrAppend(&s, " jobs=", Jobs(a.job_ids), " signal=", a.signal,
-                " scope=", SignalScopeName(a.signal_scope));
-      break;
-    case ActionKind::kPreemptSlurmJobs:
-      StrAppend(&s, " jobs=", Jobs(a.job_ids), " mode=", JobPreemptModeName(a.preempt_mode),
-                a.ended_after_signal ? " ended-after-signal" : "", " comment='", a.job_comment,
-                "'");
-      break;
-    case ActionKind::kSetNodeTaint:
-    case ActionKind::kRemoveNodeTaint:
-      StrAppend(&s, " taint=", a.taint.key, a.taint.value.empty() ? "" : "=", a.taint.value, ":",
-                a.taint.effect);
-      break;
-    case ActionKind::kPatchNodeAnnotations:
-      StrAppend(&s, Patch(a.annotations));
-      if (!a.labels.empty()) StrAppend(&s, " labels", Patch(a.labels));
-      break;
-  }
+  std::string s = StrCat(a.Kind(), " ", a.node);
+  s += std::visit([](const auto& o) { return Describe(o); }, a.op);
   if (a.event_type == EventType::kWarning) StrAppend(&s, " [Warning]");
   return s;
 }

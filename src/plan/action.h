@@ -1,12 +1,15 @@
-// What the planner asks the bridge to do. Plain values: the executor in bridge/ carries
-// them out idempotently (re-reading state first) and records each as a Kubernetes Event
-// with `event_reason` and `event_message` on the node.
+// What the planner asks the bridge to do. Plain values: one struct per kind of action (a
+// std::variant in `Action::op`), with the cause, chain and Event every action carries. The
+// executor in bridge/ carries them out idempotently (re-reading state first) and records
+// each as a Kubernetes Event with `event_reason` and `event_message` on the node.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "src/base/clock.h"
@@ -20,29 +23,6 @@ inline constexpr std::string_view kReasonPrefix = "k8s-bridge: ";
 // Drains made for lending a node to Kubernetes (the ownership state machine) rather than
 // for health: the health planner leaves them alone.
 inline constexpr std::string_view kLendReasonPrefix = "k8s-bridge: lent to ";
-
-enum class ActionKind {
-  kDrainSlurmNode,    // drain (or re-word the bridge's drain) with `slurm_reason`
-  kResumeSlurmNode,   // resume, only if the drain reason is still `expected_reason`
-  kRequeueSlurmJobs,  // requeue `job_ids` (running work that must leave the node now)
-  kSetNodeCondition,  // set `condition` on the Kubernetes node (status subresource)
-  kSetSlurmFeatures,  // set the Slurm node's available and active features to `features`
-  // Node ownership (src/ownership): lending a node to Kubernetes and taking it back. The
-  // executor contract of each kind is spelled out in src/ownership/ownership.h.
-  kCreateReservationPod,   // create the pod `reservation` describes
-  kDeleteReservationPod,   // delete `pod` (uid precondition); the bridge's finalizer holds it
-  kPatchPodAnnotations,    // merge-patch `annotations` into `pod`'s metadata
-  kReleaseReservationPod,  // after `release_check`: annotate `pod` released, drop the finalizer
-  kSignalSlurmJobs,        // send `signal` to `job_ids` (`signal_scope`)
-  kPreemptSlurmJobs,       // requeue / requeue-hold / cancel `job_ids` (`preempt_mode`)
-  kSetNodeTaint,           // add `taint` to the Kubernetes node (no-op when present)
-  kRemoveNodeTaint,        // remove the taint with `taint.key` and `taint.effect`
-  kPatchNodeAnnotations,   // merge-patch `annotations` and `labels` into the node's metadata
-  kRestoreFinalizer,       // put the bridge's finalizer back on `pod` (removed by hand)
-  kEvictPod,               // evict `pod` through the Eviction API (quota reclaim)
-};
-
-std::string_view ActionKindName(ActionKind k);
 
 // The actions of one node's plan form independent chains. Within a chain an action may
 // depend on the ones before it (drain before requeue; lend drain before preempt before
@@ -145,7 +125,7 @@ struct AnnotationPatch {
   friend bool operator==(const AnnotationPatch&, const AnnotationPatch&) = default;
 };
 
-// What kReleaseReservationPod verifies at the source before releasing.
+// What ReleaseReservationPod verifies at the source before releasing.
 enum class ReleaseCheck {
   kNoSlurmJobs,  // a lend: Slurm (queried now) shows no job holding the node
   kSwapTaint,    // a swap: the node carries the reservation-swap NoSchedule taint
@@ -169,38 +149,162 @@ std::string_view JobPreemptModeName(JobPreemptMode m);
 // requeue).
 std::string_view PreemptionModeLabel(JobPreemptMode m);
 
-struct Action {
-  ActionKind kind = ActionKind::kDrainSlurmNode;
-  std::string node;               // the node's Slurm name (the reconcile key)
-  std::string k8s_node;           // its Kubernetes name when kubernetes.node_names makes it differ
-  std::string slurm_reason;       // kDrainSlurmNode
-  std::string expected_reason;    // kResumeSlurmNode
-  std::vector<uint32_t> job_ids;  // kRequeueSlurmJobs
-  ConditionSpec condition;        // kSetNodeCondition
-  std::vector<std::string> features;  // kSetSlurmFeatures
-  ReservationSpec reservation;        // kCreateReservationPod
-  PodRef pod;  // kDeleteReservationPod, kPatchPodAnnotations, kReleaseReservationPod
-  AnnotationPatch annotations;  // kPatchPodAnnotations, kPatchNodeAnnotations
-  AnnotationPatch labels;       // kPatchNodeAnnotations (the same merge patch)
-  ReleaseCheck release_check = ReleaseCheck::kNoSlurmJobs;  // kReleaseReservationPod
-  int signal = 0;                                           // kSignalSlurmJobs (signal number)
-  SignalScope signal_scope = SignalScope::kFull;            // kSignalSlurmJobs
-  JobPreemptMode preempt_mode = JobPreemptMode::kRequeue;   // kPreemptSlurmJobs
-  // kPreemptSlurmJobs: why, for humans ("preempted by k8s-bridge for ns/pod"); for whom
-  // ("ns/pod" or "kubernetes"); and when (Unix seconds). The executor records the last two
-  // in each job's admin comment (ownership::RecordPreemption) for anti-thrash.
-  std::string job_comment;
+// --- The action kinds: one struct each, with its executor contract. The executor
+// (bridge/reconcile/action_executor.h) has one handler per struct; a new kind is a struct
+// here, an entry in `Operation`, its handler and its tests. Every kind is idempotent and
+// re-checks at the source what it depends on. Node names are Slurm names (`Action::node`);
+// Kubernetes objects of the node are addressed by `Action::K8sNode()`.
+
+// Drain the Slurm node with `reason` (or re-word the bridge's own drain). A lend
+// (Cause::kLend) never takes over an admin's drain: Aborted.
+struct DrainSlurmNode {
+  static constexpr std::string_view kName = "DrainSlurmNode";
+  std::string reason;
+  friend bool operator==(const DrainSlurmNode&, const DrainSlurmNode&) = default;
+};
+
+// Resume the Slurm node, only if its drain reason is still `expected_reason` (Aborted
+// otherwise: an admin may have taken the node over); not drained: kUnchanged.
+struct ResumeSlurmNode {
+  static constexpr std::string_view kName = "ResumeSlurmNode";
+  std::string expected_reason;
+  // A return: when the last Kubernetes GPU pod left (Unix seconds, 0 = not tracked), for
+  // the duration metrics.
+  int64_t since_unix = 0;
+  friend bool operator==(const ResumeSlurmNode&, const ResumeSlurmNode&) = default;
+};
+
+// Requeue `job_ids` (running work that must leave the node now); a job already gone is
+// skipped.
+struct RequeueSlurmJobs {
+  static constexpr std::string_view kName = "RequeueSlurmJobs";
+  std::vector<uint32_t> job_ids;
+  friend bool operator==(const RequeueSlurmJobs&, const RequeueSlurmJobs&) = default;
+};
+
+// Set `condition` on the Kubernetes node (status subresource, merged by type).
+struct SetNodeCondition {
+  static constexpr std::string_view kName = "SetNodeCondition";
+  ConditionSpec condition;
+  friend bool operator==(const SetNodeCondition&, const SetNodeCondition&) = default;
+};
+
+// Set the Slurm node's available and active features to `features`.
+struct SetSlurmFeatures {
+  static constexpr std::string_view kName = "SetSlurmFeatures";
+  std::vector<std::string> features;
+  friend bool operator==(const SetSlurmFeatures&, const SetSlurmFeatures&) = default;
+};
+
+// Node ownership (src/ownership): lending a node to Kubernetes and taking it back. The
+// exact contract of each of these kinds is spelled out in src/ownership/ownership.h.
+
+// Create the reservation pod `reservation` describes (already there: kUnchanged).
+struct CreateReservationPod {
+  static constexpr std::string_view kName = "CreateReservationPod";
+  ReservationSpec reservation;
+  friend bool operator==(const CreateReservationPod&, const CreateReservationPod&) = default;
+};
+
+// Delete `pod` (uid precondition); the bridge's finalizer holds it until released.
+struct DeleteReservationPod {
+  static constexpr std::string_view kName = "DeleteReservationPod";
+  PodRef pod;
+  friend bool operator==(const DeleteReservationPod&, const DeleteReservationPod&) = default;
+};
+
+// Merge-patch `annotations` into `pod`'s metadata.
+struct PatchPodAnnotations {
+  static constexpr std::string_view kName = "PatchPodAnnotations";
+  PodRef pod;
+  AnnotationPatch annotations;
+  friend bool operator==(const PatchPodAnnotations&, const PatchPodAnnotations&) = default;
+};
+
+// After verifying `check` at the source: annotate `pod` released and drop the finalizer.
+struct ReleaseReservationPod {
+  static constexpr std::string_view kName = "ReleaseReservationPod";
+  PodRef pod;
+  ReleaseCheck check = ReleaseCheck::kNoSlurmJobs;
+  // A lend: when it began (Unix seconds, 0 = not tracked), for the duration metrics.
+  int64_t since_unix = 0;
+  friend bool operator==(const ReleaseReservationPod&, const ReleaseReservationPod&) = default;
+};
+
+// Send `signal` to `job_ids` (`scope`), at most once per job and signal in a short window.
+struct SignalSlurmJobs {
+  static constexpr std::string_view kName = "SignalSlurmJobs";
+  std::vector<uint32_t> job_ids;
+  int signal = 0;  // the signal number
+  SignalScope scope = SignalScope::kFull;
+  friend bool operator==(const SignalSlurmJobs&, const SignalSlurmJobs&) = default;
+};
+
+// Requeue / requeue-hold / cancel `job_ids` (`mode`), recording for whom (`preemptor`:
+// "ns/pod" or "kubernetes") and when (`at_unix`) in each job's admin comment
+// (ownership::RecordPreemption), which is what anti-thrash reads.
+struct PreemptSlurmJobs {
+  static constexpr std::string_view kName = "PreemptSlurmJobs";
+  std::vector<uint32_t> job_ids;
+  JobPreemptMode mode = JobPreemptMode::kRequeue;
   std::string preemptor;
   int64_t at_unix = 0;
-  // kPreemptSlurmJobs: the jobs already ended after the checkpoint signal sent at `at_unix`
-  // (died of it, or checkpointed and exited): requeue the finished run that started before
-  // `at_unix`, best effort -- Slurm refusing is a Warning Event, not an error.
+  // The jobs already ended after the checkpoint signal sent at `at_unix` (died of it, or
+  // checkpointed and exited): requeue the finished run that started before `at_unix`,
+  // best effort -- Slurm refusing is a Warning Event, not an error.
   bool ended_after_signal = false;
-  // When what this action ends began (Unix seconds, 0 = not tracked), for the duration
-  // metrics: kPreemptSlurmJobs the checkpoint signal; kReleaseReservationPod (a lend) the
-  // start of the lend; kResumeSlurmNode (a return) the last Kubernetes GPU pod leaving.
+  // When the checkpoint signal was sent (Unix seconds, 0 = not tracked), for the metrics.
   int64_t since_unix = 0;
-  TaintSpec taint;  // kSetNodeTaint, kRemoveNodeTaint
+  friend bool operator==(const PreemptSlurmJobs&, const PreemptSlurmJobs&) = default;
+};
+
+// Add `taint` to the Kubernetes node (present: kUnchanged).
+struct SetNodeTaint {
+  static constexpr std::string_view kName = "SetNodeTaint";
+  TaintSpec taint;
+  friend bool operator==(const SetNodeTaint&, const SetNodeTaint&) = default;
+};
+
+// Remove the node's taint with `taint.key` and `taint.effect` (absent: kUnchanged).
+struct RemoveNodeTaint {
+  static constexpr std::string_view kName = "RemoveNodeTaint";
+  TaintSpec taint;
+  friend bool operator==(const RemoveNodeTaint&, const RemoveNodeTaint&) = default;
+};
+
+// Merge-patch `annotations` and `labels` into the Kubernetes node's metadata.
+struct PatchNodeAnnotations {
+  static constexpr std::string_view kName = "PatchNodeAnnotations";
+  AnnotationPatch annotations;
+  AnnotationPatch labels;
+  friend bool operator==(const PatchNodeAnnotations&, const PatchNodeAnnotations&) = default;
+};
+
+// Put the bridge's finalizer back on `pod` (someone removed it by hand).
+struct RestoreFinalizer {
+  static constexpr std::string_view kName = "RestoreFinalizer";
+  PodRef pod;
+  friend bool operator==(const RestoreFinalizer&, const RestoreFinalizer&) = default;
+};
+
+// Evict `pod` through the Eviction API, which honours PodDisruptionBudgets (quota reclaim).
+struct EvictPod {
+  static constexpr std::string_view kName = "EvictPod";
+  PodRef pod;
+  friend bool operator==(const EvictPod&, const EvictPod&) = default;
+};
+
+using Operation =
+    std::variant<DrainSlurmNode, ResumeSlurmNode, RequeueSlurmJobs, SetNodeCondition,
+                 SetSlurmFeatures, CreateReservationPod, DeleteReservationPod, PatchPodAnnotations,
+                 ReleaseReservationPod, SignalSlurmJobs, PreemptSlurmJobs, SetNodeTaint,
+                 RemoveNodeTaint, PatchNodeAnnotations, RestoreFinalizer, EvictPod>;
+
+// One planned action: what to do (`op`), on which node, why, and the Event that records it.
+struct Action {
+  Operation op;
+  std::string node;      // the node's Slurm name (the reconcile key)
+  std::string k8s_node;  // its Kubernetes name when kubernetes.node_names makes it differ
   Cause cause = Cause::kHealth;
   // The Event recording this action once it changed something: its type, reason and text.
   EventType event_type = EventType::kNormal;
@@ -212,6 +316,32 @@ struct Action {
   bool quiet = false;
   // Which chain of its plan the action belongs to (see Chain).
   Chain chain = Chain::kOwnership;
+
+  // The kind's name ("DrainSlurmNode"): logs, metric labels, Event reasons.
+  std::string_view Kind() const;
+  template <class T>
+  bool Is() const {
+    return std::holds_alternative<T>(op);
+  }
+  // The operation as `T`, or null when it is another kind.
+  template <class T>
+  const T* Get() const {
+    return std::get_if<T>(&op);
+  }
+  template <class T>
+  T* Get() {
+    return std::get_if<T>(&op);
+  }
+  // The operation as `T`, which it must be (std::bad_variant_access otherwise): for code,
+  // such as tests, that has checked the kind.
+  template <class T>
+  const T& As() const {
+    return std::get<T>(op);
+  }
+  template <class T>
+  T& As() {
+    return std::get<T>(op);
+  }
 
   // The name to use with the Kubernetes API (node objects, Events on the node).
   const std::string& K8sNode() const { return k8s_node.empty() ? node : k8s_node; }

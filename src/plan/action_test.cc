@@ -47,6 +47,33 @@ TEST(RunChainsTest, EverythingRunsInOrderWhenNothingFails) {
   EXPECT_EQ(ran, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// An action is its operation plus what every action carries: the kind, its fields and the
+// way a log line shows it all come from the one struct.
+TEST(ActionTest, KindAndFieldsComeFromItsOperation) {
+  Action a;
+  a.op = PreemptSlurmJobs{
+      .job_ids = {7, 8}, .mode = JobPreemptMode::kRequeueHold, .preemptor = "ml/infer-0"};
+  a.node = "node3";
+  a.event_type = EventType::kWarning;
+  EXPECT_EQ(a.Kind(), "PreemptSlurmJobs");
+  EXPECT_EQ(a.Kind(), PreemptSlurmJobs::kName);
+  EXPECT_TRUE(a.Is<PreemptSlurmJobs>());
+  EXPECT_FALSE(a.Is<SignalSlurmJobs>());
+  EXPECT_EQ(a.Get<SignalSlurmJobs>(), nullptr);
+  ASSERT_NE(a.Get<PreemptSlurmJobs>(), nullptr);
+  EXPECT_EQ(a.Get<PreemptSlurmJobs>()->job_ids, (std::vector<uint32_t>{7, 8}));
+  EXPECT_EQ(ToString(a),
+            "PreemptSlurmJobs node3 jobs=7,8 mode=requeue_hold for=ml/infer-0 [Warning]");
+
+  a.op = RemoveNodeTaint{{"slurm-k8s-bridge.io/busy", "", "NoSchedule"}};
+  a.event_type = EventType::kNormal;
+  EXPECT_EQ(ToString(a), "RemoveNodeTaint node3 taint=slurm-k8s-bridge.io/busy:NoSchedule");
+  a.op = ReleaseReservationPod{.pod = {"slurm-bridge", "reserve-node3", "u1"},
+                               .check = ReleaseCheck::kSwapTaint};
+  EXPECT_EQ(ToString(a),
+            "ReleaseReservationPod node3 pod=slurm-bridge/reserve-node3 check=swap-taint");
+}
+
 // The `mode` label of skb_preemptions_total: a requeue-hold counts as a requeue.
 TEST(PreemptionModeLabelTest, CancelOrRequeue) {
   EXPECT_EQ(PreemptionModeLabel(JobPreemptMode::kRequeue), "requeue");

@@ -125,10 +125,9 @@ std::optional<Action> PlanFeatures(const inventory::ManagedNode& node, const Fea
   active.erase(std::unique(active.begin(), active.end()), active.end());
   if (have == want && active == want) return std::nullopt;
   Action a;
-  a.kind = ActionKind::kSetSlurmFeatures;
+  a.op = plan::SetSlurmFeatures{want};
   a.node = node.name;
   a.k8s_node = node.K8sNameIfDifferent();
-  a.features = want;
   a.cause = plan::Cause::kFeatures;
   a.event_reason = "SlurmFeaturesUpdated";
   std::string list;

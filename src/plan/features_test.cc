@@ -31,8 +31,9 @@ TEST(Features, LabelsBecomeFeaturesAndAdminFeaturesStay) {
               ElementsAre("h100", "ib", "nvlink", "zone_eu_west_1a"));
   auto a = PlanFeatures(n, FeaturesConfig::Defaults());
   ASSERT_TRUE(a.has_value());
-  EXPECT_EQ(a->kind, ActionKind::kSetSlurmFeatures);
-  EXPECT_THAT(a->features, ElementsAre("h100", "ib", "nvlink", "zone_eu_west_1a"));
+  EXPECT_EQ(a->Kind(), plan::SetSlurmFeatures::kName);
+  EXPECT_THAT(a->As<plan::SetSlurmFeatures>().features,
+              ElementsAre("h100", "ib", "nvlink", "zone_eu_west_1a"));
   EXPECT_THAT(a->event_message, HasSubstr("h100,ib,nvlink,zone_eu_west_1a"));
 }
 
@@ -50,7 +51,7 @@ TEST(Features, UnknownProductGivesNoFeatureAndInactiveFeaturesAreFixed) {
   n.slurm->active_features = {};
   auto a = PlanFeatures(n, FeaturesConfig::Defaults());
   ASSERT_TRUE(a.has_value());
-  EXPECT_THAT(a->features, ElementsAre("ib"));
+  EXPECT_THAT(a->As<plan::SetSlurmFeatures>().features, ElementsAre("ib"));
 }
 
 TEST(Features, OneSidedNodesAndEmptyConfigPlanNothing) {

@@ -45,7 +45,7 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
                   Clock::TimePoint now, PlanOptions options) {
   NodePlan health = health::PlanNodeHealth(node, cfg.health, now);
   for (Action& a : health.actions) {
-    a.chain = a.kind == ActionKind::kSetNodeCondition ? Chain::kStatus : Chain::kHealth;
+    a.chain = a.Is<plan::SetNodeCondition>() ? Chain::kStatus : Chain::kHealth;
   }
   std::optional<Action> features = PlanFeatures(node, cfg.features);
   if (features) features->chain = Chain::kFeatures;
@@ -65,13 +65,11 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
   // health neither drains nor resumes (a resume first would open the node to Slurm between
   // the two). Otherwise the health chain runs first: a GPU fault drains the node before
   // anything ownership does, and nothing ownership fails at holds it back (RunChains).
-  const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(), [](const auto& a) {
-    return a.kind == ActionKind::kDrainSlurmNode;
-  });
+  const bool own_drains = std::any_of(own.actions.begin(), own.actions.end(),
+                                      [](const Action& a) { return a.Is<plan::DrainSlurmNode>(); });
   for (auto& a : health.actions) {
     if (a.chain != Chain::kHealth) continue;
-    if (own_drains &&
-        (a.kind == ActionKind::kDrainSlurmNode || a.kind == ActionKind::kResumeSlurmNode)) {
+    if (own_drains && (a.Is<plan::DrainSlurmNode>() || a.Is<plan::ResumeSlurmNode>())) {
       continue;
     }
     plan.actions.push_back(std::move(a));

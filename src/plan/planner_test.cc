@@ -41,9 +41,9 @@ void InMaintenance(ManagedNode* n, const config::Config& cfg) {
       {cfg.health.maintenance_condition, "True", "Planned", "fan swap", kNow - hours(1)});
 }
 
-const Action* Find(const NodePlan& p, ActionKind kind) {
+const Action* Find(const NodePlan& p, std::string_view kind) {
   for (const Action& a : p.actions) {
-    if (a.kind == kind) return &a;
+    if (a.Kind() == kind) return &a;
   }
   return nullptr;
 }
@@ -72,7 +72,7 @@ TEST(PlanNode, HealthActionsCarryTheirCauseAndEvent) {
   ManagedNode n = IdleNode();
   InMaintenance(&n, cfg);
   NodePlan p = PlanNode(n, cfg, kNow);
-  const Action* drain = Find(p, ActionKind::kDrainSlurmNode);
+  const Action* drain = Find(p, plan::DrainSlurmNode::kName);
   ASSERT_NE(drain, nullptr);
   EXPECT_EQ(drain->cause, Cause::kMaintenance);
   EXPECT_EQ(drain->event_type, EventType::kWarning);
@@ -81,17 +81,17 @@ TEST(PlanNode, HealthActionsCarryTheirCauseAndEvent) {
   // Once drained and the maintenance over: the resume says why the drain was made.
   ManagedNode done = IdleNode();
   done.slurm->drain = true;
-  done.slurm->reason = drain->slurm_reason;
+  done.slurm->reason = drain->As<plan::DrainSlurmNode>().reason;
   // Each plan stays alive while its action is read (Find points into it).
   NodePlan resumed = PlanNode(done, cfg, kNow);
-  const Action* resume = Find(resumed, ActionKind::kResumeSlurmNode);
+  const Action* resume = Find(resumed, plan::ResumeSlurmNode::kName);
   ASSERT_NE(resume, nullptr);
   EXPECT_EQ(resume->cause, Cause::kMaintenance);
   EXPECT_EQ(resume->event_type, EventType::kNormal);
 
   done.slurm->reason = health::SlurmReason("GPUHealthy=False: XID 79");
   NodePlan resumed_health = PlanNode(done, cfg, kNow);
-  resume = Find(resumed_health, ActionKind::kResumeSlurmNode);
+  resume = Find(resumed_health, plan::ResumeSlurmNode::kName);
   ASSERT_NE(resume, nullptr);
   EXPECT_EQ(resume->cause, Cause::kHealth);
   EXPECT_EQ(DrainCauseLabel(resume->cause), "health");
@@ -105,14 +105,14 @@ TEST(PlanNode, ConditionEventsAreWarningsUnlessGoodNews) {
   n.slurm->reason = "admin";
   NodePlan p = PlanNode(n, cfg, kNow);
   for (const Action& a : p.actions) {
-    if (a.kind != ActionKind::kSetNodeCondition) continue;
+    if (a.Kind() != plan::SetNodeCondition::kName) continue;
     EXPECT_EQ(a.cause, Cause::kSlurmState);
     EXPECT_EQ(a.event_type, EventType::kWarning) << ToString(a);
   }
   ManagedNode back = IdleNode();
   back.k8s->conditions[1] = {"SlurmNodeHealthy", "False", "SlurmNodeDown", "x", kNow};
   NodePlan back_plan = PlanNode(back, cfg, kNow);
-  const Action* up = Find(back_plan, ActionKind::kSetNodeCondition);
+  const Action* up = Find(back_plan, plan::SetNodeCondition::kName);
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->event_type, EventType::kNormal);
 }
@@ -127,7 +127,7 @@ TEST(PlanNode, StatusSliceIsTheFullPlansConditions) {
   NodePlan full = PlanNode(n, cfg, kNow);
   std::vector<Action> conditions;
   for (const Action& a : full.actions) {
-    if (a.kind == ActionKind::kSetNodeCondition) conditions.push_back(a);
+    if (a.Kind() == plan::SetNodeCondition::kName) conditions.push_back(a);
   }
   ASSERT_EQ(conditions.size(), 2u);
   EXPECT_EQ(health::PlanNodeConditions(n, cfg.health, kNow).actions, conditions);
@@ -151,14 +151,14 @@ TEST(PlanNode, LendDrainReplacesHealthDrain) {
   EXPECT_EQ(plan.owner, "lending");
   std::vector<const Action*> drains;
   for (const Action& a : plan.actions) {
-    if (a.kind == ActionKind::kDrainSlurmNode) drains.push_back(&a);
+    if (a.Kind() == plan::DrainSlurmNode::kName) drains.push_back(&a);
   }
   ASSERT_EQ(drains.size(), 1u) << "the lend's drain replaces the health drain";
   EXPECT_EQ(drains[0]->cause, Cause::kLend);
   EXPECT_EQ(drains[0]->event_type, EventType::kWarning);
   EXPECT_EQ(DrainCauseLabel(drains[0]->cause), "lending");
   for (const Action& a : plan.actions) {
-    if (a.kind == ActionKind::kSetNodeCondition) continue;
+    if (a.Kind() == plan::SetNodeCondition::kName) continue;
     EXPECT_EQ(a.cause, Cause::kLend) << ToString(a);
   }
 }

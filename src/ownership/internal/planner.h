@@ -32,7 +32,6 @@ namespace skb::ownership::internal {
 // Unqualified in every file of the Planner.
 using inventory::GpuPod;
 using plan::Action;
-using plan::ActionKind;
 using plan::EventType;
 
 // Plans one node; `out` collects the result.
@@ -48,9 +47,16 @@ class Planner {
   // --- building blocks (planner.cc)
   void Explain(std::string line);
   void Recheck(Clock::TimePoint t);
-  // An action of this node, its cause from the state (set before its flow runs).
-  plan::Action& Add(plan::ActionKind kind, std::string event_reason, std::string event_message,
-                    plan::EventType type = plan::EventType::kNormal);
+  // An action of this node, its cause from the state (set before its flow runs); returns
+  // its operation, to fill in.
+  template <class Op>
+  Op& Add(Op op, std::string event_reason, std::string event_message,
+          plan::EventType type = plan::EventType::kNormal) {
+    return std::get<Op>(
+        AddAction(std::move(op), std::move(event_reason), std::move(event_message), type).op);
+  }
+  plan::Action& AddAction(plan::Operation op, std::string event_reason, std::string event_message,
+                          plan::EventType type);
   void PatchNode(plan::AnnotationPatch patch, std::string reason, std::string message,
                  plan::EventType type = plan::EventType::kNormal);
   void SetTaint(const char* key, std::string reason, std::string message);

@@ -14,7 +14,6 @@ namespace skb::bridge {
 namespace {
 
 using plan::Action;
-using plan::ActionKind;
 using std::chrono::seconds;
 using testbed::RunCommand;
 using testbed::Shell;
@@ -64,18 +63,18 @@ class ActionExecutorTest : public testing::ActOnTestbedTest {
 
   Action Drain(std::string text) {
     Action a;
-    a.kind = ActionKind::kDrainSlurmNode;
+    a.op = plan::DrainSlurmNode{};
     a.node = kNode;
-    a.slurm_reason = health::SlurmReason(text);
+    a.As<plan::DrainSlurmNode>().reason = health::SlurmReason(text);
     a.event_reason = "ExecutorTestDrained";
     a.event_message = "drained by the executor test: " + text;
     return a;
   }
   Action Resume(std::string expected) {
     Action a;
-    a.kind = ActionKind::kResumeSlurmNode;
+    a.op = plan::ResumeSlurmNode{};
     a.node = kNode;
-    a.expected_reason = std::move(expected);
+    a.As<plan::ResumeSlurmNode>().expected_reason = std::move(expected);
     a.event_reason = "ExecutorTestResumed";
     a.event_message = "resumed by the executor test";
     return a;
@@ -97,7 +96,7 @@ TEST_F(ActionExecutorTest, DrainThenResumeIsIdempotentAndEvented) {
   }  // again: nothing changes, no second Event
   EXPECT_EQ(EventCount("ExecutorTestDrained"), before + 1);
 
-  Action resume = Resume(drain.slurm_reason);
+  Action resume = Resume(drain.As<plan::DrainSlurmNode>().reason);
   {
     Status st = exec_->Execute(resume).status();
     ASSERT_TRUE(st.ok()) << st;
@@ -130,9 +129,9 @@ TEST_F(ActionExecutorTest, ResumeRefusesADrainThatChangedHands) {
 
 TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithStatus) {
   Action a;
-  a.kind = ActionKind::kSetNodeCondition;
+  a.op = plan::SetNodeCondition{};
   a.node = kNode;
-  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", ""};
   a.event_reason = "SlurmNodeNotDrained";
   a.event_message = "executor test";
   {
@@ -143,7 +142,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   ASSERT_FALSE(c1.is_null());
   EXPECT_EQ(c1["status"], "False");
   std::this_thread::sleep_for(seconds(1));
-  a.condition.message = "still not drained";
+  a.As<plan::SetNodeCondition>().condition.message = "still not drained";
   {
     Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
@@ -152,7 +151,8 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   EXPECT_EQ(c2["message"], "still not drained");
   EXPECT_EQ(c2["lastTransitionTime"], c1["lastTransitionTime"]) << "status did not flip";
   std::this_thread::sleep_for(seconds(1));
-  a.condition = {"SlurmDrained", "True", "DrainedByBridge", "k8s-bridge: test"};
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "True", "DrainedByBridge",
+                                              "k8s-bridge: test"};
   {
     Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
@@ -163,7 +163,7 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
   // kwok's Ready condition is untouched by the strategic merge.
   EXPECT_EQ(Condition("Ready")["status"], "True");
   // Leave the node as the planner would find it.
-  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", ""};
   {
     Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
@@ -175,13 +175,13 @@ TEST_F(ActionExecutorTest, ConditionKeepsOthersAndTransitionTimeOnlyFlipsWithSta
 TEST_F(ActionExecutorTest, ATransitionTheCacheKnowsIsWrittenAsItIs) {
   using Transition = plan::ConditionSpec::Transition;
   Action a;
-  a.kind = ActionKind::kSetNodeCondition;
+  a.op = plan::SetNodeCondition{};
   a.node = kNode;
-  a.condition = {"SlurmDrained", "False", "NotDrained", "kept"};
-  a.condition.transition = Transition::kKeep;
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", "kept"};
+  a.As<plan::SetNodeCondition>().condition.transition = Transition::kKeep;
   auto since = k8s::ParseTime("2026-01-02T03:04:05Z");
   ASSERT_TRUE(since.ok());
-  a.condition.since = *since;
+  a.As<plan::SetNodeCondition>().condition.since = *since;
   a.event_reason = "SlurmNodeNotDrained";
   a.event_message = "executor test";
   {
@@ -189,8 +189,8 @@ TEST_F(ActionExecutorTest, ATransitionTheCacheKnowsIsWrittenAsItIs) {
     ASSERT_TRUE(st.ok()) << st;
   }
   EXPECT_EQ(Condition("SlurmDrained")["lastTransitionTime"], "2026-01-02T03:04:05Z");
-  a.condition = {"SlurmDrained", "False", "NotDrained", ""};
-  a.condition.transition = Transition::kNow;
+  a.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", ""};
+  a.As<plan::SetNodeCondition>().condition.transition = Transition::kNow;
   {
     Status st = exec_->Execute(a).status();
     ASSERT_TRUE(st.ok()) << st;
@@ -210,9 +210,9 @@ TEST_F(ActionExecutorTest, ReservationPodPassesRestrictedPodSecurity) {
                 .exit_code,
             0);
   Action a;
-  a.kind = ActionKind::kCreateReservationPod;
+  a.op = plan::CreateReservationPod{};
   a.node = kNode;
-  plan::ReservationSpec& r = a.reservation;
+  plan::ReservationSpec& r = a.As<plan::CreateReservationPod>().reservation;
   r.namespace_name = ns;
   r.name = "restricted-check";
   r.node = kNode;
@@ -237,9 +237,9 @@ TEST_F(ActionExecutorTest, ErrorsAreTypedAndEvented) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.code(), StatusCode::kUnavailable) << s;
   Action cond;
-  cond.kind = ActionKind::kSetNodeCondition;
+  cond.op = plan::SetNodeCondition{};
   cond.node = "no-such-node";
-  cond.condition = {"SlurmDrained", "False", "NotDrained", ""};
+  cond.As<plan::SetNodeCondition>().condition = {"SlurmDrained", "False", "NotDrained", ""};
   EXPECT_EQ(exec_->Execute(cond).status().code(), StatusCode::kNotFound);
 }
 

@@ -111,25 +111,25 @@ TEST_F(ReconcilerTest, StatusLaneWritesConditionsApartAsTheyAreWhenItRuns) {
     if (key) status.Done(*key);
     return r;
   };
-  auto executed = [](const ReconcileResult& r, plan::ActionKind kind) {
+  auto executed = [](const ReconcileResult& r, std::string_view kind) {
     int n = 0;
-    for (const auto& [index, s] : r.outcomes) n += s.ok() && r.plan.actions[index].kind == kind;
+    for (const auto& [index, s] : r.outcomes) n += s.ok() && r.plan.actions[index].Kind() == kind;
     return n;
   };
 
   SetGpuHealthy("False", "XID 48 on GPU 1");
   ReconcileResult r = Step();
   ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(executed(r, plan::ActionKind::kDrainSlurmNode), 1);
+  EXPECT_EQ(executed(r, plan::DrainSlurmNode::kName), 1);
   EXPECT_EQ(SlurmReason(), "k8s-bridge: GPUHealthy=False: XID 48 on GPU 1");
   // The drained state observed: the condition is planned, queued apart, not written here.
   r = Step();
-  EXPECT_EQ(executed(r, plan::ActionKind::kSetNodeCondition), 0);
+  EXPECT_EQ(executed(r, plan::SetNodeCondition::kName), 0);
   EXPECT_NE(Condition("SlurmDrained", "status"), "True");
   ASSERT_EQ(status.Len(), 1u);
   r = write_status();
   ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(executed(r, plan::ActionKind::kSetNodeCondition), r.executed);
+  EXPECT_EQ(executed(r, plan::SetNodeCondition::kName), r.executed);
   EXPECT_EQ(Condition("SlurmDrained", "status"), "True");
   const std::string since = Condition("SlurmDrained", "lastTransitionTime");
 

@@ -1,5 +1,5 @@
-// The ActionExecutor's node-ownership actions (reservation pods, job signals and
-// preemption, node taints and annotations): the contract of each is in
+// The ActionExecutor's pod actions: the bridge's reservation pod (create, delete, annotate,
+// release, restore its finalizer) and evictions. The contract of each is in
 // src/ownership/ownership.h. Every one re-checks at the source and is idempotent; an Event
 // is recorded only when something changed.
 #include <algorithm>
@@ -118,20 +118,18 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
                     {"fieldRef", {{"fieldPath", "metadata.annotations"}}}}}}}}}}}}}};
 }
 
-// Job `listed` of an action, re-read at the source; nullopt when Slurm no longer knows it,
-// or when the whole job it belongs to (ownership::WholeJobId: a heterogeneous job's leader)
-// is among `done` already: Slurm acts on a heterogeneous job once, by its leader's id.
-StatusOr<std::optional<skb::slurm::JobView>> LoadListed(slurm::SlurmClient* slurm, uint32_t listed,
-                                                        const std::vector<uint32_t>& done) {
-  auto job = slurm->LoadJob(listed);
-  if (!job.ok()) {
-    if (job.status().code() == StatusCode::kNotFound) return std::optional<skb::slurm::JobView>();
-    return job.status();
+// `ref` re-read at the source: nullopt when it is gone; Aborted when another pod has taken
+// its name (the uid differs).
+StatusOr<std::optional<nlohmann::json>> LoadPod(k8s::KubeClient* kube, const plan::PodRef& ref) {
+  auto pod = kube->Get(k8s::Resource::Pods(), ref.namespace_name, ref.name);
+  if (!pod.ok()) {
+    if (pod.status().code() == StatusCode::kNotFound) return std::optional<nlohmann::json>();
+    return pod.status();
   }
-  if (std::find(done.begin(), done.end(), ownership::WholeJobId(*job)) != done.end()) {
-    return std::optional<skb::slurm::JobView>();
+  if (!ref.uid.empty() && MetaString(*pod, "uid") != ref.uid) {
+    return AbortedError(StrCat("pod ", ref.name, " was re-created (uid changed)"));
   }
-  return std::optional<skb::slurm::JobView>(*std::move(job));
+  return std::optional<nlohmann::json>(*std::move(pod));
 }
 
 }  // namespace
@@ -142,8 +140,8 @@ void ActionExecutor::RecordPod(const Action& a, const std::string& ns, const std
                   a.event_message);
 }
 
-StatusOr<Effect> ActionExecutor::CreateReservation(const Action& a) {
-  const plan::ReservationSpec& r = a.reservation;
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::CreateReservationPod& op) {
+  const plan::ReservationSpec& r = op.reservation;
   // The node is the reservation's controller (owner reference): `kubectl drain` evicts a
   // pod with a controller without --force, and the garbage collector removes the pod
   // with its node.
@@ -210,47 +208,41 @@ StatusOr<Effect> ActionExecutor::CreateReservation(const Action& a) {
   return s;
 }
 
-StatusOr<Effect> ActionExecutor::DeleteReservation(const Action& a) {
-  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) {
-    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
-    return pod.status();
-  }
-  if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
-    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
-  }
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::DeleteReservationPod& op) {
+  ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
+  if (!pod) return Effect::kUnchanged;
   if (!HasRole(*pod)) {
-    return FailedPreconditionError(StrCat("pod ", a.pod.namespace_name, "/", a.pod.name,
+    return FailedPreconditionError(StrCat("pod ", op.pod.namespace_name, "/", op.pod.name,
                                           " is not the bridge's: never deleted"));
   }
   if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
   opts.precondition_uid = MetaString(*pod, "uid");
-  auto r = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
+  auto r = kube_->Delete(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name, opts);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
     return r.status();
   }
   Record(a);
-  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
+  RecordPod(a, op.pod.namespace_name, op.pod.name, op.pod.uid);
   return Effect::kChanged;
 }
 
-StatusOr<Effect> ActionExecutor::PatchPodAnnotations(const Action& a) {
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::PatchPodAnnotations& op) {
   nlohmann::json ann = nlohmann::json::object();
-  for (const auto& [k, v] : a.annotations.set) ann[k] = v;
-  for (const auto& k : a.annotations.remove) ann[k] = nullptr;
+  for (const auto& [k, v] : op.annotations.set) ann[k] = v;
+  for (const auto& k : op.annotations.remove) ann[k] = nullptr;
   nlohmann::json patch = {{"metadata", {{"annotations", ann}}}};
-  if (!a.pod.uid.empty()) patch["metadata"]["uid"] = a.pod.uid;
-  auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+  if (!op.pod.uid.empty()) patch["metadata"]["uid"] = op.pod.uid;
+  auto r = kube_->Patch(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name,
                         k8s::PatchType::kJsonMerge, patch);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) {
-      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
+      return AbortedError(StrCat("pod ", op.pod.name, " is gone"));
     }
     // A uid in a merge patch that does not match is refused as a conflict or invalid.
     if (r.status().code() == StatusCode::kInvalidArgument) {
-      return AbortedError(StrCat("pod ", a.pod.name, " was re-created: ", r.status().message()));
+      return AbortedError(StrCat("pod ", op.pod.name, " was re-created: ", r.status().message()));
     }
     return r.status();
   }
@@ -261,22 +253,14 @@ StatusOr<Effect> ActionExecutor::PatchPodAnnotations(const Action& a) {
   return Effect::kChanged;
 }
 
-StatusOr<Effect> ActionExecutor::RestoreFinalizer(const Action& a) {
-  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) {
-    if (pod.status().code() == StatusCode::kNotFound) {
-      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
-    }
-    return pod.status();
-  }
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::RestoreFinalizer& op) {
+  ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
+  if (!pod) return AbortedError(StrCat("pod ", op.pod.name, " is gone"));
   const std::string uid = MetaString(*pod, "uid");
-  if (!a.pod.uid.empty() && uid != a.pod.uid) {
-    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
-  }
   const nlohmann::json& meta = (*pod)["metadata"];
   if (meta.contains("deletionTimestamp")) {
     // Kubernetes refuses new finalizers on a pod being deleted; the lend handles it.
-    return AbortedError(StrCat("pod ", a.pod.name, " is being deleted"));
+    return AbortedError(StrCat("pod ", op.pod.name, " is being deleted"));
   }
   if (OurFinalizerIndex(meta)) return Effect::kUnchanged;
   const bool has_list = meta.contains("finalizers") && meta["finalizers"].is_array();
@@ -290,25 +274,25 @@ StatusOr<Effect> ActionExecutor::RestoreFinalizer(const Action& a) {
                    {"path", "/metadata/finalizers"},
                    {"value", nlohmann::json::array({ownership::kFinalizer})}});
   }
-  auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+  auto r = kube_->Patch(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name,
                         k8s::PatchType::kJsonPatch, ops);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) {
-      return AbortedError(StrCat("pod ", a.pod.name, " is gone"));
+      return AbortedError(StrCat("pod ", op.pod.name, " is gone"));
     }
     if (r.status().code() == StatusCode::kInvalidArgument) {  // a "test" failed
-      return AbortedError(StrCat("pod ", a.pod.name, " changed: ", r.status().message()));
+      return AbortedError(StrCat("pod ", op.pod.name, " changed: ", r.status().message()));
     }
     return r.status();
   }
   Record(a);
-  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
+  RecordPod(a, op.pod.namespace_name, op.pod.name, op.pod.uid);
   return Effect::kChanged;
 }
 
-StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::ReleaseReservationPod& op) {
   // Verify at the source what makes the release safe.
-  if (a.release_check == plan::ReleaseCheck::kNoSlurmJobs) {
+  if (op.check == plan::ReleaseCheck::kNoSlurmJobs) {
     // The drain first, then the jobs: a node still drained takes no new job, so when both
     // hold no job can start before the release. Without the drain check, an admin's resume
     // after the planner's snapshot would let Slurm start a job beside the pod it is lent to.
@@ -327,7 +311,7 @@ StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
                                    ": reservation not released"));
       }
     }
-  } else if (a.release_check == plan::ReleaseCheck::kNodeGone) {
+  } else if (op.check == plan::ReleaseCheck::kNodeGone) {
     auto node = kube_->Get(k8s::Resource::Nodes(), "", a.K8sNode());
     if (node.ok()) {
       return FailedPreconditionError(
@@ -360,15 +344,9 @@ StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
                                  " label: reservation not released"));
     }
   }
-  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) {
-    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
-    return pod.status();
-  }
+  ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
+  if (!pod) return Effect::kUnchanged;
   const std::string uid = MetaString(*pod, "uid");
-  if (!a.pod.uid.empty() && uid != a.pod.uid) {
-    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
-  }
   const nlohmann::json& meta = (*pod)["metadata"];
   nlohmann::json ops =
       nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
@@ -393,12 +371,12 @@ StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
     changed = true;
   }
   if (changed) {
-    auto r = kube_->Patch(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name,
+    auto r = kube_->Patch(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name,
                           k8s::PatchType::kJsonPatch, ops);
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
       if (r.status().code() == StatusCode::kInvalidArgument) {  // a "test" failed
-        return AbortedError(StrCat("pod ", a.pod.name, " changed: ", r.status().message()));
+        return AbortedError(StrCat("pod ", op.pod.name, " changed: ", r.status().message()));
       }
       return r.status();
     }
@@ -407,159 +385,31 @@ StatusOr<Effect> ActionExecutor::ReleaseReservation(const Action& a) {
   k8s::DeleteOptions opts;
   opts.precondition_uid = uid;
   opts.grace_period_seconds = 1;
-  auto d = kube_->Delete(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name, opts);
+  auto d = kube_->Delete(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name, opts);
   if (!d.ok() && d.status().code() != StatusCode::kNotFound) return d.status();
   // The release is the annotation and the finalizer; the shortened deletion is repeated
   // by a re-plan that has not yet seen the pod go, and changes nothing that counts.
   if (!changed) return Effect::kUnchanged;
   Record(a);
-  RecordPod(a, a.pod.namespace_name, a.pod.name, uid);
+  RecordPod(a, op.pod.namespace_name, op.pod.name, uid);
   return Effect::kChanged;
 }
 
-StatusOr<Effect> ActionExecutor::SignalJobs(const Action& a) {
-  slurm::SignalScope scope = slurm::SignalScope::kFullJob;
-  if (a.signal_scope == plan::SignalScope::kBatchOnly) scope = slurm::SignalScope::kBatchStep;
-  if (a.signal_scope == plan::SignalScope::kSteps) scope = slurm::SignalScope::kSteps;
-  std::string sent;
-  const auto now = clock_->Now();
-  std::vector<uint32_t> targets;
-  for (uint32_t listed : a.job_ids) {
-    // A component of a heterogeneous job stands for the whole job: Slurm signals every
-    // component through the leader's id (a component's own id reaches none of them).
-    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed, targets));
-    if (!job) continue;
-    const uint32_t id = ownership::WholeJobId(*job);
-    targets.push_back(id);
-    {
-      // A signal is not idempotent, and the planner may ask again before the informer
-      // shows the signalled-at annotation it recorded: one signal per job per window.
-      MutexLock lock(&signalled_mu_);
-      auto it = signalled_.find({id, a.signal});
-      if (it != signalled_.end() && now - it->second < kSignalDedupWindow) continue;
-      std::erase_if(signalled_,
-                    [&](const auto& e) { return now - e.second >= kSignalDedupWindow; });
-    }
-    Status s = slurm_->SignalJob(id, a.signal, scope);
-    if (s.ok()) {
-      MutexLock lock(&signalled_mu_);
-      signalled_[{id, a.signal}] = now;
-    }
-    if (s.ok()) {
-      StrAppend(&sent, sent.empty() ? "" : ",", id);
-      continue;
-    }
-    // No longer running (finished, requeued, gone): nothing to signal.
-    if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) continue;
-    return s;
-  }
-  if (sent.empty()) return Effect::kUnchanged;
-  Record(a, StrCat(a.event_message, " (jobs ", sent, ")"));
-  return Effect::kChanged;
-}
-
-StatusOr<Effect> ActionExecutor::PreemptJobs(const Action& a) {
-  std::string done;
-  Status first_error;
-  std::vector<uint32_t> targets;
-  for (uint32_t listed : a.job_ids) {
-    // `listed` runs on a.node; Slurm requeues and cancels a heterogeneous job only whole,
-    // by its leader's id (a component's own id is refused), wherever the leader runs.
-    ASSIGN_OR_RETURN(std::optional<skb::slurm::JobView> job, LoadListed(slurm_, listed, targets));
-    if (!job) continue;
-    const uint32_t id = ownership::WholeJobId(*job);
-    bool here = std::find(job->nodes.begin(), job->nodes.end(), a.node) != job->nodes.end();
-    bool active = job->state == skb::slurm::JobState::kRunning ||
-                  job->state == skb::slurm::JobState::kSuspended;
-    if (a.ended_after_signal) {
-      // Only the run that ended after our signal: not one requeued meanwhile (pending, or
-      // started again), not one its user cancelled. Requeue first (a finished job's
-      // record is what Slurm may refuse to update), then say why in its comment.
-      bool finished = !active && job->state != skb::slurm::JobState::kPending &&
-                      job->state != skb::slurm::JobState::kCancelled && !job->completing;
-      if (!here || !finished || job->requeue_pending || job->start_time > a.at_unix) continue;
-      targets.push_back(id);
-      auto o = slurm_->RequeueJob(id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
-      if (!o.ok() && o.status().code() == StatusCode::kUnavailable) return o.status();
-      if (!o.ok()) {
-        // Best effort: the job has left the node already; nothing waits for this.
-        Record(a, k8s::EventType::kWarning, "EndedJobRequeueFailed",
-               StrCat("Slurm job ", id, " ended ", skb::slurm::JobStateName(job->state),
-                      " after the checkpoint signal and Slurm refused to requeue it: ",
-                      o.status().message()));
-        continue;
-      }
-      if (auto c = slurm_->SetAdminComment(
-              listed,
-              ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_));
-          !c.ok()) {
-        Logger("reconcile")
-            ->warn("admin_comment_failed job={} error=\"{}\"", id, c.status().message());
-      }
-    } else {
-      if (!here || !active || job->requeue_pending) continue;
-      targets.push_back(id);
-      // The record goes on the component here (its own comment: a write to the leader's id
-      // would overwrite every component's); the whole job's policy reads every component.
-      std::string comment =
-          ownership::RecordPreemption(job->admin_comment, a.at_unix, a.preemptor, lending_);
-      if (auto c = slurm_->SetAdminComment(listed, comment); !c.ok()) {
-        if (first_error.ok()) first_error = c.status();
-        continue;
-      }
-      StatusOr<WriteOutcome> o =
-          a.preempt_mode == plan::JobPreemptMode::kCancel
-              ? slurm_->CancelJob(id)
-              : slurm_->RequeueJob(id, a.preempt_mode == plan::JobPreemptMode::kRequeueHold);
-      if (!o.ok()) {
-        if (first_error.ok()) first_error = o.status();
-        continue;
-      }
-    }
-    if (a.preempt_mode == plan::JobPreemptMode::kRequeue) {
-      // Without this the requeued job waits ~2 min (Slurm's requeue begin time) even when
-      // other nodes are free. Best effort: the job is safe either way.
-      if (auto e = slurm_->MakeEligibleNow(id); !e.ok()) {
-        Logger("reconcile")
-            ->warn("make_eligible_failed job={} error=\"{}\"", id, e.status().message());
-      }
-    }
-    StrAppend(&done, done.empty() ? "" : ",", id);
-  }
-  if (!done.empty()) {
-    Record(a, StrCat(a.event_message, " (jobs ", done, ")"));
-  }
-  if (!first_error.ok()) {
-    // Slurm refused (e.g. a job that cannot be requeued): the planner asks again; the
-    // busy taint keeps Kubernetes off the node meanwhile.
-    if (first_error.code() == StatusCode::kUnavailable) return first_error;
-    return FailedPreconditionError(
-        StrCat("preempting jobs on ", a.node, ": ", first_error.message()));
-  }
-  return done.empty() ? Effect::kUnchanged : Effect::kChanged;
-}
-
-StatusOr<Effect> ActionExecutor::EvictPod(const Action& a) {
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::EvictPod& op) {
   // At the source: still this pod (uid), still on this node, not the bridge's own.
-  auto pod = kube_->Get(k8s::Resource::Pods(), a.pod.namespace_name, a.pod.name);
-  if (!pod.ok()) {
-    if (pod.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
-    return pod.status();
-  }
-  if (!a.pod.uid.empty() && MetaString(*pod, "uid") != a.pod.uid) {
-    return AbortedError(StrCat("pod ", a.pod.name, " was re-created (uid changed)"));
-  }
+  ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
+  if (!pod) return Effect::kUnchanged;
   if (k8s::StringAt((*pod)["spec"], "nodeName") != a.K8sNode()) {
-    return AbortedError(StrCat("pod ", a.pod.name, " is no longer on node ", a.K8sNode()));
+    return AbortedError(StrCat("pod ", op.pod.name, " is no longer on node ", a.K8sNode()));
   }
   if (HasRole(*pod)) {
     return FailedPreconditionError(
-        StrCat("pod ", a.pod.namespace_name, "/", a.pod.name, " is the bridge's: never evicted"));
+        StrCat("pod ", op.pod.namespace_name, "/", op.pod.name, " is the bridge's: never evicted"));
   }
   if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
   opts.precondition_uid = MetaString(*pod, "uid");
-  auto r = k8s::EvictPod(*kube_, a.pod.namespace_name, a.pod.name, opts);
+  auto r = k8s::EvictPod(*kube_, op.pod.namespace_name, op.pod.name, opts);
   if (!r.ok()) {
     const Status& s = r.status();
     if (s.code() == StatusCode::kNotFound) return Effect::kUnchanged;
@@ -567,7 +417,7 @@ StatusOr<Effect> ActionExecutor::EvictPod(const Action& a) {
       // The Eviction API's answer while a PodDisruptionBudget allows no disruption: said on
       // the node and the pod, and tried again with back-off (the bridge does not watch
       // budgets; the recorder's rate limit keeps the retries from spamming Events).
-      const std::string why = StrCat("evicting pod ", a.pod.namespace_name, "/", a.pod.name,
+      const std::string why = StrCat("evicting pod ", op.pod.namespace_name, "/", op.pod.name,
                                      " is refused for now (its PodDisruptionBudget allows no "
                                      "disruption): ",
                                      s.message());
@@ -577,83 +427,7 @@ StatusOr<Effect> ActionExecutor::EvictPod(const Action& a) {
     return s;
   }
   Record(a);
-  RecordPod(a, a.pod.namespace_name, a.pod.name, a.pod.uid);
-  return Effect::kChanged;
-}
-
-StatusOr<Effect> ActionExecutor::ChangeTaint(const Action& a, bool add) {
-  const std::string node_name = a.K8sNode();
-  ASSIGN_OR_RETURN(nlohmann::json node, kube_->Get(k8s::Resource::Nodes(), "", node_name));
-  nlohmann::json taints = nlohmann::json::array();
-  bool present = false;
-  if (node.contains("spec") && node["spec"].contains("taints") &&
-      node["spec"]["taints"].is_array()) {
-    for (const auto& t : node["spec"]["taints"]) {
-      bool same =
-          k8s::StringAt(t, "key") == a.taint.key && k8s::StringAt(t, "effect") == a.taint.effect;
-      if (same) {
-        present = true;
-        if (!add) continue;  // removing it
-      }
-      taints.push_back(t);
-    }
-  }
-  if (add == present) return Effect::kUnchanged;  // already so
-  if (add) {
-    nlohmann::json t = {{"key", a.taint.key}, {"effect", a.taint.effect}};
-    if (!a.taint.value.empty()) t["value"] = a.taint.value;
-    taints.push_back(std::move(t));
-  }
-  nlohmann::json ops = nlohmann::json::array(
-      {{{"op", "test"},
-        {"path", "/metadata/resourceVersion"},
-        {"value", MetaString(node, "resourceVersion")}},
-       {{"op", "add"}, {"path", "/spec/taints"}, {"value", std::move(taints)}}});
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonPatch, ops);
-  if (!r.ok()) {
-    if (r.status().code() == StatusCode::kInvalidArgument) {
-      return AbortedError(StrCat("node ", node_name, " changed meanwhile"));
-    }
-    return r.status();
-  }
-  Record(a);
-  return Effect::kChanged;
-}
-
-StatusOr<Effect> ActionExecutor::PatchNodeAnnotations(const Action& a) {
-  const std::string node_name = a.K8sNode();
-  const auto merge = [](const plan::AnnotationPatch& p) {
-    nlohmann::json m = nlohmann::json::object();
-    for (const auto& [k, v] : p.set) m[k] = v;
-    for (const auto& k : p.remove) m[k] = nullptr;
-    return m;
-  };
-  // A plan made from a cache that has not seen this patch yet repeats it: a node that
-  // already reads as asked is left alone, with no second Event and kUnchanged.
-  if (auto current = kube_->Get(k8s::Resource::Nodes(), "", node_name); current.ok()) {
-    const nlohmann::json& m = (*current)["metadata"];
-    const auto holds = [&](std::string_view field, const plan::AnnotationPatch& p) {
-      const nlohmann::json empty = nlohmann::json::object();
-      const nlohmann::json& have = m.contains(field) ? m[std::string(field)] : empty;
-      for (const auto& [k, v] : p.set) {
-        if (!have.contains(k) || have[k] != v) return false;
-      }
-      for (const auto& k : p.remove) {
-        if (have.contains(k)) return false;
-      }
-      return true;
-    };
-    if (holds("annotations", a.annotations) && holds("labels", a.labels)) {
-      return Effect::kUnchanged;
-    }
-  }
-  nlohmann::json meta = nlohmann::json::object();
-  if (!a.annotations.empty()) meta["annotations"] = merge(a.annotations);
-  if (!a.labels.empty()) meta["labels"] = merge(a.labels);
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonMerge,
-                        {{"metadata", std::move(meta)}});
-  if (!r.ok()) return r.status();
-  if (!a.event_reason.empty()) Record(a);
+  RecordPod(a, op.pod.namespace_name, op.pod.name, op.pod.uid);
   return Effect::kChanged;
 }
 

@@ -31,10 +31,11 @@ class ReleaseCheckTest : public ::testing::Test {
                             {"finalizers", {ownership::kFinalizer}}}}};
     auto created = kube_.Create(k8s::Resource::Pods(), "slurm-bridge", pod);
     ASSERT_TRUE(created.ok()) << created.status();
-    release_.kind = plan::ActionKind::kReleaseReservationPod;
+    release_.op = plan::ReleaseReservationPod{};
     release_.node = "node3";
-    release_.pod = {"slurm-bridge", "reserve-node3", (*created)["metadata"]["uid"]};
-    release_.release_check = plan::ReleaseCheck::kNoSlurmJobs;
+    release_.As<plan::ReleaseReservationPod>().pod = {"slurm-bridge", "reserve-node3",
+                                                      (*created)["metadata"]["uid"]};
+    release_.As<plan::ReleaseReservationPod>().check = plan::ReleaseCheck::kNoSlurmJobs;
   }
 
   // The reservation's finalizers; none once it is gone.
