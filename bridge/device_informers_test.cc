@@ -62,8 +62,8 @@ TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
 }
 
 // The pod informer is the controller's (PodInformerOptions): its trim keeps what PendingGpuPod
-// reads (conditions, priority, nodeSelector, node affinity, requests, sidecars), through the
-// selective decode of watch events too.
+// reads (conditions, priority, nodeSelector, node affinity, tolerations, requests, sidecars),
+// through the selective decode of watch events too.
 TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
   json pod = json::parse(td::kPendingPod);
   pod["spec"]["nodeSelector"].clear();
@@ -76,6 +76,11 @@ TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
                   {"restartPolicy", "Always"},
                   {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}};
   pod["spec"]["initContainers"].insert(pod["spec"]["initContainers"].begin(), sidecar);
+  pod["spec"]["tolerations"] = json::parse(R"([
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+    {"key": "nvidia.com/maintenance", "operator": "Equal", "value": "true",
+     "effect": "NoSchedule"}])");
   k8s::InformerOptions opts = PodInformerOptions();
   json trimmed = opts.transform(json(pod));
   auto selected =
@@ -87,6 +92,7 @@ TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
   ASSERT_TRUE(want.has_value());
   EXPECT_EQ(want->gpus, 11);  // 9 + the sidecar's 2
   EXPECT_EQ(want->model, "NVIDIA-A100-SXM4-80GB");
+  EXPECT_EQ(want->placement.tolerations.size(), 2u);
   for (const json& p : {trimmed, decoded}) {
     auto got = devices::PendingGpuPod(p, "nvidia.com/gpu", 100000);
     ASSERT_TRUE(got.has_value()) << p.dump();
@@ -94,6 +100,7 @@ TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
     EXPECT_EQ(got->gpus, want->gpus);
     EXPECT_EQ(got->priority, want->priority);
     EXPECT_EQ(got->model, want->model);
+    EXPECT_EQ(got->placement, want->placement);
   }
 }
 

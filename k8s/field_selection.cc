@@ -105,9 +105,11 @@ json SelectPodFields(json&& pod) {
   if (auto spec = pod.find("spec"); spec != pod.end()) {
     KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
                      "terminationGracePeriodSeconds", "containers", "initContainers",
-                     "nodeSelector", "affinity"});
+                     "nodeSelector", "affinity", "tolerations"});
     TrimList(*spec, "containers", {"name", "resources", "restartPolicy"}, /*keep_empty=*/true);
     TrimList(*spec, "initContainers", {"name", "resources", "restartPolicy"},
+             /*keep_empty=*/false);
+    TrimList(*spec, "tolerations", {"key", "operator", "value", "effect"},
              /*keep_empty=*/false);
     if (auto a = spec->find("affinity"); a != spec->end()) KeepOnly(*a, {"nodeAffinity"});
   }

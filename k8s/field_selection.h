@@ -17,9 +17,9 @@ nlohmann::json SelectNodeFields(nlohmann::json&& node);
 
 // metadata as for nodes plus ownerReferences; spec (nodeName, schedulerName, priority,
 // priorityClassName, terminationGracePeriodSeconds, nodeSelector, affinity.nodeAffinity,
-// containers and initContainers reduced to name + resources + restartPolicy: a restartable
-// init container is a sidecar, counted with the containers); status (phase, conditions
-// without probe times).
+// tolerations without tolerationSeconds, containers and initContainers reduced to name +
+// resources + restartPolicy: a restartable init container is a sidecar, counted with the
+// containers); status (phase, conditions without probe times).
 nlohmann::json SelectPodFields(nlohmann::json&& pod);
 
 // Dynamic Resource Allocation (resource.k8s.io/v1), for GPU-granular sharing

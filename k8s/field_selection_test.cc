@@ -65,10 +65,11 @@ json Conditions(json& status) {
   return out;
 }
 
-json Containers(json& spec, const char* key) {
+// The list at `key` of `spec`, each element reduced to `fields` ([] when there is none).
+json List(json& spec, const char* key, std::initializer_list<const char*> fields) {
   json out = json::array();
   if (!spec.is_object() || !spec.contains(key) || !spec[key].is_array()) return out;
-  for (json& c : spec[key]) out.push_back(Keep(c, {"name", "resources", "restartPolicy"}));
+  for (json& c : spec[key]) out.push_back(Keep(c, fields));
   return out;
 }
 
@@ -99,9 +100,11 @@ json ReferenceSelectPodFields(json&& pod) {
                          "terminationGracePeriodSeconds", "nodeSelector"});
     if (spec.is_object() && spec.contains("affinity"))
       s["affinity"] = Keep(spec["affinity"], {"nodeAffinity"});
-    s["containers"] = Containers(spec, "containers");
-    json init = Containers(spec, "initContainers");
+    s["containers"] = List(spec, "containers", {"name", "resources", "restartPolicy"});
+    json init = List(spec, "initContainers", {"name", "resources", "restartPolicy"});
     if (!init.empty()) s["initContainers"] = std::move(init);
+    json tolerations = List(spec, "tolerations", {"key", "operator", "value", "effect"});
+    if (!tolerations.empty()) s["tolerations"] = std::move(tolerations);
     out["spec"] = std::move(s);
   }
   if (pod.contains("status")) {
@@ -152,15 +155,24 @@ TEST(FieldSelection, PodViewUnchangedAndObjectSmaller) {
   EXPECT_FALSE(trimmed["spec"]["containers"][0].contains("env"));
 
   // What GPU sharing reads of a pending pod (src/devices/k8s_devices.h) is kept: the
-  // model it selects and which init containers are sidecars.
+  // model it selects, which init containers are sidecars, the taints it tolerates.
   full["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "NVIDIA-A100"}};
   full["spec"]["affinity"] = {{"nodeAffinity", {{"x", 1}}}, {"podAffinity", {{"y", 2}}}};
   full["spec"]["initContainers"] = {{{"name", "s"}, {"restartPolicy", "Always"}, {"image", "i"}}};
+  full["spec"]["tolerations"] = nlohmann::json::parse(
+      R"([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+           "tolerationSeconds": 300},
+          {"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoSchedule"}])");
   trimmed = SelectPodFields(nlohmann::json(full));
   EXPECT_EQ(trimmed["spec"]["nodeSelector"], full["spec"]["nodeSelector"]);
   EXPECT_EQ(trimmed["spec"]["affinity"], nlohmann::json({{"nodeAffinity", {{"x", 1}}}}));
   EXPECT_EQ(trimmed["spec"]["initContainers"][0],
             nlohmann::json({{"name", "s"}, {"restartPolicy", "Always"}}));
+  EXPECT_EQ(trimmed["spec"]["tolerations"][0],
+            nlohmann::json({{"key", "node.kubernetes.io/not-ready"},
+                            {"operator", "Exists"},
+                            {"effect", "NoExecute"}}));
+  EXPECT_EQ(trimmed["spec"]["tolerations"][1], full["spec"]["tolerations"][1]);
 }
 
 TEST(FieldSelection, NonObjectsPassThrough) {
@@ -184,6 +196,9 @@ TEST(FieldSelection, InPlaceTrimEqualsTheReferenceOnOddShapes) {
           R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",
           R"({"spec":{"affinity":{"podAntiAffinity":{},"nodeAffinity":{"x":1}},"nodeSelector":{}}})",
           R"({"spec":{"affinity":7,"initContainers":[{"name":"s","restartPolicy":"Always"}]}})",
+          R"({"spec":{"tolerations":[{"operator":"Exists","tolerationSeconds":5},"x"]}})",
+          R"({"spec":{"tolerations":[]}})",
+          R"({"spec":{"tolerations":{"key":"k"}}})",
       }) {
     inputs.push_back(nlohmann::json::parse(text));
   }

@@ -499,20 +499,25 @@ const JsonSelection& JsonSelection::PodWatchEvent() {
   static const JsonSelection sel = [] {
     JsonSelection container =
         Fields({{"name", All()}, {"resources", All()}, {"restartPolicy", All()}});
-    JsonSelection pod = Fields({{"metadata", Meta(true)},
-                                {"spec", Fields({{"nodeName", All()},
-                                                 {"schedulerName", All()},
-                                                 {"priority", All()},
-                                                 {"priorityClassName", All()},
-                                                 {"terminationGracePeriodSeconds", All()},
-                                                 {"nodeSelector", All()},
-                                                 {"affinity", Fields({{"nodeAffinity", All()}})},
-                                                 {"containers", container},
-                                                 {"initContainers", container}})},
-                                {"status", Fields({{"phase", All()},
-                                                   {"nominatedNodeName", All()},
-                                                   {"conditions", Conditions()},
-                                                   {"startTime", All()}})}});
+    JsonSelection pod = Fields(
+        {{"metadata", Meta(true)},
+         {"spec",
+          Fields(
+              {{"nodeName", All()},
+               {"schedulerName", All()},
+               {"priority", All()},
+               {"priorityClassName", All()},
+               {"terminationGracePeriodSeconds", All()},
+               {"nodeSelector", All()},
+               {"affinity", Fields({{"nodeAffinity", All()}})},
+               {"tolerations",
+                Fields({{"key", All()}, {"operator", All()}, {"value", All()}, {"effect", All()}})},
+               {"containers", container},
+               {"initContainers", container}})},
+         {"status", Fields({{"phase", All()},
+                            {"nominatedNodeName", All()},
+                            {"conditions", Conditions()},
+                            {"startTime", All()}})}});
     return Fields({{"type", All()}, {"object", pod}});
   }();
   return sel;

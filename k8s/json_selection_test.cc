@@ -19,7 +19,8 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 
 // The realistic pod with what GPU sharing reads besides (a model selected by nodeSelector and
-// node affinity, a sidecar) and what it does not (pod anti-affinity).
+// node affinity, a sidecar; tolerations it already has) and what it does not (pod
+// anti-affinity).
 json PodWithPlacement() {
   json pod = testdata::RealisticPod();
   pod["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};

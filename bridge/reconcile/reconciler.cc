@@ -217,13 +217,15 @@ void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
 }
 
 std::map<std::string, std::string> Reconciler::PairedNodes(
-    std::map<std::string, std::map<std::string, std::string>>* labels) const {
+    std::map<std::string, std::map<std::string, std::string>>* labels,
+    std::map<std::string, std::vector<inventory::Taint>>* taints) const {
   MutexLock lock(&mu_);
   std::map<std::string, std::string> out;
   for (const auto& [slurm_name, k8s] : k8s_nodes_) {
     if (!slurm_nodes_.count(slurm_name)) continue;
     out[slurm_name] = k8s.name;
     if (labels != nullptr) (*labels)[slurm_name] = k8s.labels;
+    if (taints != nullptr && !k8s.taints.empty()) (*taints)[slurm_name] = k8s.taints;
   }
   return out;
 }

@@ -78,9 +78,10 @@ class Reconciler {
   // that change, and those the changed pods are nominated to, are planned again.
   void SetQuotaFacts(ownership::QuotaFacts facts);
   // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World), and
-  // into `labels` (when given) each one's Kubernetes labels.
+  // into `labels` and `taints` (when given) each one's Kubernetes labels and taints.
   std::map<std::string, std::string> PairedNodes(
-      std::map<std::string, std::map<std::string, std::string>>* labels = nullptr) const;
+      std::map<std::string, std::map<std::string, std::string>>* labels = nullptr,
+      std::map<std::string, std::vector<inventory::Taint>>* taints = nullptr) const;
 
   // --- the step ---
   // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe

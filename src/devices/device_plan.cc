@@ -248,8 +248,9 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
   if (!pod.model.empty() && pod.model != node.model) {
     return no(StrCat("node ", node.node, " has ", node.model, " GPUs, the pod wants ", pod.model));
   }
-  if (auto not_here = WhyNotPlaceable(
-          pod.placement, node.k8s_node.empty() ? node.node : node.k8s_node, node.labels)) {
+  if (auto not_here =
+          WhyNotPlaceable(pod.placement, node.k8s_node.empty() ? node.node : node.k8s_node,
+                          node.labels, node.taints)) {
     return no(*not_here);
   }
   if (!node.healthy) return no(StrCat("node ", node.node, " is unhealthy"));

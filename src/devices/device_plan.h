@@ -35,6 +35,7 @@
 #include "src/base/clock.h"
 #include "src/config/config.h"
 #include "src/devices/placement.h"
+#include "src/inventory/k8s_node.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
 
@@ -101,6 +102,7 @@ struct NodeDevices {
   std::string node;
   std::string k8s_node;                       // its Kubernetes name
   std::map<std::string, std::string> labels;  // the Kubernetes node's (a pod's placement)
+  std::vector<inventory::Taint> taints;       // the Kubernetes node's (a pod's tolerations)
   std::string model;                          // GPU model, for pods that name one
   std::vector<Device> devices;                // indexed by GRES index
   std::vector<NodeJob> jobs;
@@ -118,8 +120,8 @@ struct PendingPod {
   int64_t gpus = 1;
   int32_t priority = 0;
   std::string model;  // "" = any
-  // Where it may run (nodeSelector, required node affinity): a give frees GPUs only on a
-  // node it may use.
+  // Where it may run (nodeSelector, required node affinity, tolerations): a give frees GPUs
+  // only on a node it may use.
   NodePlacement placement;
   // Guaranteed quotas: why it would run beyond its tenant's guarantee ("" = within it, or
   // quotas off). A borrowing pod gets idle GPUs only, never a job's.

@@ -366,6 +366,12 @@ NodePlacement PlacementOf(const json& pod) {
     }
     p.terms.push_back(std::move(reqs));
   }
+  for (const json& t : Items(Field(spec, "tolerations"))) {
+    p.tolerations.push_back({.key = Str(Field(&t, "key")),
+                             .op = Str(Field(&t, "operator")),
+                             .value = Str(Field(&t, "value")),
+                             .effect = Str(Field(&t, "effect"))});
+  }
   return p;
 }
 

@@ -82,7 +82,8 @@ std::map<std::string, std::set<std::string>> HeldDevices(std::span<const nlohman
 // affinity, on nvidia.com/gpu.product ("In" with one value, in every term); "" for any.
 std::string RequestedGpuModel(const nlohmann::json& pod);
 
-// Where `pod` may run: its spec.nodeSelector and required node affinity (placement.h).
+// Where `pod` may run: its spec.nodeSelector, required node affinity and spec.tolerations
+// (placement.h).
 NodePlacement PlacementOf(const nlohmann::json& pod);
 
 // `pod` as a give's trigger, or nullopt: kube-scheduler found it unschedulable (PodScheduled

@@ -262,6 +262,30 @@ TEST(PendingGpuPod, CarriesItsNodeSelectorAndRequiredAffinity) {
   EXPECT_TRUE(PendingGpuPod(pod, "nvidia.com/gpu", kThreshold)->placement.terms.empty());
 }
 
+TEST(PendingGpuPod, CarriesItsTolerations) {
+  json pod = json::parse(kPendingPod);  // tolerates every taint
+  EXPECT_EQ(PendingGpuPod(pod, "nvidia.com/gpu", kThreshold)->placement.tolerations,
+            std::vector<Toleration>{{.op = "Exists"}});
+  pod["spec"].erase("tolerations");
+  EXPECT_TRUE(PendingGpuPod(pod, "nvidia.com/gpu", kThreshold)->placement.tolerations.empty());
+  pod["spec"]["tolerations"] = json::parse(R"([
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+    {"key": "nvidia.com/maintenance", "operator": "Equal", "value": "true",
+     "effect": "NoSchedule"},
+    {"key": "dedicated", "value": "inference"},
+    {"operator": "Exists"}])");
+  auto p = PendingGpuPod(pod, "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(
+      p->placement.tolerations,
+      (std::vector<Toleration>{
+          {.key = "node.kubernetes.io/not-ready", .op = "Exists", .effect = "NoExecute"},
+          {.key = "nvidia.com/maintenance", .op = "Equal", .value = "true", .effect = "NoSchedule"},
+          {.key = "dedicated", .value = "inference"},
+          {.op = "Exists"}}));
+}
+
 TEST(PendingGpuPod, NotRunningBoundDeletedOrSchedulablePods) {
   EXPECT_FALSE(PendingGpuPod(json::parse(kRunningPod), "nvidia.com/gpu", 0));
   json bound = json::parse(kPendingPod);

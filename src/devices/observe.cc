@@ -139,6 +139,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     n.node = sn.name;
     n.k8s_node = k8s;
     if (auto l = w.k8s_labels.find(sn.name); l != w.k8s_labels.end()) n.labels = l->second;
+    if (auto t = w.k8s_taints.find(sn.name); t != w.k8s_taints.end()) n.taints = t->second;
     n.model = sn.gpus.empty() ? "" : sn.gpus.front().type;
     n.healthy = !sn.Unavailable();
     const auto held = w.held.find(k8s);

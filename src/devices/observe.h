@@ -23,6 +23,7 @@
 #include "src/devices/device_plan.h"
 #include "src/devices/gres.h"
 #include "src/devices/placeholder_record.h"
+#include "src/inventory/k8s_node.h"
 #include "src/slurm/types.h"
 
 namespace skb::devices {
@@ -34,6 +35,8 @@ struct World {
   std::map<std::string, std::string> k8s_name;
   // Slurm node -> the Kubernetes node's labels (a pending pod's nodeSelector and affinity).
   std::map<std::string, std::map<std::string, std::string>> k8s_labels;
+  // Slurm node -> the Kubernetes node's taints (a pending pod's tolerations).
+  std::map<std::string, std::vector<inventory::Taint>> k8s_taints;
   // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
   // under the bridge's hold rules.
   std::map<std::string, std::vector<SliceDevice>> slices;

@@ -103,6 +103,22 @@ TEST(ObserveTest, JoinsJobsPlaceholdersHoldsAndClaimsPerDevice) {
   EXPECT_FALSE(o.node_granular.count("node3"));
 }
 
+// What a pending pod's placement is judged against: the Kubernetes node's labels and taints,
+// by Slurm name.
+TEST(ObserveTest, EachNodeCarriesItsKubernetesLabelsAndTaints) {
+  World w = TwoNodes();
+  w.k8s_labels["node2"] = {{"zone", "b"}};
+  w.k8s_taints["node2"] = {
+      {.key = "nvidia.com/maintenance", .value = "true", .effect = "NoSchedule"}};
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes.size(), 2u);
+  EXPECT_THAT(o.nodes[0].labels, IsEmpty());
+  EXPECT_THAT(o.nodes[0].taints, IsEmpty());
+  EXPECT_EQ(o.nodes[1].k8s_node, "node2.k8s");
+  EXPECT_EQ(o.nodes[1].labels.at("zone"), "b");
+  EXPECT_EQ(o.nodes[1].taints, w.k8s_taints["node2"]);
+}
+
 TEST(ObserveTest, NodesWithoutAProvenMappingStayNodeGranularAndSayWhy) {
   World w = TwoNodes();
   w.slices.erase("node2.k8s");

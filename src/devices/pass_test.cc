@@ -104,5 +104,29 @@ TEST(PassTest, AGiveGoesOnlyToANodeThePodsNodeSelectorAndAffinityAllow) {
   EXPECT_THAT(p.waiting.at("ml/nowhere"), HasSubstr("required node affinity"));
 }
 
+// kube-scheduler places no pod on a node with a NoSchedule or NoExecute taint the pod does
+// not tolerate: a give there would free GPUs for a pod that never comes.
+TEST(PassTest, AGiveSkipsANodeWithATaintThePodDoesNotTolerate) {
+  NodeDevices tainted = Node("node1", 8, 6), clean = Node("node2", 8, 0);
+  tainted.taints = {{.key = "nvidia.com/maintenance", .value = "true", .effect = "NoSchedule"}};
+  PendingPod pod = Pod("ml/pod", 2, 900'000);
+  PassPlan p = PlanPass({tainted, clean}, std::vector<PendingPod>{pod}, Cfg(), kNow);
+  ASSERT_EQ(p.gives.size(), 1u);
+  EXPECT_EQ(p.gives.at("ml/pod"), "node2") << "node1's 2 idle GPUs fit best, but it is tainted";
+
+  pod.placement.tolerations = {{.key = "nvidia.com/maintenance", .op = "Exists"}};
+  p = PlanPass({tainted, clean}, std::vector<PendingPod>{pod}, Cfg(), kNow);
+  ASSERT_EQ(p.gives.size(), 1u);
+  EXPECT_EQ(p.gives.at("ml/pod"), "node1") << "tolerated: the best fit again";
+
+  // Untolerated taints on both nodes: nowhere, and why.
+  clean.taints = {{.key = "dedicated", .value = "training", .effect = "NoExecute"}};
+  p = PlanPass({tainted, clean}, std::vector<PendingPod>{Pod("ml/none", 1, 900'000)}, Cfg(), kNow);
+  EXPECT_THAT(p.gives, IsEmpty());
+  EXPECT_THAT(p.actions, IsEmpty()) << "nothing is freed for it";
+  EXPECT_THAT(p.waiting.at("ml/none"),
+              HasSubstr("node node2: taint dedicated=training:NoExecute not tolerated"));
+}
+
 }  // namespace
 }  // namespace skb::devices

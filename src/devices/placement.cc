@@ -38,25 +38,48 @@ bool Matches(const NodeSelectorRequirement& r, const std::string& node,
   return false;  // an operator the apiserver would have refused
 }
 
+// As kubectl shows a taint: key=value:effect, or key:effect without a value.
+std::string TaintName(const inventory::Taint& t) {
+  return StrCat(t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+}
+
 }  // namespace
 
+bool Tolerates(const Toleration& t, const inventory::Taint& taint) {
+  if (!t.effect.empty() && t.effect != taint.effect) return false;
+  if (!t.key.empty() && t.key != taint.key) return false;
+  if (t.op == "Exists") return true;
+  if (t.op == "Equal" || t.op.empty()) return t.value == taint.value;
+  return false;  // an operator this code does not know
+}
+
 std::optional<std::string> WhyNotPlaceable(const NodePlacement& p, const std::string& node,
-                                           const std::map<std::string, std::string>& labels) {
+                                           const std::map<std::string, std::string>& labels,
+                                           std::span<const inventory::Taint> taints) {
   for (const auto& [key, want] : p.node_selector) {
     auto it = labels.find(key);
     if (it == labels.end() || it->second != want) {
       return StrCat("node ", node, " does not match the pod's nodeSelector ", key, "=", want);
     }
   }
-  if (p.terms.empty()) return std::nullopt;
-  for (const auto& term : p.terms) {
-    if (!term.empty() &&
-        std::all_of(term.begin(), term.end(),
-                    [&](const NodeSelectorRequirement& r) { return Matches(r, node, labels); })) {
-      return std::nullopt;
+  const bool affinity_allows =
+      p.terms.empty() || std::any_of(p.terms.begin(), p.terms.end(), [&](const auto& term) {
+        return !term.empty() &&
+               std::all_of(term.begin(), term.end(), [&](const NodeSelectorRequirement& r) {
+                 return Matches(r, node, labels);
+               });
+      });
+  if (!affinity_allows) {
+    return StrCat("node ", node, " does not match the pod's required node affinity");
+  }
+  for (const inventory::Taint& taint : taints) {
+    if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
+    if (std::none_of(p.tolerations.begin(), p.tolerations.end(),
+                     [&](const Toleration& t) { return Tolerates(t, taint); })) {
+      return StrCat("node ", node, ": taint ", TaintName(taint), " not tolerated");
     }
   }
-  return StrCat("node ", node, " does not match the pod's required node affinity");
+  return std::nullopt;
 }
 
 }  // namespace skb::devices
