@@ -83,7 +83,7 @@ TEST(PassTest, PodsBelowTheThresholdWait) {
 // A give frees GPUs only on a node the pod may use: elsewhere it would preempt a Slurm job
 // for a pod kube-scheduler never places there.
 TEST(PassTest, AGiveGoesOnlyToANodeThePodsNodeSelectorAndAffinityAllow) {
-  NodeDevices a = Node("node1", 8, 0), b = Node("node2", 8, 6);
+  NodeDevices a = Node("node1", 8, 6), b = Node("node2", 8, 0);
   a.labels = {{"zone", "a"}};
   b.labels = {{"zone", "b"}};
   b.k8s_node = "node2.example.org";
@@ -91,7 +91,7 @@ TEST(PassTest, AGiveGoesOnlyToANodeThePodsNodeSelectorAndAffinityAllow) {
   in_b.placement.node_selector = {{"zone", "b"}};
   PassPlan p = PlanPass({a, b}, std::vector<PendingPod>{in_b}, Cfg(), kNow);
   ASSERT_EQ(p.gives.size(), 1u);
-  EXPECT_EQ(p.gives.at("ml/in-b"), "node2") << "node1 has more idle GPUs, but not zone b";
+  EXPECT_EQ(p.gives.at("ml/in-b"), "node2") << "node1's 2 idle GPUs fit best, but not zone b";
 
   // Zone b, but not that node (matchFields on the Kubernetes name): nowhere, and why.
   PendingPod nowhere = Pod("ml/nowhere", 1, 900'000);
