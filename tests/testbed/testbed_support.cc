@@ -160,8 +160,7 @@ nlohmann::json PodManifest(const TestPod& pod) {
   return m;
 }
 
-namespace {
-TestPod Inference(const std::string& name, const std::string& label, int gpus) {
+TestPod InferenceTestPod(const std::string& name, const std::string& label, int gpus) {
   TestPod p;
   p.name = name;
   p.labels = {{"skb-e2e", label}};
@@ -169,21 +168,20 @@ TestPod Inference(const std::string& name, const std::string& label, int gpus) {
   p.priority_class = "inference-high";
   return p;
 }
-}  // namespace
 
 nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus) {
-  return PodManifest(Inference(name, label, gpus));
+  return PodManifest(InferenceTestPod(name, label, gpus));
 }
 
 nlohmann::json NodeNamePod(const std::string& name, const std::string& label,
                            const std::string& node, int gpus) {
-  TestPod p = Inference(name, label, gpus);
+  TestPod p = InferenceTestPod(name, label, gpus);
   p.node_name = node;
   return PodManifest(p);
 }
 
 nlohmann::json TolerateAllPod(const std::string& name, const std::string& label, int gpus) {
-  TestPod p = Inference(name, label, gpus);
+  TestPod p = InferenceTestPod(name, label, gpus);
   p.tolerate_all = true;
   return PodManifest(p);
 }

@@ -87,6 +87,8 @@ nlohmann::json PodManifest(const TestPod& pod);
 // An inference pod as the tests and benchmarks create it in `default`: PriorityClass
 // inference-high (above the lending threshold), `gpus` nvidia.com/gpu, label skb-e2e=LABEL.
 nlohmann::json InferencePod(const std::string& name, const std::string& label, int gpus = 8);
+// The same pod before PodManifest, for a test to place it (node_selector, tolerate_all).
+TestPod InferenceTestPod(const std::string& name, const std::string& label, int gpus = 8);
 
 // The same inference pod bound to `node` by spec.nodeName: it bypasses kube-scheduler (and
 // so every NoSchedule taint); only the kubelet's admission can refuse it.

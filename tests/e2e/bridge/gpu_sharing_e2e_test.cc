@@ -70,9 +70,35 @@ class GpuSharingE2E : public LendingE2E {
   }
 
   void CreatePod(const std::string& name, int gpus) {
-    auto r = kube_->Create(k8s::Resource::Pods(), "default",
-                           testbed::InferencePod(name, "lending", gpus));
+    CreatePod(testbed::InferenceTestPod(name, "lending", gpus));
+  }
+  void CreatePod(const testbed::TestPod& pod) {
+    auto r = kube_->Create(k8s::Resource::Pods(), "default", testbed::PodManifest(pod));
     ASSERT_TRUE(r.ok()) << r.status();
+  }
+
+  // Pod `name` (2 GPUs) runs on `node` through a give there that preempted job `victim`
+  // (signalled, then requeued); every other node still holds all its devices for Slurm.
+  void ExpectGivenByPreemptionOn(const std::string& name, const std::string& node,
+                                 const std::string& victim, const std::string& what) {
+    const double took = SecondsUntilRunning(name, seconds(90));
+    ASSERT_GE(took, 0) << Shell(StrCat("kubectl describe pod ", name)).out << Placeholders() << "\n"
+                       << Shell("squeue").out << daemon_->LogTail();
+    std::printf("%s -> Running: %.2f s\n", what.c_str(), took);
+    EXPECT_EQ(PodField(name, ".spec.nodeName"), node);
+    EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
+    EXPECT_TRUE(WaitFor([&] { return Restarts(victim) >= 1; }, seconds(30))) << Shell("squeue").out;
+    const std::string placeholders = Placeholders();
+    EXPECT_THAT(placeholders, HasSubstr(StrCat("RUNNING ", node, " ")));
+    for (const auto& line : StrSplit(placeholders, '\n', /*skip_empty=*/true)) {
+      EXPECT_THAT(std::string(line), HasSubstr(StrCat(" ", node, " "))) << placeholders;
+    }
+    EXPECT_EQ(HoldsOn(node), 6);
+    for (int i = 1; i <= testbed::TestbedNodeCount(); ++i) {
+      const std::string n = StrCat("node", i);
+      if (n == node) continue;
+      EXPECT_EQ(HoldsOn(n), 8) << n << ": a give went there";
+    }
   }
 
   // bridgectl's view of `node` (the NodeSummary of `get nodes -o json`), null if absent.
@@ -202,6 +228,45 @@ TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfte
       << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
   EXPECT_THAT(NodeEvents("node1"), HasSubstr("GpusReturned"));
   EXPECT_EQ(JobField(job, "JobState"), "RUNNING");
+}
+
+// A pod pinned to a node (nodeSelector on kubernetes.io/hostname) gets GPUs freed on that
+// node, even by a preemption, while another node has idle GPUs it may not use.
+TEST_F(GpuSharingE2E, APinnedPodGetsGpusFreedOnItsNodeNotOnAnIdleOne) {
+  const std::string take = SubmitOn("node1", 8, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+
+  testbed::TestPod pod = testbed::InferenceTestPod("pinned", "lending", 2);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  ExpectGivenByPreemptionOn("pinned", "node1", take, "2-GPU pod pinned to a full node");
+}
+
+// The tests' own taint key (reset_lending.sh removes skb-e2e/ taints a killed test left).
+constexpr char kTaint[] = "skb-e2e/maintenance";
+
+// A node tainted NoSchedule that the pod does not tolerate gets no give, though its GPUs are
+// idle: the GPUs are freed on the next node by a preemption instead, where the pod runs.
+TEST_F(GpuSharingE2E, ANodeTaintedAgainstThePodGetsNoGive) {
+  struct Untaint {
+    ~Untaint() { Shell(StrCat("kubectl taint node node1 ", kTaint, "-")); }
+  } untaint;
+  ASSERT_EQ(
+      Shell(StrCat("kubectl taint node node1 --overwrite ", kTaint, "=true:NoSchedule")).exit_code,
+      0);
+  for (int i = 3; i <= testbed::TestbedNodeCount(); ++i) SubmitOn(StrCat("node", i), 8, false);
+  const std::string take = SubmitOn("node2", 8, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  // The bridge has seen the taint (its node cache is what a give is judged against).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return testbed::Bridgectl(daemon_->socket(), {"describe", "node", "node1"})
+                   .out.find(kTaint) != std::string::npos;
+      },
+      seconds(30)));
+
+  CreatePod("untolerant", 2);
+  ExpectGivenByPreemptionOn("untolerant", "node2", take, "2-GPU pod beside a tainted idle node");
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Puts the testbed back to "every node belongs to Slurm, no bridge bookkeeping": what the
 # lending e2e tests leave behind when a bridge with lending enabled stops. Reservation pods
-# lose their finalizer and go, lend annotations and bridge taints are removed, nodes the
-# bridge drained are resumed. Idempotent; needs `eval "$(scripts/testbed env)"`.
+# lose their finalizer and go, lend annotations and bridge taints (and the tests' own, keys
+# skb-e2e/...) are removed, nodes the bridge drained are resumed. Idempotent; needs `eval "$(scripts/testbed env)"`.
 #
 # It runs before and after every lending test (about 150 times a CI run), so it reads each
 # kind of object once and writes only what is dirty: a clean testbed costs 6 kubectl calls
@@ -74,7 +74,8 @@ dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
   | (.spec.taints // [] | map(.key)) as $t
   | [ (if any($notes[]; $a["slurm-k8s-bridge.io/" + .] != null) then "notes" else empty end),
       ($t[] | select(. == "slurm-k8s-bridge.io/reservation-swap" or
-                     . == "slurm-k8s-bridge.io/slurm-busy") | "taint=" + .),
+                     . == "slurm-k8s-bridge.io/slurm-busy" or startswith("skb-e2e/"))
+            | "taint=" + .),
       (if (.metadata.labels // {})["slurm-k8s-bridge.io/swap-guard"] != null
        then "guard" else empty end),
       (if .spec.unschedulable == true then "cordon" else empty end) ]
