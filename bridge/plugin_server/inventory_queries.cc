@@ -287,7 +287,7 @@ void InventoryQueries::DescribeNode(const std::string& name, v1::Response* resp)
       v->set_last_transition_time(k8s::FormatTime(c.last_transition));
     }
     for (const auto& t : node->k8s->taints) {
-      out->add_taints(StrCat(t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect));
+      out->add_taints(inventory::TaintString(t));
     }
     out->set_unschedulable(node->k8s->unschedulable);
   }

@@ -38,11 +38,6 @@ bool Matches(const NodeSelectorRequirement& r, const std::string& node,
   return false;  // an operator the apiserver would have refused
 }
 
-// As kubectl shows a taint: key=value:effect, or key:effect without a value.
-std::string TaintName(const inventory::Taint& t) {
-  return StrCat(t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
-}
-
 }  // namespace
 
 bool Tolerates(const Toleration& t, const inventory::Taint& taint) {
@@ -76,7 +71,7 @@ std::optional<std::string> WhyNotPlaceable(const NodePlacement& p, const std::st
     if (taint.effect != "NoSchedule" && taint.effect != "NoExecute") continue;
     if (std::none_of(p.tolerations.begin(), p.tolerations.end(),
                      [&](const Toleration& t) { return Tolerates(t, taint); })) {
-      return StrCat("node ", node, ": taint ", TaintName(taint), " not tolerated");
+      return StrCat("node ", node, ": taint ", inventory::TaintString(taint), " not tolerated");
     }
   }
   return std::nullopt;

@@ -178,8 +178,7 @@ HealthVerdict AssessHealth(const K8sNode& node, const HealthConfig& cfg, Clock::
       if (t.key != rule.key) continue;
       if (rule.value && t.value != *rule.value) continue;
       if (!rule.effects.empty() && !Contains(rule.effects, t.effect)) continue;
-      std::string desc =
-          StrCat("taint ", t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+      std::string desc = StrCat("taint ", inventory::TaintString(t));
       v.firing.push_back({StrCat("taint ", rule.key), desc, rule.severity, std::nullopt});
       break;
     }

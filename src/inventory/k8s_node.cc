@@ -1,6 +1,12 @@
 #include "src/inventory/k8s_node.h"
 
+#include "src/base/strings.h"
+
 namespace skb::inventory {
+
+std::string TaintString(const Taint& t) {
+  return StrCat(t.key, t.value.empty() ? "" : "=", t.value, ":", t.effect);
+}
 
 const NodeCondition* K8sNode::FindCondition(std::string_view type) const {
   for (const auto& c : conditions) {

@@ -30,6 +30,8 @@ struct Taint {
   std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
   friend bool operator==(const Taint&, const Taint&) = default;
 };
+// As kubectl shows a taint: key=value:effect, or key:effect without a value.
+std::string TaintString(const Taint& t);
 
 struct K8sNode {
   std::string name;
