@@ -61,6 +61,12 @@ std::string StringAt(const nlohmann::json& obj, std::string_view key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::string MetadataString(const nlohmann::json& obj, std::string_view key) {
+  if (!obj.is_object()) return "";
+  auto meta = obj.find("metadata");
+  return meta != obj.end() ? StringAt(*meta, key) : "";
+}
+
 void FieldReader::AddIssue(std::string field, std::string problem) const {
   if (issues_ != nullptr) issues_->push_back({std::move(field), std::move(problem)});
 }

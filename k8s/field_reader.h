@@ -62,6 +62,9 @@ class FieldReader {
 // The string at obj[key]; "" when obj is not an object or the value is absent or not a string
 // (where nlohmann's value(key, "") would throw). For one-off reads outside a typed view.
 std::string StringAt(const nlohmann::json& obj, std::string_view key);
+// The string at obj.metadata[key] ("uid", "resourceVersion", "deletionTimestamp"), as
+// StringAt reads it.
+std::string MetadataString(const nlohmann::json& obj, std::string_view key);
 
 // "string", "number", ... for messages.
 std::string_view JsonTypeName(const nlohmann::json& j);

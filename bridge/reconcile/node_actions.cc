@@ -98,8 +98,7 @@ StatusOr<Effect> ActionExecutor::ChangeTaint(const Action& a, const plan::TaintS
   nlohmann::json ops = nlohmann::json::array(
       {{{"op", "test"},
         {"path", "/metadata/resourceVersion"},
-        {"value",
-         k8s::StringAt(node.value("metadata", nlohmann::json::object()), "resourceVersion")}},
+        {"value", k8s::MetadataString(node, "resourceVersion")}},
        {{"op", "add"}, {"path", "/spec/taints"}, {"value", std::move(taints)}}});
   auto r = kube_->Patch(k8s::Resource::Nodes(), "", node_name, k8s::PatchType::kJsonPatch, ops);
   if (!r.ok()) {

@@ -42,13 +42,6 @@ std::optional<size_t> OurFinalizerIndex(const nlohmann::json& meta) {
   return std::nullopt;
 }
 
-std::string MetaString(const nlohmann::json& obj, const char* key) {
-  if (!obj.contains("metadata") || !obj["metadata"].is_object()) return "";
-  const auto& m = obj["metadata"];
-  auto it = m.find(key);
-  return it != m.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 // JSON Pointer escaping of one path segment (RFC 6901): "~" -> "~0", "/" -> "~1".
 std::string PointerSegment(std::string_view s) {
   std::string out;
@@ -126,7 +119,7 @@ StatusOr<std::optional<nlohmann::json>> LoadPod(k8s::KubeClient* kube, const pla
     if (pod.status().code() == StatusCode::kNotFound) return std::optional<nlohmann::json>();
     return pod.status();
   }
-  if (!ref.uid.empty() && MetaString(*pod, "uid") != ref.uid) {
+  if (!ref.uid.empty() && k8s::MetadataString(*pod, "uid") != ref.uid) {
     return AbortedError(StrCat("pod ", ref.name, " was re-created (uid changed)"));
   }
   return std::optional<nlohmann::json>(*std::move(pod));
@@ -158,7 +151,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::CreateReservat
       }
       return node.status();
     }
-    node_uid = MetaString(*node, "uid");
+    node_uid = k8s::MetadataString(*node, "uid");
   }
   nlohmann::json pod = PodObject(r);
   pod["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
@@ -170,7 +163,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::CreateReservat
   auto created = kube_->Create(k8s::Resource::Pods(), r.namespace_name, pod);
   if (created.ok()) {
     Record(a);
-    RecordPod(a, r.namespace_name, r.name, MetaString(*created, "uid"));
+    RecordPod(a, r.namespace_name, r.name, k8s::MetadataString(*created, "uid"));
     return Effect::kChanged;
   }
   const Status& s = created.status();
@@ -190,7 +183,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::CreateReservat
       // cache no longer shows it, so no event would wake the planner).
       std::string phase =
           existing->contains("status") ? k8s::StringAt((*existing)["status"], "phase") : "";
-      if (!MetaString(*existing, "deletionTimestamp").empty() || phase == "Succeeded" ||
+      if (!k8s::MetadataString(*existing, "deletionTimestamp").empty() || phase == "Succeeded" ||
           phase == "Failed") {
         return AbortedError(StrCat("previous reservation ", r.namespace_name, "/", r.name,
                                    " is still terminating"));
@@ -215,9 +208,9 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::DeleteReservat
     return FailedPreconditionError(StrCat("pod ", op.pod.namespace_name, "/", op.pod.name,
                                           " is not the bridge's: never deleted"));
   }
-  if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
+  if (!k8s::MetadataString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
-  opts.precondition_uid = MetaString(*pod, "uid");
+  opts.precondition_uid = k8s::MetadataString(*pod, "uid");
   auto r = kube_->Delete(k8s::Resource::Pods(), op.pod.namespace_name, op.pod.name, opts);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
@@ -256,7 +249,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::PatchPodAnnota
 StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::RestoreFinalizer& op) {
   ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
   if (!pod) return AbortedError(StrCat("pod ", op.pod.name, " is gone"));
-  const std::string uid = MetaString(*pod, "uid");
+  const std::string uid = k8s::MetadataString(*pod, "uid");
   const nlohmann::json& meta = (*pod)["metadata"];
   if (meta.contains("deletionTimestamp")) {
     // Kubernetes refuses new finalizers on a pod being deleted; the lend handles it.
@@ -346,7 +339,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::ReleaseReserva
   }
   ASSIGN_OR_RETURN(std::optional<nlohmann::json> pod, LoadPod(kube_, op.pod));
   if (!pod) return Effect::kUnchanged;
-  const std::string uid = MetaString(*pod, "uid");
+  const std::string uid = k8s::MetadataString(*pod, "uid");
   const nlohmann::json& meta = (*pod)["metadata"];
   nlohmann::json ops =
       nlohmann::json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
@@ -406,9 +399,9 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::EvictPod& op) 
     return FailedPreconditionError(
         StrCat("pod ", op.pod.namespace_name, "/", op.pod.name, " is the bridge's: never evicted"));
   }
-  if (!MetaString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
+  if (!k8s::MetadataString(*pod, "deletionTimestamp").empty()) return Effect::kUnchanged;
   k8s::DeleteOptions opts;
-  opts.precondition_uid = MetaString(*pod, "uid");
+  opts.precondition_uid = k8s::MetadataString(*pod, "uid");
   auto r = k8s::EvictPod(*kube_, op.pod.namespace_name, op.pod.name, opts);
   if (!r.ok()) {
     const Status& s = r.status();
