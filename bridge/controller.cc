@@ -537,36 +537,35 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   } else {
     m.reconcile_success.Observe(seconds);
   }
+  // Durations the planner dated (since_unix): whole seconds, as the annotations keep them;
+  // none when undated (0) or dated after now.
+  const int64_t now_unix = ownership::ToUnix(opts_.clock->Now());
+  const auto since = [now_unix](int64_t since_unix) -> std::optional<double> {
+    if (since_unix <= 0 || since_unix > now_unix) return std::nullopt;
+    return static_cast<double>(now_unix - since_unix);
+  };
   for (const auto& [index, effect] : r.outcomes) {
     const plan::Action* action = &r.plan.actions[index];
     m.Action(action->Kind(), observability::OutcomeOf(effect.status())).Increment();
     // What follows counts what changed: a repeat that found its work done counts once.
     if (!effect.ok() || *effect != Effect::kChanged) continue;
     const std::string_view cause = plan::DrainCauseLabel(action->cause);
-    // Durations the planner dated (since_unix): whole seconds, as the annotations keep them;
-    // negative when undated.
-    const int64_t now_unix = ownership::ToUnix(opts_.clock->Now());
-    const auto since = [&](int64_t since_unix) {
-      return since_unix <= 0 ? -1.0 : static_cast<double>(now_unix - since_unix);
-    };
     if (action->Is<plan::DrainSlurmNode>()) m.drains.WithLabels({cause}).Increment();
     if (const auto* o = action->Get<plan::ResumeSlurmNode>()) {
       m.resumes.WithLabels({cause}).Increment();
-      if (action->cause == plan::Cause::kReturn && since(o->since_unix) >= 0) {
-        m.return_duration.Observe(since(o->since_unix));
-      }
+      const auto s = since(o->since_unix);
+      if (action->cause == plan::Cause::kReturn && s) m.return_duration.Observe(*s);
     }
     if (const auto* o = action->Get<plan::PreemptSlurmJobs>()) {
       m.preemptions.WithLabels({plan::PreemptionModeLabel(o->mode)})
           .Increment(static_cast<double>(o->job_ids.size()));
-      if (since(o->since_unix) >= 0) {
-        for (size_t i = 0; i < o->job_ids.size(); ++i)
-          m.preemption_grace.Observe(since(o->since_unix));
+      if (const auto s = since(o->since_unix)) {
+        for (size_t i = 0; i < o->job_ids.size(); ++i) m.preemption_grace.Observe(*s);
       }
     }
     if (const auto* o = action->Get<plan::ReleaseReservationPod>();
-        o != nullptr && o->check == plan::ReleaseCheck::kNoSlurmJobs && since(o->since_unix) >= 0) {
-      m.lend_duration.Observe(since(o->since_unix));
+        o != nullptr && o->check == plan::ReleaseCheck::kNoSlurmJobs) {
+      if (const auto s = since(o->since_unix)) m.lend_duration.Observe(*s);
     }
   }
 }
