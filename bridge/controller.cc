@@ -318,13 +318,9 @@ devices::World Controller::DeviceWorld() const {
     jobs = jobs_;
     quota = quota_facts_;
   }
-  std::map<std::string, std::map<std::string, std::string>> labels;
-  std::map<std::string, std::vector<inventory::Taint>> taints;
   devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
                                           jobs ? *jobs : std::vector<skb::slurm::JobView>{},
-                                          reconciler_->PairedNodes(&labels, &taints));
-  w.k8s_labels = std::move(labels);
-  w.k8s_taints = std::move(taints);
+                                          reconciler_->PairedNodes());
   if (quota) {
     w.guaranteed_jobs = quota->guaranteed_jobs;
     devices::ApplyBorrowing(quota->borrowing_pods, &w);

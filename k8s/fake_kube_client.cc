@@ -307,6 +307,15 @@ StatusOr<json> FakeKubeClient::Patch(const Resource& r, const std::string& ns,
   const std::string what = StrCat("PATCH ", r.Name(), "/", name);
   if (it == objects_.end())
     return ApiStatus(what, 404, "NotFound", StrCat(r.resource, " \"", name, "\" not found"));
+  // A resourceVersion in a merge patch is a precondition (the apiserver's optimistic
+  // concurrency): a stale one is refused.
+  if (type != PatchType::kJsonPatch && patch.is_object() && patch.contains("metadata") &&
+      patch["metadata"].is_object() && patch["metadata"].contains("resourceVersion") &&
+      patch["metadata"]["resourceVersion"] != MetaString(it->second, "resourceVersion")) {
+    return ApiStatus(what, 409, "Conflict",
+                     "the object has been modified; please apply your changes to the latest "
+                     "version and try again");
+  }
   json updated = it->second;
   if (type == PatchType::kJsonPatch) {
     try {

@@ -4,10 +4,12 @@
 
 #include "bridge/logging.h"
 #include "k8s/api_error.h"
+#include "k8s/field_reader.h"
 #include "k8s/resource.h"
 #include "k8s/time_format.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
+#include "src/devices/give_backoff.h"
 #include "src/devices/k8s_devices.h"
 #include "src/devices/placeholder_record.h"
 
@@ -31,7 +33,8 @@ const devices::Device* FindDevice(const devices::NodeDevices& node, const std::s
 
 bool GiveRelated(DeviceActionKind k) {
   return k == DeviceActionKind::kSubmitPlaceholder || k == DeviceActionKind::kRemoveDeviceHold ||
-         k == DeviceActionKind::kSignalJobs || k == DeviceActionKind::kPreemptJobs;
+         k == DeviceActionKind::kSignalJobs || k == DeviceActionKind::kPreemptJobs ||
+         k == DeviceActionKind::kRecordUnusedGive;
 }
 
 // "ns/name" -> {ns, name}.
@@ -90,6 +93,9 @@ StatusOr<Effect> DeviceExecutorImpl::Execute(const DeviceAction& a,
       break;
     case DeviceActionKind::kEndPlaceholder:
       s = EndPlaceholder(a, node, k8s_node);
+      break;
+    case DeviceActionKind::kRecordUnusedGive:
+      s = RecordUnusedGive(a, k8s_node);
       break;
   }
   // The Event says what changed: a repeat that found its work done records none.
@@ -229,6 +235,35 @@ StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
   return *o == slurm::WriteOutcome::kChanged ? Effect::kChanged : Effect::kUnchanged;
 }
 
+StatusOr<Effect> DeviceExecutorImpl::RecordUnusedGive(const DeviceAction& a,
+                                                      const std::string& k8s_node) {
+  auto node = kube_->Get(k8s::Resource::Nodes(), "", k8s_node);
+  if (!node.ok()) return node.status();
+  std::string current;
+  if (const auto& meta = (*node)["metadata"];
+      meta.contains("annotations") && meta["annotations"].is_object()) {
+    current = meta["annotations"].value(devices::kUnusedGivesAnnotation, "");
+  }
+  const int64_t keep_after =
+      a.at_unix -
+      std::chrono::duration_cast<std::chrono::seconds>(cfg_.gpu_sharing.give_backoff_max).count();
+  std::optional<std::vector<devices::UnusedGive>> gives = devices::AddUnusedGive(
+      devices::ParseUnusedGives(current),
+      {.pod = a.pod, .placeholder = a.placeholder_job, .at_unix = a.at_unix}, keep_after);
+  if (!gives) return Effect::kUnchanged;  // recorded already
+  // Against the node as read: a concurrent write of the node is a conflict, retried on the
+  // next pass, so no record is lost to a lost update.
+  const nlohmann::json patch = {
+      {"metadata",
+       {{"resourceVersion", k8s::MetadataString(*node, "resourceVersion")},
+        {"annotations", {{devices::kUnusedGivesAnnotation, devices::FormatUnusedGives(*gives)}}}}}};
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", k8s_node, k8s::PatchType::kJsonMerge, patch);
+  if (!r.ok()) return r.status();
+  Logger("devices")->info("give_unused node={} pod={} placeholder={} records={}", a.node, a.pod,
+                          a.placeholder_job, gives->size());
+  return Effect::kChanged;
+}
+
 StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
     uint32_t job_id, const std::function<void(devices::PlaceholderRecord*)>& change) {
   auto job = slurm_->LoadJob(job_id);
@@ -286,8 +321,7 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
       auto n = std::find_if(r.observation.nodes.begin(), r.observation.nodes.end(),
                             [&](const devices::NodeDevices& x) { return x.node == node; });
       if (n == r.observation.nodes.end()) continue;
-      const auto k = world.k8s_name.find(node);
-      const std::string& k8s_node = k != world.k8s_name.end() ? k->second : node;
+      const std::string& k8s_node = devices::K8sNameOf(world, node);
       for (const DeviceAction& a : actions) {
         if (!r.deposed && may_act_ && !may_act_()) {
           r.deposed = true;
@@ -326,8 +360,7 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
   // A device both sides claim: one Warning per device and finding, again if it changes.
   std::set<std::string> now_violations;
   for (const auto& [node, list] : r.plan.violations) {
-    const auto k = world.k8s_name.find(node);
-    const std::string k8s_node = k != world.k8s_name.end() ? k->second : node;
+    const std::string& k8s_node = devices::K8sNameOf(world, node);
     for (const devices::Violation& v : list) {
       const std::string key = StrCat(node, "/", v.device, ": ", v.what);
       now_violations.insert(key);

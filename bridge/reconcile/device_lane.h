@@ -20,6 +20,8 @@
 //   kEndPlaceholder    of a running placeholder: the node's claims are listed from the
 //                      apiserver; a claim still allocated on its devices is Aborted.
 //   kSubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
+//   kRecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
+//                      there is kUnchanged; the patch is conditional on its resourceVersion.
 //   kSignalJobs / kPreemptJobs  as the node lane does (ActionExecutor), then the signal time
 //                      is recorded on the placeholder.
 // Thread-safe: one pass at a time (the controller runs one device worker).
@@ -73,6 +75,7 @@ class DeviceExecutorImpl : public DeviceExecutor {
   StatusOr<Effect> Submit(const devices::DeviceAction& a);
   StatusOr<Effect> EndPlaceholder(const devices::DeviceAction& a, const devices::NodeDevices& node,
                                   const std::string& k8s_node);
+  StatusOr<Effect> RecordUnusedGive(const devices::DeviceAction& a, const std::string& k8s_node);
   // Re-reads the placeholder's record, applies `change`, writes it back (kUnchanged if equal).
   StatusOr<Effect> UpdateRecord(uint32_t job_id,
                                 const std::function<void(devices::PlaceholderRecord*)>& change);

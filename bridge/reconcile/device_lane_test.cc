@@ -77,7 +77,11 @@ class DeviceLaneTest : public ::testing::Test {
     EXPECT_TRUE(nodes.ok() && jobs.ok());
     w.slurm_nodes = nodes->items;
     w.jobs = jobs->items;
-    w.k8s_name = {{"node1", "node1"}};
+    w.paired = {{"node1", {.name = "node1"}}};
+    if (auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1"); node.ok()) {
+      w.paired["node1"].unused_gives = devices::ParseUnusedGives(
+          (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
+    }
     for (int i = 0; i < 8; ++i) w.slices["node1"].push_back({devices::DeviceName(i), i});
     auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
     EXPECT_TRUE(rules.ok());
@@ -516,6 +520,92 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
 }
 
+// kube-scheduler never places the pod on the GPUs given to it (a rule the bridge does not
+// judge): the give returns after the cool-down, recorded on the Kubernetes node first, and
+// the node gets no give for that pod again until the back-off ends, however often the lane
+// passes. The record survives a restart: it is read back from the node.
+TEST_F(DeviceLaneTest, AGiveThePodDidNotUseIsRecordedOnTheNodeAndNotRepeatedUntilTheBackoffEnds) {
+  ASSERT_TRUE(kube_
+                  .Create(k8s::Resource::Nodes(), "",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Node"},
+                           {"metadata", {{"name", "node1"}, {"annotations", {{"other", "kept"}}}}}})
+                  .ok());
+  Pass();  // holds
+  Pass();  // the give: job 10 is the victim
+  const uint32_t ph = PlaceholderId();
+  ASSERT_NE(ph, 0u);
+  Pass();  // signal
+  clock_.Advance(std::chrono::seconds(61));
+  Pass();  // requeue
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  Pass();  // holds lifted; the pod stays pending
+  Pass();  // idle since now
+  clock_.Advance(cfg_.lending.min_lend_time);
+  DeviceLane::Result r = Pass();  // recorded unused, returning, held again
+  ASSERT_EQ(r.failed, 0) << StrJoin(log_, "\n");
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  const nlohmann::json& ann = (*node)["metadata"]["annotations"];
+  EXPECT_EQ(ann.value("other", ""), "kept");
+  EXPECT_EQ(ann.value(devices::kUnusedGivesAnnotation, ""),
+            StrCat("ml/infer/", ph, "@", ownership::ToUnix(clock_.Now())));
+  EXPECT_THAT(events_.Reasons(), Contains("Pod ml/infer GiveUnused"));
+  EXPECT_THAT(events_.Reasons(), Contains("Node node1 GiveUnused"));
+  clock_.Advance(std::chrono::seconds(10));  // the holds settle
+  Pass();                                    // the placeholder ends
+  EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kCancelled);
+  EXPECT_EQ(Held().size(), 8u);
+
+  // Passes over the back-off (10 min by default) start no give for the pod, and say why.
+  const int submitted = slurm_.Calls("SubmitPlaceholder");
+  for (int i = 0; i < 9; ++i) {
+    clock_.Advance(std::chrono::minutes(1));
+    r = Pass();
+    EXPECT_THAT(r.plan.waiting.at("ml/infer"), HasSubstr("1 give(s) there went unused"));
+  }
+  EXPECT_EQ(slurm_.Calls("SubmitPlaceholder"), submitted);
+  EXPECT_THAT(events_.Reasons(), Contains("Pod ml/infer GpusNotFreed"));
+  clock_.Advance(std::chrono::minutes(1));
+  Pass();
+  EXPECT_EQ(slurm_.Calls("SubmitPlaceholder"), submitted + 1) << "tried again after the back-off";
+}
+
+// The record is appended to what the node holds (one per placeholder), written against the
+// node as read: a node changed since is a conflict, and the next pass writes it again.
+TEST_F(DeviceLaneTest, AnUnusedGiveRecordIsConditionalOnTheNodeAsRead) {
+  ASSERT_TRUE(
+      kube_
+          .Create(k8s::Resource::Nodes(), "",
+                  {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+          .ok());
+  devices::DeviceAction a;
+  a.kind = devices::DeviceActionKind::kRecordUnusedGive;
+  a.node = "node1";
+  a.pod = "ml/infer";
+  a.placeholder_job = 42;
+  a.at_unix = 1'800'000'000;
+  devices::NodeDevices nd;
+  nd.node = "node1";
+  auto first = exec_.Execute(a, nd, "node1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, Effect::kChanged);
+  auto again = exec_.Execute(a, nd, "node1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, Effect::kUnchanged) << "one record per placeholder";
+  a.placeholder_job = 43;
+  a.at_unix += 60;
+  ASSERT_TRUE(exec_.Execute(a, nd, "node1").ok());
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  EXPECT_EQ((*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""),
+            "ml/infer/42@1800000000,ml/infer/43@1800000060");
+  // A stale resourceVersion is refused by the apiserver (the fake is as strict).
+  auto stale = kube_.Patch(k8s::Resource::Nodes(), "", "node1", k8s::PatchType::kJsonMerge,
+                           {{"metadata", {{"resourceVersion", "1"}, {"labels", {{"a", "b"}}}}}});
+  EXPECT_FALSE(stale.ok());
+  EXPECT_THAT(stale.status().message(), HasSubstr("Conflict"));
+}
+
 TEST_F(DeviceLaneTest, ANodeSequenceStopsAtItsFirstFailureAndResumesNextPass) {
   Pass();  // holds
   slurm_.FailNext("SubmitPlaceholder", UnavailableError("slurmctld down"));
@@ -548,7 +638,7 @@ TEST_F(DeviceLaneTest, ALeaderThatMayHaveLostItsLeaseStopsBetweenTwoActions) {
   slurm_.AddNode(n);
   auto world = [&] {
     devices::World w = World();
-    w.k8s_name["node2"] = "node2";
+    w.paired["node2"] = {.name = "node2"};
     for (int i = 0; i < 8; ++i) w.slices["node2"].push_back({devices::DeviceName(i), i});
     return w;
   };

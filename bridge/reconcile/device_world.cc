@@ -69,11 +69,11 @@ void DeviceWorldCache::SetPod(const std::string& key, const nlohmann::json* obj)
 
 devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
                                        std::vector<slurm::JobView> jobs,
-                                       std::map<std::string, std::string> k8s_name) const {
+                                       std::map<std::string, devices::PairedNode> paired) const {
   devices::World w;
   w.slurm_nodes = std::move(slurm_nodes);
   w.jobs = std::move(jobs);
-  w.k8s_name = std::move(k8s_name);
+  w.paired = std::move(paired);
   MutexLock lock(&mu_);
   for (const auto& [key, by_node] : slices_) {
     for (const auto& [node, devs] : by_node) {

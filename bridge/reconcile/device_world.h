@@ -4,7 +4,7 @@
 //
 //   DeviceWorldCache cache(cfg);
 //   slices informer: on add/update cache.SetSlice(key, &obj); on delete cache.SetSlice(key,
-//   nullptr) devices::World w = cache.Build(slurm_nodes, jobs, k8s_name);
+//   nullptr) devices::World w = cache.Build(slurm_nodes, jobs, paired);
 #pragma once
 
 #include <atomic>
@@ -32,7 +32,7 @@ class DeviceWorldCache {
   void SetPod(const std::string& key, const nlohmann::json* obj);
 
   devices::World Build(std::vector<slurm::NodeView> slurm_nodes, std::vector<slurm::JobView> jobs,
-                       std::map<std::string, std::string> k8s_name) const;
+                       std::map<std::string, devices::PairedNode> paired) const;
   // Bumped by every change (the device worker passes again when it moved).
   uint64_t Generation() const { return generation_.load(); }
 

@@ -216,16 +216,19 @@ void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
-std::map<std::string, std::string> Reconciler::PairedNodes(
-    std::map<std::string, std::map<std::string, std::string>>* labels,
-    std::map<std::string, std::vector<inventory::Taint>>* taints) const {
+std::map<std::string, devices::PairedNode> Reconciler::PairedNodes() const {
   MutexLock lock(&mu_);
-  std::map<std::string, std::string> out;
+  std::map<std::string, devices::PairedNode> out;
   for (const auto& [slurm_name, k8s] : k8s_nodes_) {
     if (!slurm_nodes_.count(slurm_name)) continue;
-    out[slurm_name] = k8s.name;
-    if (labels != nullptr) (*labels)[slurm_name] = k8s.labels;
-    if (taints != nullptr && !k8s.taints.empty()) (*taints)[slurm_name] = k8s.taints;
+    devices::PairedNode& p = out[slurm_name];
+    p.name = k8s.name;
+    p.labels = k8s.labels;
+    p.taints = k8s.taints;
+    if (auto a = k8s.annotations.find(devices::kUnusedGivesAnnotation);
+        a != k8s.annotations.end()) {
+      p.unused_gives = devices::ParseUnusedGives(a->second);
+    }
   }
   return out;
 }

@@ -23,6 +23,7 @@
 #include "src/base/clock.h"
 #include "src/base/thread_annotations.h"
 #include "src/config/config.h"
+#include "src/devices/observe.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
 #include "src/ownership/quota_facts.h"
@@ -77,11 +78,9 @@ class Reconciler {
   // no Slurm job is preempted (ManagedNode::borrowing_nominated). The nodes of the jobs
   // that change, and those the changed pods are nominated to, are planned again.
   void SetQuotaFacts(ownership::QuotaFacts facts);
-  // Slurm name -> Kubernetes name of every paired node (the GPU-granular lane's World), and
-  // into `labels` and `taints` (when given) each one's Kubernetes labels and taints.
-  std::map<std::string, std::string> PairedNodes(
-      std::map<std::string, std::map<std::string, std::string>>* labels = nullptr,
-      std::map<std::string, std::vector<inventory::Taint>>* taints = nullptr) const;
+  // Slurm name -> the Kubernetes node it is paired with, for every paired node (the
+  // GPU-granular lane's World).
+  std::map<std::string, devices::PairedNode> PairedNodes() const;
 
   // --- the step ---
   // What ReconcileNode would do for node `name` now, without doing it (bridgectl describe

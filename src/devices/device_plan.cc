@@ -92,6 +92,21 @@ DeviceAction HoldAgainForSlurm(const NodeDevices& node, uint32_t job,
   return a;
 }
 
+// The record on `p`'s pod that its give on `node` went unused (`what` says how), before the
+// step that ends the give: the pod's next give avoids the node for a while.
+DeviceAction RecordUnused(const NodeDevices& node, const Placeholder& p, int64_t now_unix,
+                          std::string_view what) {
+  DeviceAction a = Make(DeviceActionKind::kRecordUnusedGive, node, plan::Cause::kLend, "GiveUnused",
+                        StrCat("the give of placeholder ", p.job_id, " on ", node.node, " for ",
+                               p.pod, " went unused (", what, "); ", node.node,
+                               " is backed off for this pod (gpu_sharing.give_backoff)"));
+  a.event_type = plan::EventType::kWarning;
+  a.placeholder_job = p.job_id;
+  a.pod = p.pod;
+  a.at_unix = now_unix;
+  return a;
+}
+
 // Victims among `cands` freeing at least `need` GPUs, cheapest by (work lost, jobs, GPUs,
 // ids); empty when they cannot. Returns indices into `cands`.
 std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<Candidate>& cands,
@@ -189,6 +204,8 @@ std::string_view DeviceActionKindName(DeviceActionKind k) {
       return "MarkReturning";
     case DeviceActionKind::kEndPlaceholder:
       return "EndPlaceholder";
+    case DeviceActionKind::kRecordUnusedGive:
+      return "RecordUnusedGive";
   }
   return "?";
 }
@@ -200,7 +217,10 @@ std::string ToString(const DeviceAction& a) {
   if (!a.pod.empty()) StrAppend(&s, " pod=", a.pod);
   if (a.gpus != 0) StrAppend(&s, " gpus=", a.gpus);
   if (!a.job_ids.empty()) StrAppend(&s, " jobs=", JoinIds(a.job_ids));
-  if (a.kind == DeviceActionKind::kRecordIdleSince) StrAppend(&s, " at=", a.at_unix);
+  if (a.kind == DeviceActionKind::kRecordIdleSince ||
+      a.kind == DeviceActionKind::kRecordUnusedGive) {
+    StrAppend(&s, " at=", a.at_unix);
+  }
   return s;
 }
 
@@ -238,31 +258,54 @@ std::vector<DeviceView> Owners(const NodeDevices& node) {
   return out;
 }
 
-std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod& pod,
-                                      const config::Config& cfg, Clock::TimePoint now,
-                                      std::string* why) {
-  auto no = [&](std::string reason) -> std::optional<Selection> {
-    if (why != nullptr) *why = std::move(reason);
+namespace {
+
+// Why a node cannot serve a pod, and how near it came: the waiting reason names the nearest
+// nodes first (one backed off for the pod would serve it, one of the wrong model never
+// will).
+enum class Nearness { kBackedOff, kBusy, kShort, kUnhealthy, kNotAllowed };
+struct Refusal {
+  std::string why;
+  Nearness nearness = Nearness::kNotAllowed;
+};
+
+std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
+                                const config::Config& cfg, Clock::TimePoint now, Refusal* refusal) {
+  auto no = [&](Nearness nearness, std::string reason) -> std::optional<Selection> {
+    *refusal = {std::move(reason), nearness};
     return std::nullopt;
   };
   if (!pod.model.empty() && pod.model != node.model) {
-    return no(StrCat("node ", node.node, " has ", node.model, " GPUs, the pod wants ", pod.model));
+    return no(Nearness::kNotAllowed,
+              StrCat("node ", node.node, " has ", node.model, " GPUs, the pod wants ", pod.model));
   }
   if (auto not_here =
           WhyNotPlaceable(pod.placement, node.k8s_node.empty() ? node.node : node.k8s_node,
                           node.labels, node.taints)) {
-    return no(*not_here);
+    return no(Nearness::kNotAllowed, *not_here);
   }
-  if (!node.healthy) return no(StrCat("node ", node.node, " is unhealthy"));
+  if (std::optional<Clock::TimePoint> until =
+          BackoffUntil(node.unused_gives, pod.pod, cfg.gpu_sharing, now);
+      until && now < *until) {
+    const auto n = std::count_if(node.unused_gives.begin(), node.unused_gives.end(),
+                                 [&](const UnusedGive& g) { return g.pod == pod.pod; });
+    return no(
+        Nearness::kBackedOff,
+        StrCat("node ", node.node, ": ", n,
+               " give(s) there went unused (kube-scheduler did not place the pod on the freed "
+               "GPUs); backed off until ",
+               own::FormatUtc(*until)));
+  }
+  if (!node.healthy) return no(Nearness::kUnhealthy, StrCat("node ", node.node, " is unhealthy"));
   for (const Placeholder& p : node.placeholders) {
     if (!p.running) {
-      return no(StrCat("node ", node.node, ": a give is in flight (placeholder ", p.job_id, " for ",
-                       p.pod, ")"));
+      return no(Nearness::kBusy, StrCat("node ", node.node, ": a give is in flight (placeholder ",
+                                        p.job_id, " for ", p.pod, ")"));
     }
   }
   const std::vector<DeviceView> views = Owners(node);
   if (std::vector<Violation> v = Violations(views); !v.empty()) {
-    return no(StrCat("node ", node.node, ": ", v[0].device, ": ", v[0].what));
+    return no(Nearness::kBusy, StrCat("node ", node.node, ": ", v[0].device, ": ", v[0].what));
   }
   Selection s;
   s.node = node.node;
@@ -284,7 +327,8 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
     return s;
   }
   if (!pod.borrowing.empty()) {
-    return no(StrCat("node ", node.node, " has ", idle, " idle GPUs and ", pod.pod,
+    return no(Nearness::kShort,
+              StrCat("node ", node.node, " has ", idle, " idle GPUs and ", pod.pod,
                      " may take no job's: ", pod.borrowing, " (quotas)"));
   }
   // By whole job (a heterogeneous job's components on this node are one victim, and none
@@ -319,7 +363,8 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
   }
   const std::vector<size_t> picked = PickJobs(node, cands, s.gpus - idle);
   if (picked.empty()) {
-    return no(StrCat("node ", node.node, ": ", lent, idle, " idle GPUs and ", s.gpus - idle,
+    return no(Nearness::kShort,
+              StrCat("node ", node.node, ": ", lent, idle, " idle GPUs and ", s.gpus - idle,
                      " more needed; the preemptible jobs cannot free them (", protected_gpus,
                      " GPUs run non-preemptible or moving work)"));
   }
@@ -338,6 +383,32 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
   return s;
 }
 
+// The waiting reason from every node's refusal: the nearest first, at most kShown of them.
+std::string WhyNoNode(std::vector<Refusal> refusals) {
+  constexpr size_t kShown = 3;
+  if (refusals.empty()) return "no GPU node";
+  std::stable_sort(refusals.begin(), refusals.end(),
+                   [](const Refusal& a, const Refusal& b) { return a.nearness < b.nearness; });
+  std::string out;
+  for (size_t i = 0; i < refusals.size() && i < kShown; ++i) {
+    StrAppend(&out, i == 0 ? "" : "; ", refusals[i].why);
+  }
+  if (refusals.size() > kShown)
+    StrAppend(&out, "; and ", refusals.size() - kShown, " more node(s)");
+  return out;
+}
+
+}  // namespace
+
+std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod& pod,
+                                      const config::Config& cfg, Clock::TimePoint now,
+                                      std::string* why) {
+  Refusal refusal;
+  std::optional<Selection> s = Select(node, pod, cfg, now, &refusal);
+  if (!s && why != nullptr) *why = std::move(refusal.why);
+  return s;
+}
+
 std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
                                     const config::Config& cfg, Clock::TimePoint now,
                                     std::string* why) {
@@ -353,16 +424,21 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
     return std::nullopt;
   }
   std::optional<Selection> best;
-  std::string last_why = "no GPU node";
+  std::vector<Refusal> refusals;
   auto key = [](const Selection& s) {
     return std::make_tuple(s.victims.empty() ? 0 : 1, s.work_lost, s.victims.size(), s.victim_gpus,
                            s.idle_left, s.node);
   };
   for (const NodeDevices& n : nodes) {
-    std::optional<Selection> s = SelectOnNode(n, pod, cfg, now, &last_why);
-    if (s && (!best || key(*s) < key(*best))) best = std::move(s);
+    Refusal refusal;
+    std::optional<Selection> s = Select(n, pod, cfg, now, &refusal);
+    if (!s) {
+      refusals.push_back(std::move(refusal));
+    } else if (!best || key(*s) < key(*best)) {
+      best = std::move(s);
+    }
   }
-  if (!best && why != nullptr) *why = last_why;
+  if (!best && why != nullptr) *why = WhyNoNode(std::move(refusals));
   return best;
 }
 
@@ -436,9 +512,16 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       (v.owner == Owner::kKubernetes ? lifted : held).push_back(v.name);
     }
     if (!p.running && !p.wanted) {
-      DeviceAction a = Make(
-          DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveCancelled",
-          StrCat("placeholder ", p.job_id, " cancelled: ", p.pod, " no longer waits for GPUs"));
+      if (p.timed_out && p.pod_waiting) {
+        plan.actions.push_back(
+            RecordUnused(node, p, now_unix, "its placeholder did not start within give_timeout"));
+      }
+      DeviceAction a =
+          Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveCancelled",
+               StrCat("placeholder ", p.job_id, " cancelled: ",
+                      p.timed_out ? StrCat("it did not start within give_timeout (",
+                                           own::FormatSeconds(cfg.gpu_sharing.give_timeout), ")")
+                                  : StrCat(p.pod, " no longer waits for GPUs")));
       a.placeholder_job = p.job_id;
       plan.actions.push_back(std::move(a));
       continue;
@@ -551,6 +634,11 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     const own::ReturnDecision d =
         own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
     if (!d.now) continue;
+    if (p.pod_waiting && node.healthy) {
+      plan.actions.push_back(RecordUnused(node, p, now_unix,
+                                          StrCat("kube-scheduler did not place the pod on ",
+                                                 StrJoin(mine, ","), " before they went back")));
+    }
     DeviceAction mark =
         Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn, "GpusReturning",
              StrCat("devices ", StrJoin(mine, ","), " return to Slurm: ", d.why));

@@ -34,6 +34,7 @@
 
 #include "src/base/clock.h"
 #include "src/config/config.h"
+#include "src/devices/give_backoff.h"
 #include "src/devices/placement.h"
 #include "src/inventory/k8s_node.h"
 #include "src/plan/action.h"
@@ -70,6 +71,10 @@ struct Placeholder {
   bool wanted = true;
   // When the bridge submitted it (the give began); nullopt when Slurm does not say.
   std::optional<Clock::TimePoint> submitted;
+  // Its pod exists and is still unscheduled: a give that ends now went unused.
+  bool pod_waiting = false;
+  // Pending for longer than gpu_sharing.give_timeout (then also not `wanted`).
+  bool timed_out = false;
 };
 
 struct Device {
@@ -103,6 +108,7 @@ struct NodeDevices {
   std::string k8s_node;                       // its Kubernetes name
   std::map<std::string, std::string> labels;  // the Kubernetes node's (a pod's placement)
   std::vector<inventory::Taint> taints;       // the Kubernetes node's (a pod's tolerations)
+  std::vector<UnusedGive> unused_gives;       // gives here that went unused (back-offs)
   std::string model;                          // GPU model, for pods that name one
   std::vector<Device> devices;                // indexed by GRES index
   std::vector<NodeJob> jobs;
@@ -163,6 +169,9 @@ enum class DeviceActionKind {
   kEndPlaceholder,     // scancel `placeholder_job`: its GPUs are Slurm's again (a return,
                        // `devices` those it held; or a pending give whose pod no longer
                        // waits)
+  kRecordUnusedGive,   // record on the node that the give of `placeholder_job` for `pod`
+                       // went unused (`at_unix`): its kUnusedGivesAnnotation, once per
+                       // placeholder
 };
 std::string_view DeviceActionKindName(DeviceActionKind k);
 
@@ -173,14 +182,16 @@ struct DeviceAction {
   std::string node;
   std::vector<std::string> devices;  // kAddDeviceHold, kRemoveDeviceHold, kEndPlaceholder
   uint32_t placeholder_job = 0;      // kRemoveDeviceHold, kRecordIdleSince, kMark.., kEnd..,
-                                     // kSignalJobs (records the signal time on it)
-  std::string pod;                   // kSubmitPlaceholder, kPreemptJobs (the preemptor)
+                                     // kRecordUnusedGive, kSignalJobs (records the signal
+                                     // time on it)
+  std::string pod;                   // kSubmitPlaceholder, kPreemptJobs (the preemptor),
+                                     // kRecordUnusedGive
   int64_t gpus = 0;                  // kSubmitPlaceholder
   std::vector<uint32_t> job_ids;     // kSubmitPlaceholder (victims), kSignalJobs, kPreemptJobs
   int signal = 0;
   plan::SignalScope signal_scope = plan::SignalScope::kFull;
   plan::JobPreemptMode preempt_mode = plan::JobPreemptMode::kRequeue;
-  int64_t at_unix = 0;  // kRecordIdleSince; kSignalJobs/kPreemptJobs: now
+  int64_t at_unix = 0;  // kRecordIdleSince; kSignalJobs/kPreemptJobs/kRecordUnusedGive: now
   // Unix seconds the move this step completes began, 0 when unknown (the metrics' durations,
   // as plan::Action::since_unix): kRemoveDeviceHold the placeholder's submission, kPreemptJobs
   // the checkpoint signal, kEndPlaceholder of a return the devices' idle-since.
@@ -215,8 +226,9 @@ struct Selection {
 
 // The cheapest way to free `pod.gpus` devices on `node`, or nullopt (with `why`): no move
 // may be in flight on the node (a pending placeholder), no device may be in violation, the
-// model must match. Victims: least work lost (GPU-seconds run, on every node the job
-// holds), then fewest jobs, then fewest GPUs, then lowest job ids; preemptible per
+// model must match, the pod must be allowed there (placement.h) and the node not backed
+// off for the pod (give_backoff.h). Victims: least work lost (GPU-seconds run, on every node the
+// job holds), then fewest jobs, then fewest GPUs, then lowest job ids; preemptible per
 // ownership::PolicyForWhole (admission, --no-requeue, anti-thrash; a heterogeneous job only
 // if every component is), running and not completing. A heterogeneous job is one victim:
 // its components here are freed together.
@@ -226,7 +238,9 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
 // The node for `pod`: no preemption first, then least work lost, fewest victims, fewest
 // victim GPUs; then best fit (fewest idle devices left over: whole free nodes stay whole for
 // large jobs and pods), then the node name. Nullopt when the pod is already served (a
-// placeholder names it) or no node can free enough devices.
+// placeholder names it) or no node can free enough devices; `why` then names the nodes that
+// came nearest (backed off for the pod, then busy with a move, then short of GPUs,
+// unhealthy, not allowed), at most three.
 std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
                                     const config::Config& cfg, Clock::TimePoint now,
                                     std::string* why = nullptr);

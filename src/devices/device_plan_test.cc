@@ -18,6 +18,7 @@ using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 using test_support::kNow;
 
@@ -80,10 +81,11 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
           }
         }
         break;
-      case DeviceActionKind::kSubmitPlaceholder:
-        n->placeholders.push_back(
-            {900 + static_cast<uint32_t>(n->placeholders.size()), a.pod, a.gpus, a.job_ids});
+      case DeviceActionKind::kSubmitPlaceholder: {
+        static uint32_t next_job = 900;  // slurmctld never reuses a job id
+        n->placeholders.push_back({next_job++, a.pod, a.gpus, a.job_ids});
         break;
+      }
       case DeviceActionKind::kSignalJobs:
         for (NodeJob& j : n->jobs) {
           if (std::count(a.job_ids.begin(), a.job_ids.end(), j.view.job_id)) j.signalled_at = now;
@@ -104,6 +106,11 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
       case DeviceActionKind::kEndPlaceholder:
         std::erase_if(n->placeholders,
                       [&](const Placeholder& q) { return q.job_id == a.placeholder_job; });
+        break;
+      case DeviceActionKind::kRecordUnusedGive:
+        if (auto g = AddUnusedGive(n->unused_gives, {a.pod, a.placeholder_job, a.at_unix}, 0)) {
+          n->unused_gives = *g;
+        }
         break;
     }
     ExpectInvariant(*n);
@@ -336,6 +343,31 @@ TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
   EXPECT_THAT(why, HasSubstr("wants h100"));
 }
 
+// No node can serve: the waiting reason names the nodes that came nearest first (backed off
+// for the pod, busy with a move, short of GPUs, unhealthy, not allowed), three at most.
+TEST(ChooseNode, TheWaitingReasonNamesTheNearestNodesFirst) {
+  config::Config cfg = Cfg();
+  std::vector<NodeDevices> nodes = {Node("node1", 2, "a100"), Node("node2", 2), Node("node3", 2),
+                                    Node("node4", 2), Node("node5", 2)};
+  nodes[1].healthy = false;
+  AddJob(&nodes[2], 1, "gpu:2(IDX:0-1)", false, hours(1));
+  nodes[3].placeholders.push_back({.job_id = 5, .pod = "ml/other", .gpus = 1});
+  nodes[4].unused_gives = {{"ml/infer-0", 9, ownership::ToUnix(kNow)}};
+  PendingPod pod = Pod(1);
+  pod.model = "h100";
+  std::string why;
+  EXPECT_FALSE(ChooseNode(nodes, pod, cfg, kNow, &why));
+  EXPECT_EQ(why.find("node node5: 1 give(s) there went unused"), 0u) << why;
+  EXPECT_THAT(why, HasSubstr("; node node4: a give is in flight (placeholder 5 for ml/other); "
+                             "node node3: 0 idle GPUs"));
+  EXPECT_THAT(why, HasSubstr("; and 2 more node(s)"));
+  EXPECT_THAT(why, Not(HasSubstr("node2"))) << "unhealthy and wrong-model nodes come last";
+
+  std::vector<NodeDevices> one = {nodes[0]};
+  EXPECT_FALSE(ChooseNode(one, pod, cfg, kNow, &why));
+  EXPECT_EQ(why, "node node1 has a100 GPUs, the pod wants h100");
+}
+
 TEST(ChooseNode, PrefersNoPreemptionThenLeastWorkOnPartialNodes) {
   std::vector<NodeDevices> nodes = {Node("node1", 8), Node("node2", 8), Node("node3", 8)};
   AddJob(&nodes[0], 1, "gpu:7(IDX:0-6)", true, hours(3));     // 1 idle
@@ -561,6 +593,128 @@ TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
   EXPECT_EQ(p.actions[0].event_reason, "GpusLent");
   EXPECT_THAT(ToString(p.actions[0]), HasSubstr("RemoveDeviceHold node1 devices=gpu-1"));
   EXPECT_EQ(n.jobs.size(), 1u);
+}
+
+// A give on idle GPUs for a pod, carried to the point where its holds are lifted: the
+// placeholder runs on them and the pod (still unscheduled) may use them.
+void LendIdleGpus(NodeDevices* n, const PendingPod& pod, const config::Config& cfg,
+                  Clock::TimePoint at) {
+  std::vector<NodeDevices> nodes = {*n};
+  auto s = ChooseNode(nodes, pod, cfg, at);
+  ASSERT_TRUE(s);
+  ASSERT_THAT(s->victims, IsEmpty());
+  Apply(n, PlanGive(*s, pod), at);
+  StartPlaceholders(n, at);
+  n->placeholders.back().pod_waiting = true;
+  NodePlan p = PlanNode(*n, cfg, at);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
+  Apply(n, p.actions, at);
+}
+
+// The pod stays unscheduled beside the GPUs lent to it (kube-scheduler rejects the node for a
+// rule the bridge does not judge): the give is recorded as unused before it returns, and the
+// node gets no give for that pod until the back-off ends, twice as long after a second one.
+// Other pods and other nodes are not affected.
+TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
+  config::Config cfg = Cfg();
+  cfg.gpu_sharing.give_backoff = minutes(10);
+  NodeDevices n = Node("node1", 4);
+  LendIdleGpus(&n, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  Clock::TimePoint t = kNow;
+  Apply(&n, PlanNode(n, cfg, t).actions, t);  // idle since now: no claim
+  t += std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
+  NodePlan p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kMarkReturning,
+                          DeviceActionKind::kAddDeviceHold));
+  const DeviceAction& record = p.actions[0];
+  EXPECT_EQ(record.pod, "ml/infer-0");
+  EXPECT_EQ(record.placeholder_job, n.placeholders[0].job_id);
+  EXPECT_EQ(record.at_unix, ownership::ToUnix(t));
+  EXPECT_EQ(record.event_type, plan::EventType::kWarning);
+  EXPECT_EQ(record.event_reason, "GiveUnused");
+  EXPECT_THAT(record.event_message,
+              HasSubstr("kube-scheduler did not place the pod on gpu-0,gpu-1"));
+  // A crash right after the record: planned again, the record is already there.
+  Apply(&n, {record}, t);
+  ASSERT_THAT(Kinds(PlanNode(n, cfg, t).actions),
+              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kMarkReturning,
+                          DeviceActionKind::kAddDeviceHold));
+  ASSERT_EQ(n.unused_gives.size(), 1u);
+  Apply(&n, PlanNode(n, cfg, t).actions, t);
+  EXPECT_EQ(n.unused_gives.size(), 1u) << "one record per give";
+  Apply(&n, PlanNode(n, cfg, t).actions, t);  // the placeholder ends
+  ASSERT_THAT(n.placeholders, IsEmpty());
+
+  std::vector<NodeDevices> nodes = {n};
+  std::string why;
+  EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, t, &why));
+  EXPECT_THAT(why, HasSubstr("node node1: 1 give(s) there went unused"));
+  EXPECT_THAT(why, HasSubstr("backed off until " + ownership::FormatUtc(t + minutes(10))));
+  EXPECT_TRUE(ChooseNode(nodes, Pod(2, "ml/other"), cfg, t)) << "another pod still gets a give";
+  std::vector<NodeDevices> two = {n, Node("node2", 4)};
+  auto elsewhere = ChooseNode(two, Pod(2), cfg, t);
+  ASSERT_TRUE(elsewhere);
+  EXPECT_EQ(elsewhere->node, "node2") << "the pod still gets a give on another node";
+
+  // After the back-off the node is tried again; a second unused give doubles the wait.
+  t += minutes(10);
+  LendIdleGpus(&n, Pod(2), cfg, t);
+  if (HasFatalFailure()) return;
+  Apply(&n, PlanNode(n, cfg, t).actions, t);
+  t += std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
+  for (int i = 0; i < 3; ++i) Apply(&n, PlanNode(n, cfg, t).actions, t);
+  ASSERT_THAT(n.placeholders, IsEmpty());
+  ASSERT_EQ(n.unused_gives.size(), 2u);
+  nodes = {n};
+  EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, t + minutes(19)));
+  EXPECT_TRUE(ChooseNode(nodes, Pod(2), cfg, t + minutes(20)));
+}
+
+// A give the pod used (it ran there, then left) and a return forced by the node's health
+// are not the pod's failures: nothing is recorded.
+TEST(PlanNode, AUsedGiveOrAReturnForHealthRecordsNothing) {
+  const config::Config cfg = Cfg();
+  const Clock::TimePoint later = kNow + std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
+  NodeDevices used = Node("node1", 4);
+  LendIdleGpus(&used, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  used.placeholders[0].pod_waiting = false;  // it ran on the node and left
+  Apply(&used, PlanNode(used, cfg, kNow).actions, kNow);
+  ASSERT_THAT(Kinds(PlanNode(used, cfg, later).actions),
+              ElementsAre(DeviceActionKind::kMarkReturning, DeviceActionKind::kAddDeviceHold));
+
+  NodeDevices sick = Node("node1", 4);
+  LendIdleGpus(&sick, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  sick.healthy = false;
+  for (const DeviceAction& a : PlanNode(sick, cfg, kNow).actions) {
+    EXPECT_NE(a.kind, DeviceActionKind::kRecordUnusedGive) << ToString(a);
+  }
+}
+
+// A give whose placeholder did not start within give_timeout while its pod still waits is
+// recorded as unused before it is cancelled; one whose pod is gone is only cancelled.
+TEST(PlanNode, AGiveThatTimedOutIsRecordedAsUnusedWhileItsPodWaits) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 2);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", false, hours(1));  // nothing frees the GPUs
+  n.placeholders.push_back({.job_id = 77, .pod = "ml/infer-0", .gpus = 1, .running = false});
+  Placeholder& p = n.placeholders[0];
+  p.wanted = false;
+  p.timed_out = true;
+  p.pod_waiting = true;
+  NodePlan plan = PlanNode(n, cfg, kNow);
+  ASSERT_THAT(Kinds(plan.actions),
+              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kEndPlaceholder));
+  EXPECT_THAT(plan.actions[0].event_message, HasSubstr("did not start within give_timeout"));
+  EXPECT_EQ(plan.actions[1].event_reason, "GiveCancelled");
+  EXPECT_THAT(plan.actions[1].event_message, HasSubstr("did not start within give_timeout (600s)"));
+
+  p.pod_waiting = false;  // gone
+  ASSERT_THAT(Kinds(PlanNode(n, cfg, kNow).actions),
+              ElementsAre(DeviceActionKind::kEndPlaceholder));
 }
 
 // A give's victim that ended after its checkpoint signal (died of it, or checkpointed and

@@ -31,6 +31,11 @@ void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, Wo
   }
 }
 
+const std::string& K8sNameOf(const World& w, const std::string& node) {
+  const auto it = w.paired.find(node);
+  return it != w.paired.end() ? it->second.name : node;
+}
+
 Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now) {
   Observation out;
   const SharingConfig& sharing = cfg.gpu_sharing;
@@ -70,10 +75,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     p.returning = r.returning;
     if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
     const auto pod = w.pod_node.find(r.pod);
-    const std::string k8s = w.k8s_name.count(r.node) ? w.k8s_name.at(r.node) : r.node;
-    p.wanted = pod != w.pod_node.end() && (pod->second.empty() || pod->second == k8s);
+    const std::string& k8s = K8sNameOf(w, r.node);
+    p.pod_waiting = pod != w.pod_node.end() && pod->second.empty();
+    p.wanted = p.pod_waiting || (pod != w.pod_node.end() && pod->second == k8s);
     if (pending && j.submit_time > 0 && now - own::FromUnix(j.submit_time) > sharing.give_timeout) {
-      p.wanted = false;  // waited too long: cancelled, the pod is planned again
+      p.timed_out = true;  // waited too long: cancelled, the pod is planned again
+      p.wanted = false;
     }
     if (r.signalled_at > 0) {
       for (uint32_t v : r.victims) {
@@ -120,9 +127,9 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   }
 
   for (const slurm::NodeView& sn : w.slurm_nodes) {
-    const auto k8s_it = w.k8s_name.find(sn.name);
-    if (k8s_it == w.k8s_name.end()) continue;  // not a managed node
-    const std::string& k8s = k8s_it->second;
+    const auto paired = w.paired.find(sn.name);
+    if (paired == w.paired.end()) continue;  // not a managed node
+    const std::string& k8s = paired->second.name;
     const auto slice = w.slices.find(k8s);
     if (slice == w.slices.end() || slice->second.empty()) {
       out.node_granular[sn.name] = StrCat("no ResourceSlice of driver ", sharing.driver);
@@ -138,8 +145,9 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     NodeDevices n;
     n.node = sn.name;
     n.k8s_node = k8s;
-    if (auto l = w.k8s_labels.find(sn.name); l != w.k8s_labels.end()) n.labels = l->second;
-    if (auto t = w.k8s_taints.find(sn.name); t != w.k8s_taints.end()) n.taints = t->second;
+    n.labels = paired->second.labels;
+    n.taints = paired->second.taints;
+    n.unused_gives = paired->second.unused_gives;
     n.model = sn.gpus.empty() ? "" : sn.gpus.front().type;
     n.healthy = !sn.Unavailable();
     const auto held = w.held.find(k8s);

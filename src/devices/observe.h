@@ -28,15 +28,19 @@
 
 namespace skb::devices {
 
+// The Kubernetes node a managed Slurm node is paired with (kubernetes.node_names).
+struct PairedNode {
+  std::string name;
+  std::map<std::string, std::string> labels;  // a pending pod's nodeSelector and affinity
+  std::vector<inventory::Taint> taints;       // a pending pod's tolerations
+  std::vector<UnusedGive> unused_gives;       // its kUnusedGivesAnnotation
+};
+
 struct World {
   std::vector<slurm::NodeView> slurm_nodes;
   std::vector<slurm::JobView> jobs;
-  // Slurm node -> Kubernetes node, for the managed nodes paired by kubernetes.node_names.
-  std::map<std::string, std::string> k8s_name;
-  // Slurm node -> the Kubernetes node's labels (a pending pod's nodeSelector and affinity).
-  std::map<std::string, std::map<std::string, std::string>> k8s_labels;
-  // Slurm node -> the Kubernetes node's taints (a pending pod's tolerations).
-  std::map<std::string, std::vector<inventory::Taint>> k8s_taints;
+  // Slurm node -> its Kubernetes node, for the managed nodes.
+  std::map<std::string, PairedNode> paired;
   // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
   // under the bridge's hold rules.
   std::map<std::string, std::vector<SliceDevice>> slices;
@@ -66,5 +70,8 @@ struct Observation {
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg);
 
 Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now);
+
+// The Kubernetes name of Slurm node `node` in `w` (the node itself when it is not paired).
+const std::string& K8sNameOf(const World& w, const std::string& node);
 
 }  // namespace skb::devices

@@ -63,7 +63,7 @@ slurm::JobView PlaceholderJob(uint32_t id, const PlaceholderRecord& r, bool runn
 World TwoNodes() {
   World w;
   w.slurm_nodes = {SlurmNode("node1", 8), SlurmNode("node2", 8), SlurmNode("node3", 8)};
-  w.k8s_name = {{"node1", "node1"}, {"node2", "node2.k8s"}};  // node3 is not managed
+  w.paired = {{"node1", {.name = "node1"}}, {"node2", {.name = "node2.k8s"}}};  // not node3
   w.slices = {{"node1", Slice(8)}, {"node2.k8s", Slice(8)}};
   return w;
 }
@@ -104,19 +104,22 @@ TEST(ObserveTest, JoinsJobsPlaceholdersHoldsAndClaimsPerDevice) {
 }
 
 // What a pending pod's placement is judged against: the Kubernetes node's labels and taints,
-// by Slurm name.
-TEST(ObserveTest, EachNodeCarriesItsKubernetesLabelsAndTaints) {
+// and the gives there that went unused, by Slurm name.
+TEST(ObserveTest, EachNodeCarriesItsKubernetesLabelsTaintsAndUnusedGives) {
   World w = TwoNodes();
-  w.k8s_labels["node2"] = {{"zone", "b"}};
-  w.k8s_taints["node2"] = {
+  w.paired["node2"].labels = {{"zone", "b"}};
+  w.paired["node2"].taints = {
       {.key = "nvidia.com/maintenance", .value = "true", .effect = "NoSchedule"}};
+  w.paired["node2"].unused_gives = {{"ml/a", 7, 100}};
   const Observation o = Observe(w, Cfg(), kNow);
   ASSERT_EQ(o.nodes.size(), 2u);
   EXPECT_THAT(o.nodes[0].labels, IsEmpty());
   EXPECT_THAT(o.nodes[0].taints, IsEmpty());
   EXPECT_EQ(o.nodes[1].k8s_node, "node2.k8s");
   EXPECT_EQ(o.nodes[1].labels.at("zone"), "b");
-  EXPECT_EQ(o.nodes[1].taints, w.k8s_taints["node2"]);
+  EXPECT_EQ(o.nodes[1].taints, w.paired["node2"].taints);
+  EXPECT_THAT(o.nodes[0].unused_gives, IsEmpty());
+  EXPECT_EQ(o.nodes[1].unused_gives, w.paired["node2"].unused_gives);
 }
 
 TEST(ObserveTest, NodesWithoutAProvenMappingStayNodeGranularAndSayWhy) {
@@ -160,15 +163,26 @@ TEST(ObserveTest, APendingGiveIsWantedWhileItsPodWaitsAndNotAfterTheTimeout) {
   ASSERT_EQ(n.placeholders.size(), 1u);
   EXPECT_FALSE(n.placeholders[0].running);
   EXPECT_TRUE(n.placeholders[0].wanted);
+  EXPECT_TRUE(n.placeholders[0].pod_waiting);
+  EXPECT_FALSE(n.placeholders[0].timed_out);
   ASSERT_EQ(n.jobs.size(), 1u);
   EXPECT_EQ(n.jobs[0].signalled_at, ownership::FromUnix(1'699'999'990));
 
   w.pod_node = {{"ml/infer", "node1"}};  // placed elsewhere meanwhile
   EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].wanted);
+  EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].pod_waiting);
+  w.pod_node = {{"ml/infer", "node2.k8s"}};  // placed on the give's node: wanted, not waiting
+  EXPECT_TRUE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].wanted);
+  EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].pod_waiting);
   w.pod_node.clear();  // gone
   EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].wanted);
+  EXPECT_FALSE(Observe(w, Cfg(), kNow).nodes[1].placeholders[0].pod_waiting);
   w.pod_node = {{"ml/infer", ""}};
-  EXPECT_FALSE(Observe(w, Cfg(), kNow + std::chrono::minutes(11)).nodes[1].placeholders[0].wanted);
+  const Placeholder late =
+      Observe(w, Cfg(), kNow + std::chrono::minutes(11)).nodes[1].placeholders[0];
+  EXPECT_FALSE(late.wanted);
+  EXPECT_TRUE(late.timed_out);
+  EXPECT_TRUE(late.pod_waiting) << "a give that timed out for a pod that still waits went unused";
 }
 
 TEST(ObserveTest, CompletingJobsStillHoldTheirGpusAndEndedOnesDoNot) {

@@ -25,6 +25,8 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
   r.String("extended_resource", &out->extended_resource);
   r.Enum("device_identity", &out->device_identity, {"name", "minor-attribute"});
   r.Duration("give_timeout", &out->give_timeout);
+  r.Duration("give_backoff", &out->give_backoff);
+  r.Duration("give_backoff_max", &out->give_backoff_max);
   if (!IsDnsLabelish(out->driver)) {
     r.Fail("driver", "must be a DRA driver name such as gpu.nvidia.com");
   }
@@ -32,6 +34,10 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
     r.Fail("extended_resource", "must be an extended resource name such as nvidia.com/gpu");
   }
   if (out->give_timeout < std::chrono::seconds(10)) r.Fail("give_timeout", "must be at least 10s");
+  if (out->give_backoff < std::chrono::seconds(10)) r.Fail("give_backoff", "must be at least 10s");
+  if (out->give_backoff_max < out->give_backoff) {
+    r.Fail("give_backoff_max", "must be at least give_backoff");
+  }
 
   config::JsonReader files = r.Object("gres_files");  // node -> its files, in index order
   for (const std::string& node : files.Keys()) {

@@ -7,7 +7,7 @@
 //     "device_identity": "name",
 //     "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
 //     "placeholder": {"partition": "skb-gpu-hold", "qos": "", "account": ""},
-//     "give_timeout": "10m"
+//     "give_timeout": "10m", "give_backoff": "10m", "give_backoff_max": "4h"
 //   }
 //
 // A node is shared GPU by GPU when sharing is on, the driver publishes a ResourceSlice for
@@ -53,6 +53,12 @@ struct SharingConfig {
   // A give whose placeholder has not started after this long is cancelled (its victims
   // became protected, Slurm placed other work first): the pod waits for the next pass.
   std::chrono::milliseconds give_timeout = std::chrono::minutes(10);
+  // A give the pod did not use (kube-scheduler did not place it on the node before the
+  // GPUs went back, or the placeholder timed out): the node gets no give for that pod for
+  // this long, doubled for each further unused give there, at most give_backoff_max
+  // (give_backoff.h).
+  std::chrono::milliseconds give_backoff = std::chrono::minutes(10);
+  std::chrono::milliseconds give_backoff_max = std::chrono::hours(4);
 
   // The GPU files of `node` with `gpus` GPUs in Slurm: gres_files[node], or
   // /dev/nvidia0../dev/nvidia<gpus-1>.

@@ -24,6 +24,7 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   StatusOr<config::Config> cfg = config::ParseConfig(R"({"gpu_sharing": {
       "enabled": true, "driver": "gpu.example.com", "extended_resource": "example.com/gpu",
       "device_identity": "minor-attribute", "give_timeout": "3m",
+      "give_backoff": "5m", "give_backoff_max": "1h",
       "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
       "placeholder": {"partition": "hold", "qos": "bridge", "account": "ops"}}})");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
@@ -33,6 +34,8 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   EXPECT_EQ(s.extended_resource, "example.com/gpu");
   EXPECT_FALSE(s.TrustNames());
   EXPECT_EQ(s.give_timeout, std::chrono::minutes(3));
+  EXPECT_EQ(s.give_backoff, std::chrono::minutes(5));
+  EXPECT_EQ(s.give_backoff_max, std::chrono::hours(1));
   EXPECT_EQ(s.GresFilesOf("node7", 2), (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}));
   EXPECT_EQ(s.GresFilesOf("node8", 1), (std::vector<std::string>{"/dev/nvidia0"}));
   EXPECT_EQ(s.placeholder.partition, "hold");
@@ -47,6 +50,9 @@ TEST(SharingConfigTest, BadValuesNameTheKey) {
       {R"({"gpu_sharing": {"extended_resource": "gpu"}})", "gpu_sharing.extended_resource"},
       {R"({"gpu_sharing": {"driver": "GPU Driver"}})", "gpu_sharing.driver"},
       {R"({"gpu_sharing": {"give_timeout": "1s"}})", "gpu_sharing.give_timeout"},
+      {R"({"gpu_sharing": {"give_backoff": "1s"}})", "gpu_sharing.give_backoff"},
+      {R"({"gpu_sharing": {"give_backoff": "1h", "give_backoff_max": "30m"}})",
+       "gpu_sharing.give_backoff_max"},
       {R"({"gpu_sharing": {"gres_files": {"node1": "/dev/nvidia0"}}})",
        "gpu_sharing.gres_files.node1"},
       {R"({"gpu_sharing": {"gres_files": {"node1": ["/dev/sda"]}}})",

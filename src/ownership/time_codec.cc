@@ -1,6 +1,7 @@
 #include "src/ownership/time_codec.h"
 
 #include <charconv>
+#include <ctime>
 #include <system_error>
 
 #include "src/base/strings.h"
@@ -28,6 +29,15 @@ Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace) {
 
 std::string FormatSeconds(Clock::Duration d) {
   return StrCat(std::chrono::duration_cast<std::chrono::seconds>(d).count(), "s");
+}
+
+std::string FormatUtc(Clock::TimePoint t) {
+  const std::time_t tt = static_cast<std::time_t>(ToUnix(t));
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace skb::ownership

@@ -32,6 +32,8 @@ slurm::UnixTime ToUnix(Clock::TimePoint t);
 std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
 // "42s": a duration for messages.
 std::string FormatSeconds(Clock::Duration d);
+// "2026-11-27T14:05:00Z": a time for messages, to the whole second, UTC.
+std::string FormatUtc(Clock::TimePoint t);
 
 // When the grace of a job signalled at `signalled` (whole unix seconds, as recorded) ends.
 // The stamp is the signal's second rounded down, so the grace is counted from the second

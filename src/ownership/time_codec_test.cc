@@ -25,5 +25,10 @@ TEST(UnixTime, TheGraceRunsFromTheSecondAfterTheStamp) {
   EXPECT_LE(ends - sent, std::chrono::seconds(3));
 }
 
+TEST(UnixTime, FormatsUtcToTheSecond) {
+  EXPECT_EQ(FormatUtc(FromUnix(1700000000) + std::chrono::milliseconds(999)),
+            "2023-11-14T22:13:20Z");
+}
+
 }  // namespace
 }  // namespace skb::ownership

@@ -5,6 +5,7 @@
 // Slurm job's GRES index vs an allocated claim on that device) for the whole test.
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/e2e/bridge/lending_fixture.h"
 
@@ -267,6 +268,55 @@ TEST_F(GpuSharingE2E, ANodeTaintedAgainstThePodGetsNoGive) {
 
   CreatePod("untolerant", 2);
   ExpectGivenByPreemptionOn("untolerant", "node2", take, "2-GPU pod beside a tainted idle node");
+}
+
+// A pod kube-scheduler cannot place on the GPUs freed for it (it asks more CPU than any node
+// has, a fit the bridge does not judge): the give returns after the cool-down, recorded on the
+// node, and the node gets no give for the pod again within the back-off, while the pod stays
+// pending and every other node is full of work the bridge may not take.
+TEST_F(GpuSharingE2E, AGiveThePodCannotUseIsNotRepeatedWithinTheBackoff) {
+  FillOtherNodes();
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod("too-big", "lending", 1));
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64";  // kwok nodes have 32
+  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", pod).ok());
+
+  // The give: a placeholder on node1, one hold lifted.
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 7; }, seconds(60))) << Placeholders() << "\n"
+                                                                           << daemon_->LogTail();
+  const auto lent = Steady::now();
+  // Unused for the cool-down: recorded on the node, then the GPU goes back.
+  auto recorded = [&] {
+    return Shell(
+               "kubectl get node node1 -o jsonpath='{.metadata.annotations.slurm-k8s-bridge\\.io/"
+               "unused-gives}'")
+        .out;
+  };
+  ASSERT_TRUE(WaitFor([&] { return Placeholders().empty() && HoldsOn("node1") == 8; }, seconds(90)))
+      << Placeholders() << "\n"
+      << daemon_->LogTail();
+  std::printf("lent -> returned unused: %.1f s\n",
+              std::chrono::duration<double>(Steady::now() - lent).count());
+  EXPECT_THAT(recorded(), HasSubstr("default/too-big/")) << daemon_->LogTail();
+  EXPECT_EQ(PodField("too-big", ".status.phase"), "Pending");
+  EXPECT_THAT(Shell("kubectl get events -n default --field-selector involvedObject.name=too-big "
+                    "-o jsonpath='{range .items[*]}{.type}/{.reason}{\"\\n\"}{end}'")
+                  .out,
+              HasSubstr("Warning/GiveUnused"));
+
+  // Three cool-downs later the pod still waits, no give was tried again, and its reason
+  // says why.
+  const auto until = Steady::now() + seconds(3 * kCooldownSeconds);
+  while (Steady::now() < until) {
+    ASSERT_EQ(Placeholders(), "") << "a second give for a pod that cannot use it";
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  EXPECT_EQ(HoldsOn("node1"), 8);
+  EXPECT_THAT(Shell("kubectl get events -n default --field-selector "
+                    "involvedObject.name=too-big,reason=GpusNotFreed -o "
+                    "custom-columns=M:.message --no-headers")
+                  .out,
+              HasSubstr("give(s) there went unused"));
 }
 
 }  // namespace

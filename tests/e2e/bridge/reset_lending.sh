@@ -69,12 +69,13 @@ fi
 # name, then what to remove).
 dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
   ["lent-at", "lent-to", "signalled-at", "idle-since", "lend-blocked", "return-blocked",
-   "lend-refused-at"] as $notes
+   "lend-refused-at", "unused-gives"] as $notes
   | .items[] | .metadata.name as $n | (.metadata.annotations // {}) as $a
   | (.spec.taints // [] | map(.key)) as $t
   | [ (if any($notes[]; $a["slurm-k8s-bridge.io/" + .] != null) then "notes" else empty end),
       ($t[] | select(. == "slurm-k8s-bridge.io/reservation-swap" or
-                     . == "slurm-k8s-bridge.io/slurm-busy" or startswith("skb-e2e/"))
+                     . == "slurm-k8s-bridge.io/slurm-busy" or
+                     . == "slurm-k8s-bridge.io/reclaiming" or startswith("skb-e2e/"))
             | "taint=" + .),
       (if (.metadata.labels // {})["slurm-k8s-bridge.io/swap-guard"] != null
        then "guard" else empty end),
@@ -88,7 +89,7 @@ while read -r n what; do
         kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
           slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
           slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- \
-          slurm-k8s-bridge.io/lend-refused-at- >/dev/null 2>&1 ;;
+          slurm-k8s-bridge.io/lend-refused-at- slurm-k8s-bridge.io/unused-gives- >/dev/null 2>&1 ;;
       taint=*) kubectl taint node "$n" "${w#taint=}-" >/dev/null 2>&1 ;;
       guard) kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1 ;;
       cordon) kubectl uncordon "$n" >/dev/null 2>&1 ;;  # a `kubectl drain` test
