@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "src/base/overloaded.h"
 #include "src/base/strings.h"
+#include "src/plan/testing/node_model.h"
 
 namespace skb::health {
 namespace {
@@ -72,37 +72,16 @@ slurm::JobView RunningJob(uint32_t id, bool requeue = true) {
   return j;
 }
 
-// What the executor would do, applied to the model: used to check that planning again
-// after carrying out a plan asks for nothing more.
+// What the executor would do, applied to the model (plan/testing/node_model.h): used to
+// check that planning again after carrying out a plan asks for nothing more. An action of
+// another planner, or one whose precondition fails, is a test failure.
 void Apply(const Action& a, ManagedNode* n, Clock::TimePoint now) {
-  std::visit(Overloaded{
-                 [&](const plan::DrainSlurmNode& o) {
-                   n->slurm->drain = true;
-                   n->slurm->reason = o.reason;
-                   n->slurm->reason_uid = 0;
-                 },
-                 [&](const plan::ResumeSlurmNode& o) {
-                   ASSERT_EQ(n->slurm->reason, o.expected_reason);
-                   n->slurm->drain = false;
-                   n->slurm->reason.clear();
-                 },
-                 [&](const plan::RequeueSlurmJobs& o) {
-                   std::erase_if(n->jobs, [&](const slurm::JobView& j) {
-                     return std::find(o.job_ids.begin(), o.job_ids.end(), j.job_id) !=
-                            o.job_ids.end();
-                   });
-                 },
-                 [&](const plan::SetNodeCondition& o) {
-                   const plan::ConditionSpec& c = o.condition;
-                   SetCondition(n, {c.type, c.status, c.reason, c.message, now});
-                 },
-                 [&](const plan::SetSlurmFeatures& o) {
-                   n->slurm->features = n->slurm->active_features = o.features;
-                 },
-                 // Node ownership (src/ownership): never planned by the health planner.
-                 [&](const auto&) { FAIL() << "not a health action: " << plan::ToString(a); },
-             },
-             a.op);
+  ASSERT_TRUE(a.cause == plan::Cause::kHealth || a.cause == plan::Cause::kMaintenance ||
+              a.cause == plan::Cause::kSlurmState)
+      << "not a health action: " << plan::ToString(a);
+  plan::testing::Log log;
+  const Status s = plan::testing::ApplyAction(a, n, config::Config{}, now, &log);
+  ASSERT_TRUE(s.ok()) << s;
 }
 
 std::vector<std::string_view> Kinds(const NodePlan& p) {

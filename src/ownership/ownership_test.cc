@@ -4,9 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <set>
 
-#include "src/base/overloaded.h"
 #include "src/base/strings.h"
 #include "src/ownership/job_policy.h"
 #include "src/ownership/preemption_record.h"
@@ -16,6 +14,7 @@
 #include "src/ownership/test_support.h"
 #include "src/ownership/time_codec.h"
 #include "src/plan/action_testing.h"
+#include "src/plan/testing/node_model.h"
 
 namespace skb::ownership {
 namespace {
@@ -24,8 +23,12 @@ using inventory::GpuPod;
 using inventory::ManagedNode;
 using plan::Action;
 using plan::testing::AnnotationsOf;
+using plan::testing::HasTaint;
 using plan::testing::JobIdsOf;
+using plan::testing::Log;
 using plan::testing::PodOf;
+using plan::testing::PodOfSpec;
+using plan::testing::RunKubelet;
 using plan::testing::TaintOf;
 using std::chrono::minutes;
 using std::chrono::seconds;
@@ -38,24 +41,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// The pod the apiserver makes of a reservation spec.
-GpuPod PodOfSpec(const plan::ReservationSpec& spec, std::string phase, std::string uid) {
-  GpuPod p;
-  p.namespace_name = spec.namespace_name;
-  p.name = spec.name;
-  p.node_name = spec.node;
-  p.gpus = spec.gpus;
-  p.phase = std::move(phase);
-  p.reservation = true;
-  p.priority = spec.priority;
-  p.uid = std::move(uid);
-  p.labels = spec.labels;
-  p.annotations = spec.annotations;
-  p.finalizers = spec.finalizers;
-  p.priority_class_name = spec.priority_class_name;
-  return p;
-}
 
 // The reservation pod as the bridge creates it (via BuildReservation), Running.
 GpuPod Reservation(const ManagedNode& n, const config::Config& cfg, ReservationClass cls,
@@ -119,191 +104,16 @@ ManagedNode LentNode(Clock::TimePoint lent_at = kNow - minutes(20)) {
   return n;
 }
 
-bool HasTaint(const ManagedNode& n, std::string_view key) {
-  for (const auto& t : n.k8s->taints) {
-    if (t.key == key) return true;
-  }
-  return false;
-}
-
-// What the world records while the model executes actions.
-struct Log {
-  std::map<uint32_t, int> signals;      // job -> times signalled
-  std::map<uint32_t, int> preemptions;  // job -> times preempted
-  std::vector<std::string> preemptors;  // for whom each preemption was
-  std::vector<slurm::JobView> requeued;
-  // Jobs whose batch script does not trap the checkpoint signal: they die of it (FAILED,
-  // exit signal) and end up in the node's ended_jobs.
-  std::set<uint32_t> untrapped;
-  std::map<std::string, int> evictions;  // "ns/name" -> evictions asked (quota reclaim)
-};
-
-// The executor, applied to the model. Checks each action's source-side precondition
-// the way the real executor must (ownership.h): a violation is a test failure.
+// The executor, applied to the model (plan/testing/node_model.h): a source-side
+// precondition it violates, or an action the ownership planner never plans, is a test
+// failure.
 void Apply(const Action& a, ManagedNode* n, const config::Config& cfg, Clock::TimePoint now,
            Log* log) {
-  auto find_pod = [&](const plan::PodRef& ref) -> GpuPod* {
-    for (GpuPod& p : n->pods) {
-      if (p.namespace_name == ref.namespace_name && p.name == ref.name && p.uid == ref.uid) {
-        return &p;
-      }
-    }
-    return nullptr;
-  };
-  std::visit(
-      Overloaded{
-          [&](const plan::DrainSlurmNode& o) {
-            n->slurm->drain = true;
-            n->slurm->reason = o.reason;
-            n->slurm->reason_time = ToUnix(now);
-          },
-          [&](const plan::ResumeSlurmNode& o) {
-            ASSERT_EQ(n->slurm->reason, o.expected_reason);
-            n->slurm->drain = false;
-            n->slurm->reason.clear();
-          },
-          [&](const plan::CreateReservationPod& o) {
-            const plan::ReservationSpec& r = o.reservation;
-            for (const GpuPod& p : n->pods) {
-              ASSERT_FALSE(p.namespace_name == r.namespace_name && p.name == r.name)
-                  << "AlreadyExists";
-            }
-            n->pods.push_back(PodOfSpec(
-                r, "Pending", StrCat("uid-", r.name, "-", ToUnix(now), "-", n->pods.size())));
-          },
-          [&](const plan::EvictPod& o) {
-            GpuPod* p = find_pod(o.pod);
-            if (p == nullptr || p->terminating) return;
-            ASSERT_FALSE(p->reservation) << "evicted the bridge's reservation";
-            ++log->evictions[StrCat(p->namespace_name, "/", p->name)];
-            p->terminating = true;
-            p->deletion_time = now + std::chrono::seconds(30);
-          },
-          [&](const plan::DeleteReservationPod& o) {
-            GpuPod* p = find_pod(o.pod);
-            if (p == nullptr || p->terminating) return;  // NotFound / already deleting: done
-            p->terminating = true;
-            p->deletion_time = now + ReservationGrace(cfg.lending);
-          },
-          [&](const plan::PatchPodAnnotations& o) {
-            GpuPod* p = find_pod(o.pod);
-            ASSERT_NE(p, nullptr) << plan::ToString(a);
-            for (const auto& [k, v] : o.annotations.set) p->annotations[k] = v;
-            for (const auto& k : o.annotations.remove) p->annotations.erase(k);
-          },
-          [&](const plan::ReleaseReservationPod& o) {
-            GpuPod* p = find_pod(o.pod);
-            if (p == nullptr) return;
-            if (o.check == plan::ReleaseCheck::kNoSlurmJobs) {
-              for (const auto& j : n->jobs) {
-                ASSERT_FALSE(HoldsNode(j))
-                    << "released while job " << j.job_id << " holds the node";
-              }
-            } else if (o.check == plan::ReleaseCheck::kSwapTaint) {
-              ASSERT_TRUE(HasTaint(*n, kSwapTaintKey)) << "swap release without the swap taint";
-            } else {
-              ASSERT_FALSE(n->k8s.has_value()) << "node-gone release of an existing node";
-            }
-            p->annotations[kReleasedAnnotation] = "true";
-            std::erase(p->finalizers, std::string(kFinalizer));
-          },
-          [&](const plan::SignalSlurmJobs& o) {
-            for (uint32_t id : o.job_ids) {
-              ++log->signals[id];
-              if (!log->untrapped.count(id)) continue;
-              for (auto& j : n->jobs) {
-                if (j.job_id != id) continue;
-                j.state = slurm::JobState::kFailed;
-                j.exit_signal = o.signal;
-                j.end_time = ToUnix(now);
-                n->ended_jobs.push_back(j);
-              }
-              std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
-            }
-          },
-          [&](const plan::PreemptSlurmJobs& o) {
-            log->preemptors.push_back(o.preemptor);
-            if (o.ended_after_signal) {
-              for (uint32_t id : o.job_ids) {
-                for (auto& j : n->ended_jobs) {
-                  if (j.job_id != id) continue;
-                  ASSERT_LE(j.start_time, o.at_unix) << "requeued another run of job " << id;
-                  ASSERT_NE(j.state, slurm::JobState::kCancelled)
-                      << "requeued a cancelled job " << id;
-                  ++log->preemptions[id];
-                  j.admin_comment =
-                      RecordPreemption(j.admin_comment, o.at_unix, o.preemptor, cfg.lending);
-                  log->requeued.push_back(j);
-                }
-                std::erase_if(n->ended_jobs,
-                              [&](const slurm::JobView& j) { return j.job_id == id; });
-              }
-              return;
-            }
-            for (uint32_t id : o.job_ids) {
-              ++log->preemptions[id];
-              for (auto& j : n->jobs) {
-                if (j.job_id != id) continue;
-                j.admin_comment =
-                    RecordPreemption(j.admin_comment, o.at_unix, o.preemptor, cfg.lending);
-                log->requeued.push_back(j);
-              }
-              std::erase_if(n->jobs, [&](const slurm::JobView& j) { return j.job_id == id; });
-            }
-          },
-          [&](const plan::SetNodeTaint& o) {
-            if (!HasTaint(*n, o.taint.key)) {
-              n->k8s->taints.push_back({o.taint.key, o.taint.value, o.taint.effect});
-            }
-          },
-          [&](const plan::RemoveNodeTaint& o) {
-            std::erase_if(n->k8s->taints, [&](const auto& t) { return t.key == o.taint.key; });
-          },
-          [&](const plan::PatchNodeAnnotations& o) {
-            for (const auto& [k, v] : o.annotations.set) n->k8s->annotations[k] = v;
-            for (const auto& k : o.annotations.remove) n->k8s->annotations.erase(k);
-            for (const auto& [k, v] : o.labels.set) n->k8s->labels[k] = v;
-            for (const auto& k : o.labels.remove) n->k8s->labels.erase(k);
-          },
-          [&](const plan::RestoreFinalizer& o) {
-            GpuPod* p = find_pod(o.pod);
-            if (p == nullptr || p->terminating) return;  // Aborted: the pod went or is going
-            if (std::find(p->finalizers.begin(), p->finalizers.end(), kFinalizer) ==
-                p->finalizers.end()) {
-              p->finalizers.push_back(kFinalizer);
-            }
-          },
-          // Health and features (src/health, src/plan): never planned by the ownership
-          // planner.
-          [&](const plan::RequeueSlurmJobs&) {
-            FAIL() << "not an ownership action: " << plan::ToString(a);
-          },
-          [&](const plan::SetNodeCondition&) {
-            FAIL() << "not an ownership action: " << plan::ToString(a);
-          },
-          [&](const plan::SetSlurmFeatures&) {
-            FAIL() << "not an ownership action: " << plan::ToString(a);
-          },
-      },
-      a.op);
-}
-
-// The kubelet and apiserver: a released, deleted pod goes away; a pod past its kill
-// deadline turns Failed (the finalizer keeps the object); a Pending reservation runs if
-// the GPUs are free, else the kubelet refuses it.
-void Kubelet(ManagedNode* n, Clock::TimePoint now) {
-  std::erase_if(n->pods, [](const GpuPod& p) { return p.terminating && p.finalizers.empty(); });
-  int64_t used = 0;
-  for (const GpuPod& p : n->pods) {
-    if (p.phase == "Running") used += p.gpus;
-  }
-  for (GpuPod& p : n->pods) {
-    if (p.terminating && p.deletion_time && now >= *p.deletion_time) p.phase = "Failed";
-    if (p.phase == "Pending" && p.reservation) {
-      p.phase = used + p.gpus <= n->k8s->gpu_allocatable ? "Running" : "Failed";
-      if (p.phase == "Running") used += p.gpus;
-    }
-  }
+  ASSERT_FALSE(a.Is<plan::RequeueSlurmJobs>() || a.Is<plan::SetNodeCondition>() ||
+               a.Is<plan::SetSlurmFeatures>())
+      << "not an ownership action: " << plan::ToString(a);
+  const Status s = plan::testing::ApplyAction(a, n, cfg, now, log);
+  ASSERT_TRUE(s.ok()) << s;
 }
 
 // kube-scheduler: binds nominated pods once the GPUs are free in its count and no
@@ -1383,7 +1193,7 @@ struct Story {
   bool reservation_killed = false;  // the kubelet killed one of ours at its deadline
 
   void World() {
-    Kubelet(&n, now);
+    RunKubelet(&n, now);
     Scheduler(&n);
     for (const GpuPod& p : n.pods) reservation_killed |= p.reservation && p.phase == "Failed";
   }
@@ -1662,7 +1472,7 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
   int attempts = 0;
   for (Clock::TimePoint end = deleted + ReservationGrace(s.cfg.lending) + minutes(5); s.now < end;
        s.now += seconds(5)) {
-    Kubelet(&s.n, s.now);
+    RunKubelet(&s.n, s.now);
     Scheduler(&s.n);
     OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
     for (const Action& a : p.actions) {
