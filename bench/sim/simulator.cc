@@ -12,11 +12,14 @@
 #include "src/devices/device_plan.h"
 #include "src/devices/gres.h"
 #include "src/ownership/job_policy.h"
+#include "src/ownership/lending_config.h"
 #include "src/ownership/preemption_record.h"
-#include "src/ownership/reservation_class.h"
 #include "src/ownership/return_decision.h"
+#include "src/ownership/schema.h"
 #include "src/ownership/time_codec.h"
 #include "src/ownership/victims.h"
+#include "src/plan/planner.h"
+#include "src/plan/testing/node_model.h"
 
 namespace skb::sim {
 namespace {
@@ -136,17 +139,24 @@ struct Node {
   const GpuNode* spec = nullptr;
   std::vector<Gpu> gpu;     // GPU mode
   std::vector<Give> gives;  // GPU mode
+  // Node mode: kLending from kube-scheduler's preemption of the reservation until the
+  // lend is complete and the lend overhead has passed, then kK8s until the planner returns
+  // the node.
   Owner owner = Owner::kSlurm;
   bool k8s_partition = false;  // static modes: Kubernetes' part, never Slurm's
+  bool indexed = false;        // in Slurm's free index (free_)
   int64_t slurm_free = 0;
   std::vector<int> jobs;
   std::vector<int64_t> gpu_free;  // Kubernetes' view: milli free per GPU
   int64_t pods = 0;               // running and nominated
+  std::vector<int> bound;         // pods bound here (running or nominated)
   std::vector<int> nominated;
-  TimePoint lent_at{};
-  std::optional<TimePoint> idle_since;
-  uint64_t epoch = 0;           // bumped when pods come or go: stale return checks are dropped
-  bool class_volatile = false;  // a job carries a preemption record (anti-thrash ages)
+  // Node mode: the node's objects as the daemon sees them (the Slurm node, the Kubernetes
+  // node, the reservation pod), which only the planner's actions change.
+  inventory::ManagedNode model;
+  bool lend_counted = false;   // the planner took up the lend (counted in lends)
+  bool ready_pending = false;  // the lend is complete: its pods start after the overhead
+  std::set<TimePoint> drives;  // pending kDrive events (one per instant)
 };
 
 enum class EventType {
@@ -155,8 +165,7 @@ enum class EventType {
   kPodEnd,
   kPreempt,
   kLendReady,
-  kReturnCheck,
-  kDrive,     // GPU mode: plan node `id` again (a grace or a cool-down ended)
+  kDrive,     // plan node `id` again (something on it changed, or the plan asked for it)
   kPodReady,  // GPU mode: pod `id`'s devices were lifted for it: it starts
 };
 
@@ -182,12 +191,8 @@ class Simulation {
       if (mode == Mode::kBridgeGpu) s.gpu.assign(static_cast<size_t>(n.gpus), Gpu{});
       node_index_[n.name] = static_cast<int>(nodes_.size());
       max_node_gpus_ = std::max(max_node_gpus_, n.gpus);
+      if (mode == Mode::kBridge) s.model = ModelOf(n);
       nodes_.push_back(std::move(s));
-      own::VictimCandidate c;
-      c.node = n.name;
-      c.gpus = n.gpus;
-      c.reservation_start = t0_;
-      candidates_.push_back(std::move(c));
     }
     LoadTasks(tasks);
   }
@@ -204,9 +209,10 @@ class Simulation {
       k8s_held_gpus_ = result_.k8s_gpus;
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (SlurmMayUse(nodes_[i])) IndexAdd(static_cast<int>(i));
+      SyncSlurmIndex(static_cast<int>(i));
       if (nodes_[i].owner == Owner::kK8s) k8s_nodes_.insert(static_cast<int>(i));
-      UpdateCandidate(static_cast<int>(i));
+      // The bridge starts: every node gets its reservation.
+      if (mode_ == Mode::kBridge) DriveNode(static_cast<int>(i));
     }
     const int points = std::max(1, opt_.series_points);
     bucket_ = horizon_ / points;
@@ -218,9 +224,13 @@ class Simulation {
       events_.pop();
       Advance(e.at);
       Handle(e);
+      if (!error_.ok()) break;
+      pending_pods_.insert(pending_pods_.end(), unbound_pods_.begin(), unbound_pods_.end());
+      unbound_pods_.clear();
       if (slurm_dirty_) ScheduleSlurm();
       if (!pending_pods_.empty()) SchedulePods();
     }
+    if (!error_.ok()) return error_;
     Finish();
     return std::move(result_);
   }
@@ -335,6 +345,7 @@ class Simulation {
         Job& j = jobs_[static_cast<size_t>(e.id)];
         if (!j.running || j.run != e.epoch) return;
         j.end = now_;
+        last_end_ = now_;
         j.view.state = slurm::JobState::kComplete;
         StopJob(e.id);
         return;
@@ -348,13 +359,13 @@ class Simulation {
       case EventType::kLendReady:
         FinishLend(e.id);
         return;
-      case EventType::kReturnCheck: {
-        Node& n = nodes_[static_cast<size_t>(e.id)];
-        if (n.owner == Owner::kK8s && n.epoch == e.epoch) CheckReturn(e.id);
-        return;
-      }
       case EventType::kDrive:
-        Drive(e.id);
+        if (gpu_mode()) {
+          Drive(e.id);
+        } else {
+          nodes_[static_cast<size_t>(e.id)].drives.erase(e.at);
+          DriveNode(e.id);
+        }
         return;
       case EventType::kPodReady:
         StartPod(e.id);
@@ -391,7 +402,24 @@ class Simulation {
 
   // ---- Slurm ---------------------------------------------------------------------------
 
-  bool SlurmMayUse(const Node& n) const { return n.owner == Owner::kSlurm && !n.k8s_partition; }
+  // Node mode: Slurm places work on a node it has not drained.
+  bool SlurmMayUse(const Node& n) const {
+    if (mode_ == Mode::kBridge) return !n.model.slurm->drain;
+    return n.owner == Owner::kSlurm && !n.k8s_partition;
+  }
+
+  void SyncSlurmIndex(int i) {
+    Node& n = nodes_[static_cast<size_t>(i)];
+    const bool may = SlurmMayUse(n);
+    if (may == n.indexed) return;
+    if (may) {
+      IndexAdd(i);
+      slurm_dirty_ = true;
+    } else {
+      IndexRemove(i);
+    }
+    n.indexed = may;
+  }
 
   // free_[k]: nodes Slurm may use with at least k free GPUs, in node-file order.
   void IndexAdd(int i) {
@@ -464,7 +492,7 @@ class Simulation {
     j.view.start_time = own::ToUnix(now_);
     alloc_training_gpus_ += j.gpus;
     Push(now_ + (j.runtime - j.saved), EventType::kJobEnd, id, j.run);
-    UpdateCandidate(n);
+    if (mode_ == Mode::kBridge) ScheduleDrive(n, now_);
   }
 
   // The job leaves its node (ended or preempted).
@@ -484,16 +512,15 @@ class Simulation {
       slurm_dirty_ = true;
       return;
     }
-    const bool indexed = SlurmMayUse(node);
-    if (indexed) IndexRemove(n);
+    if (node.indexed) IndexRemove(n);
     node.slurm_free += j.gpus;
-    if (indexed) IndexAdd(n);
+    if (node.indexed) IndexAdd(n);
     slurm_dirty_ = true;
-    UpdateCandidate(n);
-    if (node.owner == Owner::kLending && node.jobs.empty()) CompleteLend(n);
+    if (mode_ == Mode::kBridge) ScheduleDrive(n, now_);
   }
 
-  // Checkpoint model: what a preemption at `now_` keeps and loses.
+  // Checkpoint model: what a preemption at `now_` keeps and loses. The preemption is
+  // recorded in the job's admin comment before (the executor's part).
   void Preempt(int id, uint64_t run) {
     Job& j = jobs_[static_cast<size_t>(id)];
     if (!j.running || j.run != run) return;  // ended during its grace
@@ -512,13 +539,10 @@ class Simulation {
     j.saved += kept;
     ++j.preemptions;
     ++result_.preemptions;
-    const Node& node = nodes_[static_cast<size_t>(j.node)];
-    j.view.admin_comment =
-        own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
-                              StrCat("inference/lend-", node.spec->name), cfg_.lending);
     StopJob(id);
     if (j.preempt_mode == plan::JobPreemptMode::kCancel) {
       j.cancelled = true;
+      last_end_ = now_;
       j.view.state = slurm::JobState::kCancelled;
       return;
     }
@@ -598,12 +622,14 @@ class Simulation {
         }
         continue;
       }
+      bool preempted = false;
       if (n < 0 && mode_ == Mode::kBridge && p.need_gpus < failed_need) {
         n = LendFor(p);
         if (n < 0) {
           failed_need = p.need_gpus;
         } else {
           gpus = Fit(nodes_[static_cast<size_t>(n)], p);
+          preempted = true;
         }
       }
       if (n < 0 || gpus.empty()) {
@@ -612,7 +638,11 @@ class Simulation {
       }
       it = pending_pods_.erase(it);
       BindPod(id, n, gpus);
+      // The bridge sees the deleted reservation and the pod nominated to its node.
+      if (preempted) DriveNode(n);
     }
+    pending_pods_.insert(pending_pods_.end(), unbound_pods_.begin(), unbound_pods_.end());
+    unbound_pods_.clear();
   }
 
   // `delayed`: GPU mode, the pod's devices were just lifted for it: it starts after the
@@ -628,8 +658,7 @@ class Simulation {
     p.gpus_used = gpus;
     p.node = n;
     ++node.pods;
-    ++node.epoch;
-    node.idle_since.reset();
+    node.bound.push_back(id);
     if (delayed) {
       Push(now_ + opt_.lend_overhead, EventType::kPodReady, id, 0);
     } else if (node.owner == Owner::kK8s || gpu_mode()) {
@@ -637,6 +666,20 @@ class Simulation {
     } else {
       node.nominated.push_back(id);
     }
+    if (mode_ == Mode::kBridge) ScheduleDrive(n, now_);
+  }
+
+  // The pod leaves its node before it started (a lend the bridge refused): pending again.
+  void UnbindPod(int id) {
+    Pod& p = pods_[static_cast<size_t>(id)];
+    Node& node = nodes_[static_cast<size_t>(p.node)];
+    const int64_t per_gpu = p.task->Fractional() ? p.milli : kGpuMilli;
+    for (int g : p.gpus_used) node.gpu_free[static_cast<size_t>(g)] += per_gpu;
+    --node.pods;
+    std::erase(node.bound, id);
+    p.node = -1;
+    p.gpus_used.clear();
+    unbound_pods_.push_back(id);
   }
 
   void StartPod(int id) {
@@ -652,133 +695,239 @@ class Simulation {
     const int64_t per_gpu = p.task->Fractional() ? p.milli : kGpuMilli;
     for (int g : p.gpus_used) node.gpu_free[static_cast<size_t>(g)] += per_gpu;
     alloc_inference_milli_ -= p.milli;
+    last_end_ = now_;
     --node.pods;
-    ++node.epoch;
+    std::erase(node.bound, id);
     if (gpu_mode()) {
       for (int g : p.gpus_used) --node.gpu[static_cast<size_t>(g)].pods;
       Drive(p.node);
       return;
     }
-    if (mode_ == Mode::kBridge && node.pods == 0) {
-      node.idle_since = now_;
-      CheckReturn(p.node);
+    if (mode_ == Mode::kBridge) ScheduleDrive(p.node, now_);
+  }
+
+  // ---- The bridge at node granularity: kube-scheduler's preemption, then the planner ----
+
+  // The node's objects before the bridge starts: a Ready Kubernetes node and an idle
+  // Slurm node, nothing of the bridge's yet.
+  inventory::ManagedNode ModelOf(const GpuNode& n) const {
+    inventory::ManagedNode m;
+    m.name = n.name;
+    inventory::K8sNode k;
+    k.name = n.name;
+    k.conditions = {{"Ready", "True", "KubeletReady", "", t0_ - std::chrono::hours(1)}};
+    k.gpu_capacity = k.gpu_allocatable = n.gpus;
+    m.k8s = std::move(k);
+    slurm::NodeView s;
+    s.name = n.name;
+    s.base_state = slurm::NodeBaseState::kIdle;
+    s.gpus = {{n.model, n.gpus}};
+    m.slurm = std::move(s);
+    return m;
+  }
+
+  static inventory::GpuPod* LiveReservation(inventory::ManagedNode& m) {
+    for (inventory::GpuPod& p : m.pods) {
+      if (p.reservation && !p.terminating) return &p;
+    }
+    return nullptr;
+  }
+  static bool HasReservation(const inventory::ManagedNode& m) {
+    return std::any_of(m.pods.begin(), m.pods.end(),
+                       [](const inventory::GpuPod& p) { return p.reservation; });
+  }
+
+  // Inference pod `id` as the bridge's informers show it.
+  inventory::GpuPod GpuPodOf(int id, const Node& node) const {
+    const Pod& p = pods_[static_cast<size_t>(id)];
+    inventory::GpuPod g;
+    g.namespace_name = "inference";
+    g.name = StrCat("pod-", id);
+    g.uid = StrCat("uid-pod-", id);
+    g.gpus = p.need_gpus;
+    g.priority = cfg_.lending.inference_threshold;
+    if (p.start) {
+      g.node_name = node.spec->name;
+      g.phase = "Running";
+      g.started = p.start;
+    } else {
+      g.phase = "Pending";
+      g.nominated_node_name = node.spec->name;
+    }
+    return g;
+  }
+
+  // What the daemon observes of node `n` besides its own objects: the Slurm jobs on it and
+  // the inference pods bound or nominated to it.
+  void Observe(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    inventory::ManagedNode& m = node.model;
+    m.jobs.clear();
+    for (int id : node.jobs) m.jobs.push_back(jobs_[static_cast<size_t>(id)].view);
+    std::erase_if(m.pods, [](const inventory::GpuPod& p) { return !p.reservation; });
+    m.nominated_pods.clear();
+    for (int id : node.bound) {
+      inventory::GpuPod g = GpuPodOf(id, node);
+      (g.started ? m.pods : m.nominated_pods).push_back(std::move(g));
     }
   }
 
-  // ---- The bridge: lend and return through the policy ----------------------------------
+  void ScheduleDrive(int n, TimePoint at) {
+    if (nodes_[static_cast<size_t>(n)].drives.insert(at).second) {
+      Push(at, EventType::kDrive, n, 0);
+    }
+  }
 
-  // The victim candidate of node `i` as kube-scheduler sees its reservation pod. Nodes
-  // Slurm does not own hold no reservation: priority INT32_MAX keeps them out.
-  void UpdateCandidate(int i) {
-    if (mode_ != Mode::kBridge) return;
-    Node& node = nodes_[static_cast<size_t>(i)];
-    own::VictimCandidate& c = candidates_[static_cast<size_t>(i)];
-    c.jobs.clear();
-    if (node.owner != Owner::kSlurm) {
-      c.priority = INT32_MAX;
+  void Fail(int n, const Status& s) {
+    if (error_.ok()) {
+      error_ = InternalError(StrCat("node ", nodes_[static_cast<size_t>(n)].spec->name, " at ",
+                                    ToSeconds(now_ - t0_), " s: ", s.message()));
+    }
+  }
+
+  // Plans node `n` with the daemon's planner and carries the actions out (the executor and
+  // kubelet model of plan/testing) until nothing is left to do now; then sees who holds
+  // the node and when to plan it again.
+  void DriveNode(int n) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    for (int pass = 0; pass < 16; ++pass) {
+      Observe(n);
+      const plan::NodePlan p = plan::PlanNode(node.model, cfg_, now_);
+      if (p.actions.empty()) {
+        Settle(n, p.owner);
+        if (p.recheck_at && *p.recheck_at > now_) ScheduleDrive(n, *p.recheck_at);
+        return;
+      }
+      for (const plan::Action& a : p.actions) {
+        Carry(n, a);
+        if (!error_.ok()) return;
+      }
+      plan::testing::RunKubelet(&node.model, now_);
+    }
+    Fail(n, InternalError("the plan does not converge"));
+  }
+
+  // One action on the node's objects (the model), then on what the simulation runs:
+  // signalled jobs checkpoint, preempted ones are requeued (their admin comment as the
+  // executor recorded it), a drain or resume changes where Slurm may place jobs.
+  void Carry(int n, const plan::Action& a) {
+    Node& node = nodes_[static_cast<size_t>(n)];
+    if (a.Is<plan::RequeueSlurmJobs>() || a.Is<plan::EvictPod>()) {
+      Fail(n, UnimplementedError(StrCat("not modelled: ", plan::ToString(a))));
       return;
     }
-    std::vector<slurm::JobView> views;
-    node.class_volatile = false;
-    for (int id : node.jobs) {
-      const Job& j = jobs_[static_cast<size_t>(id)];
-      views.push_back(j.view);
-      c.jobs.push_back({j.gpus, j.run_start});
-      node.class_volatile |= !j.view.admin_comment.empty();
+    log_.requeued.clear();
+    if (Status s = plan::testing::ApplyAction(a, &node.model, cfg_, now_, &log_); !s.ok()) {
+      Fail(n, s);
+      return;
     }
-    c.priority = own::ClassRef(own::ClassFor(views, cfg_, now_), cfg_.lending).value;
-  }
-
-  // Preempts one Slurm node for `p` (PickVictims); returns it, or -1 when none qualifies.
-  int LendFor(const Pod& p) {
-    // Anti-thrash protection ages: refresh the classes that depend on `now_`.
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].class_volatile) UpdateCandidate(static_cast<int>(i));
-    }
-    const own::Demand demand{p.need_gpus, 1, cfg_.lending.inference_threshold};
-    std::vector<size_t> picked;
-    if (p.task->gpu_spec.empty()) {
-      picked = own::PickVictims(candidates_, demand, now_);
-    } else {
-      std::vector<own::VictimCandidate> allowed = candidates_;
-      for (size_t i = 0; i < allowed.size(); ++i) {
-        if (!ModelAllowed(*p.task, nodes_[i].spec->model)) allowed[i].priority = INT32_MAX;
+    if (const auto* signal = a.Get<plan::SignalSlurmJobs>()) {
+      for (uint32_t id : signal->job_ids) {
+        Job& j = jobs_[id - 1];
+        j.signalled_at = now_;
+        result_.gpus_preempted += j.gpus;
       }
-      picked = own::PickVictims(allowed, demand, now_);
+    } else if (const auto* preempt = a.Get<plan::PreemptSlurmJobs>()) {
+      for (const slurm::JobView& v : log_.requeued) {
+        Job& j = jobs_[v.job_id - 1];
+        j.view.admin_comment = v.admin_comment;
+        j.preempt_mode = preempt->mode;
+        Preempt(static_cast<int>(v.job_id - 1), j.run);
+      }
     }
-    if (picked.empty()) {
-      ++result_.protected_skips;
-      return -1;
-    }
-    const int n = static_cast<int>(picked.front());
-    result_.gpus_needed += p.need_gpus;
-    Lend(n);
-    return n;
+    SyncSlurmIndex(n);
   }
 
-  void Lend(int n) {
+  // Who holds the node now, as the planner says (its `owner`), and what follows for the
+  // simulation: a lend counted once the planner takes it up, its pods started
+  // `lend_overhead` after the reservation is gone, the node back with Slurm when the
+  // planner returns it (or refuses the lend: the pods nominated there pend again).
+  void Settle(int n, std::string_view owner) {
     Node& node = nodes_[static_cast<size_t>(n)];
-    ++result_.lends;
-    result_.gpus_taken += node.spec->gpus;
-    k8s_held_gpus_ += node.spec->gpus;
-    IndexRemove(n);  // drained in Slurm
-    node.owner = Owner::kLending;
-    node.lent_at = now_;
-    node.idle_since.reset();
-    node.gpu_free.assign(static_cast<size_t>(node.spec->gpus), kGpuMilli);
-    k8s_nodes_.insert(n);
-    UpdateCandidate(n);
-    for (int id : node.jobs) {
-      Job& j = jobs_[static_cast<size_t>(id)];
-      const own::JobPolicy policy = own::PolicyFor(j.view, cfg_, now_);
-      if (!policy.preemptible) continue;  // the lend waits for it to end
-      result_.gpus_preempted += j.gpus;
-      j.signalled_at = now_;
-      j.preempt_mode = policy.mode;
-      Push(now_ + policy.grace, EventType::kPreempt, id, j.run);
+    const int64_t gpus = node.spec->gpus;
+    if (owner == "lending" || owner == "k8s" || owner == "returning") {
+      if (!node.lend_counted) {
+        node.lend_counted = true;
+        ++result_.lends;
+        result_.gpus_taken += gpus;
+        k8s_held_gpus_ += gpus;
+      }
+      if (node.owner == Owner::kLending && !node.ready_pending && !HasReservation(node.model)) {
+        node.ready_pending = true;
+        if (opt_.lend_overhead > std::chrono::milliseconds(0)) {
+          Push(now_ + opt_.lend_overhead, EventType::kLendReady, n, 0);
+        } else {
+          FinishLend(n);
+        }
+      }
+      return;
     }
-    if (node.jobs.empty()) CompleteLend(n);
-  }
-
-  // Slurm has left the node: after the lend overhead it is Kubernetes'.
-  void CompleteLend(int n) {
-    if (opt_.lend_overhead > std::chrono::milliseconds(0)) {
-      Push(now_ + opt_.lend_overhead, EventType::kLendReady, n, 0);
+    if (node.owner == Owner::kSlurm) return;
+    if (node.lend_counted) {
+      if (node.pods > 0) Fail(n, InternalError("returned to Slurm with pods on it"));
+      ++result_.returns;
+      k8s_held_gpus_ -= gpus;
     } else {
-      FinishLend(n);
+      ++result_.protected_skips;
     }
+    for (int id : std::vector<int>(node.nominated)) UnbindPod(id);
+    node.nominated.clear();
+    node.owner = Owner::kSlurm;
+    node.lend_counted = node.ready_pending = false;
+    k8s_nodes_.erase(n);
   }
 
+  // The lend is complete and its overhead over: the node is Kubernetes' and the pods
+  // nominated to it start.
   void FinishLend(int n) {
     Node& node = nodes_[static_cast<size_t>(n)];
+    if (node.owner != Owner::kLending || !node.ready_pending) return;
     node.owner = Owner::kK8s;
     std::vector<int> pods = std::move(node.nominated);
     node.nominated.clear();
     for (int id : pods) StartPod(id);
-    if (node.pods == 0) {
-      node.idle_since = now_;
-      CheckReturn(n);
-    }
+    ScheduleDrive(n, now_);
   }
 
-  void CheckReturn(int n) {
-    Node& node = nodes_[static_cast<size_t>(n)];
-    const own::ReturnDecision d = own::ShouldReturn(node.lent_at, node.idle_since, node.pods > 0,
-                                                    /*healthy=*/true, cfg_.lending, now_);
-    if (d.now) {
-      ++result_.returns;
-      k8s_held_gpus_ -= node.spec->gpus;
-      node.owner = Owner::kSlurm;
-      node.idle_since.reset();
-      ++node.epoch;
-      k8s_nodes_.erase(n);
-      candidates_[static_cast<size_t>(n)].reservation_start = now_;
-      IndexAdd(n);
-      UpdateCandidate(n);
-      slurm_dirty_ = true;
-    } else if (d.at) {
-      Push(*d.at, EventType::kReturnCheck, n, node.epoch);
+  // kube-scheduler preempts for `p`: the victim reservation (PickVictims: lowest priority,
+  // newest, by name) among running reservations on nodes the pod may use, deleted with its
+  // termination grace. Returns the node, or -1 when none qualifies.
+  int LendFor(const Pod& p) {
+    std::vector<own::VictimCandidate> cands;
+    std::vector<int> index;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      Node& node = nodes_[i];
+      const inventory::GpuPod* r = LiveReservation(node.model);
+      if (node.owner != Owner::kSlurm || r == nullptr || r->phase != "Running") continue;
+      // A NoSchedule taint of the bridge or its swap guard: the pod may not go there.
+      if (!node.model.k8s->taints.empty() || node.model.k8s->labels.count(own::kSwapGuardLabel)) {
+        continue;
+      }
+      if (!ModelAllowed(*p.task, node.spec->model)) continue;
+      own::VictimCandidate c{node.spec->name, r->gpus, r->priority, r->started.value_or(t0_), {}};
+      for (int id : node.jobs) {
+        const Job& j = jobs_[static_cast<size_t>(id)];
+        c.jobs.push_back({j.gpus, j.run_start});
+      }
+      cands.push_back(std::move(c));
+      index.push_back(static_cast<int>(i));
     }
+    const own::Demand demand{p.need_gpus, 1, cfg_.lending.inference_threshold};
+    const std::vector<size_t> picked = own::PickVictims(cands, demand, now_);
+    if (picked.empty()) {
+      ++result_.protected_skips;
+      return -1;
+    }
+    const int n = index[picked.front()];
+    Node& node = nodes_[static_cast<size_t>(n)];
+    inventory::GpuPod* r = LiveReservation(node.model);
+    r->terminating = true;
+    r->deletion_time = now_ + own::ReservationGrace(cfg_.lending);
+    node.owner = Owner::kLending;
+    node.gpu_free.assign(static_cast<size_t>(node.spec->gpus), kGpuMilli);
+    k8s_nodes_.insert(n);
+    result_.gpus_needed += p.need_gpus;
+    return n;
   }
 
   // ---- The bridge at GPU granularity: every move through src/devices ----------------
@@ -928,6 +1077,11 @@ class Simulation {
         for (uint32_t id : a.job_ids) {
           Job& j = jobs_[id - 1];
           j.preempt_mode = a.preempt_mode;
+          if (j.running) {
+            j.view.admin_comment =
+                own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
+                                      StrCat("inference/lend-", node.spec->name), cfg_.lending);
+          }
           Preempt(static_cast<int>(id - 1), j.run);
         }
         return;
@@ -988,7 +1142,7 @@ class Simulation {
     r.allocation = r.capacity_gpu_hours > 0 ? r.allocated_gpu_hours / r.capacity_gpu_hours : 0;
     r.lost_fraction =
         r.allocated_gpu_hours_total > 0 ? r.lost_gpu_hours / r.allocated_gpu_hours_total : 0;
-    r.end_hours = ToSeconds(now_ - t0_) / 3600;
+    r.end_hours = ToSeconds(last_end_ - t0_) / 3600;
 
     std::vector<double> waits;
     for (const Pod& p : pods_) {
@@ -1031,15 +1185,15 @@ class Simulation {
   const config::Config& cfg_;
   const TimePoint t0_;
   TimePoint now_ = own::FromUnix(kEpoch);
+  TimePoint last_end_ = own::FromUnix(kEpoch);  // the last task's end (the bridge acts on)
   Duration horizon_{};
   Duration bucket_{1};
   int64_t max_node_gpus_ = 0;
 
   std::vector<Node> nodes_;
   std::map<std::string, int> node_index_;
-  int64_t k8s_held_gpus_ = 0;                     // GPUs Kubernetes holds (lent or its static part)
-  uint32_t next_placeholder_ = 1u << 30;          // placeholder job ids, apart from the trace's
-  std::vector<own::VictimCandidate> candidates_;  // by node index (bridge)
+  int64_t k8s_held_gpus_ = 0;             // GPUs Kubernetes holds (lent or its static part)
+  uint32_t next_placeholder_ = 1u << 30;  // placeholder job ids, apart from the trace's
   std::vector<Job> jobs_;
   std::vector<Pod> pods_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
@@ -1049,7 +1203,11 @@ class Simulation {
   std::vector<std::set<int>> free_;
   bool slurm_dirty_ = false;
   std::vector<int> pending_pods_;  // FIFO
+  std::vector<int> unbound_pods_;  // pending again, joining pending_pods_ after this pass
   std::set<int> k8s_nodes_;        // owned by Kubernetes or being lent to it
+
+  plan::testing::Log log_;  // node mode: what the executor model did
+  Status error_;            // the first action the model refused (a bug: the run fails)
 
   int64_t alloc_inference_milli_ = 0;
   int64_t alloc_training_gpus_ = 0;

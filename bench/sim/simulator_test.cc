@@ -64,10 +64,12 @@ TEST(Simulate, StaticSplitAllocation) {
 }
 
 // One 2-GPU node. Job a (BE, 2 GPUs) runs from 0 s for 1000 s; an inference pod arrives at
-// 10 s for 100 s. The bridge lends the node: a gets the default 60 s grace and is requeued
-// at 70 s, the pod starts at 70 s (wait 60 s) and ends at 170 s. The node returns at
-// max(170 s + cooldown 120 s, 10 s + min lend 300 s) = 310 s; a runs again 310-1310 s.
-// Without a checkpoint (interval 30 min) the 70 s x 2 GPUs are lost.
+// 10 s for 100 s. kube-scheduler preempts the node's reservation and the planner lends the
+// node: a is signalled at 10 s and gets the default 60 s grace, counted from the second
+// after the signal's stamp (GraceEnds), so it is requeued at 71 s; the reservation is
+// released, the pod starts at 71 s (wait 61 s) and ends at 171 s. The node returns at
+// max(171 s + cooldown 120 s, 10 s + min lend 300 s) = 310 s; a runs again 310-1310 s.
+// Without a checkpoint (interval 30 min) the 71 s x 2 GPUs are lost.
 TEST(Simulate, BridgePreemptsWithGraceAndReturnsAfterCooldown) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge);
@@ -75,68 +77,78 @@ TEST(Simulate, BridgePreemptsWithGraceAndReturnsAfterCooldown) {
   EXPECT_EQ(r.returns, 1);
   EXPECT_EQ(r.preemptions, 1);
   EXPECT_EQ(r.max_preemptions_per_job, 1);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 60);
-  EXPECT_NEAR(r.lost_gpu_hours, 140.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 61);
+  EXPECT_NEAR(r.lost_gpu_hours, 142.0 / 3600, 1e-9);
   EXPECT_NEAR(r.training_slowdown.p50, 1.310, 1e-9);
   EXPECT_NEAR(r.end_hours, 1310.0 / 3600, 1e-9);
-  // Allocated overall: a 70 s + 1000 s on 2 GPUs, the pod 100 s on 1.
-  EXPECT_NEAR(r.allocated_gpu_hours_total, (2 * 1070.0 + 100) / 3600, 1e-9);
+  // Allocated overall: a 71 s + 1000 s on 2 GPUs, the pod 100 s on 1.
+  EXPECT_NEAR(r.allocated_gpu_hours_total, (2 * 1071.0 + 100) / 3600, 1e-9);
 }
 
-// The same story with a checkpoint every 30 s: at 70 s the last one was at 60 s, so 10 s x
+// The same story with a checkpoint every 30 s: at 71 s the last one was at 60 s, so 11 s x
 // 2 GPUs are lost and a needs 940 s more (310-1250 s). Checkpointing on the signal (10 s)
-// keeps only 10 s: 60 s x 2 GPUs lost, a ends at 310 + 990 s.
+// keeps only 10 s: 61 s x 2 GPUs lost, a ends at 310 + 990 s.
 TEST(Simulate, CheckpointsBoundTheLostWork) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Options o = Exact();
   o.checkpoint_interval = std::chrono::seconds(30);
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_NEAR(r.lost_gpu_hours, 20.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.lost_gpu_hours, 22.0 / 3600, 1e-9);
   EXPECT_NEAR(r.end_hours, 1250.0 / 3600, 1e-9);
 
   o = Exact();
   o.checkpoint_on_signal = true;
   r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_NEAR(r.lost_gpu_hours, 120.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.lost_gpu_hours, 122.0 / 3600, 1e-9);
   EXPECT_NEAR(r.end_hours, 1300.0 / 3600, 1e-9);
 }
 
-// A job's own grace comes from the config (GraceFor), and the lend overhead is added.
+// A job's own grace comes from the config (GraceFor), and the lend overhead is added: a is
+// requeued at 10 + 1 + 25 s, the pod starts 5 s later.
 TEST(Simulate, GraceAndOverheadFromTheOptions) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Options o = Exact();
   o.config.lending.default_grace = std::chrono::seconds(25);
   o.lend_overhead = std::chrono::seconds(5);
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 30);
-  EXPECT_NEAR(r.lost_gpu_hours, 2 * 35.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 31);
+  EXPECT_NEAR(r.lost_gpu_hours, 2 * 36.0 / 3600, 1e-9);
 }
 
-// An idle Slurm node is the cheapest victim (PickVictims): the pod takes n2 at once and no
-// job is preempted; Guaranteed jobs are never preempted (protected reservation).
+// An idle Slurm node is the cheapest victim (PickVictims over the reservations' classes):
+// the pod takes n2 at once and no job is preempted; Guaranteed jobs are never preempted
+// (protected reservation).
 TEST(Simulate, IdleNodesFirstAndProtectedNeverTaken) {
+  // n1's reservation turns preemptible lazily: the wish is recorded with the batched
+  // job-list update (60 s after the reservation was written at 0 s) and carried out
+  // class_upgrade_delay (60 s) later. A pod at 200 s sees n1 preemptible, n2 idle.
   Result r =
-      Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(2, 2), Mode::kBridge);
+      Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 200, 100)}, Nodes(2, 2), Mode::kBridge);
   EXPECT_EQ(r.preemptions, 0);
   EXPECT_EQ(r.inference_wait_s.p99, 0);
+  // At 10 s both reservations are still idle: kube-scheduler takes the first by name, n1.
+  r = Sim({T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(2, 2), Mode::kBridge);
+  EXPECT_EQ(r.preemptions, 1);
 
-  // One node held by a Guaranteed job until 1000 s: the pod waits for it to end.
+  // One node held by a Guaranteed job until 1000 s (protected at once): the pod waits for it
+  // to end and for the reservation's lazy change back to idle (class_downgrade_delay, 300 s).
   r = Sim({T("g", "Guaranteed", 2, 0, 1000), T("pod", "LS", 1, 10, 100)}, Nodes(1, 2),
           Mode::kBridge);
   EXPECT_EQ(r.preemptions, 0);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 990);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 1000 + 300 - 10);
   EXPECT_GE(r.protected_skips, 1);
 }
 
 // Anti-thrash (max_preemptions 0): after one preemption the job is protected, so a second
-// pod at 400 s waits until it ends (310 + 10000 s) instead of preempting it again.
+// pod at 400 s waits until it ends (310 + 10000 s) and the reservation is idle again (300 s
+// later) instead of preempting it again.
 TEST(Simulate, AntiThrashProtectsAfterKPreemptions) {
   Options o = Exact();
   o.config.lending.max_preemptions = 0;
   Result r = Sim({T("a", "BE", 2, 0, 10000), T("p1", "LS", 1, 10, 100), T("p2", "LS", 1, 400, 100)},
                  Nodes(1, 2), Mode::kBridge, o);
   EXPECT_EQ(r.preemptions, 1);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.max, 10310 - 400);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.max, 10310 + 300 - 400);
 }
 
 // Fractional pods share one GPU (best fit): three 0.3-GPU pods and a 1-GPU pod fit a
@@ -152,7 +164,7 @@ TEST(Simulate, FractionalPodsPackOntoOneGpu) {
 
 // GPU granularity: one 8-GPU node, a preemptible 4-GPU job on GPUs 0-3 and 4 idle GPUs.
 // A 1-GPU pod at 10 s: node mode lends the whole node (8 GPUs taken, the job's 4 GPUs
-// preempted after its 60 s grace, the pod waits 60 s); GPU mode takes one idle GPU at once
+// preempted after its 60 s grace, the pod waits 61 s); GPU mode takes one idle GPU at once
 // and preempts nothing. Both give the GPUs back after the pod (cool-down 2 min, min lend
 // 5 min).
 TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
@@ -162,7 +174,7 @@ TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
   EXPECT_EQ(node.gpus_needed, 1);
   EXPECT_EQ(node.gpus_preempted, 4);
   EXPECT_EQ(node.preemptions, 1);
-  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 60);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 61);
 
   Result gpu = Sim(tasks, Nodes(1, 8), Mode::kBridgeGpu);
   EXPECT_EQ(gpu.gpus_taken, 1);
@@ -177,16 +189,16 @@ TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
 }
 
 // Two 4-GPU jobs on one 8-GPU node, one preemptible (BE), one not (Guaranteed); a 2-GPU
-// pod at 10 s. Node mode: the node is protected, the pod waits for the Guaranteed job
-// (10000 - 10 s). GPU mode: the BE job is signalled at 10 s and requeued at 71 s (the grace
-// runs from the second after the signal's stamp), the placeholder starts on its GPUs and the
-// pod runs at 71 s; the Guaranteed job never stops.
+// pod at 10 s. Node mode: the node is protected, the pod waits for the Guaranteed job and
+// the reservation's change back to idle (10000 + 300 - 10 s). GPU mode: the BE job is signalled at
+// 10 s and requeued at 71 s (the grace runs from the second after the signal's stamp), the
+// placeholder starts on its GPUs and the pod runs at 71 s; the Guaranteed job never stops.
 TEST(Simulate, GpuModePreemptsOnlyPreemptibleJobsGpus) {
   const std::vector<Task> tasks = {T("a", "BE", 4, 0, 10000), T("g", "Guaranteed", 4, 0, 10000),
                                    T("pod", "LS", 2, 10, 100)};
   Result node = Sim(tasks, Nodes(1, 8), Mode::kBridge);
   EXPECT_EQ(node.preemptions, 0);
-  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 10000 - 10);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 10000 + 300 - 10);
 
   Result gpu = Sim(tasks, Nodes(1, 8), Mode::kBridgeGpu);
   EXPECT_EQ(gpu.preemptions, 1);
