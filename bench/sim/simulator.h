@@ -1,16 +1,23 @@
 // A discrete-event simulator that replays a GPU-cluster trace (trace.h) in simulated time
 // and compares a static Slurm/Kubernetes split with the bridge's one pool (the
-// utilization study). Every decision the bridge makes goes through its own policy code in
-// src/ownership/ (victims.h, reservation_class.h, job_policy.h, preemption_record.h,
-// return_decision.h), fed with slurm::JobView records as the daemon would see them:
-//   which node to lend  PickVictims (kube-scheduler's victim order) over ClassFor(jobs)
-//                       -> the reservation's PriorityClass value (idle < preemptible <
-//                       inference threshold < protected);
-//   grace and mode      PolicyFor(job) (GraceFor, PreemptModeFor, admission: preemptible
-//                       QOS/partition, --no-requeue, anti-thrash from the admin comment);
-//   anti-thrash record  RecordPreemption into the job's admin comment, read back by
-//                       PolicyFor on the next lend;
-//   return to Slurm     ShouldReturn(lent_at, idle_since, ...) with cooldown/min_lend_time.
+// utilization study). The bridge's part is the daemon's own code, not a copy:
+//   node mode (kBridge)  every node carries the objects the daemon reads back (the Slurm
+//                        node, the Kubernetes node, its reservation pod) in an
+//                        inventory::ManagedNode; after every event that concerns a node,
+//                        and at the plan's recheck_at, the simulation plans it with
+//                        plan::PlanNode (src/plan/planner.h: ownership, health, features)
+//                        and carries the actions out with the executor and kubelet model of
+//                        src/plan/testing/node_model.h until the plan is empty. Reservation
+//                        pods and their classes, the lend (drain, checkpoint signal, grace,
+//                        preemption and its anti-thrash record, release), the idle record
+//                        and the return are the planner's; the simulation only reacts to
+//                        what the actions did (a preempted job loses its work since its
+//                        checkpoint and is requeued, a drained node takes no job, a lend
+//                        whose reservation is gone starts its pods).
+//   GPU mode (kBridgeGpu) src/devices/device_plan.h (ChooseNode, PlanGive, PlanNode).
+// What is not the bridge's is modelled here: Slurm, kube-scheduler (including its
+// preemption of a reservation: ownership::PickVictims over the reservation pods'
+// priorities and start times), the kubelet's timing and the jobs' checkpoints.
 //
 // Models (deliberately simple; bench/sim/README.md says more):
 //   * Mapping: LS tasks are inference pods, every other GPU task a Slurm training job.
@@ -26,13 +33,15 @@
 //     has its share free (fractional pods are packed best-fit onto one GPU) or enough
 //     whole GPUs are free; among fitting nodes LeastAllocated (kube-scheduler's default
 //     score) or MostAllocated, ties by node order.
-//   * Bridge: every node starts Slurm's. A pod that fits no lent node either joins a node
-//     being lent that still has room (kube-scheduler's nominated node) or preempts: one
-//     victim node from PickVictims among Slurm's nodes with enough GPUs. The node is
-//     drained at once; each preemptible job on it gets its grace (PolicyFor) and is then
-//     requeued; when no job is left the node is Kubernetes' and its pods start. A lent
-//     node without pods returns when ShouldReturn says so. Reservation class changes
-//     apply at once (the daemon batches them by up to a minute; ignored here).
+//   * Bridge (node mode): every node starts Slurm's, and the planner gives it a
+//     reservation pod. A pod that fits no lent node either joins a node being lent that
+//     still has room (kube-scheduler's nominated node) or preempts: the victim is the
+//     running reservation PickVictims takes among those on untainted nodes with enough
+//     GPUs (lowest priority, then newest pod, then name); it is deleted with its
+//     termination grace and the pod is nominated to its node. From there the planner
+//     acts as in the daemon; its actions take effect at once (the executor's and the
+//     kubelet's latency is not modelled), and the pods start `lend_overhead` after the
+//     reservation is gone.
 //   * GPU granularity (kBridgeGpu): every GPU starts Slurm's; Slurm jobs take the lowest
 //     free indices. A pod that fits no lifted GPU asks devices::ChooseNode (idle GPUs, then
 //     preemptible jobs' GPUs, best fit), and PlanNode drives every step after it on the
@@ -67,9 +76,10 @@
 
 namespace skb::sim {
 
-// kBridge lends whole nodes (node granularity); kBridgeGpu moves single GPUs (DRA clusters)
-// through src/devices: ChooseNode/PlanGive for every pending pod no lifted GPU serves,
-// PlanNode for every step after (signal, preempt, lift the hold, idle record, return).
+// kBridge lends whole nodes (node granularity) through the daemon's planner
+// (plan::PlanNode); kBridgeGpu moves single GPUs (DRA clusters) through src/devices:
+// ChooseNode/PlanGive for every pending pod no lifted GPU serves, PlanNode for every step
+// after (signal, preempt, lift the hold, idle record, return).
 enum class Mode { kStaticPeak, kStaticAvg, kBridge, kBridgeGpu };
 std::string_view ModeName(Mode m);  // "static-peak", "static-avg", "bridge", "bridge-gpu"
 
@@ -133,9 +143,11 @@ struct Result {
   int64_t preemptions = 0, preempted_jobs = 0, max_preemptions_per_job = 0;
   double preemptions_per_job = 0;  // over all training jobs
   int64_t lends = 0, returns = 0;
-  int64_t protected_skips = 0;  // victim picks that found only protected/too-small nodes
+  // Preemptions that found no victim (only protected or too-small reservations), and node
+  // mode's preemptions the planner refused as a lend.
+  int64_t protected_skips = 0;
   // Waste of a lend: GPUs moved to Kubernetes, GPUs the triggering pods needed, GPUs of the
-  // jobs preempted for them (node mode: every preemptible job on the node).
+  // jobs preempted for them (node mode: every job the lend signalled).
   int64_t gpus_taken = 0, gpus_needed = 0, gpus_preempted = 0;
   double preempted_gpu_hours = 0;  // GPUs x run time of the preempted runs
   double k8s_held_gpu_hours = 0;   // within the window: GPUs Kubernetes held (lent/static)
