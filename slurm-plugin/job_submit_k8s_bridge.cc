@@ -18,6 +18,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 #include <slurm/slurm_version.h>
+#include <slurm/slurmdb.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +34,13 @@ void slurm_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void slurm_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 char* slurm_xstrdup(const char* str);
 void slurm_xfree(void** p);
+// slurmctld's association cache, as its own job_submit/lua reads a user's default account
+// (the same signature in 22.05 and 24.11). Weak: a slurmctld without them (or a test host)
+// leaves them null, and the plugin then sends no default account.
+int assoc_mgr_fill_in_user(void* db_conn, slurmdb_user_rec_t* user, int enforce,
+                           slurmdb_user_rec_t** user_pptr, bool locked) __attribute__((weak));
+extern void* acct_db_conn __attribute__((weak));
+extern uint16_t accounting_enforce __attribute__((weak));
 }
 
 namespace {
@@ -68,11 +76,30 @@ std::string ConfigPath() {
          "/k8s_bridge.conf";
 }
 
+// The default account of `uid` in slurmctld's association cache (read-locked inside), or ""
+// (no accounting, an unknown user, a slurmctld without the cache's symbols). Copied at once:
+// the cache owns the string.
+std::string DefaultAccount(uint32_t uid) {
+  if (assoc_mgr_fill_in_user == nullptr || &acct_db_conn == nullptr ||
+      &accounting_enforce == nullptr) {
+    return {};
+  }
+  slurmdb_user_rec_t user;
+  std::memset(&user, 0, sizeof(user));
+  user.uid = uid;
+  if (assoc_mgr_fill_in_user(acct_db_conn, &user, accounting_enforce, nullptr, false) !=
+      SLURM_SUCCESS) {
+    return {};
+  }
+  return Field(user.default_acct);
+}
+
 void Describe(const job_desc_msg_t& d, uint32_t uid, v1::JobDescription* j) {
   j->set_submit_uid(uid);
   j->set_partition(Field(d.partition));
   j->set_qos(Field(d.qos));
   j->set_account(Field(d.account));
+  if (j->account().empty()) j->set_default_account(DefaultAccount(uid));
   j->set_name(Field(d.name));
   j->set_tres_per_node(Field(d.tres_per_node));
   j->set_tres_per_job(Field(d.tres_per_job));

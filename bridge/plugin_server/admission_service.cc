@@ -213,10 +213,14 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
   return out;
 }
 
+std::string AdmissionService::EffectiveAccount(const v1::JobDescription& job) {
+  return job.account().empty() ? job.default_account() : job.account();
+}
+
 slurm::JobView AdmissionService::AsRunning(const v1::JobDescription& job,
                                            const admission::Decision& d) {
   slurm::JobView view;
-  view.account = job.account();
+  view.account = EffectiveAccount(job);
   view.qos = job.qos();
   view.partition = job.partition();
   view.admin_comment = d.admin_comment.value_or(job.admin_comment());
@@ -242,7 +246,8 @@ void AdmissionService::AdviseOnQuota(const v1::JobDescription& job,
   if (!cfg_->quotas.enabled() || !quota_view_) return;
   auto observation = quota_view_();
   if (observation == nullptr) return;
-  quota::SubmitFacts facts{.account = job.account(),
+  quota::SubmitFacts facts{.account = EffectiveAccount(job),
+                           .account_is_default = job.account().empty(),
                            .gpus = static_cast<int>(RequestedGpus(job)),
                            .gpu_type = RequestedGpuType(job),
                            .preemptible = policy.preemptible,

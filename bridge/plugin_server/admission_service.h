@@ -95,6 +95,8 @@ class AdmissionService {
   // The job as the lending policy will judge it once it runs: the admission annotation
   // just made, its --signal, --no-requeue, srun/salloc.
   static slurm::JobView AsRunning(const api::v1::JobDescription& job, const admission::Decision& d);
+  // The account Slurm will charge: the job's, else the submitting user's default.
+  static std::string EffectiveAccount(const api::v1::JobDescription& job);
   std::shared_ptr<const admission::Inventory> Snapshot(
       std::chrono::steady_clock::time_point* at) const;
 

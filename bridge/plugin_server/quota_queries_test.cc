@@ -182,11 +182,13 @@ TEST(QuotaLedger, TellsThePlannersWhenTheGuaranteedJobsChange) {
 }
 
 v1::AdmitResponse Admit(AdmissionService& svc, const std::string& account, int gpus,
-                        v1::JobDescription::Requeue requeue, bool interactive = false) {
+                        v1::JobDescription::Requeue requeue, bool interactive = false,
+                        const std::string& default_account = "") {
   v1::Request req;
   req.set_protocol_version(1);
   auto* job = req.mutable_admit()->mutable_job();
   job->set_account(account);
+  job->set_default_account(default_account);
   job->set_partition("gpu");
   job->set_tres_per_node("gres/gpu:" + std::to_string(gpus));
   job->set_requeue(requeue);
@@ -225,6 +227,18 @@ TEST(AdmissionService, TellsTheQuotaStandingAndRefusesANoRequeueJobBeyondTheFloo
   EXPECT_EQ(srun.decision(), v1::AdmitResponse::REJECT);
   EXPECT_THAT(srun.user_message(), HasSubstr("interactive job"));
   EXPECT_EQ(svc.counters().rejected, 2u);
+
+  // No account named: the plugin sends the user's default account, judged the same way.
+  v1::AdmitResponse defaulted =
+      Admit(svc, "", 2, v1::JobDescription::REQUEUE_NO, false, /*default_account=*/"team-a");
+  EXPECT_EQ(defaulted.decision(), v1::AdmitResponse::REJECT);
+  EXPECT_THAT(defaulted.user_message(),
+              HasSubstr("refused: tenant team-a (no --account given: your default account "
+                        "team-a) uses 12 of its 8 GPUs guaranteed"));
+  v1::AdmitResponse named = Admit(svc, "team-b", 4, v1::JobDescription::REQUEUE_NO, false,
+                                  /*default_account=*/"team-a");
+  EXPECT_EQ(named.decision(), v1::AdmitResponse::ACCEPT) << "a named account wins";
+  EXPECT_EQ(svc.counters().rejected, 3u);
 
   // Lending off: nothing is taken back from Slurm, so nothing is refused for the floor.
   f.cfg.lending.enabled = false;

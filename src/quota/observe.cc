@@ -389,8 +389,8 @@ SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
   const Tenant* t = config.ForAccount(job.account);
   if (job.account.empty()) {
     a.message = StrCat(kPrefix,
-                       "quotas: no --account given, so the tenant of this job is not known at "
-                       "submit time (the default account decides once Slurm accepts it)");
+                       "quotas: no --account given and no default account known, so the tenant "
+                       "of this job is not known at submit time");
     return a;
   }
   Work w;
@@ -402,8 +402,11 @@ SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
   // Placement is Slurm's: judge only the tenant's standing (as if the GPUs were idle).
   Decision d = PlanStart(config, c, w, job.gpus, {}, 0, ReclaimOptions{});
   a.rule = d.rule;
-  const std::string who = t != nullptr ? StrCat("tenant ", t->name)
-                                       : StrCat("account ", job.account, " (in no tenant)");
+  std::string who = t != nullptr ? StrCat("tenant ", t->name)
+                                 : StrCat("account ", job.account, " (in no tenant)");
+  if (job.account_is_default) {
+    who = StrCat(who, " (no --account given: your default account ", job.account, ")");
+  }
   const FloorShare f = FloorOf(config, c, w);
   const std::string usage =
       StrCat(who, " uses ", f.in_use, " of its ", FloorGpus(f), " guaranteed");

@@ -148,7 +148,10 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
 
 // A job at submit time.
 struct SubmitFacts {
-  std::string account;   // "" when sbatch named none (the user's default decides later)
+  // The job's account: the one it names, else the submitting user's default account
+  // (account_is_default); "" when neither is known (no accounting).
+  std::string account;
+  bool account_is_default = false;
   int gpus = 0;          // GPUs it asks for in all
   std::string gpu_type;  // the GRES type it asks for ("" for any)
   bool preemptible = true;

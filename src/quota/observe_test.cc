@@ -214,7 +214,18 @@ TEST(AdviseSubmit, SaysWithinOrBorrowedAndRefusesWhatCannotBePreemptedBeyondTheF
       AdviseSubmit(cfg.quotas, c, {.account = "physics", .gpus = 1, .preemptible = false});
   EXPECT_TRUE(stranger.refuse);
   EXPECT_THAT(stranger.message, HasSubstr("account physics (in no tenant)"));
-  // No account named, no GPUs, quotas off: nothing refused.
+  // No account named: judged on the submitting user's default account, and told so.
+  SubmitAdvice defaulted = AdviseSubmit(cfg.quotas, c,
+                                        {.account = "team-a",
+                                         .account_is_default = true,
+                                         .gpus = 4,
+                                         .preemptible = false,
+                                         .preemptible_why = "--no-requeue"});
+  EXPECT_TRUE(defaulted.refuse);
+  EXPECT_THAT(defaulted.message,
+              HasSubstr("tenant a (no --account given: your default account team-a) uses 6 of "
+                        "its 8 GPUs guaranteed"));
+  // No account named and no default known, no GPUs, quotas off: nothing refused.
   EXPECT_FALSE(
       AdviseSubmit(cfg.quotas, c, {.account = "", .gpus = 8, .preemptible = false}).refuse);
   EXPECT_THAT(AdviseSubmit(cfg.quotas, c, {.account = "team-a", .gpus = 0}).message, IsEmpty());

@@ -304,6 +304,13 @@ TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFl
   EXPECT_THAT(err, HasSubstr("refused: tenant team-a uses 16 of its 8 GPUs guaranteed"));
   EXPECT_THAT(err, HasSubstr("cannot be requeued (--no-requeue)"));
   EXPECT_THAT(err, HasSubstr("Job violates accounting/QOS policy")) << "Slurm's own code";
+  // Without -A the job goes to the user's default account (root's is team-a): the same rule,
+  // read from slurmctld's association cache at submit time.
+  EXPECT_TRUE(
+      Sbatch({"--hold", "--no-requeue", "--gres=gpu:h100:1", "--wrap", "true"}, &janitor_, &err)
+          .empty());
+  EXPECT_THAT(err, HasSubstr("refused: tenant team-a (no --account given: your default account "
+                             "team-a) uses 16 of its 8 GPUs guaranteed"));
   CommandResult srun = RunCommand(
       {"srun", "-A", "team-a", "--gres=gpu:h100:1", "--immediate=10", "true"}, seconds(60));
   EXPECT_NE(srun.exit_code, 0);
