@@ -1,6 +1,7 @@
 #include "src/devices/device_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <tuple>
@@ -111,35 +112,44 @@ DeviceAction RecordUnused(const NodeDevices& node, const Placeholder& p, int64_t
 // ids); empty when they cannot. Returns indices into `cands`.
 std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<Candidate>& cands,
                              int64_t need) {
-  using Key = std::tuple<double, size_t, int64_t, std::vector<uint32_t>>;
-  std::optional<Key> best;
-  std::vector<size_t> best_set;
-  auto consider = [&](const std::vector<size_t>& set) {
-    double work = 0;
-    int64_t gpus = 0;
-    std::vector<uint32_t> ids;
-    for (size_t i : set) {
-      work += cands[i].work;
-      gpus += cands[i].gpus;
-      for (size_t j : cands[i].jobs) ids.push_back(node.jobs[j].view.job_id);
-    }
-    if (gpus < need) return;
-    std::sort(ids.begin(), ids.end());
-    Key key{work, set.size(), gpus, ids};
-    if (!best || key < *best) {
-      best = std::move(key);
-      best_set = set;
-    }
-  };
+  int64_t all = 0;
+  for (const Candidate& c : cands) all += c.gpus;
+  if (all < need) return {};  // not even every candidate together frees enough
   if (cands.size() <= kExactVictimSearch) {
-    for (uint32_t mask = 1; mask < (1u << cands.size()); ++mask) {
-      std::vector<size_t> set;
+    // Every subset, compared by (work lost, victims, GPUs) first; the sorted job ids break
+    // a tie and are built only then.
+    auto ids_of = [&](uint32_t mask) {
+      std::vector<uint32_t> ids;
       for (size_t b = 0; b < cands.size(); ++b) {
-        if (mask & (1u << b)) set.push_back(b);
+        if (!(mask & (1u << b))) continue;
+        for (size_t j : cands[b].jobs) ids.push_back(node.jobs[j].view.job_id);
       }
-      consider(set);
+      std::sort(ids.begin(), ids.end());
+      return ids;
+    };
+    using Key = std::tuple<double, int, int64_t>;
+    std::optional<Key> best;
+    uint32_t best_mask = 0;
+    for (uint32_t mask = 1; mask < (1u << cands.size()); ++mask) {
+      double work = 0;
+      int64_t gpus = 0;
+      for (size_t b = 0; b < cands.size(); ++b) {
+        if (!(mask & (1u << b))) continue;
+        work += cands[b].work;
+        gpus += cands[b].gpus;
+      }
+      if (gpus < need) continue;
+      const Key key{work, std::popcount(mask), gpus};
+      if (!best || key < *best || (key == *best && ids_of(mask) < ids_of(best_mask))) {
+        best = key;
+        best_mask = mask;
+      }
     }
-    return best_set;
+    std::vector<size_t> set;
+    for (size_t b = 0; b < cands.size(); ++b) {
+      if (best_mask & (1u << b)) set.push_back(b);
+    }
+    return set;
   }
   // Many small jobs: least work per GPU first.
   std::vector<size_t> order(cands.size());
@@ -155,8 +165,7 @@ std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<Candidat
     set.push_back(i);
     got += cands[i].gpus;
   }
-  if (got >= need) best_set = set;
-  return best_set;
+  return got >= need ? set : std::vector<size_t>{};
 }
 
 bool Served(std::span<const NodeDevices> nodes, const std::string& pod) {
