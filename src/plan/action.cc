@@ -6,10 +6,6 @@
 
 namespace skb::plan {
 
-std::string_view Action::Kind() const {
-  return std::visit([](const auto& o) { return std::decay_t<decltype(o)>::kName; }, op);
-}
-
 void RunChains(const std::vector<Action>& actions,
                const std::function<Status(const Action&)>& execute) {
   std::vector<Chain> failed;

@@ -1,7 +1,8 @@
 // What the planner asks the bridge to do. Plain values: one struct per kind of action (a
-// std::variant in `Action::op`), with the cause, chain and Event every action carries. The
-// executor in bridge/ carries them out idempotently (re-reading state first) and records
-// each as a Kubernetes Event with `event_reason` and `event_message` on the node.
+// std::variant in `Action::op`), with the cause, chain and Event every action carries
+// (ActionFields, which the device lane's actions share). The executor in bridge/ carries
+// them out idempotently (re-reading state first) and records each as a Kubernetes Event
+// with `event_reason` and `event_message` on the node.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -300,9 +302,11 @@ using Operation =
                  ReleaseReservationPod, SignalSlurmJobs, PreemptSlurmJobs, SetNodeTaint,
                  RemoveNodeTaint, PatchNodeAnnotations, RestoreFinalizer, EvictPod>;
 
-// One planned action: what to do (`op`), on which node, why, and the Event that records it.
-struct Action {
-  Operation op;
+// The fields every action carries, whatever its lane: on which node, why, and the Event
+// that records it. Both lanes' actions are a BasicAction (these fields and one operation):
+// plan::Action here, devices::DeviceAction (src/devices/device_plan.h) for GPU-granular
+// nodes.
+struct ActionFields {
   std::string node;      // the node's Slurm name (the reconcile key)
   std::string k8s_node;  // its Kubernetes name when kubernetes.node_names makes it differ
   Cause cause = Cause::kHealth;
@@ -314,11 +318,28 @@ struct Action {
   // publication): logged, no Event. The record is the object itself, and an Event per
   // refresh would double the bridge's write rate.
   bool quiet = false;
-  // Which chain of its plan the action belongs to (see Chain).
+  // Which chain of its plan the action belongs to (see Chain). The device lane runs a
+  // node's actions as one chain: its actions keep the default.
   Chain chain = Chain::kOwnership;
 
+  // The name to use with the Kubernetes API (node objects, Events on the node).
+  const std::string& K8sNode() const { return k8s_node.empty() ? node : k8s_node; }
+
+  friend bool operator==(const ActionFields&, const ActionFields&) = default;
+};
+
+// One planned action: what to do (`op`, one alternative of `Op`) and the common fields.
+// `Op` is a std::variant of exactly the kinds one executor runs: that executor visits it
+// with one handler per alternative, so a kind it has no handler for does not build, and a
+// kind of another lane cannot be put in its actions.
+template <class Op>
+struct BasicAction : ActionFields {
+  Op op;
+
   // The kind's name ("DrainSlurmNode"): logs, metric labels, Event reasons.
-  std::string_view Kind() const;
+  std::string_view Kind() const {
+    return std::visit([](const auto& o) { return std::decay_t<decltype(o)>::kName; }, op);
+  }
   template <class T>
   bool Is() const {
     return std::holds_alternative<T>(op);
@@ -343,11 +364,12 @@ struct Action {
     return std::get<T>(op);
   }
 
-  // The name to use with the Kubernetes API (node objects, Events on the node).
-  const std::string& K8sNode() const { return k8s_node.empty() ? node : k8s_node; }
-
-  friend bool operator==(const Action&, const Action&) = default;
+  friend bool operator==(const BasicAction&, const BasicAction&) = default;
 };
+
+// The node lane's action (src/health, src/ownership, src/plan/features), run by
+// bridge/reconcile/action_executor.h.
+using Action = BasicAction<Operation>;
 
 // Runs `actions` in order through `execute`, except that an action whose chain already
 // failed in this pass is skipped (the next pass plans it again from what it then observes).
