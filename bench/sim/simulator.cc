@@ -7,6 +7,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <variant>
 
 #include "src/base/strings.h"
 #include "src/devices/device_plan.h"
@@ -1046,93 +1047,104 @@ class Simulation {
     return nullptr;
   }
 
-  // The executor: each action on the simulated cluster.
+  // The executor: each action on the simulated cluster, one handler per kind.
   void Execute(int n, const devices::DeviceAction& a) {
-    Node& node = nodes_[static_cast<size_t>(n)];
-    using K = devices::DeviceActionKind;
-    switch (a.kind) {
-      case K::kSubmitPlaceholder: {
-        Give g;
-        g.job_id = next_placeholder_++;
-        g.pod = std::stoi(a.pod.substr(a.pod.rfind('-') + 1));
-        g.gpus = a.gpus;
-        g.victims = a.job_ids;
-        node.gives.push_back(std::move(g));
-        k8s_nodes_.insert(n);
-        StartPlaceholders(n);
-        Recount(n);
-        Drive(n);
-        return;
+    std::visit([&](const auto& o) { Apply(n, o); }, a.op);
+  }
+
+  Node& NodeAt(int n) { return nodes_[static_cast<size_t>(n)]; }
+
+  void Apply(int n, const devices::SubmitPlaceholder& o) {
+    Give g;
+    g.job_id = next_placeholder_++;
+    g.pod = std::stoi(o.pod.substr(o.pod.rfind('-') + 1));
+    g.gpus = o.gpus;
+    g.victims = o.victims;
+    NodeAt(n).gives.push_back(std::move(g));
+    k8s_nodes_.insert(n);
+    StartPlaceholders(n);
+    Recount(n);
+    Drive(n);
+  }
+
+  void Apply(int n, const devices::SignalJobs& o) {
+    for (uint32_t id : o.jobs.job_ids) {
+      Job& j = jobs_[id - 1];
+      j.signalled_at = now_;
+      // When the real planner sees the grace over: from the second after the signal.
+      Push(own::GraceEnds(now_, own::PolicyFor(j.view, cfg_, now_).grace), EventType::kDrive, n, 0);
+    }
+  }
+
+  void Apply(int n, const plan::PreemptSlurmJobs& o) {
+    Node& node = NodeAt(n);
+    for (uint32_t id : o.job_ids) {
+      Job& j = jobs_[id - 1];
+      j.preempt_mode = o.mode;
+      if (j.running) {
+        j.view.admin_comment =
+            own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
+                                  StrCat("inference/lend-", node.spec->name), cfg_.lending);
       }
-      case K::kSignalJobs:
-        for (uint32_t id : a.job_ids) {
-          Job& j = jobs_[id - 1];
-          j.signalled_at = now_;
-          // When the real planner sees the grace over: from the second after the signal.
-          Push(own::GraceEnds(now_, own::PolicyFor(j.view, cfg_, now_).grace), EventType::kDrive, n,
-               0);
-        }
-        return;
-      case K::kPreemptJobs:
-        for (uint32_t id : a.job_ids) {
-          Job& j = jobs_[id - 1];
-          j.preempt_mode = a.preempt_mode;
-          if (j.running) {
-            j.view.admin_comment =
-                own::RecordPreemption(j.view.admin_comment, own::ToUnix(now_),
-                                      StrCat("inference/lend-", node.spec->name), cfg_.lending);
-          }
-          Preempt(static_cast<int>(id - 1), j.run);
-        }
-        return;
-      case K::kRemoveDeviceHold:
-      case K::kAddDeviceHold: {
-        const bool hold = a.kind == K::kAddDeviceHold;
-        for (const std::string& d : a.devices) {
-          node.gpu[static_cast<size_t>(*devices::DeviceMinor(d))].k8s_hold = hold;
-        }
-        if (hold) return;
-        // kube-scheduler places the pod the give was for on the lifted devices.
-        Give* g = FindGive(node, a.placeholder_job);
-        const Pod& p = pods_[static_cast<size_t>(g->pod)];
-        if (p.node < 0) {
-          std::vector<int> gpus = Fit(node, p);
-          if (!gpus.empty()) {
-            BindPod(g->pod, n, gpus, /*delayed=*/true);
-          } else {
-            pending_pods_.push_back(g->pod);  // cannot happen with whole lifted devices
-          }
-        }
-        return;
-      }
-      case K::kRecordIdleSince: {
-        Give* g = FindGive(node, a.placeholder_job);
-        if (a.at_unix == 0) {
-          g->idle_since.reset();
-          return;
-        }
-        g->idle_since = now_;
-        const own::ReturnDecision d =
-            own::ShouldReturn(g->start, g->idle_since, false, true, cfg_.lending, now_);
-        if (d.at) Push(*d.at, EventType::kDrive, n, 0);
-        return;
-      }
-      case K::kMarkReturning:
-        FindGive(node, a.placeholder_job)->returning = true;
-        return;
-      case K::kEndPlaceholder: {
-        Give* g = FindGive(node, a.placeholder_job);
-        for (int64_t i : g->indices) node.gpu[static_cast<size_t>(i)].placeholder = 0;
-        k8s_held_gpus_ -= g->gpus;
-        ++result_.returns;
-        std::erase_if(node.gives, [&](const Give& x) { return x.job_id == a.placeholder_job; });
-        if (node.gives.empty()) k8s_nodes_.erase(n);
-        Recount(n);
-        slurm_dirty_ = true;
-        return;
+      Preempt(static_cast<int>(id - 1), j.run);
+    }
+  }
+
+  void SetHolds(Node& node, const std::vector<std::string>& names, bool hold) {
+    for (const std::string& d : names) {
+      node.gpu[static_cast<size_t>(*devices::DeviceMinor(d))].k8s_hold = hold;
+    }
+  }
+
+  void Apply(int n, const devices::AddDeviceHold& o) { SetHolds(NodeAt(n), o.devices, true); }
+
+  void Apply(int n, const devices::RemoveDeviceHold& o) {
+    Node& node = NodeAt(n);
+    SetHolds(node, o.devices, false);
+    // kube-scheduler places the pod the give was for on the lifted devices.
+    Give* g = FindGive(node, o.placeholder_job);
+    const Pod& p = pods_[static_cast<size_t>(g->pod)];
+    if (p.node < 0) {
+      std::vector<int> gpus = Fit(node, p);
+      if (!gpus.empty()) {
+        BindPod(g->pod, n, gpus, /*delayed=*/true);
+      } else {
+        pending_pods_.push_back(g->pod);  // cannot happen with whole lifted devices
       }
     }
   }
+
+  void Apply(int n, const devices::RecordIdleSince& o) {
+    Give* g = FindGive(NodeAt(n), o.placeholder_job);
+    if (o.at_unix == 0) {
+      g->idle_since.reset();
+      return;
+    }
+    g->idle_since = now_;
+    const own::ReturnDecision d =
+        own::ShouldReturn(g->start, g->idle_since, false, true, cfg_.lending, now_);
+    if (d.at) Push(*d.at, EventType::kDrive, n, 0);
+  }
+
+  void Apply(int n, const devices::MarkReturning& o) {
+    FindGive(NodeAt(n), o.placeholder_job)->returning = true;
+  }
+
+  void Apply(int n, const devices::EndPlaceholder& o) {
+    Node& node = NodeAt(n);
+    Give* g = FindGive(node, o.placeholder_job);
+    for (int64_t i : g->indices) node.gpu[static_cast<size_t>(i)].placeholder = 0;
+    k8s_held_gpus_ -= g->gpus;
+    ++result_.returns;
+    std::erase_if(node.gives, [&](const Give& x) { return x.job_id == o.placeholder_job; });
+    if (node.gives.empty()) k8s_nodes_.erase(n);
+    Recount(n);
+    slurm_dirty_ = true;
+  }
+
+  // The simulated cluster keeps no record of unused gives (DevicesOf reports none): a node
+  // is never backed off for a pod.
+  void Apply(int, const devices::RecordUnusedGive&) {}
 
   // ---- Figures -------------------------------------------------------------------------
 

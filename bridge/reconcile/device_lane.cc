@@ -1,12 +1,15 @@
 #include "bridge/reconcile/device_lane.h"
 
 #include <algorithm>
+#include <optional>
+#include <variant>
 
 #include "bridge/logging.h"
 #include "k8s/api_error.h"
 #include "k8s/field_reader.h"
 #include "k8s/resource.h"
 #include "k8s/time_format.h"
+#include "src/base/overloaded.h"
 #include "src/base/retry.h"
 #include "src/base/strings.h"
 #include "src/devices/give_backoff.h"
@@ -22,19 +25,12 @@ using devices::DeviceAction;
 // on its device (its informer has seen the rule; an allocation decided earlier has been
 // written by then).
 constexpr Clock::Duration kHoldSettle = std::chrono::seconds(5);
-using devices::DeviceActionKind;
 
 const devices::Device* FindDevice(const devices::NodeDevices& node, const std::string& name) {
   for (const devices::Device& d : node.devices) {
     if (d.name == name) return &d;
   }
   return nullptr;
-}
-
-bool GiveRelated(DeviceActionKind k) {
-  return k == DeviceActionKind::kSubmitPlaceholder || k == DeviceActionKind::kRemoveDeviceHold ||
-         k == DeviceActionKind::kSignalJobs || k == DeviceActionKind::kPreemptJobs ||
-         k == DeviceActionKind::kRecordUnusedGive;
 }
 
 // "ns/name" -> {ns, name}.
@@ -59,110 +55,77 @@ DeviceExecutorImpl::DeviceExecutorImpl(slurm::SlurmClient* slurm, k8s::KubeClien
 StatusOr<Effect> DeviceExecutorImpl::Execute(const DeviceAction& a,
                                              const devices::NodeDevices& node,
                                              const std::string& k8s_node) {
-  StatusOr<Effect> s = Effect::kUnchanged;
-  switch (a.kind) {
-    case DeviceActionKind::kAddDeviceHold:
-      s = AddHolds(a, k8s_node);
-      break;
-    case DeviceActionKind::kRemoveDeviceHold:
-      s = RemoveHolds(a, node, k8s_node);
-      break;
-    case DeviceActionKind::kSubmitPlaceholder:
-      s = Submit(a);
-      break;
-    case DeviceActionKind::kSignalJobs: {
-      s = NodeLaneAction(a, k8s_node);
-      if (!s.ok()) return s;
-      StatusOr<Effect> recorded =
-          UpdateRecord(a.placeholder_job, [&](devices::PlaceholderRecord* r) {
-            if (r->signalled_at == 0) r->signalled_at = a.at_unix;
-          });
-      if (!recorded.ok()) return recorded.status();
-      return *s == Effect::kChanged ? *s
-                                    : *recorded;  // the node lane's executor recorded the Event
-    }
-    case DeviceActionKind::kPreemptJobs:
-      return NodeLaneAction(a, k8s_node);
-    case DeviceActionKind::kRecordIdleSince:
-      s = UpdateRecord(a.placeholder_job,
-                       [&](devices::PlaceholderRecord* r) { r->idle_since = a.at_unix; });
-      break;
-    case DeviceActionKind::kMarkReturning:
-      s = UpdateRecord(a.placeholder_job,
-                       [&](devices::PlaceholderRecord* r) { r->returning = true; });
-      break;
-    case DeviceActionKind::kEndPlaceholder:
-      s = EndPlaceholder(a, node, k8s_node);
-      break;
-    case DeviceActionKind::kRecordUnusedGive:
-      s = RecordUnusedGive(a, k8s_node);
-      break;
-  }
-  // The Event says what changed: a repeat that found its work done records none.
-  if (s.ok() && *s == Effect::kChanged && !a.quiet && !a.event_reason.empty()) {
-    const k8s::EventType type = ToK8sEventType(a.event_type);
-    events_->Record(k8s::NodeRef(k8s_node), type, a.event_reason, a.event_message);
-    if (!a.pod.empty() && GiveRelated(a.kind)) {
-      auto [ns, name] = SplitPod(a.pod);
-      events_->Record(k8s::PodRef(ns, name), type, a.event_reason,
-                      StrCat(a.event_message, " (node ", k8s_node, ")"));
-    }
-  }
-  return s;
+  const Target t{node, k8s_node};
+  return std::visit([&](const auto& o) { return Run(a, o, t); }, a.op);
 }
 
-StatusOr<Effect> DeviceExecutorImpl::AddHolds(const DeviceAction& a, const std::string& k8s_node) {
+// The Event says what changed: a repeat that found its work done records none.
+Effect DeviceExecutorImpl::Recorded(const DeviceAction& a, Effect effect, const Target& t,
+                                    const std::string& pod) {
+  if (effect != Effect::kChanged || a.quiet || a.event_reason.empty()) return effect;
+  const k8s::EventType type = ToK8sEventType(a.event_type);
+  events_->Record(k8s::NodeRef(t.k8s_node), type, a.event_reason, a.event_message);
+  if (!pod.empty()) {
+    auto [ns, name] = SplitPod(pod);
+    events_->Record(k8s::PodRef(ns, name), type, a.event_reason,
+                    StrCat(a.event_message, " (node ", t.k8s_node, ")"));
+  }
+  return effect;
+}
+
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::AddDeviceHold& o,
+                                         const Target& t) {
   Effect effect = Effect::kUnchanged;
-  for (const std::string& d : a.devices) {
+  for (const std::string& d : o.devices) {
     auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "",
-                                 devices::HoldRule(k8s_node, d, cfg_.gpu_sharing.driver));
+                                 devices::HoldRule(t.k8s_node, d, cfg_.gpu_sharing.driver));
     if (created.ok()) {
       effect = Effect::kChanged;
     } else if (created.status().code() != StatusCode::kAlreadyExists) {
       return created.status();
     }
   }
-  return effect;
+  return Recorded(a, effect, t);
 }
 
-StatusOr<Effect> DeviceExecutorImpl::RemoveHolds(const DeviceAction& a,
-                                                 const devices::NodeDevices& node,
-                                                 const std::string& k8s_node) {
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RemoveDeviceHold& o,
+                                         const Target& t) {
   // Only while the placeholder runs on exactly these devices: Slurm holds them now.
-  auto job = slurm_->LoadJob(a.placeholder_job);
+  auto job = slurm_->LoadJob(o.placeholder_job);
   if (!job.ok()) return job.status();
   if (job->state != skb::slurm::JobState::kRunning) {
-    return AbortedError(StrCat("placeholder ", a.placeholder_job, " is ",
+    return AbortedError(StrCat("placeholder ", o.placeholder_job, " is ",
                                skb::slurm::JobStateName(job->state), ", not running"));
   }
   const auto idx = job->gpu_indices.find(a.node);
-  for (const std::string& d : a.devices) {
-    const devices::Device* dev = FindDevice(node, d);
+  for (const std::string& d : o.devices) {
+    const devices::Device* dev = FindDevice(t.node, d);
     if (dev == nullptr || idx == job->gpu_indices.end() ||
         std::find(idx->second.begin(), idx->second.end(), dev->index) == idx->second.end()) {
-      return AbortedError(StrCat("placeholder ", a.placeholder_job, " does not hold ", d, " on ",
+      return AbortedError(StrCat("placeholder ", o.placeholder_job, " does not hold ", d, " on ",
                                  a.node, " (Slurm's view moved: plan again)"));
     }
   }
   Effect effect = Effect::kUnchanged;
-  for (const std::string& d : a.devices) {
+  for (const std::string& d : o.devices) {
     k8s::DeleteOptions opts;
     auto deleted = kube_->Delete(k8s::Resource::DeviceTaintRules(), "",
-                                 devices::HoldRuleName(k8s_node, d), opts);
+                                 devices::HoldRuleName(t.k8s_node, d), opts);
     if (deleted.ok()) {
       effect = Effect::kChanged;
     } else if (deleted.status().code() != StatusCode::kNotFound) {
       return deleted.status();
     }
   }
-  return effect;
+  return Recorded(a, effect, t, o.pod);
 }
 
-StatusOr<Effect> DeviceExecutorImpl::Submit(const DeviceAction& a) {
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::SubmitPlaceholder& o,
+                                         const Target& t) {
   const devices::PlaceholderRecord r{
-      .node = a.node, .pod = a.pod, .gpus = a.gpus, .victims = a.job_ids};
+      .node = a.node, .pod = o.pod, .gpus = o.gpus, .victims = o.victims};
   const slurm::PlaceholderSpec spec{.node = a.node,
-                                    .gpus = a.gpus,
+                                    .gpus = o.gpus,
                                     .partition = cfg_.gpu_sharing.placeholder.partition,
                                     .qos = cfg_.gpu_sharing.placeholder.qos,
                                     .account = cfg_.gpu_sharing.placeholder.account,
@@ -171,14 +134,45 @@ StatusOr<Effect> DeviceExecutorImpl::Submit(const DeviceAction& a) {
   if (!submitted.ok()) return submitted.status();
   if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;
   Logger("devices")->info("placeholder_submitted job={} node={} gpus={} pod={} victims={}",
-                          submitted->job_id, a.node, a.gpus, a.pod, a.job_ids.size());
-  return Effect::kChanged;
+                          submitted->job_id, a.node, o.gpus, o.pod, o.victims.size());
+  return Recorded(a, Effect::kChanged, t, o.pod);
 }
 
-StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
-                                                    const devices::NodeDevices& node,
-                                                    const std::string& k8s_node) {
-  auto job = slurm_->LoadJob(a.placeholder_job);
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::SignalJobs& o,
+                                         const Target& t) {
+  ASSIGN_OR_RETURN(const Effect signalled, RunOnNodeLane(a, o.jobs, t));
+  ASSIGN_OR_RETURN(const Effect recorded,
+                   UpdateRecord(o.placeholder_job, [&](devices::PlaceholderRecord* r) {
+                     if (r->signalled_at == 0) r->signalled_at = o.at_unix;
+                   }));
+  // The node lane's executor recorded the Event.
+  return signalled == Effect::kChanged ? signalled : recorded;
+}
+
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::PreemptSlurmJobs& o,
+                                         const Target& t) {
+  return RunOnNodeLane(a, o, t);
+}
+
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RecordIdleSince& o,
+                                         const Target& t) {
+  ASSIGN_OR_RETURN(const Effect effect,
+                   UpdateRecord(o.placeholder_job,
+                                [&](devices::PlaceholderRecord* r) { r->idle_since = o.at_unix; }));
+  return Recorded(a, effect, t);
+}
+
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::MarkReturning& o,
+                                         const Target& t) {
+  ASSIGN_OR_RETURN(
+      const Effect effect,
+      UpdateRecord(o.placeholder_job, [&](devices::PlaceholderRecord* r) { r->returning = true; }));
+  return Recorded(a, effect, t);
+}
+
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::EndPlaceholder& o,
+                                         const Target& t) {
+  auto job = slurm_->LoadJob(o.placeholder_job);
   if (!job.ok()) {
     if (job.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
     return job.status();
@@ -190,7 +184,7 @@ StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
     // any of them. The cache the pass used can lag: ask the apiserver.
     std::set<std::string> mine;
     if (auto idx = job->gpu_indices.find(a.node); idx != job->gpu_indices.end()) {
-      for (const devices::Device& d : node.devices) {
+      for (const devices::Device& d : t.node.devices) {
         if (std::find(idx->second.begin(), idx->second.end(), d.index) != idx->second.end()) {
           mine.insert(d.name);
         }
@@ -198,11 +192,11 @@ StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
     }
     for (const std::string& d : mine) {
       auto rule =
-          kube_->Get(k8s::Resource::DeviceTaintRules(), "", devices::HoldRuleName(k8s_node, d));
+          kube_->Get(k8s::Resource::DeviceTaintRules(), "", devices::HoldRuleName(t.k8s_node, d));
       if (!rule.ok()) {
         return rule.status().code() == StatusCode::kNotFound
                    ? AbortedError(StrCat(d, " is not held again yet: placeholder ",
-                                         a.placeholder_job, " stays"))
+                                         o.placeholder_job, " stays"))
                    : rule.status();
       }
       auto created = k8s::ParseTime((*rule)["metadata"].value("creationTimestamp", ""));
@@ -210,34 +204,35 @@ StatusOr<Effect> DeviceExecutorImpl::EndPlaceholder(const DeviceAction& a,
         return AbortedError(
             StrCat("the hold on ", d, " is younger than ",
                    std::chrono::duration_cast<std::chrono::seconds>(kHoldSettle).count(),
-                   " s: placeholder ", a.placeholder_job, " stays"));
+                   " s: placeholder ", o.placeholder_job, " stays"));
       }
     }
     auto list = kube_->List(k8s::Resource::ResourceClaims(), "", k8s::ListOptions{});
     if (!list.ok()) return list.status();
     const auto by_node = devices::ClaimsByNode(list->items, cfg_.gpu_sharing.driver);
-    if (auto c = by_node.find(k8s_node); c != by_node.end()) {
+    if (auto c = by_node.find(t.k8s_node); c != by_node.end()) {
       for (const devices::Claim& claim : c->second) {
         for (const std::string& d : claim.devices) {
           if (mine.count(d)) {
             return AbortedError(StrCat("claim of ", claim.pod, " is still allocated on ", d,
-                                       ": placeholder ", a.placeholder_job, " stays"));
+                                       ": placeholder ", o.placeholder_job, " stays"));
           }
         }
       }
     }
   }
-  auto o = slurm_->CancelJob(a.placeholder_job);
-  if (!o.ok()) {
-    if (o.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
-    return o.status();
+  auto ended = slurm_->CancelJob(o.placeholder_job);
+  if (!ended.ok()) {
+    if (ended.status().code() == StatusCode::kNotFound) return Effect::kUnchanged;
+    return ended.status();
   }
-  return *o == slurm::WriteOutcome::kChanged ? Effect::kChanged : Effect::kUnchanged;
+  return Recorded(
+      a, *ended == slurm::WriteOutcome::kChanged ? Effect::kChanged : Effect::kUnchanged, t);
 }
 
-StatusOr<Effect> DeviceExecutorImpl::RecordUnusedGive(const DeviceAction& a,
-                                                      const std::string& k8s_node) {
-  auto node = kube_->Get(k8s::Resource::Nodes(), "", k8s_node);
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RecordUnusedGive& o,
+                                         const Target& t) {
+  auto node = kube_->Get(k8s::Resource::Nodes(), "", t.k8s_node);
   if (!node.ok()) return node.status();
   std::string current;
   if (const auto& meta = (*node)["metadata"];
@@ -245,11 +240,11 @@ StatusOr<Effect> DeviceExecutorImpl::RecordUnusedGive(const DeviceAction& a,
     current = meta["annotations"].value(devices::kUnusedGivesAnnotation, "");
   }
   const int64_t keep_after =
-      a.at_unix -
+      o.at_unix -
       std::chrono::duration_cast<std::chrono::seconds>(cfg_.gpu_sharing.give_backoff_max).count();
   std::optional<std::vector<devices::UnusedGive>> gives = devices::AddUnusedGive(
       devices::ParseUnusedGives(current),
-      {.pod = a.pod, .placeholder = a.placeholder_job, .at_unix = a.at_unix}, keep_after);
+      {.pod = o.pod, .placeholder = o.placeholder_job, .at_unix = o.at_unix}, keep_after);
   if (!gives) return Effect::kUnchanged;  // recorded already
   // Against the node as read: a concurrent write of the node is a conflict, retried on the
   // next pass, so no record is lost to a lost update.
@@ -257,11 +252,11 @@ StatusOr<Effect> DeviceExecutorImpl::RecordUnusedGive(const DeviceAction& a,
       {"metadata",
        {{"resourceVersion", k8s::MetadataString(*node, "resourceVersion")},
         {"annotations", {{devices::kUnusedGivesAnnotation, devices::FormatUnusedGives(*gives)}}}}}};
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", k8s_node, k8s::PatchType::kJsonMerge, patch);
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", t.k8s_node, k8s::PatchType::kJsonMerge, patch);
   if (!r.ok()) return r.status();
-  Logger("devices")->info("give_unused node={} pod={} placeholder={} records={}", a.node, a.pod,
-                          a.placeholder_job, gives->size());
-  return Effect::kChanged;
+  Logger("devices")->info("give_unused node={} pod={} placeholder={} records={}", a.node, o.pod,
+                          o.placeholder_job, gives->size());
+  return Recorded(a, Effect::kChanged, t, o.pod);
 }
 
 StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
@@ -282,27 +277,11 @@ StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
   return Effect::kChanged;
 }
 
-StatusOr<Effect> DeviceExecutorImpl::NodeLaneAction(const DeviceAction& a,
-                                                    const std::string& k8s_node) {
-  plan::Action na;
-  if (a.kind == DeviceActionKind::kSignalJobs) {
-    na.op =
-        plan::SignalSlurmJobs{.job_ids = a.job_ids, .signal = a.signal, .scope = a.signal_scope};
-  } else {
-    na.op = plan::PreemptSlurmJobs{.job_ids = a.job_ids,
-                                   .mode = a.preempt_mode,
-                                   .preemptor = a.pod,
-                                   .at_unix = a.at_unix,
-                                   .ended_after_signal = a.ended_after_signal,
-                                   .since_unix = a.since_unix};
-  }
-  na.node = a.node;
-  na.k8s_node = k8s_node;
-  na.cause = a.cause;
-  na.event_type = a.event_type;
-  na.event_reason = a.event_reason;
-  na.event_message = a.event_message;
-  return node_actions_->Execute(na);
+StatusOr<Effect> DeviceExecutorImpl::RunOnNodeLane(const DeviceAction& a, plan::Operation op,
+                                                   const Target& t) {
+  plan::Action node_action{a, std::move(op)};
+  node_action.k8s_node = t.k8s_node;
+  return node_actions_->Execute(node_action);
 }
 
 DeviceLane::DeviceLane(const config::Config& cfg, DeviceExecutor* executor,
@@ -406,35 +385,45 @@ std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
 
 void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
                          observability::BridgeMetrics* m) {
+  // Durations the planner dated (Unix seconds, 0 = unknown); whole seconds, as Slurm and the
+  // records keep them.
+  auto since = [&](int64_t since_unix) -> std::optional<double> {
+    if (since_unix <= 0 || now_unix < since_unix) return std::nullopt;
+    return static_cast<double>(now_unix - since_unix);
+  };
   for (const auto& [a, effect] : r.outcomes) {
-    m->Action(devices::DeviceActionKindName(a.kind), observability::OutcomeOf(effect.status()))
-        .Increment();
+    m->Action(a.Kind(), observability::OutcomeOf(effect.status())).Increment();
     if (!effect.ok() || *effect != Effect::kChanged) continue;
-    // Durations the planner dated; whole seconds, as Slurm and the records keep them.
-    const double since = a.since_unix > 0 && now_unix >= a.since_unix
-                             ? static_cast<double>(now_unix - a.since_unix)
-                             : -1;
-    switch (a.kind) {
-      case DeviceActionKind::kRemoveDeviceHold:
-        m->shared_gpu_moves.WithLabels({"to-k8s"}).Increment(static_cast<double>(a.devices.size()));
-        if (since >= 0) m->shared_gpu_give_duration.Observe(since);
-        break;
-      case DeviceActionKind::kEndPlaceholder:
-        if (a.cause != plan::Cause::kReturn) break;  // a give cancelled: nothing moved
-        m->shared_gpu_moves.WithLabels({"to-slurm"})
-            .Increment(static_cast<double>(a.devices.size()));
-        if (since >= 0) m->shared_gpu_return_duration.Observe(since);
-        break;
-      case DeviceActionKind::kPreemptJobs:
-        m->preemptions.WithLabels({plan::PreemptionModeLabel(a.preempt_mode)})
-            .Increment(static_cast<double>(a.job_ids.size()));
-        if (since >= 0) {
-          for (size_t i = 0; i < a.job_ids.size(); ++i) m->preemption_grace.Observe(since);
-        }
-        break;
-      default:
-        break;
-    }
+    const plan::Cause cause = a.cause;  // (clang: a lambda may not capture a binding)
+    std::visit(Overloaded{
+                   [&](const devices::RemoveDeviceHold& o) {
+                     m->shared_gpu_moves.WithLabels({"to-k8s"})
+                         .Increment(static_cast<double>(o.devices.size()));
+                     if (auto s = since(o.since_unix)) m->shared_gpu_give_duration.Observe(*s);
+                   },
+                   [&](const devices::EndPlaceholder& o) {
+                     if (cause != plan::Cause::kReturn) return;  // a give cancelled: nothing moved
+                     m->shared_gpu_moves.WithLabels({"to-slurm"})
+                         .Increment(static_cast<double>(o.devices.size()));
+                     if (auto s = since(o.since_unix)) m->shared_gpu_return_duration.Observe(*s);
+                   },
+                   [&](const plan::PreemptSlurmJobs& o) {
+                     m->preemptions.WithLabels({plan::PreemptionModeLabel(o.mode)})
+                         .Increment(static_cast<double>(o.job_ids.size()));
+                     if (auto s = since(o.since_unix)) {
+                       for (size_t i = 0; i < o.job_ids.size(); ++i)
+                         m->preemption_grace.Observe(*s);
+                     }
+                   },
+                   // The other kinds move no GPU and preempt no job.
+                   [](const devices::AddDeviceHold&) {},
+                   [](const devices::SubmitPlaceholder&) {},
+                   [](const devices::SignalJobs&) {},
+                   [](const devices::RecordIdleSince&) {},
+                   [](const devices::MarkReturning&) {},
+                   [](const devices::RecordUnusedGive&) {},
+               },
+               a.op);
   }
 }
 

@@ -1,7 +1,7 @@
 // The GPU-granular lane (act, for nodes shared GPU by GPU): each pass observes the cluster
-// (devices::Observe), plans (devices::PlanPass) and carries out the DeviceActions through a
-// DeviceExecutor, per node in order, stopping a node's sequence at its first failure (every
-// step is idempotent, so the next pass resumes where this one stopped).
+// (devices::Observe), plans (devices::PlanPass) and carries out the devices::DeviceActions
+// through a DeviceExecutor, per node in order, stopping a node's sequence at its first failure
+// (every step is idempotent, so the next pass resumes where this one stopped).
 //
 //   DeviceExecutorImpl exec(slurm, kube, events, &node_actions, cfg, clock);
 //   DeviceLane lane(cfg, &exec, events, clock);
@@ -14,16 +14,20 @@
 // bridgectl observes on its own, Controller::ObserveDevices, so followers answer too) and which
 // violations and waiting pods it already reported (one Event each, not one per pass).
 //
-// The executor re-checks at the source what the pass planned from caches:
-//   kRemoveDeviceHold  the placeholder is re-read: running, on the node, holding every
-//                      device's GRES index; otherwise Aborted (plan again).
-//   kEndPlaceholder    of a running placeholder: the node's claims are listed from the
-//                      apiserver; a claim still allocated on its devices is Aborted.
-//   kSubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
-//   kRecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
-//                      there is kUnchanged; the patch is conditional on its resourceVersion.
-//   kSignalJobs / kPreemptJobs  as the node lane does (ActionExecutor), then the signal time
-//                      is recorded on the placeholder.
+// The executor has one handler per device kind (devices::DeviceOperation, each kind's
+// contract beside it in src/devices/device_plan.h) and re-checks at the source what the
+// pass planned from caches:
+//   RemoveDeviceHold  the placeholder is re-read: running, on the node, holding every
+//                     device's GRES index; otherwise Aborted (plan again).
+//   EndPlaceholder    of a running placeholder: its holds are read (each at least
+//                     kHoldSettle old) and the node's claims listed from the apiserver; a
+//                     claim still allocated on its devices is Aborted.
+//   SubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
+//   RecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
+//                     there is kUnchanged; the patch is conditional on its resourceVersion.
+//   SignalJobs, plan::PreemptSlurmJobs  the node lane's executor (ActionExecutor) runs the
+//                     node lane's kind with the action's fields; a signal's time is then
+//                     recorded on the placeholder.
 // Thread-safe: one pass at a time (the controller runs one device worker).
 #pragma once
 
@@ -69,17 +73,43 @@ class DeviceExecutorImpl : public DeviceExecutor {
                            const std::string& k8s_node) override;
 
  private:
-  StatusOr<Effect> AddHolds(const devices::DeviceAction& a, const std::string& k8s_node);
-  StatusOr<Effect> RemoveHolds(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                               const std::string& k8s_node);
-  StatusOr<Effect> Submit(const devices::DeviceAction& a);
-  StatusOr<Effect> EndPlaceholder(const devices::DeviceAction& a, const devices::NodeDevices& node,
-                                  const std::string& k8s_node);
-  StatusOr<Effect> RecordUnusedGive(const devices::DeviceAction& a, const std::string& k8s_node);
+  // Where an action runs: the node as observed and its Kubernetes name.
+  struct Target {
+    const devices::NodeDevices& node;
+    const std::string& k8s_node;
+  };
+  // One handler per kind (devices::DeviceOperation); Execute visits. Each records the
+  // action's Event when it changed something (Recorded), except the node lane's kinds, whose
+  // executor records it.
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::AddDeviceHold& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::RemoveDeviceHold& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::SubmitPlaceholder& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::SignalJobs& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const plan::PreemptSlurmJobs& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::RecordIdleSince& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::MarkReturning& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::EndPlaceholder& o,
+                       const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::RecordUnusedGive& o,
+                       const Target& t);
+
+  // `effect`, having recorded the action's Event on the node (and on `pod` when not empty)
+  // if it is kChanged and the action is not quiet.
+  Effect Recorded(const devices::DeviceAction& a, Effect effect, const Target& t,
+                  const std::string& pod = "");
   // Re-reads the placeholder's record, applies `change`, writes it back (kUnchanged if equal).
   StatusOr<Effect> UpdateRecord(uint32_t job_id,
                                 const std::function<void(devices::PlaceholderRecord*)>& change);
-  StatusOr<Effect> NodeLaneAction(const devices::DeviceAction& a, const std::string& k8s_node);
+  // `a`'s fields with the node lane's operation `op`, run by the node lane's executor.
+  StatusOr<Effect> RunOnNodeLane(const devices::DeviceAction& a, plan::Operation op,
+                                 const Target& t);
 
   slurm::SlurmClient* const slurm_;
   k8s::KubeClient* const kube_;

@@ -243,11 +243,9 @@ TEST_F(DeviceLaneTest, AStepRepeatedOnALaggingCacheChangesNothingAndIsCountedOnc
   ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
   const devices::NodeDevices before = lane_.Nodes().at(0);  // the holds still on gpu-1, gpu-2
   devices::DeviceAction lift;
-  lift.kind = devices::DeviceActionKind::kRemoveDeviceHold;
+  lift.op = devices::RemoveDeviceHold{
+      .devices = {"gpu-1", "gpu-2"}, .placeholder_job = ph, .pod = "ml/infer"};
   lift.node = "node1";
-  lift.devices = {"gpu-1", "gpu-2"};
-  lift.placeholder_job = ph;
-  lift.pod = "ml/infer";
   lift.event_reason = "GpusLent";
   lift.event_message = "devices gpu-1,gpu-2 lent to ml/infer";
   StatusOr<Effect> first = exec_.Execute(lift, before, "node1");
@@ -271,15 +269,12 @@ TEST_F(DeviceLaneTest, AStepRepeatedOnALaggingCacheChangesNothingAndIsCountedOnc
 
   // The same for the submission (the poll had not seen the placeholder) and the end.
   devices::DeviceAction submit;
-  submit.kind = devices::DeviceActionKind::kSubmitPlaceholder;
+  submit.op = devices::SubmitPlaceholder{.pod = "ml/infer", .gpus = 2};
   submit.node = "node1";
-  submit.pod = "ml/infer";
-  submit.gpus = 2;
   EXPECT_EQ(exec_.Execute(submit, before, "node1").value(), Effect::kUnchanged);
   devices::DeviceAction end;
-  end.kind = devices::DeviceActionKind::kEndPlaceholder;
+  end.op = devices::EndPlaceholder{.placeholder_job = 999};  // gone already
   end.node = "node1";
-  end.placeholder_job = 999;  // gone already
   EXPECT_EQ(exec_.Execute(end, before, "node1").value(), Effect::kUnchanged);
 }
 
@@ -472,10 +467,9 @@ TEST_F(DeviceLaneTest, HoldsAreNotLiftedUnlessThePlaceholderRunsOnThoseDevices) 
   // Forge the state a stale cache could show: a lift planned while Slurm moved on.
   devices::NodeDevices n = lane_.Nodes().at(0);
   devices::DeviceAction lift;
-  lift.kind = devices::DeviceActionKind::kRemoveDeviceHold;
+  lift.op =
+      devices::RemoveDeviceHold{.devices = {"gpu-1"}, .placeholder_job = ph};  // still pending
   lift.node = "node1";
-  lift.devices = {"gpu-1"};
-  lift.placeholder_job = ph;  // still pending
   Status s = exec_.Execute(lift, n, "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   ASSERT_TRUE(slurm_.StartJob(ph, "node1", {5, 6}));  // running, on other devices
@@ -491,9 +485,8 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDev
   ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
   AllocateClaim({"gpu-2"});
   devices::DeviceAction end;
-  end.kind = devices::DeviceActionKind::kEndPlaceholder;
+  end.op = devices::EndPlaceholder{.placeholder_job = ph};
   end.node = "node1";
-  end.placeholder_job = ph;
   Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("gpu-2"));
@@ -506,9 +499,8 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
   const uint32_t ph = PlaceholderId();
   ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
   devices::DeviceAction end;
-  end.kind = devices::DeviceActionKind::kEndPlaceholder;
+  end.op = devices::EndPlaceholder{.placeholder_job = ph};
   end.node = "node1";
-  end.placeholder_job = ph;
   // The holds were created at 2026-01-01T00:00:00Z (the fake's creationTimestamp): two
   // seconds later kube-scheduler may still write an allocation it decided before them.
   clock_.Set(ownership::FromUnix(1'767'225'602));
@@ -580,11 +572,9 @@ TEST_F(DeviceLaneTest, AnUnusedGiveRecordIsConditionalOnTheNodeAsRead) {
                   {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
           .ok());
   devices::DeviceAction a;
-  a.kind = devices::DeviceActionKind::kRecordUnusedGive;
+  a.op =
+      devices::RecordUnusedGive{.placeholder_job = 42, .pod = "ml/infer", .at_unix = 1'800'000'000};
   a.node = "node1";
-  a.pod = "ml/infer";
-  a.placeholder_job = 42;
-  a.at_unix = 1'800'000'000;
   devices::NodeDevices nd;
   nd.node = "node1";
   auto first = exec_.Execute(a, nd, "node1");
@@ -593,8 +583,8 @@ TEST_F(DeviceLaneTest, AnUnusedGiveRecordIsConditionalOnTheNodeAsRead) {
   auto again = exec_.Execute(a, nd, "node1");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, Effect::kUnchanged) << "one record per placeholder";
-  a.placeholder_job = 43;
-  a.at_unix += 60;
+  a.As<devices::RecordUnusedGive>().placeholder_job = 43;
+  a.As<devices::RecordUnusedGive>().at_unix += 60;
   ASSERT_TRUE(exec_.Execute(a, nd, "node1").ok());
   auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
   EXPECT_EQ((*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""),

@@ -70,10 +70,10 @@ std::vector<Violation> Violations(const std::vector<DeviceView>& views) {
   return out;
 }
 
-DeviceAction Make(DeviceActionKind kind, const NodeDevices& node, plan::Cause cause,
+DeviceAction Make(DeviceOperation op, const NodeDevices& node, plan::Cause cause,
                   std::string reason, std::string message) {
   DeviceAction a;
-  a.kind = kind;
+  a.op = std::move(op);
   a.node = node.node;
   a.cause = cause;
   a.event_reason = std::move(reason);
@@ -85,26 +85,22 @@ DeviceAction Make(DeviceActionKind kind, const NodeDevices& node, plan::Cause ca
 // step of a return and the one a return that found some holds lifted repeats.
 DeviceAction HoldAgainForSlurm(const NodeDevices& node, uint32_t job,
                                std::vector<std::string> devices) {
-  DeviceAction a =
-      Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReturn, "GpusReturning",
-           StrCat("devices ", StrJoin(devices, ","), " held again for Slurm"));
-  a.devices = std::move(devices);
-  a.placeholder_job = job;
-  return a;
+  std::string message = StrCat("devices ", StrJoin(devices, ","), " held again for Slurm");
+  return Make(AddDeviceHold{.devices = std::move(devices), .placeholder_job = job}, node,
+              plan::Cause::kReturn, "GpusReturning", std::move(message));
 }
 
 // The record on `p`'s pod that its give on `node` went unused (`what` says how), before the
 // step that ends the give: the pod's next give avoids the node for a while.
 DeviceAction RecordUnused(const NodeDevices& node, const Placeholder& p, int64_t now_unix,
                           std::string_view what) {
-  DeviceAction a = Make(DeviceActionKind::kRecordUnusedGive, node, plan::Cause::kLend, "GiveUnused",
-                        StrCat("the give of placeholder ", p.job_id, " on ", node.node, " for ",
-                               p.pod, " went unused (", what, "); ", node.node,
-                               " is backed off for this pod (gpu_sharing.give_backoff)"));
+  DeviceAction a =
+      Make(RecordUnusedGive{.placeholder_job = p.job_id, .pod = p.pod, .at_unix = now_unix}, node,
+           plan::Cause::kLend, "GiveUnused",
+           StrCat("the give of placeholder ", p.job_id, " on ", node.node, " for ", p.pod,
+                  " went unused (", what, "); ", node.node,
+                  " is backed off for this pod (gpu_sharing.give_backoff)"));
   a.event_type = plan::EventType::kWarning;
-  a.placeholder_job = p.job_id;
-  a.pod = p.pod;
-  a.at_unix = now_unix;
   return a;
 }
 
@@ -195,42 +191,49 @@ std::string_view OwnerName(Owner o) {
   return "unguarded";
 }
 
-std::string_view DeviceActionKindName(DeviceActionKind k) {
-  switch (k) {
-    case DeviceActionKind::kAddDeviceHold:
-      return "AddDeviceHold";
-    case DeviceActionKind::kRemoveDeviceHold:
-      return "RemoveDeviceHold";
-    case DeviceActionKind::kSubmitPlaceholder:
-      return "SubmitPlaceholder";
-    case DeviceActionKind::kSignalJobs:
-      return "SignalJobs";
-    case DeviceActionKind::kPreemptJobs:
-      return "PreemptJobs";
-    case DeviceActionKind::kRecordIdleSince:
-      return "RecordIdleSince";
-    case DeviceActionKind::kMarkReturning:
-      return "MarkReturning";
-    case DeviceActionKind::kEndPlaceholder:
-      return "EndPlaceholder";
-    case DeviceActionKind::kRecordUnusedGive:
-      return "RecordUnusedGive";
-  }
-  return "?";
+namespace {
+
+// What each kind adds to its name in ToString, in one order: devices, placeholder, pod,
+// GPUs, jobs, time.
+std::string DevicesText(const std::vector<std::string>& d) {
+  return d.empty() ? "" : StrCat(" devices=", StrJoin(d, ","));
+}
+std::string PlaceholderText(uint32_t job) { return job == 0 ? "" : StrCat(" placeholder=", job); }
+std::string PodText(const std::string& pod) { return pod.empty() ? "" : StrCat(" pod=", pod); }
+std::string JobsText(const std::vector<uint32_t>& ids) {
+  return ids.empty() ? "" : StrCat(" jobs=", JoinIds(ids));
 }
 
+std::string Describe(const AddDeviceHold& o) {
+  return DevicesText(o.devices) + PlaceholderText(o.placeholder_job);
+}
+std::string Describe(const RemoveDeviceHold& o) {
+  return DevicesText(o.devices) + PlaceholderText(o.placeholder_job) + PodText(o.pod);
+}
+std::string Describe(const SubmitPlaceholder& o) {
+  return PodText(o.pod) + (o.gpus == 0 ? "" : StrCat(" gpus=", o.gpus)) + JobsText(o.victims);
+}
+std::string Describe(const SignalJobs& o) {
+  return PlaceholderText(o.placeholder_job) + PodText(o.pod) + JobsText(o.jobs.job_ids);
+}
+std::string Describe(const plan::PreemptSlurmJobs& o) {
+  return PodText(o.preemptor) + JobsText(o.job_ids);
+}
+std::string Describe(const RecordIdleSince& o) {
+  return StrCat(PlaceholderText(o.placeholder_job), " at=", o.at_unix);
+}
+std::string Describe(const MarkReturning& o) { return PlaceholderText(o.placeholder_job); }
+std::string Describe(const EndPlaceholder& o) {
+  return DevicesText(o.devices) + PlaceholderText(o.placeholder_job);
+}
+std::string Describe(const RecordUnusedGive& o) {
+  return StrCat(PlaceholderText(o.placeholder_job), PodText(o.pod), " at=", o.at_unix);
+}
+
+}  // namespace
+
 std::string ToString(const DeviceAction& a) {
-  std::string s = StrCat(DeviceActionKindName(a.kind), " ", a.node);
-  if (!a.devices.empty()) StrAppend(&s, " devices=", StrJoin(a.devices, ","));
-  if (a.placeholder_job != 0) StrAppend(&s, " placeholder=", a.placeholder_job);
-  if (!a.pod.empty()) StrAppend(&s, " pod=", a.pod);
-  if (a.gpus != 0) StrAppend(&s, " gpus=", a.gpus);
-  if (!a.job_ids.empty()) StrAppend(&s, " jobs=", JoinIds(a.job_ids));
-  if (a.kind == DeviceActionKind::kRecordIdleSince ||
-      a.kind == DeviceActionKind::kRecordUnusedGive) {
-    StrAppend(&s, " at=", a.at_unix);
-  }
-  return s;
+  return StrCat(a.Kind(), " ", a.node, std::visit([](const auto& o) { return Describe(o); }, a.op));
 }
 
 std::vector<Violation> Violations(const NodeDevices& node) { return Violations(Owners(node)); }
@@ -453,11 +456,8 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
 
 std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
   DeviceAction a;
-  a.kind = DeviceActionKind::kSubmitPlaceholder;
+  a.op = SubmitPlaceholder{.pod = pod.pod, .gpus = s.gpus, .victims = s.victims};
   a.node = s.node;
-  a.pod = pod.pod;
-  a.gpus = s.gpus;
-  a.job_ids = s.victims;
   a.cause = plan::Cause::kLend;
   a.event_reason = "GpusLending";
   a.event_message = StrCat("placeholder for ", s.gpus, " GPU(s) for ", pod.pod, ": ", s.why);
@@ -477,11 +477,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     if (v.owner == Owner::kUnguarded && !bad.count(v.name)) unguarded.push_back(v.name);
   }
   if (!unguarded.empty()) {
-    DeviceAction a =
-        Make(DeviceActionKind::kAddDeviceHold, node, plan::Cause::kReservation, "GpusHeldForSlurm",
-             StrCat("devices ", StrJoin(unguarded, ","), " held for Slurm"));
-    a.devices = std::move(unguarded);
-    plan.actions.push_back(std::move(a));
+    std::string message = StrCat("devices ", StrJoin(unguarded, ","), " held for Slurm");
+    plan.actions.push_back(Make(AddDeviceHold{.devices = std::move(unguarded)}, node,
+                                plan::Cause::kReservation, "GpusHeldForSlurm", std::move(message)));
   }
 
   const int64_t now_unix = own::ToUnix(now);
@@ -497,18 +495,18 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     if (policy.mode == plan::JobPreemptMode::kCancel || !j.requeue) continue;
     if (!e.recorded && j.exit_signal != policy.signal) continue;  // not our signal's doing
     DeviceAction a =
-        Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend, "EndedJobRequeued",
+        Make(plan::PreemptSlurmJobs{.job_ids = {j.job_id},
+                                    .mode = policy.mode,
+                                    .preemptor = e.pod,
+                                    .at_unix = at,
+                                    .ended_after_signal = true,
+                                    .since_unix = at},
+             node, plan::Cause::kLend, "EndedJobRequeued",
              StrCat("job ", j.job_id, " ended ", slurm::JobStateName(j.state),
                     " after the checkpoint signal instead of waiting for its grace: requeued as a "
                     "preempted job (its GPUs go to ",
                     e.pod, ")"));
     a.event_type = plan::EventType::kWarning;
-    a.preempt_mode = policy.mode;
-    a.job_ids = {j.job_id};
-    a.pod = e.pod;
-    a.ended_after_signal = true;
-    a.at_unix = at;
-    a.since_unix = at;
     plan.actions.push_back(std::move(a));
   }
   for (const Placeholder& p : node.placeholders) {
@@ -525,14 +523,12 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         plan.actions.push_back(
             RecordUnused(node, p, now_unix, "its placeholder did not start within give_timeout"));
       }
-      DeviceAction a =
-          Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveCancelled",
-               StrCat("placeholder ", p.job_id, " cancelled: ",
-                      p.timed_out ? StrCat("it did not start within give_timeout (",
-                                           own::FormatSeconds(cfg.gpu_sharing.give_timeout), ")")
-                                  : StrCat(p.pod, " no longer waits for GPUs")));
-      a.placeholder_job = p.job_id;
-      plan.actions.push_back(std::move(a));
+      plan.actions.push_back(Make(
+          EndPlaceholder{.placeholder_job = p.job_id}, node, plan::Cause::kLend, "GiveCancelled",
+          StrCat("placeholder ", p.job_id, " cancelled: ",
+                 p.timed_out ? StrCat("it did not start within give_timeout (",
+                                      own::FormatSeconds(cfg.gpu_sharing.give_timeout), ")")
+                             : StrCat(p.pod, " no longer waits for GPUs"))));
       continue;
     }
     if (!p.running) {
@@ -549,13 +545,11 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
                            [&](const NodeJob& j) { return j.view.job_id == id; });
       });
       if (!victims_left && free < p.gpus) {
-        DeviceAction a = Make(
-            DeviceActionKind::kEndPlaceholder, node, plan::Cause::kLend, "GiveReplanned",
+        plan.actions.push_back(Make(
+            EndPlaceholder{.placeholder_job = p.job_id}, node, plan::Cause::kLend, "GiveReplanned",
             StrCat("placeholder ", p.job_id, " cancelled: the ", p.gpus, " GPU(s) it waits for on ",
                    node.node, " were given to Slurm jobs meanwhile (", free, " free); ", p.pod,
-                   " is planned again"));
-        a.placeholder_job = p.job_id;
-        plan.actions.push_back(std::move(a));
+                   " is planned again")));
         continue;
       }
       // The give waits for its victims: signal each once, preempt after its grace.
@@ -579,28 +573,25 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         }
       }
       for (auto& [sig, ids] : to_signal) {
-        DeviceAction a =
-            Make(DeviceActionKind::kSignalJobs, node, plan::Cause::kLend, "CheckpointSignalled",
-                 StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod));
-        a.signal = sig.first;
-        a.signal_scope = sig.second;
-        a.job_ids = std::move(ids);
-        a.pod = p.pod;
-        a.placeholder_job = p.job_id;  // the signal time is recorded on it
-        a.at_unix = now_unix;
-        plan.actions.push_back(std::move(a));
+        std::string message = StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod);
+        plan.actions.push_back(Make(
+            SignalJobs{
+                .jobs = {.job_ids = std::move(ids), .signal = sig.first, .scope = sig.second},
+                .placeholder_job = p.job_id,
+                .pod = p.pod,
+                .at_unix = now_unix},
+            node, plan::Cause::kLend, "CheckpointSignalled", std::move(message)));
       }
       for (auto& [mode, ids] : to_preempt) {
-        DeviceAction a =
-            Make(DeviceActionKind::kPreemptJobs, node, plan::Cause::kLend, "SlurmJobsPreempted",
-                 StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode), " for ", p.pod,
-                        ": grace over"));
-        a.preempt_mode = mode;
-        a.job_ids = std::move(ids);
-        a.pod = p.pod;
-        a.at_unix = now_unix;
-        a.since_unix = signalled_since[mode];
-        plan.actions.push_back(std::move(a));
+        std::string message = StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode),
+                                     " for ", p.pod, ": grace over");
+        plan.actions.push_back(Make(plan::PreemptSlurmJobs{.job_ids = std::move(ids),
+                                                           .mode = mode,
+                                                           .preemptor = p.pod,
+                                                           .at_unix = now_unix,
+                                                           .since_unix = signalled_since[mode]},
+                                    node, plan::Cause::kLend, "SlurmJobsPreempted",
+                                    std::move(message)));
       }
       continue;
     }
@@ -608,35 +599,33 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       if (!lifted.empty()) {
         plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(lifted)));
       } else if (!in_use) {
-        DeviceAction a =
-            Make(DeviceActionKind::kEndPlaceholder, node, plan::Cause::kReturn, "GpusReturned",
+        plan.actions.push_back(
+            Make(EndPlaceholder{.placeholder_job = p.job_id,
+                                .devices = mine,
+                                .since_unix = p.idle_since ? own::ToUnix(*p.idle_since) : 0},
+                 node, plan::Cause::kReturn, "GpusReturned",
                  StrCat("devices ", StrJoin(mine, ","), " back to Slurm (placeholder ", p.job_id,
-                        " ends)"));
-        a.placeholder_job = p.job_id;
-        a.devices = mine;
-        if (p.idle_since) a.since_unix = own::ToUnix(*p.idle_since);
-        plan.actions.push_back(std::move(a));
+                        " ends)")));
       }
       continue;
     }
     // A give: Slurm holds the devices now, so Kubernetes may have them.
     if (!held.empty()) {
-      DeviceAction a = Make(DeviceActionKind::kRemoveDeviceHold, node, plan::Cause::kLend,
-                            "GpusLent", StrCat("devices ", StrJoin(held, ","), " lent to ", p.pod));
-      a.devices = std::move(held);
-      a.placeholder_job = p.job_id;
-      a.pod = p.pod;
-      if (p.submitted) a.since_unix = own::ToUnix(*p.submitted);
-      plan.actions.push_back(std::move(a));
+      std::string message = StrCat("devices ", StrJoin(held, ","), " lent to ", p.pod);
+      plan.actions.push_back(
+          Make(RemoveDeviceHold{.devices = std::move(held),
+                                .placeholder_job = p.job_id,
+                                .pod = p.pod,
+                                .since_unix = p.submitted ? own::ToUnix(*p.submitted) : 0},
+               node, plan::Cause::kLend, "GpusLent", std::move(message)));
       continue;
     }
     if (in_use == p.idle_since.has_value()) {
       DeviceAction a =
-          Make(DeviceActionKind::kRecordIdleSince, node, plan::Cause::kReturn, "GpusIdle",
+          Make(RecordIdleSince{.placeholder_job = p.job_id, .at_unix = in_use ? 0 : now_unix}, node,
+               plan::Cause::kReturn, "GpusIdle",
                StrCat("devices ", StrJoin(mine, ","), in_use ? " in use" : " idle"));
       a.quiet = true;
-      a.placeholder_job = p.job_id;
-      a.at_unix = in_use ? 0 : now_unix;
       plan.actions.push_back(std::move(a));
       continue;
     }
@@ -648,11 +637,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
                                           StrCat("kube-scheduler did not place the pod on ",
                                                  StrJoin(mine, ","), " before they went back")));
     }
-    DeviceAction mark =
-        Make(DeviceActionKind::kMarkReturning, node, plan::Cause::kReturn, "GpusReturning",
-             StrCat("devices ", StrJoin(mine, ","), " return to Slurm: ", d.why));
-    mark.placeholder_job = p.job_id;
-    plan.actions.push_back(std::move(mark));
+    plan.actions.push_back(
+        Make(MarkReturning{.placeholder_job = p.job_id}, node, plan::Cause::kReturn,
+             "GpusReturning", StrCat("devices ", StrJoin(mine, ","), " return to Slurm: ", d.why)));
     plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(mine)));
   }
   return plan;

@@ -19,10 +19,14 @@
 //          k8s hold of exactly those devices ("Slurm picks, Kubernetes follows").
 //   return (cool-down)   record the return on the placeholder -> k8s hold on its devices ->
 //          wait until no *allocated* claim uses them -> end the placeholder.
+// Each step is a DeviceAction: plan::Action's common fields and one struct per kind of step
+// (AddDeviceHold, ..., each with its executor contract; the preemption is the node lane's
+// plan::PreemptSlurmJobs), visited by the executor (bridge/reconcile/device_lane.h).
 //
 //   std::optional<Selection> s = ChooseNode(nodes, pod, cfg, now, &why);
-//   if (s) actions = PlanGive(*s, pod, cfg);      // then, every pass:
+//   if (s) actions = PlanGive(*s, pod);            // then, every pass:
 //   NodePlan p = PlanNode(node, cfg, now);          // continues every move, reports violations
+//   if (auto* lift = p.actions[0].Get<RemoveDeviceHold>()) ...
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "src/base/clock.h"
@@ -64,7 +70,7 @@ struct Placeholder {
   std::vector<int64_t> indices;  // running: the GRES indices Slurm gave it
   Clock::TimePoint start{};      // running: since when
   bool returning = false;        // a return was recorded: its devices go back to Slurm
-  // Since when no allocated claim uses its devices (recorded by kRecordIdleSince).
+  // Since when no allocated claim uses its devices (recorded by RecordIdleSince).
   std::optional<Clock::TimePoint> idle_since;
   // The pod it was submitted for still waits for it. False once the pod is gone or placed
   // elsewhere: a give still pending is then cancelled (no victim is preempted for nobody).
@@ -156,56 +162,103 @@ struct Violation {
 // The node's violations now (what PlanNode reports): skb_shared_gpu_violations.
 std::vector<Violation> Violations(const NodeDevices& node);
 
-enum class DeviceActionKind {
-  kAddDeviceHold,      // create/extend the DeviceTaintRule over `devices`
-  kRemoveDeviceHold,   // lift the hold on `devices`; the executor first checks that
-                       // `placeholder_job` runs holding exactly those indices
-  kSubmitPlaceholder,  // sbatch a placeholder for `gpus` GPUs on `node` for `pod`,
-                       // recording `job_ids` (the victims) in its comment
-  kSignalJobs,         // checkpoint signal `signal` (`signal_scope`) to `job_ids`
-  kPreemptJobs,        // requeue/cancel `job_ids` (`preempt_mode`), grace over
-  kRecordIdleSince,    // record `at_unix` (0: clear) as the placeholder's idle-since
-  kMarkReturning,      // record on `placeholder_job` that its devices return to Slurm
-  kEndPlaceholder,     // scancel `placeholder_job`: its GPUs are Slurm's again (a return,
-                       // `devices` those it held; or a pending give whose pod no longer
-                       // waits)
-  kRecordUnusedGive,   // record on the node that the give of `placeholder_job` for `pod`
-                       // went unused (`at_unix`): its kUnusedGivesAnnotation, once per
-                       // placeholder
-};
-std::string_view DeviceActionKindName(DeviceActionKind k);
+// --- The device lane's action kinds: one struct each, with its executor contract
+// (DeviceExecutorImpl, bridge/reconcile/device_lane.h, has one handler per kind). A
+// DeviceAction carries plan::Action's common fields (plan::ActionFields: the node, the
+// cause decided here, the Event that records it once it changed something) and one of
+// these. The preemption is the node lane's own kind (plan::PreemptSlurmJobs) and the
+// checkpoint signal wraps the node lane's, both run by the node lane's executor. Every kind
+// is idempotent and re-checks at the source what it depends on.
 
-// One step, in plan::Action's conventions: plain values, the cause decided here, the Event
-// that records it once it changed something.
-struct DeviceAction {
-  DeviceActionKind kind = DeviceActionKind::kAddDeviceHold;
-  std::string node;
-  std::vector<std::string> devices;  // kAddDeviceHold, kRemoveDeviceHold, kEndPlaceholder
-  uint32_t placeholder_job = 0;      // kRemoveDeviceHold, kRecordIdleSince, kMark.., kEnd..,
-                                     // kRecordUnusedGive, kSignalJobs (records the signal
-                                     // time on it)
-  std::string pod;                   // kSubmitPlaceholder, kPreemptJobs (the preemptor),
-                                     // kRecordUnusedGive
-  int64_t gpus = 0;                  // kSubmitPlaceholder
-  std::vector<uint32_t> job_ids;     // kSubmitPlaceholder (victims), kSignalJobs, kPreemptJobs
-  int signal = 0;
-  plan::SignalScope signal_scope = plan::SignalScope::kFull;
-  plan::JobPreemptMode preempt_mode = plan::JobPreemptMode::kRequeue;
-  int64_t at_unix = 0;  // kRecordIdleSince; kSignalJobs/kPreemptJobs/kRecordUnusedGive: now
-  // Unix seconds the move this step completes began, 0 when unknown (the metrics' durations,
-  // as plan::Action::since_unix): kRemoveDeviceHold the placeholder's submission, kPreemptJobs
-  // the checkpoint signal, kEndPlaceholder of a return the devices' idle-since.
-  int64_t since_unix = 0;
-  plan::Cause cause = plan::Cause::kLend;
-  plan::EventType event_type = plan::EventType::kNormal;
-  std::string event_reason;
-  std::string event_message;
-  bool quiet = false;  // bookkeeping (kRecordIdleSince): logged, no Event
-  // kPreemptJobs of a victim that ended after the signal: requeue the finished run that
-  // started before `at_unix` (plan::Action::ended_after_signal).
-  bool ended_after_signal = false;
-  friend bool operator==(const DeviceAction&, const DeviceAction&) = default;
+// Hold `devices` for Slurm: create (or keep) the DeviceTaintRule of each.
+struct AddDeviceHold {
+  static constexpr std::string_view kName = "AddDeviceHold";
+  std::vector<std::string> devices;
+  uint32_t placeholder_job = 0;  // a return's placeholder (the log line), 0 for none
+  friend bool operator==(const AddDeviceHold&, const AddDeviceHold&) = default;
 };
+
+// Lift the hold on `devices` for `pod`, only while placeholder `placeholder_job` runs on
+// the node holding every device's GRES index (Aborted otherwise: plan again).
+struct RemoveDeviceHold {
+  static constexpr std::string_view kName = "RemoveDeviceHold";
+  std::vector<std::string> devices;
+  uint32_t placeholder_job = 0;
+  std::string pod;  // "ns/name" the give is for (an Event on the pod too)
+  // The placeholder's submission (Unix seconds, 0 = unknown): the give's duration metric.
+  int64_t since_unix = 0;
+  friend bool operator==(const RemoveDeviceHold&, const RemoveDeviceHold&) = default;
+};
+
+// sbatch a placeholder for `gpus` GPUs on the node for `pod`, recording `victims` in its
+// record (idempotent per pod: SlurmClient::SubmitPlaceholder).
+struct SubmitPlaceholder {
+  static constexpr std::string_view kName = "SubmitPlaceholder";
+  std::string pod;
+  int64_t gpus = 0;
+  std::vector<uint32_t> victims;
+  friend bool operator==(const SubmitPlaceholder&, const SubmitPlaceholder&) = default;
+};
+
+// The checkpoint signal of a give's victims: `jobs` as the node lane signals them, then
+// `at_unix` recorded as the signal time on placeholder `placeholder_job` (a time recorded
+// already is kept).
+struct SignalJobs {
+  static constexpr std::string_view kName = "SignalJobs";
+  plan::SignalSlurmJobs jobs;
+  uint32_t placeholder_job = 0;
+  std::string pod;  // the give's (the log line)
+  int64_t at_unix = 0;
+  friend bool operator==(const SignalJobs&, const SignalJobs&) = default;
+};
+
+// Record `at_unix` (0: clear) as the idle-since of placeholder `placeholder_job`.
+struct RecordIdleSince {
+  static constexpr std::string_view kName = "RecordIdleSince";
+  uint32_t placeholder_job = 0;
+  int64_t at_unix = 0;
+  friend bool operator==(const RecordIdleSince&, const RecordIdleSince&) = default;
+};
+
+// Record on placeholder `placeholder_job` that its devices return to Slurm.
+struct MarkReturning {
+  static constexpr std::string_view kName = "MarkReturning";
+  uint32_t placeholder_job = 0;
+  friend bool operator==(const MarkReturning&, const MarkReturning&) = default;
+};
+
+// scancel placeholder `placeholder_job`: its GPUs are Slurm's again. A running one (a
+// return, `devices` those it held) only once each of its devices has been held again for a
+// few seconds and no claim is allocated on them (Aborted otherwise); a pending one (a give
+// whose pod no longer waits) at once. Gone: kUnchanged.
+struct EndPlaceholder {
+  static constexpr std::string_view kName = "EndPlaceholder";
+  uint32_t placeholder_job = 0;
+  std::vector<std::string> devices;
+  // A return: the devices' idle-since (Unix seconds, 0 = unknown), for the return's
+  // duration metric.
+  int64_t since_unix = 0;
+  friend bool operator==(const EndPlaceholder&, const EndPlaceholder&) = default;
+};
+
+// Record on the Kubernetes node that the give of placeholder `placeholder_job` for `pod`
+// went unused (`at_unix`): its kUnusedGivesAnnotation, once per placeholder, written
+// conditional on the node's resourceVersion.
+struct RecordUnusedGive {
+  static constexpr std::string_view kName = "RecordUnusedGive";
+  uint32_t placeholder_job = 0;
+  std::string pod;
+  int64_t at_unix = 0;
+  friend bool operator==(const RecordUnusedGive&, const RecordUnusedGive&) = default;
+};
+
+using DeviceOperation = std::variant<AddDeviceHold, RemoveDeviceHold, SubmitPlaceholder, SignalJobs,
+                                     plan::PreemptSlurmJobs, RecordIdleSince, MarkReturning,
+                                     EndPlaceholder, RecordUnusedGive>;
+
+// One step of a move: plan::Action's fields and a device kind.
+using DeviceAction = plan::BasicAction<DeviceOperation>;
+// "RemoveDeviceHold node1 devices=gpu-1 placeholder=900 pod=ml/infer-0" (logs, tests).
 std::string ToString(const DeviceAction& a);
 
 // Which devices a give frees on one node: idle devices first, then the GPUs of preemptible

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
+#include <variant>
 
+#include "src/base/overloaded.h"
 #include "src/devices/gres.h"
 #include "src/devices/test_support.h"
 #include "src/ownership/time_codec.h"
@@ -65,54 +69,60 @@ void ExpectInvariant(const NodeDevices& n) {
   }
 }
 
+Placeholder* FindPlaceholder(NodeDevices* n, uint32_t job_id) {
+  for (Placeholder& q : n->placeholders) {
+    if (q.job_id == job_id) return &q;
+  }
+  return nullptr;
+}
+
+void SetHolds(NodeDevices* n, const std::vector<std::string>& devices, bool hold) {
+  for (Device& d : n->devices) {
+    if (std::count(devices.begin(), devices.end(), d.name)) d.k8s_hold = hold;
+  }
+}
+
 // A fake executor over the node: carries out each action as the daemon would.
 void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::TimePoint now) {
   for (const DeviceAction& a : actions) {
-    Placeholder* p = nullptr;
-    for (Placeholder& q : n->placeholders) {
-      if (q.job_id == a.placeholder_job) p = &q;
-    }
-    switch (a.kind) {
-      case DeviceActionKind::kAddDeviceHold:
-      case DeviceActionKind::kRemoveDeviceHold:
-        for (Device& d : n->devices) {
-          if (std::count(a.devices.begin(), a.devices.end(), d.name)) {
-            d.k8s_hold = a.kind == DeviceActionKind::kAddDeviceHold;
-          }
-        }
-        break;
-      case DeviceActionKind::kSubmitPlaceholder: {
-        static uint32_t next_job = 900;  // slurmctld never reuses a job id
-        n->placeholders.push_back({next_job++, a.pod, a.gpus, a.job_ids});
-        break;
-      }
-      case DeviceActionKind::kSignalJobs:
-        for (NodeJob& j : n->jobs) {
-          if (std::count(a.job_ids.begin(), a.job_ids.end(), j.view.job_id)) j.signalled_at = now;
-        }
-        break;
-      case DeviceActionKind::kPreemptJobs:
-        std::erase_if(n->jobs, [&](const NodeJob& j) {
-          return std::count(a.job_ids.begin(), a.job_ids.end(), j.view.job_id) > 0;
-        });
-        break;
-      case DeviceActionKind::kRecordIdleSince:
-        p->idle_since =
-            a.at_unix == 0 ? std::nullopt : std::optional(ownership::FromUnix(a.at_unix));
-        break;
-      case DeviceActionKind::kMarkReturning:
-        p->returning = true;
-        break;
-      case DeviceActionKind::kEndPlaceholder:
-        std::erase_if(n->placeholders,
-                      [&](const Placeholder& q) { return q.job_id == a.placeholder_job; });
-        break;
-      case DeviceActionKind::kRecordUnusedGive:
-        if (auto g = AddUnusedGive(n->unused_gives, {a.pod, a.placeholder_job, a.at_unix}, 0)) {
-          n->unused_gives = *g;
-        }
-        break;
-    }
+    std::visit(
+        Overloaded{
+            [&](const AddDeviceHold& o) { SetHolds(n, o.devices, true); },
+            [&](const RemoveDeviceHold& o) { SetHolds(n, o.devices, false); },
+            [&](const SubmitPlaceholder& o) {
+              static uint32_t next_job = 900;  // slurmctld never reuses a job id
+              n->placeholders.push_back({next_job++, o.pod, o.gpus, o.victims});
+            },
+            [&](const SignalJobs& o) {
+              const std::vector<uint32_t>& ids = o.jobs.job_ids;
+              for (NodeJob& j : n->jobs) {
+                if (std::count(ids.begin(), ids.end(), j.view.job_id)) j.signalled_at = now;
+              }
+            },
+            [&](const plan::PreemptSlurmJobs& o) {
+              std::erase_if(n->jobs, [&](const NodeJob& j) {
+                return std::count(o.job_ids.begin(), o.job_ids.end(), j.view.job_id) > 0;
+              });
+            },
+            [&](const RecordIdleSince& o) {
+              FindPlaceholder(n, o.placeholder_job)->idle_since =
+                  o.at_unix == 0 ? std::nullopt : std::optional(ownership::FromUnix(o.at_unix));
+            },
+            [&](const MarkReturning& o) {
+              FindPlaceholder(n, o.placeholder_job)->returning = true;
+            },
+            [&](const EndPlaceholder& o) {
+              std::erase_if(n->placeholders,
+                            [&](const Placeholder& q) { return q.job_id == o.placeholder_job; });
+            },
+            [&](const RecordUnusedGive& o) {
+              if (auto g =
+                      AddUnusedGive(n->unused_gives, {o.pod, o.placeholder_job, o.at_unix}, 0)) {
+                n->unused_gives = *g;
+              }
+            },
+        },
+        a.op);
     ExpectInvariant(*n);
   }
 }
@@ -133,9 +143,9 @@ void StartPlaceholders(NodeDevices* n, Clock::TimePoint now) {
   }
 }
 
-std::vector<DeviceActionKind> Kinds(const std::vector<DeviceAction>& actions) {
-  std::vector<DeviceActionKind> out;
-  for (const DeviceAction& a : actions) out.push_back(a.kind);
+std::vector<std::string_view> Kinds(const std::vector<DeviceAction>& actions) {
+  std::vector<std::string_view> out;
+  for (const DeviceAction& a : actions) out.push_back(a.Kind());
   return out;
 }
 
@@ -327,7 +337,7 @@ TEST(SelectOnNode, CountsLentIdleGpusTowardThePod) {
   EXPECT_THAT(s->victims, IsEmpty());
   std::vector<DeviceAction> give = PlanGive(*s, Pod(2));
   ASSERT_EQ(give.size(), 1u);
-  EXPECT_EQ(give[0].gpus, 1);
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().gpus, 1);
 }
 
 TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
@@ -425,14 +435,44 @@ TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
   EXPECT_THAT(p.actions, IsEmpty());
 }
 
+TEST(DeviceActionTest, KindAndFieldsComeFromItsOperation) {
+  DeviceAction a;
+  a.op = RemoveDeviceHold{.devices = {"gpu-1", "gpu-2"}, .placeholder_job = 900, .pod = "ml/a"};
+  a.node = "node1";
+  EXPECT_EQ(a.Kind(), "RemoveDeviceHold");
+  EXPECT_EQ(a.Kind(), RemoveDeviceHold::kName);
+  EXPECT_TRUE(a.Is<RemoveDeviceHold>());
+  EXPECT_FALSE(a.Is<AddDeviceHold>());
+  EXPECT_EQ(a.Get<AddDeviceHold>(), nullptr);
+  ASSERT_NE(a.Get<RemoveDeviceHold>(), nullptr);
+  EXPECT_EQ(a.Get<RemoveDeviceHold>()->placeholder_job, 900u);
+  EXPECT_EQ(ToString(a), "RemoveDeviceHold node1 devices=gpu-1,gpu-2 placeholder=900 pod=ml/a");
+
+  // The give's checkpoint signal wraps the node lane's kind; the preemption is the node lane's.
+  a.op = SignalJobs{.jobs = {.job_ids = {7, 8}, .signal = 10},
+                    .placeholder_job = 900,
+                    .pod = "ml/a",
+                    .at_unix = 1'800'000'000};
+  EXPECT_EQ(a.Kind(), "SignalJobs");
+  EXPECT_EQ(a.As<SignalJobs>().jobs.signal, 10);
+  EXPECT_EQ(ToString(a), "SignalJobs node1 placeholder=900 pod=ml/a jobs=7,8");
+  a.op = plan::PreemptSlurmJobs{.job_ids = {7}, .preemptor = "ml/a"};
+  EXPECT_EQ(a.Kind(), plan::PreemptSlurmJobs::kName);
+  EXPECT_EQ(ToString(a), "PreemptSlurmJobs node1 pod=ml/a jobs=7");
+  a.op = RecordIdleSince{.placeholder_job = 900, .at_unix = 0};
+  EXPECT_EQ(ToString(a), "RecordIdleSince node1 placeholder=900 at=0");
+  a.op = SubmitPlaceholder{.pod = "ml/a", .gpus = 2, .victims = {7}};
+  EXPECT_EQ(ToString(a), "SubmitPlaceholder node1 pod=ml/a gpus=2 jobs=7");
+}
+
 TEST(PlanNode, HoldsUnguardedIdleDevicesForSlurm) {
   NodeDevices n = Node("node1", 3);
   n.devices[0].k8s_hold = false;
   n.devices[2].k8s_hold = false;
   NodePlan p = PlanNode(n, Cfg(), kNow);
   ASSERT_EQ(p.actions.size(), 1u);
-  EXPECT_EQ(p.actions[0].kind, DeviceActionKind::kAddDeviceHold);
-  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-0", "gpu-2"));
+  EXPECT_EQ(p.actions[0].Kind(), AddDeviceHold::kName);
+  EXPECT_THAT(p.actions[0].As<AddDeviceHold>().devices, ElementsAre("gpu-0", "gpu-2"));
   EXPECT_EQ(p.actions[0].cause, plan::Cause::kReservation);
   Apply(&n, p.actions, kNow);
   EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
@@ -451,34 +491,35 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   ASSERT_TRUE(s);
   EXPECT_THAT(s->victims, ElementsAre(1u));
   std::vector<DeviceAction> give = PlanGive(*s, Pod(2));
-  ASSERT_THAT(Kinds(give), ElementsAre(DeviceActionKind::kSubmitPlaceholder));
-  EXPECT_EQ(give[0].gpus, 2);
-  EXPECT_THAT(give[0].job_ids, ElementsAre(1u));
+  ASSERT_THAT(Kinds(give), ElementsAre(SubmitPlaceholder::kName));
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().gpus, 2);
+  EXPECT_THAT(give[0].As<SubmitPlaceholder>().victims, ElementsAre(1u));
   Apply(&n, give, kNow);
   nodes = {n};
   EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, kNow));  // served: planning again asks nothing
 
   Clock::TimePoint t = kNow;
   NodePlan p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kSignalJobs));
-  EXPECT_THAT(p.actions[0].job_ids, ElementsAre(1u));
-  EXPECT_EQ(p.actions[0].signal, cfg.lending.checkpoint_signal);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(SignalJobs::kName));
+  EXPECT_THAT(p.actions[0].As<SignalJobs>().jobs.job_ids, ElementsAre(1u));
+  EXPECT_EQ(p.actions[0].As<SignalJobs>().jobs.signal, cfg.lending.checkpoint_signal);
   Apply(&n, p.actions, t);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // the grace runs
 
   t = ownership::GraceEnds(t, cfg.lending.default_grace);  // the signal's second, then the grace
   p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kPreemptJobs));
-  EXPECT_THAT(p.actions[0].job_ids, ElementsAre(1u));
-  EXPECT_EQ(p.actions[0].pod, "ml/infer-0");
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(plan::PreemptSlurmJobs::kName));
+  EXPECT_THAT(p.actions[0].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(1u));
+  EXPECT_EQ(p.actions[0].As<plan::PreemptSlurmJobs>().preemptor, "ml/infer-0");
   Apply(&n, p.actions, t);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // Slurm has yet to start it
 
   StartPlaceholders(&n, t);
   ExpectInvariant(n);
   p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
-  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-0", "gpu-1"));  // Slurm picked, k8s follows
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
+  EXPECT_THAT(p.actions[0].As<RemoveDeviceHold>().devices,
+              ElementsAre("gpu-0", "gpu-1"));  // Slurm picked, k8s follows
   Apply(&n, p.actions, t);
   // The job that is not preemptible was never touched.
   ASSERT_EQ(n.jobs.size(), 1u);
@@ -492,20 +533,19 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   t += hours(1);
   n.claims.clear();
   p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRecordIdleSince));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RecordIdleSince::kName));
   EXPECT_TRUE(p.actions[0].quiet);
   Apply(&n, p.actions, t);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // cool-down
 
   t += cfg.lending.cooldown;
   p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions),
-              ElementsAre(DeviceActionKind::kMarkReturning, DeviceActionKind::kAddDeviceHold));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
   // A crash between the two: the next pass holds the devices again.
   Apply(&n, {p.actions[0]}, t);
   NodePlan resumed = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(resumed.actions), ElementsAre(DeviceActionKind::kAddDeviceHold));
-  EXPECT_THAT(resumed.actions[0].devices, ElementsAre("gpu-0", "gpu-1"));
+  ASSERT_THAT(Kinds(resumed.actions), ElementsAre(AddDeviceHold::kName));
+  EXPECT_THAT(resumed.actions[0].As<AddDeviceHold>().devices, ElementsAre("gpu-0", "gpu-1"));
   // A pod got a claim on the devices just before the hold: the placeholder waits for it.
   n.claims.push_back({"ml/late", {"gpu-1"}, true});
   Apply(&n, resumed.actions, t);
@@ -513,7 +553,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
   n.claims.clear();
   p = PlanNode(n, cfg, t);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
   Apply(&n, p.actions, t);
   EXPECT_EQ(Owners(n)[0].owner, Owner::kSlurm);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
@@ -539,7 +579,7 @@ TEST(PlanNode, CancelsAPendingGiveWhosePodNoLongerWaits) {
   Apply(&n, PlanNode(n, cfg, kNow).actions, kNow);  // signal
   n.placeholders[0].wanted = false;
   NodePlan p = PlanNode(n, cfg, kNow + cfg.lending.default_grace);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
   EXPECT_EQ(p.actions[0].event_reason, "GiveCancelled");
   Apply(&n, p.actions, kNow + cfg.lending.default_grace);
   EXPECT_EQ(n.jobs.size(), 1u);
@@ -559,7 +599,7 @@ TEST(PlanNode, AGiveWhoseIdleGpusSlurmGaveAwayIsPlannedAgain) {
   // Slurm starts a job on all 8 GPUs before the placeholder.
   AddJob(&n, 7, "gpu:8(IDX:0-7)", true, seconds(1));
   NodePlan p = PlanNode(n, cfg, kNow + seconds(2));
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kEndPlaceholder));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
   EXPECT_EQ(p.actions[0].event_reason, "GiveReplanned");
   EXPECT_THAT(p.actions[0].event_message, HasSubstr("0 free"));
   Apply(&n, p.actions, kNow + seconds(2));
@@ -573,7 +613,7 @@ TEST(PlanNode, AGiveWhoseIdleGpusSlurmGaveAwayIsPlannedAgain) {
   ASSERT_TRUE(GiveOn(&m, Pod(2), cfg, kNow));
   m.jobs.clear();  // requeued: the placeholder is about to start
   for (const DeviceAction& a : PlanNode(m, cfg, kNow).actions) {
-    EXPECT_NE(a.kind, DeviceActionKind::kEndPlaceholder) << ToString(a);
+    EXPECT_FALSE(a.Is<EndPlaceholder>()) << ToString(a);
   }
 }
 
@@ -588,8 +628,8 @@ TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
   EXPECT_THAT(PlanNode(n, cfg, kNow).actions, IsEmpty());
   StartPlaceholders(&n, kNow);
   NodePlan p = PlanNode(n, cfg, kNow);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
-  EXPECT_THAT(p.actions[0].devices, ElementsAre("gpu-1"));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
+  EXPECT_THAT(p.actions[0].As<RemoveDeviceHold>().devices, ElementsAre("gpu-1"));
   EXPECT_EQ(p.actions[0].event_reason, "GpusLent");
   EXPECT_THAT(ToString(p.actions[0]), HasSubstr("RemoveDeviceHold node1 devices=gpu-1"));
   EXPECT_EQ(n.jobs.size(), 1u);
@@ -607,7 +647,7 @@ void LendIdleGpus(NodeDevices* n, const PendingPod& pod, const config::Config& c
   StartPlaceholders(n, at);
   n->placeholders.back().pod_waiting = true;
   NodePlan p = PlanNode(*n, cfg, at);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre(DeviceActionKind::kRemoveDeviceHold));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
   Apply(n, p.actions, at);
 }
 
@@ -626,12 +666,11 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   t += std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
   NodePlan p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions),
-              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kMarkReturning,
-                          DeviceActionKind::kAddDeviceHold));
+              ElementsAre(RecordUnusedGive::kName, MarkReturning::kName, AddDeviceHold::kName));
   const DeviceAction& record = p.actions[0];
-  EXPECT_EQ(record.pod, "ml/infer-0");
-  EXPECT_EQ(record.placeholder_job, n.placeholders[0].job_id);
-  EXPECT_EQ(record.at_unix, ownership::ToUnix(t));
+  EXPECT_EQ(record.As<RecordUnusedGive>().pod, "ml/infer-0");
+  EXPECT_EQ(record.As<RecordUnusedGive>().placeholder_job, n.placeholders[0].job_id);
+  EXPECT_EQ(record.As<RecordUnusedGive>().at_unix, ownership::ToUnix(t));
   EXPECT_EQ(record.event_type, plan::EventType::kWarning);
   EXPECT_EQ(record.event_reason, "GiveUnused");
   EXPECT_THAT(record.event_message,
@@ -639,8 +678,7 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   // A crash right after the record: planned again, the record is already there.
   Apply(&n, {record}, t);
   ASSERT_THAT(Kinds(PlanNode(n, cfg, t).actions),
-              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kMarkReturning,
-                          DeviceActionKind::kAddDeviceHold));
+              ElementsAre(RecordUnusedGive::kName, MarkReturning::kName, AddDeviceHold::kName));
   ASSERT_EQ(n.unused_gives.size(), 1u);
   Apply(&n, PlanNode(n, cfg, t).actions, t);
   EXPECT_EQ(n.unused_gives.size(), 1u) << "one record per give";
@@ -683,14 +721,14 @@ TEST(PlanNode, AUsedGiveOrAReturnForHealthRecordsNothing) {
   used.placeholders[0].pod_waiting = false;  // it ran on the node and left
   Apply(&used, PlanNode(used, cfg, kNow).actions, kNow);
   ASSERT_THAT(Kinds(PlanNode(used, cfg, later).actions),
-              ElementsAre(DeviceActionKind::kMarkReturning, DeviceActionKind::kAddDeviceHold));
+              ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
 
   NodeDevices sick = Node("node1", 4);
   LendIdleGpus(&sick, Pod(2), cfg, kNow);
   if (HasFatalFailure()) return;
   sick.healthy = false;
   for (const DeviceAction& a : PlanNode(sick, cfg, kNow).actions) {
-    EXPECT_NE(a.kind, DeviceActionKind::kRecordUnusedGive) << ToString(a);
+    EXPECT_FALSE(a.Is<RecordUnusedGive>()) << ToString(a);
   }
 }
 
@@ -706,15 +744,13 @@ TEST(PlanNode, AGiveThatTimedOutIsRecordedAsUnusedWhileItsPodWaits) {
   p.timed_out = true;
   p.pod_waiting = true;
   NodePlan plan = PlanNode(n, cfg, kNow);
-  ASSERT_THAT(Kinds(plan.actions),
-              ElementsAre(DeviceActionKind::kRecordUnusedGive, DeviceActionKind::kEndPlaceholder));
+  ASSERT_THAT(Kinds(plan.actions), ElementsAre(RecordUnusedGive::kName, EndPlaceholder::kName));
   EXPECT_THAT(plan.actions[0].event_message, HasSubstr("did not start within give_timeout"));
   EXPECT_EQ(plan.actions[1].event_reason, "GiveCancelled");
   EXPECT_THAT(plan.actions[1].event_message, HasSubstr("did not start within give_timeout (600s)"));
 
   p.pod_waiting = false;  // gone
-  ASSERT_THAT(Kinds(PlanNode(n, cfg, kNow).actions),
-              ElementsAre(DeviceActionKind::kEndPlaceholder));
+  ASSERT_THAT(Kinds(PlanNode(n, cfg, kNow).actions), ElementsAre(EndPlaceholder::kName));
 }
 
 // A give's victim that ended after its checkpoint signal (died of it, or checkpointed and
@@ -744,21 +780,22 @@ TEST(PlanNode, AVictimThatEndedAfterItsSignalIsRequeued) {
   auto requeues = [&](const NodeDevices& n) {
     std::vector<DeviceAction> out;
     for (const DeviceAction& a : PlanNode(n, cfg, kNow).actions) {
-      if (a.kind == DeviceActionKind::kPreemptJobs) out.push_back(a);
+      if (a.Is<plan::PreemptSlurmJobs>()) out.push_back(a);
     }
     return out;
   };
 
   std::vector<DeviceAction> r = requeues(ended(slurm::JobState::kFailed, minutes(5)));
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_TRUE(r[0].ended_after_signal);
-  EXPECT_EQ(r[0].job_ids, std::vector<uint32_t>{41});
-  EXPECT_EQ(r[0].preempt_mode, plan::JobPreemptMode::kRequeue);
-  EXPECT_EQ(r[0].at_unix, ownership::ToUnix(signalled));
-  EXPECT_EQ(r[0].since_unix, ownership::ToUnix(signalled));
+  const plan::PreemptSlurmJobs& requeue = r[0].As<plan::PreemptSlurmJobs>();
+  EXPECT_TRUE(requeue.ended_after_signal);
+  EXPECT_EQ(requeue.job_ids, std::vector<uint32_t>{41});
+  EXPECT_EQ(requeue.mode, plan::JobPreemptMode::kRequeue);
+  EXPECT_EQ(requeue.at_unix, ownership::ToUnix(signalled));
+  EXPECT_EQ(requeue.since_unix, ownership::ToUnix(signalled));
   EXPECT_EQ(r[0].event_reason, "EndedJobRequeued");
   EXPECT_EQ(r[0].event_type, plan::EventType::kWarning);
-  EXPECT_EQ(r[0].pod, "ml/infer-0");
+  EXPECT_EQ(requeue.preemptor, "ml/infer-0");
   // Checkpointed and exited 0: the same.
   EXPECT_EQ(requeues(ended(slurm::JobState::kComplete, minutes(5))).size(), 1u);
   // Cancelled by its user: left so.

@@ -5,6 +5,9 @@
 //   PassPlan p = PlanPass(observation.nodes, world.pending, cfg, now);
 //   for (auto& [node, actions] : p.actions) execute in order, stop at the first error;
 //
+// The actions are DeviceActions (device_plan.h: one struct per kind, in a std::variant),
+// carried out by the device lane's executor (bridge/reconcile/device_lane.h).
+//
 // At most one give starts per node per pass (a node with a give in flight is not chosen
 // again until its placeholder runs), so two pods never count the same idle GPUs.
 #pragma once

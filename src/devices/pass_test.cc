@@ -46,8 +46,8 @@ TEST(PassTest, OneGivePerNodeAndTheHigherPriorityPodFirst) {
   ASSERT_EQ(p.gives.size(), 1u);
   EXPECT_EQ(p.gives.at("ml/high"), "node1");
   ASSERT_EQ(p.actions.at("node1").size(), 1u);
-  EXPECT_EQ(p.actions.at("node1")[0].kind, DeviceActionKind::kSubmitPlaceholder);
-  EXPECT_EQ(p.actions.at("node1")[0].gpus, 2);
+  ASSERT_TRUE(p.actions.at("node1")[0].Is<SubmitPlaceholder>());
+  EXPECT_EQ(p.actions.at("node1")[0].As<SubmitPlaceholder>().gpus, 2);
   EXPECT_THAT(p.waiting.at("ml/low"), HasSubstr("node"));
 }
 
@@ -67,8 +67,9 @@ TEST(PassTest, RestoresMissingHoldsAndReportsViolations) {
   n.claims.push_back({.pod = "ml/x", .devices = {"gpu-2"}, .allocated = true});
   const PassPlan p = PlanPass({n}, {}, Cfg(), kNow);
   ASSERT_EQ(p.actions.at("node1").size(), 1u);
-  EXPECT_EQ(p.actions.at("node1")[0].kind, DeviceActionKind::kAddDeviceHold);
-  EXPECT_EQ(p.actions.at("node1")[0].devices, std::vector<std::string>{"gpu-3"});
+  ASSERT_TRUE(p.actions.at("node1")[0].Is<AddDeviceHold>());
+  EXPECT_EQ(p.actions.at("node1")[0].As<AddDeviceHold>().devices,
+            std::vector<std::string>{"gpu-3"});
   ASSERT_EQ(p.violations.at("node1").size(), 1u);
   EXPECT_EQ(p.violations.at("node1")[0].device, "gpu-2");
 }
