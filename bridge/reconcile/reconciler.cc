@@ -293,7 +293,7 @@ bool Reconciler::EndedOnLentNodeLocked(const slurm::JobView& j) const {
 inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   inventory::ManagedNode m;
   m.name = name;
-  m.gpu_granular = gpu_granular_.count(name) > 0;
+  m.gpu_sharing.eligible = gpu_granular_.count(name) > 0;
   if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) {
     m.k8s = it->second;
     if (auto r = quota_.reclaims.find(it->second.name); r != quota_.reclaims.end()) {

@@ -55,6 +55,19 @@ struct NodeReclaim {
   friend bool operator==(const NodeReclaim&, const NodeReclaim&) = default;
 };
 
+// What the device lane (src/devices, gpu_sharing) observes of a node, as the node lane reads it.
+struct GpuSharingView {
+  // Its GPUs map provably to Slurm's GRES indices: it is to be shared GPU by GPU.
+  bool eligible = false;
+  // Every one of its GPUs carries the bridge's device hold: Kubernetes allocates none anew.
+  bool all_held = false;
+  // No longer eligible, but the device lane still has placeholders or holds on it: it winds
+  // them down before the node lane may take the node. `why` says what is left.
+  bool leaving = false;
+  std::string why;
+  friend bool operator==(const GpuSharingView&, const GpuSharingView&) = default;
+};
+
 struct ManagedNode {
   std::string name;
   std::optional<K8sNode> k8s;
@@ -84,8 +97,9 @@ struct ManagedNode {
   std::map<std::string, std::string> borrowing_nominated;
   // Guaranteed quotas: this node is being taken back for Slurm (QuotaFacts::reclaims).
   std::optional<NodeReclaim> reclaim;
-  // Shared GPU by GPU (the GPU-granular lane, gpu_sharing): never lent whole.
-  bool gpu_granular = false;
+  // The device lane's view of the node (gpu_sharing): whether it is to be shared GPU by GPU,
+  // which decides the handover between the lanes (ownership.h "Switching modes").
+  GpuSharingView gpu_sharing;
 
   // The node's GPUs: Kubernetes' allocatable count (its capacity while allocatable is
   // unknown), else Slurm's.

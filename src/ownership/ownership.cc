@@ -58,6 +58,8 @@ std::string_view OwnerStateName(OwnerState s) {
       return "returning";
     case OwnerState::kSwapping:
       return "swapping";
+    case OwnerState::kGpuShared:
+      return "gpu-shared";
   }
   return "unknown";
 }
@@ -70,13 +72,13 @@ OwnershipPlan PlanOwnership(const ManagedNode& node, const config::Config& cfg,
     plan.explanation.push_back("lending is disabled (lending.enabled): Slurm keeps every node");
     return plan;
   }
-  if (node.gpu_granular) {
-    // The GPU-granular lane owns it: per-device holds and placeholder jobs, never a
-    // reservation of the whole node (kube-scheduler would allocate its DRA devices to it).
-    plan.state = OwnerState::kDisabled;
-    plan.explanation.push_back(
-        "shared GPU by GPU (gpu_sharing): the device lane moves single GPUs, the node is never "
-        "lent whole");
+  if (node.gpu_sharing.leaving) {
+    // Still the device lane's: its placeholders and holds go before a reservation may come
+    // (kube-scheduler would not allocate held devices to it).
+    plan.state = OwnerState::kGpuShared;
+    plan.handover = plan::Handover::kHandedOver;
+    plan.explanation.push_back(StrCat("leaving GPU sharing: the device lane winds down first (",
+                                      node.gpu_sharing.why, ")"));
     return plan;
   }
   if (!node.k8s) {

@@ -37,6 +37,24 @@
 //              empty node, makes that safe) -> new pod created -> taint removed once it
 //              runs.
 //
+// Switching modes (gpu_sharing, docs/gpu-granular.md): a node the device lane finds eligible
+// (ManagedNode::gpu_sharing) is handed over to it once the node lane holds nothing there.
+// Until then no new lend starts, and what is in flight ends as it would:
+//   slurm      waits until the device lane holds every GPU (Handover::kHoldsWanted), then
+//              retires the reservation as a swap without a successor: swap taint and guard,
+//              marked replacing, deleted, released under the taint; then the taint, the
+//              guard and the lend bookkeeping go (retiring).
+//   lending    started (lent-at or the lend drain): completes; the node is then lent.
+//              Not started yet (a preemption, a deletion): refused, the reservation retired.
+//   k8s        stays lent and returns on its cool-down (or a reclaim) through returning.
+//   returning  completes; the node is then slurm.
+//   swapping   the old reservation is released; no new one is created: retiring.
+// A node with none of the node lane's objects or records left is handed over (kGpuShared,
+// Handover::kHandedOver; kGpuSharedSinceAnnotation records it, Event GpuSharingStarted). A
+// node no longer eligible stays the device lane's while it still has placeholders or holds
+// there (GpuSharingView::leaving); then the node lane takes it as a new node (Event
+// GpuSharingEnded when it removes the record).
+//
 // Safety (checked here and again at the source by the executor):
 //   - a reservation is released for a lend only when Slurm shows no job on the node;
 //   - a lent node is resumed only while our reservation runs and no other GPU pod is on it;
@@ -109,12 +127,22 @@
 #include "src/config/config.h"
 #include "src/inventory/managed_node.h"
 #include "src/plan/action.h"
+#include "src/plan/node_plan.h"
 
 namespace skb::ownership {
 
-enum class OwnerState { kDisabled, kUnknown, kSlurm, kLending, kKubernetes, kReturning, kSwapping };
+enum class OwnerState {
+  kDisabled,
+  kUnknown,
+  kSlurm,
+  kLending,
+  kKubernetes,
+  kReturning,
+  kSwapping,
+  kGpuShared,  // the device lane's (gpu_sharing): the node lane does nothing there
+};
 
-std::string_view OwnerStateName(OwnerState s);  // "slurm", "lending", "k8s", ...
+std::string_view OwnerStateName(OwnerState s);  // "slurm", "lending", "k8s", "gpu-shared", ...
 
 struct OwnershipPlan {
   OwnerState state = OwnerState::kUnknown;
@@ -124,6 +152,10 @@ struct OwnershipPlan {
   std::optional<Clock::TimePoint> recheck_at;
   // One line per fact or rule considered (bridgectl describe).
   std::vector<std::string> explanation;
+  // gpu_sharing: which lane has the node ("Switching modes" above); while an eligible node is
+  // not handed over yet, why.
+  plan::Handover handover = plan::Handover::kNodeLane;
+  std::string handover_why;
 };
 
 // The busy taint (kBusyTaintKey) goes on this long before the kubelet's kill deadline of

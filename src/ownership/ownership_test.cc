@@ -126,6 +126,8 @@ void Scheduler(ManagedNode* n) {
   }
   // The swap-guard admission policy refuses every binding to a guarded node.
   if (n->k8s->labels.count(kSwapGuardLabel)) return;
+  // The device lane's holds (DeviceTaintRules) keep every GPU out of new allocations.
+  if (n->gpu_sharing.all_held) return;
   int64_t used = 0;
   for (const GpuPod& p : n->pods) {
     if (p.phase != "Succeeded" && p.phase != "Failed") used += p.gpus;
@@ -158,7 +160,7 @@ void CheckInvariants(const ManagedNode& n, const std::string& when) {
         << "double booking " << when << ": pod " << p.name << " runs beside Slurm jobs";
   }
   const bool swap_guarded = HasTaint(n, kSwapTaintKey) && n.k8s->labels.count(kSwapGuardLabel);
-  EXPECT_TRUE(counted || swap_guarded || HasTaint(n, kBusyTaintKey))
+  EXPECT_TRUE(counted || swap_guarded || HasTaint(n, kBusyTaintKey) || n.gpu_sharing.all_held)
       << "Slurm jobs on the node but its GPUs are free in Kubernetes' count " << when;
 }
 
@@ -1191,6 +1193,9 @@ struct Story {
   int crash_after = -1;
   std::vector<OwnerState> states;
   bool reservation_killed = false;  // the kubelet killed one of ours at its deadline
+  // The device lane (gpu_sharing): holds every GPU of the node once the node lane asks.
+  bool device_lane = false;
+  std::vector<plan::Handover> handovers;
 
   void World() {
     RunKubelet(&n, now);
@@ -1201,6 +1206,8 @@ struct Story {
     World();
     OwnershipPlan p = PlanOwnership(n, cfg, now);
     if (states.empty() || states.back() != p.state) states.push_back(p.state);
+    if (handovers.empty() || handovers.back() != p.handover) handovers.push_back(p.handover);
+    if (device_lane && p.handover == plan::Handover::kHoldsWanted) n.gpu_sharing.all_held = true;
     for (const Action& a : p.actions) {
       if (actions_run == crash_after) {
         ++actions_run;  // crash once; the restarted daemon goes on
@@ -1744,6 +1751,167 @@ TEST(Story, JobListUpdatesAreBatched) {
   // 600 job starts in 10 minutes, a 60s interval: at most 10 (+1 for the first) writes.
   EXPECT_LE(writes, 11);
   EXPECT_GE(writes, 9);
+}
+
+// ---- Switching modes: a node eligible for GPU sharing is handed over to the device lane ----
+
+// What the node lane leaves on a node it handed over: its record of the handover, nothing else.
+void ExpectHandedOver(const Story& s) {
+  const OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
+  EXPECT_EQ(p.state, OwnerState::kGpuShared) << Dump(p);
+  EXPECT_EQ(p.handover, plan::Handover::kHandedOver);
+  EXPECT_TRUE(p.actions.empty()) << "converged" << Dump(p);
+  EXPECT_EQ(Res(const_cast<ManagedNode*>(&s.n)), nullptr) << "the reservation is gone";
+  EXPECT_FALSE(s.n.slurm->drain);
+  EXPECT_THAT(s.n.k8s->annotations,
+              ElementsAre(::testing::Pair(kGpuSharedSinceAnnotation, ::testing::_)));
+  EXPECT_TRUE(s.n.k8s->taints.empty());
+  EXPECT_FALSE(s.n.k8s->labels.count(kSwapGuardLabel));
+}
+
+TEST(Handover, ACleanNodeIsHandedOverAtOnceWhateverRunsOnIt) {
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  n.gpu_sharing.eligible = true;
+  n.jobs = {Job(1)};
+  n.pods = {K8sPod("infer-0")};  // a pod on GPUs the device lane lent: no lend
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kGpuShared) << Dump(p);
+  EXPECT_EQ(p.handover, plan::Handover::kHandedOver);
+  ASSERT_EQ(Kinds(p), std::vector<std::string_view>{plan::PatchNodeAnnotations::kName});
+  EXPECT_EQ(p.actions[0].event_reason, "GpuSharingStarted");
+  Log log;
+  Converge(&n, cfg, kNow, &log);
+  EXPECT_EQ(n.k8s->annotations.at(kGpuSharedSinceAnnotation), StrCat(ToUnix(kNow)));
+  EXPECT_TRUE(log.signals.empty());
+}
+
+TEST(Handover, ASlurmNodeWaitsForTheHoldsThenRetiresItsReservationWithoutALend) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.n.gpu_sharing.eligible = true;
+  OwnershipPlan p = PlanOwnership(s.n, s.cfg, s.now);
+  EXPECT_EQ(p.state, OwnerState::kSlurm) << Dump(p);
+  EXPECT_EQ(p.handover, plan::Handover::kHoldsWanted);
+  EXPECT_THAT(p.handover_why, HasSubstr("holds every GPU"));
+  EXPECT_TRUE(p.actions.empty()) << "nothing goes before the holds" << Dump(p);
+
+  s.device_lane = true;
+  s.RunFor(seconds(30));
+  EXPECT_THAT(s.handovers, ElementsAre(plan::Handover::kHoldsWanted, plan::Handover::kHandedOver));
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+  ExpectHandedOver(s);
+}
+
+TEST(Handover, ALendNotStartedIsRefusedAndItsReservationRetired) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.n.gpu_sharing.eligible = true;
+  Preempted(&s.n, s.now, s.cfg);
+  s.device_lane = true;
+  s.RunFor(seconds(30));
+  EXPECT_EQ(s.states.front(), OwnerState::kSwapping);
+  EXPECT_TRUE(s.log.signals.empty());
+  EXPECT_TRUE(s.log.preemptions.empty());
+  EXPECT_FALSE(s.PodRunning("infer-0")) << "the preemptor waits for a give of the device lane";
+  ExpectHandedOver(s);
+}
+
+TEST(Handover, ASwapInFlightEndsWithoutASuccessor) {
+  Story s;
+  s.n = SlurmNode({Job(1)});
+  s.n.jobs.push_back(Job(2, false));  // the reservation is swapped to protected
+  s.Round();
+  ASSERT_EQ(s.states.back(), OwnerState::kSwapping);
+  s.n.gpu_sharing.eligible = true;
+  s.device_lane = true;
+  s.RunFor(seconds(30));
+  EXPECT_TRUE(s.log.preemptions.empty());
+  ExpectHandedOver(s);
+}
+
+// Lent whole, the node becomes eligible in the middle of its lend: the lend completes, the
+// pod runs until it leaves, the node returns on its cool-down, and only then is its
+// reservation retired and the node handed over.
+Story LentThenEligible(int crash_after) {
+  Story s;
+  s.crash_after = crash_after;
+  s.n = SlurmNode({Job(1), Job(2)});
+  s.RunFor(seconds(10));
+  Preempted(&s.n, s.now, s.cfg);
+  s.RunFor(seconds(20));  // signalled, lent-at recorded
+  s.n.gpu_sharing.eligible = true;
+  s.device_lane = true;
+  s.RunFor(seconds(70));  // the grace ends, requeue, release, the pod binds
+  EXPECT_TRUE(s.PodRunning("infer-0")) << "crash_after=" << crash_after;
+  s.RunFor(minutes(5));
+  s.RemovePod("infer-0");
+  s.RunFor(minutes(6));  // cool-down 2m, min lend 5m: returns, then retires
+  return s;
+}
+
+TEST(Handover, ALentNodeReturnsOnItsCoolDownThenIsHandedOver) {
+  Story s = LentThenEligible(-1);
+  EXPECT_THAT(s.states,
+              ElementsAre(OwnerState::kSlurm, OwnerState::kLending, OwnerState::kKubernetes,
+                          OwnerState::kReturning, OwnerState::kSlurm, OwnerState::kSwapping,
+                          OwnerState::kGpuShared));
+  EXPECT_THAT(s.handovers, ElementsAre(plan::Handover::kNodeLane, plan::Handover::kWinding,
+                                       plan::Handover::kHoldsWanted, plan::Handover::kHandedOver));
+  EXPECT_EQ(s.log.preemptions, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
+  ExpectHandedOver(s);
+}
+
+TEST(Handover, CrashAfterEveryActionStillHandsOver) {
+  const int total = LentThenEligible(-1).actions_run;
+  ASSERT_GT(total, 10);
+  for (int crash = 0; crash < total; ++crash) {
+    SCOPED_TRACE(StrCat("crash after action ", crash));
+    Story s = LentThenEligible(crash);
+    ExpectHandedOver(s);
+  }
+}
+
+TEST(Handover, GuardLeftWithoutAReservationStaysUntilEveryGpuIsHeld) {
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  n.jobs = {Job(1)};
+  n.gpu_sharing.eligible = true;
+  n.k8s->labels[kSwapGuardLabel] = "true";
+  n.k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.handover, plan::Handover::kHoldsWanted);
+  EXPECT_TRUE(p.actions.empty()) << "no reservation is created, the guard stays" << Dump(p);
+  n.gpu_sharing.all_held = true;
+  Log log;
+  Converge(&n, cfg, kNow, &log);
+  EXPECT_EQ(PlanOwnership(n, cfg, kNow).state, OwnerState::kGpuShared);
+  EXPECT_TRUE(n.k8s->taints.empty());
+  EXPECT_FALSE(n.k8s->labels.count(kSwapGuardLabel));
+}
+
+TEST(Handover, ALeavingNodeStaysTheDeviceLanesThenTheNodeLaneTakesItAsNew) {
+  config::Config cfg = Cfg();
+  ManagedNode n = BareNode();
+  n.jobs = {Job(1)};
+  n.k8s->annotations[kGpuSharedSinceAnnotation] = "1690000000";
+  n.gpu_sharing.leaving = true;
+  n.gpu_sharing.why = "placeholder 9 runs";
+  OwnershipPlan p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kGpuShared);
+  EXPECT_TRUE(p.actions.empty());
+  EXPECT_THAT(Dump(p), HasSubstr("placeholder 9 runs"));
+
+  n.gpu_sharing = {};
+  p = PlanOwnership(n, cfg, kNow);
+  EXPECT_EQ(p.state, OwnerState::kSlurm);
+  EXPECT_EQ(p.handover, plan::Handover::kNodeLane);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string_view>{plan::PatchNodeAnnotations::kName,
+                                                     plan::CreateReservationPod::kName}));
+  EXPECT_EQ(p.actions[0].event_reason, "GpuSharingEnded");
+  Log log;
+  Converge(&n, cfg, kNow, &log);
 }
 
 }  // namespace

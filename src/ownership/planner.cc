@@ -37,7 +37,12 @@ void Planner::Run() {
                      ": read as now and written again"),
               EventType::kWarning);
   }
-  RunFlows();
+  if (f_.node->gpu_sharing.eligible) {
+    HandOver();
+  } else {
+    EndGpuSharingRecord();
+    RunFlows();
+  }
   DropSwapGuardUnlessWanted();
   DropReclaimTaintWhenOver();
 }

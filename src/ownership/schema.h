@@ -51,6 +51,10 @@ inline constexpr char kReturnBlockedAnnotation[] = "slurm-k8s-bridge.io/return-b
 inline constexpr char kLendRefusedAtAnnotation[] = "slurm-k8s-bridge.io/lend-refused-at";
 //   idle-since: Unix seconds since when no Kubernetes GPU pod is on the lent node.
 inline constexpr char kIdleSinceAnnotation[] = "slurm-k8s-bridge.io/idle-since";
+//   gpu-shared-since: Unix seconds the node lane handed the node over to the device lane
+//   (gpu_sharing). A record for people and Events, not a guard: which lane has the node is
+//   derived (ownership.h "Switching modes").
+inline constexpr char kGpuSharedSinceAnnotation[] = "slurm-k8s-bridge.io/gpu-shared-since";
 
 // NoSchedule taints the bridge sets on the node.
 //   reservation-swap: while a reservation is replaced (its GPUs are briefly uncounted).

@@ -41,6 +41,20 @@ bool Managed(const inventory::ManagedNode& node, const config::Config& cfg) {
 
 }  // namespace
 
+std::string_view HandoverName(Handover h) {
+  switch (h) {
+    case Handover::kNodeLane:
+      return "node-lane";
+    case Handover::kWinding:
+      return "winding";
+    case Handover::kHoldsWanted:
+      return "holds-wanted";
+    case Handover::kHandedOver:
+      return "handed-over";
+  }
+  return "node-lane";
+}
+
 NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
                   Clock::TimePoint now, PlanOptions options) {
   NodePlan health = health::PlanNodeHealth(node, cfg.health, now);
@@ -58,6 +72,8 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
       ownership::PlanOwnership(node, cfg, now, options.min_reservation_update_interval);
   NodePlan plan;
   plan.owner = Managed(node, cfg) ? Owner(node, cfg, now, own.state) : HealthOwner(node, cfg, now);
+  plan.handover = own.handover;
+  plan.handover_why = std::move(own.handover_why);
   plan.explanation.push_back(StrCat("owner: ", ownership::OwnerStateName(own.state)));
   for (auto& line : own.explanation) plan.explanation.push_back(std::move(line));
   for (auto& line : health.explanation) plan.explanation.push_back(std::move(line));

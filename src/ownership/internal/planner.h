@@ -10,6 +10,8 @@
 //   slurm_owned.cc  slurm: the reservation's class and job list kept in step
 //   swap.cc         swapping: a reservation replaced under the swap taint and guard, and a
 //                   lend refused (which is a swap)
+//   handover.cc     an eligible node handed over to the device lane (gpu_sharing), and the
+//                   record of it removed once the node is the node lane's again
 #pragma once
 
 #include <cstdint>
@@ -93,6 +95,20 @@ class Planner {
 
   // --- slurm (slurm_owned.cc)
   void SlurmOwned();
+
+  // --- switching modes (handover.cc)
+  // An eligible node: what is in flight ends, then the node lane's state is retired.
+  void HandOver();
+  // What the node lane still has on the node ("" when nothing: it may be handed over).
+  std::string Leftovers() const;
+  // The node is not handed over yet: `h` says what the device lane may do meanwhile.
+  void WaitForHandover(plan::Handover h, std::string why);
+  // A live reservation of an eligible node goes as a swap without a successor.
+  void RetireReservation();
+  // No reservation and not lent: the swap guard until every GPU is held, then the rest.
+  void RetireRecords();
+  // A node the device lane no longer shares: its handover record goes.
+  void EndGpuSharingRecord();
 
   // --- swapping (swap.cc)
   void StartSwap(std::string why, plan::EventType type);
