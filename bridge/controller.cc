@@ -507,7 +507,7 @@ void Controller::DeviceLoop() {
     if (opts_.metrics != nullptr) {
       RecordDeviceMetrics(r, ownership::ToUnix(opts_.clock->Now()), opts_.metrics);
     }
-    reconciler_->SetGpuGranularNodes(device_lane_->GranularNodes());
+    reconciler_->SetGpuSharing(device_lane_->SharingViews());
     if (!devices_observed_.exchange(true)) {
       log->info("devices_observed gpu_granular={} node_granular={}", r.observation.nodes.size(),
                 r.observation.node_granular.size());

@@ -1146,6 +1146,11 @@ class Simulation {
   // is never backed off for a pod.
   void Apply(int, const devices::RecordUnusedGive&) {}
 
+  // The simulation plans no mode switch (it runs PlanPass and PlanNode, not
+  // PlanModeSwitches): every node stays eligible, none leaves GPU sharing, so no hold is
+  // dropped.
+  void Apply(int, const devices::DropDeviceHold&) {}
+
   // ---- Figures -------------------------------------------------------------------------
 
   void Finish() {

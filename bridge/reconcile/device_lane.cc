@@ -14,6 +14,7 @@
 #include "src/base/strings.h"
 #include "src/devices/give_backoff.h"
 #include "src/devices/k8s_devices.h"
+#include "src/devices/mode_switch.h"
 #include "src/devices/placeholder_record.h"
 
 namespace skb::bridge {
@@ -38,6 +39,23 @@ std::pair<std::string, std::string> SplitPod(const std::string& pod) {
   const size_t slash = pod.find('/');
   if (slash == std::string::npos) return {"", pod};
   return {pod.substr(0, slash), pod.substr(slash + 1)};
+}
+
+// Deletes the bridge's hold rules on `devices` of `k8s_node`; those already gone are fine.
+StatusOr<Effect> DeleteHoldRules(k8s::KubeClient* kube, const std::vector<std::string>& devices,
+                                 const std::string& k8s_node) {
+  Effect effect = Effect::kUnchanged;
+  for (const std::string& d : devices) {
+    k8s::DeleteOptions opts;
+    auto deleted = kube->Delete(k8s::Resource::DeviceTaintRules(), "",
+                                devices::HoldRuleName(k8s_node, d), opts);
+    if (deleted.ok()) {
+      effect = Effect::kChanged;
+    } else if (deleted.status().code() != StatusCode::kNotFound) {
+      return deleted.status();
+    }
+  }
+  return effect;
 }
 
 }  // namespace
@@ -106,17 +124,7 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
                                  a.node, " (Slurm's view moved: plan again)"));
     }
   }
-  Effect effect = Effect::kUnchanged;
-  for (const std::string& d : o.devices) {
-    k8s::DeleteOptions opts;
-    auto deleted = kube_->Delete(k8s::Resource::DeviceTaintRules(), "",
-                                 devices::HoldRuleName(t.k8s_node, d), opts);
-    if (deleted.ok()) {
-      effect = Effect::kChanged;
-    } else if (deleted.status().code() != StatusCode::kNotFound) {
-      return deleted.status();
-    }
-  }
+  ASSIGN_OR_RETURN(const Effect effect, DeleteHoldRules(kube_, o.devices, t.k8s_node));
   return Recorded(a, effect, t, o.pod);
 }
 
@@ -259,6 +267,12 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
   return Recorded(a, Effect::kChanged, t, o.pod);
 }
 
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::DropDeviceHold& o,
+                                         const Target& t) {
+  ASSIGN_OR_RETURN(const Effect effect, DeleteHoldRules(kube_, o.devices, t.k8s_node));
+  return Recorded(a, effect, t);
+}
+
 StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
     uint32_t job_id, const std::function<void(devices::PlaceholderRecord*)>& change) {
   auto job = slurm_->LoadJob(job_id);
@@ -293,13 +307,13 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
   const Clock::TimePoint now = clock_->Now();
   r.observation = devices::Observe(world, cfg_, now);
   r.plan = devices::PlanPass(r.observation.nodes, world.pending, cfg_, now);
+  devices::PlanModeSwitches(r.observation, &r.plan);
   if (acting) {
     for (const auto& entry : r.plan.actions) {
       const std::string& node = entry.first;  // (clang: a lambda may not capture a binding)
       const std::vector<DeviceAction>& actions = entry.second;
-      auto n = std::find_if(r.observation.nodes.begin(), r.observation.nodes.end(),
-                            [&](const devices::NodeDevices& x) { return x.node == node; });
-      if (n == r.observation.nodes.end()) continue;
+      const devices::NodeDevices* n = devices::FindNode(r.observation, node);
+      if (n == nullptr) continue;
       const std::string& k8s_node = devices::K8sNameOf(world, node);
       for (const DeviceAction& a : actions) {
         if (!r.deposed && may_act_ && !may_act_()) {
@@ -331,6 +345,7 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
   }
   MutexLock lock(&mu_);
   nodes_ = r.observation.nodes;
+  sharing_ = r.observation.sharing;
   return r;
 }
 
@@ -378,6 +393,11 @@ std::set<std::string> DeviceLane::GranularNodes() const {
   return out;
 }
 
+std::map<std::string, inventory::GpuSharingView> DeviceLane::SharingViews() const {
+  MutexLock lock(&mu_);
+  return sharing_;
+}
+
 std::vector<devices::NodeDevices> DeviceLane::Nodes() const {
   MutexLock lock(&mu_);
   return nodes_;
@@ -422,6 +442,9 @@ void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
                    [](const devices::RecordIdleSince&) {},
                    [](const devices::MarkReturning&) {},
                    [](const devices::RecordUnusedGive&) {},
+                   // Holds dropped on a node leaving GPU sharing: no placeholder is left, no
+                   // GPU moves between the lanes.
+                   [](const devices::DropDeviceHold&) {},
                },
                a.op);
   }

@@ -6,11 +6,11 @@
 //   DeviceExecutorImpl exec(slurm, kube, events, &node_actions, cfg, clock);
 //   DeviceLane lane(cfg, &exec, events, clock);
 //   DeviceLane::Result r = lane.RunPass(world);   // the controller's device worker, ~1/s
-//   lane.GranularNodes()                           // these nodes are not lent whole
+//   reconciler.SetGpuSharing(lane.SharingViews())  // the node lane's half of the handover
 //
 // The lane keeps nothing a restart would need: holds are DeviceTaintRules, Kubernetes'
 // GPUs are placeholder jobs whose admin_comment records the move (devices/observe.h).
-// What it keeps in memory: the last observation (GranularNodes, for the node lane;
+// What it keeps in memory: the last observation (SharingViews, for the node lane;
 // bridgectl observes on its own, Controller::ObserveDevices, so followers answer too) and which
 // violations and waiting pods it already reported (one Event each, not one per pass).
 //
@@ -25,6 +25,8 @@
 //   SubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
 //   RecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
 //                     there is kUnchanged; the patch is conditional on its resourceVersion.
+//   DropDeviceHold    a node leaving GPU sharing: its hold rules are deleted, none
+//                     re-checked (the planner drops them once no placeholder is left).
 //   SignalJobs, plan::PreemptSlurmJobs  the node lane's executor (ActionExecutor) runs the
 //                     node lane's kind with the action's fields; a signal's time is then
 //                     recorded on the placeholder.
@@ -99,6 +101,8 @@ class DeviceExecutorImpl : public DeviceExecutor {
                        const Target& t);
   StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::RecordUnusedGive& o,
                        const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::DropDeviceHold& o,
+                       const Target& t);
 
   // `effect`, having recorded the action's Event on the node (and on `pod` when not empty)
   // if it is kChanged and the action is not quiet.
@@ -141,8 +145,11 @@ class DeviceLane {
   // at the end of a pass that may hold a whole give or return. Call before the first pass.
   void SetActingGate(std::function<bool()> may_act) { may_act_ = std::move(may_act); }
 
-  // Nodes shared GPU by GPU in the last pass (the node lane leaves them alone).
+  // Nodes shared GPU by GPU (handed over) in the last pass.
   std::set<std::string> GranularNodes() const;
+  // What the last pass observed of each paired node, for the node lane
+  // (Reconciler::SetGpuSharing): eligible, every GPU held, leaving.
+  std::map<std::string, inventory::GpuSharingView> SharingViews() const;
   // The last observation's nodes.
   std::vector<devices::NodeDevices> Nodes() const;
 
@@ -156,6 +163,7 @@ class DeviceLane {
   std::function<bool()> may_act_;  // empty: always
   mutable Mutex mu_;
   std::vector<devices::NodeDevices> nodes_ GUARDED_BY(mu_);
+  std::map<std::string, inventory::GpuSharingView> sharing_ GUARDED_BY(mu_);
   // What was already reported as an Event (so each is reported once until it changes).
   std::map<std::string, std::string> reported_waiting_ GUARDED_BY(mu_);
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);

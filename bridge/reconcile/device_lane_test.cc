@@ -77,7 +77,7 @@ class DeviceLaneTest : public ::testing::Test {
     EXPECT_TRUE(nodes.ok() && jobs.ok());
     w.slurm_nodes = nodes->items;
     w.jobs = jobs->items;
-    w.paired = {{"node1", {.name = "node1"}}};
+    w.paired = {{"node1", {.name = "node1", .handover = handover_}}};
     if (auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1"); node.ok()) {
       w.paired["node1"].unused_gives = devices::ParseUnusedGives(
           (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
@@ -156,6 +156,7 @@ class DeviceLaneTest : public ::testing::Test {
   observability::BridgeMetrics metrics_{&registry_, "test", "22.05"};
   bool pod_pending_ = true;
   bool pod_exists_ = true;
+  plan::Handover handover_ = plan::Handover::kHandedOver;
   std::vector<std::string> log_;
 };
 
@@ -605,6 +606,47 @@ TEST_F(DeviceLaneTest, ANodeSequenceStopsAtItsFirstFailureAndResumesNextPass) {
   r = Pass();
   EXPECT_EQ(r.failed, 0);
   EXPECT_NE(PlaceholderId(), 0u);
+}
+
+// Switching modes: the lane plans a node only once the node lane has handed it over; before,
+// it only holds every GPU when the node lane asks (its reservation's claim on them is no
+// violation: a hold keeps only new allocations off).
+TEST_F(DeviceLaneTest, ANodeNotHandedOverIsOnlyHeldWhenTheNodeLaneAsks) {
+  AllocateClaim({devices::DeviceName(0), devices::DeviceName(1)});  // the reservation's
+  handover_ = plan::Handover::kWinding;
+  DeviceLane::Result r = Pass();
+  EXPECT_THAT(r.outcomes, IsEmpty());
+  EXPECT_THAT(r.observation.node_granular.at("node1"),
+              HasSubstr("waiting for the node lane to hand it over"));
+  EXPECT_TRUE(lane_.SharingViews().at("node1").eligible);
+  EXPECT_FALSE(lane_.SharingViews().at("node1").all_held);
+
+  handover_ = plan::Handover::kHoldsWanted;
+  r = Pass();
+  EXPECT_EQ(r.executed, 1);
+  EXPECT_EQ(Held().size(), 8u);
+  EXPECT_THAT(r.plan.violations, IsEmpty());
+  for (const std::string& e : events_.Reasons()) EXPECT_THAT(e, Not(HasSubstr("GpuDoubleBooked")));
+  Pass();
+  EXPECT_TRUE(lane_.SharingViews().at("node1").all_held);
+  EXPECT_THAT(lane_.GranularNodes(), IsEmpty());
+}
+
+TEST_F(DeviceLaneTest, ANodeLeavingGpuSharingDropsItsHoldsOnceNoPlaceholderIsLeft) {
+  pod_pending_ = pod_exists_ = false;
+  Pass();  // every GPU held for Slurm
+  ASSERT_EQ(Held().size(), 8u);
+  slurm::NodeView n = *slurm_.LoadNode("node1");
+  n.gpus = {{"h100", 4}};  // the mapping no longer holds
+  slurm_.AddNode(n);
+  DeviceLane::Result r = Pass();
+  EXPECT_TRUE(lane_.SharingViews().at("node1").leaving);
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_TRUE(r.outcomes[0].first.Is<devices::DropDeviceHold>())
+      << devices::ToString(r.outcomes[0].first);
+  EXPECT_THAT(Held(), IsEmpty());
+  Pass();
+  EXPECT_FALSE(lane_.SharingViews().count("node1")) << "the node lane's again";
 }
 
 TEST_F(DeviceLaneTest, AFollowerPlansButDoesNotAct) {

@@ -154,18 +154,6 @@ void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
-void Reconciler::SetGpuGranularNodes(std::set<std::string> nodes) {
-  std::vector<std::string> dirty;
-  {
-    MutexLock lock(&mu_);
-    if (nodes == gpu_granular_) return;
-    std::set_symmetric_difference(nodes.begin(), nodes.end(), gpu_granular_.begin(),
-                                  gpu_granular_.end(), std::back_inserter(dirty));
-    gpu_granular_ = std::move(nodes);
-  }
-  for (const auto& n : dirty) queue_->Add(n);
-}
-
 namespace {
 
 // The keys whose value differs between `a` and `b` (present in one only, or changed).
@@ -216,6 +204,17 @@ void Reconciler::SetQuotaFacts(ownership::QuotaFacts facts) {
   for (const auto& n : dirty) queue_->Add(n);
 }
 
+void Reconciler::SetGpuSharing(std::map<std::string, inventory::GpuSharingView> views) {
+  std::set<std::string> dirty;
+  {
+    MutexLock lock(&mu_);
+    if (views == gpu_sharing_) return;
+    dirty = ChangedKeys(views, gpu_sharing_);
+    gpu_sharing_ = std::move(views);
+  }
+  for (const auto& n : dirty) queue_->Add(n);
+}
+
 std::map<std::string, devices::PairedNode> Reconciler::PairedNodes() const {
   MutexLock lock(&mu_);
   std::map<std::string, devices::PairedNode> out;
@@ -228,6 +227,14 @@ std::map<std::string, devices::PairedNode> Reconciler::PairedNodes() const {
     if (auto a = k8s.annotations.find(devices::kUnusedGivesAnnotation);
         a != k8s.annotations.end()) {
       p.unused_gives = devices::ParseUnusedGives(a->second);
+    }
+  }
+  MutexLock owners_lock(&owners_mu_);
+  for (auto& [slurm_name, p] : out) {
+    p.handover = plan::Handover::kNodeLane;
+    if (auto it = owners_.find(slurm_name); it != owners_.end()) {
+      p.handover = it->second.handover;
+      p.handover_why = it->second.handover_why;
     }
   }
   return out;
@@ -293,7 +300,7 @@ bool Reconciler::EndedOnLentNodeLocked(const slurm::JobView& j) const {
 inventory::ManagedNode Reconciler::NodeLocked(const std::string& name) const {
   inventory::ManagedNode m;
   m.name = name;
-  m.gpu_sharing.eligible = gpu_granular_.count(name) > 0;
+  if (auto it = gpu_sharing_.find(name); it != gpu_sharing_.end()) m.gpu_sharing = it->second;
   if (auto it = k8s_nodes_.find(name); it != k8s_nodes_.end()) {
     m.k8s = it->second;
     if (auto r = quota_.reclaims.find(it->second.name); r != quota_.reclaims.end()) {
@@ -362,18 +369,20 @@ plan::NodePlan Reconciler::PlanNode(const std::string& name) const {
                         {.min_reservation_update_interval = MinReservationUpdateInterval()});
 }
 
-void Reconciler::RecordOwner(const inventory::ManagedNode& node, const std::string& owner) {
+void Reconciler::RecordOwner(const inventory::ManagedNode& node, const plan::NodePlan& plan) {
   MutexLock lock(&owners_mu_);
   if (!node.k8s && !node.slurm) {
     owners_.erase(node.name);
     return;
   }
   PlannedOwner& p = owners_[node.name];
-  if (p.owner.empty() || plan::CountedOwner(p.owner) != plan::CountedOwner(owner)) {
+  if (p.owner.empty() || plan::CountedOwner(p.owner) != plan::CountedOwner(plan.owner)) {
     p.since = clock_->Now();
   }
-  p.owner = owner;
+  p.owner = plan.owner;
   p.gpus = node.Gpus();
+  p.handover = plan.handover;
+  p.handover_why = plan.handover_why;
 }
 
 std::map<std::string, Clock::Duration> Reconciler::OldestByOwner() const {
@@ -431,7 +440,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
   const inventory::ManagedNode node = Node(name);
   result.plan = plan::PlanNode(node, cfg_, clock_->Now(),
                                {.min_reservation_update_interval = MinReservationUpdateInterval()});
-  RecordOwner(node, result.plan.owner);
+  RecordOwner(node, result.plan);
   auto log = Logger("reconcile");
   const auto is_condition = [](const plan::Action& a) { return a.Is<plan::SetNodeCondition>(); };
   // Conditions mirror Slurm's state, whatever becomes of the other actions: queued even if

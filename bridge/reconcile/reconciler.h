@@ -69,9 +69,10 @@ class Reconciler {
   // are marked dirty.
   void SetSlurmNodes(std::vector<slurm::NodeView> nodes);
   void SetSlurmJobs(std::vector<slurm::JobView> jobs);
-  // The nodes the GPU-granular lane shares GPU by GPU: node lending leaves them alone
-  // (ManagedNode::gpu_granular). Nodes entering or leaving the set are planned again.
-  void SetGpuGranularNodes(std::set<std::string> nodes);
+  // What the GPU-granular lane observes of each paired node (DeviceLane::SharingViews): the
+  // node lane's half of the handover (ManagedNode::gpu_sharing). Nodes whose view changed
+  // are planned again.
+  void SetGpuSharing(std::map<std::string, inventory::GpuSharingView> views);
   // Guaranteed quotas (the QuotaLedger's classification): the running jobs within their
   // tenant's guarantee, which the planner keeps from other tenants' demand
   // (ManagedNode::guaranteed_jobs), and the pending pods that would run borrowed, for which
@@ -79,7 +80,8 @@ class Reconciler {
   // that change, and those the changed pods are nominated to, are planned again.
   void SetQuotaFacts(ownership::QuotaFacts facts);
   // Slurm name -> the Kubernetes node it is paired with, for every paired node (the
-  // GPU-granular lane's World).
+  // GPU-granular lane's World), with the handover its last reconcile planned (a node not
+  // reconciled yet is the node lane's).
   std::map<std::string, devices::PairedNode> PairedNodes() const;
 
   // --- the step ---
@@ -141,7 +143,7 @@ class Reconciler {
   // name alone (kubernetes.node_names).
   std::string SlurmNameLocked(const std::string& k8s_name) const REQUIRES(mu_);
   std::string PodNodeLocked(const inventory::GpuPod& p) const REQUIRES(mu_);
-  void RecordOwner(const inventory::ManagedNode& node, const std::string& owner);
+  void RecordOwner(const inventory::ManagedNode& node, const plan::NodePlan& plan);
   void UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods, inventory::GpuPod pod);
   void RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods, const std::string& ns,
                      const std::string& name);
@@ -176,7 +178,7 @@ class Reconciler {
   // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
   // requeues those its checkpoint signal ended (src/ownership/lend.cc RequeueJobsEndedBySignal).
   std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
-  std::set<std::string> gpu_granular_ GUARDED_BY(mu_);
+  std::map<std::string, inventory::GpuSharingView> gpu_sharing_ GUARDED_BY(mu_);
   ownership::QuotaFacts quota_ GUARDED_BY(mu_);
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
@@ -184,6 +186,8 @@ class Reconciler {
     std::string owner;
     int64_t gpus = 0;
     Clock::TimePoint since;  // first plan with this owner (CountedOwner)
+    plan::Handover handover = plan::Handover::kNodeLane;
+    std::string handover_why;
   };
   mutable Mutex owners_mu_ ACQUIRED_AFTER(mu_);
   std::map<std::string, PlannedOwner> owners_ GUARDED_BY(owners_mu_);  // by Slurm name

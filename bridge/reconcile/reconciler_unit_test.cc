@@ -12,10 +12,12 @@
 #include "k8s/fake_kube_client.h"
 #include "src/base/strings.h"
 #include "src/ownership/quota_facts.h"
+#include "src/ownership/schema.h"
 
 namespace skb::bridge {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -205,6 +207,56 @@ TEST_F(ReconcilerUnitTest, StatusLaneWritesOnlyConditions) {
   ASSERT_FALSE(r.plan.actions.empty());
   for (const auto& a : r.plan.actions) EXPECT_EQ(a.Kind(), plan::SetNodeCondition::kName);
   EXPECT_TRUE(slurm_.Writes().empty()) << "no Slurm action from the status lane";
+}
+
+// Switching modes: the node lane hands an eligible clean node over at its first plan (so
+// the device lane plans it a pass later), and the device lane reads that back from the
+// reconciler's World; a node no longer eligible is the node lane's again.
+TEST(ReconcilerHandover, AnEligibleCleanNodeIsHandedOverAndTakenBackWhenItLeaves) {
+  config::Config cfg;
+  cfg.lending.enabled = true;
+  SimulatedClock clock(kNow);
+  reconcile::WorkQueue queue(clock);
+  slurm::FakeSlurmClient slurm;
+  k8s::FakeKubeClient kube;
+  CountingEvents events;
+  ActionExecutor executor(&slurm, &kube, &events, &clock, cfg.lending);
+  Reconciler reconciler(cfg, inventory::NodeNameMap{}, &clock, &executor, &queue);
+  slurm::NodeView s;
+  s.name = "node1";
+  s.base_state = skb::slurm::NodeBaseState::kIdle;
+  s.gpus = {{"h100", 8}};
+  slurm.AddNode(s);
+  reconciler.SetSlurmNodes({s});
+  const nlohmann::json node1 = {{"kind", "Node"}, {"metadata", {{"name", "node1"}}}};
+  ASSERT_TRUE(kube.Create(k8s::Resource::Nodes(), "", node1).ok());
+  inventory::K8sNode k;
+  k.name = "node1";
+  k.gpu_capacity = k.gpu_allocatable = 8;
+  k.conditions = {{"Ready", "True", "KubeletReady", "", kNow}};
+  reconciler.UpdateK8sNode(k);
+  EXPECT_EQ(reconciler.PairedNodes().at("node1").handover, plan::Handover::kNodeLane)
+      << "not planned yet";
+
+  reconciler.SetGpuSharing({{"node1", {.eligible = true}}});
+  ReconcileResult r = reconciler.ReconcileNode("node1");
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.plan.owner, "gpu-shared");
+  EXPECT_EQ(reconciler.PairedNodes().at("node1").handover, plan::Handover::kHandedOver);
+  EXPECT_THAT(events.reasons(), Contains("Normal GpuSharingStarted"));
+  auto node = kube.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  const std::string since =
+      (*node)["metadata"]["annotations"].value(ownership::kGpuSharedSinceAnnotation, "");
+  EXPECT_FALSE(since.empty());
+
+  k.annotations[ownership::kGpuSharedSinceAnnotation] = since;  // the informer's view
+  reconciler.UpdateK8sNode(k);
+  reconciler.SetGpuSharing({});
+  r = reconciler.ReconcileNode("node1");
+  EXPECT_EQ(r.plan.owner, "slurm");
+  EXPECT_EQ(reconciler.PairedNodes().at("node1").handover, plan::Handover::kNodeLane);
+  EXPECT_THAT(events.reasons(), Contains("Normal GpuSharingEnded"));
 }
 
 }  // namespace

@@ -229,6 +229,7 @@ std::string Describe(const EndPlaceholder& o) {
 std::string Describe(const RecordUnusedGive& o) {
   return StrCat(PlaceholderText(o.placeholder_job), PodText(o.pod), " at=", o.at_unix);
 }
+std::string Describe(const DropDeviceHold& o) { return DevicesText(o.devices); }
 
 }  // namespace
 

@@ -252,9 +252,18 @@ struct RecordUnusedGive {
   friend bool operator==(const RecordUnusedGive&, const RecordUnusedGive&) = default;
 };
 
+// Delete the holds on `devices` of a node leaving GPU sharing, on which no placeholder is
+// left (mode_switch.h): the DeviceTaintRule of each, one already gone being fine. Unlike
+// RemoveDeviceHold it checks no placeholder: the node lane takes the node whole next.
+struct DropDeviceHold {
+  static constexpr std::string_view kName = "DropDeviceHold";
+  std::vector<std::string> devices;
+  friend bool operator==(const DropDeviceHold&, const DropDeviceHold&) = default;
+};
+
 using DeviceOperation = std::variant<AddDeviceHold, RemoveDeviceHold, SubmitPlaceholder, SignalJobs,
                                      plan::PreemptSlurmJobs, RecordIdleSince, MarkReturning,
-                                     EndPlaceholder, RecordUnusedGive>;
+                                     EndPlaceholder, RecordUnusedGive, DropDeviceHold>;
 
 // One step of a move: plan::Action's fields and a device kind.
 using DeviceAction = plan::BasicAction<DeviceOperation>;

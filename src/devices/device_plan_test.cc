@@ -89,6 +89,7 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
         Overloaded{
             [&](const AddDeviceHold& o) { SetHolds(n, o.devices, true); },
             [&](const RemoveDeviceHold& o) { SetHolds(n, o.devices, false); },
+            [&](const DropDeviceHold& o) { SetHolds(n, o.devices, false); },
             [&](const SubmitPlaceholder& o) {
               static uint32_t next_job = 900;  // slurmctld never reuses a job id
               n->placeholders.push_back({next_job++, o.pod, o.gpus, o.victims});

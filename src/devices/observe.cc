@@ -17,6 +17,30 @@ bool HoldsGpus(const slurm::JobView& j) {
          j.completing;
 }
 
+// A node leaving GPU sharing: no proven mapping, so its devices are known by name only
+// (index -1): those the driver still publishes and those the bridge still holds.
+NodeDevices Leaving(const std::string& node, const std::string& k8s, const World& w,
+                    const std::vector<Placeholder>& placeholders) {
+  NodeDevices n;
+  n.node = node;
+  n.k8s_node = k8s;
+  n.placeholders = placeholders;
+  const auto held = w.held.find(k8s);
+  const auto is_held = [&](const std::string& d) {
+    return held != w.held.end() && held->second.count(d) > 0;
+  };
+  std::set<std::string> names;
+  if (auto slice = w.slices.find(k8s); slice != w.slices.end()) {
+    for (const SliceDevice& d : slice->second) names.insert(d.name);
+  }
+  if (held != w.held.end()) names.insert(held->second.begin(), held->second.end());
+  for (const std::string& d : names) {
+    n.devices.push_back({.index = -1, .name = d, .k8s_hold = is_held(d)});
+  }
+  if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
+  return n;
+}
+
 }  // namespace
 
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
@@ -131,15 +155,32 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (paired == w.paired.end()) continue;  // not a managed node
     const std::string& k8s = paired->second.name;
     const auto slice = w.slices.find(k8s);
+    const auto on_node = placeholders.find(sn.name);
+    const std::vector<Placeholder> none;
+    const std::vector<Placeholder>& mine = on_node != placeholders.end() ? on_node->second : none;
+    std::string not_eligible;
+    DeviceMapping m;
     if (slice == w.slices.end() || slice->second.empty()) {
-      out.node_granular[sn.name] = StrCat("no ResourceSlice of driver ", sharing.driver);
-      continue;
+      not_eligible = StrCat("no ResourceSlice of driver ", sharing.driver);
+    } else {
+      const std::vector<std::string> files = sharing.GresFilesOf(sn.name, sn.TotalGpus());
+      m = MapGresFiles(files, slice->second, sharing.TrustNames());
+      if (!m.proven) not_eligible = StrCat("GPU mapping not proven: ", m.reason);
     }
-    const int64_t gpus = sn.TotalGpus();
-    const std::vector<std::string> files = sharing.GresFilesOf(sn.name, gpus);
-    const DeviceMapping m = MapGresFiles(files, slice->second, sharing.TrustNames());
-    if (!m.proven) {
-      out.node_granular[sn.name] = StrCat("GPU mapping not proven: ", m.reason);
+    if (!not_eligible.empty()) {
+      const auto held = w.held.find(k8s);
+      const bool holds = held != w.held.end() && !held->second.empty();
+      if (mine.empty() && !holds) {
+        out.node_granular[sn.name] = not_eligible;
+        continue;
+      }
+      NodeDevices n = Leaving(sn.name, k8s, w, mine);
+      const std::string left =
+          StrCat(mine.size(), " placeholder(s) and ", holds ? held->second.size() : 0, " hold(s)");
+      out.sharing[sn.name] = {.leaving = true, .why = StrCat(left, " left")};
+      out.node_granular[sn.name] = StrCat("leaving GPU sharing (", not_eligible,
+                                          "): the device lane winds down its ", left, " first");
+      out.leaving.push_back(std::move(n));
       continue;
     }
     NodeDevices n;
@@ -171,12 +212,33 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
         n.jobs.push_back(std::move(nj));
       }
     }
-    if (auto p = placeholders.find(sn.name); p != placeholders.end()) n.placeholders = p->second;
+    n.placeholders = mine;
     if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
     if (auto e = ended_on.find(sn.name); e != ended_on.end()) n.ended_victims = e->second;
-    out.nodes.push_back(std::move(n));
+    out.sharing[sn.name] = {.eligible = true,
+                            .all_held = std::all_of(n.devices.begin(), n.devices.end(),
+                                                    [](const Device& d) { return d.k8s_hold; })};
+    const PairedNode& pn = paired->second;
+    if (pn.handover == plan::Handover::kHandedOver) {
+      out.nodes.push_back(std::move(n));
+      continue;
+    }
+    out.node_granular[sn.name] =
+        StrCat("waiting for the node lane to hand it over: ",
+               pn.handover_why.empty() ? "the node lane has not planned it as eligible yet"
+                                       : pn.handover_why);
+    if (pn.handover == plan::Handover::kHoldsWanted) out.handing_over.push_back(std::move(n));
   }
   return out;
+}
+
+const NodeDevices* FindNode(const Observation& o, const std::string& node) {
+  for (const auto* list : {&o.nodes, &o.handing_over, &o.leaving}) {
+    for (const NodeDevices& n : *list) {
+      if (n.node == node) return &n;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace skb::devices

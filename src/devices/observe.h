@@ -24,6 +24,8 @@
 #include "src/devices/gres.h"
 #include "src/devices/placeholder_record.h"
 #include "src/inventory/k8s_node.h"
+#include "src/inventory/managed_node.h"
+#include "src/plan/node_plan.h"
 #include "src/slurm/types.h"
 
 namespace skb::devices {
@@ -34,6 +36,11 @@ struct PairedNode {
   std::map<std::string, std::string> labels;  // a pending pod's nodeSelector and affinity
   std::vector<inventory::Taint> taints;       // a pending pod's tolerations
   std::vector<UnusedGive> unused_gives;       // its kUnusedGivesAnnotation
+  // Which lane has it (the node lane's last plan of it): the device lane plans only a node
+  // handed over to it, and holds every GPU of one whose node lane asks for that. The World's
+  // producer (Reconciler::PairedNodes) sets it for every node.
+  plan::Handover handover = plan::Handover::kHandedOver;
+  std::string handover_why;  // not handed over yet: why
 };
 
 struct World {
@@ -60,11 +67,22 @@ struct World {
 void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w);
 
 struct Observation {
-  std::vector<NodeDevices> nodes;                    // shared GPU by GPU
+  std::vector<NodeDevices> nodes;                    // shared GPU by GPU (handed over)
   std::map<std::string, std::string> node_granular;  // Slurm node -> why not
   // Jobs that look like placeholders but are not trusted (the reason), for a Warning.
   std::map<uint32_t, std::string> suspicious;
+  // Eligible nodes whose node lane waits for every GPU to be held before it retires its
+  // reservation (Handover::kHoldsWanted): the pass holds them all, and plans nothing else.
+  std::vector<NodeDevices> handing_over;
+  // Nodes no longer eligible on which the lane still has placeholders or holds: it winds
+  // them down (PlanLeave) before the node lane may take them. Their devices are the
+  // published ones (index -1: no proven mapping) and those still held.
+  std::vector<NodeDevices> leaving;
+  // Per paired node, what the node lane reads (ManagedNode::gpu_sharing).
+  std::map<std::string, inventory::GpuSharingView> sharing;
 };
+// The node `node` among the observation's nodes, handing_over and leaving; null if none.
+const NodeDevices* FindNode(const Observation& o, const std::string& node);
 
 // Whether `job` is one of the bridge's placeholders (name, partition and record).
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg);

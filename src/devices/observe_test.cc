@@ -132,6 +132,54 @@ TEST(ObserveTest, NodesWithoutAProvenMappingStayNodeGranularAndSayWhy) {
   EXPECT_THAT(o.node_granular.at("node2"), HasSubstr("no ResourceSlice of driver gpu.nvidia.com"));
 }
 
+TEST(ObserveTest, OnlyHandedOverNodesAreSharedTheOthersWaitForTheNodeLane) {
+  World w = TwoNodes();
+  w.paired["node1"].handover = plan::Handover::kWinding;
+  w.paired["node1"].handover_why = "it returns to Slurm: lent to Kubernetes until its cool-down";
+  w.paired["node2"].handover = plan::Handover::kHoldsWanted;
+  w.paired["node2"].handover_why = "the device lane holds every GPU";
+  w.held["node2.k8s"] = {DeviceName(0)};
+  Observation o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.nodes, IsEmpty());
+  EXPECT_EQ(o.node_granular.at("node1"),
+            "waiting for the node lane to hand it over: it returns to Slurm: lent to Kubernetes "
+            "until its cool-down");
+  ASSERT_EQ(o.handing_over.size(), 1u) << "only the one whose node lane wants the holds";
+  EXPECT_EQ(o.handing_over[0].node, "node2");
+  EXPECT_EQ(o.sharing.at("node1"), (inventory::GpuSharingView{.eligible = true}));
+  EXPECT_EQ(o.sharing.at("node2"), (inventory::GpuSharingView{.eligible = true}));
+
+  for (int i = 0; i < 8; ++i) w.held["node2.k8s"].insert(DeviceName(i));
+  w.paired["node1"].handover = plan::Handover::kNodeLane;
+  w.paired["node1"].handover_why.clear();
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_TRUE(o.sharing.at("node2").all_held);
+  EXPECT_THAT(o.node_granular.at("node1"), HasSubstr("has not planned it as eligible yet"));
+  EXPECT_EQ(FindNode(o, "node2"), &o.handing_over[0]);
+  EXPECT_EQ(FindNode(o, "node3"), nullptr);
+}
+
+TEST(ObserveTest, ANodeNoLongerEligibleStaysWhileTheLaneHasPlaceholdersOrHoldsThere) {
+  World w = TwoNodes();
+  w.slices.erase("node1");  // the driver no longer publishes node1
+  w.held["node1"] = {DeviceName(0), DeviceName(1)};
+  w.jobs = {PlaceholderJob(20, {.node = "node1", .pod = "ml/infer", .gpus = 1}, true, {2})};
+  Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.leaving.size(), 1u);
+  EXPECT_EQ(o.leaving[0].placeholders.size(), 1u);
+  ASSERT_EQ(o.leaving[0].devices.size(), 2u);
+  EXPECT_EQ(o.leaving[0].devices[0].index, -1) << "no mapping: by name only";
+  EXPECT_TRUE(o.sharing.at("node1").leaving);
+  EXPECT_THAT(o.node_granular.at("node1"),
+              HasSubstr("leaving GPU sharing (no ResourceSlice of driver gpu.nvidia.com)"));
+
+  w.jobs.clear();
+  w.held.clear();
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.leaving, IsEmpty());
+  EXPECT_FALSE(o.sharing.count("node1")) << "the node lane's again";
+}
+
 TEST(ObserveTest, AJobNamedLikeAPlaceholderIsNotTrustedWithoutItsPartitionAndRecord) {
   World w = TwoNodes();
   slurm::JobView forged = Job(30, "node1", {0, 1});
