@@ -69,7 +69,7 @@ fi
 # name, then what to remove).
 dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
   ["lent-at", "lent-to", "signalled-at", "idle-since", "lend-blocked", "return-blocked",
-   "lend-refused-at", "unused-gives"] as $notes
+   "lend-refused-at", "unused-gives", "gpu-shared-since"] as $notes
   | .items[] | .metadata.name as $n | (.metadata.annotations // {}) as $a
   | (.spec.taints // [] | map(.key)) as $t
   | [ (if any($notes[]; $a["slurm-k8s-bridge.io/" + .] != null) then "notes" else empty end),
@@ -89,7 +89,8 @@ while read -r n what; do
         kubectl annotate node "$n" slurm-k8s-bridge.io/lent-at- slurm-k8s-bridge.io/lent-to- \
           slurm-k8s-bridge.io/signalled-at- slurm-k8s-bridge.io/idle-since- \
           slurm-k8s-bridge.io/lend-blocked- slurm-k8s-bridge.io/return-blocked- \
-          slurm-k8s-bridge.io/lend-refused-at- slurm-k8s-bridge.io/unused-gives- >/dev/null 2>&1 ;;
+          slurm-k8s-bridge.io/lend-refused-at- slurm-k8s-bridge.io/unused-gives- \
+          slurm-k8s-bridge.io/gpu-shared-since- >/dev/null 2>&1 ;;
       taint=*) kubectl taint node "$n" "${w#taint=}-" >/dev/null 2>&1 ;;
       guard) kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1 ;;
       cordon) kubectl uncordon "$n" >/dev/null 2>&1 ;;  # a `kubectl drain` test
