@@ -319,5 +319,68 @@ TEST_F(GpuSharingE2E, AGiveThePodCannotUseIsNotRepeatedWithinTheBackoff) {
               HasSubstr("give(s) there went unused"));
 }
 
+// The driver stops publishing node1's ResourceSlice (a driver upgrade, a node whose GPUs
+// vanish), then publishes it again: node1 leaves GPU sharing (the device lane drops its holds,
+// then the node lane takes the node and makes its reservation), and comes back (every GPU
+// held for Slurm, the reservation retired without a lend, the node handed over again), where
+// a pending pod then gets a GPU by a give. No device is ever claimed by both sides.
+TEST_F(GpuSharingE2E, ANodeLeavesGpuSharingWhenItsSliceGoesAndIsHandedOverAgainWhenItReturns) {
+  const std::string saved = dir_ + "/node1-slice.json";
+  ASSERT_EQ(Shell(StrCat("kubectl get resourceslice node1-gpu.nvidia.com -o json | jq "
+                         "'del(.metadata.resourceVersion, .metadata.uid, "
+                         ".metadata.creationTimestamp, .metadata.managedFields, .status)' > ",
+                         saved))
+                .exit_code,
+            0);
+  struct Republish {
+    std::string file;
+    ~Republish() { Shell(StrCat("kubectl apply -f ", file, " >/dev/null 2>&1")); }
+  } republish{saved};
+  auto reservation = [&] {
+    return Trim(Shell("kubectl get pod -n slurm-bridge reserve-node1 --ignore-not-found "
+                      "-o jsonpath='{.metadata.name} {.status.phase}'")
+                    .out);
+  };
+  // The handover's record on the node (set when the node lane hands it over, removed when it
+  // takes it back).
+  auto shared_since = [&] {
+    return Shell("kubectl get node node1 -o jsonpath='{.metadata.annotations."
+                 "slurm-k8s-bridge\\.io/gpu-shared-since}'")
+        .out;
+  };
+  ASSERT_EQ(reservation(), "") << "a shared node has no reservation";
+  ASSERT_NE(shared_since(), "");
+
+  // Leaving: the holds go, then the node lane takes the node back and makes its reservation.
+  ASSERT_EQ(Shell("kubectl delete resourceslice node1-gpu.nvidia.com").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 0 && !reservation().empty(); }, seconds(60)))
+      << Shell("kubectl get devicetaintrules").out << NodeEvents("node1") << daemon_->LogTail();
+  EXPECT_EQ(shared_since(), "");
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("GpuSharingEnded"));
+  EXPECT_EQ(HoldsOn("node2"), 8) << "the other nodes stay shared";
+
+  // Returning: every GPU held for Slurm, the reservation retired, the node handed over.
+  ASSERT_EQ(Shell(StrCat("kubectl create -f ", saved)).exit_code, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return HoldsOn("node1") == 8 && reservation().empty() && !shared_since().empty();
+      },
+      seconds(90)))
+      << reservation() << "\n"
+      << Shell("kubectl get devicetaintrules").out << NodeEvents("node1") << daemon_->LogTail();
+  const std::string taints =
+      Shell("kubectl get node node1 -o jsonpath='{.spec.taints[*].key}'").out;
+  EXPECT_THAT(taints, ::testing::Not(HasSubstr("slurm-k8s-bridge.io/"))) << taints;
+  EXPECT_THAT(NodeEvents("node1"), ::testing::Not(HasSubstr("GpuDoubleBooked")));
+
+  // The device lane plans node1 again: a pod pinned to it gets an idle GPU.
+  testbed::TestPod pod = testbed::InferenceTestPod("back", "lending", 1);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  const double took = SecondsUntilRunning("back", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod back").out << daemon_->LogTail();
+  EXPECT_EQ(HoldsOn("node1"), 7);
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
