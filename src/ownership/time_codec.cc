@@ -1,5 +1,6 @@
 #include "src/ownership/time_codec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <system_error>
@@ -9,7 +10,11 @@
 namespace skb::ownership {
 
 Clock::TimePoint FromUnix(slurm::UnixTime t) {
-  return Clock::TimePoint{} + std::chrono::seconds(t);
+  // Clock's nanoseconds reach about the year 2262: a stamp beyond (a garbled record) is
+  // clamped there, not overflowed.
+  constexpr slurm::UnixTime kMax =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::Duration::max()).count() - 1;
+  return Clock::TimePoint{} + std::chrono::seconds(std::clamp(t, -kMax, kMax));
 }
 
 slurm::UnixTime ToUnix(Clock::TimePoint t) {

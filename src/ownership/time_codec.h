@@ -24,7 +24,8 @@ namespace skb::ownership {
 // node would stay lent, guarded or unpreempted for ever.
 inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
 
-// Unix seconds <-> the core's time points. ToUnix rounds down to the whole second.
+// Unix seconds <-> the core's time points. ToUnix rounds down to the whole second; FromUnix
+// clamps a time the clock cannot hold (beyond about the year 2262) to the last it can.
 Clock::TimePoint FromUnix(slurm::UnixTime t);
 slurm::UnixTime ToUnix(Clock::TimePoint t);
 // Unix seconds as the bridge writes them in annotations ("1700000000"); nullopt for

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 
 namespace skb::ownership {
 namespace {
@@ -23,6 +24,12 @@ TEST(UnixTime, TheGraceRunsFromTheSecondAfterTheStamp) {
   EXPECT_EQ(ends, FromUnix(103));
   EXPECT_GE(ends - sent, std::chrono::seconds(2));
   EXPECT_LE(ends - sent, std::chrono::seconds(3));
+}
+
+TEST(UnixTime, ATimeTheClockCannotHoldIsClampedNotOverflowed) {
+  EXPECT_GT(FromUnix(99'999'999'999), FromUnix(9'000'000'000));
+  EXPECT_EQ(FromUnix(99'999'999'999), FromUnix(std::numeric_limits<slurm::UnixTime>::max()));
+  EXPECT_LT(FromUnix(-99'999'999'999), FromUnix(0));
 }
 
 TEST(UnixTime, FormatsUtcToTheSecond) {

@@ -344,8 +344,9 @@ TEST_F(GpuSharingE2E, ANodeLeavesGpuSharingWhenItsSliceGoesAndIsHandedOverAgainW
   // The handover's record on the node (set when the node lane hands it over, removed when it
   // takes it back).
   auto shared_since = [&] {
-    return Shell("kubectl get node node1 -o jsonpath='{.metadata.annotations."
-                 "slurm-k8s-bridge\\.io/gpu-shared-since}'")
+    return Shell(
+               "kubectl get node node1 -o jsonpath='{.metadata.annotations."
+               "slurm-k8s-bridge\\.io/gpu-shared-since}'")
         .out;
   };
   ASSERT_EQ(reservation(), "") << "a shared node has no reservation";
@@ -362,9 +363,7 @@ TEST_F(GpuSharingE2E, ANodeLeavesGpuSharingWhenItsSliceGoesAndIsHandedOverAgainW
   // Returning: every GPU held for Slurm, the reservation retired, the node handed over.
   ASSERT_EQ(Shell(StrCat("kubectl create -f ", saved)).exit_code, 0);
   ASSERT_TRUE(WaitFor(
-      [&] {
-        return HoldsOn("node1") == 8 && reservation().empty() && !shared_since().empty();
-      },
+      [&] { return HoldsOn("node1") == 8 && reservation().empty() && !shared_since().empty(); },
       seconds(90)))
       << reservation() << "\n"
       << Shell("kubectl get devicetaintrules").out << NodeEvents("node1") << daemon_->LogTail();
