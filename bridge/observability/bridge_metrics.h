@@ -24,8 +24,9 @@
 namespace skb::observability {
 
 // Label values, fixed sets.
-inline constexpr std::array<std::string_view, 5> kOwners = {"slurm", "k8s", "lending", "returning",
-                                                            "unhealthy"};
+// gpu-shared: handed over to the GPU-granular lane (its GPUs by owner: skb_shared_gpus).
+inline constexpr std::array<std::string_view, 6> kOwners = {"slurm",     "k8s",       "lending",
+                                                            "returning", "unhealthy", "gpu-shared"};
 // Owners of one GPU on a shared node (devices::OwnerName).
 inline constexpr std::array<std::string_view, 5> kDeviceOwners = {"slurm", "to-k8s", "k8s",
                                                                   "to-slurm", "unguarded"};
