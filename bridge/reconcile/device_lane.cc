@@ -242,11 +242,9 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
                                          const Target& t) {
   auto node = kube_->Get(k8s::Resource::Nodes(), "", t.k8s_node);
   if (!node.ok()) return node.status();
-  std::string current;
-  if (const auto& meta = (*node)["metadata"];
-      meta.contains("annotations") && meta["annotations"].is_object()) {
-    current = meta["annotations"].value(devices::kUnusedGivesAnnotation, "");
-  }
+  // A value that is not a string (anyone who may edit the node may write it) reads as none.
+  const std::string current =
+      k8s::StringAt((*node)["metadata"]["annotations"], devices::kUnusedGivesAnnotation);
   const int64_t keep_after =
       o.at_unix -
       std::chrono::duration_cast<std::chrono::seconds>(cfg_.gpu_sharing.give_backoff_max).count();

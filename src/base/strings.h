@@ -25,6 +25,15 @@ void Append(std::string* out, T v) {
 
 }  // namespace strings_internal
 
+// `s` read whole as a decimal integer of type T (no spaces, nothing after it, in range):
+// false otherwise, `out` then unspecified.
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+bool ParseInteger(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
 template <typename... Args>
 std::string StrCat(const Args&... args) {
   std::string out;

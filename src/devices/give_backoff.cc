@@ -1,20 +1,12 @@
 #include "src/devices/give_backoff.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "src/base/strings.h"
 #include "src/ownership/time_codec.h"
 
 namespace skb::devices {
 namespace {
-
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
 
 // "ns/name/placeholder@unix"; nullopt when malformed.
 std::optional<UnusedGive> ParseOne(std::string_view s) {
@@ -24,8 +16,8 @@ std::optional<UnusedGive> ParseOne(std::string_view s) {
     return std::nullopt;
   }
   UnusedGive g{.pod = std::string(s.substr(0, slash))};
-  if (!ParseNumber(s.substr(slash + 1, at - slash - 1), &g.placeholder) || g.placeholder == 0 ||
-      !ParseNumber(s.substr(at + 1), &g.at_unix) || g.at_unix <= 0) {
+  if (!ParseInteger(s.substr(slash + 1, at - slash - 1), &g.placeholder) || g.placeholder == 0 ||
+      !ParseInteger(s.substr(at + 1), &g.at_unix) || g.at_unix <= 0) {
     return std::nullopt;
   }
   return g;

@@ -1,20 +1,11 @@
 #include "src/devices/placeholder_record.h"
 
-#include <charconv>
-
 #include "src/base/strings.h"
 
 namespace skb::devices {
 namespace {
 
 constexpr std::string_view kPrefix = "skb-gpu-hold:v1;";
-
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
 
 // The record's token in `comment`: [begin, end), or npos.
 std::pair<size_t, size_t> FindToken(std::string_view comment) {
@@ -55,21 +46,21 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       r.pod = std::string(value);
       have_pod = true;
     } else if (key == "gpus") {
-      if (!ParseNumber(value, &r.gpus) || r.gpus <= 0) return std::nullopt;
+      if (!ParseInteger(value, &r.gpus) || r.gpus <= 0) return std::nullopt;
       have_gpus = true;
     } else if (key == "victims") {
       for (std::string_view id : StrSplit(value, ',', /*skip_empty=*/true)) {
         uint32_t v = 0;
-        if (!ParseNumber(id, &v) || v == 0) return std::nullopt;
+        if (!ParseInteger(id, &v) || v == 0) return std::nullopt;
         r.victims.push_back(v);
       }
     } else if (key == "signalled") {
-      if (!ParseNumber(value, &r.signalled_at) || r.signalled_at < 0) return std::nullopt;
+      if (!ParseInteger(value, &r.signalled_at) || r.signalled_at < 0) return std::nullopt;
     } else if (key == "returning") {
       if (value != "0" && value != "1") return std::nullopt;
       r.returning = value == "1";
     } else if (key == "idle") {
-      if (!ParseNumber(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
+      if (!ParseInteger(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
     }
     // Unknown keys: a later version's fields; this one ignores them.
   }
