@@ -225,6 +225,22 @@ class LendingE2E : public ::testing::Test {
     return out.substr(at + field.size() + 1, end - at - field.size() - 1);
   }
 
+  // An admin's `scontrol update state=resume`, returning once slurmctld has heard from the
+  // node's slurmd again: a resume marks the node not responding until its next ping (about a
+  // second), and a job submitted in that window waits pending (ReqNodeNotAvail) for the next
+  // scheduling pass, which may be a minute away.
+  bool ResumeSlurmNode(const std::string& node) {
+    if (Shell(StrCat("scontrol update nodename=", node, " state=resume")).exit_code != 0) {
+      return false;
+    }
+    return WaitFor(
+        [&] {
+          const std::string state = Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %T")).out);
+          return !state.empty() && state.find('*') == std::string::npos;
+        },
+        std::chrono::seconds(10));
+  }
+
   std::string JobNode(const std::string& id) {
     return Trim(Shell(StrCat("squeue -h -j ", id, " -o %N")).out);
   }

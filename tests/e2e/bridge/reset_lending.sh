@@ -98,9 +98,20 @@ while read -r n what; do
   done
 done <<<"$dirty"
 # Nodes the bridge drained in Slurm (its reasons start k8s-bridge:).
+resumed=0
 while read -r n reason; do
   if [[ "$reason" == k8s-bridge:* ]]; then
     scontrol update nodename="$n" state=resume >/dev/null 2>&1
+    resumed=1
   fi
 done < <(sinfo -h -N -o '%N %E' 2>/dev/null | sort -u)
+# A resumed node is "not responding" (sinfo's `*`) until slurmctld's next ping reaches its
+# slurmd, about a second: a job a test submits to it in that window stays pending for the
+# next scheduling pass. Wait for every node to answer.
+if ((resumed)); then
+  for _ in $(seq 40); do
+    sinfo -h -N -o '%T' 2>/dev/null | grep -q '\*' || break
+    sleep 0.25
+  done
+fi
 exit 0

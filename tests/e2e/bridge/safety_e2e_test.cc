@@ -547,7 +547,7 @@ TEST_F(SafetyE2E, AnAdminResumeBetweenTheReleasePlanAndTheReleaseIsCaught) {
   const auto paused = Steady::now();
   ASSERT_THAT(SlurmReason(node), HasSubstr("k8s-bridge: lent to"));
   // The admin's resume, and a job that Slurm starts on the node at once.
-  ASSERT_EQ(Shell(StrCat("scontrol update nodename=", node, " state=resume")).exit_code, 0);
+  ASSERT_TRUE(ResumeSlurmNode(node)) << Shell("sinfo -N -o '%N %T %E'").out;
   const std::string id = Submit("gpu", {"USR1"}, {"-w", node});
   ASSERT_TRUE(WaitFor([&] { return JobField(id, "JobState") == "RUNNING"; }, seconds(8)))
       << Shell("squeue; sinfo -N -o '%N %T %E'").out;
