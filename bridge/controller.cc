@@ -482,20 +482,22 @@ void Controller::DeviceLoop() {
   }
   uint64_t seen_world = ~0ull, seen_slurm = ~0ull;
   int64_t seen_second = -1;
+  std::optional<Clock::TimePoint> recheck_at;  // the last plan's (a grace's end)
   while (!stop_worker_) {
     const uint64_t world = device_world_->Generation(), slurm = slurm_generation_.load();
-    // Grace ends, cool-downs and give timeouts are timers in whole seconds of the wall clock
-    // (the records keep whole seconds): a pass as each second begins, not a second after
-    // the last pass, which made a preemption up to a second later than its grace (0.5 s
-    // on average).
+    // Cool-downs and give timeouts are timers in whole seconds of the wall clock (their
+    // records keep whole seconds): a pass as each second begins, not a second after the last
+    // pass. A grace is counted to the millisecond: a pass at the instant the plan named.
     const Clock::TimePoint now = opts_.clock->Now();
     const int64_t second = ownership::ToUnix(now);
-    if (world == seen_world && slurm == seen_slurm && second == seen_second) {
-      const auto next = ownership::FromUnix(second + 1) - now;
+    const bool due = recheck_at && now >= *recheck_at;
+    if (world == seen_world && slurm == seen_slurm && second == seen_second && !due) {
+      Clock::TimePoint wake = ownership::FromUnix(second + 1) + std::chrono::milliseconds(2);
+      if (recheck_at) wake = std::min(wake, *recheck_at);
       std::unique_lock<std::mutex> lock(worker_wait_mu_);
-      worker_cv_.wait_for(lock, std::clamp<std::chrono::nanoseconds>(
-                                    next + std::chrono::milliseconds(2),
-                                    std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
+      worker_cv_.wait_for(
+          lock, std::clamp<std::chrono::nanoseconds>(wake - now, std::chrono::milliseconds(1),
+                                                     std::chrono::milliseconds(100)));
       continue;
     }
     seen_world = world;
@@ -504,6 +506,7 @@ void Controller::DeviceLoop() {
     const devices::World w = DeviceWorld();
     const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
     DeviceLane::Result r = device_lane_->RunPass(w, acting);
+    recheck_at = r.plan.recheck_at;
     if (opts_.metrics != nullptr) {
       RecordDeviceMetrics(r, ownership::ToUnix(opts_.clock->Now()), opts_.metrics);
     }

@@ -361,10 +361,10 @@ class Simulation {
         FinishLend(e.id);
         return;
       case EventType::kDrive:
+        nodes_[static_cast<size_t>(e.id)].drives.erase(e.at);
         if (gpu_mode()) {
           Drive(e.id);
         } else {
-          nodes_[static_cast<size_t>(e.id)].drives.erase(e.at);
           DriveNode(e.id);
         }
         return;
@@ -984,7 +984,10 @@ class Simulation {
     }
     for (int id : node.jobs) {
       const Job& j = jobs_[static_cast<size_t>(id)];
-      d.jobs.push_back({j.view, j.indices, j.signalled_at});
+      d.jobs.push_back({.view = j.view,
+                        .indices = j.indices,
+                        .signalled_at = j.signalled_at,
+                        .signalled_exactly = true});
     }
     for (const Give& g : node.gives) {
       d.placeholders.push_back({g.job_id, PodName(g.pod), g.gpus, g.victims, g.running, g.indices,
@@ -1035,7 +1038,11 @@ class Simulation {
     for (int pass = 0; pass < 16; ++pass) {
       const devices::NodePlan plan = devices::PlanNode(DevicesOf(n), cfg_, now_);
       result_.device_violations += static_cast<int64_t>(plan.violations.size());
-      if (plan.actions.empty()) return;
+      if (plan.actions.empty()) {
+        // A victim's grace ends then: the daemon's lane wakes for it.
+        if (plan.recheck_at && *plan.recheck_at > now_) ScheduleDrive(n, *plan.recheck_at);
+        return;
+      }
       for (const devices::DeviceAction& a : plan.actions) Execute(n, a);
     }
   }
@@ -1067,12 +1074,10 @@ class Simulation {
     Drive(n);
   }
 
-  void Apply(int n, const devices::SignalJobs& o) {
+  void Apply(int /*n*/, const devices::SignalJobs& o) {
     for (uint32_t id : o.jobs.job_ids) {
       Job& j = jobs_[id - 1];
-      j.signalled_at = now_;
-      // When the real planner sees the grace over: from the second after the signal.
-      Push(own::GraceEnds(now_, own::PolicyFor(j.view, cfg_, now_).grace), EventType::kDrive, n, 0);
+      j.signalled_at = now_;  // the grace-end drive comes from the plan's recheck_at
     }
   }
 

@@ -191,8 +191,9 @@ TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
 // Two 4-GPU jobs on one 8-GPU node, one preemptible (BE), one not (Guaranteed); a 2-GPU
 // pod at 10 s. Node mode: the node is protected, the pod waits for the Guaranteed job and
 // the reservation's change back to idle (10000 + 300 - 10 s). GPU mode: the BE job is signalled at
-// 10 s and requeued at 71 s (the grace runs from the second after the signal's stamp), the
-// placeholder starts on its GPUs and the pod runs at 71 s; the Guaranteed job never stops.
+// 10 s and requeued at 70 s (its placeholder records the signal to the millisecond, so the
+// grace ends exactly 60 s later), the placeholder starts on its GPUs and the pod runs at
+// 70 s; the Guaranteed job never stops.
 TEST(Simulate, GpuModePreemptsOnlyPreemptibleJobsGpus) {
   const std::vector<Task> tasks = {T("a", "BE", 4, 0, 10000), T("g", "Guaranteed", 4, 0, 10000),
                                    T("pod", "LS", 2, 10, 100)};
@@ -205,8 +206,8 @@ TEST(Simulate, GpuModePreemptsOnlyPreemptibleJobsGpus) {
   EXPECT_EQ(gpu.preempted_jobs, 1);
   EXPECT_EQ(gpu.gpus_preempted, 4);
   EXPECT_EQ(gpu.gpus_taken, 2);
-  // The planner counts the grace from the second after the signal's stamp: 61 s.
-  EXPECT_DOUBLE_EQ(gpu.inference_wait_s.p50, 61);
+  // The plan's recheck_at wakes the node at the grace's end: 60 s, not the next second.
+  EXPECT_DOUBLE_EQ(gpu.inference_wait_s.p50, 60);
   EXPECT_EQ(gpu.training_never_finished, 0);
   EXPECT_EQ(gpu.device_violations, 0);
   // The Guaranteed job ran undisturbed: the worst slowdown is the requeued BE job's.

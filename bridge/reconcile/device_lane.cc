@@ -151,7 +151,10 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
   ASSIGN_OR_RETURN(const Effect signalled, RunOnNodeLane(a, o.jobs, t));
   ASSIGN_OR_RETURN(const Effect recorded,
                    UpdateRecord(o.placeholder_job, [&](devices::PlaceholderRecord* r) {
-                     if (r->signalled_at == 0) r->signalled_at = o.at_unix;
+                     if (r->signalled_at == 0) {
+                       r->signalled_at = o.at_ms / 1000;
+                       r->signalled_at_ms = o.at_ms;
+                     }
                    }));
   // The node lane's executor recorded the Event.
   return signalled == Effect::kChanged ? signalled : recorded;

@@ -177,16 +177,23 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   EXPECT_EQ(rec->victims, std::vector<uint32_t>{10});
   EXPECT_EQ(rec->pod, "ml/infer");
 
-  // Pass 2: the victim gets its checkpoint signal, recorded on the placeholder.
-  Pass();
+  // Pass 2: the victim gets its checkpoint signal, recorded on the placeholder to the
+  // millisecond.
+  clock_.Advance(std::chrono::milliseconds(250));
+  const Clock::TimePoint signalled = clock_.Now();
+  DeviceLane::Result signal = Pass();
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("SignalJob 10 10")));
-  EXPECT_GT(devices::ParsePlaceholderRecord(slurm_.Job(ph).admin_comment)->signalled_at, 0);
-  Pass();  // nothing new within the grace: no second signal, no preemption
+  rec = devices::ParsePlaceholderRecord(slurm_.Job(ph).admin_comment);
+  EXPECT_EQ(rec->signalled_at, ownership::ToUnix(signalled));
+  EXPECT_EQ(rec->signalled_at_ms, ownership::ToUnixMillis(signalled));
+  // Nothing new within the grace (no second signal, no preemption), and the plan names its end.
+  DeviceLane::Result within = Pass();
+  EXPECT_EQ(within.plan.recheck_at, signalled + cfg_.lending.default_grace);
   EXPECT_EQ(slurm_.Calls("SignalJob"), 1);
   EXPECT_EQ(slurm_.Calls("RequeueJob"), 0);
 
   // Grace over: job 10 is requeued; job 11 is never touched.
-  clock_.Advance(std::chrono::seconds(61));
+  clock_.Set(*within.plan.recheck_at);
   Pass();
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("RequeueJob 10")));
   // Slurm starts the placeholder on two of job 10's GPUs.
@@ -222,10 +229,11 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_moves_total{direction=\"to-slurm\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("skb_preemptions_total{mode=\"requeue\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("skb_preemption_grace_seconds_count 1\n"));
-  EXPECT_THAT(text, HasSubstr("skb_preemption_grace_seconds_sum 61\n"));  // signal -> requeue
-  // Submitted at the second pass, lifted 61 s later; idle 3 min before the end.
+  EXPECT_THAT(text, HasSubstr("skb_preemption_grace_seconds_sum 60\n"));  // signal -> requeue
+  // Submitted at the second pass, lifted 60 s later (the grace, to the millisecond: the
+  // metrics count whole seconds); idle 3 min before the end.
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_give_duration_seconds_count 1\n"));
-  EXPECT_THAT(text, HasSubstr("skb_shared_gpu_give_duration_seconds_sum 61\n"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpu_give_duration_seconds_sum 60\n"));
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_return_duration_seconds_count 1\n"));
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_return_duration_seconds_sum 180\n"));
   EXPECT_THAT(text,

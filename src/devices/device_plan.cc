@@ -566,7 +566,14 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         if (!policy.preemptible) continue;  // became protected: the placeholder waits
         if (!it->signalled_at) {
           to_signal[{policy.signal, policy.scope}].push_back(id);
-        } else if (now >= own::GraceEnds(*it->signalled_at, policy.grace)) {
+          continue;
+        }
+        const Clock::TimePoint grace_ends = it->signalled_exactly
+                                                ? *it->signalled_at + policy.grace
+                                                : own::GraceEnds(*it->signalled_at, policy.grace);
+        if (now < grace_ends) {
+          plan.recheck_at = plan.recheck_at ? std::min(*plan.recheck_at, grace_ends) : grace_ends;
+        } else {
           to_preempt[policy.mode].push_back(id);
           const int64_t at = own::ToUnix(*it->signalled_at);
           auto [s, fresh] = signalled_since.emplace(policy.mode, at);
@@ -580,7 +587,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
                 .jobs = {.job_ids = std::move(ids), .signal = sig.first, .scope = sig.second},
                 .placeholder_job = p.job_id,
                 .pod = p.pod,
-                .at_unix = now_unix},
+                .at_ms = own::ToUnixMillis(now)},
             node, plan::Cause::kLend, "CheckpointSignalled", std::move(message)));
       }
       for (auto& [mode, ids] : to_preempt) {

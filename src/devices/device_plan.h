@@ -52,8 +52,12 @@ namespace skb::devices {
 struct NodeJob {
   slurm::JobView view;           // policy input: QOS, partition, admin comment, state
   std::vector<int64_t> indices;  // its GRES indices on this node (ParseGpuIndices)
-  // When the bridge sent it the checkpoint signal for a give (recorded with the move).
+  // When the bridge sent it the checkpoint signal for a give (recorded with the move), and
+  // whether the record kept the millisecond: its grace then ends exactly `grace` later;
+  // otherwise the stamp is the second rounded down and the grace counts from the second
+  // after it (ownership::GraceEnds).
   std::optional<Clock::TimePoint> signalled_at;
+  bool signalled_exactly = false;
   // Every component of its heterogeneous job, on any node (itself included; empty for a
   // plain job): Slurm preempts them together, so they decide its policy and its cost.
   std::vector<slurm::JobView> het_components;
@@ -201,14 +205,14 @@ struct SubmitPlaceholder {
 };
 
 // The checkpoint signal of a give's victims: `jobs` as the node lane signals them, then
-// `at_unix` recorded as the signal time on placeholder `placeholder_job` (a time recorded
-// already is kept).
+// `at_ms` (unix milliseconds) recorded as the signal time on placeholder `placeholder_job`
+// (a time recorded already is kept).
 struct SignalJobs {
   static constexpr std::string_view kName = "SignalJobs";
   plan::SignalSlurmJobs jobs;
   uint32_t placeholder_job = 0;
   std::string pod;  // the give's (the log line)
-  int64_t at_unix = 0;
+  int64_t at_ms = 0;
   friend bool operator==(const SignalJobs&, const SignalJobs&) = default;
 };
 
@@ -312,6 +316,9 @@ std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod);
 struct NodePlan {
   std::vector<DeviceAction> actions;  // in order; each idempotent
   std::vector<Violation> violations;
+  // The earliest time the plan changes with nothing else changing (a victim's grace ends);
+  // nullopt: only a change of the node, or the next whole second's timers, changes it.
+  std::optional<Clock::TimePoint> recheck_at;
 };
 
 // Continues every move on the node and restores missing holds; level-triggered and

@@ -17,6 +17,7 @@ namespace skb::devices {
 namespace {
 
 using std::chrono::hours;
+using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::ElementsAre;
@@ -83,7 +84,7 @@ void SetHolds(NodeDevices* n, const std::vector<std::string>& devices, bool hold
 }
 
 // A fake executor over the node: carries out each action as the daemon would.
-void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::TimePoint now) {
+void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
   for (const DeviceAction& a : actions) {
     std::visit(
         Overloaded{
@@ -97,7 +98,10 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions, Clock::Time
             [&](const SignalJobs& o) {
               const std::vector<uint32_t>& ids = o.jobs.job_ids;
               for (NodeJob& j : n->jobs) {
-                if (std::count(ids.begin(), ids.end(), j.view.job_id)) j.signalled_at = now;
+                if (std::count(ids.begin(), ids.end(), j.view.job_id)) {
+                  j.signalled_at = ownership::FromUnixMillis(o.at_ms);
+                  j.signalled_exactly = true;
+                }
               }
             },
             [&](const plan::PreemptSlurmJobs& o) {
@@ -453,7 +457,7 @@ TEST(DeviceActionTest, KindAndFieldsComeFromItsOperation) {
   a.op = SignalJobs{.jobs = {.job_ids = {7, 8}, .signal = 10},
                     .placeholder_job = 900,
                     .pod = "ml/a",
-                    .at_unix = 1'800'000'000};
+                    .at_ms = 1'800'000'000'000};
   EXPECT_EQ(a.Kind(), "SignalJobs");
   EXPECT_EQ(a.As<SignalJobs>().jobs.signal, 10);
   EXPECT_EQ(ToString(a), "SignalJobs node1 placeholder=900 pod=ml/a jobs=7,8");
@@ -475,8 +479,46 @@ TEST(PlanNode, HoldsUnguardedIdleDevicesForSlurm) {
   EXPECT_EQ(p.actions[0].Kind(), AddDeviceHold::kName);
   EXPECT_THAT(p.actions[0].As<AddDeviceHold>().devices, ElementsAre("gpu-0", "gpu-2"));
   EXPECT_EQ(p.actions[0].cause, plan::Cause::kReservation);
-  Apply(&n, p.actions, kNow);
+  Apply(&n, p.actions);
   EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
+}
+
+// The grace is counted from the signal's millisecond when the record keeps it, and the plan
+// names the instant it ends (the lane wakes then); a record of whole seconds (an older
+// version's) counts from the second after its stamp.
+TEST(PlanNode, TheGraceEndsToTheMillisecondAndThePlanAsksToBeRunThen) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 8);
+  AddJob(&n, 1, "gpu:8(IDX:0-7)", true, hours(2));
+  std::vector<NodeDevices> nodes = {n};
+  auto s = ChooseNode(nodes, Pod(2), cfg, kNow);
+  ASSERT_TRUE(s);
+  Apply(&n, PlanGive(*s, Pod(2)));
+  const Clock::TimePoint signal = kNow + milliseconds(250);
+  NodePlan p = PlanNode(n, cfg, signal);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(SignalJobs::kName));
+  EXPECT_EQ(p.actions[0].As<SignalJobs>().at_ms, ownership::ToUnixMillis(signal));
+  EXPECT_EQ(p.recheck_at, std::nullopt);
+  Apply(&n, p.actions);
+
+  const Clock::TimePoint ends = signal + cfg.lending.default_grace;
+  p = PlanNode(n, cfg, ends - milliseconds(1));
+  EXPECT_THAT(p.actions, IsEmpty());
+  EXPECT_EQ(p.recheck_at, ends);
+  p = PlanNode(n, cfg, ends);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(plan::PreemptSlurmJobs::kName));
+  EXPECT_EQ(p.recheck_at, std::nullopt);
+
+  // The same signal recorded in whole seconds: the grace counts from the next second.
+  n.jobs[0].signalled_at = ownership::FromUnix(ownership::ToUnix(signal));
+  n.jobs[0].signalled_exactly = false;
+  const Clock::TimePoint late =
+      ownership::GraceEnds(*n.jobs[0].signalled_at, cfg.lending.default_grace);
+  EXPECT_EQ(late, kNow + seconds(1) + cfg.lending.default_grace);
+  p = PlanNode(n, cfg, ends);
+  EXPECT_THAT(p.actions, IsEmpty());
+  EXPECT_EQ(p.recheck_at, late);
+  EXPECT_THAT(Kinds(PlanNode(n, cfg, late).actions), ElementsAre(plan::PreemptSlurmJobs::kName));
 }
 
 // Two 4-GPU jobs, one preemptible, one not; a 2-GPU pod; then its return. Each pass is
@@ -495,7 +537,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   ASSERT_THAT(Kinds(give), ElementsAre(SubmitPlaceholder::kName));
   EXPECT_EQ(give[0].As<SubmitPlaceholder>().gpus, 2);
   EXPECT_THAT(give[0].As<SubmitPlaceholder>().victims, ElementsAre(1u));
-  Apply(&n, give, kNow);
+  Apply(&n, give);
   nodes = {n};
   EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, kNow));  // served: planning again asks nothing
 
@@ -504,7 +546,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   ASSERT_THAT(Kinds(p.actions), ElementsAre(SignalJobs::kName));
   EXPECT_THAT(p.actions[0].As<SignalJobs>().jobs.job_ids, ElementsAre(1u));
   EXPECT_EQ(p.actions[0].As<SignalJobs>().jobs.signal, cfg.lending.checkpoint_signal);
-  Apply(&n, p.actions, t);
+  Apply(&n, p.actions);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // the grace runs
 
   t = ownership::GraceEnds(t, cfg.lending.default_grace);  // the signal's second, then the grace
@@ -512,7 +554,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   ASSERT_THAT(Kinds(p.actions), ElementsAre(plan::PreemptSlurmJobs::kName));
   EXPECT_THAT(p.actions[0].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(1u));
   EXPECT_EQ(p.actions[0].As<plan::PreemptSlurmJobs>().preemptor, "ml/infer-0");
-  Apply(&n, p.actions, t);
+  Apply(&n, p.actions);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // Slurm has yet to start it
 
   StartPlaceholders(&n, t);
@@ -521,7 +563,7 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
   EXPECT_THAT(p.actions[0].As<RemoveDeviceHold>().devices,
               ElementsAre("gpu-0", "gpu-1"));  // Slurm picked, k8s follows
-  Apply(&n, p.actions, t);
+  Apply(&n, p.actions);
   // The job that is not preemptible was never touched.
   ASSERT_EQ(n.jobs.size(), 1u);
   EXPECT_EQ(n.jobs[0].view.job_id, 2u);
@@ -536,26 +578,26 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(RecordIdleSince::kName));
   EXPECT_TRUE(p.actions[0].quiet);
-  Apply(&n, p.actions, t);
+  Apply(&n, p.actions);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // cool-down
 
   t += cfg.lending.cooldown;
   p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
   // A crash between the two: the next pass holds the devices again.
-  Apply(&n, {p.actions[0]}, t);
+  Apply(&n, {p.actions[0]});
   NodePlan resumed = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(resumed.actions), ElementsAre(AddDeviceHold::kName));
   EXPECT_THAT(resumed.actions[0].As<AddDeviceHold>().devices, ElementsAre("gpu-0", "gpu-1"));
   // A pod got a claim on the devices just before the hold: the placeholder waits for it.
   n.claims.push_back({"ml/late", {"gpu-1"}, true});
-  Apply(&n, resumed.actions, t);
+  Apply(&n, resumed.actions);
   EXPECT_EQ(Owners(n)[1].owner, Owner::kToSlurm);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
   n.claims.clear();
   p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
-  Apply(&n, p.actions, t);
+  Apply(&n, p.actions);
   EXPECT_EQ(Owners(n)[0].owner, Owner::kSlurm);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());
   EXPECT_THAT(PlanNode(n, cfg, t).violations, IsEmpty());
@@ -568,7 +610,7 @@ bool GiveOn(NodeDevices* n, const PendingPod& pod, const config::Config& cfg, Cl
   std::vector<NodeDevices> nodes = {*n};
   auto s = ChooseNode(nodes, pod, cfg, at);
   if (!s) return false;
-  Apply(n, PlanGive(*s, pod), at);
+  Apply(n, PlanGive(*s, pod));
   return true;
 }
 
@@ -577,12 +619,12 @@ TEST(PlanNode, CancelsAPendingGiveWhosePodNoLongerWaits) {
   NodeDevices n = Node("node1", 2);
   AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
   ASSERT_TRUE(GiveOn(&n, Pod(1), cfg, kNow));
-  Apply(&n, PlanNode(n, cfg, kNow).actions, kNow);  // signal
+  Apply(&n, PlanNode(n, cfg, kNow).actions);  // signal
   n.placeholders[0].wanted = false;
   NodePlan p = PlanNode(n, cfg, kNow + cfg.lending.default_grace);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
   EXPECT_EQ(p.actions[0].event_reason, "GiveCancelled");
-  Apply(&n, p.actions, kNow + cfg.lending.default_grace);
+  Apply(&n, p.actions);
   EXPECT_EQ(n.jobs.size(), 1u);
   EXPECT_THAT(PlanNode(n, cfg, kNow + cfg.lending.default_grace).actions, IsEmpty());
 }
@@ -603,7 +645,7 @@ TEST(PlanNode, AGiveWhoseIdleGpusSlurmGaveAwayIsPlannedAgain) {
   ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
   EXPECT_EQ(p.actions[0].event_reason, "GiveReplanned");
   EXPECT_THAT(p.actions[0].event_message, HasSubstr("0 free"));
-  Apply(&n, p.actions, kNow + seconds(2));
+  Apply(&n, p.actions);
   ASSERT_TRUE(GiveOn(&n, Pod(2), cfg, kNow + seconds(2)));
   ASSERT_EQ(n.placeholders.size(), 1u);
   EXPECT_THAT(n.placeholders[0].victims, ElementsAre(7u));
@@ -625,7 +667,7 @@ TEST(PlanNode, AGiveFromIdleGpusNeedsNoSignal) {
   std::vector<NodeDevices> nodes = {n};
   auto s = ChooseNode(nodes, Pod(1), cfg, kNow);
   ASSERT_TRUE(s);
-  Apply(&n, PlanGive(*s, Pod(1)), kNow);
+  Apply(&n, PlanGive(*s, Pod(1)));
   EXPECT_THAT(PlanNode(n, cfg, kNow).actions, IsEmpty());
   StartPlaceholders(&n, kNow);
   NodePlan p = PlanNode(n, cfg, kNow);
@@ -644,12 +686,12 @@ void LendIdleGpus(NodeDevices* n, const PendingPod& pod, const config::Config& c
   auto s = ChooseNode(nodes, pod, cfg, at);
   ASSERT_TRUE(s);
   ASSERT_THAT(s->victims, IsEmpty());
-  Apply(n, PlanGive(*s, pod), at);
+  Apply(n, PlanGive(*s, pod));
   StartPlaceholders(n, at);
   n->placeholders.back().pod_waiting = true;
   NodePlan p = PlanNode(*n, cfg, at);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
-  Apply(n, p.actions, at);
+  Apply(n, p.actions);
 }
 
 // The pod stays unscheduled beside the GPUs lent to it (kube-scheduler rejects the node for a
@@ -663,7 +705,7 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   LendIdleGpus(&n, Pod(2), cfg, kNow);
   if (HasFatalFailure()) return;
   Clock::TimePoint t = kNow;
-  Apply(&n, PlanNode(n, cfg, t).actions, t);  // idle since now: no claim
+  Apply(&n, PlanNode(n, cfg, t).actions);  // idle since now: no claim
   t += std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
   NodePlan p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions),
@@ -677,13 +719,13 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   EXPECT_THAT(record.event_message,
               HasSubstr("kube-scheduler did not place the pod on gpu-0,gpu-1"));
   // A crash right after the record: planned again, the record is already there.
-  Apply(&n, {record}, t);
+  Apply(&n, {record});
   ASSERT_THAT(Kinds(PlanNode(n, cfg, t).actions),
               ElementsAre(RecordUnusedGive::kName, MarkReturning::kName, AddDeviceHold::kName));
   ASSERT_EQ(n.unused_gives.size(), 1u);
-  Apply(&n, PlanNode(n, cfg, t).actions, t);
+  Apply(&n, PlanNode(n, cfg, t).actions);
   EXPECT_EQ(n.unused_gives.size(), 1u) << "one record per give";
-  Apply(&n, PlanNode(n, cfg, t).actions, t);  // the placeholder ends
+  Apply(&n, PlanNode(n, cfg, t).actions);  // the placeholder ends
   ASSERT_THAT(n.placeholders, IsEmpty());
 
   std::vector<NodeDevices> nodes = {n};
@@ -701,9 +743,9 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   t += minutes(10);
   LendIdleGpus(&n, Pod(2), cfg, t);
   if (HasFatalFailure()) return;
-  Apply(&n, PlanNode(n, cfg, t).actions, t);
+  Apply(&n, PlanNode(n, cfg, t).actions);
   t += std::max(cfg.lending.cooldown, cfg.lending.min_lend_time);
-  for (int i = 0; i < 3; ++i) Apply(&n, PlanNode(n, cfg, t).actions, t);
+  for (int i = 0; i < 3; ++i) Apply(&n, PlanNode(n, cfg, t).actions);
   ASSERT_THAT(n.placeholders, IsEmpty());
   ASSERT_EQ(n.unused_gives.size(), 2u);
   nodes = {n};
@@ -720,7 +762,7 @@ TEST(PlanNode, AUsedGiveOrAReturnForHealthRecordsNothing) {
   LendIdleGpus(&used, Pod(2), cfg, kNow);
   if (HasFatalFailure()) return;
   used.placeholders[0].pod_waiting = false;  // it ran on the node and left
-  Apply(&used, PlanNode(used, cfg, kNow).actions, kNow);
+  Apply(&used, PlanNode(used, cfg, kNow).actions);
   ASSERT_THAT(Kinds(PlanNode(used, cfg, later).actions),
               ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
 

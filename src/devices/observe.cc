@@ -67,7 +67,11 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   // Placeholders by node (pending ones name their node only in their record) and the
   // signal times of their victims.
   std::map<std::string, std::vector<Placeholder>> placeholders;
-  std::map<uint32_t, Clock::TimePoint> signalled;
+  struct Signal {
+    Clock::TimePoint at;
+    bool exactly = false;  // the record kept the millisecond
+  };
+  std::map<uint32_t, Signal> signalled;
   std::map<uint32_t, std::string> signalled_for;  // victim -> the give's pod
   // Victims of placeholders that record no signal (yet): their placeholder's submission.
   std::map<uint32_t, Clock::TimePoint> unrecorded;
@@ -107,8 +111,11 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
       p.wanted = false;
     }
     if (r.signalled_at > 0) {
+      const Signal s = r.signalled_at_ms > 0
+                           ? Signal{.at = own::FromUnixMillis(r.signalled_at_ms), .exactly = true}
+                           : Signal{.at = own::FromUnix(r.signalled_at)};
       for (uint32_t v : r.victims) {
-        signalled[v] = own::FromUnix(r.signalled_at);
+        signalled[v] = s;
         signalled_for[v] = r.pod;
       }
     } else if (j.submit_time > 0) {
@@ -124,17 +131,19 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   std::map<std::string, std::vector<EndedVictim>> ended_on;
   for (const slurm::JobView& j : w.jobs) {
     if (HoldsGpus(j) || j.state == slurm::JobState::kPending || j.requeue_pending) continue;
-    auto s = signalled.find(j.job_id);
+    Clock::TimePoint at;
+    const auto s = signalled.find(j.job_id);
     const bool recorded = s != signalled.end();
-    if (!recorded) {
-      s = unrecorded.find(j.job_id);
-      if (s == unrecorded.end() || j.exit_signal == 0) continue;
+    if (recorded) {
+      at = s->second.at;
+    } else {
+      const auto u = unrecorded.find(j.job_id);
+      if (u == unrecorded.end() || j.exit_signal == 0) continue;
+      at = u->second;
     }
     for (const std::string& node : j.nodes) {
-      ended_on[node].push_back({.view = j,
-                                .signalled_at = s->second,
-                                .pod = signalled_for[j.job_id],
-                                .recorded = recorded});
+      ended_on[node].push_back(
+          {.view = j, .signalled_at = at, .pod = signalled_for[j.job_id], .recorded = recorded});
     }
   }
 
@@ -201,7 +210,10 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (auto on = jobs_on.find(sn.name); on != jobs_on.end()) {
       for (const slurm::JobView* j : on->second) {
         NodeJob nj{.view = *j, .indices = j->gpu_indices.at(sn.name)};
-        if (auto s = signalled.find(j->job_id); s != signalled.end()) nj.signalled_at = s->second;
+        if (auto s = signalled.find(j->job_id); s != signalled.end()) {
+          nj.signalled_at = s->second.at;
+          nj.signalled_exactly = s->second.exactly;
+        }
         if (j->het_job_id != 0) nj.het_components = het[j->het_job_id];
         for (const slurm::JobView& c :
              nj.het_components.empty() ? std::vector<slurm::JobView>{*j} : nj.het_components) {

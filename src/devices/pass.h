@@ -28,6 +28,8 @@ struct PassPlan {
   std::map<std::string, std::vector<Violation>> violations;  // Slurm node -> devices
   std::map<std::string, std::string> gives;                  // pod -> node a give started on
   std::map<std::string, std::string> waiting;                // pod -> why no give (yet)
+  // The earliest of the nodes' NodePlan::recheck_at: plan again then.
+  std::optional<Clock::TimePoint> recheck_at;
 };
 
 PassPlan PlanPass(std::vector<NodeDevices> nodes, std::span<const PendingPod> pending,

@@ -22,8 +22,9 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
   std::string victims;
   for (uint32_t id : r.victims) StrAppend(&victims, victims.empty() ? "" : ",", id);
   return StrCat(kPrefix, "node=", r.node, ";pod=", r.pod, ";gpus=", r.gpus, ";victims=", victims,
-                ";signalled=", r.signalled_at, ";returning=", r.returning ? 1 : 0,
-                ";idle=", r.idle_since);
+                ";signalled=", r.signalled_at,
+                r.signalled_at_ms > 0 ? StrCat(";signalled_ms=", r.signalled_at_ms) : "",
+                ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since);
 }
 
 std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
@@ -56,6 +57,8 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       }
     } else if (key == "signalled") {
       if (!ParseInteger(value, &r.signalled_at) || r.signalled_at < 0) return std::nullopt;
+    } else if (key == "signalled_ms") {
+      if (!ParseInteger(value, &r.signalled_at_ms) || r.signalled_at_ms < 0) return std::nullopt;
     } else if (key == "returning") {
       if (value != "0" && value != "1") return std::nullopt;
       r.returning = value == "1";
@@ -65,6 +68,8 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
     // Unknown keys: a later version's fields; this one ignores them.
   }
   if (!have_node || !have_pod || !have_gpus) return std::nullopt;
+  // The seconds are what every version reads: milliseconds of another second are dropped.
+  if (r.signalled_at_ms / 1000 != r.signalled_at) r.signalled_at_ms = 0;
   return r;
 }
 

@@ -2,7 +2,8 @@
 // resume after a restart, kept on the job itself (its admin_comment), so the bridge keeps
 // no state of its own.
 //
-//   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;returning=0;idle=0"
+//   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;
+//    signalled_ms=1700000000250;returning=0;idle=0"   (one token: no line break)
 //
 //   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
 //   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
@@ -33,8 +34,12 @@ struct PlaceholderRecord {
   int64_t gpus = 0;
   std::vector<uint32_t> victims;  // jobs the give preempts
   int64_t signalled_at = 0;       // unix seconds the victims got the checkpoint signal; 0: not
-  bool returning = false;         // its devices go back to Slurm
-  int64_t idle_since = 0;         // unix seconds since no allocated claim uses them; 0: in use
+  // The same instant in unix milliseconds, so the grace ends on time rather than at the
+  // next whole second; 0 when the record has seconds only (written by an older version, or
+  // garbled: not the same second as `signalled_at`).
+  int64_t signalled_at_ms = 0;
+  bool returning = false;  // its devices go back to Slurm
+  int64_t idle_since = 0;  // unix seconds since no allocated claim uses them; 0: in use
   friend bool operator==(const PlaceholderRecord&, const PlaceholderRecord&) = default;
 };
 

@@ -24,6 +24,34 @@ TEST(PlaceholderRecordTest, RoundTrips) {
   EXPECT_EQ(ParsePlaceholderRecord(FormatPlaceholderRecord(bare)), bare);
 }
 
+TEST(PlaceholderRecordTest, TheSignalTimeKeepsItsMillisecondsBesideTheSeconds) {
+  const PlaceholderRecord r{.node = "node1",
+                            .pod = "infer/llama-0",
+                            .gpus = 2,
+                            .victims = {41},
+                            .signalled_at = 1700000000,
+                            .signalled_at_ms = 1700000000250};
+  const std::string s = FormatPlaceholderRecord(r);
+  EXPECT_EQ(s,
+            "skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;victims=41;signalled=1700000000;"
+            "signalled_ms=1700000000250;returning=0;idle=0");
+  EXPECT_EQ(ParsePlaceholderRecord(s), r);
+  // A version that keeps seconds only reads the seconds (the unknown key is ignored) and
+  // writes them back without the milliseconds.
+  PlaceholderRecord seconds = r;
+  seconds.signalled_at_ms = 0;
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;victims=41;"
+                                   "signalled=1700000000;returning=0;idle=0"),
+            seconds);
+  // Milliseconds of another second than the seconds say (an edit by hand) are dropped.
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;"
+                                   "victims=41;signalled=1700000000;signalled_ms=1700000009250"),
+            seconds);
+  EXPECT_EQ(
+      ParsePlaceholderRecord("skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;signalled=1;signalled_ms=-5"),
+      std::nullopt);
+}
+
 TEST(PlaceholderRecordTest, MalformedRecordsAreNotRead) {
   for (const char* bad :
        {"", "skb-gpu-hold:v1;", "skb-gpu-hold:v1;pod=a/b;gpus=1",

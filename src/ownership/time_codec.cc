@@ -17,6 +17,16 @@ Clock::TimePoint FromUnix(slurm::UnixTime t) {
   return Clock::TimePoint{} + std::chrono::seconds(std::clamp(t, -kMax, kMax));
 }
 
+Clock::TimePoint FromUnixMillis(int64_t ms) {
+  constexpr int64_t kMax =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::Duration::max()).count() - 1;
+  return Clock::TimePoint{} + std::chrono::milliseconds(std::clamp(ms, -kMax, kMax));
+}
+
+int64_t ToUnixMillis(Clock::TimePoint t) {
+  return std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
 slurm::UnixTime ToUnix(Clock::TimePoint t) {
   return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
 }

@@ -28,6 +28,10 @@ inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
 // clamps a time the clock cannot hold (beyond about the year 2262) to the last it can.
 Clock::TimePoint FromUnix(slurm::UnixTime t);
 slurm::UnixTime ToUnix(Clock::TimePoint t);
+// Unix milliseconds <-> time points, for the records that keep them (a give's signal time,
+// from which its victims' grace is counted exactly). Rounding and clamping as above.
+Clock::TimePoint FromUnixMillis(int64_t ms);
+int64_t ToUnixMillis(Clock::TimePoint t);
 // Unix seconds as the bridge writes them in annotations ("1700000000"); nullopt for
 // anything else (annotations are user-editable input).
 std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
