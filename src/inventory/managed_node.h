@@ -88,11 +88,11 @@ struct ManagedNode {
   // Slurm while one waits.
   std::vector<GpuPod> nominated_pods;
   // Guaranteed quotas: the jobs in `jobs` and `het_jobs` that run within their tenant's
-  // guarantee, by job id -> tenant (ownership::GuaranteedJobs). Never taken for another's
+  // guarantee, by job id -> tenant (QuotaFacts::guaranteed_jobs). Never taken for another's
   // demand. Empty when quotas are off.
   std::map<uint32_t, std::string> guaranteed_jobs;
   // Guaranteed quotas: the pods in `nominated_pods` that would run beyond their tenant's
-  // guarantee, by "ns/name" -> why (ownership::QuotaFacts::borrowing_pods). A lend for one
+  // guarantee, by "ns/name" -> why (QuotaFacts::borrowing_pods). A lend for one
   // of them is refused while the node runs Slurm jobs.
   std::map<std::string, std::string> borrowing_nominated;
   // Guaranteed quotas: this node is being taken back for Slurm (QuotaFacts::reclaims).
