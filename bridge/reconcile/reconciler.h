@@ -1,11 +1,12 @@
-// The reconcile loop's state and step: the latest view of both sides, merged per node on
-// demand, planned by the pure core and carried out by the ActionExecutor.
+// The reconcile loop's state and step: the latest view of both sides (an inventory::Store,
+// merged per node on demand), planned by the pure core and carried out by the
+// ActionExecutor.
 //
 // Inputs arrive from the Kubernetes informers and the Slurm poller through the Update*/
-// Set* methods, which only record the new view and mark the affected nodes dirty in the
-// WorkQueue (level-triggered: a missed or duplicated update cannot corrupt anything,
-// because ReconcileNode reads the whole current state of the node). A worker thread takes
-// node names from the queue and calls ReconcileNode.
+// Set* methods, which only record the new view in the store and mark the nodes it says
+// changed dirty in the WorkQueue (level-triggered: a missed or duplicated update cannot
+// corrupt anything, because ReconcileNode reads the whole current state of the node). A
+// worker thread takes node names from the queue and calls ReconcileNode.
 //
 // Thread-safe: inputs may come from any thread; ReconcileNode for one node is never run
 // concurrently (the WorkQueue guarantees it).
@@ -15,7 +16,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +26,7 @@
 #include "src/devices/observe.h"
 #include "src/health/node_health.h"
 #include "src/inventory/inventory.h"
+#include "src/inventory/store.h"
 #include "src/ownership/quota_facts.h"
 #include "src/plan/node_plan.h"
 #include "src/reconcile/work_queue.h"
@@ -132,33 +133,24 @@ class Reconciler {
   // so a new leader starts counting at its takeover. Owners no planned node has are absent.
   std::map<std::string, Clock::Duration> OldestByOwner() const;
 
-  // The merged view of one node / of all nodes (bridgectl, the admission snapshot).
+  // The merged view of one node / of all nodes (bridgectl, the admission snapshot), by the
+  // store's one merge: bridgectl and the metrics see the node the reconcile step plans.
   inventory::ManagedNode Node(const std::string& name) const;
   inventory::Inventory Snapshot() const;
 
  private:
-  inventory::ManagedNode NodeLocked(const std::string& name) const REQUIRES(mu_);
-  bool EndedOnLentNodeLocked(const slurm::JobView& j) const REQUIRES(mu_);
-  // The Slurm name of a Kubernetes node: the one it paired under when seen, else by the
-  // name alone (kubernetes.node_names).
-  std::string SlurmNameLocked(const std::string& k8s_name) const REQUIRES(mu_);
-  std::string PodNodeLocked(const inventory::GpuPod& p) const REQUIRES(mu_);
+  // Runs `update` on the store under the lock, then queues the nodes it marked.
+  void Apply(const std::function<std::vector<std::string>(inventory::Store&)>& update);
   void RecordOwner(const inventory::ManagedNode& node, const plan::NodePlan& plan);
-  void UpdatePodIn(std::map<std::string, inventory::GpuPod>* pods, inventory::GpuPod pod);
-  void RemovePodFrom(std::map<std::string, inventory::GpuPod>* pods, const std::string& ns,
-                     const std::string& name);
-  // Every pod once: reservations_, then the pods_ not in it.
-  std::vector<const inventory::GpuPod*> PodsLocked() const REQUIRES(mu_);
-  // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
-  // the plan's recheck time otherwise.
   // Executes one action of result->plan: its outcome recorded and logged, executed counted,
   // result->status set on failure.
   Status ExecuteLogged(const plan::Action& a, ReconcileResult* result);
+  // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
+  // the plan's recheck time otherwise.
   static void Requeue(reconcile::WorkQueue* queue, const std::string& name,
                       const ReconcileResult& result);
 
   const config::Config cfg_;
-  const inventory::NodeNameMap names_;
   const Clock* const clock_;
   std::function<void(const plan::Action&)> after_action_;
   std::function<void(const plan::Action&)> before_action_;
@@ -168,18 +160,8 @@ class Reconciler {
   std::function<bool()> gate_;
 
   mutable Mutex mu_;
-  std::map<std::string, inventory::K8sNode> k8s_nodes_ GUARDED_BY(mu_);    // by Slurm name
-  std::atomic<size_t> k8s_node_count_{0};                                  // k8s_nodes_.size()
-  std::map<std::string, std::string> k8s_to_slurm_ GUARDED_BY(mu_);        // k8s name -> Slurm name
-  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);          // "ns/name", live pods
-  std::map<std::string, inventory::GpuPod> reservations_ GUARDED_BY(mu_);  // "ns/name", any phase
-  std::map<std::string, slurm::NodeView> slurm_nodes_ GUARDED_BY(mu_);     // by name
-  std::map<uint32_t, slurm::JobView> jobs_ GUARDED_BY(mu_);                // holding a node
-  // Ended jobs (while Slurm remembers them) that ran on a node being lent: the lend
-  // requeues those its checkpoint signal ended (src/ownership/lend.cc RequeueJobsEndedBySignal).
-  std::map<uint32_t, slurm::JobView> ended_jobs_ GUARDED_BY(mu_);
-  std::map<std::string, inventory::GpuSharingView> gpu_sharing_ GUARDED_BY(mu_);
-  ownership::QuotaFacts quota_ GUARDED_BY(mu_);
+  inventory::Store store_ GUARDED_BY(mu_);
+  std::atomic<size_t> k8s_node_count_{0};  // store_.k8s_nodes().size()
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
   struct PlannedOwner {

@@ -1,20 +1,17 @@
-// The merged inventory: one immutable snapshot of every GPU node both schedulers see,
-// built from the Kubernetes caches and the last Slurm poll ("merge" in
-// observe -> merge -> plan -> act).
+// The merged inventory: one immutable snapshot of every GPU node both schedulers see
+// (Store::Snapshot; the merge rules are the Store's, src/inventory/store.h).
 //
-//   Inventory inv = Inventory::Build(k8s_nodes, slurm_nodes, slurm_jobs, gpu_pods, names);
+//   Inventory inv = store.Snapshot();
 //   for (const ManagedNode& n : inv.nodes()) planner.Plan(n, ...);
 //
-// Building is O(nodes + jobs x nodes-per-job + pods) and takes its inputs by value so the
-// caller can move its copies in. Thread-compatible: a built Inventory is only read.
+// Thread-compatible: a built Inventory is only read.
 #pragma once
 
-#include <map>
-#include <string>
+#include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "src/base/status.h"
 #include "src/inventory/managed_node.h"
 #include "src/inventory/node_names.h"
 
@@ -24,12 +21,11 @@ class Inventory {
  public:
   Inventory() = default;
 
-  // Merges the two sides by name. Jobs are attached to every node in their node list that
-  // they hold resources on (running, suspended, completing), and ended jobs still in
-  // Slurm's memory to `ended_jobs` of the nodes they ran on; pods with GPUs to their
-  // spec.nodeName. Nodes known to one side only are kept, with the other side empty.
+  // The snapshot of a Store loaded with these views (tests, benchmarks): k8s nodes first,
+  // then the Slurm nodes, the jobs and the pods as live pods. No node is lent to the store
+  // (it has no lent annotation), so no ended job is kept.
   static Inventory Build(std::vector<K8sNode> k8s_nodes, std::vector<slurm::NodeView> slurm_nodes,
-                         const std::vector<slurm::JobView>& jobs, std::vector<GpuPod> pods,
+                         std::vector<slurm::JobView> jobs, std::vector<GpuPod> pods,
                          const NodeNameMap& names);
 
   // Sorted by name (the Slurm name when the node is in Slurm).
@@ -41,6 +37,10 @@ class Inventory {
   int64_t TotalGpus() const;
 
  private:
+  friend class Store;
+  // `nodes` sorted by name, names unique.
+  explicit Inventory(std::vector<ManagedNode> nodes) : nodes_(std::move(nodes)) {}
+
   std::vector<ManagedNode> nodes_;
 };
 

@@ -21,15 +21,6 @@ slurm::NodeView S(std::string name) {
   return s;
 }
 
-slurm::JobView J(uint32_t id, std::vector<std::string> nodes,
-                 slurm::JobState st = slurm::JobState::kRunning) {
-  slurm::JobView j;
-  j.job_id = id;
-  j.nodes = std::move(nodes);
-  j.state = st;
-  return j;
-}
-
 GpuPod P(std::string name, std::string node, int64_t gpus) {
   GpuPod p;
   p.namespace_name = "ns";
@@ -54,61 +45,6 @@ TEST(Inventory, MergesBothSidesByName) {
   EXPECT_FALSE(inv.Find("slurm-only")->k8s);
   EXPECT_EQ(inv.Find("nope"), nullptr);
   EXPECT_EQ(inv.TotalGpus(), 16);  // only nodes both sides know
-}
-
-TEST(Inventory, AttachesJobsThatHoldEachNode) {
-  Inventory inv =
-      Inventory::Build({K("node1"), K("node2")}, {S("node1"), S("node2")},
-                       {J(1, {"node1", "node2"}), J(2, {"node2"}, slurm::JobState::kPending),
-                        J(3, {"node2"}, slurm::JobState::kSuspended), J(4, {"node9"})},
-                       {}, {});
-  ASSERT_EQ(inv.Find("node1")->jobs.size(), 1u);
-  EXPECT_EQ(inv.Find("node1")->jobs[0].job_id, 1u);
-  std::vector<uint32_t> ids;
-  for (const auto& j : inv.Find("node2")->jobs) ids.push_back(j.job_id);
-  EXPECT_THAT(ids, ElementsAre(1u, 3u));
-}
-
-// A heterogeneous job's components run on different nodes: each node that holds one gets
-// every component (Slurm preempts them together), a node holding none gets nothing.
-TEST(Inventory, EachNodeOfAHeterogeneousJobSeesEveryComponent) {
-  slurm::JobView leader = J(11, {"node1"}), other = J(12, {"node2"});
-  leader.het_job_id = other.het_job_id = 11;
-  other.het_job_offset = 1;
-  Inventory inv =
-      Inventory::Build({K("node1"), K("node2"), K("node3")}, {S("node1"), S("node2"), S("node3")},
-                       {leader, other, J(13, {"node3"})}, {}, {});
-  for (const char* name : {"node1", "node2"}) {
-    const ManagedNode& n = *inv.Find(name);
-    ASSERT_EQ(n.jobs.size(), 1u) << name;
-    std::vector<uint32_t> ids;
-    for (const auto& j : n.het_jobs) ids.push_back(j.job_id);
-    EXPECT_THAT(ids, ::testing::UnorderedElementsAre(11, 12)) << name;
-  }
-  EXPECT_TRUE(inv.Find("node3")->het_jobs.empty());
-}
-
-TEST(Inventory, CompletingJobsStillHoldTheNode) {
-  slurm::JobView j = J(7, {"node1"}, slurm::JobState::kComplete);
-  j.completing = true;
-  Inventory inv = Inventory::Build({K("node1")}, {S("node1")}, {j}, {}, {});
-  EXPECT_EQ(inv.Find("node1")->jobs.size(), 1u);
-  EXPECT_TRUE(inv.Find("node1")->ended_jobs.empty());
-}
-
-TEST(Inventory, EndedJobsAreKeptApartFromTheOnesHoldingTheNode) {
-  slurm::JobView requeuing = J(9, {"node1"}, slurm::JobState::kFailed);
-  requeuing.requeue_pending = true;
-  Inventory inv = Inventory::Build(
-      {K("node1")}, {S("node1")},
-      {J(7, {"node1"}, slurm::JobState::kFailed), J(8, {"node1"}, slurm::JobState::kCancelled),
-       requeuing, J(10, {"node1"}, slurm::JobState::kPending), J(11, {"node1"})},
-      {}, {});
-  std::vector<uint32_t> ended;
-  for (const auto& j : inv.Find("node1")->ended_jobs) ended.push_back(j.job_id);
-  EXPECT_THAT(ended, ElementsAre(7u, 8u));
-  ASSERT_EQ(inv.Find("node1")->jobs.size(), 1u);
-  EXPECT_EQ(inv.Find("node1")->jobs[0].job_id, 11u);
 }
 
 TEST(Inventory, AttachesPodsByKubernetesNameThroughTheNameMap) {

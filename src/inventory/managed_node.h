@@ -74,8 +74,9 @@ struct ManagedNode {
   std::optional<slurm::NodeView> slurm;
   // Slurm jobs holding resources on this node (running, suspended or completing).
   std::vector<slurm::JobView> jobs;
-  // Jobs that ran here and have ended, while Slurm still remembers them (MinJobAge): a
-  // lend requeues the ones that ended after its checkpoint signal.
+  // Jobs that ran here and have ended, while Slurm still remembers them (MinJobAge), kept
+  // when the node was lent as they were polled (Store): a lend requeues the ones that ended
+  // after its checkpoint signal.
   std::vector<slurm::JobView> ended_jobs;
   // Every component, on whichever node it runs, of the heterogeneous jobs in `jobs` (those
   // here included): Slurm preempts such a job as a whole, so its policy and cost are the
