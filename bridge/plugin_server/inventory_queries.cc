@@ -32,7 +32,7 @@ std::string DisplayId(const slurm::JobView& j) {
 
 // What bridgectl get jobs lists without --all: work that is queued or holds a node.
 bool Live(const slurm::JobView& j) {
-  return j.state == slurm::JobState::kPending || j.requeue_pending || ownership::HoldsNode(j);
+  return j.state == slurm::JobState::kPending || j.requeue_pending || j.HoldsNodes();
 }
 
 std::string GpuOwnerName(const devices::DeviceView& d) {

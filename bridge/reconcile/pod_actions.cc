@@ -298,7 +298,7 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::ReleaseReserva
     auto jobs = slurm_->LoadJobs(0);
     if (!jobs.ok()) return jobs.status();
     for (const auto& j : jobs->items) {
-      if (!ownership::HoldsNode(j)) continue;
+      if (!j.HoldsNodes()) continue;
       if (std::find(j.nodes.begin(), j.nodes.end(), a.node) != j.nodes.end()) {
         return AbortedError(StrCat("Slurm job ", j.job_id, " still holds node ", a.node,
                                    ": reservation not released"));

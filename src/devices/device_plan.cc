@@ -249,7 +249,7 @@ std::vector<DeviceView> Owners(const NodeDevices& node) {
       if (p.running && Has(p.indices, d.index)) holder = &p;
     }
     for (const NodeJob& j : node.jobs) {
-      if (own::HoldsNode(j.view) && Has(j.indices, d.index)) v.job = j.view.job_id;
+      if (j.view.HoldsNodes() && Has(j.indices, d.index)) v.job = j.view.job_id;
     }
     for (const Claim& c : node.claims) {
       if (c.allocated && std::find(c.devices.begin(), c.devices.end(), d.name) != c.devices.end()) {
@@ -351,7 +351,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   int64_t protected_gpus = 0;
   for (size_t i = 0; i < node.jobs.size(); ++i) {
     const NodeJob& j = node.jobs[i];
-    if (!own::HoldsNode(j.view) || j.indices.empty()) continue;
+    if (!j.view.HoldsNodes() || j.indices.empty()) continue;
     const bool slurm_owned = std::all_of(j.indices.begin(), j.indices.end(), [&](int64_t x) {
       return x >= 0 && x < static_cast<int64_t>(views.size()) &&
              views[static_cast<size_t>(x)].owner == Owner::kSlurm;

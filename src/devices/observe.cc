@@ -10,13 +10,6 @@ namespace {
 
 namespace own = skb::ownership;
 
-// Holds GPUs on its nodes: running, suspended or still completing (its processes may
-// still be on the devices until Slurm's epilog ends).
-bool HoldsGpus(const slurm::JobView& j) {
-  return j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
-         j.completing;
-}
-
 // A node leaving GPU sharing: no proven mapping, so its devices are known by name only
 // (index -1): those the driver still publishes and those the bridge still holds.
 NodeDevices Leaving(const std::string& node, const std::string& k8s, const World& w,
@@ -78,7 +71,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   for (const slurm::JobView& j : w.jobs) {
     if (j.name != kPlaceholderJobName) continue;
     if (!IsPlaceholder(j, sharing)) {
-      if (HoldsGpus(j) || j.state == slurm::JobState::kPending) {
+      if (j.HoldsNodes() || j.state == slurm::JobState::kPending) {
         out.suspicious[j.job_id] = StrCat(
             "job ", j.job_id, " is named ", kPlaceholderJobName, " but ",
             j.partition != sharing.placeholder.partition
@@ -89,7 +82,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
       continue;
     }
     const bool pending = j.state == slurm::JobState::kPending;
-    if (!pending && !HoldsGpus(j)) continue;  // ended: its GPUs are Slurm's again
+    if (!pending && !j.HoldsNodes()) continue;  // ended: its GPUs are Slurm's again
     const PlaceholderRecord r = *ParsePlaceholderRecord(j.admin_comment);
     Placeholder p;
     p.job_id = j.job_id;
@@ -130,7 +123,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   // Victims that ended after the signal, by the node they ended on.
   std::map<std::string, std::vector<EndedVictim>> ended_on;
   for (const slurm::JobView& j : w.jobs) {
-    if (HoldsGpus(j) || j.state == slurm::JobState::kPending || j.requeue_pending) continue;
+    if (j.HoldsNodes() || j.state == slurm::JobState::kPending || j.requeue_pending) continue;
     Clock::TimePoint at;
     const auto s = signalled.find(j.job_id);
     const bool recorded = s != signalled.end();
@@ -152,7 +145,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   // Heterogeneous jobs' components, by het_job_id: preempted together.
   std::map<uint32_t, std::vector<slurm::JobView>> het;
   for (const slurm::JobView& j : w.jobs) {
-    if (!HoldsGpus(j) || IsPlaceholder(j, sharing)) continue;
+    if (!j.HoldsNodes() || IsPlaceholder(j, sharing)) continue;
     if (j.het_job_id != 0) het[j.het_job_id].push_back(j);
     for (const auto& [node, idx] : j.gpu_indices) {
       if (!idx.empty()) jobs_on[node].push_back(&j);

@@ -45,11 +45,6 @@ bool IsHealthDrain(const slurm::NodeView& n) {
   return n.drain && n.DrainedByBridge() && n.reason.rfind(plan::kLendReasonPrefix, 0) != 0;
 }
 
-bool JobHoldsNode(const slurm::JobView& j) {
-  return j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
-         j.completing;
-}
-
 void Earliest(std::optional<Clock::TimePoint>* at, Clock::TimePoint t) {
   if (!*at || t < **at) *at = t;
 }
@@ -133,7 +128,8 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
   }
 
   if (s.drain) {
-    bool jobs_running = std::any_of(node.jobs.begin(), node.jobs.end(), JobHoldsNode);
+    bool jobs_running = std::any_of(node.jobs.begin(), node.jobs.end(),
+                                    [](const slurm::JobView& j) { return j.HoldsNodes(); });
     std::string reason = verdict.maintenance && !jobs_running ? "ReadyForMaintenance"
                          : s.DrainedByBridge()                ? "DrainedByBridge"
                                                               : "DrainedByAdmin";
@@ -273,7 +269,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     }
     if (down_now || deadline_passed) {
       for (const slurm::JobView& j : node.jobs) {
-        if (!JobHoldsNode(j) || j.completing) continue;
+        if (!j.HoldsNodes() || j.completing) continue;
         if (!j.requeue) {
           plan.explanation.push_back(
               StrCat("job ", j.job_id, " cannot be requeued (--no-requeue): left to finish"));

@@ -11,11 +11,6 @@
 namespace skb::inventory {
 namespace {
 
-bool HoldsNode(const slurm::JobView& j) {
-  return j.state == slurm::JobState::kRunning || j.state == slurm::JobState::kSuspended ||
-         j.completing;
-}
-
 // What of a Slurm node the planner looks at; a change in any of it makes the node dirty.
 std::string Fingerprint(const slurm::NodeView& n) {
   std::string f = StrCat(n.StateString(), "|", n.reason, "|", n.reason_uid, "|");
@@ -146,7 +141,7 @@ std::vector<std::string> Store::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   std::map<uint32_t, slurm::JobView> next;
   std::map<uint32_t, slurm::JobView> ended;
   for (auto& j : jobs) {
-    if (!HoldsNode(j)) {
+    if (!j.HoldsNodes()) {
       if (EndedOnLentNode(j)) {
         if (!ended_jobs_.count(j.job_id)) dirty.insert(j.nodes.begin(), j.nodes.end());
         uint32_t id = j.job_id;

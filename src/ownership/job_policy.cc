@@ -175,11 +175,6 @@ JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
   return whole;
 }
 
-bool HoldsNode(const slurm::JobView& job) {
-  return job.state == slurm::JobState::kRunning || job.state == slurm::JobState::kSuspended ||
-         job.completing;
-}
-
 bool Actionable(const slurm::JobView& job) {
   return (job.state == slurm::JobState::kRunning || job.state == slurm::JobState::kSuspended) &&
          !job.completing && !job.requeue_pending;

@@ -60,8 +60,6 @@ JobPolicy PolicyForWhole(std::span<const slurm::JobView* const> components,
                          const config::Config& cfg, Clock::TimePoint now,
                          const GuaranteedJobs& guaranteed = {});
 
-// A job that holds its node: running, suspended or completing.
-bool HoldsNode(const slurm::JobView& job);
 // A job the lend flow acts on (signal, preempt): running or suspended, not completing and
 // not already on its way back to pending.
 bool Actionable(const slurm::JobView& job);

@@ -46,7 +46,7 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
   std::stable_sort(f.nominated.begin(), f.nominated.end(),
                    [](const GpuPod* a, const GpuPod* b) { return a->priority > b->priority; });
   for (const slurm::JobView& j : node.jobs) {
-    if (HoldsNode(j)) f.jobs.push_back(&j);
+    if (j.HoldsNodes()) f.jobs.push_back(&j);
   }
 
   f.lend_drain = f.slurm_node->drain && f.slurm_node->reason.rfind(plan::kLendReasonPrefix, 0) == 0;

@@ -148,7 +148,7 @@ void Scheduler(ManagedNode* n) {
 // that tolerates the taint or names the node).
 void CheckInvariants(const ManagedNode& n, const std::string& when) {
   bool jobs = false;
-  for (const auto& j : n.jobs) jobs |= HoldsNode(j);
+  for (const auto& j : n.jobs) jobs |= j.HoldsNodes();
   if (!jobs) return;
   bool counted = false;
   for (const GpuPod& p : n.pods) {

@@ -36,7 +36,7 @@ std::string ReservationName(const LendingConfig& cfg, std::string_view k8s_node_
 std::string FormatJobList(const std::vector<slurm::JobView>& jobs) {
   std::vector<const slurm::JobView*> sorted;
   for (const slurm::JobView& j : jobs) {
-    if (HoldsNode(j)) sorted.push_back(&j);
+    if (j.HoldsNodes()) sorted.push_back(&j);
   }
   std::sort(sorted.begin(), sorted.end(),
             [](const slurm::JobView* a, const slurm::JobView* b) { return a->job_id < b->job_id; });

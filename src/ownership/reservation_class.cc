@@ -54,7 +54,7 @@ ReservationClass ClassFor(const std::vector<slurm::JobView>& jobs, const config:
   ReservationClass c = ReservationClass::kIdle;
   std::string reason = "no Slurm job on the node";
   for (const slurm::JobView& j : jobs) {
-    if (!HoldsNode(j)) continue;
+    if (!j.HoldsNodes()) continue;
     JobPolicy p =
         PolicyForWhole(WholeJob(j, het_jobs.empty() ? jobs : het_jobs), cfg, now, guaranteed);
     if (!p.preemptible) {

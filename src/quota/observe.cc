@@ -49,7 +49,7 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     // The bridge's placeholder holds in Slurm the GPUs a pod runs on: the pod counts them
     // (for its tenant), the placeholder would count them a second time.
     if (devices::IsPlaceholder(j, cfg.gpu_sharing)) continue;
-    const bool holds = ownership::HoldsNode(j) && !j.nodes.empty();
+    const bool holds = j.HoldsNodes() && !j.nodes.empty();
     const bool pending = j.state == slurm::JobState::kPending && !j.Held();
     if (!holds && !pending) continue;
     ObservedWork w;

@@ -77,7 +77,7 @@ struct Observation {
 };
 
 // Builds the work lists and classifies the running work. A job counts when it holds its
-// nodes (running, suspended, completing: ownership::HoldsNode) with GPUs, or is pending
+// nodes (running, suspended, completing: JobView::HoldsNodes) with GPUs, or is pending
 // (not held) with GPUs (one node's worth: a pending job's node count is not known here); its
 // preemptibility is the lending policy's (ownership::PolicyFor). A pod counts when it asks
 // for GPUs, is not the bridge's reservation, and is bound to a managed node (`managed_nodes`:

@@ -128,6 +128,11 @@ struct JobView {
   std::optional<SignalSpec> signal;  // from the bridge's admission annotation
 
   bool Held() const { return state == JobState::kPending && priority == 0; }
+  // Holds resources (CPUs, GPUs) on its nodes: running, suspended, or still completing (its
+  // processes may be on the devices until the epilog ends).
+  bool HoldsNodes() const {
+    return state == JobState::kRunning || state == JobState::kSuspended || completing;
+  }
   friend bool operator==(const JobView&, const JobView&) = default;
 };
 

@@ -97,7 +97,7 @@ Status Release(const Action& a, const ReleaseReservationPod& o, ManagedNode* n) 
   switch (o.check) {
     case ReleaseCheck::kNoSlurmJobs:
       for (const auto& j : n->jobs) {
-        if (ownership::HoldsNode(j)) {
+        if (j.HoldsNodes()) {
           return Refused(a, StrCat("released while job ", j.job_id, " holds the node"));
         }
       }
