@@ -42,7 +42,13 @@ TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
   trimmed.clear();
   for (const json& c : full) trimmed.push_back(ResourceClaimInformerOptions().transform(json(c)));
   EXPECT_LT(trimmed[0].dump().size(), full[0].dump().size());
-  EXPECT_FALSE(trimmed[0].contains("spec"));
+  // What a claim asks for stays (a pending pod's GPUs); its allocation's node selector goes.
+  EXPECT_EQ(trimmed[0]["spec"], full[0]["spec"]);
+  EXPECT_FALSE(trimmed[0]["status"]["allocation"].contains("nodeSelector"));
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_EQ(devices::GpuDemandOf(trimmed[i], cfg.gpu_sharing.device_classes),
+              devices::GpuDemandOf(full[i], cfg.gpu_sharing.device_classes));
+  }
   auto ca = devices::ClaimsByNode(full, kDriver), cb = devices::ClaimsByNode(trimmed, kDriver);
   ASSERT_EQ(ca["node1"].size(), 2u);
   ASSERT_EQ(cb["node1"].size(), 2u);

@@ -105,17 +105,21 @@ json SelectPodFields(json&& pod) {
   if (auto spec = pod.find("spec"); spec != pod.end()) {
     KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName",
                      "terminationGracePeriodSeconds", "containers", "initContainers",
-                     "nodeSelector", "affinity", "tolerations"});
+                     "nodeSelector", "affinity", "tolerations", "resourceClaims"});
     TrimList(*spec, "containers", {"name", "resources", "restartPolicy"}, /*keep_empty=*/true);
     TrimList(*spec, "initContainers", {"name", "resources", "restartPolicy"},
              /*keep_empty=*/false);
     TrimList(*spec, "tolerations", {"key", "operator", "value", "effect"},
              /*keep_empty=*/false);
+    TrimList(*spec, "resourceClaims", {"name", "resourceClaimName", "resourceClaimTemplateName"},
+             /*keep_empty=*/false);
     if (auto a = spec->find("affinity"); a != spec->end()) KeepOnly(*a, {"nodeAffinity"});
   }
   if (auto status = pod.find("status"); status != pod.end()) {
-    KeepOnly(*status, {"phase", "nominatedNodeName", "conditions", "startTime"});
+    KeepOnly(*status,
+             {"phase", "nominatedNodeName", "conditions", "startTime", "resourceClaimStatuses"});
     Conditions(*status);
+    TrimList(*status, "resourceClaimStatuses", {"name", "resourceClaimName"}, /*keep_empty=*/false);
   }
   return std::move(pod);
 }
@@ -133,8 +137,15 @@ json SelectResourceSliceFields(json&& slice) {
 
 json SelectResourceClaimFields(json&& claim) {
   if (!claim.is_object()) return std::move(claim);
-  KeepOnly(claim, {"metadata", "status"});
+  KeepOnly(claim, {"metadata", "spec", "status"});
   Meta(claim, true);
+  if (auto spec = claim.find("spec"); spec != claim.end()) {
+    KeepOnly(*spec, {"devices"});
+    if (auto devices = spec->find("devices"); devices != spec->end()) {
+      KeepOnly(*devices, {"requests"});
+      TrimList(*devices, "requests", {"name", "exactly", "firstAvailable"}, /*keep_empty=*/true);
+    }
+  }
   if (auto status = claim.find("status"); status != claim.end()) {
     KeepOnly(*status, {"allocation", "reservedFor"});
     if (auto alloc = status->find("allocation"); alloc != status->end()) {

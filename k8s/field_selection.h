@@ -19,7 +19,8 @@ nlohmann::json SelectNodeFields(nlohmann::json&& node);
 // priorityClassName, terminationGracePeriodSeconds, nodeSelector, affinity.nodeAffinity,
 // tolerations without tolerationSeconds, containers and initContainers reduced to name +
 // resources + restartPolicy: a restartable init container is a sidecar, counted with the
-// containers); status (phase, conditions without probe times).
+// containers; resourceClaims: name, resourceClaimName, resourceClaimTemplateName); status
+// (phase, conditions without probe times, resourceClaimStatuses).
 nlohmann::json SelectPodFields(nlohmann::json&& pod);
 
 // Dynamic Resource Allocation (resource.k8s.io/v1), for GPU-granular sharing
@@ -27,9 +28,11 @@ nlohmann::json SelectPodFields(nlohmann::json&& pod);
 // ResourceSlice: metadata as for nodes; spec (driver, nodeName, pool, devices reduced to
 // name + attributes). Capacities, counters and node selection are dropped.
 nlohmann::json SelectResourceSliceFields(nlohmann::json&& slice);
-// ResourceClaim: metadata as for pods; status (allocation.devices.results reduced to
-// request, driver, pool, device, adminAccess; reservedFor). The spec, the allocation's node
-// selector and device configuration, and status.devices are dropped.
+// ResourceClaim: metadata as for pods; spec.devices.requests (name, exactly,
+// firstAvailable: what a pending claim asks for); status (allocation.devices.results
+// reduced to request, driver, pool, device, adminAccess; reservedFor). The spec's
+// constraints and configuration, the allocation's node selector and device configuration,
+// and status.devices are dropped.
 nlohmann::json SelectResourceClaimFields(nlohmann::json&& claim);
 // DeviceTaintRule: metadata as for nodes; spec (deviceSelector, taint). The status (the
 // eviction controller's condition) is dropped.

@@ -105,6 +105,9 @@ json ReferenceSelectPodFields(json&& pod) {
     if (!init.empty()) s["initContainers"] = std::move(init);
     json tolerations = List(spec, "tolerations", {"key", "operator", "value", "effect"});
     if (!tolerations.empty()) s["tolerations"] = std::move(tolerations);
+    json claims =
+        List(spec, "resourceClaims", {"name", "resourceClaimName", "resourceClaimTemplateName"});
+    if (!claims.empty()) s["resourceClaims"] = std::move(claims);
     out["spec"] = std::move(s);
   }
   if (pod.contains("status")) {
@@ -112,6 +115,8 @@ json ReferenceSelectPodFields(json&& pod) {
     json s = Keep(status, {"phase", "nominatedNodeName", "startTime"});
     json conds = Conditions(status);
     if (!conds.empty()) s["conditions"] = std::move(conds);
+    json claims = List(status, "resourceClaimStatuses", {"name", "resourceClaimName"});
+    if (!claims.empty()) s["resourceClaimStatuses"] = std::move(claims);
     out["status"] = std::move(s);
   }
   return out;
@@ -173,6 +178,37 @@ TEST(FieldSelection, PodViewUnchangedAndObjectSmaller) {
                             {"operator", "Exists"},
                             {"effect", "NoExecute"}}));
   EXPECT_EQ(trimmed["spec"]["tolerations"][1], full["spec"]["tolerations"][1]);
+
+  // And the ResourceClaims it asks its GPUs through, with the claims generated for them.
+  full["spec"]["resourceClaims"] = nlohmann::json::parse(
+      R"([{"name": "gpu", "resourceClaimTemplateName": "two-gpus", "x": 1},
+          {"name": "shared", "resourceClaimName": "team-gpus"}])");
+  full["status"]["resourceClaimStatuses"] =
+      nlohmann::json::parse(R"([{"name": "gpu", "resourceClaimName": "p-gpu-x7k2p", "y": 2}])");
+  trimmed = SelectPodFields(nlohmann::json(full));
+  EXPECT_EQ(trimmed["spec"]["resourceClaims"],
+            nlohmann::json::parse(R"([{"name": "gpu", "resourceClaimTemplateName": "two-gpus"},
+                                      {"name": "shared", "resourceClaimName": "team-gpus"}])"));
+  EXPECT_EQ(trimmed["status"]["resourceClaimStatuses"],
+            nlohmann::json::parse(R"([{"name": "gpu", "resourceClaimName": "p-gpu-x7k2p"}])"));
+}
+
+// What a pending claim asks for is kept (devices::GpuDemandOf reads it); its configuration
+// and constraints are not.
+TEST(FieldSelection, ResourceClaimKeepsItsRequests) {
+  nlohmann::json claim = nlohmann::json::parse(R"({
+    "metadata": {"name": "c", "namespace": "ns", "managedFields": [{}]},
+    "spec": {"devices": {
+      "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+                   {"name": "alt", "firstAvailable": [{"name": "a", "deviceClassName": "x"}]}],
+      "constraints": [{"matchAttribute": "a"}], "config": [{"opaque": {}}]}},
+    "status": {"allocation": {"devices": {"results": [], "config": [{}]}}, "devices": [{}]}})");
+  nlohmann::json trimmed = SelectResourceClaimFields(nlohmann::json(claim));
+  EXPECT_EQ(trimmed["spec"],
+            nlohmann::json({{"devices", {{"requests", claim["spec"]["devices"]["requests"]}}}}));
+  EXPECT_FALSE(trimmed["metadata"].contains("managedFields"));
+  EXPECT_EQ(trimmed["status"],
+            nlohmann::json::parse(R"({"allocation": {"devices": {"results": []}}})"));
 }
 
 TEST(FieldSelection, NonObjectsPassThrough) {
@@ -191,6 +227,8 @@ TEST(FieldSelection, InPlaceTrimEqualsTheReferenceOnOddShapes) {
           R"({"spec":{"containers":[1,{"name":"a","env":[]}],"initContainers":[]}})",
           R"({"spec":{"initContainers":[{"name":"i","resources":{},"image":"x"}],"taints":[]}})",
           R"({"status":{"conditions":[],"phase":"Running","hostIP":"1"}})",
+          R"({"spec":{"resourceClaims":[{"name":"a","x":1},2]},"status":{"resourceClaimStatuses":[]}})",
+          R"({"spec":{"resourceClaims":[]},"status":{"resourceClaimStatuses":[{"name":"a","z":[]}]}})",
           R"({"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"t"},"x"]}})",
           R"({"status":{"capacity":{"cpu":"1","hugepages-2Mi":"0","a/b":"2"},"allocatable":7}})",
           R"({"kind":"Pod","metadata":{"ownerReferences":[{"kind":"ReplicaSet"}]}})",

@@ -513,11 +513,16 @@ const JsonSelection& JsonSelection::PodWatchEvent() {
                {"tolerations",
                 Fields({{"key", All()}, {"operator", All()}, {"value", All()}, {"effect", All()}})},
                {"containers", container},
-               {"initContainers", container}})},
+               {"initContainers", container},
+               {"resourceClaims", Fields({{"name", All()},
+                                          {"resourceClaimName", All()},
+                                          {"resourceClaimTemplateName", All()}})}})},
          {"status", Fields({{"phase", All()},
                             {"nominatedNodeName", All()},
                             {"conditions", Conditions()},
-                            {"startTime", All()}})}});
+                            {"startTime", All()},
+                            {"resourceClaimStatuses",
+                             Fields({{"name", All()}, {"resourceClaimName", All()}})}})}});
     return Fields({{"type", All()}, {"object", pod}});
   }();
   return sel;

@@ -370,10 +370,11 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
   }
   reported_violations_ = std::move(now_violations);
   // A pod no give serves: say why on the pod, once per reason.
-  std::map<std::string, std::string> waiting;
+  std::map<std::string, std::string> waiting = world.not_counted;
   for (const auto& [pod, why] : r.plan.waiting) {
-    if (why.rfind("a placeholder already serves", 0) == 0) continue;
-    waiting[pod] = why;
+    if (why.rfind("a placeholder already serves", 0) != 0) waiting[pod] = why;
+  }
+  for (const auto& [pod, why] : waiting) {
     auto it = reported_waiting_.find(pod);
     if (it != reported_waiting_.end() && it->second == why) continue;
     auto [ns, name] = SplitPod(pod);

@@ -574,6 +574,25 @@ TEST_F(DeviceLaneTest, AGiveThePodDidNotUseIsRecordedOnTheNodeAndNotRepeatedUnti
 
 // The record is appended to what the node holds (one per placeholder), written against the
 // node as read: a node changed since is a conflict, and the next pass writes it again.
+// A pending pod whose GPU demand cannot be sized (a claim of allocationMode All) gets no give
+// and is told why, once.
+TEST_F(DeviceLaneTest, APodWhoseDemandCannotBeSizedIsToldWhy) {
+  pod_pending_ = false;
+  devices::World w = World();
+  w.not_counted["ml/every"] = "ResourceClaim ml/every-gpu: request gpu asks for every device";
+  DeviceLane::Result r = lane_.RunPass(w);
+  EXPECT_EQ(PlaceholderId(), 0u);
+  lane_.RunPass(w);
+  int told = 0;
+  for (const std::string& e : events_.events) {
+    if (e.find("Pod ml/every GpusNotFreed") == std::string::npos) continue;
+    ++told;
+    EXPECT_THAT(e, HasSubstr("frees no GPUs for this pod yet: ResourceClaim ml/every-gpu: request "
+                             "gpu asks for every device"));
+  }
+  EXPECT_EQ(told, 1);
+}
+
 TEST_F(DeviceLaneTest, AnUnusedGiveRecordIsConditionalOnTheNodeAsRead) {
   ASSERT_TRUE(
       kube_

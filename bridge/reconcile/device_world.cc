@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "src/devices/k8s_devices.h"
-
 namespace skb::bridge {
 namespace {
 
@@ -34,6 +32,9 @@ void DeviceWorldCache::SetClaim(const std::string& key, const nlohmann::json* ob
     Set(&claims_, key, obj, [&](std::span<const nlohmann::json> o) {
       return devices::ClaimsByNode(o, cfg_.gpu_sharing.driver);
     });
+    Set(&demands_, key, obj, [&](std::span<const nlohmann::json> o) {
+      return devices::GpuDemandOf(o[0], cfg_.gpu_sharing.device_classes);
+    });
   }
   ++generation_;
 }
@@ -59,8 +60,8 @@ void DeviceWorldCache::SetPod(const std::string& key, const nlohmann::json* obj)
           (*obj)["spec"]["nodeName"].is_string()) {
         e.node = (*obj)["spec"]["nodeName"].get<std::string>();
       }
-      e.pending = devices::PendingGpuPod(*obj, cfg_.gpu_sharing.extended_resource,
-                                         cfg_.lending.inference_threshold);
+      e.pending = devices::PendingCandidateOf(*obj, cfg_.gpu_sharing.extended_resource,
+                                              cfg_.lending.inference_threshold);
       pods_[key] = std::move(e);
     }
   }
@@ -92,7 +93,13 @@ devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
   }
   for (const auto& [key, e] : pods_) {
     w.pod_node[e.pod] = e.node;
-    if (e.pending) w.pending.push_back(*e.pending);
+    if (!e.pending) continue;
+    std::string why;
+    if (auto p = devices::CountGpus(*e.pending, demands_, &why)) {
+      w.pending.push_back(std::move(*p));
+    } else if (!why.empty()) {
+      w.not_counted[e.pod] = std::move(why);
+    }
   }
   std::stable_sort(w.pending.begin(), w.pending.end(),
                    [](const devices::PendingPod& a, const devices::PendingPod& b) {

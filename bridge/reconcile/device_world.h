@@ -17,6 +17,7 @@
 
 #include "src/base/thread_annotations.h"
 #include "src/config/config.h"
+#include "src/devices/k8s_devices.h"
 #include "src/devices/observe.h"
 
 namespace skb::bridge {
@@ -40,13 +41,16 @@ class DeviceWorldCache {
   struct PodEntry {
     std::string pod;   // "ns/name"
     std::string node;  // spec.nodeName ("" unscheduled)
-    std::optional<devices::PendingPod> pending;
+    // A give's trigger once its claims are counted (Build: devices::CountGpus).
+    std::optional<devices::PendingCandidate> pending;
   };
   const config::Config& cfg_;
   mutable Mutex mu_;
   std::map<std::string, std::map<std::string, std::vector<devices::SliceDevice>>> slices_
       GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, std::vector<devices::Claim>>> claims_ GUARDED_BY(mu_);
+  // What each claim ("ns/name") asks of the GPU DeviceClasses: pending pods' demand.
+  std::map<std::string, devices::ClaimDemand> demands_ GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, std::set<std::string>>> rules_ GUARDED_BY(mu_);
   std::map<std::string, PodEntry> pods_ GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{0};

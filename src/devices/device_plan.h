@@ -142,6 +142,8 @@ struct PendingPod {
   // Guaranteed quotas: why it would run beyond its tenant's guarantee ("" = within it, or
   // quotas off). A borrowing pod gets idle GPUs only, never a job's.
   std::string borrowing;
+  // Of `gpus`, those asked through ResourceClaims (devices::CountGpus).
+  int64_t claim_gpus = 0;
 };
 
 enum class Owner { kSlurm, kToKubernetes, kKubernetes, kToSlurm, kUnguarded };

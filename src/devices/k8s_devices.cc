@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "src/base/strings.h"
+#include "src/devices/placement.h"
+#include "src/inventory/k8s_node.h"
 #include "src/ownership/schema.h"
 
 namespace skb::devices {
@@ -143,6 +145,14 @@ std::optional<int64_t> EffectiveRequest(const json& spec, std::string_view resou
     }
   }
   return std::max(sum, init_peak);
+}
+
+// A toleration as the API writes it (a pod's, or a device request's: the same fields).
+Toleration TolerationOf(const json& t) {
+  return {.key = Str(Field(&t, "key")),
+          .op = Str(Field(&t, "operator")),
+          .value = Str(Field(&t, "value")),
+          .effect = Str(Field(&t, "effect"))};
 }
 
 // The single value a required node affinity allows for `key` ("In" with one value in every
@@ -307,8 +317,114 @@ std::map<std::string, std::set<std::string>> HeldDevices(std::span<const json> r
   return out;
 }
 
+ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less<>>& classes) {
+  ClaimDemand d;
+  d.allocated = Path(claim, {"status", "allocation"}) != nullptr;
+  for (const json& r : Items(Path(claim, {"spec", "devices", "requests"}))) {
+    const std::string name = Str(Field(&r, "name"));
+    const json* one = Field(&r, "exactly");
+    if (one == nullptr) {
+      for (const json& alt : Items(Field(&r, "firstAvailable"))) {
+        if (classes.contains(Str(Field(&alt, "deviceClassName")))) {
+          one = &alt;
+          break;
+        }
+      }
+    }
+    if (one == nullptr || !classes.contains(Str(Field(one, "deviceClassName")))) continue;
+    if (const json* admin = Field(one, "adminAccess");
+        admin != nullptr && admin->is_boolean() && admin->get<bool>()) {
+      continue;
+    }
+    for (const json& t : Items(Field(one, "tolerations"))) {
+      if (Tolerates(TolerationOf(t),
+                    inventory::Taint{
+                        .key = kHoldTaintKey, .value = kHoldTaintValue, .effect = "NoSchedule"})) {
+        d.unknown = StrCat("request ", name, " tolerates the bridge's device taint ", kHoldTaintKey,
+                           ", so it may be given GPUs Slurm holds");
+        return d;
+      }
+    }
+    const std::string mode = Str(Field(one, "allocationMode"));
+    if (mode == "All") {
+      d.unknown = StrCat("request ", name,
+                         " asks for every device of its class on a node (allocationMode All)");
+      return d;
+    }
+    if (!mode.empty() && mode != "ExactCount") {
+      d.unknown = StrCat("request ", name, " has allocationMode '", mode, "'");
+      return d;
+    }
+    std::optional<int64_t> count = Int(Field(one, "count"));
+    if (Field(one, "count") == nullptr) count = 1;
+    if (!count || *count < 1) {
+      d.unknown = StrCat("request ", name, " has no valid count");
+      return d;
+    }
+    d.gpus += *count;
+  }
+  return d;
+}
+
+PodClaims ClaimsOfPod(const json& pod) {
+  PodClaims out;
+  const std::string ns = Str(Path(pod, {"metadata", "namespace"}));
+  std::map<std::string, const json*> statuses;  // pod claim name -> its status entry
+  for (const json& s : Items(Path(pod, {"status", "resourceClaimStatuses"}))) {
+    statuses[Str(Field(&s, "name"))] = &s;
+  }
+  for (const json& c : Items(Path(pod, {"spec", "resourceClaims"}))) {
+    if (std::string claim = Str(Field(&c, "resourceClaimName")); !claim.empty()) {
+      out.claims.push_back(StrCat(ns, "/", claim));
+      continue;
+    }
+    if (Str(Field(&c, "resourceClaimTemplateName")).empty()) continue;
+    auto it = statuses.find(Str(Field(&c, "name")));
+    if (it == statuses.end()) {
+      ++out.unresolved;
+      continue;
+    }
+    // A recorded entry without a name: the controller decided no claim is needed.
+    if (std::string claim = Str(Field(it->second, "resourceClaimName")); !claim.empty()) {
+      out.claims.push_back(StrCat(ns, "/", claim));
+    }
+  }
+  return out;
+}
+
+std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
+                                    const std::map<std::string, ClaimDemand>& claims,
+                                    std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<PendingPod> {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  PendingPod p = candidate.pod;
+  if (candidate.claims.unresolved > 0) return std::nullopt;
+  for (const std::string& key : candidate.claims.claims) {
+    auto it = claims.find(key);
+    if (it == claims.end()) return std::nullopt;
+    if (!it->second.unknown.empty())
+      return fail(StrCat("ResourceClaim ", key, ": ", it->second.unknown));
+    if (it->second.allocated) continue;
+    p.gpus += it->second.gpus;
+    p.claim_gpus += it->second.gpus;
+  }
+  if (p.gpus <= 0) return std::nullopt;
+  return p;
+}
+
 std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extended_resource,
-                                        int32_t threshold) {
+                                        int32_t threshold,
+                                        const std::map<std::string, ClaimDemand>& claims) {
+  std::optional<PendingCandidate> c = PendingCandidateOf(pod, extended_resource, threshold);
+  if (!c) return std::nullopt;
+  return CountGpus(*c, claims);
+}
+
+std::optional<PendingCandidate> PendingCandidateOf(const json& pod,
+                                                   std::string_view extended_resource,
+                                                   int32_t threshold) {
   const json* spec = Field(&pod, "spec");
   if (spec == nullptr || !spec->is_object()) return std::nullopt;
   if (Path(pod, {"metadata", "deletionTimestamp"}) != nullptr) return std::nullopt;
@@ -325,13 +441,17 @@ std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extend
   const int64_t priority = Int(Field(spec, "priority")).value_or(0);
   if (priority < threshold) return std::nullopt;
   std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
-  if (!gpus || *gpus <= 0) return std::nullopt;
+  if (!gpus) return std::nullopt;
+  PodClaims claims = ClaimsOfPod(pod);
+  if (*gpus <= 0 && claims.empty()) return std::nullopt;
 
-  PendingPod p{
-      .pod = NamespacedName(pod), .gpus = *gpus, .priority = static_cast<int32_t>(priority)};
-  p.model = RequestedGpuModel(pod);
-  p.placement = PlacementOf(pod);
-  return p;
+  PendingCandidate c{.pod = {.pod = NamespacedName(pod),
+                             .gpus = *gpus,
+                             .priority = static_cast<int32_t>(priority)},
+                     .claims = std::move(claims)};
+  c.pod.model = RequestedGpuModel(pod);
+  c.pod.placement = PlacementOf(pod);
+  return c;
 }
 
 std::string RequestedGpuModel(const json& pod) {
@@ -366,12 +486,7 @@ NodePlacement PlacementOf(const json& pod) {
     }
     p.terms.push_back(std::move(reqs));
   }
-  for (const json& t : Items(Field(spec, "tolerations"))) {
-    p.tolerations.push_back({.key = Str(Field(&t, "key")),
-                             .op = Str(Field(&t, "operator")),
-                             .value = Str(Field(&t, "value")),
-                             .effect = Str(Field(&t, "effect"))});
-  }
+  for (const json& t : Items(Field(spec, "tolerations"))) p.tolerations.push_back(TolerationOf(t));
   return p;
 }
 

@@ -6,7 +6,8 @@
 //   auto claims = ClaimsByNode(claim_objects, "gpu.nvidia.com");  // node -> allocated claims
 //   auto held = HeldDevices(rule_objects);                         // node -> held devices
 //   nlohmann::json rule = HoldRule("node1", "gpu-3", "gpu.nvidia.com");  // create it
-//   if (auto p = PendingGpuPod(pod, "nvidia.com/gpu", 100000)) ...       // a give's trigger
+//   if (auto p = PendingGpuPod(pod, "nvidia.com/gpu", 100000, demands)) ... // a give's trigger
+//   ClaimDemand d = GpuDemandOf(claim, {"gpu.nvidia.com"});        // what a claim asks
 //
 // Conventions of NVIDIA's GPU DRA driver these rely on (and the testbed's dra mode plays):
 // one ResourceSlice per node whose pool is named after the node, one device per GPU.
@@ -86,17 +87,73 @@ std::string RequestedGpuModel(const nlohmann::json& pod);
 // (placement.h).
 NodePlacement PlacementOf(const nlohmann::json& pod);
 
-// `pod` as a give's trigger, or nullopt: kube-scheduler found it unschedulable (PodScheduled
-// False, reason Unschedulable), it is not bound (no spec.nodeName), not being deleted, not
-// terminal, at or above `threshold` priority (spec.priority, 0 when unset), and asks for
-// `extended_resource` (the pod's effective request, as kube-scheduler computes it: the sum
-// over containers and sidecars, or the largest init container if more; a limit without a
-// request counts as the request). The model is RequestedGpuModel's, the placement
-// PlacementOf's.
-// Not counted yet: GPUs asked for through spec.resourceClaims (a ResourceClaimTemplate or a
-// ResourceClaim of the GPU DeviceClass); such a pod is a trigger only for its
-// extended-resource part.
+// What one ResourceClaim asks of the GPU DeviceClasses (`classes`, gpu_sharing.device_classes)
+// and whether it already has its devices. Requests (spec.devices.requests, resource.k8s.io/v1):
+//   - `exactly` of a GPU class: its count (allocationMode ExactCount, the default; count
+//     defaults to 1); adminAccess asks for no device of its own and counts 0;
+//   - `firstAvailable`: kube-scheduler takes the first alternative that fits, so the first
+//     alternative of a GPU class counts (freeing that many GPUs makes the pod placeable;
+//     an earlier alternative of another class is the pod's own matter);
+//   - of any other class: 0.
+// Not counted, with `unknown` saying why (the pod is then no give's trigger: the bridge does
+// not free GPUs for a demand it cannot size): allocationMode All (every matching device of
+// whichever node the scheduler picks), and a request whose tolerations tolerate the
+// bridge's hold taint (kHoldTaintKey: such a claim may be given devices Slurm holds, which
+// the chart's admission policy refuses; the device lane reports it if one exists). CEL
+// selectors are not evaluated: a request that narrows the devices (a model, a memory size)
+// counts in full, and a give may free GPUs it cannot use (the give back-off then keeps the
+// node from being asked again).
+struct ClaimDemand {
+  int64_t gpus = 0;
+  bool allocated = false;  // status.allocation is set: its devices are chosen
+  std::string unknown;     // why the demand is not known ("" when it is)
+  friend bool operator==(const ClaimDemand&, const ClaimDemand&) = default;
+};
+ClaimDemand GpuDemandOf(const nlohmann::json& claim,
+                        const std::set<std::string, std::less<>>& classes);
+
+// The ResourceClaims a pod's spec.resourceClaims use, as "namespace/name": a named claim
+// itself (resourceClaimName); a template's claim through status.resourceClaimStatuses, where
+// kube-controller-manager records the claim it generated (an entry whose claim is not
+// recorded yet counts in `unresolved`; a recorded entry without a claim name needs none).
+struct PodClaims {
+  std::vector<std::string> claims;
+  int unresolved = 0;
+  bool empty() const { return claims.empty() && unresolved == 0; }
+};
+PodClaims ClaimsOfPod(const nlohmann::json& pod);
+
+// A pod that may be a give's trigger before its claims are counted: `pod.gpus` is its
+// extended-resource part only (0 when it asks through claims alone).
+struct PendingCandidate {
+  PendingPod pod;
+  PodClaims claims;
+};
+
+// `pod` as a candidate trigger, or nullopt: kube-scheduler found it unschedulable
+// (PodScheduled False, reason Unschedulable), it is not bound (no spec.nodeName), not being
+// deleted, not terminal, at or above `threshold` priority (spec.priority, 0 when unset), and
+// asks for `extended_resource` (the pod's effective request, as kube-scheduler computes it:
+// the sum over containers and sidecars, or the largest init container if more; a limit
+// without a request counts as the request) or uses ResourceClaims. The model is
+// RequestedGpuModel's, the placement PlacementOf's.
+std::optional<PendingCandidate> PendingCandidateOf(const nlohmann::json& pod,
+                                                   std::string_view extended_resource,
+                                                   int32_t threshold);
+
+// The candidate's GPUs in all: its extended-resource part plus what its claims not yet
+// allocated ask of the GPU classes (`claims`: GpuDemandOf by "namespace/name"). nullopt when
+// that is 0, or when a claim is not known: not in `claims` (not created yet, or not seen
+// yet) or a template's claim not generated yet (both a matter of moments), or a demand
+// GpuDemandOf cannot size, which stays so until the claim changes: only then is `why`
+// (when given) set, naming the claim and the reason.
+std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
+                                    const std::map<std::string, ClaimDemand>& claims,
+                                    std::string* why = nullptr);
+
+// PendingCandidateOf, then CountGpus: `pod` as a give's trigger, or nullopt.
 std::optional<PendingPod> PendingGpuPod(const nlohmann::json& pod,
-                                        std::string_view extended_resource, int32_t threshold);
+                                        std::string_view extended_resource, int32_t threshold,
+                                        const std::map<std::string, ClaimDemand>& claims = {});
 
 }  // namespace skb::devices

@@ -378,5 +378,154 @@ TEST(RequestedGpuModel, OfAnyPodWithTheSelector) {
   EXPECT_EQ(RequestedGpuModel(json::object()), "");
 }
 
+// --- GPUs asked for through ResourceClaims -------------------------------------------------
+
+const std::set<std::string, std::less<>> kGpuClasses = {"gpu.nvidia.com"};
+
+// A pending claim (no status) with these requests.
+json PendingClaim(const std::string& name, json requests) {
+  return {{"metadata", {{"name", name}, {"namespace", "cap"}}},
+          {"spec", {{"devices", {{"requests", std::move(requests)}}}}}};
+}
+json Exactly(const std::string& cls, json extra = json::object()) {
+  json e = {{"deviceClassName", cls}};
+  e.update(extra);
+  return e;
+}
+
+TEST(GpuDemandOf, CountsExactRequestsOfTheGpuClasses) {
+  // The template claim the 1.37.2 apiserver returned: 1 GPU, allocated.
+  EXPECT_EQ(GpuDemandOf(json::parse(kTemplateClaim), kGpuClasses),
+            (ClaimDemand{.gpus = 1, .allocated = true}));
+  // The same asked again, not allocated: count 3 + a default count of 1; another class
+  // (a NIC) and adminAccess (monitoring, no device of its own) count nothing.
+  json claim = PendingClaim(
+      "c", json::array(
+               {{{"name", "a"},
+                 {"exactly", Exactly(kDriver, {{"allocationMode", "ExactCount"}, {"count", 3}})}},
+                {{"name", "b"}, {"exactly", Exactly(kDriver)}},
+                {{"name", "nic"}, {"exactly", Exactly("rdma.example.com", {{"count", 2}})}},
+                {{"name", "mon"}, {"exactly", Exactly(kDriver, {{"adminAccess", true}})}}}));
+  EXPECT_EQ(GpuDemandOf(claim, kGpuClasses), (ClaimDemand{.gpus = 4}));
+  EXPECT_EQ(GpuDemandOf(claim, {"other.example.com"}), (ClaimDemand{}));
+  EXPECT_EQ(GpuDemandOf(json::object(), kGpuClasses), (ClaimDemand{}));
+}
+
+TEST(GpuDemandOf, APrioritizedListCountsItsFirstGpuAlternative) {
+  json claim = PendingClaim(
+      "c",
+      json::array({{{"name", "r"},
+                    {"firstAvailable",
+                     json::array({{{"name", "mig"}, {"deviceClassName", "mig.nvidia.com"}},
+                                  {{"name", "two"}, {"deviceClassName", kDriver}, {"count", 2}},
+                                  {{"name", "one"}, {"deviceClassName", kDriver}}})}}}));
+  EXPECT_EQ(GpuDemandOf(claim, kGpuClasses).gpus, 2);
+  EXPECT_EQ(GpuDemandOf(claim, {"mig.nvidia.com", "gpu.nvidia.com"}).gpus, 1);  // the MIG slice
+}
+
+TEST(GpuDemandOf, ADemandItCannotSizeIsUnknownAndSaysWhy) {
+  json all = PendingClaim(
+      "c", json::array(
+               {{{"name", "every"}, {"exactly", Exactly(kDriver, {{"allocationMode", "All"}})}}}));
+  EXPECT_THAT(GpuDemandOf(all, kGpuClasses).unknown, HasSubstr("allocationMode All"));
+  json zero = PendingClaim(
+      "c", json::array({{{"name", "z"}, {"exactly", Exactly(kDriver, {{"count", 0}})}}}));
+  EXPECT_THAT(GpuDemandOf(zero, kGpuClasses).unknown, HasSubstr("no valid count"));
+  // A request that tolerates the bridge's hold could be given a device Slurm holds.
+  for (json t : {json{{"operator", "Exists"}},
+                 json{{"key", kHoldTaintKey}, {"operator", "Exists"}, {"effect", "NoSchedule"}},
+                 json{{"key", kHoldTaintKey}, {"value", "true"}}}) {
+    json c = PendingClaim(
+        "c", json::array({{{"name", "t"}, {"exactly", Exactly(kDriver, {{"tolerations", {t}}})}}}));
+    EXPECT_THAT(GpuDemandOf(c, kGpuClasses).unknown,
+                HasSubstr("tolerates the bridge's device taint"))
+        << t.dump();
+  }
+  // Tolerating something else (a NoExecute taint, another key) is the claim's own matter.
+  for (json t : {json{{"operator", "Exists"}, {"effect", "NoExecute"}},
+                 json{{"key", "gpu.nvidia.com/unhealthy"}, {"operator", "Exists"}}}) {
+    json c = PendingClaim(
+        "c", json::array({{{"name", "t"}, {"exactly", Exactly(kDriver, {{"tolerations", {t}}})}}}));
+    EXPECT_EQ(GpuDemandOf(c, kGpuClasses), (ClaimDemand{.gpus = 1})) << t.dump();
+  }
+}
+
+// A pending pod asking its GPUs through a ResourceClaimTemplate (claim "gpu") and a named
+// ResourceClaim (claim "shared"), nothing through nvidia.com/gpu.
+json ClaimPod() {
+  json pod = json::parse(kPendingPod);
+  for (auto* c : {&pod["spec"]["containers"][0], &pod["spec"]["initContainers"][0]}) {
+    (*c)["resources"] = {{"claims", {{{"name", "gpu"}}, {{"name", "shared"}}}}};
+  }
+  pod["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimTemplateName", "two-gpus"}},
+                                   {{"name", "shared"}, {"resourceClaimName", "team-gpus"}}};
+  pod["status"]["resourceClaimStatuses"] = {
+      {{"name", "gpu"}, {"resourceClaimName", "big-gpu-x7k2p"}}};
+  return pod;
+}
+
+TEST(ClaimsOfPod, NamesTheClaimsItUses) {
+  PodClaims c = ClaimsOfPod(ClaimPod());
+  EXPECT_THAT(c.claims, ElementsAre("cap/big-gpu-x7k2p", "cap/team-gpus"));
+  EXPECT_EQ(c.unresolved, 0);
+  json fresh = ClaimPod();  // kube-controller-manager has not generated the claim yet
+  fresh["status"].erase("resourceClaimStatuses");
+  c = ClaimsOfPod(fresh);
+  EXPECT_THAT(c.claims, ElementsAre("cap/team-gpus"));
+  EXPECT_EQ(c.unresolved, 1);
+  json none = ClaimPod();  // recorded without a claim: none was needed
+  none["status"]["resourceClaimStatuses"][0].erase("resourceClaimName");
+  EXPECT_THAT(ClaimsOfPod(none).claims, ElementsAre("cap/team-gpus"));
+  EXPECT_TRUE(ClaimsOfPod(json::parse(kPendingPod)).empty());
+}
+
+TEST(PendingGpuPod, CountsTheGpusItsClaimsAskFor) {
+  std::map<std::string, ClaimDemand> demands = {{"cap/big-gpu-x7k2p", {.gpus = 2}},
+                                                {"cap/team-gpus", {.gpus = 1}}};
+  auto p = PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold, demands);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod, "cap/big");
+  EXPECT_EQ(p->gpus, 3);
+  EXPECT_EQ(p->model, "NVIDIA-H100-80GB-HBM3");
+  // With an extended-resource request beside them: both count.
+  json both = ClaimPod();
+  both["spec"]["containers"][0]["resources"]["requests"] = {{"nvidia.com/gpu", "4"}};
+  EXPECT_EQ(PendingGpuPod(both, "nvidia.com/gpu", kThreshold, demands)->gpus, 7);
+  // An allocated claim (shared with a running pod) asks for nothing more.
+  demands["cap/team-gpus"].allocated = true;
+  EXPECT_EQ(PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold, demands)->gpus, 2);
+  demands["cap/big-gpu-x7k2p"].allocated = true;
+  EXPECT_FALSE(PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold, demands));
+  // Below the threshold, or scheduled: no trigger whatever it asks.
+  demands = {{"cap/big-gpu-x7k2p", {.gpus = 2}}, {"cap/team-gpus", {.gpus = 1}}};
+  EXPECT_FALSE(PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold + 1, demands));
+}
+
+TEST(PendingGpuPod, WaitsUntilEveryClaimIsKnownAndSized) {
+  std::optional<PendingCandidate> c = PendingCandidateOf(ClaimPod(), "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->pod.gpus, 0);  // no extended-resource part
+  std::string why;
+  EXPECT_FALSE(CountGpus(*c, {{"cap/team-gpus", {.gpus = 1}}}, &why));
+  EXPECT_EQ(why, "");  // not seen yet: a matter of moments, nothing to report
+  EXPECT_FALSE(CountGpus(*c,
+                         {{"cap/team-gpus", {.gpus = 1}},
+                          {"cap/big-gpu-x7k2p", {.unknown = "request gpu asks for every device"}}},
+                         &why));
+  EXPECT_EQ(why, "ResourceClaim cap/big-gpu-x7k2p: request gpu asks for every device");
+  json fresh = ClaimPod();
+  fresh["status"].erase("resourceClaimStatuses");
+  c = PendingCandidateOf(fresh, "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(c.has_value());
+  why.clear();
+  EXPECT_FALSE(CountGpus(*c, {{"cap/team-gpus", {.gpus = 1}}}, &why));
+  EXPECT_EQ(why, "");
+  // A pod with neither a GPU request nor claims is no candidate.
+  json plain = json::parse(kPendingPod);
+  plain["spec"]["containers"][0]["resources"] = json::object();
+  plain["spec"]["initContainers"][0]["resources"] = json::object();
+  EXPECT_FALSE(PendingCandidateOf(plain, "nvidia.com/gpu", kThreshold));
+}
+
 }  // namespace
 }  // namespace skb::devices

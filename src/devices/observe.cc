@@ -44,7 +44,14 @@ bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
 void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w) {
   for (PendingPod& p : w->pending) {
     auto it = borrowing_pods.find(p.pod);
-    p.borrowing = it != borrowing_pods.end() ? it->second : std::string();
+    if (it != borrowing_pods.end()) {
+      p.borrowing = it->second;
+    } else if (p.claim_gpus > 0) {
+      p.borrowing = StrCat("quotas do not count GPUs asked through ResourceClaims (", p.claim_gpus,
+                           p.claim_gpus == 1 ? " GPU" : " GPUs", "), so it takes idle GPUs only");
+    } else {
+      p.borrowing.clear();
+    }
   }
 }
 

@@ -55,6 +55,9 @@ struct World {
   std::map<std::string, std::set<std::string>> held;
   // Unschedulable GPU pods at or above the threshold, highest priority first.
   std::vector<PendingPod> pending;
+  // Such pods whose GPU demand cannot be sized (a claim's allocationMode All, a request
+  // tolerating the bridge's hold: devices::CountGpus), "ns/name" -> why: no give serves them.
+  std::map<std::string, std::string> not_counted;
   // Every live pod ("ns/name") -> its node ("" while unscheduled): a give's pod still waits
   // while it exists unscheduled or runs on the give's node.
   std::map<std::string, std::string> pod_node;
@@ -63,7 +66,10 @@ struct World {
   std::map<uint32_t, std::string> guaranteed_jobs;
 };
 // Marks the pending pods that would run beyond their tenant's guarantee
-// (ownership::QuotaFacts::borrowing_pods: "ns/name" -> why): they take idle GPUs only.
+// (ownership::QuotaFacts::borrowing_pods: "ns/name" -> why): they take idle GPUs only. So
+// does, with quotas on, a pod asking GPUs through ResourceClaims, which the quotas do not
+// count yet: whether it stays within its tenant's guarantee is not known, and a give never
+// takes a job's GPUs for demand that may be borrowed.
 void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w);
 
 struct Observation {

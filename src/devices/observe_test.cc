@@ -289,5 +289,24 @@ TEST(ObserveTest, VictimsThatEndedAfterTheSignalAreSeenWithTheirSignalTime) {
   EXPECT_EQ(ownership::ToUnix(o.nodes[1].ended_victims[0].signalled_at), 1'699'999'900);
 }
 
+TEST(ApplyBorrowingTest, QuotasMarkBorrowingPodsAndPodsAskingThroughClaims) {
+  World w;
+  w.pending = {{.pod = "a/within", .gpus = 2},
+               {.pod = "a/over", .gpus = 2},
+               {.pod = "a/claims", .gpus = 3, .claim_gpus = 2},
+               {.pod = "a/both", .gpus = 1, .claim_gpus = 1}};
+  w.pending[0].borrowing = "stale";
+  ApplyBorrowing({{"a/over", "tenant a uses 8 of its 8 GPUs guaranteed"},
+                  {"a/both", "tenant a uses 8 of its 8 GPUs guaranteed"}},
+                 &w);
+  EXPECT_EQ(w.pending[0].borrowing, "");
+  EXPECT_EQ(w.pending[1].borrowing, "tenant a uses 8 of its 8 GPUs guaranteed");
+  // Quotas count no claim's GPUs: whether the pod stays within its guarantee is not known.
+  EXPECT_EQ(w.pending[2].borrowing,
+            "quotas do not count GPUs asked through ResourceClaims (2 GPUs), so it takes idle "
+            "GPUs only");
+  EXPECT_EQ(w.pending[3].borrowing, "tenant a uses 8 of its 8 GPUs guaranteed");
+}
+
 }  // namespace
 }  // namespace skb::devices

@@ -23,6 +23,18 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
   r.Bool("enabled", &out->enabled);
   r.String("driver", &out->driver);
   r.String("extended_resource", &out->extended_resource);
+  if (!r.TypeOf("device_classes").empty()) {
+    std::vector<std::string> classes;
+    r.StringList("device_classes", &classes);
+    out->device_classes = {classes.begin(), classes.end()};
+    if (out->device_classes.empty()) r.Fail("device_classes", "must name at least one DeviceClass");
+    for (const std::string& c : classes) {
+      if (!IsDnsLabelish(c)) {
+        r.Fail("device_classes",
+               StrCat("'", c, "' is not a DeviceClass name such as gpu.nvidia.com"));
+      }
+    }
+  }
   r.Enum("device_identity", &out->device_identity, {"name", "minor-attribute"});
   r.Duration("give_timeout", &out->give_timeout);
   r.Duration("give_backoff", &out->give_backoff);

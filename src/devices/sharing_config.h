@@ -4,6 +4,7 @@
 //   "gpu_sharing": {
 //     "enabled": true,
 //     "driver": "gpu.nvidia.com", "extended_resource": "nvidia.com/gpu",
+//     "device_classes": ["gpu.nvidia.com"],
 //     "device_identity": "name",
 //     "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
 //     "placeholder": {"partition": "skb-gpu-hold", "qos": "", "account": ""},
@@ -18,6 +19,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,10 @@ struct SharingConfig {
   // The extended resource a DeviceClass serves through DRA: pods asking for it (or a claim
   // of the driver's devices) are the GPU pods the bridge frees devices for.
   std::string extended_resource = "nvidia.com/gpu";
+  // The DeviceClasses of whole GPUs: a pod's ResourceClaim (its own, or one generated from
+  // a ResourceClaimTemplate) asking for devices of one of these is GPU demand like
+  // extended_resource (devices::GpuDemandOf). NVIDIA's driver installs gpu.nvidia.com.
+  std::set<std::string, std::less<>> device_classes = {"gpu.nvidia.com"};
   // How a published device names its GPU: "name" (the device is gpu-<minor>, as NVIDIA's
   // driver v25.8 and later publish it) or "minor-attribute" (only the device's `minor`
   // attribute counts, as releases up to v25.3 published it).

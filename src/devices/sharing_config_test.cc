@@ -15,6 +15,7 @@ TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
   EXPECT_EQ(s.driver, "gpu.nvidia.com");
   EXPECT_EQ(s.extended_resource, "nvidia.com/gpu");
   EXPECT_TRUE(s.TrustNames());
+  EXPECT_EQ(s.device_classes, (std::set<std::string, std::less<>>{"gpu.nvidia.com"}));
   EXPECT_EQ(s.placeholder.partition, "skb-gpu-hold");
   EXPECT_EQ(s.GresFilesOf("node1", 3),
             (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
@@ -24,6 +25,7 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   StatusOr<config::Config> cfg = config::ParseConfig(R"({"gpu_sharing": {
       "enabled": true, "driver": "gpu.example.com", "extended_resource": "example.com/gpu",
       "device_identity": "minor-attribute", "give_timeout": "3m",
+      "device_classes": ["gpu.example.com", "gpu-large.example.com"],
       "give_backoff": "5m", "give_backoff_max": "1h",
       "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
       "placeholder": {"partition": "hold", "qos": "bridge", "account": "ops"}}})");
@@ -33,6 +35,8 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   EXPECT_EQ(s.driver, "gpu.example.com");
   EXPECT_EQ(s.extended_resource, "example.com/gpu");
   EXPECT_FALSE(s.TrustNames());
+  EXPECT_EQ(s.device_classes,
+            (std::set<std::string, std::less<>>{"gpu-large.example.com", "gpu.example.com"}));
   EXPECT_EQ(s.give_timeout, std::chrono::minutes(3));
   EXPECT_EQ(s.give_backoff, std::chrono::minutes(5));
   EXPECT_EQ(s.give_backoff_max, std::chrono::hours(1));
@@ -49,6 +53,9 @@ TEST(SharingConfigTest, BadValuesNameTheKey) {
       {R"({"gpu_sharing": {"device_identity": "index"}})", "gpu_sharing.device_identity"},
       {R"({"gpu_sharing": {"extended_resource": "gpu"}})", "gpu_sharing.extended_resource"},
       {R"({"gpu_sharing": {"driver": "GPU Driver"}})", "gpu_sharing.driver"},
+      {R"({"gpu_sharing": {"device_classes": []}})", "gpu_sharing.device_classes"},
+      {R"({"gpu_sharing": {"device_classes": ["GPU Class"]}})", "gpu_sharing.device_classes"},
+      {R"({"gpu_sharing": {"device_classes": "gpu.nvidia.com"}})", "gpu_sharing.device_classes"},
       {R"({"gpu_sharing": {"give_timeout": "1s"}})", "gpu_sharing.give_timeout"},
       {R"({"gpu_sharing": {"give_backoff": "1s"}})", "gpu_sharing.give_backoff"},
       {R"({"gpu_sharing": {"give_backoff": "1h", "give_backoff_max": "30m"}})",
