@@ -110,6 +110,30 @@ TEST(DeviceInformers, PodInformerKeepsWhatPendingGpuPodReads) {
   }
 }
 
+// The same for a pod asking through a ResourceClaimTemplate, and its generated claim, as the
+// apiserver returned them: the pod's claim references and the claim's requests survive both
+// trims and the selective decode.
+TEST(DeviceInformers, TrimsKeepWhatCountsAClaimPodsGpus) {
+  config::Config cfg;
+  const json pod = json::parse(td::kPendingTemplatePod);
+  const json claim = json::parse(td::kPendingTemplateClaim);
+  k8s::InformerOptions opts = PodInformerOptions();
+  auto selected =
+      k8s::ParseSelected(json({{"type", "ADDED"}, {"object", pod}}).dump(), *opts.decode_selection);
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  const json trimmed_claim = ResourceClaimInformerOptions().transform(json(claim));
+  const std::map<std::string, devices::ClaimDemand> demands = {
+      {"cap/tmpl-big-gpu-dmjs7",
+       devices::GpuDemandOf(trimmed_claim, cfg.gpu_sharing.device_classes)}};
+  for (const json& p :
+       {opts.transform(json(pod)), opts.transform(std::move((*selected)["object"]))}) {
+    auto got = devices::PendingGpuPod(p, "nvidia.com/gpu", 100000, demands);
+    ASSERT_TRUE(got.has_value()) << p.dump();
+    EXPECT_EQ(got->gpus, 9);
+    EXPECT_EQ(got->claim_gpus, 9);
+  }
+}
+
 TEST(DeviceInformers, SelectWhatTheBridgeReads) {
   config::Config cfg;
   cfg.gpu_sharing.driver = "gpu.example.com";

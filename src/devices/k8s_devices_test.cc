@@ -501,6 +501,22 @@ TEST(PendingGpuPod, CountsTheGpusItsClaimsAskFor) {
   EXPECT_FALSE(PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold + 1, demands));
 }
 
+// The objects as the 1.37.2 apiserver returned them: a pending pod of a template and the
+// claim kube-controller-manager generated for it.
+TEST(PendingGpuPod, CountsTheGeneratedClaimOfARealTemplatePod) {
+  const json pod = json::parse(kPendingTemplatePod);
+  const json claim = json::parse(kPendingTemplateClaim);
+  EXPECT_THAT(ClaimsOfPod(pod).claims, ElementsAre("cap/tmpl-big-gpu-dmjs7"));
+  const ClaimDemand demand = GpuDemandOf(claim, kGpuClasses);
+  EXPECT_EQ(demand, (ClaimDemand{.gpus = 9}));
+  auto p = PendingGpuPod(pod, "nvidia.com/gpu", kThreshold, {{"cap/tmpl-big-gpu-dmjs7", demand}});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod, "cap/tmpl-big");
+  EXPECT_EQ(p->gpus, 9);
+  EXPECT_EQ(p->claim_gpus, 9);
+  EXPECT_EQ(p->priority, 100000);
+}
+
 TEST(PendingGpuPod, WaitsUntilEveryClaimIsKnownAndSized) {
   std::optional<PendingCandidate> c = PendingCandidateOf(ClaimPod(), "nvidia.com/gpu", kThreshold);
   ASSERT_TRUE(c.has_value());

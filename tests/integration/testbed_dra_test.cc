@@ -321,5 +321,58 @@ spec:
       << Get({"resourceclaim", "-n", ns_, "one-gpu"})["status"].dump();
 }
 
+// The chart's device-hold guard (helm/.../admission-device-hold-guard.yaml, which `scripts/
+// testbed up` installs): the apiserver refuses a claim or template whose request tolerates the
+// bridge's device taint (it could be allocated a GPU Slurm holds), directly or through a
+// toleration of every key, in `exactly` or in a firstAvailable alternative; a toleration of
+// another key or of NoExecute only is the claim's own matter.
+TEST_F(DraTest, TheChartRefusesClaimsThatTolerateTheBridgesDeviceTaint) {
+  CommandResult installed = RunCommand(
+      {"kubectl", "get", "validatingadmissionpolicy", "skb-slurm-k8s-bridge-device-hold-guard"},
+      seconds(30));
+  ASSERT_EQ(installed.exit_code, 0) << "the testbed lacks the chart's device-hold guard "
+                                       "(`scripts/testbed up` of this tree installs it)";
+  auto create = [&](const std::string& kind, const std::string& name, const std::string& request) {
+    const std::string devices =
+        StrCat("devices:\n      requests:\n      - name: gpu\n        ", request);
+    std::string manifest =
+        kind == "ResourceClaim"
+            ? StrCat("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: ", name,
+                     "}\nspec:\n  ", devices, "\n")
+            : StrCat(
+                  "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: ",
+                  name, "}\nspec:\n  spec:\n    ",
+                  StrCat("devices:\n        requests:\n        - name: gpu\n          ", request),
+                  "\n");
+    return RunCommand({"kubectl", "create", "-n", ns_, "-f", "-"}, seconds(30), manifest);
+  };
+  const std::string gpu = StrCat("deviceClassName: ", kDriver);
+  for (std::string_view tolerations :
+       {"[{operator: Exists}]", "[{key: slurm-k8s-bridge.io/slurm-owned, operator: Exists}]",
+        "[{key: slurm-k8s-bridge.io/slurm-owned, value: 'true', effect: NoSchedule}]"}) {
+    CommandResult r = create("ResourceClaimTemplate", "tolerant",
+                             StrCat("exactly: {", gpu, ", tolerations: ", tolerations, "}"));
+    EXPECT_NE(r.exit_code, 0) << tolerations;
+    EXPECT_THAT(r.err, HasSubstr("request(s) gpu tolerate the device taint "
+                                 "slurm-k8s-bridge.io/slurm-owned"))
+        << tolerations;
+  }
+  CommandResult alternative = create(
+      "ResourceClaim", "tolerant-alt",
+      StrCat("firstAvailable:\n        - {name: two, ", gpu, ", count: 2}\n        - {name: one, ",
+             gpu, ", tolerations: [{operator: Exists}]}"));
+  EXPECT_NE(alternative.exit_code, 0);
+  EXPECT_THAT(alternative.err, HasSubstr("device-hold-guard"));
+  for (std::string_view tolerations : {"[{key: gpu.nvidia.com/unhealthy, operator: Exists}]",
+                                       "[{operator: Exists, effect: NoExecute}]"}) {
+    CommandResult r = create("ResourceClaim", StrCat("other-", tolerations.size() % 100),
+                             StrCat("exactly: {", gpu, ", tolerations: ", tolerations, "}"));
+    EXPECT_EQ(r.exit_code, 0) << tolerations << ": " << r.err;
+  }
+  EXPECT_EQ(
+      create("ResourceClaimTemplate", "plain", StrCat("exactly: {", gpu, ", count: 2}")).exit_code,
+      0);
+}
+
 }  // namespace
 }  // namespace skb::testbed

@@ -231,6 +231,54 @@ TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfte
   EXPECT_EQ(JobField(job, "JobState"), "RUNNING");
 }
 
+// A pod asking its GPUs through a ResourceClaimTemplate of the GPU DeviceClass (no
+// nvidia.com/gpu at all) is a trigger like any other: kube-controller-manager generates its
+// claim, the bridge counts the claim's 2 GPUs and frees them next to a non-preemptible job
+// by preempting the preemptible one; kube-scheduler allocates the claim on the freed devices.
+TEST_F(GpuSharingE2E, APodAskingThroughAResourceClaimTemplateGetsGpusFreed) {
+  struct DeleteTemplate {
+    ~DeleteTemplate() {
+      Shell("kubectl delete resourceclaimtemplate skb-e2e-two-gpus -n default --ignore-not-found");
+    }
+  } cleanup;
+  ASSERT_EQ(Shell(R"(kubectl apply -f - <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: skb-e2e-two-gpus, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com, count: 2}
+EOF)")
+                .exit_code,
+            0);
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
+  const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod("tmpl-2", "lending", 0));
+  pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
+  pod["spec"]["resourceClaims"] = {
+      {{"name", "gpu"}, {"resourceClaimTemplateName", "skb-e2e-two-gpus"}}};
+  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", pod).ok());
+  ExpectGivenByPreemptionOn("tmpl-2", "node1", take, "2-GPU pod through a ResourceClaimTemplate");
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  // Its generated claim holds two of node1's devices, and no nvidia.com/gpu was asked.
+  const std::string claim =
+      PodField("tmpl-2", ".status.resourceClaimStatuses[0].resourceClaimName");
+  ASSERT_FALSE(claim.empty());
+  EXPECT_EQ(Trim(Shell(StrCat("kubectl get resourceclaim -n default ", claim,
+                              " -o jsonpath='{.status.allocation.devices.results[*].pool}'"))
+                     .out),
+            "node1 node1");
+  EXPECT_EQ(PodField("tmpl-2", ".spec.containers[0].resources.requests"), "");
+}
+
 // A pod pinned to a node (nodeSelector on kubernetes.io/hostname) gets GPUs freed on that
 // node, even by a preemption, while another node has idle GPUs it may not use.
 TEST_F(GpuSharingE2E, APinnedPodGetsGpusFreedOnItsNodeNotOnAnIdleOne) {

@@ -326,6 +326,22 @@ def cmd_render():
     check(not find(off, "ValidatingAdmissionPolicy", "-swap-guard") and
           not find(off, "ValidatingAdmissionPolicyBinding", "-swap-guard"),
           "swapGuard.enabled=false still renders it")
+    # The device-hold guard: only with gpu_sharing on (below), on claims and templates.
+    check(not find(objs, "ValidatingAdmissionPolicy", "-device-hold-guard"),
+          "defaults: the device-hold guard is rendered with gpu_sharing off")
+    on = docs(template(namespace=ns, sets=["config.gpu_sharing.enabled=true"]))
+    dg = one(on, "ValidatingAdmissionPolicy", "-device-hold-guard")
+    dgb = one(on, "ValidatingAdmissionPolicyBinding", "-device-hold-guard")
+    check(dg["spec"]["matchConstraints"]["resourceRules"][0]["resources"] ==
+          ["resourceclaims", "resourceclaimtemplates"] and
+          "slurm-k8s-bridge.io/slurm-owned" in json.dumps(dg["spec"]["variables"]) and
+          dgb["spec"]["policyName"] == dg["metadata"]["name"] and
+          dgb["spec"]["validationActions"] == ["Deny"],
+          f"gpu_sharing on: device-hold guard {dg['spec'].get('matchConstraints')}")
+    off = docs(template(namespace=ns, sets=["config.gpu_sharing.enabled=true",
+                                            "admissionPolicies.deviceHoldGuard.enabled=false"]))
+    check(not find(off, "ValidatingAdmissionPolicy", "-device-hold-guard"),
+          "deviceHoldGuard.enabled=false still renders it")
     # The reservation guard: bound to the reservation namespace only, the bridge's
     # ServiceAccount exempt, live reservation pods' deletes and evictions watched.
     rg = one(objs, "ValidatingAdmissionPolicy", "-reservation-guard")
