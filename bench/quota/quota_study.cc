@@ -7,6 +7,7 @@
 #include <limits>
 #include <list>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -76,6 +77,81 @@ StatusOr<std::vector<Job>> ReadPhilly(const std::string& path, int min_team_jobs
   return jobs;
 }
 
+InferenceTrace MapInference(const std::vector<sim::Task>& tasks, int64_t window_s) {
+  InferenceTrace out;
+  int64_t last_creation = 0, last_time = 0;
+  for (const sim::Task& t : tasks) {
+    last_creation = std::max(last_creation, t.creation);
+    last_time = std::max({last_time, t.creation, t.scheduled.value_or(0), t.deletion.value_or(0)});
+  }
+  const int64_t start = std::max<int64_t>(0, last_creation - window_s);
+  out.window_start_s = start;
+  for (const sim::Task& t : tasks) {
+    if (!t.Inference() || !t.UsesGpu()) continue;
+    out.inference_gpu_tasks++;
+    if (!t.scheduled) {
+      out.never_scheduled++;
+      continue;
+    }
+    const int64_t end = t.deletion.value_or(last_time);
+    if (end <= start) {
+      out.ended_before_window++;
+      continue;
+    }
+    // A pod running when the window opens arrives at its start with the rest of its run.
+    const int64_t run_from = std::max(*t.scheduled, start);
+    Job j;
+    j.submit_s = std::max(t.creation, start) - start;
+    j.duration_s = end - run_from;
+    j.gpus = static_cast<int>(t.WholeGpus());
+    j.team = kInferenceTenant;
+    j.inference = true;
+    if (j.duration_s <= 0) {
+      out.no_run_time++;
+      continue;
+    }
+    if (*t.scheduled < start) out.running_at_start++;
+    if (!t.deletion) out.no_deletion++;
+    if (t.Fractional()) {
+      out.fractional++;
+      out.fractional_gpu_h_added +=
+          static_cast<double>(j.duration_s) * static_cast<double>(1000 - t.gpu_milli) / 1000 / 3600;
+    }
+    out.jobs.push_back(std::move(j));
+  }
+  std::stable_sort(out.jobs.begin(), out.jobs.end(),
+                   [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
+  return out;
+}
+
+StatusOr<InferenceTrace> ReadInference(const std::string& path, int64_t window_s) {
+  ASSIGN_OR_RETURN(std::string text, sim::ReadFile(path));
+  ASSIGN_OR_RETURN(std::vector<sim::Task> tasks, sim::ParseTasks(text, path));
+  InferenceTrace out = MapInference(tasks, window_s);
+  if (out.jobs.empty()) return InvalidArgumentError(path + ": no inference pod with a GPU ran");
+  return out;
+}
+
+int PeakConcurrentGpus(const std::vector<Job>& jobs) {
+  std::vector<std::pair<int64_t, int>> changes;  // time, GPUs (ends before starts at a tie)
+  for (const Job& j : jobs) {
+    changes.push_back({j.submit_s, j.gpus});
+    changes.push_back({j.submit_s + j.duration_s, -j.gpus});
+  }
+  std::sort(changes.begin(), changes.end());
+  int now = 0, peak = 0;
+  for (auto [t, g] : changes) peak = std::max(peak, now += g);
+  return peak;
+}
+
+std::vector<Job> Merge(const std::vector<Job>& training, const std::vector<Job>& inference) {
+  std::vector<Job> all = training;
+  all.insert(all.end(), inference.begin(), inference.end());
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
+  return all;
+}
+
 std::map<std::string, double> Shares(const std::vector<Job>& jobs) {
   std::map<std::string, double> gpu_s;
   double total = 0;
@@ -134,27 +210,57 @@ class Sim {
     free_.assign(n, o.gpus_per_node);
     runs_on_.assign(n, {});
     owner_.assign(n, -1);
-    auto shares = Shares(jobs);
+    // Teams with a fixed guarantee take it first; the others share the rest by GPU-hours.
+    std::map<std::string, double> shares;
+    if (o.fixed_guarantees.empty()) {
+      shares = Shares(jobs);
+    } else {
+      std::vector<Job> sharing;
+      for (const Job& j : jobs) {
+        if (!o.fixed_guarantees.contains(j.team)) sharing.push_back(j);
+      }
+      if (!sharing.empty()) shares = Shares(sharing);
+    }
+    std::set<std::string> kubernetes;  // teams of inference pods
+    for (const Job& j : jobs) {
+      if (!shares.contains(j.team)) shares[j.team] = 0;  // a fixed guarantee's team
+      if (j.inference) kubernetes.insert(j.team);
+    }
     for (auto& [team, share] : shares) {
       team_index_[team] = static_cast<int>(teams_.size());
       teams_.push_back(team);
       share_.push_back(share);
+      kubernetes_.push_back(kubernetes.contains(team));
     }
     queues_.resize(teams_.size());
     usage_.assign(teams_.size(), 0);
     claimed_.assign(teams_.size(), 0);
+    const int cluster_gpus_all = n * o.gpus_per_node;
+    int fixed_gpus = 0, fixed_nodes = 0;
+    std::vector<int> nodes_of(teams_.size());
+    std::vector<std::optional<int>> fixed(teams_.size());
+    for (size_t t = 0; t < teams_.size(); ++t) {
+      auto it = o.fixed_guarantees.find(teams_[t]);
+      if (it == o.fixed_guarantees.end()) continue;
+      fixed[t] = std::min(it->second, cluster_gpus_all - fixed_gpus);
+      fixed_gpus += *fixed[t];
+      nodes_of[t] = std::min((it->second + o.gpus_per_node - 1) / o.gpus_per_node, n - fixed_nodes);
+      fixed_nodes += nodes_of[t];
+    }
     // Quotas: floor(share x GPUs). Static: whole nodes by largest remainder.
     for (size_t t = 0; t < teams_.size(); ++t) {
-      quotas_.tenants.push_back(
-          {.name = teams_[t],
-           .slurm_accounts = {teams_[t]},
-           .guaranteed = static_cast<int>(std::floor(share_[t] * n * o.gpus_per_node))});
+      quota::Tenant tenant{.name = teams_[t]};
+      (kubernetes_[t] ? tenant.kubernetes_namespaces : tenant.slurm_accounts).push_back(teams_[t]);
+      tenant.guaranteed =
+          fixed[t] ? *fixed[t]
+                   : static_cast<int>(std::floor(share_[t] * (cluster_gpus_all - fixed_gpus)));
+      quotas_.tenants.push_back(std::move(tenant));
     }
     std::vector<std::pair<double, int>> rem;
-    int given = 0;
-    std::vector<int> nodes_of(teams_.size());
+    int given = fixed_nodes;
     for (size_t t = 0; t < teams_.size(); ++t) {
-      double exact = share_[t] * n;
+      if (fixed[t]) continue;
+      double exact = share_[t] * (n - fixed_nodes);
       nodes_of[t] = static_cast<int>(std::floor(exact));
       given += nodes_of[t];
       rem.push_back({exact - nodes_of[t], static_cast<int>(t)});
@@ -365,6 +471,10 @@ class Sim {
     w.id = "j" + std::to_string(job);
     w.tenant = jobs_[job].team;
     w.gpus = jobs_[job].gpus;
+    if (jobs_[job].inference) {
+      w.side = quota::Side::kKubernetes;
+      w.preemptible = false;  // at or above the protected class
+    }
     if (pending) {
       w.started_at = jobs_[job].submit_s;
     } else {
@@ -387,7 +497,7 @@ class Sim {
     for (size_t t = 0; t < teams_.size(); ++t) {
       quota::TenantUsage& u = c.usage[teams_[t]];
       u.guaranteed = quotas_.tenants[t].guaranteed;
-      u.in_use_slurm = usage_[t] + claimed_[t];
+      (kubernetes_[t] ? u.in_use_kubernetes : u.in_use_slurm) = usage_[t] + claimed_[t];
       u.over_per_weight = u.in_use() - u.guaranteed;
     }
     return c;
@@ -400,7 +510,9 @@ class Sim {
     }
     quota::Classification c = quota::Classify(quotas_, running);
     for (size_t t = 0; t < teams_.size(); ++t) {
-      c.usage[teams_[t]].in_use_slurm += claimed_[t];  // reclaims in flight count as used
+      quota::TenantUsage& u = c.usage[teams_[t]];
+      (kubernetes_[t] ? u.in_use_kubernetes : u.in_use_slurm) +=
+          claimed_[t];  // reclaims in flight count as used
     }
     return c;
   }
@@ -547,6 +659,7 @@ class Sim {
                                                : 0;
       tr.wait_p50_s = Percentile(waits[t], 0.50);
       tr.wait_p99_s = Percentile(waits[t], 0.99);
+      tr.wait_max_s = Percentile(waits[t], 1.0);
       res.worst_p99_s = std::max(res.worst_p99_s, tr.wait_p99_s);
     }
     res.teams = team_results_;
@@ -565,6 +678,7 @@ class Sim {
   std::map<std::string, int> team_index_;
   std::vector<std::string> teams_;
   std::vector<double> share_;
+  std::vector<bool> kubernetes_;  // the team's work is inference pods
   std::vector<std::list<int>> queues_;
   std::vector<int> usage_, claimed_, static_gpus_;
   quota::QuotaConfig quotas_;
