@@ -193,16 +193,21 @@ def plots(results_dir, e2e):
 
 
 def quota_study(results_dir):
-    """The guaranteed-quota study's printed report (bench/quota/study.sh), as it ran."""
-    path = os.path.join(results_dir, "quota_study.txt")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        text = f.read().rstrip()
-    out = ["## Guaranteed quotas: the Philly study (bench/quota)", "",
-           "Models and the trace: bench/quota/README.md.", "", "```", text, "```", ""]
-    if os.path.exists(os.path.join(results_dir, "quota_study.png")):
-        out += ["![Worst team's p99 wait against cluster size](results/quota_study.png)", ""]
+    """The guaranteed-quota study's printed reports (bench/quota/study.sh), as they ran: the
+    Philly teams alone, then the mixed case (with the Alibaba inference pods) when it ran."""
+    out = []
+    for name, title in (("quota_study", "the Philly study"),
+                        ("quota_study_mixed",
+                         "the mixed case, Philly teams + Alibaba inference pods")):
+        path = os.path.join(results_dir, f"{name}.txt")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read().rstrip()
+        out += [f"## Guaranteed quotas: {title} (bench/quota)", "",
+                "Models and the trace: bench/quota/README.md.", "", "```", text, "```", ""]
+        if os.path.exists(os.path.join(results_dir, f"{name}.png")):
+            out += [f"![Worst team's p99 wait against cluster size](results/{name}.png)", ""]
     return out
 
 
