@@ -210,13 +210,36 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
                                          o.placeholder_job, " stays"))
                    : rule.status();
       }
+      // creationTimestamp keeps whole seconds: the hold may be up to a second younger.
       auto created = k8s::ParseTime((*rule)["metadata"].value("creationTimestamp", ""));
-      if (!created.ok() || clock_->Now() < *created + kHoldSettle) {
+      if (!created.ok() || clock_->Now() < *created + std::chrono::seconds(1) + kHoldSettle) {
         return AbortedError(
             StrCat("the hold on ", d, " is younger than ",
                    std::chrono::duration_cast<std::chrono::seconds>(kHoldSettle).count(),
                    " s: placeholder ", o.placeholder_job, " stays"));
       }
+    }
+    // A pod kube-scheduler is binding to the node: it names the node in
+    // status.nominatedNodeName before it writes the claim's allocation (PreBind; Kubernetes
+    // 1.35+, NominatedNodeNameForExpectation), so an allocation decided before the hold may
+    // still be on its way, however long its binding takes (an apiserver restart, say).
+    // Pods first, then claims: a nomination gone by then has its claim written.
+    k8s::ListOptions unbound;
+    unbound.field_selector = "spec.nodeName=";
+    auto pods = kube_->List(k8s::Resource::Pods(), "", unbound);
+    if (!pods.ok()) return pods.status();
+    for (const nlohmann::json& p : pods->items) {
+      const nlohmann::json* status = p.contains("status") ? &p["status"] : nullptr;
+      if (status == nullptr || !status->is_object() ||
+          status->value("nominatedNodeName", std::string()) != t.k8s_node ||
+          p["metadata"].contains("deletionTimestamp")) {
+        continue;
+      }
+      return AbortedError(
+          StrCat("pod ", p["metadata"].value("namespace", std::string()), "/",
+                 p["metadata"].value("name", std::string()), " is being bound to ", t.k8s_node,
+                 " (nominated): its claim may still be allocated there; placeholder ",
+                 o.placeholder_job, " stays"));
     }
     auto list = kube_->List(k8s::Resource::ResourceClaims(), "", k8s::ListOptions{});
     if (!list.ok()) return list.status();

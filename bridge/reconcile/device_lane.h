@@ -20,8 +20,11 @@
 //   RemoveDeviceHold  the placeholder is re-read: running, on the node, holding every
 //                     device's GRES index; otherwise Aborted (plan again).
 //   EndPlaceholder    of a running placeholder: its holds are read (each at least
-//                     kHoldSettle old) and the node's claims listed from the apiserver; a
-//                     claim still allocated on its devices is Aborted.
+//                     kHoldSettle old, counted from the end of its creation second), the
+//                     unbound pods listed (one nominated to the node is being bound:
+//                     kube-scheduler may still write its claim's allocation) and then the
+//                     node's claims; a nominated pod or a claim still allocated on its
+//                     devices is Aborted.
 //   SubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
 //   RecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
 //                     there is kUnchanged; the patch is conditional on its resourceVersion.

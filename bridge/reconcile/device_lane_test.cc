@@ -516,9 +516,44 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
   Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("younger than 5 s"));
+  // Five seconds after the second it was created in may be only four after the hold: the
+  // creationTimestamp keeps whole seconds.
+  clock_.Set(ownership::FromUnix(1'767'225'605));
+  s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   clock_.Set(ownership::FromUnix(1'767'225'606));
   EXPECT_TRUE(exec_.Execute(end, lane_.Nodes().at(0), "node1").ok());
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
+}
+
+// kube-scheduler names the node in a pod's status.nominatedNodeName before it writes the
+// allocation of the pod's claim (its binding cycle, which an apiserver restart can stretch
+// far beyond the settle time): while an unbound pod is nominated there, the placeholder stays.
+TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAPodIsBeingBoundToTheNode) {
+  Pass();
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  devices::DeviceAction end;
+  end.op = devices::EndPlaceholder{.placeholder_job = ph};
+  end.node = "node1";
+  clock_.Set(ownership::FromUnix(1'767'225'700));
+  nlohmann::json pod = {{"metadata", {{"name", "late"}, {"namespace", "ml"}}},
+                        {"spec", {{"containers", nlohmann::json::array()}}},
+                        {"status", {{"phase", "Pending"}, {"nominatedNodeName", "node1"}}}};
+  ASSERT_TRUE(kube_.Create(k8s::Resource::Pods(), "ml", pod).ok());
+  // Nominated elsewhere, or already bound (its claim is then written): no matter.
+  nlohmann::json other = pod;
+  other["metadata"]["name"] = "elsewhere";
+  other["status"]["nominatedNodeName"] = "node2";
+  ASSERT_TRUE(kube_.Create(k8s::Resource::Pods(), "ml", other).ok());
+  Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("pod ml/late is being bound to node1"));
+  EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);
+  pod["spec"]["nodeName"] = "node1";
+  ASSERT_TRUE(kube_.Update(k8s::Resource::Pods(), "ml", pod).ok());
+  EXPECT_TRUE(exec_.Execute(end, lane_.Nodes().at(0), "node1").ok());
 }
 
 // kube-scheduler never places the pod on the GPUs given to it (a rule the bridge does not

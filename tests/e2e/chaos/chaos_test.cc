@@ -16,8 +16,10 @@
 // inference pods ask for 1, 2 or 4 GPUs, the sampler checks every device (a Slurm job's GRES
 // index vs an allocated claim), and the faults that need reservation pods or a device
 // plugin's allocatable are replaced by what a DRA node has instead: the kubelet failing an
-// inference pod, and an inference pod force-deleted. Once settled, every device must be back
-// with Slurm (held by the bridge's DeviceTaintRules) and no placeholder job left.
+// inference pod, an inference pod force-deleted, and GPUs lost as the driver's health check
+// loses them (the node's ResourceSlice republished without them, then with them again). Once
+// settled, every device must be back with Slurm (held by the bridge's DeviceTaintRules) and no
+// placeholder job left.
 //
 // Pass: zero double-booked samples; zero lost jobs (each submitted job COMPLETED, or still
 // pending/running -- none FAILED, CANCELLED or NODE_FAIL); once the chaos stops and the
@@ -379,9 +381,8 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
           ++faults["kubelet restart"];
           break;
         case 7: {
-          // A DRA driver's lost device (a ResourceSlice without it, or a device taint the
-          // driver sets) is not simulated by the testbed yet.
-          if (dra_) break;
+          // dra mode: the driver republishes the node's ResourceSlice without the devices
+          // (its health check), and the node leaves GPU sharing until they are back.
           const std::string node = StrCat("node", pick(1, nodes));
           if (gpus_lost.count(node)) break;
           Shell(Testbed(StrCat("gpu-lost ", node, " ", pick(1, 2))), seconds(60));
