@@ -143,6 +143,16 @@ class DeviceLaneTest : public ::testing::Test {
     return 0;
   }
 
+  // The give of the first passes, its placeholder started on GPUs 1 and 2, and the action
+  // that ends it.
+  void GiveOnTwoGpusThenEnd(uint32_t* ph, devices::DeviceAction* end) {
+    Pass();
+    Pass();
+    *ph = PlaceholderId();
+    ASSERT_TRUE(slurm_.StartJob(*ph, "node1", {1, 2}));
+    end->op = devices::EndPlaceholder{.placeholder_job = *ph};
+    end->node = "node1";
+  }
   config::Config cfg_;
   // After the fake apiserver's creationTimestamp (2026-01-01) of every object.
   SimulatedClock clock_{ownership::FromUnix(1'800'000'000)};
@@ -503,13 +513,9 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDev
 }
 
 TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
-  Pass();
-  Pass();
-  const uint32_t ph = PlaceholderId();
-  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  uint32_t ph = 0;
   devices::DeviceAction end;
-  end.op = devices::EndPlaceholder{.placeholder_job = ph};
-  end.node = "node1";
+  ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
   // The holds were created at 2026-01-01T00:00:00Z (the fake's creationTimestamp): two
   // seconds later kube-scheduler may still write an allocation it decided before them.
   clock_.Set(ownership::FromUnix(1'767'225'602));
@@ -530,13 +536,9 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
 // allocation of the pod's claim (its binding cycle, which an apiserver restart can stretch
 // far beyond the settle time): while an unbound pod is nominated there, the placeholder stays.
 TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAPodIsBeingBoundToTheNode) {
-  Pass();
-  Pass();
-  const uint32_t ph = PlaceholderId();
-  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  uint32_t ph = 0;
   devices::DeviceAction end;
-  end.op = devices::EndPlaceholder{.placeholder_job = ph};
-  end.node = "node1";
+  ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
   clock_.Set(ownership::FromUnix(1'767'225'700));
   nlohmann::json pod = {{"metadata", {{"name", "late"}, {"namespace", "ml"}}},
                         {"spec", {{"containers", nlohmann::json::array()}}},
