@@ -82,7 +82,7 @@ class DeviceLaneTest : public ::testing::Test {
       w.paired["node1"].unused_gives = devices::ParseUnusedGives(
           (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
     }
-    for (int i = 0; i < 8; ++i) w.slices["node1"].push_back({devices::DeviceName(i), i});
+    for (int i = 0; i < published_; ++i) w.slices["node1"].push_back({devices::DeviceName(i), i});
     auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
     EXPECT_TRUE(rules.ok());
     w.held = devices::HeldDevices(rules->items);
@@ -164,6 +164,7 @@ class DeviceLaneTest : public ::testing::Test {
   DeviceLane lane_{cfg_, &exec_, &events_, &clock_};
   observability::Registry registry_;
   observability::BridgeMetrics metrics_{&registry_, "test", "22.05"};
+  int published_ = 8;  // the devices node1's slice publishes (gpu-0..)
   bool pod_pending_ = true;
   bool pod_exists_ = true;
   plan::Handover handover_ = plan::Handover::kHandedOver;
@@ -703,7 +704,17 @@ TEST_F(DeviceLaneTest, ANodeLeavingGpuSharingDropsItsHoldsOnceNoPlaceholderIsLef
   slurm::NodeView n = *slurm_.LoadNode("node1");
   n.gpus = {{"h100", 4}};  // the mapping no longer holds
   slurm_.AddNode(n);
+  // The 8 devices are still published: which of them Slurm's jobs use is no longer known,
+  // so every hold stays (the node is Slurm's alone).
   DeviceLane::Result r = Pass();
+  EXPECT_TRUE(lane_.SharingViews().at("node1").leaving);
+  EXPECT_TRUE(r.outcomes.empty());
+  EXPECT_EQ(Held().size(), 8u);
+  published_ = 6;  // two lost: still the other six are allocatable
+  EXPECT_TRUE(Pass().outcomes.empty());
+  EXPECT_EQ(Held().size(), 8u);
+  published_ = 0;  // the slice goes: nothing left to allocate, the holds go
+  r = Pass();
   EXPECT_TRUE(lane_.SharingViews().at("node1").leaving);
   ASSERT_EQ(r.outcomes.size(), 1u);
   EXPECT_TRUE(r.outcomes[0].first.Is<devices::DropDeviceHold>())

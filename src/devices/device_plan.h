@@ -91,6 +91,9 @@ struct Device {
   int64_t index = 0;      // Slurm's GRES index
   std::string name;       // the DRA device (MapGresFiles)
   bool k8s_hold = false;  // the bridge's DeviceTaintRule covers it
+  // The driver publishes it (a node leaving GPU sharing may hold devices no longer
+  // published, and publish devices it cannot map).
+  bool published = true;
 };
 
 // A ResourceClaim naming devices of this node.

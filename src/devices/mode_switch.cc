@@ -76,9 +76,16 @@ std::vector<DeviceAction> PlanLeave(const NodeDevices& node) {
     }
     return out;
   }
+  // A device the driver still publishes keeps its hold: without it, Kubernetes could
+  // allocate a GPU the Slurm jobs of the node may be using, and the node lane's reservation
+  // cannot count it (it would be served by the same devices). Such a node stays Slurm's
+  // until its GPUs map again (every device published: it is handed over once more) or the
+  // slice goes (nothing left to allocate).
   std::vector<std::string> held;
   for (const Device& d : node.devices) {
-    if (d.k8s_hold) held.push_back(d.name);
+    if (!d.k8s_hold) continue;
+    if (d.published) return {};
+    held.push_back(d.name);
   }
   if (held.empty()) return {};
   std::string message = StrCat("holds on ", StrJoin(held, ","), " removed: node ", node.node,

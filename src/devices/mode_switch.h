@@ -8,7 +8,10 @@
 //   leaving   the node is no longer eligible but the lane has placeholders or holds there:
 //             gives in flight are cancelled; GPUs lent to Kubernetes are held again, and once
 //             no allocated claim is left on the node, their placeholders end; with no
-//             placeholder left, every hold goes and the node lane takes the node.
+//             placeholder left and no device of it published any more, every hold goes
+//             and the node lane takes the node. While the driver still publishes a device
+//             (a GPU lost from a slice: the mapping fails, the rest is still allocatable)
+//             every hold stays: the node is Slurm's alone until it maps again.
 //
 //   PassPlan p = PlanPass(o.nodes, w.pending, cfg, now);
 //   PlanModeSwitches(o, &p);

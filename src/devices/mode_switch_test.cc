@@ -41,8 +41,9 @@ TEST(PlanHoldAll, HoldsEveryGpuWithoutAHoldWhateverUsesIt) {
 }
 
 TEST(PlanLeave, CancelsGivesThenHoldsReturnsWhenIdleThenDropsTheHolds) {
-  NodeDevices n =
-      Node({{.index = -1, .name = "gpu-0", .k8s_hold = true}, {.index = -1, .name = "gpu-1"}});
+  // The slice is gone: neither device is published any more.
+  NodeDevices n = Node({{.index = -1, .name = "gpu-0", .k8s_hold = true, .published = false},
+                        {.index = -1, .name = "gpu-1", .published = false}});
   n.placeholders = {{.job_id = 7, .pod = "ml/a", .gpus = 1, .running = true, .indices = {1}},
                     {.job_id = 8, .pod = "ml/b", .gpus = 1, .running = false}};
   n.claims = {{.pod = "ml/a", .devices = {"gpu-1"}, .allocated = true}};
@@ -74,6 +75,20 @@ TEST(PlanLeave, CancelsGivesThenHoldsReturnsWhenIdleThenDropsTheHolds) {
   EXPECT_THAT(a[0].As<DropDeviceHold>().devices, ElementsAre("gpu-0", "gpu-1"));
   for (Device& d : n.devices) d.k8s_hold = false;
   EXPECT_THAT(PlanLeave(n), IsEmpty()) << "converged";
+}
+
+// The driver republished the slice without one GPU (its health check lost it): the mapping
+// fails and the node leaves GPU sharing, but the devices still published keep their holds,
+// or Kubernetes could allocate a GPU a Slurm job uses; only the lost device's hold goes.
+TEST(PlanLeave, KeepsTheHoldsOfDevicesTheDriverStillPublishes) {
+  NodeDevices n = Node({{.index = -1, .name = "gpu-0", .k8s_hold = true},
+                        {.index = -1, .name = "gpu-1", .k8s_hold = true},
+                        {.index = -1, .name = "gpu-7", .k8s_hold = true, .published = false}});
+  EXPECT_THAT(PlanLeave(n), IsEmpty());
+  n.devices[0].published = n.devices[1].published = false;  // the slice went after all
+  const std::vector<DeviceAction> a = PlanLeave(n);
+  ASSERT_THAT(Kinds(a), ElementsAre(DropDeviceHold::kName));
+  EXPECT_THAT(a[0].As<DropDeviceHold>().devices, ElementsAre("gpu-0", "gpu-1", "gpu-7"));
 }
 
 }  // namespace

@@ -22,13 +22,15 @@ NodeDevices Leaving(const std::string& node, const std::string& k8s, const World
   const auto is_held = [&](const std::string& d) {
     return held != w.held.end() && held->second.count(d) > 0;
   };
-  std::set<std::string> names;
+  std::set<std::string> published;
   if (auto slice = w.slices.find(k8s); slice != w.slices.end()) {
-    for (const SliceDevice& d : slice->second) names.insert(d.name);
+    for (const SliceDevice& d : slice->second) published.insert(d.name);
   }
+  std::set<std::string> names = published;
   if (held != w.held.end()) names.insert(held->second.begin(), held->second.end());
   for (const std::string& d : names) {
-    n.devices.push_back({.index = -1, .name = d, .k8s_hold = is_held(d)});
+    n.devices.push_back(
+        {.index = -1, .name = d, .k8s_hold = is_held(d), .published = published.count(d) > 0});
   }
   if (auto c = w.claims.find(k8s); c != w.claims.end()) n.claims = c->second;
   return n;
@@ -186,9 +188,17 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
       NodeDevices n = Leaving(sn.name, k8s, w, mine);
       const std::string left =
           StrCat(mine.size(), " placeholder(s) and ", holds ? held->second.size() : 0, " hold(s)");
+      const auto still_published = std::count_if(n.devices.begin(), n.devices.end(),
+                                                 [](const Device& d) { return d.published; });
       out.sharing[sn.name] = {.leaving = true, .why = StrCat(left, " left")};
-      out.node_granular[sn.name] = StrCat("leaving GPU sharing (", not_eligible,
-                                          "): the device lane winds down its ", left, " first");
+      out.node_granular[sn.name] =
+          still_published == 0
+              ? StrCat("leaving GPU sharing (", not_eligible, "): the device lane winds down its ",
+                       left, " first")
+              : StrCat("leaving GPU sharing (", not_eligible, "): the device lane winds down its ",
+                       left, "; the ", still_published,
+                       " device(s) the driver still publishes stay held for Slurm until the GPUs "
+                       "map again or the slice goes");
       out.leaving.push_back(std::move(n));
       continue;
     }
