@@ -232,7 +232,8 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
       const nlohmann::json* status = p.contains("status") ? &p["status"] : nullptr;
       if (status == nullptr || !status->is_object() ||
           status->value("nominatedNodeName", std::string()) != t.k8s_node ||
-          p["metadata"].contains("deletionTimestamp")) {
+          p["metadata"].contains("deletionTimestamp") ||
+          !devices::MayUseGpus(p, cfg_.gpu_sharing.extended_resource)) {
         continue;
       }
       return AbortedError(

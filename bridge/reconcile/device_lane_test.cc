@@ -541,15 +541,23 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAPodIsBeingBoundToTheNode) {
   devices::DeviceAction end;
   ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
   clock_.Set(ownership::FromUnix(1'767'225'700));
-  nlohmann::json pod = {{"metadata", {{"name", "late"}, {"namespace", "ml"}}},
-                        {"spec", {{"containers", nlohmann::json::array()}}},
-                        {"status", {{"phase", "Pending"}, {"nominatedNodeName", "node1"}}}};
+  nlohmann::json pod = {
+      {"metadata", {{"name", "late"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+      {"status", {{"phase", "Pending"}, {"nominatedNodeName", "node1"}}}};
   ASSERT_TRUE(kube_.Create(k8s::Resource::Pods(), "ml", pod).ok());
-  // Nominated elsewhere, or already bound (its claim is then written): no matter.
+  // Nominated elsewhere, asking no GPU, or already bound (its claim is then written): no
+  // matter.
   nlohmann::json other = pod;
   other["metadata"]["name"] = "elsewhere";
   other["status"]["nominatedNodeName"] = "node2";
   ASSERT_TRUE(kube_.Create(k8s::Resource::Pods(), "ml", other).ok());
+  nlohmann::json cpu_only = pod;
+  cpu_only["metadata"]["name"] = "cpu-only";
+  cpu_only["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "1"}}}};
+  ASSERT_TRUE(kube_.Create(k8s::Resource::Pods(), "ml", cpu_only).ok());
   Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("pod ml/late is being bound to node1"));

@@ -414,6 +414,13 @@ std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
   return p;
 }
 
+bool MayUseGpus(const json& pod, std::string_view extended_resource) {
+  const json* spec = Field(&pod, "spec");
+  if (!Items(Field(spec, "resourceClaims")).empty()) return true;
+  std::optional<int64_t> gpus = spec != nullptr ? EffectiveRequest(*spec, extended_resource) : 0;
+  return !gpus || *gpus > 0;  // a request that does not parse: assume it may
+}
+
 std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extended_resource,
                                         int32_t threshold,
                                         const std::map<std::string, ClaimDemand>& claims) {

@@ -151,6 +151,11 @@ std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
                                     const std::map<std::string, ClaimDemand>& claims,
                                     std::string* why = nullptr);
 
+// Whether `pod` may be allocated GPUs through DRA: it asks for `extended_resource` (any
+// container's request or limit), or uses ResourceClaims. A pod that does neither (a
+// nomination of it never writes a GPU claim) is not waited for.
+bool MayUseGpus(const nlohmann::json& pod, std::string_view extended_resource);
+
 // PendingCandidateOf, then CountGpus: `pod` as a give's trigger, or nullopt.
 std::optional<PendingPod> PendingGpuPod(const nlohmann::json& pod,
                                         std::string_view extended_resource, int32_t threshold,

@@ -517,6 +517,16 @@ TEST(PendingGpuPod, CountsTheGeneratedClaimOfARealTemplatePod) {
   EXPECT_EQ(p->priority, 100000);
 }
 
+TEST(MayUseGpus, AGpuRequestOrAClaim) {
+  EXPECT_TRUE(MayUseGpus(json::parse(kPendingPod), "nvidia.com/gpu"));
+  EXPECT_TRUE(MayUseGpus(json::parse(kPendingTemplatePod), "nvidia.com/gpu"));
+  json plain = json::parse(kPendingPod);
+  plain["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "1"}}}};
+  plain["spec"]["initContainers"][0]["resources"] = json::object();
+  EXPECT_FALSE(MayUseGpus(plain, "nvidia.com/gpu"));
+  EXPECT_FALSE(MayUseGpus(json::object(), "nvidia.com/gpu"));
+}
+
 TEST(PendingGpuPod, WaitsUntilEveryClaimIsKnownAndSized) {
   std::optional<PendingCandidate> c = PendingCandidateOf(ClaimPod(), "nvidia.com/gpu", kThreshold);
   ASSERT_TRUE(c.has_value());
