@@ -74,8 +74,12 @@ uids="$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$daemon/status")"
 [[ "$uids" == "64030 64030 64030 64030" ]] || fail "the daemon runs with uids $uids, not 64030"
 
 wait_ready "$daemon" "$port" "$log"
+# /readyz answers once the caches are synced; the first reconcile worker logs caches_synced
+# a moment later (after it has ensured the PriorityClasses): wait for the line.
 for e in snapshot_published caches_synced; do
-  grep "\"event\":\"$e\"" "$log" || fail "the log shows no $e (slurmctld; the apiserver)"
+  skb_wait_for 30 "$e in the log" grep -q "\"event\":\"$e\"" "$log" ||
+    fail "the log shows no $e (slurmctld; the apiserver)"
+  grep "\"event\":\"$e\"" "$log"
 done
 # What libslurm loaded (from the image: the paths are the container's root as the host sees it).
 echo "Slurm plugins loaded: $(grep -o '/slurm-wlm/[^/ ]*\.so$' "/proc/$daemon/maps" | sort -u |
