@@ -229,16 +229,18 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
     auto pods = kube_->List(k8s::Resource::Pods(), "", unbound);
     if (!pods.ok()) return pods.status();
     for (const nlohmann::json& p : pods->items) {
-      const nlohmann::json* status = p.contains("status") ? &p["status"] : nullptr;
-      if (status == nullptr || !status->is_object() ||
-          status->value("nominatedNodeName", std::string()) != t.k8s_node ||
-          p["metadata"].contains("deletionTimestamp") ||
+      // Read with value(): a const json's operator[] on a missing key is undefined.
+      const nlohmann::json status = p.value("status", nlohmann::json::object());
+      const nlohmann::json meta = p.value("metadata", nlohmann::json::object());
+      if (!status.is_object() || !meta.is_object() ||
+          status.value("nominatedNodeName", std::string()) != t.k8s_node ||
+          meta.contains("deletionTimestamp") ||
           !devices::MayUseGpus(p, cfg_.gpu_sharing.extended_resource)) {
         continue;
       }
       return AbortedError(
-          StrCat("pod ", p["metadata"].value("namespace", std::string()), "/",
-                 p["metadata"].value("name", std::string()), " is being bound to ", t.k8s_node,
+          StrCat("pod ", meta.value("namespace", std::string()), "/",
+                 meta.value("name", std::string()), " is being bound to ", t.k8s_node,
                  " (nominated): its claim may still be allocated there; placeholder ",
                  o.placeholder_job, " stays"));
     }

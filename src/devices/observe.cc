@@ -192,13 +192,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
                                                  [](const Device& d) { return d.published; });
       out.sharing[sn.name] = {.leaving = true, .why = StrCat(left, " left")};
       out.node_granular[sn.name] =
-          still_published == 0
-              ? StrCat("leaving GPU sharing (", not_eligible, "): the device lane winds down its ",
-                       left, " first")
-              : StrCat("leaving GPU sharing (", not_eligible, "): the device lane winds down its ",
-                       left, "; the ", still_published,
-                       " device(s) the driver still publishes stay held for Slurm until the GPUs "
-                       "map again or the slice goes");
+          StrCat("leaving GPU sharing (", not_eligible, "): the device lane winds down its ", left,
+                 still_published == 0
+                     ? std::string(" first")
+                     : StrCat("; the ", still_published,
+                              " device(s) the driver still publishes stay held for Slurm until "
+                              "the GPUs map again or the slice goes"));
       out.leaving.push_back(std::move(n));
       continue;
     }
