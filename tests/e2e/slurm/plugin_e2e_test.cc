@@ -267,6 +267,21 @@ TEST_F(PluginE2E, QuotasTellTheStandingAndRefuseWhatCannotBePreemptedBeyondTheFl
       {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 8},
       {"name": "team-b", "slurm_accounts": ["team-b"], "guaranteed": 8, "limit": 16}]})";
   WriteConfig(R"(, "lending": {"enabled": true})" + quotas);
+  // The standing counts every running or completing job of the two accounts, and root's
+  // default account is team-a: a job an earlier test cancelled may still be completing
+  // (seen on Slurm 24.11: "uses 1 of its 8"). Start from none.
+  std::string left;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        left =
+            RunCommand({"squeue", "-h", "-A", "team-a,team-b", "-t", "R,CG,S,CF", "-o", "%i %T %a"},
+                       seconds(30))
+                .out;
+        return left.empty();
+      },
+      seconds(90), milliseconds(500)))
+      << "jobs of earlier tests still hold GPUs:\n"
+      << left;
   StartDaemon();
   std::string err;
   auto in_use = [&](const std::string& want) {
