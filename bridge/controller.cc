@@ -27,7 +27,9 @@ namespace {
 // the pod cache keeps only the others, and a pod turning terminal arrives as a delete.
 constexpr char kLivePodsSelector[] = "status.phase!=Succeeded,status.phase!=Failed";
 
-// The live-pod view of a pod (or nullopt when the bridge does not track it).
+// The live-pod view of a pod (or nullopt when the bridge does not track it): one that asks
+// for GPUs (pod.gpus, the node lane's) or uses ResourceClaims (pod.claims, which quotas
+// count; gpus 0 when it asks through claims alone).
 std::optional<inventory::GpuPod> GpuPodOf(const k8s::ObjectPtr& obj, k8s::PodInfo* info) {
   auto parsed = k8s::ParsePod(*obj);
   if (!parsed.ok()) {
@@ -36,10 +38,15 @@ std::optional<inventory::GpuPod> GpuPodOf(const k8s::ObjectPtr& obj, k8s::PodInf
     return std::nullopt;
   }
   *info = std::move(*parsed);
-  std::optional<inventory::GpuPod> pod = ToGpuPod(*info);
+  // The trim keeps spec.resourceClaims and status.resourceClaimStatuses.
+  devices::PodClaims claims = devices::ClaimsOfPod(*obj);
+  if (info->GpuRequest() <= 0 && claims.empty()) return std::nullopt;
+  inventory::GpuPod pod = ToPod(*info);
+  pod.claims = std::move(claims.claims);
+  pod.unresolved_claims = claims.unresolved;
   // The model it selects (quotas' per-type floors): read from the object, which keeps
   // spec.nodeSelector and affinity.nodeAffinity (k8s::SelectPodFields).
-  if (pod) pod->gpu_model = devices::RequestedGpuModel(*obj);
+  pod.gpu_model = devices::RequestedGpuModel(*obj);
   return pod;
 }
 
@@ -156,14 +163,21 @@ Status Controller::Start() {
        .wants_old_object = false});
 
   pods_ = std::make_unique<k8s::Informer>(opts_.kube, PodInformerOptions());
+  // The ledger before the device lane's cache: a pending pod the device lane counts is
+  // counted by quotas first (its borrowing is known when a give is planned for it).
   auto on_pod = [this](const k8s::ObjectPtr& obj) {
-    if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), obj.get());
     k8s::PodInfo info;
-    if (auto pod = GpuPodOf(obj, &info)) {
+    std::optional<inventory::GpuPod> pod = GpuPodOf(obj, &info);
+    if (pod) {
       quotas_.UpdatePod(*pod);
-      reconciler_->UpdatePod(std::move(*pod));
     } else if (!info.meta.name.empty()) {
       quotas_.RemovePod(info.meta.namespace_, info.meta.name);
+    }
+    if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), obj.get());
+    // The node lane tracks the pods asking for the GPU resource.
+    if (pod && pod->gpus > 0) {
+      reconciler_->UpdatePod(std::move(*pod));
+    } else if (!info.meta.name.empty()) {
       reconciler_->RemovePod(info.meta.namespace_, info.meta.name);
     }
   };
@@ -172,9 +186,9 @@ Status Controller::Start() {
        .on_update = [on_pod](const k8s::ObjectPtr&, const k8s::ObjectPtr& p) { on_pod(p); },
        .on_delete =
            [this](const k8s::ObjectPtr& obj, bool) {
-             if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), nullptr);
              auto info = k8s::ParsePod(*obj);
              if (info.ok()) quotas_.RemovePod(info->meta.namespace_, info->meta.name);
+             if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), nullptr);
              if (info.ok()) reconciler_->RemovePod(info->meta.namespace_, info->meta.name);
            },
        .wants_old_object = false});
@@ -182,7 +196,7 @@ Status Controller::Start() {
     reservations_ = std::make_unique<k8s::Informer>(opts_.kube, ReservationInformerOptions(cfg_));
     auto on_reservation = [this](const k8s::ObjectPtr& obj) {
       k8s::PodInfo info;
-      if (auto pod = GpuPodOf(obj, &info)) {
+      if (auto pod = GpuPodOf(obj, &info); pod && pod->gpus > 0) {
         reconciler_->UpdateReservation(std::move(*pod));
       } else if (!info.meta.name.empty()) {
         reconciler_->RemoveReservation(info.meta.namespace_, info.meta.name);
@@ -219,23 +233,33 @@ Status Controller::Start() {
   }
   if (device_world_) {
     // Each informer converts what changed into the device lane's World (device_world.h).
+    // `first`, when given, sees each change before the cache does.
+    using First = std::function<void(const std::string&, const nlohmann::json*)>;
     auto add = [this](std::unique_ptr<k8s::Informer>* informer, k8s::InformerOptions options,
-                      void (DeviceWorldCache::*set)(const std::string&, const nlohmann::json*)) {
+                      void (DeviceWorldCache::*set)(const std::string&, const nlohmann::json*),
+                      First first = nullptr) {
       *informer = std::make_unique<k8s::Informer>(opts_.kube, std::move(options));
-      auto on = [this, set](const k8s::ObjectPtr& obj) {
-        (device_world_.get()->*set)(k8s::Informer::KeyOf(*obj), obj.get());
+      auto on = [this, set, first](const std::string& key, const nlohmann::json* obj) {
+        if (first) first(key, obj);
+        (device_world_.get()->*set)(key, obj);
       };
       (*informer)->AddHandlers(
-          {.on_add = on,
-           .on_update = [on](const k8s::ObjectPtr&, const k8s::ObjectPtr& o) { on(o); },
-           .on_delete =
-               [this, set](const k8s::ObjectPtr& obj, bool) {
-                 (device_world_.get()->*set)(k8s::Informer::KeyOf(*obj), nullptr);
-               },
+          {.on_add = [on](const k8s::ObjectPtr& o) { on(k8s::Informer::KeyOf(*o), o.get()); },
+           .on_update = [on](const k8s::ObjectPtr&,
+                             const k8s::ObjectPtr& o) { on(k8s::Informer::KeyOf(*o), o.get()); },
+           .on_delete = [on](const k8s::ObjectPtr& o,
+                             bool) { on(k8s::Informer::KeyOf(*o), nullptr); },
            .wants_old_object = false});
     };
     add(&slices_, ResourceSliceInformerOptions(cfg_), &DeviceWorldCache::SetSlice);
-    add(&claims_, ResourceClaimInformerOptions(), &DeviceWorldCache::SetClaim);
+    add(&claims_, ResourceClaimInformerOptions(), &DeviceWorldCache::SetClaim,
+        [this](const std::string& key, const nlohmann::json* obj) {
+          // Quotas count the GPUs of pods' claims; fed before the device lane's cache.
+          quotas_.SetClaim(key, obj == nullptr ? std::nullopt
+                                               : std::optional(devices::QuotaGpusOf(
+                                                     *obj, cfg_.gpu_sharing.device_classes,
+                                                     cfg_.gpu_sharing.driver)));
+        });
     add(&rules_, DeviceTaintRuleInformerOptions(), &DeviceWorldCache::SetRule);
   }
 

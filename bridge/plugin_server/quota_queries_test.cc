@@ -398,5 +398,80 @@ TEST(QuotaLedger, LearnsNodeTypesAndSplitsEachTypeAtItsFloor) {
               HasSubstr("refused: tenant team-a uses 8 of its 4 a100 GPUs guaranteed"));
 }
 
+// A pod asking GPUs through ResourceClaims alone: its tenant's usage counts what the claims
+// hold once allocated, its demand what they ask before; a pod whose claims are not all
+// counted (not seen yet, not generated yet, a demand that cannot be sized) borrows.
+TEST(QuotaLedger, CountsTheGpusOfAPodsResourceClaims) {
+  config::Config cfg = Config();
+  SimulatedClock clock{ownership::FromUnix(1'700'000'000)};
+  QuotaLedger ledger{&cfg, &clock};
+  std::vector<ownership::QuotaFacts> told;
+  ledger.SetOnQuotaFacts([&](const ownership::QuotaFacts& f) { told.push_back(f); });
+  ledger.SetManagedNode("node1", true);
+  auto usage = [&] { return ledger.Current()->classification.usage.at("team-b").in_use(); };
+
+  // Running, through a claim of 6 allocated GPUs (and no extended resource).
+  inventory::GpuPod running = Pod("llm-0", "node1", 0);
+  running.claims = {"serving/llm-0-gpus-x7k"};
+  ledger.UpdatePod(running);
+  EXPECT_EQ(usage(), 0) << "the claim is not seen yet";
+  ledger.SetClaim("serving/llm-0-gpus-x7k", devices::ClaimDemand{.gpus = 6, .allocated = true});
+  EXPECT_EQ(usage(), 6);
+
+  // Pending: its template's claim is not generated yet, then asks 4 GPUs (6 + 4 > 8:
+  // borrowed), then 2 (within).
+  inventory::GpuPod pending = Pod("llm-1", "", 0);
+  pending.phase = "Pending";
+  pending.unresolved_claims = 1;
+  ledger.UpdatePod(pending);
+  EXPECT_THAT(told.back().borrowing_pods.at("serving/llm-1"),
+              HasSubstr("1 claim of its templates not generated yet"));
+  pending.unresolved_claims = 0;
+  pending.claims = {"serving/llm-1-gpus-b2c"};
+  ledger.UpdatePod(pending);
+  EXPECT_THAT(told.back().borrowing_pods.at("serving/llm-1"),
+              HasSubstr("ResourceClaim serving/llm-1-gpus-b2c not seen yet"));
+  ledger.SetClaim("serving/llm-1-gpus-b2c", devices::ClaimDemand{.gpus = 4});
+  EXPECT_EQ(told.back().borrowing_pods.at("serving/llm-1"),
+            "tenant team-b uses 6 of its 8 GPUs guaranteed: this pod's 4 GPUs would be borrowed");
+  ledger.SetClaim("serving/llm-0-gpus-x7k", devices::ClaimDemand{.gpus = 4, .allocated = true});
+  EXPECT_TRUE(told.back().borrowing_pods.empty()) << "4 + 4 fit the floor of 8";
+  EXPECT_EQ(ledger.Current()->pending_gpus.at("team-b"), 4);
+
+  ledger.SetClaim("serving/llm-1-gpus-b2c",
+                  devices::ClaimDemand{.unknown = "request gpus asks for every device of its "
+                                                  "class on a node (allocationMode All)"});
+  EXPECT_THAT(told.back().borrowing_pods.at("serving/llm-1"), HasSubstr("allocationMode All"));
+  ledger.SetClaim("serving/llm-0-gpus-x7k", std::nullopt);
+  EXPECT_EQ(usage(), 0) << "the claim is gone";
+}
+
+// A reclaim's minimum run time counts from the pod's start: a borrowed pod that has run
+// longer than it is a victim, one that has not is not.
+TEST(QuotaLedger, KeepsAPodsStartTimeForTheReclaimsMinimumRunTime) {
+  auto cfg = config::ParseConfig(R"({
+    "admission": {"preemptible_partitions": ["gpu"]}, "lending": {"enabled": true},
+    "quotas": {"reclaim_min_run_time": "10m", "tenants": [
+      {"name": "team-a", "slurm_accounts": ["team-a"], "guaranteed": 4},
+      {"name": "team-b", "kubernetes_namespaces": ["serving"], "guaranteed": 0}]}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  SimulatedClock clock{ownership::FromUnix(1'700'000'000)};
+  QuotaLedger ledger{&*cfg, &clock};
+  ledger.SetManagedNode("node1", true, quota::LentNode{.gpus = 4});
+  inventory::GpuPod pod = Pod("llm-0", "node1", 4);
+  pod.priority = 100;  // below the protected class: preemptible
+  pod.started = clock.Now() - std::chrono::minutes(5);
+  ledger.UpdatePod(pod);
+  slurm::JobView waiting = Job(7, "team-a", {}, 4);
+  waiting.state = slurm::JobState::kPending;
+  waiting.state_reason = "Resources";
+  ledger.SetSlurmJobs({waiting});
+  EXPECT_TRUE(ledger.Current()->reclaims.empty()) << "it has run 5 of the 10 minutes";
+  pod.started = clock.Now() - std::chrono::minutes(11);
+  ledger.UpdatePod(pod);
+  ASSERT_EQ(ledger.Current()->reclaims.size(), 1u);
+  EXPECT_EQ(ledger.Current()->reclaims[0].victims, std::vector<std::string>{"serving/llm-0"});
+}
+
 }  // namespace
 }  // namespace skb::bridge

@@ -11,7 +11,8 @@ namespace {
 bool SameForQuotas(const inventory::GpuPod& a, const inventory::GpuPod& b) {
   return a.node_name == b.node_name && a.gpus == b.gpus && a.phase == b.phase &&
          a.terminating == b.terminating && a.reservation == b.reservation &&
-         a.priority == b.priority && a.gpu_model == b.gpu_model;
+         a.priority == b.priority && a.gpu_model == b.gpu_model && a.started == b.started &&
+         a.claims == b.claims && a.unresolved_claims == b.unresolved_claims;
 }
 
 }  // namespace
@@ -69,7 +70,47 @@ void QuotaLedger::UpdatePod(const inventory::GpuPod& pod) {
   kept.reservation = pod.reservation;
   kept.priority = pod.priority;
   kept.gpu_model = pod.gpu_model;
+  kept.started = pod.started;  // a reclaim's minimum run time counts from it
+  kept.claims = pod.claims;
+  kept.unresolved_claims = pod.unresolved_claims;
   RecomputeLocked();
+}
+
+void QuotaLedger::SetClaim(const std::string& key, std::optional<devices::ClaimDemand> gpus) {
+  if (!enabled()) return;
+  MutexLock lock(&mu_);
+  auto it = claims_.find(key);
+  if (!gpus) {
+    if (it == claims_.end()) return;
+    claims_.erase(it);
+  } else if (it == claims_.end()) {
+    claims_.emplace(key, std::move(*gpus));
+  } else if (it->second == *gpus) {
+    return;
+  } else {
+    it->second = std::move(*gpus);
+  }
+  RecomputeLocked();
+}
+
+void QuotaLedger::AddClaimGpusLocked(inventory::GpuPod* pod) const {
+  std::vector<std::string> why;
+  for (const std::string& key : pod->claims) {
+    auto c = claims_.find(key);
+    if (c == claims_.end()) {
+      why.push_back(StrCat("ResourceClaim ", key, " not seen yet"));
+    } else if (!c->second.unknown.empty()) {
+      why.push_back(StrCat("ResourceClaim ", key, ": ", c->second.unknown));
+    } else {
+      pod->gpus += c->second.gpus;
+    }
+  }
+  if (pod->unresolved_claims > 0) {
+    why.push_back(StrCat(pod->unresolved_claims, " claim",
+                         pod->unresolved_claims == 1 ? " of its templates" : "s of its templates",
+                         " not generated yet"));
+  }
+  pod->uncounted = StrJoin(why, "; ");
 }
 
 void QuotaLedger::RemovePod(const std::string& ns, const std::string& name) {
@@ -132,7 +173,10 @@ void QuotaLedger::RecomputeLocked() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<inventory::GpuPod> pods;
   pods.reserve(pods_.size());
-  for (const auto& [key, p] : pods_) pods.push_back(p);
+  for (const auto& [key, p] : pods_) {
+    pods.push_back(p);
+    AddClaimGpusLocked(&pods.back());
+  }
   const Clock::TimePoint now = clock_->Now();
   // GPU types by node name, Slurm's and Kubernetes': the Slurm node's GRES type, else the
   // paired Kubernetes node's nvidia.com/gpu.product label.

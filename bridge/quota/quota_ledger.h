@@ -7,6 +7,7 @@
 //   ledger.SetSlurmJobs(state.jobs);            // the poller, on a jobs change
 //   ledger.SetSlurmNodes(state.nodes);          // ... on a nodes change: their GPU types
 //   ledger.UpdatePod(pod); ledger.RemovePod(ns, name);
+//   ledger.SetClaim("ns/claim", devices::QuotaGpusOf(claim, classes, driver));  // pods' claims
 //   ledger.SetManagedNode("node1", true, lent, "node1", "h100");
 //   std::shared_ptr<const quota::Observation> o = ledger.Current();   // null: quotas off
 //   ledger.SetOnQuotaFacts([&](const ownership::QuotaFacts& f) {   // the planners' input
@@ -32,6 +33,7 @@
 #include "src/base/clock.h"
 #include "src/base/thread_annotations.h"
 #include "src/config/config.h"
+#include "src/devices/k8s_devices.h"
 #include "src/inventory/managed_node.h"
 #include "src/ownership/quota_facts.h"
 #include "src/quota/observe.h"
@@ -52,6 +54,10 @@ class QuotaLedger {
   void SetSlurmNodes(const std::vector<slurm::NodeView>& nodes);
   void UpdatePod(const inventory::GpuPod& pod);
   void RemovePod(const std::string& ns, const std::string& name);
+  // A ResourceClaim ("ns/name") and the GPUs it counts for the pods using it
+  // (devices::QuotaGpusOf); nullopt: it is gone. Fed before the device lane's cache, so a
+  // pending pod the device lane counts is counted here too.
+  void SetClaim(const std::string& key, std::optional<devices::ClaimDemand> gpus);
   // `lent`: the node is lent to Kubernetes (or still carries the reclaim taint), what a
   // reclaim may take back; nullopt otherwise. `slurm_name`: the Slurm node it pairs with
   // (kubernetes.node_names; "" for its own name), whose GRES type is its GPU type;
@@ -75,12 +81,15 @@ class QuotaLedger {
 
  private:
   void RecomputeLocked() REQUIRES(mu_);
+  // Adds the GPUs of `pod`'s claims to pod->gpus and says in pod->uncounted which are not.
+  void AddClaimGpusLocked(inventory::GpuPod* pod) const REQUIRES(mu_);
 
   const config::Config& cfg_;
   const Clock* const clock_;
   mutable Mutex mu_;
-  std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);               // the ones that can count
-  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);  // "ns/name"
+  std::vector<slurm::JobView> jobs_ GUARDED_BY(mu_);                    // the ones that can count
+  std::map<std::string, inventory::GpuPod> pods_ GUARDED_BY(mu_);       // "ns/name"
+  std::map<std::string, devices::ClaimDemand> claims_ GUARDED_BY(mu_);  // "ns/name"
   std::set<std::string, std::less<>> managed_ GUARDED_BY(mu_);
   std::map<std::string, quota::LentNode> lent_ GUARDED_BY(mu_);
   std::map<std::string, std::string> slurm_gpu_types_ GUARDED_BY(mu_);  // Slurm name -> type

@@ -1,5 +1,7 @@
 #include "bridge/reconcile/k8s_convert.h"
 
+#include <algorithm>
+
 #include "k8s/time_format.h"
 #include "src/base/strings.h"
 #include "src/ownership/schema.h"
@@ -24,13 +26,16 @@ inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node) {
 }
 
 std::optional<inventory::GpuPod> ToGpuPod(const k8s::PodInfo& pod) {
-  int64_t gpus = pod.GpuRequest();
-  if (gpus <= 0) return std::nullopt;
+  if (pod.GpuRequest() <= 0) return std::nullopt;
+  return ToPod(pod);
+}
+
+inventory::GpuPod ToPod(const k8s::PodInfo& pod) {
   inventory::GpuPod p;
   p.namespace_name = pod.meta.namespace_;
   p.name = pod.meta.name;
   p.node_name = pod.node_name;
-  p.gpus = gpus;
+  p.gpus = std::max<int64_t>(pod.GpuRequest(), 0);
   p.phase = pod.phase;
   p.terminating = pod.meta.deleting();
   auto role = pod.meta.labels.find(ownership::kRoleLabel);

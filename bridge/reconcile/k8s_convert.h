@@ -22,5 +22,8 @@ inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node);
 
 // The pod as the inventory keeps it, or nullopt when it requests no GPU.
 std::optional<inventory::GpuPod> ToGpuPod(const k8s::PodInfo& pod);
+// The same view whatever it requests (gpus 0 for none): a pod asking GPUs through
+// ResourceClaims alone, which quotas count.
+inventory::GpuPod ToPod(const k8s::PodInfo& pod);
 
 }  // namespace skb::bridge

@@ -366,6 +366,16 @@ ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less
   return d;
 }
 
+ClaimDemand QuotaGpusOf(const json& claim, const std::set<std::string, std::less<>>& classes,
+                        std::string_view driver) {
+  if (Path(claim, {"status", "allocation"}) == nullptr) return GpuDemandOf(claim, classes);
+  ClaimDemand d{.allocated = true};
+  for (const auto& [node, claims] : ClaimsByNode(std::span<const json>(&claim, 1), driver)) {
+    for (const Claim& c : claims) d.gpus += static_cast<int64_t>(c.devices.size());
+  }
+  return d;
+}
+
 PodClaims ClaimsOfPod(const json& pod) {
   PodClaims out;
   const std::string ns = Str(Path(pod, {"metadata", "namespace"}));

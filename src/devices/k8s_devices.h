@@ -112,6 +112,12 @@ struct ClaimDemand {
 ClaimDemand GpuDemandOf(const nlohmann::json& claim,
                         const std::set<std::string, std::less<>>& classes);
 
+// What a claim counts for its pod's tenant (quotas): once allocated, the GPUs it holds (the
+// `driver`'s devices in status.allocation, as ClaimsByNode reads them; always known); before,
+// what it asks (GpuDemandOf, `unknown` when that cannot be sized).
+ClaimDemand QuotaGpusOf(const nlohmann::json& claim,
+                        const std::set<std::string, std::less<>>& classes, std::string_view driver);
+
 // The ResourceClaims a pod's spec.resourceClaims use, as "namespace/name": a named claim
 // itself (resourceClaimName); a template's claim through status.resourceClaimStatuses, where
 // kube-controller-manager records the claim it generated (an entry whose claim is not

@@ -450,6 +450,32 @@ TEST(GpuDemandOf, ADemandItCannotSizeIsUnknownAndSaysWhy) {
   }
 }
 
+// Quotas count what an allocated claim holds (the driver's devices), whatever it asked: an
+// allocationMode All claim once allocated, a prioritized list's chosen alternative.
+TEST(QuotaGpusOf, AnAllocatedClaimCountsItsDevicesAndAPendingOneItsDemand) {
+  EXPECT_EQ(QuotaGpusOf(json::parse(kExtendedClaim), kGpuClasses, kDriver),
+            (ClaimDemand{.gpus = 2, .allocated = true}));
+  json all = json::parse(kExtendedClaim);
+  all["spec"]["devices"]["requests"][0]["exactly"] = Exactly(kDriver, {{"allocationMode", "All"}});
+  EXPECT_EQ(QuotaGpusOf(all, kGpuClasses, kDriver), (ClaimDemand{.gpus = 2, .allocated = true}));
+  // Another driver's devices (a NIC in the same claim) and admin access count nothing.
+  json mixed = json::parse(kExtendedClaim);
+  json& results = mixed["status"]["allocation"]["devices"]["results"];
+  results.push_back(
+      {{"device", "nic-0"}, {"driver", "rdma.example.com"}, {"pool", "node1"}, {"request", "nic"}});
+  results.push_back({{"device", "gpu-5"},
+                     {"driver", kDriver},
+                     {"pool", "node1"},
+                     {"request", "mon"},
+                     {"adminAccess", true}});
+  EXPECT_EQ(QuotaGpusOf(mixed, kGpuClasses, kDriver).gpus, 2);
+  // Not allocated yet: what it asks, or why that is not known.
+  json pending = json::parse(kPendingTemplateClaim);
+  EXPECT_EQ(QuotaGpusOf(pending, kGpuClasses, kDriver), GpuDemandOf(pending, kGpuClasses));
+  all["status"].erase("allocation");
+  EXPECT_THAT(QuotaGpusOf(all, kGpuClasses, kDriver).unknown, HasSubstr("allocationMode All"));
+}
+
 // A pending pod asking its GPUs through a ResourceClaimTemplate (claim "gpu") and a named
 // ResourceClaim (claim "shared"), nothing through nvidia.com/gpu.
 json ClaimPod() {

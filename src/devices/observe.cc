@@ -48,9 +48,6 @@ void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, Wo
     auto it = borrowing_pods.find(p.pod);
     if (it != borrowing_pods.end()) {
       p.borrowing = it->second;
-    } else if (p.claim_gpus > 0) {
-      p.borrowing = StrCat("quotas do not count GPUs asked through ResourceClaims (", p.claim_gpus,
-                           p.claim_gpus == 1 ? " GPU" : " GPUs", "), so it takes idle GPUs only");
     } else {
       p.borrowing.clear();
     }

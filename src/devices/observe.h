@@ -66,10 +66,9 @@ struct World {
   std::map<uint32_t, std::string> guaranteed_jobs;
 };
 // Marks the pending pods that would run beyond their tenant's guarantee
-// (ownership::QuotaFacts::borrowing_pods: "ns/name" -> why): they take idle GPUs only. So
-// does, with quotas on, a pod asking GPUs through ResourceClaims, which the quotas do not
-// count yet: whether it stays within its tenant's guarantee is not known, and a give never
-// takes a job's GPUs for demand that may be borrowed.
+// (ownership::QuotaFacts::borrowing_pods: "ns/name" -> why): they take idle GPUs only.
+// Quotas count a pod's claims' GPUs too (QuotaLedger, fed before the device lane's cache),
+// and a pod whose claims they have not all counted is among the borrowing ones.
 void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w);
 
 struct Observation {

@@ -289,7 +289,7 @@ TEST(ObserveTest, VictimsThatEndedAfterTheSignalAreSeenWithTheirSignalTime) {
   EXPECT_EQ(ownership::ToUnix(o.nodes[1].ended_victims[0].signalled_at), 1'699'999'900);
 }
 
-TEST(ApplyBorrowingTest, QuotasMarkBorrowingPodsAndPodsAskingThroughClaims) {
+TEST(ApplyBorrowingTest, QuotasMarkTheBorrowingPods) {
   World w;
   w.pending = {{.pod = "a/within", .gpus = 2},
                {.pod = "a/over", .gpus = 2},
@@ -301,10 +301,9 @@ TEST(ApplyBorrowingTest, QuotasMarkBorrowingPodsAndPodsAskingThroughClaims) {
                  &w);
   EXPECT_EQ(w.pending[0].borrowing, "");
   EXPECT_EQ(w.pending[1].borrowing, "tenant a uses 8 of its 8 GPUs guaranteed");
-  // Quotas count no claim's GPUs: whether the pod stays within its guarantee is not known.
-  EXPECT_EQ(w.pending[2].borrowing,
-            "quotas do not count GPUs asked through ResourceClaims (2 GPUs), so it takes idle "
-            "GPUs only");
+  // Quotas count the claims' GPUs (QuotaLedger): a pod within its guarantee is free to take
+  // a preemptible job's GPUs whichever way it asks.
+  EXPECT_EQ(w.pending[2].borrowing, "");
   EXPECT_EQ(w.pending[3].borrowing, "tenant a uses 8 of its 8 GPUs guaranteed");
 }
 

@@ -42,6 +42,13 @@ struct GpuPod {
   // The GPU model it asks for: the value of its nodeSelector or required node affinity on
   // nvidia.com/gpu.product (devices::RequestedGpuModel); "" for any.
   std::string gpu_model;
+  // Quotas only (QuotaLedger): the ResourceClaims it uses ("ns/name", devices::ClaimsOfPod),
+  // whose GPUs add to `gpus`, and how many of its templates' claims are not generated yet.
+  std::vector<std::string> claims;
+  int unresolved_claims = 0;
+  // Set by the ledger for the classification: why some of its claims' GPUs are not counted
+  // ("" when all are).
+  std::string uncounted;
 };
 
 // Guaranteed quotas: a lent node taken back for a Slurm tenant below its guarantee

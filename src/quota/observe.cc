@@ -82,13 +82,17 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     o.work.push_back(std::move(w));
   }
   for (const inventory::GpuPod& p : pods) {
-    if (p.reservation || p.gpus <= 0 || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    if (p.reservation || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    // A pending pod whose claims are not all counted yet is kept at what is known (it
+    // borrows: BorrowingPendingPods); a bound one counts what is known, if anything.
+    if (p.gpus <= 0 && (p.uncounted.empty() || !p.node_name.empty())) continue;
     const bool bound = !p.node_name.empty();
     if (bound && !managed_nodes.count(p.node_name)) continue;  // not in the shared pool
     if (!bound && (p.phase != "Pending" || p.terminating)) continue;
     ObservedWork w;
     w.running = bound;
     w.account = p.namespace_name;
+    w.uncounted = p.uncounted;
     w.where = p.node_name;
     const bool preemptible = p.priority < cfg.lending.protected_class.value;
     w.preemptible_why =
@@ -144,6 +148,12 @@ std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& confi
     if (t == nullptr) {
       out.emplace(key, StrCat("namespace ", w.account,
                               " belongs to no tenant (quotas.tenants), so its pods borrow"));
+      continue;
+    }
+    if (!w.uncounted.empty()) {
+      out.emplace(key, StrCat("the GPUs of its ResourceClaims are not all counted yet (",
+                              w.uncounted, "), so whether it stays within tenant ", t->name,
+                              "'s guarantee is not known"));
       continue;
     }
     const FloorShare f = FloorOf(config, o.classification, w.work);

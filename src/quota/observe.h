@@ -41,6 +41,8 @@ struct ObservedWork {
   // A pending job Slurm keeps waiting for resources (reason Resources or ReqNodeNotAvail...),
   // not for its begin time, a dependency or a hold: what a reclaim may serve.
   bool waits_for_resources = false;
+  // A pod whose ResourceClaims' GPUs are not all in work.gpus: why (GpuPod::uncounted).
+  std::string uncounted;
 };
 
 // A node lent to Kubernetes, as a reclaim sees it.
@@ -97,7 +99,8 @@ std::map<uint32_t, std::string> GuaranteedJobs(const Observation& o);
 // The pending GPU pods that would run beyond their tenant's guarantee if they started now,
 // by "ns/name" -> why (a pod of no tenant always borrows): they may take idle GPUs only,
 // never a Slurm job's (ownership::QuotaFacts::borrowing_pods). Each pod is judged alone
-// against its tenant's running work. Empty when quotas are off.
+// against its tenant's running work; a pod whose claims' GPUs are not all counted borrows
+// too (whether it stays within the guarantee is not known). Empty when quotas are off.
 std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& config,
                                                         const Observation& o);
 
