@@ -113,6 +113,8 @@ Controller::Controller(ControllerOptions options)
     device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
     device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
                                                             executor_.get(), cfg_, opts_.clock);
+    device_executor_->SetPodUids(
+        [this](const std::string& pod) { return device_world_->PodUid(pod); });
     device_lane_ =
         std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
     device_lane_->SetActingGate(

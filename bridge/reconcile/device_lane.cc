@@ -85,7 +85,7 @@ Effect DeviceExecutorImpl::Recorded(const DeviceAction& a, Effect effect, const 
   events_->Record(k8s::NodeRef(t.k8s_node), type, a.event_reason, a.event_message);
   if (!pod.empty()) {
     auto [ns, name] = SplitPod(pod);
-    events_->Record(k8s::PodRef(ns, name), type, a.event_reason,
+    events_->Record(k8s::PodRef(ns, name, uid_of_ ? uid_of_(pod) : ""), type, a.event_reason,
                     StrCat(a.event_message, " (node ", t.k8s_node, ")"));
   }
   return effect;
@@ -404,7 +404,9 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
     auto it = reported_waiting_.find(pod);
     if (it != reported_waiting_.end() && it->second == why) continue;
     auto [ns, name] = SplitPod(pod);
-    events_->Record(k8s::PodRef(ns, name), k8s::EventType::kNormal, "GpusNotFreed",
+    auto uid = world.pod_uid.find(pod);
+    events_->Record(k8s::PodRef(ns, name, uid != world.pod_uid.end() ? uid->second : ""),
+                    k8s::EventType::kNormal, "GpusNotFreed",
                     StrCat("slurm-k8s-bridge frees no GPUs for this pod yet: ", why));
   }
   reported_waiting_ = std::move(waiting);

@@ -76,6 +76,11 @@ class DeviceExecutorImpl : public DeviceExecutor {
                      ActionExecutor* node_actions, const config::Config& cfg, const Clock* clock);
   StatusOr<Effect> Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
                            const std::string& k8s_node) override;
+  // Where a pod's Event finds its uid ("ns/name" -> metadata.uid, "" when not known); set
+  // before the first Execute.
+  void SetPodUids(std::function<std::string(const std::string&)> uid_of) {
+    uid_of_ = std::move(uid_of);
+  }
 
  private:
   // Where an action runs: the node as observed and its Kubernetes name.
@@ -124,6 +129,7 @@ class DeviceExecutorImpl : public DeviceExecutor {
   ActionExecutor* const node_actions_;
   const config::Config& cfg_;
   const Clock* const clock_;
+  std::function<std::string(const std::string&)> uid_of_;
 };
 
 class DeviceLane {

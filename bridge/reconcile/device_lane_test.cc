@@ -30,6 +30,8 @@ class RecordingEvents final : public k8s::EventRecorder {
     std::lock_guard<std::mutex> lock(mu_);
     events.push_back(StrCat(o.kind, " ", o.namespace_.empty() ? "" : o.namespace_ + "/", o.name,
                             " ", reason, ": ", message));
+    uids[StrCat(o.kind, " ", o.namespace_.empty() ? "" : o.namespace_ + "/", o.name, " ", reason)] =
+        o.uid;
   }
   std::vector<std::string> Reasons() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -39,6 +41,7 @@ class RecordingEvents final : public k8s::EventRecorder {
   }
   std::mutex mu_;
   std::vector<std::string> events;
+  std::map<std::string, std::string> uids;  // "Kind ns/name Reason" -> the object's uid
 };
 
 class DeviceLaneTest : public ::testing::Test {
@@ -172,6 +175,7 @@ class DeviceLaneTest : public ::testing::Test {
 };
 
 TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBringsThemBack) {
+  exec_.SetPodUids([](const std::string& pod) { return pod == "ml/infer" ? "uid-infer" : ""; });
   // Pass 1: the node enters GPU granularity: every device is held for Slurm, and no give
   // counts a device no hold guards yet.
   DeviceLane::Result r = Pass();
@@ -232,6 +236,8 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   for (const std::string& w : slurm_.Writes()) EXPECT_THAT(w, Not(HasSubstr(" 11"))) << w;
   EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpusLent"));
   EXPECT_THAT(events_.Reasons(), Contains("Pod ml/infer GpusLent"));
+  EXPECT_EQ(events_.uids.at("Pod ml/infer GpusLent"), "uid-infer")
+      << "kubectl describe pod shows it";
   EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpusReturned"));
 
   // What moved, once each: 2 GPUs each way, one job preempted after its grace.
@@ -626,9 +632,12 @@ TEST_F(DeviceLaneTest, APodWhoseDemandCannotBeSizedIsToldWhy) {
   pod_pending_ = false;
   devices::World w = World();
   w.not_counted["ml/every"] = "ResourceClaim ml/every-gpu: request gpu asks for every device";
+  w.pod_uid["ml/every"] = "uid-every";
   DeviceLane::Result r = lane_.RunPass(w);
   EXPECT_EQ(PlaceholderId(), 0u);
   lane_.RunPass(w);
+  // Named by uid too, as kubectl describe pod selects its Events.
+  EXPECT_EQ(events_.uids.at("Pod ml/every GpusNotFreed"), "uid-every");
   int told = 0;
   for (const std::string& e : events_.events) {
     if (e.find("Pod ml/every GpusNotFreed") == std::string::npos) continue;

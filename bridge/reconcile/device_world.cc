@@ -60,12 +60,21 @@ void DeviceWorldCache::SetPod(const std::string& key, const nlohmann::json* obj)
           (*obj)["spec"]["nodeName"].is_string()) {
         e.node = (*obj)["spec"]["nodeName"].get<std::string>();
       }
+      if (const auto m = obj->find("metadata"); m != obj->end() && m->is_object()) {
+        if (const auto u = m->find("uid"); u != m->end() && u->is_string()) e.uid = *u;
+      }
       e.pending = devices::PendingCandidateOf(*obj, cfg_.gpu_sharing.extended_resource,
                                               cfg_.lending.inference_threshold);
       pods_[key] = std::move(e);
     }
   }
   ++generation_;
+}
+
+std::string DeviceWorldCache::PodUid(const std::string& pod) const {
+  MutexLock lock(&mu_);
+  auto it = pods_.find(pod);
+  return it != pods_.end() ? it->second.uid : "";
 }
 
 devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
@@ -93,6 +102,7 @@ devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
   }
   for (const auto& [key, e] : pods_) {
     w.pod_node[e.pod] = e.node;
+    if (!e.uid.empty()) w.pod_uid[e.pod] = e.uid;
     if (!e.pending) continue;
     std::string why;
     if (auto p = devices::CountGpus(*e.pending, demands_, &why)) {

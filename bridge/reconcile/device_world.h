@@ -34,6 +34,8 @@ class DeviceWorldCache {
 
   devices::World Build(std::vector<slurm::NodeView> slurm_nodes, std::vector<slurm::JobView> jobs,
                        std::map<std::string, devices::PairedNode> paired) const;
+  // A live pod's ("ns/name") metadata.uid, "" when not known.
+  std::string PodUid(const std::string& pod) const;
   // Bumped by every change (the device worker passes again when it moved).
   uint64_t Generation() const { return generation_.load(); }
 
@@ -41,6 +43,7 @@ class DeviceWorldCache {
   struct PodEntry {
     std::string pod;   // "ns/name"
     std::string node;  // spec.nodeName ("" unscheduled)
+    std::string uid;   // metadata.uid
     // A give's trigger once its claims are counted (Build: devices::CountGpus).
     std::optional<devices::PendingCandidate> pending;
   };

@@ -280,6 +280,7 @@ enum class Nearness { kBackedOff, kBusy, kShort, kUnhealthy, kNotAllowed };
 struct Refusal {
   std::string why;
   Nearness nearness = Nearness::kNotAllowed;
+  std::string of_pod;  // a reason of the pod's own, the same on every node, said once
 };
 
 std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
@@ -340,9 +341,9 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     return s;
   }
   if (!pod.borrowing.empty()) {
-    return no(Nearness::kShort,
-              StrCat("node ", node.node, " has ", idle, " idle GPUs and ", pod.pod,
-                     " may take no job's: ", pod.borrowing, " (quotas)"));
+    no(Nearness::kShort, StrCat("node ", node.node, " has ", idle, " idle GPUs"));
+    refusal->of_pod = StrCat(pod.pod, " may take no job's GPUs: ", pod.borrowing, " (quotas)");
+    return std::nullopt;
   }
   // By whole job (a heterogeneous job's components on this node are one victim, and none
   // is one if any is not).
@@ -402,9 +403,14 @@ std::string WhyNoNode(std::vector<Refusal> refusals) {
   if (refusals.empty()) return "no GPU node";
   std::stable_sort(refusals.begin(), refusals.end(),
                    [](const Refusal& a, const Refusal& b) { return a.nearness < b.nearness; });
-  std::string out;
+  std::vector<std::string> of_pod;
+  for (const Refusal& r : refusals) {
+    if (!r.of_pod.empty() && std::find(of_pod.begin(), of_pod.end(), r.of_pod) == of_pod.end())
+      of_pod.push_back(r.of_pod);
+  }
+  std::string out = StrJoin(of_pod, "; ");
   for (size_t i = 0; i < refusals.size() && i < kShown; ++i) {
-    StrAppend(&out, i == 0 ? "" : "; ", refusals[i].why);
+    StrAppend(&out, out.empty() ? "" : "; ", refusals[i].why);
   }
   if (refusals.size() > kShown)
     StrAppend(&out, "; and ", refusals.size() - kShown, " more node(s)");
@@ -418,7 +424,7 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
                                       std::string* why) {
   Refusal refusal;
   std::optional<Selection> s = Select(node, pod, cfg, now, &refusal);
-  if (!s && why != nullptr) *why = std::move(refusal.why);
+  if (!s && why != nullptr) *why = WhyNoNode({std::move(refusal)});
   return s;
 }
 

@@ -61,6 +61,10 @@ struct World {
   // Every live pod ("ns/name") -> its node ("" while unscheduled): a give's pod still waits
   // while it exists unscheduled or runs on the give's node.
   std::map<std::string, std::string> pod_node;
+  // Every live pod ("ns/name") -> its metadata.uid: its Events name it, so that `kubectl
+  // describe pod` (which selects Events by uid) shows them, and a later pod of the same
+  // name does not.
+  std::map<std::string, std::string> pod_uid;
   // Jobs within their tenant's guarantee (quotas; ownership::GuaranteedJobs): a give never
   // takes them.
   std::map<uint32_t, std::string> guaranteed_jobs;

@@ -440,5 +440,117 @@ TEST_F(GpuSharingE2E, ANodeLeavesGpuSharingWhenItsSliceGoesAndIsHandedOverAgainW
   EXPECT_EQ(HoldsOn("node1"), 7);
 }
 
+// Quotas count a pod's ResourceClaims. team-a trains (root's default account): its floor
+// covers the non-preemptible jobs, so the preemptible one on node1 is borrowed. serving
+// (namespace default) is guaranteed 4 GPUs. Its first pod, asking 4 GPUs through a
+// ResourceClaimTemplate, is within the guarantee and takes the borrowed job's GPUs; once it
+// runs, its claim's 4 devices are serving's usage, so the next claim pod is beyond the
+// guarantee: it may take no job's GPUs, and the bridge says so on the pod.
+class GpuSharingQuotaE2E : public GpuSharingE2E {
+ protected:
+  GpuSharingQuotaE2E() {
+    extra_overlay_["quotas"] = {
+        {"tenants",
+         {{{"name", "team-a"},
+           {"slurm_accounts", {"team-a"}},
+           {"guaranteed", 8 * (testbed::TestbedNodeCount() - 1) + 4}},
+          {{"name", "serving"}, {"kubernetes_namespaces", {"default"}}, {"guaranteed", 4}}}}};
+  }
+
+  void ApplyTemplate(const std::string& name, int gpus) {
+    ASSERT_EQ(Shell(StrCat(R"(kubectl apply -f - <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: )",
+                           name, R"(, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com, count: )",
+                           gpus, R"(}
+EOF)"))
+                  .exit_code,
+              0);
+    templates_.push_back(name);
+  }
+  void CreateClaimPod(const std::string& name, const std::string& template_name) {
+    nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod(name, "lending", 0));
+    pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
+    pod["spec"]["resourceClaims"] = {
+        {{"name", "gpu"}, {"resourceClaimTemplateName", template_name}}};
+    auto r = kube_->Create(k8s::Resource::Pods(), "default", pod);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  void TearDown() override {
+    GpuSharingE2E::TearDown();
+    for (const std::string& t : templates_) {
+      Shell(StrCat("kubectl delete resourceclaimtemplate -n default --ignore-not-found ", t));
+    }
+  }
+  std::vector<std::string> templates_;
+};
+
+TEST_F(GpuSharingQuotaE2E, AClaimPodWithinItsGuaranteeTakesABorrowedJobsGpusAndTheNextOneWaits) {
+  ApplyTemplate("skb-e2e-four-gpus", 4);
+  ApplyTemplate("skb-e2e-one-gpu", 1);
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
+  const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  CreateClaimPod("claims-4", "skb-e2e-four-gpus");
+  const double took = SecondsUntilRunning("claims-4", seconds(90));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod claims-4").out << Placeholders() << "\n"
+                     << Shell("squeue").out << daemon_->LogTail();
+  EXPECT_EQ(PodField("claims-4", ".spec.nodeName"), "node1");
+  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
+  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+
+  // Its claim's devices are serving's usage: 4 of 4, all Kubernetes.
+  std::string table;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        table = testbed::Bridgectl(daemon_->socket(), {"get", "quotas"}).out;
+        return table.find("4 (0/4)") != std::string::npos;
+      },
+      seconds(20)))
+      << table;
+  EXPECT_THAT(table, ::testing::ContainsRegex("serving +4 +- +4 \\(0/4\\) +0 +0 +0")) << table;
+
+  // The next claim pod would borrow: nothing idle is left, and no job's GPUs may be taken.
+  const std::string placeholders = Placeholders();
+  CreateClaimPod("claims-1", "skb-e2e-one-gpu");
+  // This pod's Events only (by uid: an earlier run's pod of the same name had its own).
+  const std::string uid = PodField("claims-1", ".metadata.uid");
+  std::string events;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        events =
+            Shell(StrCat("kubectl get events -n default --field-selector "
+                         "involvedObject.uid=",
+                         uid, ",reason=GpusNotFreed -o custom-columns=M:.message --no-headers"))
+                .out;
+        return events.find("(quotas)") != std::string::npos;
+      },
+      seconds(30)))
+      << events << daemon_->LogTail();
+  EXPECT_THAT(events,
+              HasSubstr("default/claims-1 may take no job's GPUs: tenant serving uses 4 of its 4 "
+                        "GPUs guaranteed: this pod's 1 GPU would be borrowed (quotas); node node"));
+  std::this_thread::sleep_for(seconds(kGraceSeconds + 5));
+  EXPECT_EQ(PodField("claims-1", ".status.phase"), "Pending");
+  EXPECT_EQ(Placeholders(), placeholders) << "no give was started for it";
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  table = testbed::Bridgectl(daemon_->socket(), {"get", "quotas"}).out;
+  EXPECT_THAT(table, ::testing::ContainsRegex("serving +4 +- +4 \\(0/4\\) +0 +1 +0")) << table;
+  for (const char* pod : {"claims-4", "claims-1"}) {
+    Shell(StrCat("kubectl delete pod -n default ", pod, " --wait=false"));
+  }
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
