@@ -3,7 +3,7 @@
 namespace skb::k8s {
 
 ObjectReference NodeRef(const std::string& name, const std::string& uid) {
-  return {"Node", "", name, uid, "v1"};
+  return {"Node", "", name, uid.empty() ? name : uid, "v1"};
 }
 
 ObjectReference PodRef(const std::string& ns, const std::string& name, const std::string& uid) {

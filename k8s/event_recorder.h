@@ -14,7 +14,11 @@ namespace skb::k8s {
 
 enum class EventType { kNormal, kWarning };
 
-// A reference to a Node (cluster-scoped) or Pod, for Record().
+// A reference to a Node (cluster-scoped) or Pod, for Record(). `kubectl describe` lists only
+// the Events whose involvedObject.uid is the object's: a Pod's Event needs the pod's
+// metadata.uid (without it, `kubectl get events` still shows it, describe does not). A
+// Node's Event without a uid gets the node's name as its uid, the kubelet's convention,
+// which `kubectl describe node` also reads (checked against kubectl 1.37).
 ObjectReference NodeRef(const std::string& name, const std::string& uid = "");
 ObjectReference PodRef(const std::string& ns, const std::string& name, const std::string& uid = "");
 

@@ -545,6 +545,9 @@ TEST_F(GpuSharingQuotaE2E, AClaimPodWithinItsGuaranteeTakesABorrowedJobsGpusAndT
   EXPECT_EQ(Placeholders(), placeholders) << "no give was started for it";
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
   EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  // What the pod's owner sees: kubectl describe lists Events by the pod's uid.
+  EXPECT_THAT(Shell("kubectl describe pod claims-1").out, HasSubstr("GpusNotFreed"));
+  EXPECT_THAT(Shell("kubectl describe pod claims-4").out, HasSubstr("GpusLent"));
   table = testbed::Bridgectl(daemon_->socket(), {"get", "quotas"}).out;
   EXPECT_THAT(table, ::testing::ContainsRegex("serving +4 +- +4 \\(0/4\\) +0 +1 +0")) << table;
   for (const char* pod : {"claims-4", "claims-1"}) {

@@ -59,6 +59,9 @@ TEST_F(LendingE2E, AnInferencePodPreemptsAJobGracefullyAndTheNodeReturnsToSlurm)
   EXPECT_THAT(events, HasSubstr("SlurmJobsSignalled"));
   EXPECT_THAT(events, HasSubstr("SlurmJobsPreempted"));
   EXPECT_THAT(events, HasSubstr("ReservationReleased"));
+  // What an admin sees: kubectl describe lists only Events naming the object's uid (or, for
+  // a node, its name, as the kubelet's do).
+  EXPECT_THAT(Shell(StrCat("kubectl describe node ", node)).out, HasSubstr("SlurmJobsPreempted"));
   EXPECT_THAT(Trim(Shell(StrCat("sinfo -h -N -n ", node, " -o %E | head -1")).out),
               HasSubstr("k8s-bridge: lent to default/infer-a"));
 
