@@ -119,6 +119,7 @@ Controller::Controller(ControllerOptions options)
         std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
     device_lane_->SetActingGate(
         [this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
+    if (opts_.after_action) device_lane_->SetAfterAction(opts_.after_action);
   }
 }
 

@@ -352,6 +352,11 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
         }
         if (r.deposed) break;
         StatusOr<Effect> effect = executor_->Execute(a, *n, k8s_node);
+        if (effect.ok() && after_action_) {
+          plan::Action fields;
+          static_cast<plan::ActionFields&>(fields) = a;
+          after_action_(fields);
+        }
         r.outcomes.emplace_back(a, effect);
         if (!effect.ok()) {
           const Status& s = effect.status();

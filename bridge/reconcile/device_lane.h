@@ -153,6 +153,12 @@ class DeviceLane {
   // leader whose Lease may have passed to another replica stops between two actions, not
   // at the end of a pass that may hold a whole give or return. Call before the first pass.
   void SetActingGate(std::function<bool()> may_act) { may_act_ = std::move(may_act); }
+  // Called after each action that succeeded, with the action's common fields (node, cause,
+  // Event reason and message) as a node-lane action: the daemon's test hooks
+  // (SKB_TEST_CRASH_AFTER, bridge/action_hooks.h) match Event reasons in both lanes.
+  void SetAfterAction(std::function<void(const plan::Action&)> hook) {
+    after_action_ = std::move(hook);
+  }
 
   // Nodes shared GPU by GPU (handed over) in the last pass.
   std::set<std::string> GranularNodes() const;
@@ -170,6 +176,7 @@ class DeviceLane {
   k8s::EventRecorder* const events_;
   const Clock* const clock_;
   std::function<bool()> may_act_;  // empty: always
+  std::function<void(const plan::Action&)> after_action_;
   mutable Mutex mu_;
   std::vector<devices::NodeDevices> nodes_ GUARDED_BY(mu_);
   std::map<std::string, inventory::GpuSharingView> sharing_ GUARDED_BY(mu_);

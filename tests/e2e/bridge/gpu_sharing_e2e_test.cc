@@ -555,5 +555,89 @@ TEST_F(GpuSharingQuotaE2E, AClaimPodWithinItsGuaranteeTakesABorrowedJobsGpusAndT
   }
 }
 
+// Crash-safety of a give and a return, end to end: the bridge is killed (SIGKILL, the
+// SKB_TEST_CRASH_AFTER hook) right after each step of the device lane takes effect, down for
+// a moment, then restarted. The flow must finish as if nothing happened: the pod runs on
+// the GPUs of the preemptible job, which is requeued once and runs again after the return,
+// every device is held for Slurm again, no placeholder is left, and the per-device sampler
+// sees no double booking throughout.
+struct GiveStep {
+  const char* reason;  // the Event reason of the device lane's action after which it dies
+  bool returning;      // a step of the return (after the pod left)
+};
+void PrintTo(const GiveStep& s, std::ostream* os) { *os << s.reason; }
+
+class GpuSharingCrashE2E : public GpuSharingE2E, public ::testing::WithParamInterface<GiveStep> {};
+
+TEST_P(GpuSharingCrashE2E, TheRestartedBridgeFinishesTheGiveAndTheReturn) {
+  const GiveStep step = GetParam();
+  FillOtherNodes();
+  const std::string victim = SubmitOn("node1", 8, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+
+  daemon_->Stop();
+  setenv("SKB_TEST_CRASH_AFTER", step.reason, 1);
+  Status s = daemon_->Start();
+  unsetenv("SKB_TEST_CRASH_AFTER");
+  ASSERT_TRUE(s.ok()) << s;
+
+  CreatePod("crash-2", 2);
+  auto pod_runs = [&] {
+    return WaitFor([&] { return PodField("crash-2", ".status.phase") == "Running"; },
+                   seconds(kGraceSeconds + 60), milliseconds(200));
+  };
+  auto pod_leaves = [&] {
+    return kube_
+        ->Delete(k8s::Resource::Pods(), "default", "crash-2",
+                 k8s::DeleteOptions{.grace_period_seconds = 0})
+        .ok();
+  };
+  if (step.returning) {
+    ASSERT_TRUE(pod_runs()) << Shell("kubectl describe pod crash-2").out << Placeholders()
+                            << daemon_->LogTail();
+    ASSERT_TRUE(pod_leaves());
+  }
+  ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); },
+                      seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 60)))
+      << "the bridge never reached " << step.reason << "\n"
+      << Placeholders() << "\n"
+      << daemon_->LogTail();
+  EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", step.reason)));
+  std::printf("killed after %s\n", step.reason);
+  std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
+
+  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  if (!step.returning) {
+    ASSERT_TRUE(pod_runs()) << Shell("kubectl describe pod crash-2").out << Placeholders() << "\n"
+                            << Shell("squeue").out << daemon_->LogTail();
+    EXPECT_EQ(PodField("crash-2", ".spec.nodeName"), "node1");
+    ASSERT_TRUE(pod_leaves());
+  }
+  // The return: every device held for Slurm again, no placeholder, the victim runs again.
+  ASSERT_TRUE(
+      WaitFor([&] { return Placeholders().empty() && HoldsOn("node1") == 8 && AllRunning(); },
+              seconds(kCooldownSeconds + 90)))
+      << Placeholders() << "\n"
+      << Shell("squeue; kubectl get devicetaintrules").out << daemon_->LogTail();
+  EXPECT_EQ(Restarts(victim), 1) << "requeued once, never lost";
+  EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
+  for (const std::string& id : jobs_) {
+    EXPECT_THAT(JobField(id, "JobState"), ::testing::Not(::testing::AnyOf("FAILED", "CANCELLED")))
+        << id;
+  }
+  EXPECT_EQ(Holds(), 8 * testbed::TestbedNodeCount());
+}
+
+// The give: the placeholder submitted, the victim signalled, preempted, the holds lifted;
+// the return: the idle time recorded, the devices held again, the placeholder ended.
+INSTANTIATE_TEST_SUITE_P(Steps, GpuSharingCrashE2E,
+                         ::testing::Values(GiveStep{"GpusLending", false},
+                                           GiveStep{"CheckpointSignalled", false},
+                                           GiveStep{"SlurmJobsPreempted", false},
+                                           GiveStep{"GpusLent", false}, GiveStep{"GpusIdle", true},
+                                           GiveStep{"GpusReturning", true},
+                                           GiveStep{"GpusReturned", true}),
+                         [](const auto& p) { return std::string(p.param.reason); });
+
 }  // namespace
 }  // namespace skb::lending_e2e
