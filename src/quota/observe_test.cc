@@ -266,7 +266,7 @@ TEST(AdviseSubmit, WithLendingOffTheFloorIsReportedNotEnforced) {
 TEST(DescribeQuotaConfig, ListsEveryTenant) {
   config::Config cfg = TwoTenants();
   std::vector<std::string> lines = DescribeQuotaConfig(cfg.quotas);
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);  // and kubernetes_enforcement
   EXPECT_THAT(lines[0], HasSubstr("2 tenant(s), 16 GPUs guaranteed"));
   EXPECT_THAT(lines[2], HasSubstr("tenant b: slurm_accounts=team-b kubernetes_namespaces=b-inf "
                                   "guaranteed=8 limit=12 weight=1"));

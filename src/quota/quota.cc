@@ -143,6 +143,11 @@ Status ReadQuotaConfig(config::JsonReader r, QuotaConfig* result) {
     out.tenants.push_back(std::move(tenant));
   });
   r.Duration("reclaim_min_run_time", &out.reclaim_min_run_time);
+  std::string enforcement = "resource_quota";
+  r.Enum("kubernetes_enforcement", &enforcement, {"resource_quota", "off"});
+  out.kubernetes_enforcement = enforcement == "off"
+                                   ? QuotaConfig::KubernetesEnforcement::kOff
+                                   : QuotaConfig::KubernetesEnforcement::kResourceQuota;
   RETURN_IF_ERROR(r.Finish());
   *result = std::move(out);
   return OkStatus();
@@ -180,6 +185,12 @@ std::vector<std::string> DescribeQuotaConfig(const QuotaConfig& config) {
                                   "not known, borrows)"
                                 : ""));
   }
+  out.push_back(config.kubernetes_enforcement == QuotaConfig::KubernetesEnforcement::kOff
+                    ? "  kubernetes_enforcement=off: nothing stops a tenant's pods that cannot be "
+                      "preempted beyond its guarantee (the Slurm side still refuses such jobs)"
+                    : "  kubernetes_enforcement=resource_quota: a ResourceQuota skb-guarantee in "
+                      "each tenant namespace keeps its pods that cannot be preempted within the "
+                      "guarantee (while lending is on)");
   return out;
 }
 

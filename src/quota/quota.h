@@ -68,6 +68,11 @@ struct QuotaConfig {
   std::vector<Tenant> tenants;
   // Anti-thrash: borrowed work that has run less than this is not reclaimed.
   std::chrono::milliseconds reclaim_min_run_time{std::chrono::minutes(10)};
+  // How the Kubernetes side keeps work that cannot be preempted within its tenant's floor
+  // ("kubernetes_enforcement"): kResourceQuota, a ResourceQuota per tenant namespace that the
+  // bridge keeps in step (src/quota/guarantee_quota.h; only while lending is on), or kOff.
+  enum class KubernetesEnforcement { kResourceQuota, kOff };
+  KubernetesEnforcement kubernetes_enforcement = KubernetesEnforcement::kResourceQuota;
 
   bool enabled() const { return !tenants.empty(); }
   const Tenant* Find(std::string_view name) const;
@@ -78,7 +83,8 @@ struct QuotaConfig {
 };
 
 // Parses the `quotas` section: {"tenants": [{"name", "slurm_accounts", "kubernetes_namespaces",
-// "guaranteed", "limit", "weight"}]}; "guaranteed" and "limit" are a number or an object of
+// "guaranteed", "limit", "weight"}], "reclaim_min_run_time", "kubernetes_enforcement":
+// "resource_quota" | "off"}; "guaranteed" and "limit" are a number or an object of
 // GPU type -> number. Strict like the rest of the config: unknown keys, a name used twice,
 // an account or namespace in two tenants, a negative floor, a limit below the floor (a
 // type's limit below its floor, a number limit below the sum of the floors), an empty type

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "src/base/strings.h"
+
 namespace skb::quota {
 namespace {
 
@@ -250,13 +252,32 @@ TEST(ParseQuotaConfig, ReadsPerTypeFloorsAndLimitsBesidePlainNumbers) {
   EXPECT_EQ(serve.limit, 20);
 
   std::vector<std::string> lines = DescribeQuotaConfig(c);
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   EXPECT_THAT(lines[0], HasSubstr("2 tenant(s), 16 GPUs guaranteed"));
   EXPECT_THAT(lines[1], HasSubstr("guaranteed=a100:8,h100:4 limit=h100:6 weight=1 (floors per "
                                   "GPU type: work on another type, or of a type not known, "
                                   "borrows)"));
   EXPECT_THAT(lines[2], HasSubstr("guaranteed=4 limit=20 weight=1"));
   EXPECT_THAT(lines[2], ::testing::Not(HasSubstr("per GPU type")));
+  EXPECT_THAT(lines[3], HasSubstr("kubernetes_enforcement=resource_quota"));
+}
+
+TEST(ParseQuotaConfig, ReadsKubernetesEnforcement) {
+  const char* tenants = R"("tenants": [{"name": "a", "kubernetes_namespaces": ["web"]}])";
+  auto parse = [&](const std::string& extra) {
+    return ParseQuotaConfig(nlohmann::json::parse(StrCat("{", tenants, extra, "}")));
+  };
+  StatusOr<QuotaConfig> def = parse("");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->kubernetes_enforcement, QuotaConfig::KubernetesEnforcement::kResourceQuota);
+  StatusOr<QuotaConfig> off = parse(R"(, "kubernetes_enforcement": "off")");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->kubernetes_enforcement, QuotaConfig::KubernetesEnforcement::kOff);
+  EXPECT_THAT(DescribeQuotaConfig(*off).back(), HasSubstr("kubernetes_enforcement=off"));
+  StatusOr<QuotaConfig> bad = parse(R"(, "kubernetes_enforcement": "webhook")");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("quotas.kubernetes_enforcement"));
 }
 
 TEST(ParseQuotaConfig, PerTypeErrorsNameTheField) {
