@@ -20,6 +20,11 @@ inline constexpr char kReservationRole[] = "reservation";
 inline constexpr char kClassLabel[] = "slurm-k8s-bridge.io/class";
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 
+// The ResourceQuota the bridge keeps in each tenant namespace (src/quota/guarantee_quota.h),
+// labelled managed-by and with its tenant's name.
+inline constexpr char kGuaranteeQuotaName[] = "skb-guarantee";
+inline constexpr char kTenantLabel[] = "slurm-k8s-bridge.io/tenant";
+
 // Annotations on the reservation pod.
 //   jobs: the Slurm jobs on the node, "id user account gpus start;..." (batched).
 inline constexpr char kJobsAnnotation[] = "slurm-k8s-bridge.io/jobs";
