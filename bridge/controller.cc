@@ -109,6 +109,11 @@ Controller::Controller(ControllerOptions options)
     }
     ++slurm_generation_;  // the device lane passes again
   });
+  if (cfg_.quotas.enabled()) {
+    guarantee_quotas_ = std::make_unique<GuaranteeQuotaWriter>(opts_.config, opts_.kube, [this] {
+      return elector_ == nullptr || elector_->HoldsValidLease();
+    });
+  }
   if (cfg_.gpu_sharing.enabled) {
     device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
     device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
@@ -420,6 +425,7 @@ void Controller::StartActing() {
     workers_.emplace_back([this, i] { WorkerLoop(i, /*status_lane=*/true); });
   }
   if (device_lane_) workers_.emplace_back([this] { DeviceLoop(); });
+  if (guarantee_quotas_) workers_.emplace_back([this] { GuaranteeQuotaLoop(); });
 }
 
 void Controller::StopActing() {
@@ -547,6 +553,53 @@ void Controller::DeviceLoop() {
       worker_cv_.notify_all();
     }
     if (r.executed > 0) poller_->Kick();
+  }
+}
+
+void Controller::GuaranteeQuotaLoop() {
+  pthread_setname_np(pthread_self(), "quota-enforce");
+  // A pass every minute at least: a PriorityClass created or edited, a quota edited by hand.
+  // After a failure, again within 10 s (or at the next change).
+  constexpr auto kFullPassEvery = std::chrono::minutes(1);
+  constexpr auto kRetryAfter = std::chrono::seconds(10);
+  // Rooms computed from half a view would be too wide: wait as the other lanes do.
+  {
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    while (!stop_worker_ && !(nodes_->HasSynced() && PodsSynced() && polled_)) {
+      worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+  const bool enforce = quota::EnforcesOnKubernetes(cfg_);
+  uint64_t seen = ~0ull;
+  std::optional<std::map<std::string, quota::NamespaceRoom>> applied;  // by the last clean pass
+  Clock::TimePoint next_pass{};
+  while (!stop_worker_) {
+    const Clock::TimePoint now = opts_.clock->Now();
+    const uint64_t computations = quotas_.computations();
+    if (computations != seen || now >= next_pass) {
+      seen = computations;
+      std::map<std::string, quota::NamespaceRoom> want;
+      // Off (or lending off): a pass with nothing wanted removes quotas an earlier
+      // configuration left.
+      if (enforce) {
+        if (auto o = quotas_.Current()) want = quota::GuaranteeQuotas(cfg_.quotas, *o);
+        // Reservation pods run at the protected class and hold whole nodes: a quota in
+        // their namespace (a tenant's too, by mistake) would refuse them and stop lending.
+        want.erase(cfg_.lending.namespace_name);
+      }
+      if (!applied || *applied != want || now >= next_pass) {
+        GuaranteeQuotaWriter::Result r = guarantee_quotas_->Pass(want);
+        if (r.failed == 0 && !r.skipped) {
+          applied = std::move(want);
+          next_pass = now + kFullPassEvery;
+        } else {
+          applied.reset();
+          next_pass = now + kRetryAfter;
+        }
+      }
+    }
+    std::unique_lock<std::mutex> lock(worker_wait_mu_);
+    worker_cv_.wait_for(lock, std::chrono::seconds(1));
   }
 }
 

@@ -30,6 +30,7 @@
 
 #include "bridge/observability/bridge_metrics.h"
 #include "bridge/plugin_server/admission_service.h"
+#include "bridge/quota/guarantee_quota_writer.h"
 #include "bridge/quota/quota_ledger.h"
 #include "bridge/reconcile/action_executor.h"
 #include "bridge/reconcile/device_lane.h"
@@ -163,6 +164,9 @@ class Controller {
   devices::World DeviceWorld() const;
   // The GPU-granular lane's worker: a pass whenever its World moved, at least every second.
   void DeviceLoop();
+  // Keeps the ResourceQuotas skb-guarantee in step with the ledger (quotas on; see
+  // guarantee_quota_writer.h for when it passes).
+  void GuaranteeQuotaLoop();
   void OnSlurm(const slurm::SlurmState& state);
   // What a quota reclaim may take back: a node lent to Kubernetes (its lent-at annotation)
   // or still carrying the reclaim taint; nullopt for any other node.
@@ -192,6 +196,7 @@ class Controller {
   std::unique_ptr<DeviceWorldCache> device_world_;
   std::unique_ptr<DeviceExecutorImpl> device_executor_;
   std::unique_ptr<DeviceLane> device_lane_;
+  std::unique_ptr<GuaranteeQuotaWriter> guarantee_quotas_;  // quotas on only
   // Set once the device lane has observed once (the node lane waits for it, so it never
   // lends whole a node the device lane shares).
   std::atomic<bool> devices_observed_{false};

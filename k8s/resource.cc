@@ -31,6 +31,7 @@ Resource Resource::ClusterRoleBindings() {
 Resource Resource::PriorityClasses() {
   return {"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false};
 }
+Resource Resource::ResourceQuotas() { return {"", "v1", "resourcequotas", "ResourceQuota", true}; }
 
 Resource Resource::ResourceSlices() {
   return {"resource.k8s.io", "v1", "resourceslices", "ResourceSlice", false};

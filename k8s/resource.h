@@ -33,6 +33,7 @@ struct Resource {
   static Resource ClusterRoles();
   static Resource ClusterRoleBindings();
   static Resource PriorityClasses();
+  static Resource ResourceQuotas();
   // Dynamic Resource Allocation (resource.k8s.io/v1, GA since 1.34; DeviceTaintRule since
   // 1.37): the devices a driver publishes per node, the claims allocating them, and the
   // taints that keep devices out of new allocations.

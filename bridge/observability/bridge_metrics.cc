@@ -142,6 +142,10 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       tenant_reclaiming_gpus(r->AddGaugeFamily(
           "skb_tenant_reclaiming_gpus",
           "GPUs being taken back from Kubernetes for a tenant's pending jobs.", {"tenant"})),
+      tenant_nonpreemptible_room_gpus(r->AddGaugeFamily(
+          "skb_tenant_nonpreemptible_room_gpus",
+          "GPUs a tenant's work that cannot be preempted may still take within its guarantee.",
+          {"tenant"})),
       quota_classification_seconds(r->AddGauge(
           "skb_quota_classification_seconds",
           "Time of the last classification of every job and pod into guaranteed and borrowed.")),

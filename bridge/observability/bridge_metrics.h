@@ -189,6 +189,9 @@ class BridgeMetrics {
   // skb_tenant_reclaiming_gpus{tenant} (gauge): GPUs of lent nodes being taken back from
   // Kubernetes for its pending jobs (quota::PlanReclaims).
   GaugeFamily& tenant_reclaiming_gpus;
+  // skb_tenant_nonpreemptible_room_gpus{tenant} (gauge): GPUs the tenant's work that cannot
+  // be preempted may still take within its floor (quota::NonPreemptibleRoom).
+  GaugeFamily& tenant_nonpreemptible_room_gpus;
   // skb_quota_classification_seconds (gauge): how long the last classification of every
   // job and pod took (it runs on each Slurm jobs change and each GPU pod change).
   Gauge& quota_classification_seconds;

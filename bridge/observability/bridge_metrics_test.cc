@@ -44,6 +44,7 @@ TEST(BridgeMetricsTest, EveryFamilyIsRegisteredWithItsTypeAndZeroSeriesForKnownL
       {"skb_tenant_type_guarantee_gpus", "gauge"},
       {"skb_tenant_pending_gpus", "gauge"},
       {"skb_tenant_reclaiming_gpus", "gauge"},
+      {"skb_tenant_nonpreemptible_room_gpus", "gauge"},
       {"skb_quota_classification_seconds", "gauge"},
       {"skb_kubernetes_api_requests_total", "counter"},
       {"skb_kubernetes_api_responses_total", "counter"},

@@ -3,6 +3,7 @@
 #include "src/base/strings.h"
 #include "src/ownership/quota_facts.h"
 #include "src/ownership/time_codec.h"
+#include "src/quota/guarantee_quota.h"
 
 namespace skb::bridge {
 namespace {
@@ -228,6 +229,9 @@ void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observati
     m->tenant_gpus.WithLabels({"(none)", state}).Set(0);
   }
   m->tenant_pending_gpus.WithLabels({"(none)"}).Set(0);
+  for (const auto& [tenant, room] : quota::NonPreemptibleRoom(config, o)) {
+    m->tenant_nonpreemptible_room_gpus.WithLabels({tenant}).Set(static_cast<double>(room));
+  }
   for (const quota::TenantRow& row : quota::TenantRows(config, o)) {
     const std::string tenant = row.name.empty() ? std::string("(none)") : row.name;
     const int in_use = row.in_use_slurm + row.in_use_kubernetes;

@@ -109,7 +109,8 @@ class QuotaLedger {
 // Sets skb_tenant_gpus{tenant,state}, skb_tenant_guarantee_gpus and skb_tenant_pending_gpus
 // from `o`: every configured tenant, and "(none)" for work of no tenant; and per GPU type
 // skb_tenant_type_gpus{tenant,type,state} and skb_tenant_type_guarantee_gpus{tenant,type}
-// for the tenants with per-type floors (type "(unknown)" for work of a type not known).
+// for the tenants with per-type floors (type "(unknown)" for work of a type not known); and
+// skb_tenant_nonpreemptible_room_gpus{tenant} for every configured tenant.
 void ExportQuotaMetrics(const quota::QuotaConfig& config, const quota::Observation& o,
                         observability::BridgeMetrics* m);
 
