@@ -142,6 +142,10 @@ EXPECTED_GPU_SHARING_RULES = [
 # With config.quotas.tenants: borrowed pods evicted for a Slurm tenant's guarantee.
 EXPECTED_QUOTA_RULES = [
     {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["resourcequotas"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"],
+     "verbs": ["get", "list", "watch"]},
 ]
 EXPECTED_RESERVATION_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "patch"]},
