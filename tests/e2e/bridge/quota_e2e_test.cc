@@ -129,6 +129,59 @@ TEST_F(QuotaE2E, AnotherTenantsPodsTakeOnlyBorrowedJobsAndWaitAtTheGuarantee) {
   }
 }
 
+// Work that cannot be preempted runs only within its tenant's guarantee on the Kubernetes
+// side too: the bridge keeps the ResourceQuota skb-guarantee in team-b's namespace, scoped to
+// the PriorityClasses at or above the protected class, and kube-apiserver refuses a pod of
+// such a class beyond it; a pod below the protected class is not capped. Server-side dry runs:
+// admission runs in full, nothing is created.
+TEST_F(QuotaE2E, APodThatCannotBePreemptedBeyondItsTenantsGuaranteeIsRefusedAtCreation) {
+  // A class of the site's at the protected value, known before the daemon's first pass.
+  ASSERT_EQ(Shell(R"(kubectl apply -f - <<'EOF'
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: skb-e2e-critical-serving}
+value: 1000000000
+EOF)")
+                .exit_code,
+            0);
+  struct DeleteClass {
+    ~DeleteClass() {
+      Shell("kubectl delete priorityclass skb-e2e-critical-serving --ignore-not-found");
+    }
+  } cleanup;
+  daemon_->Stop();
+  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+
+  std::string rq;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        rq = Shell(
+                 "kubectl get resourcequota -n default skb-guarantee -o "
+                 "jsonpath='{.spec.hard}{\" \"}{.spec.scopeSelector.matchExpressions[0].values}'")
+                 .out;
+        return rq.find("\"requests.nvidia.com/gpu\":\"16\"") != std::string::npos &&
+               rq.find("skb-e2e-critical-serving") != std::string::npos;
+      },
+      seconds(30)))
+      << rq << "\n"
+      << daemon_->LogTail();
+  auto dry_run = [&](const std::string& cls, int gpus) {
+    testbed::TestPod pod = testbed::InferenceTestPod("np-serve", "lending", gpus);
+    pod.priority_class = cls;
+    return RunCommand({"kubectl", "create", "--dry-run=server", "-o", "name", "-f", "-"},
+                      seconds(30), testbed::PodManifest(pod).dump());
+  };
+  EXPECT_EQ(dry_run("skb-e2e-critical-serving", 16).exit_code, 0) << "within the floor";
+  testbed::CommandResult refused = dry_run("skb-e2e-critical-serving", 17);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("exceeded quota: skb-guarantee"));
+  EXPECT_EQ(dry_run("inference-high", 17).exit_code, 0) << "preemptible: not capped";
+  EXPECT_THAT(Shell("kubectl get resourcequota -n default skb-guarantee -o "
+                    "jsonpath='{.metadata.labels}'")
+                  .out,
+              HasSubstr("\"slurm-k8s-bridge.io/tenant\":\"team-b\""));
+}
+
 // team-b has no guarantee: every pod of it borrows, and borrowing takes idle GPUs only.
 // team-a runs three nodes' worth (two within its guarantee, one borrowed), the fourth node
 // is idle. team-b's first pod gets the idle node; its second makes kube-scheduler preempt
