@@ -2,6 +2,7 @@
 
 #include "bridge/logging.h"
 #include "k8s/api_error.h"
+#include "k8s/field_reader.h"
 #include "src/base/strings.h"
 #include "src/devices/k8s_devices.h"
 #include "src/ownership/schema.h"
@@ -11,16 +12,11 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string StringAt(const json& j, const char* a, const char* b) {
-  if (!j.is_object() || !j.contains(a) || !j[a].is_object() || !j[a].contains(b)) return "";
-  const json& v = j[a][b];
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 // What the listed quota's spec.hard says for `resource` ("-" for nothing).
 std::string HardOf(const json& rq, const std::string& resource) {
-  if (!rq.contains("spec") || !rq["spec"].is_object()) return "-";
-  const std::string v = StringAt(rq["spec"], "hard", resource.c_str());
+  const json spec = rq.is_object() ? rq.value("spec", json::object()) : json::object();
+  const std::string v =
+      k8s::StringAt(spec.is_object() ? spec.value("hard", json::object()) : json(), resource);
   return v.empty() ? "-" : v;
 }
 
@@ -49,11 +45,11 @@ GuaranteeQuotaWriter::Result GuaranteeQuotaWriter::Pass(
   }
   std::map<std::string, json> ours;  // namespace -> the bridge's quota there
   for (json& item : listed->items) {
-    if (StringAt(item, "metadata", "name") != ownership::kGuaranteeQuotaName ||
+    if (k8s::MetadataString(item, "name") != ownership::kGuaranteeQuotaName ||
         !quota::IsOurGuaranteeQuota(item)) {
       continue;
     }
-    std::string ns = StringAt(item, "metadata", "namespace");
+    std::string ns = k8s::MetadataString(item, "namespace");
     ours.emplace(std::move(ns), std::move(item));
   }
   std::vector<std::string> classes;
@@ -73,7 +69,7 @@ GuaranteeQuotaWriter::Result GuaranteeQuotaWriter::Pass(
       return;
     }
     k8s::DeleteOptions opts;
-    if (std::string uid = StringAt(existing, "metadata", "uid"); !uid.empty()) {
+    if (std::string uid = k8s::MetadataString(existing, "uid"); !uid.empty()) {
       opts.precondition_uid = uid;
     }
     auto deleted =
@@ -116,7 +112,7 @@ GuaranteeQuotaWriter::Result GuaranteeQuotaWriter::Pass(
                 room.tenant, room.gpus, StrJoin(classes, ","));
       ++r.created;
     } else if (!quota::SameGuaranteeQuota(it->second, desired)) {
-      desired["metadata"]["resourceVersion"] = StringAt(it->second, "metadata", "resourceVersion");
+      desired["metadata"]["resourceVersion"] = k8s::MetadataString(it->second, "resourceVersion");
       auto updated = kube_->Update(k8s::Resource::ResourceQuotas(), ns, desired);
       if (!updated.ok()) {
         log->warn("guarantee_quota_update_failed namespace={} tenant={} gpus={} error=\"{}\"", ns,
