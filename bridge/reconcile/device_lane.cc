@@ -131,9 +131,10 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
 StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::SubmitPlaceholder& o,
                                          const Target& t) {
   const devices::PlaceholderRecord r{
-      .node = a.node, .pod = o.pod, .gpus = o.gpus, .victims = o.victims};
+      .node = a.node, .pod = o.pod, .gpus = o.gpus, .victims = o.victims, .profile = o.profile};
   const slurm::PlaceholderSpec spec{.node = a.node,
                                     .gpus = o.gpus,
+                                    .gres_type = o.gres_type,
                                     .partition = cfg_.gpu_sharing.placeholder.partition,
                                     .qos = cfg_.gpu_sharing.placeholder.qos,
                                     .account = cfg_.gpu_sharing.placeholder.account,
@@ -141,8 +142,9 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
   auto submitted = slurm_->SubmitPlaceholder(spec);
   if (!submitted.ok()) return submitted.status();
   if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;
-  Logger("devices")->info("placeholder_submitted job={} node={} gpus={} pod={} victims={}",
-                          submitted->job_id, a.node, o.gpus, o.pod, o.victims.size());
+  Logger("devices")->info(
+      "placeholder_submitted job={} node={} gpus={} gres_type={} pod={} victims={}",
+      submitted->job_id, a.node, o.gpus, o.gres_type, o.pod, o.victims.size());
   return Recorded(a, Effect::kChanged, t, o.pod);
 }
 

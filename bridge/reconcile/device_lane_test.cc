@@ -825,5 +825,24 @@ TEST(ExportDeviceMetrics, CountsEachSharedGpuByOwnerAndEveryViolation) {
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_violations 1"));
 }
 
+// A give of MIG slices asks Slurm for slices of the pod's profile (Slurm picks which), and
+// its record keeps the profile for every pass after it.
+TEST_F(DeviceLaneTest, AMigGiveAsksSlurmForSlicesOfItsProfile) {
+  devices::DeviceAction submit;
+  submit.op = devices::SubmitPlaceholder{
+      .pod = "ml/mig", .gpus = 2, .gres_type = "1g.10gb", .profile = "1g.10gb"};
+  submit.node = "node1";
+  StatusOr<Effect> e = exec_.Execute(submit, devices::NodeDevices{.node = "node1"}, "node1");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(*e, Effect::kChanged);
+  ASSERT_THAT(slurm_.Writes(), Contains(HasSubstr("SubmitPlaceholder node1 gpus=2 type=1g.10gb")));
+  const uint32_t id = PlaceholderId();
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(slurm_.Job(id).gpu_type, "1g.10gb");
+  const auto record = devices::ParsePlaceholderRecord(slurm_.Job(id).admin_comment);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->profile, "1g.10gb");
+}
+
 }  // namespace
 }  // namespace skb::bridge

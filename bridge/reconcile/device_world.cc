@@ -33,7 +33,8 @@ void DeviceWorldCache::SetClaim(const std::string& key, const nlohmann::json* ob
       return devices::ClaimsByNode(o, cfg_.gpu_sharing.driver);
     });
     Set(&demands_, key, obj, [&](std::span<const nlohmann::json> o) {
-      return devices::GpuDemandOf(o[0], cfg_.gpu_sharing.device_classes);
+      return devices::GpuDemandOf(o[0], cfg_.gpu_sharing.device_classes,
+                                  cfg_.gpu_sharing.mig_device_classes);
     });
   }
   ++generation_;

@@ -320,6 +320,7 @@ StatusOr<PlaceholderSubmission> FakeSlurmClient::SubmitPlaceholder(const Placeho
   j.state_reason = "Resources";
   j.priority = devices::kPlaceholderPriority;
   j.gpus_per_node = s.gpus;
+  j.gpu_type = s.gres_type;
   j.requeue = false;
   j.admin_comment = s.admin_comment;
   if (clock_ != nullptr) {
@@ -327,7 +328,8 @@ StatusOr<PlaceholderSubmission> FakeSlurmClient::SubmitPlaceholder(const Placeho
         std::chrono::duration_cast<std::chrono::seconds>(clock_->Now().time_since_epoch()).count();
   }
   jobs_[next] = std::move(j);
-  Wrote(StrCat("SubmitPlaceholder ", s.node, " gpus=", s.gpus, " -> ", next));
+  Wrote(StrCat("SubmitPlaceholder ", s.node, " gpus=", s.gpus,
+               s.gres_type.empty() ? "" : StrCat(" type=", s.gres_type), " -> ", next));
   return PlaceholderSubmission{next, WriteOutcome::kChanged};
 }
 

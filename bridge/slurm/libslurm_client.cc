@@ -364,7 +364,9 @@ StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
   slurm_init_job_desc_msg(&desc);
   std::string name = devices::kPlaceholderJobName, partition = s.partition, qos = s.qos,
               account = s.account, node = s.node, comment = s.admin_comment,
-              gres = StrCat(kGresTresPrefix, "gpu:", s.gpus), work_dir = "/";
+              gres = StrCat(kGresTresPrefix,
+                            "gpu:", s.gres_type.empty() ? "" : StrCat(s.gres_type, ":"), s.gpus),
+              work_dir = "/";
   desc.name = name.data();
   if (!partition.empty()) desc.partition = partition.data();
   if (!qos.empty()) desc.qos = qos.data();
@@ -386,7 +388,9 @@ StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
   desc.group_id = getgid();
   resource_allocation_response_msg_t* resp = nullptr;
   if (slurm_allocate_resources(&desc, &resp) != SLURM_SUCCESS) {
-    return LastError(StrCat("submit placeholder for ", s.gpus, " GPUs on ", s.node));
+    return LastError(StrCat("submit placeholder for ", s.gpus, " GPUs",
+                            s.gres_type.empty() ? "" : StrCat(" of type ", s.gres_type), " on ",
+                            s.node));
   }
   if (resp == nullptr) return InternalError("slurm_allocate_resources returned no response");
   const uint32_t id = resp->job_id;

@@ -46,6 +46,9 @@ enum class WriteOutcome { kChanged, kUnchanged };
 struct PlaceholderSpec {
   std::string node;
   int64_t gpus = 0;
+  // The GRES type asked for ("gpu:<type>:<gpus>"): a MIG profile, or the whole GPUs' type
+  // on a node with MIG slices; "" = any GPU ("gpu:<gpus>").
+  std::string gres_type;
   std::string partition;  // devices::PlaceholderConfig: the placeholder partition
   std::string qos;        // "" = the account's default
   std::string account;    // "" = the submitting user's default

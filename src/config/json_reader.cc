@@ -211,6 +211,21 @@ bool JsonReader::ObjectList(std::string_view key,
   return true;
 }
 
+bool JsonReader::List(
+    std::string_view key,
+    const std::function<Status(const nlohmann::json& item, const std::string& path)>& read_one) {
+  const nlohmann::json* v = Lookup(key);
+  if (v == nullptr) return false;
+  if (!v->is_array()) {
+    Fail(key, StrCat("expected a list, got ", TypeName(*v)));
+    return true;
+  }
+  for (size_t i = 0; i < v->size() && status_.ok(); ++i) {
+    Merge(read_one((*v)[i], StrCat(PathOf(key), "[", i, "]")));
+  }
+  return true;
+}
+
 Status JsonReader::StringMap(std::map<std::string, std::string>* out) {
   std::map<std::string, std::string> result;
   for (const auto& [k, v] : object_.items()) {

@@ -49,6 +49,12 @@ class JsonReader {
   // "key[i]") and records the first error, including an element's unknown keys. Returns
   // whether the key was present (absent: `read_one` is never called).
   bool ObjectList(std::string_view key, const std::function<void(JsonReader&)>& read_one);
+  // Reads a list whose elements take more than one form: calls `read_one` with each element
+  // and its path ("key[i]"), and records the first error it returns. Returns whether the key
+  // was present.
+  bool List(
+      std::string_view key,
+      const std::function<Status(const nlohmann::json& item, const std::string& path)>& read_one);
   // Reads this whole object as a free-form map of strings (every key is accepted) and
   // returns Finish(). For maps whose keys are data, not option names.
   Status StringMap(std::map<std::string, std::string>* out);

@@ -211,7 +211,8 @@ std::string Describe(const RemoveDeviceHold& o) {
   return DevicesText(o.devices) + PlaceholderText(o.placeholder_job) + PodText(o.pod);
 }
 std::string Describe(const SubmitPlaceholder& o) {
-  return PodText(o.pod) + (o.gpus == 0 ? "" : StrCat(" gpus=", o.gpus)) + JobsText(o.victims);
+  return PodText(o.pod) + (o.gpus == 0 ? "" : StrCat(" gpus=", o.gpus)) +
+         (o.gres_type.empty() ? "" : StrCat(" type=", o.gres_type)) + JobsText(o.victims);
 }
 std::string Describe(const SignalJobs& o) {
   return PlaceholderText(o.placeholder_job) + PodText(o.pod) + JobsText(o.jobs.job_ids);
@@ -317,13 +318,38 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
                                         p.job_id, " for ", p.pod, ")"));
     }
   }
+  // A give moves devices of the kind the pod asks for: whole GPUs, or MIG slices of its
+  // profile.
+  const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
+                                      [](const Device& d) { return !d.profile.empty(); });
+  const auto fits = [&](size_t i) {
+    return i < node.devices.size() && node.devices[i].profile == pod.profile;
+  };
+  size_t of_kind = 0;
+  for (size_t i = 0; i < node.devices.size(); ++i) of_kind += fits(i);
+  if (of_kind == 0) {
+    return no(Nearness::kNotAllowed,
+              pod.profile.empty() ? StrCat("node ", node.node, " has MIG slices only")
+                                  : StrCat("node ", node.node, " has no ", pod.profile, " slices"));
+  }
+  if (pod.profile.empty() && has_slices && node.whole_gres_type.empty()) {
+    return no(Nearness::kNotAllowed,
+              StrCat("node ", node.node,
+                     " has MIG slices and whole GPUs of no single Slurm GRES type of their own: a "
+                     "placeholder could not ask Slurm for whole GPUs only"));
+  }
+  const std::string unit = pod.profile.empty() ? "GPUs" : StrCat(pod.profile, " slices");
   const std::vector<DeviceView> views = Owners(node);
   if (std::vector<Violation> v = Violations(views); !v.empty()) {
     return no(Nearness::kBusy, StrCat("node ", node.node, ": ", v[0].device, ": ", v[0].what));
   }
   Selection s;
   s.node = node.node;
-  for (const DeviceView& v : views) {
+  s.profile = pod.profile;
+  s.gres_type = !pod.profile.empty() ? pod.profile : has_slices ? node.whole_gres_type : "";
+  for (size_t i = 0; i < views.size(); ++i) {
+    const DeviceView& v = views[i];
+    if (!fits(i)) continue;
     if (v.owner == Owner::kSlurm && v.job == 0) s.idle.push_back(v.name);
     if (v.owner == Owner::kKubernetes && v.pods.empty() &&
         static_cast<int64_t>(s.lent_idle.size()) < pod.gpus - 1) {
@@ -332,16 +358,16 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   }
   s.gpus = pod.gpus - static_cast<int64_t>(s.lent_idle.size());
   const std::string lent =
-      s.lent_idle.empty() ? "" : StrCat(s.lent_idle.size(), " lent idle GPUs and ");
+      s.lent_idle.empty() ? "" : StrCat(s.lent_idle.size(), " lent idle ", unit, " and ");
   const int64_t idle = static_cast<int64_t>(s.idle.size());
   if (idle >= s.gpus) {
     s.idle_left = idle - s.gpus;
     s.idle.resize(static_cast<size_t>(s.gpus));
-    s.why = StrCat(lent, s.gpus, " idle GPUs on ", node.node);
+    s.why = StrCat(lent, s.gpus, " idle ", unit, " on ", node.node);
     return s;
   }
   if (!pod.borrowing.empty()) {
-    no(Nearness::kShort, StrCat("node ", node.node, " has ", idle, " idle GPUs"));
+    no(Nearness::kShort, StrCat("node ", node.node, " has ", idle, " idle ", unit));
     refusal->of_pod = StrCat(pod.pod, " may take no job's GPUs: ", pod.borrowing, " (quotas)");
     return std::nullopt;
   }
@@ -353,6 +379,11 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   for (size_t i = 0; i < node.jobs.size(); ++i) {
     const NodeJob& j = node.jobs[i];
     if (!j.view.HoldsNodes() || j.indices.empty()) continue;
+    // What it would free for the pod: its devices of the pod's kind.
+    const auto freed = std::count_if(j.indices.begin(), j.indices.end(), [&](int64_t x) {
+      return x >= 0 && fits(static_cast<size_t>(x));
+    });
+    if (freed == 0) continue;
     const bool slurm_owned = std::all_of(j.indices.begin(), j.indices.end(), [&](int64_t x) {
       return x >= 0 && x < static_cast<int64_t>(views.size()) &&
              views[static_cast<size_t>(x)].owner == Owner::kSlurm;
@@ -360,7 +391,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     const uint32_t whole = own::WholeJobId(j.view);
     Candidate& c = by_whole[whole];
     c.jobs.push_back(i);
-    c.gpus += static_cast<int64_t>(j.indices.size());
+    c.gpus += static_cast<int64_t>(freed);
     c.work = WorkLost(j, now);  // the whole job's: the same for each component
     if (!own::Actionable(j.view) || !slurm_owned ||
         !own::PolicyForWhole(Whole(j), cfg, now, node.guaranteed_jobs).preemptible) {
@@ -378,9 +409,9 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   const std::vector<size_t> picked = PickJobs(node, cands, s.gpus - idle);
   if (picked.empty()) {
     return no(Nearness::kShort,
-              StrCat("node ", node.node, ": ", lent, idle, " idle GPUs and ", s.gpus - idle,
-                     " more needed; the preemptible jobs cannot free them (", protected_gpus,
-                     " GPUs run non-preemptible or moving work)"));
+              StrCat("node ", node.node, ": ", lent, idle, " idle ", unit, " and ", s.gpus - idle,
+                     " more needed; the preemptible jobs cannot free them (", protected_gpus, " ",
+                     unit, " run non-preemptible or moving work)"));
   }
   std::string het;
   for (size_t i : picked) {
@@ -392,7 +423,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     }
   }
   std::sort(s.victims.begin(), s.victims.end());
-  s.why = StrCat(lent, idle, " idle GPUs and ", s.victim_gpus, " of preemptible job(s) ",
+  s.why = StrCat(lent, idle, " idle ", unit, " and ", s.victim_gpus, " of preemptible job(s) ",
                  JoinIds(s.victims), " on ", node.node, het);
   return s;
 }
@@ -463,11 +494,17 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
 
 std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
   DeviceAction a;
-  a.op = SubmitPlaceholder{.pod = pod.pod, .gpus = s.gpus, .victims = s.victims};
+  a.op = SubmitPlaceholder{.pod = pod.pod,
+                           .gpus = s.gpus,
+                           .victims = s.victims,
+                           .gres_type = s.gres_type,
+                           .profile = s.profile};
   a.node = s.node;
   a.cause = plan::Cause::kLend;
   a.event_reason = "GpusLending";
-  a.event_message = StrCat("placeholder for ", s.gpus, " GPU(s) for ", pod.pod, ": ", s.why);
+  a.event_message = StrCat("placeholder for ", s.gpus,
+                           s.profile.empty() ? " GPU(s)" : StrCat(" ", s.profile, " slice(s)"),
+                           " for ", pod.pod, ": ", s.why);
   return {a};
 }
 
@@ -544,8 +581,10 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       // free GPUs, it would pend until gpu_sharing.give_timeout. Cancelled now; the next pass
       // plans the pod again, with victims if it must.
       int free = 0;
-      for (const DeviceView& v : views) {
-        free += v.job == 0 && v.placeholder == 0 && v.pods.empty() && !bad.count(v.name);
+      for (size_t i = 0; i < views.size(); ++i) {
+        const DeviceView& v = views[i];
+        free += v.job == 0 && v.placeholder == 0 && v.pods.empty() && !bad.count(v.name) &&
+                (i >= node.devices.size() || node.devices[i].profile == p.profile);
       }
       const bool victims_left = std::any_of(p.victims.begin(), p.victims.end(), [&](uint32_t id) {
         return std::any_of(node.jobs.begin(), node.jobs.end(),

@@ -85,6 +85,7 @@ struct Placeholder {
   bool pod_waiting = false;
   // Pending for longer than gpu_sharing.give_timeout (then also not `wanted`).
   bool timed_out = false;
+  std::string profile;  // the MIG profile of the slices it asked for ("" = whole GPUs)
 };
 
 struct Device {
@@ -94,6 +95,9 @@ struct Device {
   // The driver publishes it (a node leaving GPU sharing may hold devices no longer
   // published, and publish devices it cannot map).
   bool published = true;
+  // A MIG slice's profile ("1g.10gb", gres.conf's Type of its index); "" for a whole GPU. A
+  // give moves only devices of the kind its pod asks for.
+  std::string profile;
 };
 
 // A ResourceClaim naming devices of this node.
@@ -123,7 +127,11 @@ struct NodeDevices {
   std::vector<inventory::Taint> taints;       // the Kubernetes node's (a pod's tolerations)
   std::vector<UnusedGive> unused_gives;       // gives here that went unused (back-offs)
   std::string model;                          // GPU model, for pods that name one
-  std::vector<Device> devices;                // indexed by GRES index
+  // Slurm's GRES type of the node's whole GPUs when it also has MIG slices: a whole-GPU
+  // placeholder asks for that type, so Slurm cannot give it a slice ("" when untyped or
+  // when the node has no slices).
+  std::string whole_gres_type;
+  std::vector<Device> devices;  // indexed by GRES index
   std::vector<NodeJob> jobs;
   std::vector<Placeholder> placeholders;
   std::vector<Claim> claims;
@@ -147,6 +155,8 @@ struct PendingPod {
   std::string borrowing;
   // Of `gpus`, those asked through ResourceClaims (devices::CountGpus).
   int64_t claim_gpus = 0;
+  // The MIG profile of the slices it asks for ("" = whole GPUs): `gpus` counts slices then.
+  std::string profile;
 };
 
 enum class Owner { kSlurm, kToKubernetes, kKubernetes, kToSlurm, kUnguarded };
@@ -206,6 +216,10 @@ struct SubmitPlaceholder {
   std::string pod;
   int64_t gpus = 0;
   std::vector<uint32_t> victims;
+  // The GRES type it asks for ("gpu:<type>:<gpus>"; "" = any GPU): a MIG profile, or the
+  // whole GPUs' type on a node with slices.
+  std::string gres_type;
+  std::string profile;  // the pod's MIG profile ("" = whole GPUs), kept in its record
   friend bool operator==(const SubmitPlaceholder&, const SubmitPlaceholder&) = default;
 };
 
@@ -287,6 +301,8 @@ struct Selection {
   // moves only what is missing (kube-scheduler places the pod on both).
   std::vector<std::string> lent_idle;
   int64_t gpus = 0;               // what the placeholder asks for: the pod's GPUs - lent_idle
+  std::string gres_type;          // ... of this GRES type ("" = any GPU)
+  std::string profile;            // the pod's MIG profile ("" = whole GPUs)
   std::vector<std::string> idle;  // Slurm's devices no job and no claim uses
   int64_t idle_left = 0;          // Slurm's idle devices left on the node after the give
   std::vector<uint32_t> victims;  // jobs to preempt (empty when idle devices suffice)

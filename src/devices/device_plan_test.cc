@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "src/base/overloaded.h"
+#include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/test_support.h"
 #include "src/ownership/time_codec.h"
@@ -93,7 +94,9 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
             [&](const DropDeviceHold& o) { SetHolds(n, o.devices, false); },
             [&](const SubmitPlaceholder& o) {
               static uint32_t next_job = 900;  // slurmctld never reuses a job id
-              n->placeholders.push_back({next_job++, o.pod, o.gpus, o.victims});
+              Placeholder p{next_job++, o.pod, o.gpus, o.victims};
+              p.profile = o.profile;
+              n->placeholders.push_back(std::move(p));
             },
             [&](const SignalJobs& o) {
               const std::vector<uint32_t>& ids = o.jobs.job_ids;
@@ -132,13 +135,18 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
   }
 }
 
-// A fake slurmctld: starts each pending placeholder on the lowest free indices.
+// A fake slurmctld: starts each pending placeholder on the lowest free indices of the GRES
+// type it asked for (whole GPUs or its MIG profile).
 void StartPlaceholders(NodeDevices* n, Clock::TimePoint now) {
   for (Placeholder& p : n->placeholders) {
     if (p.running) continue;
     std::vector<int64_t> free;
-    for (const DeviceView& v : Owners(*n)) {
-      if (v.job == 0 && v.placeholder == 0) free.push_back(*DeviceMinor(v.name));
+    const std::vector<DeviceView> views = Owners(*n);
+    for (size_t i = 0; i < views.size(); ++i) {
+      const DeviceView& v = views[i];
+      if (v.job == 0 && v.placeholder == 0 && n->devices[i].profile == p.profile) {
+        free.push_back(n->devices[i].index);
+      }
     }
     if (static_cast<int64_t>(free.size()) < p.gpus) continue;
     free.resize(static_cast<size_t>(p.gpus));
@@ -200,6 +208,117 @@ TEST(SelectOnNode, PreemptsTheFewestPreemptibleJobsLosingTheLeastWork) {
   ASSERT_TRUE(s);
   EXPECT_THAT(s->idle, ElementsAre("gpu-3"));
   EXPECT_THAT(s->victims, ElementsAre(6u));
+}
+
+// GPUs 0-1 whole (h100), 2-5 four 1g.10gb slices of GPU 2, 6 a 3g.40gb slice of GPU 3.
+NodeDevices MigNode() {
+  NodeDevices n = Node("node1", 2);
+  n.whole_gres_type = "h100";
+  for (int i = 0; i < 4; ++i) {
+    n.devices.push_back({.index = 2 + i,
+                         .name = StrCat("gpu-2-mig-19-", i, "-1"),
+                         .k8s_hold = true,
+                         .profile = "1g.10gb"});
+  }
+  n.devices.push_back(
+      {.index = 6, .name = "gpu-3-mig-9-0-4", .k8s_hold = true, .profile = "3g.40gb"});
+  return n;
+}
+
+PendingPod MigPod(int64_t slices, std::string profile = "1g.10gb") {
+  PendingPod p = Pod(slices, "ml/mig-0");
+  p.profile = std::move(profile);
+  return p;
+}
+
+TEST(SelectOnNode, AMigPodTakesSlicesOfItsProfileOnlyAndWholeGpusStayWhole) {
+  NodeDevices n = MigNode();
+  AddJob(&n, 1, "gpu:1g.10gb:1(IDX:2)", true, hours(1));
+  AddJob(&n, 2, "gpu:h100:2(IDX:0-1)", /*preemptible=*/false, hours(1));
+  AddJob(&n, 3, "gpu:1g.10gb:3(IDX:3-5)", true, hours(9));
+  // The 3g.40gb slice is idle, but it is not what the pod asks for: job 1 loses least.
+  auto s = SelectOnNode(n, MigPod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, IsEmpty());
+  EXPECT_THAT(s->victims, ElementsAre(1u));
+  EXPECT_EQ(s->gres_type, "1g.10gb");
+  std::vector<DeviceAction> give = PlanGive(*s, MigPod(1));
+  ASSERT_EQ(give.size(), 1u);
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().gres_type, "1g.10gb");
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().profile, "1g.10gb");
+  EXPECT_THAT(give[0].event_message,
+              HasSubstr("placeholder for 1 1g.10gb slice(s) for ml/mig-0: 0 idle 1g.10gb slices "
+                        "and 1 of preemptible job(s) 1"));
+  s = SelectOnNode(n, MigPod(1, "3g.40gb"), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-3-mig-9-0-4"));
+
+  // A whole-GPU pod: the slices are neither idle GPUs nor victims' GPUs for it.
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("0 idle GPUs and 1 more needed"));
+  EXPECT_THAT(why, HasSubstr("(2 GPUs run non-preemptible"));
+  n.jobs.erase(n.jobs.begin() + 1);
+  s = SelectOnNode(n, Pod(2), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-0", "gpu-1"));
+  EXPECT_EQ(s->gres_type, "h100");  // so that Slurm cannot give the placeholder a slice
+
+  EXPECT_FALSE(SelectOnNode(n, MigPod(1, "2g.20gb"), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("node node1 has no 2g.20gb slices"));
+  n.whole_gres_type.clear();
+  EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("whole GPUs of no single Slurm GRES type"));
+  // A node without slices: untyped, as before.
+  s = SelectOnNode(Node("node2", 2), Pod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->gres_type, "");
+  EXPECT_FALSE(SelectOnNode(Node("node2", 2), MigPod(1), Cfg(), kNow, &why));
+}
+
+TEST(PlanNode, AGiveOfAMigSliceLiftsTheHoldOfTheSliceSlurmPicked) {
+  config::Config cfg = Cfg();
+  cfg.lending.default_grace = seconds(30);
+  NodeDevices n = MigNode();
+  AddJob(&n, 1, "gpu:1g.10gb:2(IDX:2-3)", true, hours(1));
+  AddJob(&n, 2, "gpu:1g.10gb:2(IDX:4-5)", /*preemptible=*/false, hours(1));
+  Clock::TimePoint t = kNow;
+  auto s = SelectOnNode(n, MigPod(1), cfg, t);
+  ASSERT_TRUE(s);
+  ASSERT_THAT(s->victims, ElementsAre(1u));
+  Apply(&n, PlanGive(*s, MigPod(1)));
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_EQ(n.placeholders[0].profile, "1g.10gb");
+  // Signal, grace, preempt.
+  for (int step = 0; step < 3 && !n.jobs.empty() && n.jobs.size() != 1; ++step) {
+    NodePlan p = PlanNode(n, cfg, t);
+    Apply(&n, p.actions);
+    t += seconds(31);
+  }
+  ASSERT_EQ(n.jobs.size(), 1u);
+  EXPECT_EQ(n.jobs[0].view.job_id, 2u);  // the non-preemptible slices' job never stops
+  StartPlaceholders(&n, t);
+  ASSERT_TRUE(n.placeholders[0].running);
+  EXPECT_THAT(n.placeholders[0].indices, ElementsAre(2));
+  NodePlan p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RemoveDeviceHold::kName));
+  EXPECT_THAT(p.actions[0].As<RemoveDeviceHold>().devices, ElementsAre("gpu-2-mig-19-0-1"));
+  Apply(&n, p.actions);
+  EXPECT_EQ(Owners(n)[2].owner, Owner::kKubernetes);
+  EXPECT_EQ(Owners(n)[3].owner, Owner::kSlurm);  // the victim's other slice goes back to Slurm
+  EXPECT_EQ(Owners(n)[0].owner, Owner::kSlurm);
+}
+
+TEST(PlanNode, APendingMigGiveCountsOnlyFreeSlicesOfItsProfile) {
+  NodeDevices n = MigNode();
+  AddJob(&n, 1, "gpu:1g.10gb:4(IDX:2-5)", /*preemptible=*/false, hours(1));
+  // A give planned on an idle slice Slurm gave to job 1 meanwhile; whole GPUs and the
+  // 3g.40gb slice are free, but they are not what it waits for.
+  n.placeholders.push_back({900, "ml/mig-0", 1, {}});
+  n.placeholders[0].profile = "1g.10gb";
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(EndPlaceholder::kName));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("(0 free)"));
 }
 
 TEST(SelectOnNode, NeverTakesANonPreemptibleJobsGpus) {

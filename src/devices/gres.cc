@@ -130,22 +130,46 @@ std::optional<int64_t> DeviceMinor(std::string_view name) {
   return ParseIndex(name);
 }
 
+std::optional<int64_t> MigParentMinor(std::string_view name) {
+  const size_t mig = name.find("-mig-");
+  if (mig == std::string_view::npos) return std::nullopt;
+  return DeviceMinor(name.substr(0, mig));
+}
+
+std::vector<GresDevice> WholeGpus(std::span<const std::string> files) {
+  std::vector<GresDevice> out;
+  for (const std::string& f : files) out.push_back({.files = {f}});
+  return out;
+}
+
 DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const SliceDevice> devices,
+                           bool trust_names) {
+  const std::vector<GresDevice> gres = WholeGpus(files);
+  return MapGresFiles(std::span<const GresDevice>(gres), devices, trust_names);
+}
+
+DeviceMapping MapGresFiles(std::span<const GresDevice> gres, std::span<const SliceDevice> devices,
                            bool trust_names) {
   DeviceMapping m;
   auto fail = [&](std::string why) {
     m.proven = false;
     m.reason = std::move(why);
     m.device_by_idx.clear();
+    m.profile_by_idx.clear();
     return m;
   };
-  if (files.empty()) return fail("gres.conf lists no GPU File= for the node");
-  if (files.size() != devices.size()) {
-    return fail(StrCat("Slurm has ", files.size(), " GPUs, the ResourceSlice ", devices.size()));
+  if (gres.empty()) return fail("gres.conf lists no GPU File= for the node");
+  if (gres.size() != devices.size()) {
+    return fail(StrCat("Slurm has ", gres.size(), " GPUs, the ResourceSlice ", devices.size()));
   }
-  // minor -> devices that claim it.
+  // Whole GPUs: minor -> devices that claim it. MIG slices: uuid -> devices.
   std::map<int64_t, std::vector<std::string>> by_minor;
+  std::map<std::string, std::vector<const SliceDevice*>> by_uuid;
   for (const SliceDevice& d : devices) {
+    if (d.IsMig()) {
+      by_uuid[d.uuid].push_back(&d);
+      continue;
+    }
     std::optional<int64_t> minor = d.minor;
     if (!minor && trust_names) minor = DeviceMinor(d.name);
     if (!minor) {
@@ -156,13 +180,48 @@ DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const S
     }
     by_minor[*minor].push_back(d.name);
   }
-  std::map<int64_t, size_t> seen;
-  for (size_t idx = 0; idx < files.size(); ++idx) {
+  auto minor_of = [](std::string_view f) -> std::optional<int64_t> {
     constexpr std::string_view kPrefix = "/dev/nvidia";
-    std::string_view f = files[idx];
-    std::optional<int64_t> minor;
-    if (f.rfind(kPrefix, 0) == 0) minor = ParseIndex(f.substr(kPrefix.size()));
+    if (f.rfind(kPrefix, 0) != 0) return std::nullopt;
+    return ParseIndex(f.substr(kPrefix.size()));
+  };
+  std::map<int64_t, size_t> seen;           // a whole GPU's minor -> its index
+  std::map<std::string, size_t> seen_uuid;  // a slice's MIG UUID -> its index
+  for (size_t idx = 0; idx < gres.size(); ++idx) {
+    const GresDevice& g = gres[idx];
+    const std::string_view f = g.files.empty() ? std::string_view() : g.files.front();
+    const std::optional<int64_t> minor = minor_of(f);
     if (!minor) return fail(StrCat("GRES index ", idx, ": File=", f, " is not /dev/nvidia<N>"));
+    if (g.IsMig()) {
+      if (auto [it, fresh] = seen_uuid.emplace(g.mig_uuid, idx); !fresh) {
+        return fail(StrCat("GRES indices ", it->second, " and ", idx, " are both ", g.mig_uuid));
+      }
+      auto it = by_uuid.find(g.mig_uuid);
+      if (it == by_uuid.end()) {
+        return fail(StrCat("GRES index ", idx, ": no published MIG device has uuid ", g.mig_uuid));
+      }
+      if (it->second.size() > 1) {
+        return fail(StrCat("devices ", it->second[0]->name, " and ", it->second[1]->name,
+                           " both have uuid ", g.mig_uuid));
+      }
+      const SliceDevice& d = *it->second[0];
+      if (d.profile != g.type) {
+        return fail(StrCat("GRES index ", idx, " is a ", g.type, " slice in Slurm, device ", d.name,
+                           " (", g.mig_uuid, ") is ",
+                           d.profile.empty() ? "of no profile" : d.profile));
+      }
+      if (MigParentMinor(d.name) != minor) {
+        return fail(StrCat("GRES index ", idx, ": ", g.mig_uuid, " is on ", f, " in Slurm, device ",
+                           d.name, " is not a slice of GPU ", *minor));
+      }
+      m.device_by_idx.push_back(d.name);
+      m.profile_by_idx.push_back(g.type);
+      continue;
+    }
+    if (g.files.size() != 1) {
+      return fail(StrCat("GRES index ", idx, ": ", StrJoin(g.files, ","),
+                         " names several files but no MIG UUID"));
+    }
     if (auto [it, fresh] = seen.emplace(*minor, idx); !fresh) {
       return fail(StrCat("GRES indices ", it->second, " and ", idx, " share ", f));
     }
@@ -172,6 +231,16 @@ DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const S
       return fail(StrCat("devices ", it->second[0], " and ", it->second[1], " both claim ", f));
     }
     m.device_by_idx.push_back(it->second[0]);
+    m.profile_by_idx.emplace_back();
+  }
+  for (const auto& [minor, idx] : seen) {
+    for (const SliceDevice& d : devices) {
+      if (d.IsMig() && MigParentMinor(d.name) == minor) {
+        return fail(StrCat("GRES index ", idx, " is all of GPU ", minor,
+                           " in Slurm, the driver publishes its MIG slice ", d.name,
+                           " too (partitionable devices: not supported)"));
+      }
+    }
   }
   m.proven = true;
   return m;

@@ -49,12 +49,32 @@ std::optional<int64_t> DeviceMinor(std::string_view name);
 struct SliceDevice {
   std::string name;
   std::optional<int64_t> minor;  // the driver's "minor" attribute, when published
+  // NVIDIA's driver: "gpu" (a whole GPU) or "mig" (a MIG slice); "" when not published.
+  std::string type;
+  std::string uuid;     // "GPU-..." or "MIG-...", when published
+  std::string profile;  // a MIG slice's profile ("1g.10gb")
+  bool IsMig() const { return type == "mig"; }
 };
+
+// One GRES index of a node as gres.conf lists it (gpu_sharing.gres_files): a whole GPU's
+// File=/dev/nvidiaN, or a MIG slice's MultipleFiles (its GPU's /dev/nvidiaN and its
+// /dev/nvidia-caps/nvidia-capM) with its Type (the profile) and the slice's MIG UUID.
+struct GresDevice {
+  std::vector<std::string> files;
+  std::string type;      // Slurm's GRES type; for a slice, its MIG profile
+  std::string mig_uuid;  // a slice's "MIG-..." (nvidia-smi -L): what proves it; "" = a GPU
+  bool IsMig() const { return !mig_uuid.empty(); }
+  friend bool operator==(const GresDevice&, const GresDevice&) = default;
+};
+// Whole GPUs: one entry per file.
+std::vector<GresDevice> WholeGpus(std::span<const std::string> files);
 
 struct DeviceMapping {
   bool proven = false;
   std::string reason;                      // why not (empty when proven)
   std::vector<std::string> device_by_idx;  // Slurm GRES index -> DRA device name
+  // Slurm GRES index -> the MIG profile of its slice ("" = a whole GPU).
+  std::vector<std::string> profile_by_idx;
 };
 
 // Maps a node's gres.conf GPU files, in Slurm's index order ("/dev/nvidia3" at index 0 ...),
@@ -63,7 +83,19 @@ struct DeviceMapping {
 // admin's statement that device gpu-N is /dev/nvidiaN, as on the testbed) maps it by name.
 // Unproven when: a file is not /dev/nvidia<N>, two files share a minor, the counts differ,
 // a minor has no device or more than one, or a device is left over.
+//
+// A MIG slice (an entry with a mig_uuid) proves the published device of type "mig" whose
+// uuid is that MIG UUID, and only if the device's profile is the entry's type and its name
+// (gpu-<minor>-mig-<profile id>-<start>-<size>, as NVIDIA's driver names it) carries the
+// minor of the entry's /dev/nvidiaN: Slurm's view of a slice (MultipleFiles, Type) and the
+// driver's then describe the same slice of the same GPU. A slice's device is never mapped
+// by minor or name (a GPU's slices share its minor), and a whole GPU's file never proves a
+// slice.
+DeviceMapping MapGresFiles(std::span<const GresDevice> gres, std::span<const SliceDevice> devices,
+                           bool trust_names);
 DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const SliceDevice> devices,
                            bool trust_names);
+// The minor of a MIG device name's GPU: "gpu-6-mig-19-0-1" -> 6; nullopt for any other name.
+std::optional<int64_t> MigParentMinor(std::string_view name);
 
 }  // namespace skb::devices

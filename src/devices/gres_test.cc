@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "src/base/strings.h"
+
 namespace skb::devices {
 namespace {
 
@@ -97,6 +99,89 @@ TEST(MapGresFiles, NamesProveNothingUnlessTrusted) {
   m = MapGresFiles(files, devs, /*trust_names=*/true);
   ASSERT_TRUE(m.proven) << m.reason;
   EXPECT_THAT(m.device_by_idx, ElementsAre("gpu-0", "gpu-1"));
+}
+
+// A node as the testbed's MIG layout has it: GPUs 0-1 whole, GPU 2 in two 1g.10gb slices
+// and one 2g.20gb, published in an order of the driver's own.
+std::vector<SliceDevice> MigSlice() {
+  return {{.name = "gpu-2-mig-14-4-2", .type = "mig", .uuid = "MIG-c", .profile = "2g.20gb"},
+          {.name = "gpu-0", .type = "gpu", .uuid = "GPU-0"},
+          {.name = "gpu-2-mig-19-1-1", .type = "mig", .uuid = "MIG-b", .profile = "1g.10gb"},
+          {.name = "gpu-1", .type = "gpu", .uuid = "GPU-1"},
+          {.name = "gpu-2-mig-19-0-1", .type = "mig", .uuid = "MIG-a", .profile = "1g.10gb"}};
+}
+GresDevice Slice(int64_t gpu, int64_t cap, std::string type, std::string uuid) {
+  return {.files = {StrCat("/dev/nvidia", gpu), StrCat("/dev/nvidia-caps/nvidia-cap", cap)},
+          .type = std::move(type),
+          .mig_uuid = std::move(uuid)};
+}
+
+TEST(MapGresFiles, ProvesAMigSliceByItsUuidProfileAndGpu) {
+  const std::vector<GresDevice> gres = {{.files = {"/dev/nvidia0"}},
+                                        {.files = {"/dev/nvidia1"}},
+                                        Slice(2, 283, "1g.10gb", "MIG-a"),
+                                        Slice(2, 292, "1g.10gb", "MIG-b"),
+                                        Slice(2, 301, "2g.20gb", "MIG-c")};
+  DeviceMapping m = MapGresFiles(std::span<const GresDevice>(gres), MigSlice(), true);
+  ASSERT_TRUE(m.proven) << m.reason;
+  EXPECT_THAT(m.device_by_idx, ElementsAre("gpu-0", "gpu-1", "gpu-2-mig-19-0-1", "gpu-2-mig-19-1-1",
+                                           "gpu-2-mig-14-4-2"));
+  EXPECT_THAT(m.profile_by_idx, ElementsAre("", "", "1g.10gb", "1g.10gb", "2g.20gb"));
+  EXPECT_EQ(MigParentMinor("gpu-12-mig-19-0-1"), 12);
+  EXPECT_EQ(MigParentMinor("gpu-12"), std::nullopt);
+}
+
+TEST(MapGresFiles, SaysWhyAMigSliceCannotBeProven) {
+  const GresDevice g0{.files = {"/dev/nvidia0"}}, g1{.files = {"/dev/nvidia1"}};
+  struct Case {
+    std::vector<GresDevice> gres;
+    const char* reason;
+  } cases[] = {
+      // Slurm's index 2 names a UUID the driver does not publish.
+      {{g0, g1, Slice(2, 283, "1g.10gb", "MIG-x"), Slice(2, 292, "1g.10gb", "MIG-b"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "no published MIG device has uuid MIG-x"},
+      // The profiles disagree.
+      {{g0, g1, Slice(2, 283, "2g.20gb", "MIG-a"), Slice(2, 292, "1g.10gb", "MIG-b"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "is a 2g.20gb slice in Slurm, device gpu-2-mig-19-0-1 (MIG-a) is 1g.10gb"},
+      // The slice is of another GPU than the file Slurm lists.
+      {{g0, g1, Slice(1, 283, "1g.10gb", "MIG-a"), Slice(2, 292, "1g.10gb", "MIG-b"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "is not a slice of GPU 1"},
+      // One UUID twice.
+      {{g0, g1, Slice(2, 283, "1g.10gb", "MIG-a"), Slice(2, 292, "1g.10gb", "MIG-a"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "are both MIG-a"},
+      // Slurm lists the sliced GPU whole: a slice is never a whole GPU's device.
+      {{g0,
+        g1,
+        {.files = {"/dev/nvidia2"}},
+        Slice(2, 292, "1g.10gb", "MIG-b"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "no published device for /dev/nvidia2"},
+      // Several files but no UUID.
+      {{g0,
+        g1,
+        {.files = {"/dev/nvidia2", "/dev/nvidia-caps/nvidia-cap283"}},
+        Slice(2, 292, "1g.10gb", "MIG-b"),
+        Slice(2, 301, "2g.20gb", "MIG-c")},
+       "names several files but no MIG UUID"},
+  };
+  for (const Case& c : cases) {
+    DeviceMapping m = MapGresFiles(std::span<const GresDevice>(c.gres), MigSlice(), true);
+    EXPECT_FALSE(m.proven) << c.reason;
+    EXPECT_THAT(m.reason, HasSubstr(c.reason));
+    EXPECT_TRUE(m.profile_by_idx.empty());
+  }
+  // Partitionable devices: the whole GPU and its slices published side by side.
+  std::vector<SliceDevice> both = {
+      {.name = "gpu-0", .type = "gpu"},
+      {.name = "gpu-0-mig-19-0-1", .type = "mig", .uuid = "MIG-a", .profile = "1g.10gb"}};
+  const std::vector<GresDevice> gres = {g0, Slice(0, 12, "1g.10gb", "MIG-a")};
+  DeviceMapping m = MapGresFiles(std::span<const GresDevice>(gres), both, true);
+  EXPECT_FALSE(m.proven);
+  EXPECT_THAT(m.reason, HasSubstr("is all of GPU 0 in Slurm, the driver publishes its MIG slice"));
 }
 
 TEST(MapGresFiles, SaysWhyANodeCannotBeProven) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <regex>
 
 #include "src/base/strings.h"
 #include "src/devices/placement.h"
@@ -62,6 +63,15 @@ std::optional<int64_t> MinorAttribute(const json& device, std::string_view drive
   std::optional<int64_t> v = Int(Field(a, "int"));
   if (v && *v < 0) return std::nullopt;
   return v;
+}
+
+// A string attribute `name` of the device (unqualified: the driver's own domain, or
+// "<driver>/<name>"); "" when not published.
+std::string StringAttribute(const json& device, std::string_view driver, std::string_view name) {
+  const json* attrs = Field(&device, "attributes");
+  const json* a = Field(attrs, name);
+  if (a == nullptr) a = Field(attrs, StrCat(driver, "/", name));
+  return Str(Field(a, "string"));
 }
 
 struct Pool {
@@ -220,7 +230,11 @@ std::map<std::string, std::vector<SliceDevice>> SlicesByNode(std::span<const jso
       for (const SliceDevice& seen : p.devices) {
         if (seen.name == dev) p.problems.push_back(StrCat("device ", dev, " is published twice"));
       }
-      p.devices.push_back({.name = std::move(dev), .minor = MinorAttribute(d, driver)});
+      p.devices.push_back({.name = std::move(dev),
+                           .minor = MinorAttribute(d, driver),
+                           .type = StringAttribute(d, driver, "type"),
+                           .uuid = StringAttribute(d, driver, "uuid"),
+                           .profile = StringAttribute(d, driver, "profile")});
     }
   }
   std::map<std::string, std::vector<SliceDevice>> out;
@@ -317,21 +331,43 @@ std::map<std::string, std::set<std::string>> HeldDevices(std::span<const json> r
   return out;
 }
 
-ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less<>>& classes) {
+std::string MigProfileOf(const json& request) {
+  std::set<std::string> profiles;
+  for (const json& sel : Items(Field(&request, "selectors"))) {
+    const std::string e = Str(Path(sel, {"cel", "expression"}));
+    // Only a conjunction says what every matching device is.
+    if (e.find("||") != std::string::npos) continue;
+    static const std::regex kProfile(
+        R"re(device\.attributes\[\s*['"][A-Za-z0-9.\-]+['"]\s*\]\s*\.\s*profile\s*==\s*['"]([A-Za-z0-9.+\-]+)['"])re");
+    for (auto it = std::sregex_iterator(e.begin(), e.end(), kProfile); it != std::sregex_iterator();
+         ++it) {
+      profiles.insert((*it)[1].str());
+    }
+  }
+  return profiles.size() == 1 ? *profiles.begin() : "";
+}
+
+ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less<>>& classes,
+                        const std::set<std::string, std::less<>>& mig_classes) {
   ClaimDemand d;
   d.allocated = Path(claim, {"status", "allocation"}) != nullptr;
+  const auto ours = [&](const json* r) {
+    const std::string c = Str(Field(r, "deviceClassName"));
+    return classes.contains(c) || mig_classes.contains(c);
+  };
+  bool whole = false;
   for (const json& r : Items(Path(claim, {"spec", "devices", "requests"}))) {
     const std::string name = Str(Field(&r, "name"));
     const json* one = Field(&r, "exactly");
     if (one == nullptr) {
       for (const json& alt : Items(Field(&r, "firstAvailable"))) {
-        if (classes.contains(Str(Field(&alt, "deviceClassName")))) {
+        if (ours(&alt)) {
           one = &alt;
           break;
         }
       }
     }
-    if (one == nullptr || !classes.contains(Str(Field(one, "deviceClassName")))) continue;
+    if (one == nullptr || !ours(one)) continue;
     if (const json* admin = Field(one, "adminAccess");
         admin != nullptr && admin->is_boolean() && admin->get<bool>()) {
       continue;
@@ -360,6 +396,29 @@ ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less
     if (!count || *count < 1) {
       d.unknown = StrCat("request ", name, " has no valid count");
       return d;
+    }
+    const std::string cls = Str(Field(one, "deviceClassName"));
+    if (mig_classes.contains(cls)) {
+      const std::string profile = MigProfileOf(*one);
+      if (profile.empty()) {
+        d.unknown = StrCat("request ", name, " asks for MIG slices (", cls,
+                           ") of no single profile its CEL selectors name (device.attributes"
+                           "['<driver>'].profile == '<profile>')");
+        return d;
+      }
+      if ((!d.profile.empty() && d.profile != profile) || whole) {
+        d.unknown = StrCat("request ", name, " asks for ", profile,
+                           " slices beside other GPUs: a give frees one kind of device");
+        return d;
+      }
+      d.profile = profile;
+    } else {
+      if (!d.profile.empty()) {
+        d.unknown = StrCat("request ", name, " asks for whole GPUs beside ", d.profile,
+                           " slices: a give frees one kind of device");
+        return d;
+      }
+      whole = true;
     }
     d.gpus += *count;
   }
@@ -417,6 +476,15 @@ std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
     if (!it->second.unknown.empty())
       return fail(StrCat("ResourceClaim ", key, ": ", it->second.unknown));
     if (it->second.allocated) continue;
+    const std::string& profile = it->second.profile;
+    if (it->second.gpus > 0 && p.gpus > 0 && profile != p.profile) {
+      return fail(StrCat(
+          "ResourceClaim ", key, " asks for ",
+          profile.empty() ? std::string("whole GPUs") : StrCat(profile, " slices"), " beside ",
+          p.profile.empty() ? std::string("whole GPUs") : StrCat(p.profile, " slices"),
+          ": a give frees one kind of device"));
+    }
+    if (it->second.gpus > 0) p.profile = profile;
     p.gpus += it->second.gpus;
     p.claim_gpus += it->second.gpus;
   }

@@ -104,13 +104,23 @@ NodePlacement PlacementOf(const nlohmann::json& pod);
 // counts in full, and a give may free GPUs it cannot use (the give back-off then keeps the
 // node from being asked again).
 struct ClaimDemand {
-  int64_t gpus = 0;
+  int64_t gpus = 0;  // whole GPUs, or MIG slices of `profile`
+  std::string profile;
   bool allocated = false;  // status.allocation is set: its devices are chosen
   std::string unknown;     // why the demand is not known ("" when it is)
   friend bool operator==(const ClaimDemand&, const ClaimDemand&) = default;
 };
+//
+// MIG slices: a request of one of `mig_classes` (gpu_sharing.mig_device_classes) asks for
+// `count` slices of the profile its CEL selectors compare (device.attributes['<driver>']
+// .profile == '1g.10gb', in a selector without ||), and `profile` says which. Unknown: a MIG
+// request naming no single profile, and a claim asking for slices beside whole GPUs or for
+// slices of two profiles (a give frees devices of one kind).
 ClaimDemand GpuDemandOf(const nlohmann::json& claim,
-                        const std::set<std::string, std::less<>>& classes);
+                        const std::set<std::string, std::less<>>& classes,
+                        const std::set<std::string, std::less<>>& mig_classes = {});
+// The MIG profile a request's CEL selectors pin ("" when none, or two).
+std::string MigProfileOf(const nlohmann::json& request);
 
 // What a claim counts for its pod's tenant (quotas): once allocated, the GPUs it holds (the
 // `driver`'s devices in status.allocation, as ClaimsByNode reads them; always known); before,

@@ -66,6 +66,25 @@ TEST(SlicesByNode, ReadsTheMinorAttribute) {
   EXPECT_EQ(d[3].minor, std::nullopt);
 }
 
+TEST(SlicesByNode, ReadsTheTypeUuidAndProfileOfMigSlices) {
+  json s = SliceOf("node1");
+  json& mig = s["spec"]["devices"][7];
+  mig["name"] = "gpu-7-mig-19-0-1";
+  mig["attributes"]["type"] = {{"string", "mig"}};
+  mig["attributes"]["uuid"] = {{"string", "MIG-0d7f1a44-1a7e-5b5e-9d5f-8f5d0c1b2a3e"}};
+  mig["attributes"]["profile"] = {{"string", "1g.10gb"}};
+  std::vector<json> slices = {s};
+  auto by_node = SlicesByNode(slices, kDriver);
+  const auto& d = by_node["node1"];
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(d[0].type, "gpu");
+  EXPECT_FALSE(d[0].IsMig());
+  EXPECT_EQ(d[0].uuid.rfind("GPU-", 0), 0u) << d[0].uuid;
+  EXPECT_TRUE(d[7].IsMig());
+  EXPECT_EQ(d[7].uuid, "MIG-0d7f1a44-1a7e-5b5e-9d5f-8f5d0c1b2a3e");
+  EXPECT_EQ(d[7].profile, "1g.10gb");
+}
+
 TEST(SlicesByNode, UsesThePoolWithoutANodeName) {
   json s = SliceOf("node1");
   s["spec"].erase("nodeName");
@@ -423,6 +442,58 @@ TEST(GpuDemandOf, APrioritizedListCountsItsFirstGpuAlternative) {
   EXPECT_EQ(GpuDemandOf(claim, {"mig.nvidia.com", "gpu.nvidia.com"}).gpus, 1);  // the MIG slice
 }
 
+const std::set<std::string, std::less<>> kMigClasses = {"mig.nvidia.com"};
+
+json MigRequest(const std::string& name, const std::string& expression, int count = 1) {
+  return {{"name", name},
+          {"exactly",
+           Exactly("mig.nvidia.com",
+                   {{"count", count}, {"selectors", {{{"cel", {{"expression", expression}}}}}}})}};
+}
+
+// As NVIDIA's driver documents a MIG request: the class mig.nvidia.com and a CEL selector
+// on the profile.
+TEST(GpuDemandOf, AMigRequestAsksForSlicesOfTheProfileItsSelectorNames) {
+  json claim = PendingClaim(
+      "c",
+      json::array({MigRequest("a", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", 2),
+                   MigRequest("b",
+                              "device.attributes[\"gpu.nvidia.com\"].profile==\"1g.10gb\" && "
+                              "device.capacity['gpu.nvidia.com'].memory.compareTo("
+                              "quantity('10Gi')) >= 0")}));
+  EXPECT_EQ(GpuDemandOf(claim, kGpuClasses, kMigClasses),
+            (ClaimDemand{.gpus = 3, .profile = "1g.10gb"}));
+  // Without the MIG classes configured, a MIG request is no GPU demand (as before).
+  EXPECT_EQ(GpuDemandOf(claim, kGpuClasses), (ClaimDemand{}));
+
+  const std::pair<json, const char*> unknown[] = {
+      {MigRequest("any", "device.attributes['gpu.nvidia.com'].type == 'mig'"),
+       "of no single profile"},
+      {MigRequest("either",
+                  "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || "
+                  "device.attributes['gpu.nvidia.com'].profile == '2g.20gb'"),
+       "of no single profile"},
+  };
+  for (const auto& [request, why] : unknown) {
+    EXPECT_THAT(
+        GpuDemandOf(PendingClaim("c", json::array({request})), kGpuClasses, kMigClasses).unknown,
+        HasSubstr(why))
+        << request.dump();
+  }
+  // Slices of two profiles, or slices beside whole GPUs: one give frees one kind.
+  json two = PendingClaim(
+      "c",
+      json::array({MigRequest("a", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"),
+                   MigRequest("b", "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'")}));
+  EXPECT_THAT(GpuDemandOf(two, kGpuClasses, kMigClasses).unknown,
+              HasSubstr("asks for 3g.40gb slices beside other GPUs"));
+  json mixed = PendingClaim(
+      "c",
+      json::array({{{"name", "whole"}, {"exactly", Exactly(kDriver)}},
+                   MigRequest("a", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'")}));
+  EXPECT_THAT(GpuDemandOf(mixed, kGpuClasses, kMigClasses).unknown, HasSubstr("beside other GPUs"));
+}
+
 TEST(GpuDemandOf, ADemandItCannotSizeIsUnknownAndSaysWhy) {
   json all = PendingClaim(
       "c", json::array(
@@ -577,6 +648,33 @@ TEST(PendingGpuPod, WaitsUntilEveryClaimIsKnownAndSized) {
   plain["spec"]["containers"][0]["resources"] = json::object();
   plain["spec"]["initContainers"][0]["resources"] = json::object();
   EXPECT_FALSE(PendingCandidateOf(plain, "nvidia.com/gpu", kThreshold));
+}
+
+TEST(PendingGpuPod, AMigPodAsksForSlicesAndNeverForSlicesBesideWholeGpus) {
+  std::map<std::string, ClaimDemand> demands = {
+      {"cap/big-gpu-x7k2p", {.gpus = 2, .profile = "1g.10gb"}},
+      {"cap/team-gpus", {.gpus = 1, .profile = "1g.10gb"}}};
+  auto p = PendingGpuPod(ClaimPod(), "nvidia.com/gpu", kThreshold, demands);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->gpus, 3);
+  EXPECT_EQ(p->profile, "1g.10gb");
+  std::optional<PendingCandidate> c = PendingCandidateOf(ClaimPod(), "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(c.has_value());
+  std::string why;
+  demands["cap/team-gpus"].profile = "3g.40gb";
+  EXPECT_FALSE(CountGpus(*c, demands, &why));
+  EXPECT_THAT(why, HasSubstr("asks for 3g.40gb slices beside 1g.10gb slices"));
+  demands["cap/team-gpus"].profile.clear();
+  EXPECT_FALSE(CountGpus(*c, demands, &why));
+  EXPECT_THAT(why, HasSubstr("asks for whole GPUs beside 1g.10gb slices"));
+  // An extended-resource request is whole GPUs.
+  json both = ClaimPod();
+  both["spec"]["containers"][0]["resources"]["requests"] = {{"nvidia.com/gpu", "4"}};
+  c = PendingCandidateOf(both, "nvidia.com/gpu", kThreshold);
+  ASSERT_TRUE(c.has_value());
+  demands["cap/team-gpus"].profile = "1g.10gb";
+  EXPECT_FALSE(CountGpus(*c, demands, &why));
+  EXPECT_THAT(why, HasSubstr("asks for 1g.10gb slices beside whole GPUs"));
 }
 
 }  // namespace

@@ -36,6 +36,22 @@ NodeDevices Leaving(const std::string& node, const std::string& k8s, const World
   return n;
 }
 
+// The Slurm GRES type of a node's whole GPUs when it also has MIG slices: the one type of
+// its Gres that is no slice's profile ("" when it has no slices, or not exactly one such
+// type: a whole-GPU placeholder could then be given a slice, and the node gets no such give).
+std::string WholeGresType(const slurm::NodeView& sn, const DeviceMapping& m) {
+  std::set<std::string> profiles;
+  for (const std::string& p : m.profile_by_idx) {
+    if (!p.empty()) profiles.insert(p);
+  }
+  if (profiles.empty()) return "";
+  std::set<std::string> whole;
+  for (const slurm::GpuCount& g : sn.gpus) {
+    if (!profiles.count(g.type)) whole.insert(g.type);
+  }
+  return whole.size() == 1 ? *whole.begin() : "";
+}
+
 }  // namespace
 
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
@@ -95,6 +111,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     p.pod = r.pod;
     p.gpus = r.gpus;
     p.victims = r.victims;
+    p.profile = r.profile;
     p.running = !pending;
     if (auto it = j.gpu_indices.find(r.node); it != j.gpu_indices.end()) p.indices = it->second;
     p.start = own::FromUnix(j.start_time);
@@ -171,8 +188,8 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (slice == w.slices.end() || slice->second.empty()) {
       not_eligible = StrCat("no ResourceSlice of driver ", sharing.driver);
     } else {
-      const std::vector<std::string> files = sharing.GresFilesOf(sn.name, sn.TotalGpus());
-      m = MapGresFiles(files, slice->second, sharing.TrustNames());
+      const std::vector<GresDevice> gres = sharing.GresFilesOf(sn.name, sn.TotalGpus());
+      m = MapGresFiles(std::span<const GresDevice>(gres), slice->second, sharing.TrustNames());
       if (!m.proven) not_eligible = StrCat("GPU mapping not proven: ", m.reason);
     }
     if (!not_eligible.empty()) {
@@ -205,13 +222,16 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     n.taints = paired->second.taints;
     n.unused_gives = paired->second.unused_gives;
     n.model = sn.gpus.empty() ? "" : sn.gpus.front().type;
+    n.whole_gres_type = WholeGresType(sn, m);
+    if (!n.whole_gres_type.empty()) n.model = n.whole_gres_type;
     n.healthy = !sn.Unavailable();
     const auto held = w.held.find(k8s);
     for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
       n.devices.push_back(
           {.index = static_cast<int64_t>(i),
            .name = m.device_by_idx[i],
-           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i])});
+           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i]),
+           .profile = m.profile_by_idx[i]});
     }
     if (auto on = jobs_on.find(sn.name); on != jobs_on.end()) {
       for (const slurm::JobView* j : on->second) {

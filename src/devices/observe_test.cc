@@ -105,6 +105,54 @@ TEST(ObserveTest, JoinsJobsPlaceholdersHoldsAndClaimsPerDevice) {
 
 // What a pending pod's placement is judged against: the Kubernetes node's labels and taints,
 // and the gives there that went unused, by Slurm name.
+// node1 with GPUs 0-1 whole and GPU 2 in two 1g.10gb slices, as gres.conf and the driver
+// describe them (gpu_sharing.gres_files names the slices' MIG UUIDs).
+TEST(ObserveTest, AMigNodeKnowsEachSlicesProfileAndTheWholeGpusType) {
+  config::Config cfg = Cfg();
+  cfg.gpu_sharing.gres_files["node1"] = {
+      {.files = {"/dev/nvidia0"}},
+      {.files = {"/dev/nvidia1"}},
+      {.files = {"/dev/nvidia2", "/dev/nvidia-caps/nvidia-cap282",
+                 "/dev/nvidia-caps/nvidia-cap283"},
+       .type = "1g.10gb",
+       .mig_uuid = "MIG-a"},
+      {.files = {"/dev/nvidia2", "/dev/nvidia-caps/nvidia-cap291",
+                 "/dev/nvidia-caps/nvidia-cap292"},
+       .type = "1g.10gb",
+       .mig_uuid = "MIG-b"}};
+  World w;
+  slurm::NodeView sn = SlurmNode("node1", 2);
+  sn.gpus = {{"h100", 2}, {"1g.10gb", 2}};
+  w.slurm_nodes = {sn};
+  w.paired = {{"node1", {.name = "node1"}}};
+  w.slices["node1"] = {
+      {.name = "gpu-0", .type = "gpu"},
+      {.name = "gpu-1", .type = "gpu"},
+      {.name = "gpu-2-mig-19-1-1", .type = "mig", .uuid = "MIG-b", .profile = "1g.10gb"},
+      {.name = "gpu-2-mig-19-0-1", .type = "mig", .uuid = "MIG-a", .profile = "1g.10gb"}};
+  PlaceholderRecord r{.node = "node1", .pod = "ml/mig", .gpus = 1, .profile = "1g.10gb"};
+  w.jobs = {Job(10, "node1", {3}), PlaceholderJob(20, r, /*running=*/true, {2})};
+  const Observation o = Observe(w, cfg, kNow);
+  ASSERT_EQ(o.nodes.size(), 1u) << (o.node_granular.empty() ? "" : o.node_granular.begin()->second);
+  const NodeDevices& n = o.nodes[0];
+  ASSERT_EQ(n.devices.size(), 4u);
+  EXPECT_EQ(n.devices[2].name, "gpu-2-mig-19-0-1");
+  EXPECT_EQ(n.devices[2].profile, "1g.10gb");
+  EXPECT_EQ(n.devices[0].profile, "");
+  EXPECT_EQ(n.whole_gres_type, "h100");
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_EQ(n.placeholders[0].profile, "1g.10gb");
+
+  // Whole GPUs of two types beside the slices: no type a whole-GPU placeholder could name.
+  w.slurm_nodes[0].gpus = {{"h100", 1}, {"a100", 1}, {"1g.10gb", 2}};
+  EXPECT_EQ(Observe(w, cfg, kNow).nodes[0].whole_gres_type, "");
+  // Without gres_files the node's slices cannot be proven: node granularity, and why.
+  cfg.gpu_sharing.gres_files.clear();
+  const Observation unproven = Observe(w, cfg, kNow);
+  EXPECT_TRUE(unproven.nodes.empty());
+  EXPECT_THAT(unproven.node_granular.at("node1"), HasSubstr("GPU mapping not proven"));
+}
+
 TEST(ObserveTest, EachNodeCarriesItsKubernetesLabelsTaintsAndUnusedGives) {
   World w = TwoNodes();
   w.paired["node2"].labels = {{"zone", "b"}};

@@ -24,7 +24,8 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
   return StrCat(kPrefix, "node=", r.node, ";pod=", r.pod, ";gpus=", r.gpus, ";victims=", victims,
                 ";signalled=", r.signalled_at,
                 r.signalled_at_ms > 0 ? StrCat(";signalled_ms=", r.signalled_at_ms) : "",
-                ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since);
+                ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since,
+                r.profile.empty() ? "" : StrCat(";profile=", r.profile));
 }
 
 std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
@@ -62,6 +63,11 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
     } else if (key == "returning") {
       if (value != "0" && value != "1") return std::nullopt;
       r.returning = value == "1";
+    } else if (key == "profile") {
+      if (value.empty() || value.find_first_of(" ,=:") != std::string_view::npos) {
+        return std::nullopt;
+      }
+      r.profile = std::string(value);
     } else if (key == "idle") {
       if (!ParseInteger(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
     }

@@ -3,7 +3,7 @@
 // no state of its own.
 //
 //   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;
-//    signalled_ms=1700000000250;returning=0;idle=0"   (one token: no line break)
+//    signalled_ms=1700000000250;returning=0;idle=0[;profile=1g.10gb]"   (one token)
 //
 //   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
 //   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
@@ -40,6 +40,9 @@ struct PlaceholderRecord {
   int64_t signalled_at_ms = 0;
   bool returning = false;  // its devices go back to Slurm
   int64_t idle_since = 0;  // unix seconds since no allocated claim uses them; 0: in use
+  // The MIG profile of the slices it holds ("" = whole GPUs; written only when set, so a
+  // whole-GPU record reads as before).
+  std::string profile;
   friend bool operator==(const PlaceholderRecord&, const PlaceholderRecord&) = default;
 };
 

@@ -22,6 +22,13 @@ TEST(PlaceholderRecordTest, RoundTrips) {
   EXPECT_EQ(ParsePlaceholderRecord("admin note " + s + " more"), r);
   const PlaceholderRecord bare{.node = "n", .pod = "a/b", .gpus = 1};
   EXPECT_EQ(ParsePlaceholderRecord(FormatPlaceholderRecord(bare)), bare);
+  // A give of MIG slices records their profile; an older version ignores the field.
+  const PlaceholderRecord mig{.node = "n", .pod = "a/b", .gpus = 1, .profile = "1g.10gb"};
+  EXPECT_EQ(FormatPlaceholderRecord(mig),
+            "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;victims=;signalled=0;returning=0;idle=0;"
+            "profile=1g.10gb");
+  EXPECT_EQ(ParsePlaceholderRecord(FormatPlaceholderRecord(mig)), mig);
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;profile="), std::nullopt);
 }
 
 TEST(PlaceholderRecordTest, TheSignalTimeKeepsItsMillisecondsBesideTheSeconds) {

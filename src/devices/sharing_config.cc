@@ -12,10 +12,48 @@ bool IsDnsLabelish(const std::string& s) {
 
 }  // namespace
 
-std::vector<std::string> SharingConfig::GresFilesOf(const std::string& node, int64_t gpus) const {
+// One entry of gres_files[node]: "/dev/nvidiaN", or a MIG slice's object.
+Status ReadGresDevice(const nlohmann::json& item, const std::string& path, GresDevice* out) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError(StrCat("config: key '", path, "': ", why));
+  };
+  if (item.is_string()) {
+    out->files = {item.get<std::string>()};
+    if (out->files[0].rfind("/dev/nvidia", 0) != 0) {
+      return bad(StrCat("'", out->files[0], "' is not a /dev/nvidia<N> device file"));
+    }
+    return OkStatus();
+  }
+  if (!item.is_object()) {
+    return bad("expected a device file or a MIG slice's {files, type, mig_uuid}");
+  }
+  config::JsonReader r(item, path);
+  r.StringList("files", &out->files);
+  r.String("type", &out->type);
+  r.String("mig_uuid", &out->mig_uuid);
+  // As AutoDetect=nvml writes them: the GPU's file, the GPU instance's and the compute
+  // instance's access files (a hand-written gres.conf may leave out the last).
+  bool caps = out->files.size() == 2 || out->files.size() == 3;
+  for (size_t i = 1; i < out->files.size(); ++i) {
+    caps &= out->files[i].rfind("/dev/nvidia-caps/nvidia-cap", 0) == 0;
+  }
+  if (!caps || out->files[0].rfind("/dev/nvidia", 0) != 0 ||
+      out->files[0].rfind("/dev/nvidia-caps", 0) == 0) {
+    r.Fail("files",
+           "must be the slice's MultipleFiles: its GPU's /dev/nvidiaN, then its "
+           "/dev/nvidia-caps/nvidia-capM access files (one or two)");
+  }
+  if (out->type.empty()) r.Fail("type", "must name the slice's MIG profile, as gres.conf's Type=");
+  if (out->mig_uuid.rfind("MIG-", 0) != 0) {
+    r.Fail("mig_uuid", "must be the slice's MIG UUID (MIG-...), as nvidia-smi -L shows it");
+  }
+  return r.Finish();
+}
+
+std::vector<GresDevice> SharingConfig::GresFilesOf(const std::string& node, int64_t gpus) const {
   if (auto it = gres_files.find(node); it != gres_files.end()) return it->second;
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < gpus; ++i) out.push_back(StrCat("/dev/nvidia", i));
+  std::vector<GresDevice> out;
+  for (int64_t i = 0; i < gpus; ++i) out.push_back({.files = {StrCat("/dev/nvidia", i)}});
   return out;
 }
 
@@ -51,15 +89,28 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
     r.Fail("give_backoff_max", "must be at least give_backoff");
   }
 
-  config::JsonReader files = r.Object("gres_files");  // node -> its files, in index order
-  for (const std::string& node : files.Keys()) {
-    std::vector<std::string> list;
-    files.StringList(node, &list);
-    for (const std::string& f : list) {
-      if (f.rfind("/dev/nvidia", 0) != 0) {
-        files.Fail(node, StrCat("'", f, "' is not a /dev/nvidia<N> device file"));
+  if (!r.TypeOf("mig_device_classes").empty()) {
+    std::vector<std::string> classes;
+    r.StringList("mig_device_classes", &classes);
+    out->mig_device_classes = {classes.begin(), classes.end()};
+    for (const std::string& c : classes) {
+      if (!IsDnsLabelish(c) || out->device_classes.count(c)) {
+        r.Fail("mig_device_classes",
+               StrCat("'", c, "' is not a DeviceClass name such as mig.nvidia.com, or is also in ",
+                      "device_classes"));
       }
     }
+  }
+  config::JsonReader files = r.Object("gres_files");  // node -> its GPUs, in index order
+  for (const std::string& node : files.Keys()) {
+    std::vector<GresDevice> list;
+    const bool present = files.List(node, [&](const nlohmann::json& item, const std::string& path) {
+      GresDevice g;
+      Status s = ReadGresDevice(item, path, &g);
+      list.push_back(std::move(g));
+      return s;
+    });
+    if (present && list.empty()) files.Fail(node, "must list the node's GPUs");
     out->gres_files[node] = std::move(list);
   }
   r.Merge(files.Finish());

@@ -6,7 +6,12 @@
 //     "driver": "gpu.nvidia.com", "extended_resource": "nvidia.com/gpu",
 //     "device_classes": ["gpu.nvidia.com"],
 //     "device_identity": "name",
-//     "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
+//     "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"],
+//                    "node8": ["/dev/nvidia0", {"files": ["/dev/nvidia1",
+//                              "/dev/nvidia-caps/nvidia-cap147",
+//                              "/dev/nvidia-caps/nvidia-cap148"], "type": "1g.10gb",
+//                              "mig_uuid": "MIG-..."}]},
+//     "mig_device_classes": ["mig.nvidia.com"],
 //     "placeholder": {"partition": "skb-gpu-hold", "qos": "", "account": ""},
 //     "give_timeout": "10m", "give_backoff": "10m", "give_backoff_max": "4h"
 //   }
@@ -25,6 +30,7 @@
 
 #include "src/base/status.h"
 #include "src/config/json_reader.h"
+#include "src/devices/gres.h"
 
 namespace skb::devices {
 
@@ -52,9 +58,18 @@ struct SharingConfig {
   // driver v25.8 and later publish it) or "minor-attribute" (only the device's `minor`
   // attribute counts, as releases up to v25.3 published it).
   std::string device_identity = "name";
-  // Slurm's GPU files of a node in GRES index order, where gres.conf does not list
-  // /dev/nvidia0../dev/nvidiaN-1 in that order (AutoDetect=nvml orders by PCI bus).
-  std::map<std::string, std::vector<std::string>, std::less<>> gres_files;
+  // The DeviceClasses of MIG slices (NVIDIA's driver installs mig.nvidia.com): a claim's
+  // request of one of these asks for slices of the profile its CEL selector names
+  // (devices::GpuDemandOf).
+  std::set<std::string, std::less<>> mig_device_classes = {"mig.nvidia.com"};
+  // Slurm's GPUs of a node in GRES index order, where gres.conf does not list
+  // /dev/nvidia0../dev/nvidiaN-1 in that order (AutoDetect=nvml orders by PCI bus), or lists
+  // MIG slices: a whole GPU is its file ("/dev/nvidia3"); a slice an object with the
+  // MultipleFiles of its gres.conf line ("files": its GPU's /dev/nvidiaN first, then the
+  // /dev/nvidia-caps/nvidia-capM of its GPU instance and compute instance), its Type ("type": the
+  // MIG profile) and its MIG UUID
+  // ("mig_uuid", as nvidia-smi -L shows it), which proves it against the driver's device.
+  std::map<std::string, std::vector<GresDevice>, std::less<>> gres_files;
   PlaceholderConfig placeholder;
   // A give whose placeholder has not started after this long is cancelled (its victims
   // became protected, Slurm placed other work first): the pod waits for the next pass.
@@ -66,9 +81,9 @@ struct SharingConfig {
   std::chrono::milliseconds give_backoff = std::chrono::minutes(10);
   std::chrono::milliseconds give_backoff_max = std::chrono::hours(4);
 
-  // The GPU files of `node` with `gpus` GPUs in Slurm: gres_files[node], or
+  // The GPUs of `node` with `gpus` GPUs in Slurm: gres_files[node], or
   // /dev/nvidia0../dev/nvidia<gpus-1>.
-  std::vector<std::string> GresFilesOf(const std::string& node, int64_t gpus) const;
+  std::vector<GresDevice> GresFilesOf(const std::string& node, int64_t gpus) const;
   bool TrustNames() const { return device_identity == "name"; }
 };
 

@@ -18,7 +18,8 @@ TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
   EXPECT_EQ(s.device_classes, (std::set<std::string, std::less<>>{"gpu.nvidia.com"}));
   EXPECT_EQ(s.placeholder.partition, "skb-gpu-hold");
   EXPECT_EQ(s.GresFilesOf("node1", 3),
-            (std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
+            WholeGpus(std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
+  EXPECT_EQ(s.mig_device_classes, (std::set<std::string, std::less<>>{"mig.nvidia.com"}));
 }
 
 TEST(SharingConfigTest, ReadsEveryKey) {
@@ -27,7 +28,12 @@ TEST(SharingConfigTest, ReadsEveryKey) {
       "device_identity": "minor-attribute", "give_timeout": "3m",
       "device_classes": ["gpu.example.com", "gpu-large.example.com"],
       "give_backoff": "5m", "give_backoff_max": "1h",
-      "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"]},
+      "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"],
+                     "node9": ["/dev/nvidia0", {"files": ["/dev/nvidia1",
+                               "/dev/nvidia-caps/nvidia-cap147",
+                               "/dev/nvidia-caps/nvidia-cap148"], "type": "1g.10gb",
+                               "mig_uuid": "MIG-4f7e1c2a-0000-5000-8000-000000000001"}]},
+      "mig_device_classes": ["mig.example.com"],
       "placeholder": {"partition": "hold", "qos": "bridge", "account": "ops"}}})");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   const SharingConfig& s = cfg->gpu_sharing;
@@ -40,8 +46,16 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   EXPECT_EQ(s.give_timeout, std::chrono::minutes(3));
   EXPECT_EQ(s.give_backoff, std::chrono::minutes(5));
   EXPECT_EQ(s.give_backoff_max, std::chrono::hours(1));
-  EXPECT_EQ(s.GresFilesOf("node7", 2), (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}));
-  EXPECT_EQ(s.GresFilesOf("node8", 1), (std::vector<std::string>{"/dev/nvidia0"}));
+  EXPECT_EQ(s.GresFilesOf("node7", 2),
+            WholeGpus(std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}));
+  EXPECT_EQ(s.GresFilesOf("node8", 1), WholeGpus(std::vector<std::string>{"/dev/nvidia0"}));
+  EXPECT_EQ(s.GresFilesOf("node9", 2),
+            (std::vector<GresDevice>{{.files = {"/dev/nvidia0"}},
+                                     {.files = {"/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap147",
+                                                "/dev/nvidia-caps/nvidia-cap148"},
+                                      .type = "1g.10gb",
+                                      .mig_uuid = "MIG-4f7e1c2a-0000-5000-8000-000000000001"}}));
+  EXPECT_EQ(s.mig_device_classes, (std::set<std::string, std::less<>>{"mig.example.com"}));
   EXPECT_EQ(s.placeholder.partition, "hold");
   EXPECT_EQ(s.placeholder.qos, "bridge");
   EXPECT_EQ(s.placeholder.account, "ops");
@@ -64,6 +78,26 @@ TEST(SharingConfigTest, BadValuesNameTheKey) {
        "gpu_sharing.gres_files.node1"},
       {R"({"gpu_sharing": {"gres_files": {"node1": ["/dev/sda"]}}})",
        "gpu_sharing.gres_files.node1"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": []}}})", "gpu_sharing.gres_files.node1"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": [{"files": ["/dev/nvidia0"],
+          "type": "1g.10gb", "mig_uuid": "MIG-1"}]}}})",
+       "gpu_sharing.gres_files.node1[0].files"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": ["/dev/nvidia0", {"files": ["/dev/nvidia0",
+          "/dev/nvidia-caps/nvidia-cap3"], "mig_uuid": "MIG-1"}]}}})",
+       "gpu_sharing.gres_files.node1[1].type"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": [{"files": ["/dev/nvidia0",
+          "/dev/nvidia-caps/nvidia-cap3"], "type": "1g.10gb", "mig_uuid": "GPU-1"}]}}})",
+       "gpu_sharing.gres_files.node1[0].mig_uuid"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": [{"files": ["/dev/nvidia0",
+          "/dev/nvidia-caps/nvidia-cap3"], "type": "1g.10gb", "mig_uuid": "MIG-1",
+          "uuid": "x"}]}}})",
+       "gpu_sharing.gres_files.node1[0].uuid"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": [3]}}})", "gpu_sharing.gres_files.node1[0]"},
+      {R"({"gpu_sharing": {"gres_files": {"node1": [{"files": ["/dev/nvidia-caps/nvidia-cap3",
+          "/dev/nvidia-caps/nvidia-cap4"], "type": "1g.10gb", "mig_uuid": "MIG-1"}]}}})",
+       "gpu_sharing.gres_files.node1[0].files"},
+      {R"({"gpu_sharing": {"mig_device_classes": ["gpu.nvidia.com"]}})",
+       "gpu_sharing.mig_device_classes"},
       {R"({"gpu_sharing": {"placeholder": {"partition": ""}}})",
        "gpu_sharing.placeholder.partition"},
       {R"({"gpu_sharing": {"placeholder": {"qos": 1}}})", "gpu_sharing.placeholder.qos"},
