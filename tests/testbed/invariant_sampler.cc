@@ -117,8 +117,12 @@ std::vector<std::string> DeviceDoubleBookings(const std::vector<slurm::JobView>&
                        j.state == slurm::JobState::kSuspended || j.completing;
     if (!holds || devices::IsPlaceholder(j, sharing)) continue;
     for (const auto& [node, indices] : j.gpu_indices) {
+      const auto layout = options.devices_by_index.find(node);
       for (int64_t i : indices) {
-        slurm_held[{node, devices::DeviceName(i)}] =
+        const bool listed = layout != options.devices_by_index.end() && i >= 0 &&
+                            i < static_cast<int64_t>(layout->second.size());
+        slurm_held[{node,
+                    listed ? layout->second[static_cast<size_t>(i)] : devices::DeviceName(i)}] =
             StrCat("job ", j.job_id, " (", slurm::JobStateName(j.state),
                    j.completing ? "+COMPLETING" : "", ")");
       }

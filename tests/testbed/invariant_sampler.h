@@ -65,6 +65,9 @@ struct SamplerOptions {
   // gpu-N of the node's pool (the testbed's gres.conf lists /dev/nvidia0..7 in order).
   bool per_device = false;
   std::string dra_driver = "gpu.nvidia.com";
+  // Nodes whose GRES index N is not gpu-N (the testbed's MIG node): node -> the device of
+  // each index, found by the test from the testbed's own layout.
+  std::map<std::string, std::vector<std::string>> devices_by_index;
 };
 
 // One sample, per node, from what the three reads returned (Slurm's jobs, the Running pods,

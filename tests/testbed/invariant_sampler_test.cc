@@ -8,6 +8,7 @@ namespace skb::testbed {
 namespace {
 
 using nlohmann::json;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
@@ -78,6 +79,36 @@ TEST(InvariantRule, TheConfiguredGpuResourceIsRead) {
   const std::vector<slurm::JobView> jobs = {Job(1, slurm::JobState::kRunning)};
   EXPECT_THAT(Found(jobs, {Pod("default", "mi300", 2, false, "amd.com/gpu")}, amd), SizeIs(1));
   EXPECT_THAT(Found(jobs, {Pod("default", "mi300", 2, false, "amd.com/gpu")}), IsEmpty());
+}
+
+// Per device: a Slurm job's GRES index and an allocated claim on the same device. On a MIG
+// node GRES index 6 is a slice, not gpu-6: the layout the test gives decides.
+TEST(InvariantRule, PerDeviceTheLayoutNamesEachIndexsDevice) {
+  slurm::JobView j = Job(7, slurm::JobState::kRunning);
+  j.nodes = {"node2"};
+  j.gpu_indices["node2"] = {6};
+  const json claim = {
+      {"metadata", {{"namespace", "ml"}, {"name", "mig-0-gpu-abcde"}}},
+      {"status",
+       {{"allocation",
+         {{"devices",
+           {{"results",
+             {{{"request", "gpu"},
+               {"driver", "gpu.nvidia.com"},
+               {"pool", "node2"},
+               {"device", "gpu-6-mig-19-0-1"}}}}}}}},
+        {"reservedFor", {{{"resource", "pods"}, {"name", "mig-0"}, {"uid", "u"}}}}}}};
+  SamplerOptions o;
+  o.per_device = true;
+  // Without the layout index 6 would be read as gpu-6, which the node does not publish:
+  // the booking would be missed.
+  EXPECT_THAT(DeviceDoubleBookings({j}, {claim}, o), IsEmpty());
+  o.devices_by_index["node2"] = {
+      "gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6-mig-19-0-1", "gpu-6-mig-19-1-1"};
+  EXPECT_THAT(DeviceDoubleBookings({j}, {claim}, o),
+              ElementsAre(HasSubstr("node node2 device gpu-6-mig-19-0-1: Slurm job 7")));
+  j.gpu_indices["node2"] = {7};
+  EXPECT_THAT(DeviceDoubleBookings({j}, {claim}, o), IsEmpty());
 }
 
 }  // namespace

@@ -7,125 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "tests/e2e/bridge/lending_fixture.h"
+#include "tests/e2e/bridge/gpu_sharing_fixture.h"
 
 namespace skb::lending_e2e {
 namespace {
-
-class GpuSharingE2E : public LendingE2E {
- protected:
-  GpuSharingE2E() {
-    wait_for_reservations_ = false;
-    extra_overlay_ = {{"gpu_sharing", {{"enabled", true}, {"give_timeout", "2m"}}}};
-    sampler_options_.per_device = true;
-  }
-
-  void SetUp() override {
-    const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
-    if (mode == nullptr || std::string(mode) != "dra") {
-      GTEST_SKIP() << "needs the testbed in dra mode: SKB_TESTBED_GPU_ALLOCATION=dra "
-                      "scripts/testbed up (scripts/test runs it in its dra lane)";
-    }
-    LendingE2E::SetUp();
-    if (HasFatalFailure()) return;
-    // Every node enters GPU granularity: its 8 devices held for Slurm.
-    ASSERT_TRUE(WaitFor([&] { return Holds() == 8 * testbed::TestbedNodeCount(); }, seconds(60)))
-        << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
-  }
-
-  int Holds() {
-    auto r = Shell(
-        "kubectl get devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge "
-        "--no-headers 2>/dev/null | wc -l");
-    return std::atoi(Trim(r.out).c_str());
-  }
-  int HoldsOn(const std::string& node) {
-    auto r = Shell(StrCat("kubectl get devicetaintrules -l slurm-k8s-bridge.io/node=", node,
-                          " --no-headers 2>/dev/null | wc -l"));
-    return std::atoi(Trim(r.out).c_str());
-  }
-
-  // A job of `gpus` GPUs on `node`; `preemptible` false: --no-requeue, so the bridge may
-  // never take it.
-  std::string SubmitOn(const std::string& node, int gpus, bool preemptible) {
-    std::string script = StrCat("trap 'echo USR1 $(date +%s.%N) >> ", dir_,
-                                "/signal-$SLURM_JOB_ID' USR1; for i in $(seq 3000); do sleep "
-                                "0.2; done");
-    auto r = RunCommand(
-        {"sbatch", "--parsable", preemptible ? "--requeue" : "--no-requeue",
-         StrCat("--gres=gpu:", gpus), "-w", node, "-p", "gpu", "-o", "/dev/null", "--wrap", script},
-        seconds(30));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::string id = Trim(r.out);
-    jobs_.push_back(id);
-    return id;
-  }
-
-  // Every node but node1 full of non-preemptible work: node1 is the only place to free GPUs.
-  void FillOtherNodes() {
-    for (int i = 2; i <= testbed::TestbedNodeCount(); ++i) SubmitOn(StrCat("node", i), 8, false);
-  }
-
-  std::string Placeholders() {
-    return Trim(Shell("squeue -h -n skb-gpu-hold -o '%i %T %N %b'").out);
-  }
-
-  void CreatePod(const std::string& name, int gpus) {
-    CreatePod(testbed::InferenceTestPod(name, "lending", gpus));
-  }
-  void CreatePod(const testbed::TestPod& pod) {
-    auto r = kube_->Create(k8s::Resource::Pods(), "default", testbed::PodManifest(pod));
-    ASSERT_TRUE(r.ok()) << r.status();
-  }
-
-  // Pod `name` (2 GPUs) runs on `node` through a give there that preempted job `victim`
-  // (signalled, then requeued); every other node still holds all its devices for Slurm.
-  void ExpectGivenByPreemptionOn(const std::string& name, const std::string& node,
-                                 const std::string& victim, const std::string& what) {
-    const double took = SecondsUntilRunning(name, seconds(90));
-    ASSERT_GE(took, 0) << Shell(StrCat("kubectl describe pod ", name)).out << Placeholders() << "\n"
-                       << Shell("squeue").out << daemon_->LogTail();
-    std::printf("%s -> Running: %.2f s\n", what.c_str(), took);
-    EXPECT_EQ(PodField(name, ".spec.nodeName"), node);
-    EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
-    EXPECT_TRUE(WaitFor([&] { return Restarts(victim) >= 1; }, seconds(30))) << Shell("squeue").out;
-    const std::string placeholders = Placeholders();
-    EXPECT_THAT(placeholders, HasSubstr(StrCat("RUNNING ", node, " ")));
-    for (const auto& line : StrSplit(placeholders, '\n', /*skip_empty=*/true)) {
-      EXPECT_THAT(std::string(line), HasSubstr(StrCat(" ", node, " "))) << placeholders;
-    }
-    EXPECT_EQ(HoldsOn(node), 6);
-    for (int i = 1; i <= testbed::TestbedNodeCount(); ++i) {
-      const std::string n = StrCat("node", i);
-      if (n == node) continue;
-      EXPECT_EQ(HoldsOn(n), 8) << n << ": a give went there";
-    }
-  }
-
-  // bridgectl's view of `node` (the NodeSummary of `get nodes -o json`), null if absent.
-  nlohmann::json BridgectlNode(const std::string& node) {
-    auto r = RunCommand(
-        {testbed::BridgectlBinary(), "--socket", daemon_->socket(), "get", "nodes", "-o", "json"},
-        seconds(30));
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    if (r.exit_code != 0) return nullptr;
-    const nlohmann::json all = nlohmann::json::parse(r.out);
-    for (const auto& n : all["nodes"]) {
-      if (n["name"] == node) return n;
-    }
-    return nullptr;
-  }
-
-  // Seconds from now until the pod runs (or -1 after `limit`).
-  double SecondsUntilRunning(const std::string& name, seconds limit) {
-    const auto t0 = Steady::now();
-    if (!WaitFor([&] { return PodField(name, ".status.phase") == "Running"; }, limit,
-                 milliseconds(100))) {
-      return -1;
-    }
-    return std::chrono::duration<double>(Steady::now() - t0).count();
-  }
-};
 
 TEST_F(GpuSharingE2E, APodTakesTwoGpusOfThePreemptibleJobNextToANonPreemptibleOne) {
   FillOtherNodes();
@@ -236,35 +121,14 @@ TEST_F(GpuSharingE2E, AOneGpuPodTakesAnIdleGpuWithoutPreemptionAndItGoesBackAfte
 // claim, the bridge counts the claim's 2 GPUs and frees them next to a non-preemptible job
 // by preempting the preemptible one; kube-scheduler allocates the claim on the freed devices.
 TEST_F(GpuSharingE2E, APodAskingThroughAResourceClaimTemplateGetsGpusFreed) {
-  struct DeleteTemplate {
-    ~DeleteTemplate() {
-      Shell("kubectl delete resourceclaimtemplate skb-e2e-two-gpus -n default --ignore-not-found");
-    }
-  } cleanup;
-  ASSERT_EQ(Shell(R"(kubectl apply -f - <<'EOF'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: skb-e2e-two-gpus, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com, count: 2}
-EOF)")
-                .exit_code,
-            0);
+  ApplyClaimTemplate("skb-e2e-two-gpus", "gpu", "gpu.nvidia.com", 2);
   FillOtherNodes();
   const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
   const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   const std::string keep_start = JobField(keep, "StartTime");
 
-  nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod("tmpl-2", "lending", 0));
-  pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
-  pod["spec"]["resourceClaims"] = {
-      {{"name", "gpu"}, {"resourceClaimTemplateName", "skb-e2e-two-gpus"}}};
-  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", pod).ok());
+  ASSERT_NO_FATAL_FAILURE(CreateClaimPod("tmpl-2", "skb-e2e-two-gpus"));
   ExpectGivenByPreemptionOn("tmpl-2", "node1", take, "2-GPU pod through a ResourceClaimTemplate");
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
   EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
@@ -456,45 +320,11 @@ class GpuSharingQuotaE2E : public GpuSharingE2E {
            {"guaranteed", 8 * (testbed::TestbedNodeCount() - 1) + 4}},
           {{"name", "serving"}, {"kubernetes_namespaces", {"default"}}, {"guaranteed", 4}}}}};
   }
-
-  void ApplyTemplate(const std::string& name, int gpus) {
-    ASSERT_EQ(Shell(StrCat(R"(kubectl apply -f - <<'EOF'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: )",
-                           name, R"(, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com, count: )",
-                           gpus, R"(}
-EOF)"))
-                  .exit_code,
-              0);
-    templates_.push_back(name);
-  }
-  void CreateClaimPod(const std::string& name, const std::string& template_name) {
-    nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod(name, "lending", 0));
-    pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
-    pod["spec"]["resourceClaims"] = {
-        {{"name", "gpu"}, {"resourceClaimTemplateName", template_name}}};
-    auto r = kube_->Create(k8s::Resource::Pods(), "default", pod);
-    ASSERT_TRUE(r.ok()) << r.status();
-  }
-  void TearDown() override {
-    GpuSharingE2E::TearDown();
-    for (const std::string& t : templates_) {
-      Shell(StrCat("kubectl delete resourceclaimtemplate -n default --ignore-not-found ", t));
-    }
-  }
-  std::vector<std::string> templates_;
 };
 
 TEST_F(GpuSharingQuotaE2E, AClaimPodWithinItsGuaranteeTakesABorrowedJobsGpusAndTheNextOneWaits) {
-  ApplyTemplate("skb-e2e-four-gpus", 4);
-  ApplyTemplate("skb-e2e-one-gpu", 1);
+  ApplyClaimTemplate("skb-e2e-four-gpus", "gpu", "gpu.nvidia.com", 4);
+  ApplyClaimTemplate("skb-e2e-one-gpu", "gpu", "gpu.nvidia.com", 1);
   FillOtherNodes();
   const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
   const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);

@@ -1,0 +1,145 @@
+// GPU-granular sharing of MIG slices end to end (label mig: scripts/test's mig lane, the
+// testbed in dra mode with SKB_TESTBED_MIG=1 and two nodes). The last node has GPUs 0-5
+// whole, GPU 6 cut into seven 1g.10gb slices and GPU 7 into two 3g.40gb slices, on both
+// sides: Slurm's gres.conf lists each slice (Type=<profile>, MultipleFiles=) and the
+// ResourceSlice publishes it as NVIDIA's driver does (type mig, uuid, profile). The bridge
+// is given the node's gres entries with their MIG UUIDs (gpu_sharing.gres_files) and proves
+// each slice against the published device; the sampler checks the invariant per device,
+// each GRES index mapped through the testbed's own layout.
+#include <string>
+#include <vector>
+
+#include "tests/e2e/bridge/gpu_sharing_fixture.h"
+
+namespace skb::lending_e2e {
+namespace {
+
+using ::testing::MatchesRegex;
+
+class MigE2E : public GpuSharingE2E {
+ protected:
+  void SetUp() override {
+    if (!MigMode()) {
+      GTEST_SKIP() << "needs the testbed's MIG node: SKB_TESTBED_GPU_ALLOCATION=dra "
+                      "SKB_TESTBED_MIG=1 scripts/testbed up (scripts/test runs it in its mig lane)";
+    }
+    mig_node_ = StrCat("node", testbed::TestbedNodeCount());
+    GpuSharingE2E::SetUp();
+  }
+  // A job of `count` GPUs of GRES type `type` (a MIG profile, or the whole GPUs' h100) on
+  // the MIG node; `preemptible` false: --no-requeue.
+  std::string SubmitTyped(const std::string& type, int count, bool preemptible) {
+    std::string script = StrCat("trap 'echo USR1 $(date +%s.%N) >> ", dir_,
+                                "/signal-$SLURM_JOB_ID' USR1; for i in $(seq 3000); do sleep "
+                                "0.2; done");
+    auto r = RunCommand({"sbatch", "--parsable", preemptible ? "--requeue" : "--no-requeue",
+                         StrCat("--gres=gpu:", type, ":", count), "-w", mig_node_, "-p", "gpu",
+                         "-o", "/dev/null", "--wrap", script},
+                        seconds(30));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = Trim(r.out);
+    jobs_.push_back(id);
+    return id;
+  }
+
+  // A ResourceClaimTemplate asking `count` MIG slices of `profile`, as NVIDIA's driver
+  // documents it: the DeviceClass mig.nvidia.com and a CEL selector on the profile.
+  void ApplyMigTemplate(const std::string& name, const std::string& profile, int count) {
+    ApplyClaimTemplate(name, "mig", "mig.nvidia.com", count,
+                       StrCat("device.attributes['gpu.nvidia.com'].profile == '", profile, "'"));
+  }
+
+  // The devices ("pool/device") the pod's claim was allocated: its generated claim for a
+  // template pod, the extended-resource claim for a nvidia.com/gpu pod.
+  std::string ClaimDevices(const std::string& pod) {
+    std::string claim = PodField(pod, ".status.resourceClaimStatuses[0].resourceClaimName");
+    if (claim.empty())
+      claim = PodField(pod, ".status.extendedResourceClaimStatus.resourceClaimName");
+    if (claim.empty()) return "";
+    return Trim(Shell(StrCat("kubectl get resourceclaim -n default ", claim,
+                             " -o jsonpath='{range .status.allocation.devices.results[*]}"
+                             "{.pool}/{.device} {end}'"))
+                    .out);
+  }
+
+  std::string mig_node_;
+};
+
+// The fraction case: a Slurm job on gpu:1g.10gb slices and a pod on another slice of
+// the same GPU. Every slice of GPU 6 is busy (4 in a job that cannot be preempted, 3 in a
+// preemptible one): a pod asking one 1g.10gb slice takes one of the preemptible job's
+// (signal, grace, requeue; Slurm picks which slice, the bridge lifts the hold of exactly
+// that device), and the other job never stops. A 3g.40gb pod then gets an idle 3g.40gb slice
+// with no preemption, and a 2-GPU pod two whole GPUs: each give asks Slurm for its own GRES
+// type, so no give takes a device of another kind. After the cool-down every device is
+// Slurm's again and the preempted job runs again.
+TEST_F(MigE2E, APodTakesASliceOfAPreemptibleJobOnAGpuANonPreemptibleJobShares) {
+  // Whole GPUs elsewhere are busy: the whole-GPU pod must come here too.
+  for (int i = 1; i < testbed::TestbedNodeCount(); ++i) SubmitOn(StrCat("node", i), 8, false);
+  const std::string keep = SubmitTyped("1g.10gb", 4, /*preemptible=*/false);
+  const std::string take = SubmitTyped("1g.10gb", 3, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  ApplyMigTemplate("skb-e2e-mig-1g", "1g.10gb", 1);
+  CreateClaimPod("mig-1g", "skb-e2e-mig-1g", "mig");
+  double took = SecondsUntilRunning("mig-1g", seconds(90));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-1g").out << Placeholders() << "\n"
+                     << Shell("squeue").out << daemon_->LogTail();
+  std::printf("1g.10gb pod, a preemptible job's slice -> Running: %.2f s\n", took);
+  EXPECT_EQ(PodField("mig-1g", ".spec.nodeName"), mig_node_);
+  EXPECT_THAT(ClaimDevices("mig-1g"), MatchesRegex(StrCat(mig_node_, "/gpu-6-mig-19-[0-6]-1")));
+  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
+  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  // The placeholder asked Slurm for one 1g.10gb slice, and holds it.
+  EXPECT_THAT(Placeholders(), HasSubstr("gpu:1g.10gb:1")) << Placeholders();
+  EXPECT_EQ(HoldsOn(mig_node_), 14);
+
+  ApplyMigTemplate("skb-e2e-mig-3g", "3g.40gb", 1);
+  CreateClaimPod("mig-3g", "skb-e2e-mig-3g", "mig");
+  took = SecondsUntilRunning("mig-3g", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-3g").out << Placeholders() << "\n"
+                     << daemon_->LogTail();
+  std::printf("3g.40gb pod, an idle slice -> Running: %.2f s\n", took);
+  EXPECT_THAT(ClaimDevices("mig-3g"), MatchesRegex(StrCat(mig_node_, "/gpu-7-mig-9-[04]-4")));
+  EXPECT_THAT(Placeholders(), HasSubstr("gpu:3g.40gb:1")) << Placeholders();
+
+  CreatePod("whole-2", 2);
+  took = SecondsUntilRunning("whole-2", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod whole-2").out << Placeholders() << "\n"
+                     << daemon_->LogTail();
+  std::printf("2-GPU pod, idle whole GPUs beside the slices -> Running: %.2f s\n", took);
+  EXPECT_EQ(PodField("whole-2", ".spec.nodeName"), mig_node_);
+  EXPECT_THAT(ClaimDevices("whole-2"),
+              MatchesRegex(StrCat(mig_node_, "/gpu-[0-5] ", mig_node_, "/gpu-[0-5]")));
+  EXPECT_THAT(Placeholders(), HasSubstr("gpu:h100:2")) << Placeholders();
+  EXPECT_EQ(HoldsOn(mig_node_), 11);
+  EXPECT_EQ(Restarts(take), 1) << "only the first give preempted";
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+
+  // bridgectl names each slice's owner.
+  const nlohmann::json n = BridgectlNode(mig_node_);
+  ASSERT_TRUE(n.is_object());
+  ASSERT_EQ(n["gpuOwners"].size(), 15u) << n.dump();
+  int k8s = 0;
+  for (const auto& g : n["gpuOwners"]) k8s += g["owner"] == "k8s";
+  EXPECT_EQ(k8s, 4) << n.dump();
+
+  // The pods leave: after the cool-down every device goes back, and the requeued job,
+  // pending for want of a third slice, runs again.
+  for (const char* pod : {"mig-1g", "mig-3g", "whole-2"}) {
+    Shell(StrCat("kubectl delete pod ", pod, " --wait=false"));
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return HoldsOn(mig_node_) == 15 && Placeholders().empty(); }, seconds(120)))
+      << Placeholders() << "\n"
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  EXPECT_TRUE(WaitFor([&] { return JobField(take, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out;
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+}
+
+}  // namespace
+}  // namespace skb::lending_e2e
