@@ -469,5 +469,57 @@ INSTANTIATE_TEST_SUITE_P(Steps, GpuSharingCrashE2E,
                                            GiveStep{"GpusReturned", true}),
                          [](const auto& p) { return std::string(p.param.reason); });
 
+// Leader failover mid-give: two replicas; the leader is killed (SIGKILL, holding the Lease)
+// right after it sent the victim the checkpoint signal, with the placeholder pending and
+// the grace running. The standby takes the Lease and, from what the give recorded in
+// Slurm and Kubernetes alone, preempts the victim once, lifts the holds of the devices
+// Slurm gave the placeholder, and later returns them.
+class GpuSharingFailoverE2E : public GpuSharingE2E {
+ protected:
+  GpuSharingFailoverE2E() { replicas_ = 2; }
+};
+
+TEST_F(GpuSharingFailoverE2E, TheStandbyTakesOverMidGiveAndFinishesTheGiveAndTheReturn) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
+  const std::string take = SubmitOn("node1", 4, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  CreatePod("failover-2", 2);
+  ASSERT_TRUE(WaitFor([&] { return Signals(take).find("USR1") != std::string::npos; }, seconds(30),
+                      milliseconds(50)))
+      << Placeholders() << daemon_->LogTail();
+  ASSERT_THAT(Placeholders(), HasSubstr("PENDING")) << "the give is under way";
+  const auto t0 = Steady::now();
+  daemon_->Kill();
+  ASSERT_TRUE(WaitFor([&] { return LeaseHolder() == "bridge-b"; }, seconds(30), milliseconds(50)))
+      << LeaseHolder();
+  std::printf("failover mid-give: the standby holds the Lease %.2f s after the leader died\n",
+              std::chrono::duration<double>(Steady::now() - t0).count());
+
+  ASSERT_TRUE(WaitFor([&] { return PodField("failover-2", ".status.phase") == "Running"; },
+                      seconds(kGraceSeconds + 60), milliseconds(200)))
+      << Shell("kubectl describe pod failover-2").out << Placeholders() << "\n"
+      << Shell("squeue").out << standby_->LogTail();
+  EXPECT_EQ(PodField("failover-2", ".spec.nodeName"), "node1");
+  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+  EXPECT_EQ(HoldsOn("node1"), 6);
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+
+  ASSERT_TRUE(kube_
+                  ->Delete(k8s::Resource::Pods(), "default", "failover-2",
+                           k8s::DeleteOptions{.grace_period_seconds = 0})
+                  .ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return Placeholders().empty() && HoldsOn("node1") == 8 && AllRunning(); },
+              seconds(kCooldownSeconds + 90)))
+      << Placeholders() << "\n"
+      << Shell("squeue; kubectl get devicetaintrules").out << standby_->LogTail();
+  EXPECT_EQ(Restarts(take), 1) << "preempted once by the two replicas together";
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+  EXPECT_EQ(Holds(), 8 * testbed::TestbedNodeCount());
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
