@@ -405,11 +405,7 @@ TEST_P(GpuSharingCrashE2E, TheRestartedBridgeFinishesTheGiveAndTheReturn) {
   const std::string victim = SubmitOn("node1", 8, /*preemptible=*/true);
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
 
-  daemon_->Stop();
-  setenv("SKB_TEST_CRASH_AFTER", step.reason, 1);
-  Status s = daemon_->Start();
-  unsetenv("SKB_TEST_CRASH_AFTER");
-  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_NO_FATAL_FAILURE(RestartArmedToCrashAfter(step.reason));
 
   CreatePod("crash-2", 2);
   auto pod_runs = [&] {
@@ -427,16 +423,8 @@ TEST_P(GpuSharingCrashE2E, TheRestartedBridgeFinishesTheGiveAndTheReturn) {
                             << daemon_->LogTail();
     ASSERT_TRUE(pod_leaves());
   }
-  ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); },
-                      seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 60)))
-      << "the bridge never reached " << step.reason << "\n"
-      << Placeholders() << "\n"
-      << daemon_->LogTail();
-  EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", step.reason)));
-  std::printf("killed after %s\n", step.reason);
-  std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
-
-  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  ASSERT_NO_FATAL_FAILURE(AwaitCrashThenRestart(
+      step.reason, seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 60)));
   if (!step.returning) {
     ASSERT_TRUE(pod_runs()) << Shell("kubectl describe pod crash-2").out << Placeholders() << "\n"
                             << Shell("squeue").out << daemon_->LogTail();

@@ -31,11 +31,7 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
   ASSERT_TRUE(WaitFor([&] { return ReservationsSettledAt("slurm-preemptible"); }, seconds(60)));
 
   // The same bridge, armed to die after the step.
-  daemon_->Stop();
-  setenv("SKB_TEST_CRASH_AFTER", step.reason, 1);
-  Status s = daemon_->Start();
-  unsetenv("SKB_TEST_CRASH_AFTER");
-  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_NO_FATAL_FAILURE(RestartArmedToCrashAfter(step.reason));
 
   CreateInferencePod("infer-k");
   if (step.returning) {
@@ -44,15 +40,8 @@ TEST_P(CrashAtEveryStepE2E, TheRestartedBridgeFinishesTheFlow) {
         << Shell("kubectl get pods -A -o wide; squeue").out << daemon_->LogTail();
     ASSERT_EQ(Shell("kubectl delete pod -n default infer-k --wait=false").exit_code, 0);
   }
-  ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); },
-                      seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 40)))
-      << "the bridge never reached " << step.reason << "\n"
-      << daemon_->LogTail();
-  EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", step.reason)));
-  std::printf("killed after %s\n", step.reason);
-  std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
-
-  ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  ASSERT_NO_FATAL_FAILURE(AwaitCrashThenRestart(
+      step.reason, seconds(step.returning ? kCooldownSeconds + 60 : kGraceSeconds + 40)));
   if (!step.returning) {
     ASSERT_TRUE(WaitFor([&] { return PodField("infer-k", ".status.phase") == "Running"; },
                         seconds(kGraceSeconds + 40)))

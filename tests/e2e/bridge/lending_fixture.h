@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bridge/slurm/libslurm_client.h"
@@ -208,6 +209,26 @@ class LendingE2E : public ::testing::Test {
   }
 
   // The leader's /metrics.
+  // The crash tests' two halves: restart the bridge armed to SIGKILL itself right after the
+  // step whose Event reason is `reason` (SKB_TEST_CRASH_AFTER, bridge/action_hooks.h)...
+  void RestartArmedToCrashAfter(const char* reason) {
+    daemon_->Stop();
+    setenv("SKB_TEST_CRASH_AFTER", reason, 1);
+    Status s = daemon_->Start();
+    unsetenv("SKB_TEST_CRASH_AFTER");
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  // ... and, once it has died there (within `limit`), start it again after 2 s down, unarmed.
+  void AwaitCrashThenRestart(const char* reason, seconds limit) {
+    ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); }, limit))
+        << "the bridge never reached " << reason << "\n"
+        << Shell("squeue -h -n skb-gpu-hold -o '%i %T %N %b'").out << daemon_->LogTail();
+    EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", reason)));
+    std::printf("killed after %s\n", reason);
+    std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
+    ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
+  }
+
   std::string Metrics() { return Shell(StrCat("curl -s ", daemon_->HttpBase(), "/metrics")).out; }
 
   std::string NodeEvents(const std::string& node) {
