@@ -52,25 +52,11 @@ class DraTest : public ::testing::Test {
     for (const std::string& rule : rules_) {
       RunCommand({"kubectl", "delete", "devicetaintrule", rule, "--ignore-not-found"}, seconds(30));
     }
-    if (!ns_.empty()) {
-      // Pods first and waited for, so the next test finds every device free.
-      RunCommand({"kubectl", "delete", "pods", "--all", "-n", ns_, "--grace-period=0"},
-                 seconds(60));
-      // Then the claims (a claim allocated by hand holds its device until it is gone).
-      RunCommand({"kubectl", "delete", "resourceclaims", "--all", "-n", ns_}, seconds(60));
-      RunCommand({"kubectl", "delete", "namespace", ns_, "--wait=false"}, seconds(30));
-    }
+    if (!ns_.empty()) DeleteTestNamespace(ns_);
   }
 
   // `kubectl get ARGS -o json`, parsed; null when it fails.
-  json Get(std::vector<std::string> args) {
-    args.insert(args.begin(), "get");
-    args.insert(args.begin(), "kubectl");
-    args.insert(args.end(), {"-o", "json"});
-    CommandResult r = RunCommand(args, seconds(30));
-    if (r.exit_code != 0) return nullptr;
-    return json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  }
+  json Get(std::vector<std::string> args) { return KubectlGetJson(std::move(args)); }
   json Pod(const std::string& name) { return Get({"pod", "-n", ns_, name}); }
   std::string Phase(const std::string& name) {
     json p = Pod(name);

@@ -72,22 +72,11 @@ class MigTest : public ::testing::Test {
   }
   void TearDown() override {
     for (const std::string& job : jobs_) RunCommand({"scancel", job}, seconds(30));
-    if (!ns_.empty()) {
-      RunCommand({"kubectl", "delete", "pods", "--all", "-n", ns_, "--grace-period=0"},
-                 seconds(60));
-      RunCommand({"kubectl", "delete", "resourceclaims", "--all", "-n", ns_}, seconds(60));
-      RunCommand({"kubectl", "delete", "namespace", ns_, "--wait=false"}, seconds(30));
-    }
+    if (!ns_.empty()) DeleteTestNamespace(ns_);
   }
 
   // `kubectl get ARGS -o json`, parsed; null when it fails.
-  json Get(std::vector<std::string> args) {
-    args.insert(args.begin(), {"kubectl", "get"});
-    args.insert(args.end(), {"-o", "json"});
-    CommandResult r = RunCommand(args, seconds(30));
-    if (r.exit_code != 0) return nullptr;
-    return json::parse(r.out, nullptr, /*allow_exceptions=*/false);
-  }
+  json Get(std::vector<std::string> args) { return KubectlGetJson(std::move(args)); }
 
   // The MIG node's devices by name.
   std::map<std::string, json> SliceDevices() {

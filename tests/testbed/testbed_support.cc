@@ -277,4 +277,19 @@ bool DraMode() {
   return mode != nullptr && std::string_view(mode) == "dra";
 }
 
+nlohmann::json KubectlGetJson(std::vector<std::string> args) {
+  args.insert(args.begin(), {"kubectl", "get"});
+  args.insert(args.end(), {"-o", "json"});
+  CommandResult r = RunCommand(args, std::chrono::seconds(30));
+  if (r.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+}
+
+void DeleteTestNamespace(const std::string& ns) {
+  using std::chrono::seconds;
+  RunCommand({"kubectl", "delete", "pods", "--all", "-n", ns, "--grace-period=0"}, seconds(60));
+  RunCommand({"kubectl", "delete", "resourceclaims", "--all", "-n", ns}, seconds(60));
+  RunCommand({"kubectl", "delete", "namespace", ns, "--wait=false"}, seconds(30));
+}
+
 }  // namespace skb::testbed

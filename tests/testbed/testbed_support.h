@@ -148,4 +148,12 @@ class PluginPointer {
   bool ok_ = false;
 };
 
+// `kubectl get ARGS -o json`, parsed; null when it fails.
+nlohmann::json KubectlGetJson(std::vector<std::string> args);
+
+// Deletes namespace `ns` a test made: its pods first, waited for (so the next test finds
+// every device they held free), then its ResourceClaims (a claim allocated by hand holds
+// its device until it is gone), then the namespace, not waited for.
+void DeleteTestNamespace(const std::string& ns);
+
 }  // namespace skb::testbed
