@@ -266,7 +266,8 @@ Status Controller::Start() {
           quotas_.SetClaim(key, obj == nullptr ? std::nullopt
                                                : std::optional(devices::QuotaGpusOf(
                                                      *obj, cfg_.gpu_sharing.device_classes,
-                                                     cfg_.gpu_sharing.driver)));
+                                                     cfg_.gpu_sharing.driver,
+                                                     cfg_.gpu_sharing.mig_device_classes)));
         });
     add(&rules_, DeviceTaintRuleInformerOptions(), &DeviceWorldCache::SetRule);
   }

@@ -426,8 +426,11 @@ ClaimDemand GpuDemandOf(const json& claim, const std::set<std::string, std::less
 }
 
 ClaimDemand QuotaGpusOf(const json& claim, const std::set<std::string, std::less<>>& classes,
-                        std::string_view driver) {
-  if (Path(claim, {"status", "allocation"}) == nullptr) return GpuDemandOf(claim, classes);
+                        std::string_view driver,
+                        const std::set<std::string, std::less<>>& mig_classes) {
+  if (Path(claim, {"status", "allocation"}) == nullptr) {
+    return GpuDemandOf(claim, classes, mig_classes);
+  }
   ClaimDemand d{.allocated = true};
   for (const auto& [node, claims] : ClaimsByNode(std::span<const json>(&claim, 1), driver)) {
     for (const Claim& c : claims) d.gpus += static_cast<int64_t>(c.devices.size());

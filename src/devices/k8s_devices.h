@@ -124,9 +124,13 @@ std::string MigProfileOf(const nlohmann::json& request);
 
 // What a claim counts for its pod's tenant (quotas): once allocated, the GPUs it holds (the
 // `driver`'s devices in status.allocation, as ClaimsByNode reads them; always known); before,
-// what it asks (GpuDemandOf, `unknown` when that cannot be sized).
+// what it asks (GpuDemandOf, `unknown` when that cannot be sized). A MIG slice counts as one,
+// asked or allocated: quotas are in devices, and a profile has no agreed share of a GPU (a
+// pending slice claim counted nothing before its allocation, so a tenant's MIG pods could
+// borrow past a limit until the scheduler placed them).
 ClaimDemand QuotaGpusOf(const nlohmann::json& claim,
-                        const std::set<std::string, std::less<>>& classes, std::string_view driver);
+                        const std::set<std::string, std::less<>>& classes, std::string_view driver,
+                        const std::set<std::string, std::less<>>& mig_classes = {});
 
 // The ResourceClaims a pod's spec.resourceClaims use, as "namespace/name": a named claim
 // itself (resourceClaimName); a template's claim through status.resourceClaimStatuses, where

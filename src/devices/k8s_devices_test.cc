@@ -547,6 +547,27 @@ TEST(QuotaGpusOf, AnAllocatedClaimCountsItsDevicesAndAPendingOneItsDemand) {
   EXPECT_THAT(QuotaGpusOf(all, kGpuClasses, kDriver).unknown, HasSubstr("allocationMode All"));
 }
 
+// A MIG slice counts as one device for its tenant, asked or allocated: two 1g.10gb slices
+// pending count 2, as they do once the scheduler has chosen them.
+TEST(QuotaGpusOf, AMigSliceCountsOneAskedOrAllocated) {
+  const std::set<std::string, std::less<>> mig = {"mig.nvidia.com"};
+  json claim = PendingClaim(
+      "c", json::array(
+               {MigRequest("a", "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", 2)}));
+  EXPECT_EQ(QuotaGpusOf(claim, kGpuClasses, kDriver, mig),
+            (ClaimDemand{.gpus = 2, .profile = "1g.10gb"}));
+  // Without the MIG classes, the slices are not GPU demand (a site that does not use them).
+  EXPECT_EQ(QuotaGpusOf(claim, kGpuClasses, kDriver), ClaimDemand{});
+  claim["status"]["allocation"]["devices"]["results"] = {
+      {{"device", "gpu-6-mig-19-0-1"}, {"driver", kDriver}, {"pool", "node2"}, {"request", "a"}},
+      {{"device", "gpu-6-mig-19-1-1"}, {"driver", kDriver}, {"pool", "node2"}, {"request", "a"}}};
+  claim["status"]["allocation"]["nodeSelector"] = {
+      {"nodeSelectorTerms",
+       {{{"matchFields",
+          {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"node2"}}}}}}}}};
+  EXPECT_EQ(QuotaGpusOf(claim, kGpuClasses, kDriver, mig).gpus, 2);
+}
+
 // A pending pod asking its GPUs through a ResourceClaimTemplate (claim "gpu") and a named
 // ResourceClaim (claim "shared"), nothing through nvidia.com/gpu.
 json ClaimPod() {
