@@ -237,7 +237,8 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
       if (!status.is_object() || !meta.is_object() ||
           status.value("nominatedNodeName", std::string()) != t.k8s_node ||
           meta.contains("deletionTimestamp") ||
-          !devices::MayUseGpus(p, cfg_.gpu_sharing.extended_resource)) {
+          !devices::MayUseGpus(p, cfg_.gpu_sharing.extended_resource,
+                               cfg_.gpu_sharing.mig_extended_resource_prefix)) {
         continue;
       }
       return AbortedError(

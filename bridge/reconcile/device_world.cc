@@ -65,7 +65,8 @@ void DeviceWorldCache::SetPod(const std::string& key, const nlohmann::json* obj)
         if (const auto u = m->find("uid"); u != m->end() && u->is_string()) e.uid = *u;
       }
       e.pending = devices::PendingCandidateOf(*obj, cfg_.gpu_sharing.extended_resource,
-                                              cfg_.lending.inference_threshold);
+                                              cfg_.lending.inference_threshold,
+                                              cfg_.gpu_sharing.mig_extended_resource_prefix);
       pods_[key] = std::move(e);
     }
   }

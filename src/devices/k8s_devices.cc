@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <regex>
+#include <set>
 
 #include "src/base/strings.h"
 #include "src/devices/placement.h"
@@ -155,6 +156,24 @@ std::optional<int64_t> EffectiveRequest(const json& spec, std::string_view resou
     }
   }
   return std::max(sum, init_peak);
+}
+
+// The extended resources longer than `prefix` and starting with it that a container or
+// init container of `spec` asks for (a request or a limit).
+std::set<std::string> ResourcesStarting(const json& spec, std::string_view prefix) {
+  std::set<std::string> out;
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const json& c : Items(Field(&spec, list))) {
+      for (const char* kind : {"requests", "limits"}) {
+        const json* m = Field(Field(&c, "resources"), kind);
+        if (m == nullptr || !m->is_object()) continue;
+        for (auto it = m->begin(); it != m->end(); ++it) {
+          if (it.key().size() > prefix.size() && it.key().starts_with(prefix)) out.insert(it.key());
+        }
+      }
+    }
+  }
+  return out;
 }
 
 // A toleration as the API writes it (a pod's, or a device request's: the same fields).
@@ -471,6 +490,7 @@ std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
     if (why != nullptr) *why = std::move(reason);
     return std::nullopt;
   };
+  if (!candidate.unknown.empty()) return fail(candidate.unknown);
   PendingPod p = candidate.pod;
   if (candidate.claims.unresolved > 0) return std::nullopt;
   for (const std::string& key : candidate.claims.claims) {
@@ -495,24 +515,33 @@ std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
   return p;
 }
 
-bool MayUseGpus(const json& pod, std::string_view extended_resource) {
+bool MayUseGpus(const json& pod, std::string_view extended_resource, std::string_view mig_prefix) {
   const json* spec = Field(&pod, "spec");
   if (!Items(Field(spec, "resourceClaims")).empty()) return true;
-  std::optional<int64_t> gpus = spec != nullptr ? EffectiveRequest(*spec, extended_resource) : 0;
-  return !gpus || *gpus > 0;  // a request that does not parse: assume it may
+  if (spec == nullptr) return false;
+  std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
+  if (!gpus || *gpus > 0) return true;  // a request that does not parse: assume it may
+  if (mig_prefix.empty()) return false;
+  for (const std::string& r : ResourcesStarting(*spec, mig_prefix)) {
+    std::optional<int64_t> slices = EffectiveRequest(*spec, r);
+    if (!slices || *slices > 0) return true;
+  }
+  return false;
 }
 
 std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extended_resource,
                                         int32_t threshold,
-                                        const std::map<std::string, ClaimDemand>& claims) {
-  std::optional<PendingCandidate> c = PendingCandidateOf(pod, extended_resource, threshold);
+                                        const std::map<std::string, ClaimDemand>& claims,
+                                        std::string_view mig_prefix) {
+  std::optional<PendingCandidate> c =
+      PendingCandidateOf(pod, extended_resource, threshold, mig_prefix);
   if (!c) return std::nullopt;
   return CountGpus(*c, claims);
 }
 
 std::optional<PendingCandidate> PendingCandidateOf(const json& pod,
                                                    std::string_view extended_resource,
-                                                   int32_t threshold) {
+                                                   int32_t threshold, std::string_view mig_prefix) {
   const json* spec = Field(&pod, "spec");
   if (spec == nullptr || !spec->is_object()) return std::nullopt;
   if (Path(pod, {"metadata", "deletionTimestamp"}) != nullptr) return std::nullopt;
@@ -530,13 +559,37 @@ std::optional<PendingCandidate> PendingCandidateOf(const json& pod,
   if (priority < threshold) return std::nullopt;
   std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
   if (!gpus) return std::nullopt;
+  // MIG slices through per-profile extended resources: one kind of device per give.
+  std::string profile, unknown;
+  int64_t slices = 0;
+  if (!mig_prefix.empty()) {
+    for (const std::string& r : ResourcesStarting(*spec, mig_prefix)) {
+      std::optional<int64_t> n = EffectiveRequest(*spec, r);
+      if (!n) return std::nullopt;
+      if (*n <= 0) continue;
+      if (!unknown.empty()) continue;
+      if (*gpus > 0) {
+        unknown = StrCat("its extended resources ask for ", r, " slices beside whole GPUs (",
+                         extended_resource, "): a give frees one kind of device");
+      } else if (!profile.empty()) {
+        unknown = StrCat("its extended resources ask for slices of two profiles (", mig_prefix,
+                         profile, ", ", r, "): a give frees one kind of device");
+      } else {
+        profile = r.substr(mig_prefix.size());
+        slices = *n;
+      }
+    }
+  }
+  if (!profile.empty()) gpus = slices;
   PodClaims claims = ClaimsOfPod(pod);
-  if (*gpus <= 0 && claims.empty()) return std::nullopt;
+  if (*gpus <= 0 && claims.empty() && unknown.empty()) return std::nullopt;
 
   PendingCandidate c{.pod = {.pod = NamespacedName(pod),
                              .gpus = *gpus,
-                             .priority = static_cast<int32_t>(priority)},
-                     .claims = std::move(claims)};
+                             .priority = static_cast<int32_t>(priority),
+                             .profile = profile},
+                     .claims = std::move(claims),
+                     .unknown = std::move(unknown)};
   c.pod.model = RequestedGpuModel(pod);
   c.pod.placement = PlacementOf(pod);
   return c;

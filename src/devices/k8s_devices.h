@@ -144,10 +144,12 @@ struct PodClaims {
 PodClaims ClaimsOfPod(const nlohmann::json& pod);
 
 // A pod that may be a give's trigger before its claims are counted: `pod.gpus` is its
-// extended-resource part only (0 when it asks through claims alone).
+// extended-resource part only (0 when it asks through claims alone), whole GPUs or, with
+// `pod.profile` set, MIG slices asked as <mig prefix><profile>.
 struct PendingCandidate {
   PendingPod pod;
   PodClaims claims;
+  std::string unknown;  // why its extended resources cannot be sized ("" when they can)
 };
 
 // `pod` as a candidate trigger, or nullopt: kube-scheduler found it unschedulable
@@ -155,30 +157,37 @@ struct PendingCandidate {
 // deleted, not terminal, at or above `threshold` priority (spec.priority, 0 when unset), and
 // asks for `extended_resource` (the pod's effective request, as kube-scheduler computes it:
 // the sum over containers and sidecars, or the largest init container if more; a limit
-// without a request counts as the request) or uses ResourceClaims. The model is
-// RequestedGpuModel's, the placement PlacementOf's.
+// without a request counts as the request), or for MIG slices through an extended resource
+// named `mig_prefix` + profile (gpu_sharing.mig_extended_resource_prefix; "" reads none), or
+// uses ResourceClaims. Slices of two profiles, or slices beside whole GPUs, are not sized
+// (`unknown` says so: a give frees one kind of device). The model is RequestedGpuModel's,
+// the placement PlacementOf's.
 std::optional<PendingCandidate> PendingCandidateOf(const nlohmann::json& pod,
                                                    std::string_view extended_resource,
-                                                   int32_t threshold);
+                                                   int32_t threshold,
+                                                   std::string_view mig_prefix = "");
 
 // The candidate's GPUs in all: its extended-resource part plus what its claims not yet
 // allocated ask of the GPU classes (`claims`: GpuDemandOf by "namespace/name"). nullopt when
 // that is 0, or when a claim is not known: not in `claims` (not created yet, or not seen
-// yet) or a template's claim not generated yet (both a matter of moments), or a demand
-// GpuDemandOf cannot size, which stays so until the claim changes: only then is `why`
-// (when given) set, naming the claim and the reason.
+// yet) or a template's claim not generated yet (both a matter of moments), or a demand that
+// cannot be sized (the candidate's `unknown`, GpuDemandOf's), which stays so until the pod
+// or claim changes: only then is `why` (when given) set, naming the reason.
 std::optional<PendingPod> CountGpus(const PendingCandidate& candidate,
                                     const std::map<std::string, ClaimDemand>& claims,
                                     std::string* why = nullptr);
 
-// Whether `pod` may be allocated GPUs through DRA: it asks for `extended_resource` (any
-// container's request or limit), or uses ResourceClaims. A pod that does neither (a
-// nomination of it never writes a GPU claim) is not waited for.
-bool MayUseGpus(const nlohmann::json& pod, std::string_view extended_resource);
+// Whether `pod` may be allocated GPUs through DRA: it asks for `extended_resource` or an
+// extended resource starting `mig_prefix` (any container's request or limit), or uses
+// ResourceClaims. A pod that does neither (a nomination of it never writes a GPU claim) is
+// not waited for.
+bool MayUseGpus(const nlohmann::json& pod, std::string_view extended_resource,
+                std::string_view mig_prefix = "");
 
 // PendingCandidateOf, then CountGpus: `pod` as a give's trigger, or nullopt.
 std::optional<PendingPod> PendingGpuPod(const nlohmann::json& pod,
                                         std::string_view extended_resource, int32_t threshold,
-                                        const std::map<std::string, ClaimDemand>& claims = {});
+                                        const std::map<std::string, ClaimDemand>& claims = {},
+                                        std::string_view mig_prefix = "");
 
 }  // namespace skb::devices

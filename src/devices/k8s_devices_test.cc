@@ -698,5 +698,58 @@ TEST(PendingGpuPod, AMigPodAsksForSlicesAndNeverForSlicesBesideWholeGpus) {
   EXPECT_THAT(why, HasSubstr("asks for 1g.10gb slices beside whole GPUs"));
 }
 
+// A pod written for the device plugin's mixed MIG strategy asks nvidia.com/mig-1g.10gb; a
+// DeviceClass of slices serves it through DRA (extendedResourceName). The give frees slices
+// of that profile, counted as kube-scheduler counts the request.
+TEST(PendingGpuPod, AMigExtendedResourceAsksForSlicesOfItsProfile) {
+  constexpr std::string_view kPrefix = "nvidia.com/mig-";
+  json pod = json::parse(kPendingPod);
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-1g.10gb", "2"}}}};
+  pod["spec"]["initContainers"][0]["resources"] = {{"requests", {{"nvidia.com/mig-1g.10gb", "3"}}}};
+  auto p = PendingGpuPod(pod, "nvidia.com/gpu", kThreshold, {}, kPrefix);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->gpus, 3);  // the init container's 3 (as kube-scheduler counts), not 2 + 3
+  EXPECT_EQ(p->profile, "1g.10gb");
+  EXPECT_EQ(p->claim_gpus, 0);
+  EXPECT_TRUE(MayUseGpus(pod, "nvidia.com/gpu", kPrefix));
+  // Without the prefix (mig_extended_resource_prefix ""), the pod asks for no GPU.
+  EXPECT_FALSE(PendingGpuPod(pod, "nvidia.com/gpu", kThreshold));
+  EXPECT_FALSE(MayUseGpus(pod, "nvidia.com/gpu"));
+  // A zero request is no request: the whole-GPU ask stands alone.
+  json zero = json::parse(kPendingPod);
+  zero["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] = "0";
+  p = PendingGpuPod(zero, "nvidia.com/gpu", kThreshold, {}, kPrefix);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->gpus, 9);
+  EXPECT_EQ(p->profile, "");
+
+  // Slices beside whole GPUs, or of two profiles: a give frees one kind; said, not sized.
+  json mixed = json::parse(kPendingPod);  // 9 whole GPUs
+  mixed["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.10gb"] = "1";
+  json two = pod;
+  two["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] = "1";
+  const std::pair<json, const char*> refused[] = {
+      {mixed, "ask for nvidia.com/mig-1g.10gb slices beside whole GPUs (nvidia.com/gpu)"},
+      {two, "slices of two profiles (nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb)"}};
+  for (const auto& [refused_pod, reason] : refused) {
+    std::optional<PendingCandidate> c =
+        PendingCandidateOf(refused_pod, "nvidia.com/gpu", kThreshold, kPrefix);
+    ASSERT_TRUE(c.has_value()) << reason;
+    std::string why;
+    EXPECT_FALSE(CountGpus(*c, {}, &why));
+    EXPECT_THAT(why, HasSubstr(reason));
+  }
+  // A slice request beside a claim of slices of the same profile adds up.
+  json with_claim = ClaimPod();
+  with_claim["spec"]["containers"][0]["resources"]["limits"] = {{"nvidia.com/mig-1g.10gb", "1"}};
+  p = PendingGpuPod(with_claim, "nvidia.com/gpu", kThreshold,
+                    {{"cap/big-gpu-x7k2p", {.gpus = 2, .profile = "1g.10gb"}},
+                     {"cap/team-gpus", {.gpus = 1, .profile = "1g.10gb"}}},
+                    kPrefix);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->gpus, 4);
+  EXPECT_EQ(p->claim_gpus, 3);
+}
+
 }  // namespace
 }  // namespace skb::devices

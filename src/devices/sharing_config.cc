@@ -83,6 +83,15 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
   if (out->extended_resource.find('/') == std::string::npos) {
     r.Fail("extended_resource", "must be an extended resource name such as nvidia.com/gpu");
   }
+  r.String("mig_extended_resource_prefix", &out->mig_extended_resource_prefix);
+  if (const std::string& p = out->mig_extended_resource_prefix;
+      !p.empty() && (p.find('/') == std::string::npos || p.back() == '/' ||
+                     out->extended_resource.starts_with(p))) {
+    r.Fail("mig_extended_resource_prefix",
+           StrCat("'", p, "' must be the start of extended resource names that end in a MIG ",
+                  "profile, such as nvidia.com/mig- (not of extended_resource '",
+                  out->extended_resource, "')"));
+  }
   if (out->give_timeout < std::chrono::seconds(10)) r.Fail("give_timeout", "must be at least 10s");
   if (out->give_backoff < std::chrono::seconds(10)) r.Fail("give_backoff", "must be at least 10s");
   if (out->give_backoff_max < out->give_backoff) {

@@ -62,6 +62,12 @@ struct SharingConfig {
   // request of one of these asks for slices of the profile its CEL selector names
   // (devices::GpuDemandOf).
   std::set<std::string, std::less<>> mig_device_classes = {"mig.nvidia.com"};
+  // Pods may also ask for slices through extended resources, one per profile, that a
+  // DeviceClass of slices serves through DRA (its extendedResourceName, with a selector on
+  // the profile): a request of <prefix><profile> asks for that many slices of <profile>. The
+  // default is the NVIDIA device plugin's "mixed" naming (nvidia.com/mig-1g.10gb), which such
+  // DeviceClasses keep for pods written for it. "" reads none.
+  std::string mig_extended_resource_prefix = "nvidia.com/mig-";
   // Slurm's GPUs of a node in GRES index order, where gres.conf does not list
   // /dev/nvidia0../dev/nvidiaN-1 in that order (AutoDetect=nvml orders by PCI bus), or lists
   // MIG slices: a whole GPU is its file ("/dev/nvidia3"); a slice an object with the

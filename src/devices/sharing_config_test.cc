@@ -20,6 +20,7 @@ TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
   EXPECT_EQ(s.GresFilesOf("node1", 3),
             WholeGpus(std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
   EXPECT_EQ(s.mig_device_classes, (std::set<std::string, std::less<>>{"mig.nvidia.com"}));
+  EXPECT_EQ(s.mig_extended_resource_prefix, "nvidia.com/mig-");
 }
 
 TEST(SharingConfigTest, ReadsEveryKey) {
@@ -33,7 +34,7 @@ TEST(SharingConfigTest, ReadsEveryKey) {
                                "/dev/nvidia-caps/nvidia-cap147",
                                "/dev/nvidia-caps/nvidia-cap148"], "type": "1g.10gb",
                                "mig_uuid": "MIG-4f7e1c2a-0000-5000-8000-000000000001"}]},
-      "mig_device_classes": ["mig.example.com"],
+      "mig_device_classes": ["mig.example.com"], "mig_extended_resource_prefix": "example.com/slice-",
       "placeholder": {"partition": "hold", "qos": "bridge", "account": "ops"}}})");
   ASSERT_TRUE(cfg.ok()) << cfg.status();
   const SharingConfig& s = cfg->gpu_sharing;
@@ -56,9 +57,18 @@ TEST(SharingConfigTest, ReadsEveryKey) {
                                       .type = "1g.10gb",
                                       .mig_uuid = "MIG-4f7e1c2a-0000-5000-8000-000000000001"}}));
   EXPECT_EQ(s.mig_device_classes, (std::set<std::string, std::less<>>{"mig.example.com"}));
+  EXPECT_EQ(s.mig_extended_resource_prefix, "example.com/slice-");
   EXPECT_EQ(s.placeholder.partition, "hold");
   EXPECT_EQ(s.placeholder.qos, "bridge");
   EXPECT_EQ(s.placeholder.account, "ops");
+}
+
+// "" reads no extended resource as MIG slices (a site whose pods ask only through claims).
+TEST(SharingConfigTest, AnEmptyMigExtendedResourcePrefixReadsNone) {
+  StatusOr<config::Config> cfg =
+      config::ParseConfig(R"({"gpu_sharing": {"mig_extended_resource_prefix": ""}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->gpu_sharing.mig_extended_resource_prefix, "");
 }
 
 TEST(SharingConfigTest, BadValuesNameTheKey) {
@@ -98,6 +108,14 @@ TEST(SharingConfigTest, BadValuesNameTheKey) {
        "gpu_sharing.gres_files.node1[0].files"},
       {R"({"gpu_sharing": {"mig_device_classes": ["gpu.nvidia.com"]}})",
        "gpu_sharing.mig_device_classes"},
+      {R"({"gpu_sharing": {"mig_extended_resource_prefix": "mig-"}})",
+       "gpu_sharing.mig_extended_resource_prefix"},
+      {R"({"gpu_sharing": {"mig_extended_resource_prefix": "nvidia.com/"}})",
+       "gpu_sharing.mig_extended_resource_prefix"},
+      {R"({"gpu_sharing": {"mig_extended_resource_prefix": "nvidia.com/g"}})",
+       "gpu_sharing.mig_extended_resource_prefix"},
+      {R"({"gpu_sharing": {"mig_extended_resource_prefix": 7}})",
+       "gpu_sharing.mig_extended_resource_prefix"},
       {R"({"gpu_sharing": {"placeholder": {"partition": ""}}})",
        "gpu_sharing.placeholder.partition"},
       {R"({"gpu_sharing": {"placeholder": {"qos": 1}}})", "gpu_sharing.placeholder.qos"},
