@@ -141,5 +141,57 @@ TEST_F(MigE2E, APodTakesASliceOfAPreemptibleJobOnAGpuANonPreemptibleJobShares) {
   EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
 }
 
+// A pod written for the device plugin's mixed MIG strategy asks nvidia.com/mig-1g.10gb: 1, a
+// resource the site serves through DRA with a DeviceClass of 1g.10gb slices
+// (extendedResourceName; kube-scheduler generates the pod's claim). Every slice of GPU 6 is
+// busy, six in a job that cannot be preempted and one in a preemptible job: the bridge reads
+// the request as one 1g.10gb slice (gpu_sharing.mig_extended_resource_prefix), asks Slurm for
+// gpu:1g.10gb:1, and the pod runs on the preemptible job's slice.
+TEST_F(MigE2E, APodAskingAMigExtendedResourceTakesASliceOfAPreemptibleJob) {
+  const std::string device_class = "mig-1g-10gb.nvidia.com";
+  ASSERT_EQ(Shell(StrCat("kubectl apply -f - <<'EOF'\n"
+                         "apiVersion: resource.k8s.io/v1\n"
+                         "kind: DeviceClass\n"
+                         "metadata:\n  name: ",
+                         device_class,
+                         "\nspec:\n  extendedResourceName: nvidia.com/mig-1g.10gb\n"
+                         "  selectors:\n  - cel:\n      expression: \"device.driver == "
+                         "'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == "
+                         "'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.10gb'\"\n"
+                         "EOF"))
+                .exit_code,
+            0);
+  const std::string keep = SubmitTyped("1g.10gb", 6, /*preemptible=*/false);
+  const std::string take = SubmitTyped("1g.10gb", 1, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string keep_start = JobField(keep, "StartTime");
+
+  nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod("mig-ext", "lending", 0));
+  pod["spec"]["containers"][0]["resources"] = {{"requests", {{"nvidia.com/mig-1g.10gb", "1"}}},
+                                               {"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}};
+  auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const double took = SecondsUntilRunning("mig-ext", seconds(90));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-ext").out << Placeholders() << "\n"
+                     << Shell("squeue").out << daemon_->LogTail();
+  std::printf("nvidia.com/mig-1g.10gb pod, a preemptible job's slice -> Running: %.2f s\n", took);
+  EXPECT_EQ(PodField("mig-ext", ".spec.nodeName"), mig_node_);
+  EXPECT_THAT(ClaimDevices("mig-ext"), MatchesRegex(StrCat(mig_node_, "/gpu-6-mig-19-[0-6]-1")));
+  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
+  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+  EXPECT_THAT(Placeholders(), HasSubstr("gpu:1g.10gb:1")) << Placeholders();
+  EXPECT_EQ(HoldsOn(mig_node_), 14);
+  EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
+
+  Shell("kubectl delete pod mig-ext --wait=false");
+  EXPECT_TRUE(
+      WaitFor([&] { return HoldsOn(mig_node_) == 15 && Placeholders().empty(); }, seconds(120)))
+      << Placeholders() << "\n"
+      << daemon_->LogTail();
+  EXPECT_TRUE(WaitFor([&] { return JobField(take, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out;
+  Shell(StrCat("kubectl delete deviceclass --ignore-not-found ", device_class));
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
