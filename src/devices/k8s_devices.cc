@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <regex>
 #include <set>
 
@@ -172,6 +173,21 @@ std::set<std::string> ResourcesStarting(const json& spec, std::string_view prefi
         }
       }
     }
+  }
+  return out;
+}
+
+// The pod's effective request (EffectiveRequest) of each extended resource `prefix` +
+// profile it asks more than 0 of, by profile; empty when `prefix` is ""; nullopt when a
+// request does not parse.
+std::optional<std::map<std::string, int64_t>> MigSliceRequests(const json& spec,
+                                                               std::string_view prefix) {
+  std::map<std::string, int64_t> out;
+  if (prefix.empty()) return out;
+  for (const std::string& r : ResourcesStarting(spec, prefix)) {
+    std::optional<int64_t> n = EffectiveRequest(spec, r);
+    if (!n) return std::nullopt;
+    if (*n > 0) out[r.substr(prefix.size())] = *n;
   }
   return out;
 }
@@ -521,12 +537,8 @@ bool MayUseGpus(const json& pod, std::string_view extended_resource, std::string
   if (spec == nullptr) return false;
   std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
   if (!gpus || *gpus > 0) return true;  // a request that does not parse: assume it may
-  if (mig_prefix.empty()) return false;
-  for (const std::string& r : ResourcesStarting(*spec, mig_prefix)) {
-    std::optional<int64_t> slices = EffectiveRequest(*spec, r);
-    if (!slices || *slices > 0) return true;
-  }
-  return false;
+  std::optional<std::map<std::string, int64_t>> slices = MigSliceRequests(*spec, mig_prefix);
+  return !slices || !slices->empty();
 }
 
 std::optional<PendingPod> PendingGpuPod(const json& pod, std::string_view extended_resource,
@@ -560,27 +572,21 @@ std::optional<PendingCandidate> PendingCandidateOf(const json& pod,
   std::optional<int64_t> gpus = EffectiveRequest(*spec, extended_resource);
   if (!gpus) return std::nullopt;
   // MIG slices through per-profile extended resources: one kind of device per give.
+  std::optional<std::map<std::string, int64_t>> slices = MigSliceRequests(*spec, mig_prefix);
+  if (!slices) return std::nullopt;
   std::string profile, unknown;
-  int64_t slices = 0;
-  if (!mig_prefix.empty()) {
-    for (const std::string& r : ResourcesStarting(*spec, mig_prefix)) {
-      std::optional<int64_t> n = EffectiveRequest(*spec, r);
-      if (!n) return std::nullopt;
-      if (*n <= 0) continue;
-      if (!unknown.empty()) continue;
-      if (*gpus > 0) {
-        unknown = StrCat("its extended resources ask for ", r, " slices beside whole GPUs (",
-                         extended_resource, "): a give frees one kind of device");
-      } else if (!profile.empty()) {
-        unknown = StrCat("its extended resources ask for slices of two profiles (", mig_prefix,
-                         profile, ", ", r, "): a give frees one kind of device");
-      } else {
-        profile = r.substr(mig_prefix.size());
-        slices = *n;
-      }
-    }
+  if (!slices->empty() && *gpus > 0) {
+    unknown = StrCat("its extended resources ask for ", mig_prefix, slices->begin()->first,
+                     " slices beside whole GPUs (", extended_resource,
+                     "): a give frees one kind of device");
+  } else if (slices->size() > 1) {
+    unknown = StrCat("its extended resources ask for slices of two profiles (", mig_prefix,
+                     slices->begin()->first, ", ", mig_prefix, std::next(slices->begin())->first,
+                     "): a give frees one kind of device");
+  } else if (!slices->empty()) {
+    profile = slices->begin()->first;
+    gpus = slices->begin()->second;
   }
-  if (!profile.empty()) gpus = slices;
   PodClaims claims = ClaimsOfPod(pod);
   if (*gpus <= 0 && claims.empty() && unknown.empty()) return std::nullopt;
 

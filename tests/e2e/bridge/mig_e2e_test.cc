@@ -62,6 +62,22 @@ class MigE2E : public GpuSharingE2E {
                     .out);
   }
 
+  // Pod `pod` runs on the MIG node on a 1g.10gb slice of GPU 6 that job `take` held, through
+  // a placeholder of one such slice: the job was signalled and requeued. Prints how long the
+  // pod took to run, as `what`.
+  void ExpectOnAPreemptedSlice(const std::string& pod, const std::string& take,
+                               const std::string& what) {
+    const double took = SecondsUntilRunning(pod, seconds(90));
+    ASSERT_GE(took, 0) << Shell(StrCat("kubectl describe pod ", pod)).out << Placeholders() << "\n"
+                       << Shell("squeue").out << daemon_->LogTail();
+    std::printf("%s -> Running: %.2f s\n", what.c_str(), took);
+    EXPECT_EQ(PodField(pod, ".spec.nodeName"), mig_node_);
+    EXPECT_THAT(ClaimDevices(pod), MatchesRegex(StrCat(mig_node_, "/gpu-6-mig-19-[0-6]-1")));
+    EXPECT_THAT(Signals(take), HasSubstr("USR1"));
+    EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+    EXPECT_THAT(Placeholders(), HasSubstr("gpu:1g.10gb:1")) << Placeholders();
+  }
+
   std::string mig_node_;
 };
 
@@ -83,23 +99,16 @@ TEST_F(MigE2E, APodTakesASliceOfAPreemptibleJobOnAGpuANonPreemptibleJobShares) {
 
   ApplyMigTemplate("skb-e2e-mig-1g", "1g.10gb", 1);
   CreateClaimPod("mig-1g", "skb-e2e-mig-1g", "mig");
-  double took = SecondsUntilRunning("mig-1g", seconds(90));
-  ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-1g").out << Placeholders() << "\n"
-                     << Shell("squeue").out << daemon_->LogTail();
-  std::printf("1g.10gb pod, a preemptible job's slice -> Running: %.2f s\n", took);
-  EXPECT_EQ(PodField("mig-1g", ".spec.nodeName"), mig_node_);
-  EXPECT_THAT(ClaimDevices("mig-1g"), MatchesRegex(StrCat(mig_node_, "/gpu-6-mig-19-[0-6]-1")));
-  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
-  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
+  // The placeholder asked Slurm for one 1g.10gb slice, and holds it.
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectOnAPreemptedSlice("mig-1g", take, "1g.10gb pod, a preemptible job's slice"));
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
   EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
-  // The placeholder asked Slurm for one 1g.10gb slice, and holds it.
-  EXPECT_THAT(Placeholders(), HasSubstr("gpu:1g.10gb:1")) << Placeholders();
   EXPECT_EQ(HoldsOn(mig_node_), 14);
 
   ApplyMigTemplate("skb-e2e-mig-3g", "3g.40gb", 1);
   CreateClaimPod("mig-3g", "skb-e2e-mig-3g", "mig");
-  took = SecondsUntilRunning("mig-3g", seconds(60));
+  double took = SecondsUntilRunning("mig-3g", seconds(60));
   ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-3g").out << Placeholders() << "\n"
                      << daemon_->LogTail();
   std::printf("3g.40gb pod, an idle slice -> Running: %.2f s\n", took);
@@ -171,15 +180,8 @@ TEST_F(MigE2E, APodAskingAMigExtendedResourceTakesASliceOfAPreemptibleJob) {
                                                {"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}};
   auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
   ASSERT_TRUE(created.ok()) << created.status();
-  const double took = SecondsUntilRunning("mig-ext", seconds(90));
-  ASSERT_GE(took, 0) << Shell("kubectl describe pod mig-ext").out << Placeholders() << "\n"
-                     << Shell("squeue").out << daemon_->LogTail();
-  std::printf("nvidia.com/mig-1g.10gb pod, a preemptible job's slice -> Running: %.2f s\n", took);
-  EXPECT_EQ(PodField("mig-ext", ".spec.nodeName"), mig_node_);
-  EXPECT_THAT(ClaimDevices("mig-ext"), MatchesRegex(StrCat(mig_node_, "/gpu-6-mig-19-[0-6]-1")));
-  EXPECT_THAT(Signals(take), HasSubstr("USR1"));
-  EXPECT_TRUE(WaitFor([&] { return Restarts(take) >= 1; }, seconds(30))) << Shell("squeue").out;
-  EXPECT_THAT(Placeholders(), HasSubstr("gpu:1g.10gb:1")) << Placeholders();
+  ASSERT_NO_FATAL_FAILURE(ExpectOnAPreemptedSlice(
+      "mig-ext", take, "nvidia.com/mig-1g.10gb pod, a preemptible job's slice"));
   EXPECT_EQ(HoldsOn(mig_node_), 14);
   EXPECT_EQ(JobField(keep, "StartTime"), keep_start);
 
