@@ -18,8 +18,10 @@ function(skb_add_testbed_test name)
     set(ARG_TIMEOUT 600)
   endif()
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
-  # Testbed tests share one real cluster: run them one at a time (RESOURCE_LOCK).
-  gtest_discover_tests(${name} PROPERTIES LABELS ${ARG_LABEL} RESOURCE_LOCK testbed
+  # skb_testbed_main (tests/testbed/testbed_main.cc) claims a testbed for the process before
+  # any test runs: one test per testbed at a time, across ctest runs too, and with
+  # SKB_TESTBED_POOL any free testbed of a pool (scripts/test runs lanes side by side).
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock skb_testbed_main)
+  gtest_discover_tests(${name} PROPERTIES LABELS ${ARG_LABEL}
                        TIMEOUT ${ARG_TIMEOUT} DISCOVERY_MODE PRE_TEST)
 endfunction()

@@ -14,7 +14,21 @@ SKB_GO_MIN="1.26"
 SKB_GO_TOOLCHAIN="go1.27.3"
 
 SKB_CACHE="${SKB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-k8s-bridge}"
-SKB_TESTBED_DIR="${SKB_TESTBED_DIR:-/tmp/skb-testbed}"
+# SKB_TESTBED_SLOT (0-9, default 0): which of several testbeds that run side by side on one
+# machine this is (scripts/test runs its lanes at once, each on a slot of its own). The slot
+# is the one setting a testbed needs: it names the state directory (/tmp/skb-testbed for 0,
+# /tmp/skb-testbed-N for N) and the ports (every port of slot 0 plus N*1000; scripts/testbed
+# lists them). SKB_TESTBED_DIR, when set, names the directory instead.
+SKB_TESTBED_SLOT="${SKB_TESTBED_SLOT:-0}"
+[[ "$SKB_TESTBED_SLOT" =~ ^[0-9]$ ]] || {
+  echo "SKB_TESTBED_SLOT must be one digit (0-9), not '$SKB_TESTBED_SLOT'" >&2
+  exit 2
+}
+if [[ -z "${SKB_TESTBED_DIR:-}" ]]; then
+  if ((SKB_TESTBED_SLOT == 0)); then SKB_TESTBED_DIR=/tmp/skb-testbed; else
+    SKB_TESTBED_DIR="/tmp/skb-testbed-$SKB_TESTBED_SLOT"
+  fi
+fi
 # SKB_TESTBED_NODES: default 4, or what the running testbed was started with (scripts/testbed).
 # A Slurm release other than Debian 12's (SKB_TESTBED_SLURM) builds in a tree of its own.
 if [[ "${SKB_TESTBED_SLURM:-22.05}" == 22.05 ]]; then
@@ -57,6 +71,23 @@ skb_wait_for() {
 }
 
 skb_have() { command -v "$1" >/dev/null 2>&1; }
+
+# skb_ninja LOG NINJA_ARGS...: ninja with its output in LOG, saying every 30 s how far it is
+# ("[212/377] Building CXX object ..."): a cold build runs for minutes and must not look hung.
+skb_ninja() {
+  local log="$1" t0=$SECONDS pid rc=0 last=""; shift
+  ninja "$@" >"$log" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (((SECONDS - t0) % 30 == 0)) && kill -0 "$pid" 2>/dev/null; then
+      last="$(grep -aoE '^\[[0-9]+/[0-9]+\][^/]*[^ ]*' "$log" | tail -n1 | cut -c1-100 || true)"
+      [[ -z "$last" ]] || skb_log "  ... $((SECONDS - t0)) s: $last"
+    fi
+  done
+  wait "$pid" || rc=$?
+  return "$rc"
+}
 
 # Go version as "major.minor" (e.g. 1.26), empty when go is missing.
 skb_go_version() {

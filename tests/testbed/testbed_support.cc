@@ -124,6 +124,16 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
   }
 }
 
+std::string HoldsFor(const std::function<std::string()>& check, std::chrono::milliseconds window,
+                     std::chrono::milliseconds interval) {
+  const auto deadline = Clock::now() + window;
+  for (;;) {
+    if (std::string broken = check(); !broken.empty()) return broken;
+    if (Clock::now() >= deadline) return "";
+    std::this_thread::sleep_for(interval);
+  }
+}
+
 skb::StatusOr<std::string> TestbedDir() {
   const char* dir = std::getenv("SKB_TESTBED_DIR");
   if (dir == nullptr || *dir == '\0') {

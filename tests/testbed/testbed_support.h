@@ -38,6 +38,13 @@ CommandResult Shell(const std::string& script,
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout,
              std::chrono::milliseconds interval = std::chrono::milliseconds(200));
 
+// The other half of WaitFor, for "nothing bad happens" checks: calls `check` every
+// `interval` for `window` and returns "" when it returned "" every time, or the first thing
+// it reported (it stops there). A test that sleeps and then looks once passes whenever the
+// bad thing comes and goes within the sleep; this looks throughout the stated window.
+std::string HoldsFor(const std::function<std::string()>& check, std::chrono::milliseconds window,
+                     std::chrono::milliseconds interval = std::chrono::milliseconds(200));
+
 // Paths of this build, compiled into one generated file (testbed_paths.cc) so that no other
 // object's compile line names the checkout or the build tree: ccache then serves every other
 // test object to any clone of the sources, wherever it is.

@@ -23,6 +23,7 @@ namespace {
 using std::chrono::seconds;
 using testbed::BridgeDaemon;
 using testbed::CommandResult;
+using testbed::HoldsFor;
 using testbed::RunCommand;
 using testbed::Shell;
 using testbed::WaitFor;
@@ -210,9 +211,17 @@ TEST_F(BridgectlE2E, UndrainNeverResumesAnAdminsSlurmDrain) {
           .exit_code,
       0);
   ASSERT_EQ(Bridgectl({"drain", kNode, "--reason", "e2e overlap"}, false).exit_code, 0);
-  std::this_thread::sleep_for(seconds(2));
+  // The admin's drain reason stays at every look, while the bridge sees the request and
+  // after it is withdrawn.
+  const auto admins_drain_stays = [&] {
+    const std::string state = SlurmState(kNode);
+    return state.find("e2e admin drain") == std::string::npos
+               ? "the admin's drain was changed: " + state
+               : std::string();
+  };
+  EXPECT_EQ(HoldsFor(admins_drain_stays, seconds(2)), "");
   ASSERT_EQ(Bridgectl({"undrain", kNode}, false).exit_code, 0);
-  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(HoldsFor(admins_drain_stays, seconds(3)), "");
   EXPECT_THAT(SlurmState(kNode), HasSubstr("e2e admin drain"));
 }
 

@@ -33,6 +33,7 @@ namespace skb::lending_e2e {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testbed::BridgeDaemon;
+using testbed::HoldsFor;
 using testbed::InvariantSampler;
 using testbed::RunCommand;
 using testbed::Shell;

@@ -103,7 +103,22 @@ TEST_F(QuotaE2E, AnotherTenantsPodsTakeOnlyBorrowedJobsAndWaitAtTheGuarantee) {
   // A third pod: within team-b's guarantee only if someone borrowed, and nobody does any
   // more. It waits, and the guaranteed jobs never notice.
   CreateInferencePod("serve-3");
-  std::this_thread::sleep_for(seconds(kGraceSeconds + 10));
+  // Watched for a grace and ten seconds: at every look serve-3 still waits and no
+  // guaranteed job was signalled or requeued.
+  EXPECT_EQ(HoldsFor(
+                [&] {
+                  if (auto phase = PodField("serve-3", ".status.phase"); phase != "Pending") {
+                    return StrCat("serve-3 is ", phase);
+                  }
+                  for (const auto& id : guaranteed_jobs) {
+                    if (Restarts(id) != 0 || !Signals(id).empty()) {
+                      return StrCat("guaranteed job ", id, " was signalled or requeued");
+                    }
+                  }
+                  return std::string();
+                },
+                seconds(kGraceSeconds + 10), std::chrono::milliseconds(1000)),
+            "");
   EXPECT_EQ(PodField("serve-3", ".status.phase"), "Pending");
   for (const auto& id : guaranteed_jobs) {
     EXPECT_EQ(JobField(id, "JobState"), "RUNNING") << id;

@@ -308,8 +308,19 @@ TEST_F(RbacWithoutCreateE2E, AMissingVerbIsAClearForbiddenErrorAndNothingElseCha
       [&] { return NodeEvents(node).find("CreateReservationPodFailed") != std::string::npos; },
       seconds(30)));
   // And changes nothing else: no reservation, the job runs, no Slurm node drained, the
-  // bridge still up and ready to try again.
-  std::this_thread::sleep_for(seconds(5));
+  // bridge still up and ready to try again -- at every look for 5 s.
+  EXPECT_EQ(HoldsFor(
+                [&] {
+                  if (RunningReservations() != 0) return std::string("a reservation runs");
+                  if (JobField(id, "JobState") != "RUNNING")
+                    return StrCat("job ", id, " left RUNNING");
+                  if (Trim(Shell("sinfo -h -N -o '%E' | grep -c k8s-bridge").out) != "0") {
+                    return std::string("a Slurm node was drained by the bridge");
+                  }
+                  return std::string();
+                },
+                seconds(5), std::chrono::milliseconds(500)),
+            "");
   EXPECT_EQ(RunningReservations(), 0);
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);

@@ -118,10 +118,19 @@ TEST_F(RefusedReservationsE2E, AGpuFaultDrainsAtOnceWhileReservationCreatesFail)
   std::printf("drain latency with reservation creates failing: %.0f ms\n", ms);
   // The creates still fail and are still retried, and the node stays drained: nothing was
   // given up, nothing undone.
+  // Watched until the retry comes (every 10 s), the drain checked at every look.
   const size_t creates = Count(daemon_->Log(), "CreateReservationPod node2");
-  std::this_thread::sleep_for(seconds(12));  // the refused create is retried every 10 s
-  EXPECT_GT(Count(daemon_->Log(), "CreateReservationPod node2"), creates);
-  EXPECT_EQ(SlurmReason(kNode), "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3");
+  const std::string drain = "k8s-bridge: GPUHealthy=False: XID 79 on GPU 3";
+  std::string undone;
+  const bool retried = WaitFor(
+      [&] {
+        if (std::string now = SlurmReason(kNode); now != drain) undone = now;
+        return !undone.empty() || Count(daemon_->Log(), "CreateReservationPod node2") > creates;
+      },
+      seconds(15));
+  EXPECT_EQ(undone, "") << "the drain was undone while the creates failed";
+  EXPECT_TRUE(retried) << "the refused create was not retried within 15 s";
+  EXPECT_EQ(SlurmReason(kNode), drain);
 }
 
 class FailedReservationE2E : public SafetyE2E {
@@ -356,13 +365,20 @@ TEST_F(PausedLeaderE2E, ALeaderPausedPastItsLeaseNeverActsAgain) {
       seconds(15)))
       << daemon_->LogTail();
   const double stopped = std::chrono::duration<double>(Steady::now() - resumed).count();
-  // Whatever it still had queued or its watches brought, it carried out nothing.
-  std::this_thread::sleep_for(seconds(3));
-  const std::string after = daemon_->Log().substr(before);
-  for (const auto& line : StrSplit(after, '\n')) {
-    EXPECT_EQ(std::string(line).find("outcome=ok"), std::string::npos)
-        << "the deposed leader acted: " << line;
-  }
+  // Whatever it still had queued or its watches brought, it carried out nothing: its log
+  // watched for 3 s after it stopped leading, failing at the first action carried out.
+  EXPECT_EQ(HoldsFor(
+                [&] {
+                  const std::string after = daemon_->Log().substr(before);
+                  for (const auto& line : StrSplit(after, '\n')) {
+                    if (line.find("outcome=ok") != std::string_view::npos) {
+                      return StrCat("the deposed leader acted: ", line);
+                    }
+                  }
+                  return std::string();
+                },
+                seconds(3)),
+            "");
   EXPECT_TRUE(SlurmReason(kNode).empty()) << SlurmReason(kNode);
   EXPECT_EQ(LeaseHolder(), "bridge-b");
   std::printf(

@@ -1,0 +1,175 @@
+# scripts/testbed, part: Kubelet realism: the admission half of every kwok kubelet (a component), and the kubelet
+# and GPU-driver faults tests inject (commands).
+# Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.
+
+# Kubelet realism: the admission half of every kwok kubelet (a component), and the kubelet
+# and GPU-driver faults tests inject (commands). Kept apart from the rest on purpose.
+
+KUBELET_ADMISSION="$SKB_ROOT/tests/testbed/kubelet_admission.py"
+
+# Healthy once it has listed nodes and pods since its latest start.
+kubelet_admission_ok() {
+  local log="$LOGS/kubelet-admission.log" from
+  from="$(grep -n '===== .* starting kubelet-admission' "$log" | tail -1 | cut -d: -f1)"
+  tail -n "+${from:-1}" "$log" | grep -q 'synced:'
+}
+
+start_kubelet_admission() {
+  is_running kubelet-admission && return 0
+  skb_step testbed/kubelet-admission
+  local c="$D/k8s/certs"
+  launch kubelet-admission /usr/bin/python3 "$KUBELET_ADMISSION" \
+    --server "https://127.0.0.1:$APISERVER_PORT" --ca "$c/ca.crt" --cert "$c/kwok.crt" \
+    --key "$c/kwok.key"
+  wait_healthy kubelet-admission 30 kubelet_admission_ok
+}
+
+# Every namespace `up` made (and default) has its default ServiceAccount: a pod created
+# before the ServiceAccount controller made it is refused (serviceaccount "default" not found).
+wait_default_service_accounts() {
+  skb_step testbed/serviceaccounts "waiting for the default ServiceAccount of default, slurm-bridge"
+  local ns
+  for ns in default slurm-bridge; do
+    skb_wait_for 60 "serviceaccount default in $ns" kubectl get serviceaccount default -n "$ns" ||
+      skb_die "namespace $ns has no default ServiceAccount after 60 s" "$LOGS/kube-controller-manager.log"
+  done
+}
+
+# After kube-apiserver restarts, kube-controller-manager is refused (Forbidden) until the new
+# apiserver's authorizer has its RBAC objects, and its reflectors then back off: for up to
+# a minute or two new namespaces get no default ServiceAccount, and a test that creates
+# pods right after `restart kube-apiserver` or `expire-watches` fails on it. This returns
+# once a fresh namespace gets its ServiceAccount again, so those commands return with a
+# whole cluster.
+probe_namespace() { kubectl get namespace "$1" || kubectl create namespace "$1"; }
+wait_controllers_back() {
+  local ns="skb-testbed-probe-$RANDOM$RANDOM"
+  skb_wait_for 60 "namespace $ns created" probe_namespace "$ns" ||
+    skb_die "kube-apiserver does not create a namespace after its restart" "$LOGS/kube-apiserver.log"
+  if ! skb_wait_for 180 "serviceaccount default in $ns" kubectl get serviceaccount default -n "$ns"; then
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+    skb_die "kube-controller-manager made no ServiceAccount within 180 s of the apiserver's restart" \
+      "$LOGS/kube-controller-manager.log"
+  fi
+  kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+}
+
+# pod_ref POD: "NAMESPACE NAME" from NAMESPACE/NAME or NAME (namespace default).
+pod_ref() { if [[ "$1" == */* ]]; then echo "${1%%/*} ${1#*/}"; else echo "default $1"; fi; }
+
+cmd_kubelet_fail() {
+  SKB_STEP=testbed/kubelet-fail
+  [[ $# -ge 1 ]] || skb_die "usage: scripts/testbed kubelet-fail POD [REASON [MESSAGE]]"
+  local ns name pod device reason="${2:-UnexpectedAdmissionError}" message="${3:-}" patch
+  read -r ns name <<<"$(pod_ref "$1")"
+  pod="$(kubectl get pod -n "$ns" "$name" -o json 2>&1)" || skb_die "no pod $ns/$name: $pod"
+  device="$(jq -r '[.spec.containers[].resources | (.limits // {}), (.requests // {}) | keys[]
+                    | select(contains("/"))][0] // "nvidia.com/gpu"' <<<"$pod")"
+  # What kubelet 1.37 writes when the device plugin is not back after a restart.
+  [[ -n "$message" ]] || message="Allocate failed due to no healthy devices present; cannot allocate unhealthy devices $device, which is unexpected"
+  patch="$(jq -c --arg r "$reason" --arg m "$message" --arg now "$(date -u +%FT%TZ)" '
+    {metadata: {uid: .metadata.uid},
+     status: {phase: "Failed", reason: $r, message: $m,
+       conditions: [{type: "Ready", status: "False", reason: "PodFailed", lastTransitionTime: $now},
+                    {type: "ContainersReady", status: "False", reason: "PodFailed",
+                     lastTransitionTime: $now}],
+       containerStatuses: [.spec.containers[] | {name, image, ready: false, restartCount: 0,
+         started: false, state: {terminated: {exitCode: 137, reason: "Error",
+         finishedAt: $now}}}]}}' <<<"$pod")"
+  kubectl patch pod -n "$ns" "$name" --subresource=status --type=strategic -p "$patch" \
+    >/dev/null || skb_die "failing $ns/$name did not work"
+  skb_log "$ns/$name: Failed ($reason), not deleted"
+}
+
+cmd_kubelet_restart() {
+  SKB_STEP=testbed/kubelet-restart
+  local node="${1:-}" devices=registered token
+  [[ -n "$node" ]] || skb_die "usage: scripts/testbed kubelet-restart NODE [--devices-late]"
+  [[ "${2:-}" == --devices-late ]] && devices=late
+  is_running kubelet-admission || skb_die "kubelet-admission is not running (scripts/testbed up)"
+  token="$(date +%s%N)"
+  kubectl annotate node "$node" --overwrite "testbed.slurm-k8s-bridge.io/kubelet-restart-devices=$devices" \
+    "testbed.slurm-k8s-bridge.io/kubelet-restart=$token" >/dev/null ||
+    skb_die "annotating node $node failed"
+  restarted() {
+    [[ "$(kubectl get node "$node" -o \
+      jsonpath='{.metadata.annotations.testbed\.slurm-k8s-bridge\.io/kubelet-restarted}')" == "$token" ]]
+  }
+  skb_wait_for 30 "kubelet restart of $node" restarted ||
+    skb_die "the kubelet restart of $node was not carried out in 30 s" "$LOGS/kubelet-admission.log"
+  skb_log "$node: pods admitted again (device plugin $devices)"
+}
+
+# gpu_field NODE FIELD RESOURCE: status.FIELD[RESOURCE] of the node ("" when absent).
+gpu_field() {
+  kubectl get node "$1" -o json | jq -r --arg f "$2" --arg r "$3" '.status[$f][$r] // empty'
+}
+
+# dra mode: the driver's health check (NVIDIA's NVMLDeviceHealthCheck, alpha in v25.12)
+# republishes the node's ResourceSlice without its unhealthy devices, as a new pool
+# generation; claims already allocated on them stay. The last N devices are the ones lost;
+# the slice as it was is kept for gpu-recovered.
+dra_gpu_lost() {
+  local node="$1" n="$2" slice="$1-$DRA_DRIVER" saved="$D/lost-slice-$1.json" out
+  [[ "$n" =~ ^[1-8]$ ]] || skb_die "N must be 1..8 in dra mode, not '$n'"
+  [[ -f "$saved" ]] || kubectl get resourceslice "$slice" -o json >"$saved" ||
+    skb_die "reading ResourceSlice $slice failed"
+  out="$(kubectl get resourceslice "$slice" -o json |
+    jq --argjson n "$n" '.spec.pool.generation += 1 |
+      .spec.devices = .spec.devices[0:([(.spec.devices | length) - $n, 0] | max)]' |
+    kubectl replace -f - 2>&1)" || skb_die "republishing ResourceSlice $slice failed: $out"
+  skb_log "$node: ResourceSlice $slice republished without its last $n device(s)"
+}
+
+dra_gpu_recovered() {
+  local node="$1" slice="$1-$DRA_DRIVER" saved="$D/lost-slice-$1.json" out
+  [[ -f "$saved" ]] || { skb_log "$node: no device lost"; return 0; }
+  out="$(kubectl get resourceslice "$slice" -o json |
+    jq --slurpfile was "$saved" '.spec.pool.generation += 1 | .spec.devices = $was[0].spec.devices' |
+    kubectl replace -f - 2>&1)" || skb_die "republishing ResourceSlice $slice failed: $out"
+  rm -f "$saved"
+  skb_log "$node: ResourceSlice $slice republished with every device"
+}
+
+cmd_gpu_lost() {
+  SKB_STEP=testbed/gpu-lost
+  local node="${1:-}" n="${2:-1}" res="${3:-nvidia.com/gpu}" alloc left
+  [[ -n "$node" ]] || skb_die "usage: scripts/testbed gpu-lost NODE [N [RESOURCE]]"
+  if [[ "$GPU_ALLOCATION" == dra ]]; then
+    dra_gpu_lost "$node" "$n"
+    return
+  fi
+  alloc="$(gpu_field "$node" allocatable "$res")"
+  [[ "$alloc" =~ ^[0-9]+$ ]] || skb_die "node $node has no allocatable $res ('$alloc')"
+  left=$((alloc > n ? alloc - n : 0))
+  kubectl patch node "$node" --subresource=status --type=merge \
+    -p "{\"status\":{\"allocatable\":{\"$res\":\"$left\"}}}" >/dev/null ||
+    skb_die "patching node $node failed"
+  skb_log "$node: $res allocatable $alloc -> $left (capacity $(gpu_field "$node" capacity "$res"))"
+}
+
+cmd_gpu_recovered() {
+  SKB_STEP=testbed/gpu-recovered
+  local node="${1:-}" res="${2:-nvidia.com/gpu}" cap
+  [[ -n "$node" ]] || skb_die "usage: scripts/testbed gpu-recovered NODE [RESOURCE]"
+  if [[ "$GPU_ALLOCATION" == dra ]]; then
+    dra_gpu_recovered "$node"
+    return
+  fi
+  cap="$(gpu_field "$node" capacity "$res")"
+  [[ "$cap" =~ ^[0-9]+$ ]] || skb_die "node $node has no capacity $res ('$cap')"
+  kubectl patch node "$node" --subresource=status --type=merge \
+    -p "{\"status\":{\"allocatable\":{\"$res\":\"$cap\"}}}" >/dev/null ||
+    skb_die "patching node $node failed"
+  skb_log "$node: $res allocatable back to $cap"
+}
+
+cmd_force_delete() {
+  SKB_STEP=testbed/force-delete
+  [[ $# -eq 1 ]] || skb_die "usage: scripts/testbed force-delete POD"
+  local ns name out
+  read -r ns name <<<"$(pod_ref "$1")"
+  out="$(kubectl delete pod -n "$ns" "$name" --grace-period=0 --force --wait=false 2>&1)" ||
+    skb_die "force-deleting $ns/$name failed: $out"
+  skb_log "$ns/$name: deleted with grace 0"
+}
