@@ -93,7 +93,8 @@ std::string ClaimTestbed(bool& from_pool) {
       }
     }
     if (!said) {
-      std::fprintf(stderr, "[testbed] every testbed of the pool is in use by another test: waiting\n");
+      std::fprintf(stderr,
+                   "[testbed] every testbed of the pool is in use by another test: waiting\n");
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
