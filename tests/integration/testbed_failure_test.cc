@@ -22,14 +22,18 @@ TEST(TestbedFailure, PortInUseNamesTheStepAndDownCleansUp) {
   ASSERT_TRUE(TestbedDir().ok()) << TestbedDir().status().message();
   std::string dir =
       StrCat(std::filesystem::temp_directory_path().string(), "/skb-second-", std::rand() % 100000);
-  std::string env = StrCat("SKB_TESTBED_DIR=", dir, " ");
+  // A second testbed in the same slot as the running one: the same ports.
+  const char* slot_env = std::getenv("SKB_TESTBED_SLOT");
+  const int slot = slot_env != nullptr ? std::atoi(slot_env) : 0;
+  std::string env = StrCat("SKB_TESTBED_DIR=", dir, " SKB_TESTBED_SLOT=", slot, " ");
   std::string testbed = StrCat(skb::testbed::SourceDir(), "/scripts/testbed");
 
   CommandResult up = Shell(StrCat(env, testbed, " up --no-bridge"), seconds(120));
   EXPECT_NE(up.exit_code, 0);
   // munged starts first (its own socket), then accounting's MariaDB finds its port taken.
   EXPECT_THAT(up.err, HasSubstr("ERROR [testbed/mariadb]"));
-  EXPECT_THAT(up.err, HasSubstr("port 16306 (for MariaDB) is already in use"));
+  EXPECT_THAT(up.err,
+              HasSubstr(StrCat("port ", 16306 + 1000 * slot, " (for MariaDB) is already in use")));
 
   // What did start is recorded and running ...
   std::ifstream pidfile(dir + "/pids/munged.pid");

@@ -232,13 +232,19 @@ class Chaos : public ::testing::Test {
     return names[static_cast<size_t>(pick(0, static_cast<int>(names.size()) - 1))];
   }
 
-  // The job's state as slurmctld shows it ("" when unknown).
+  // The job's state as slurmctld shows it, or, once slurmctld has purged the finished job's
+  // record (MinJobAge), as accounting (slurmdbd) recorded it ("" when neither knows it).
   std::string JobState(const std::string& id) {
     std::string out = Shell(StrCat("scontrol show job ", id, " 2>/dev/null")).out;
     auto at = out.find("JobState=");
-    if (at == std::string::npos) return "";
-    auto end = out.find_first_of(" \n", at);
-    return out.substr(at + 9, end - at - 9);
+    if (at != std::string::npos) {
+      auto end = out.find_first_of(" \n", at);
+      return out.substr(at + 9, end - at - 9);
+    }
+    // The newest record of the job ("CANCELLED by 0" -> "CANCELLED").
+    std::string acct =
+        Trim(Shell(StrCat("sacct -n -P -X -j ", id, " -o State 2>/dev/null | tail -n1")).out);
+    return acct.substr(0, acct.find(' '));
   }
 
   const bool dra_ = DraTestbed();
