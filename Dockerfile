@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The bridge's container image (the Helm chart's image.repository): the Debian package this
 # tree builds (cmake/SkbPackaging.cmake), installed on Debian 12 with apt, so the image holds
 # exactly what the package depends on -- including slurm-wlm-basic-plugins, whose

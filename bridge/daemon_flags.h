@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line flags of the slurm-k8s-bridge daemon, parsed without global state so that
 // tests can feed argv directly.
 #pragma once

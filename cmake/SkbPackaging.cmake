@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the Debian package (CPack DEB).
 #
 #   cmake --install build --prefix /usr            # onto this host

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turning an apiserver response (or a transport failure) into a typed skb::Status.
 //
 // The code tells the caller what to do (STYLE.md); the payloads keep the facts programs

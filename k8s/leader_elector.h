@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package:
 // candidates try to create or take over the Lease; the holder renews it every retry period;
 // a Lease is considered expired when it has not changed for lease_duration as observed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's metrics: every series /metrics exposes, in one place, with what updates it.
 // Names follow Prometheus practice: prefix `skb_`, base units (seconds), `_total` on
 // counters, bounded label values (never node, pod or job names: those go into Events and

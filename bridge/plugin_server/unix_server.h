@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's Unix-socket server for the job_submit plugin and bridgectl: frames in,
 // frames out (bridge/api/frame.h), no blocking on any peer.
 //

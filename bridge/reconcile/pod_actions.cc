@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's pod actions: the bridge's reservation pod (create, delete, annotate,
 // release, restore its finalizer) and evictions. The contract of each is in
 // src/ownership/ownership.h. Every one re-checks at the source and is idempotent; an Event

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error handling shared by every library of the project: Status, StatusOr<T> and the
 // RETURN_IF_ERROR / ASSIGN_OR_RETURN macros.
 //

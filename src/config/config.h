@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's configuration: one JSON document (mounted from a ConfigMap in the chart),
 // validated at start with errors that name the key and the problem.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_package_test BUILD_DIR OUT_DIR: builds the Debian package from BUILD_DIR (cpack) into
 # OUT_DIR and checks what it holds and what it asks for:
 #   - exactly the daemon, bridgectl and its man page, the plugin in Slurm's PluginDir, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_root_test DEB: installs the package (built by deb_package_test) into a bare Debian 12
 # root with apt, as a site would, and runs it there:
 #   - apt resolves every dependency the package declares, from Debian alone;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by image_test.sh and image_testbed_test.sh: the container image of the top-level
 # Dockerfile, built by buildah from the package deb_package_test made, with no registry.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # image_test DEB: builds the container image from the top-level Dockerfile with buildah, the
 # package (built by deb_package_test) preinstalled and a Debian 12 root made by debootstrap
 # as its base: no registry, nothing compiled again (image_lib.sh). Then, in the image:

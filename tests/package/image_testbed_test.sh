@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # image_testbed_test DEB: the daemon of the container image (image_lib.sh: built from the
 # Dockerfile with the package, or the image image_test built from the same inputs) against
 # the testbed (`eval "$(scripts/testbed env)"` first), run by `buildah run` as the chart runs
