@@ -7,7 +7,8 @@
 // candidates can never both believe they won the same round.
 //
 // There is no fencing: a deposed leader may still be finishing a write. Everything a leader
-// does must be idempotent and conflict-checked (STYLE.md).
+// does must be idempotent and conflict-checked (docs/contributing.md, "Adding an action
+// kind").
 //
 //   LeaderElectionConfig cfg{.lease_namespace = "slurm-bridge", .lease_name = "bridge",
 //                            .identity = pod_name,
