@@ -1,19 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install rules and the Debian package (CPack DEB).
 #
-#   cmake --install build --prefix /usr            # onto this host
+#   cmake --install build                          # onto this host, at the configured prefix
+#   cmake --install build --prefix P               # staged: every file under P
 #   cpack --config build/CPackConfig.cmake -B DIR  # DIR/slurm-k8s-bridge_<ver>_<arch>.deb
 #
-# What goes where (prefix /usr):
+# What goes where (prefix /usr, the default):
 #   /usr/bin/slurm-k8s-bridge, /usr/bin/bridgectl
 #   <Slurm PluginDir>/job_submit_k8s_bridge.so   (SKB_SLURM_PLUGIN_DIR, below)
-#   /usr/lib/systemd/system/slurm-k8s-bridge.service
-#   /etc/slurm-k8s-bridge/config.json            (a conffile: dpkg keeps local edits)
-#   /usr/share/doc/slurm-k8s-bridge/              README, the chart's values for reference
+#   /usr/lib/systemd/system/slurm-k8s-bridge.service   (SKB_SYSTEMD_UNIT_DIR)
+#   /etc/slurm-k8s-bridge/config.json            (SKB_CONFIG_DIR; a conffile: dpkg keeps
+#                                                 local edits)
+#   /usr/share/doc/slurm-k8s-bridge/README.md
 #   /usr/share/man/man1/bridgectl.1
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
 # the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
+#
+# Every destination is relative to the install prefix, so `cmake --install build --prefix P`
+# writes nothing outside P (tests/package/install_prefix_test.sh). Two paths are not under
+# /usr on Debian, and are absolute only for an install at the configured prefix (the host's
+# own install, and cpack's, which installs at that prefix under its staging DESTDIR):
+#   - the config: SKB_CONFIG_DIR, GNUInstallDirs' full sysconfdir (/etc for the prefix /usr,
+#     <prefix>/etc otherwise); any other prefix puts it in <P>/<CMAKE_INSTALL_SYSCONFDIR>;
+#   - the plugin: Slurm's PluginDir, relative to the prefix when it lies under it (Debian's
+#     <libdir>/slurm-wlm with the prefix /usr); one outside the prefix (a Slurm in /opt) is
+#     an absolute destination for every install, said at configure time.
 if(CMAKE_INSTALL_PREFIX_INITIALIZED_TO_DEFAULT)
   set(CMAKE_INSTALL_PREFIX /usr CACHE PATH "Install prefix" FORCE)
 endif()
@@ -43,20 +55,54 @@ if(NOT _skb_plugin_dir)
   endif()
 endif()
 set(SKB_SLURM_PLUGIN_DIR "${_skb_plugin_dir}" CACHE PATH
-    "Slurm's PluginDir: where job_submit_k8s_bridge.so is installed (absolute)")
-set(SKB_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/slurm-k8s-bridge")
+    "Slurm's PluginDir: where job_submit_k8s_bridge.so is installed (absolute, or relative to the prefix)")
+set(SKB_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE PATH
+    "Where the systemd unit is installed (relative to the prefix, or absolute)")
+set(SKB_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/slurm-k8s-bridge" CACHE PATH
+    "The config's directory as the unit and dpkg's conffiles name it (absolute)")
+if(NOT IS_ABSOLUTE "${SKB_CONFIG_DIR}")
+  message(FATAL_ERROR "SKB_CONFIG_DIR must be absolute (the unit names it): ${SKB_CONFIG_DIR}")
+endif()
 set(SKB_DOC_DIR "${CMAKE_INSTALL_FULL_DATAROOTDIR}/doc/slurm-k8s-bridge")
-set(SKB_SYSTEMD_UNIT_DIR "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+set(_skb_doc_dest "${CMAKE_INSTALL_DATAROOTDIR}/doc/slurm-k8s-bridge")
+
+# The plugin's destination: relative to the prefix wherever possible.
+set(_skb_plugin_dest "${SKB_SLURM_PLUGIN_DIR}")
+if(IS_ABSOLUTE "${SKB_SLURM_PLUGIN_DIR}")
+  cmake_path(IS_PREFIX CMAKE_INSTALL_PREFIX "${SKB_SLURM_PLUGIN_DIR}" NORMALIZE _skb_under)
+  if(_skb_under)
+    file(RELATIVE_PATH _skb_plugin_dest "${CMAKE_INSTALL_PREFIX}" "${SKB_SLURM_PLUGIN_DIR}")
+  else()
+    message(STATUS "Install: the plugin's directory ${SKB_SLURM_PLUGIN_DIR} is outside the "
+                   "prefix ${CMAKE_INSTALL_PREFIX}: every install writes it there")
+  endif()
+endif()
+# The config outside the configured prefix (/etc for /usr): there for an install at that
+# prefix, under <P>/<sysconfdir> for any other prefix P.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_SYSCONFDIR}")
+  set(_skb_config_relocated "\${CMAKE_INSTALL_PREFIX}/etc/slurm-k8s-bridge")
+else()
+  set(_skb_config_relocated "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}/slurm-k8s-bridge")
+endif()
 message(STATUS "Install: plugin into ${SKB_SLURM_PLUGIN_DIR}, config in ${SKB_CONFIG_DIR}")
 
 install(TARGETS slurm-k8s-bridge bridgectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS job_submit_k8s_bridge LIBRARY DESTINATION ${SKB_SLURM_PLUGIN_DIR})
+install(TARGETS job_submit_k8s_bridge LIBRARY DESTINATION ${_skb_plugin_dest})
 configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/slurm-k8s-bridge.service.in
                ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service
         DESTINATION ${SKB_SYSTEMD_UNIT_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/config.json DESTINATION ${SKB_CONFIG_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${SKB_DOC_DIR})
+string(REGEX REPLACE "(.)/$" "\\1" _skb_configured_prefix "${CMAKE_INSTALL_PREFIX}")
+install(CODE "
+  if(CMAKE_INSTALL_PREFIX STREQUAL \"${_skb_configured_prefix}\")
+    set(_skb_config_dir \"${SKB_CONFIG_DIR}\")
+  else()
+    set(_skb_config_dir \"${_skb_config_relocated}\")
+  endif()
+  file(INSTALL DESTINATION \"\${_skb_config_dir}\" TYPE FILE
+       FILES \"${PROJECT_SOURCE_DIR}/bridge/dist/config.json\")
+")
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${_skb_doc_dest})
 install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what

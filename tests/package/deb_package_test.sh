@@ -27,7 +27,9 @@ field() { dpkg-deb -f "$deb" "$1"; }
 cache() { sed -n "s|^$1:[A-Z]*=||p" "$BUILD/CMakeCache.txt"; }
 prefix="$(cache CMAKE_INSTALL_PREFIX)"
 plugin_dir="$(cache SKB_SLURM_PLUGIN_DIR)"
-[[ "$prefix" == /usr ]] && etc=/etc || etc="$prefix/etc"
+[[ "$plugin_dir" == /* ]] || plugin_dir="$prefix/$plugin_dir"
+config_dir="$(cache SKB_CONFIG_DIR)"
+doc="$prefix/share/doc/slurm-k8s-bridge"
 
 [[ "$(field Package)" == slurm-k8s-bridge ]] || fail "Package: $(field Package)"
 depends="$(field Depends)"
@@ -51,29 +53,29 @@ cat >"$OUT/expected" <<LIST
 $prefix/bin/bridgectl
 $prefix/bin/slurm-k8s-bridge
 $prefix/lib/systemd/system/slurm-k8s-bridge.service
-$prefix/share/doc/slurm-k8s-bridge/README.md
+$doc/README.md
 $prefix/share/man/man1/bridgectl.1
-$etc/slurm-k8s-bridge/config.json
+$config_dir/config.json
 $plugin_dir/job_submit_k8s_bridge.so
 LIST
 sort -o "$OUT/expected" "$OUT/expected"
 diff -u "$OUT/expected" "$OUT/files" || fail "package contents differ from the expected list"
 
 ctl="$OUT/control" && rm -rf "$ctl" && dpkg-deb -e "$deb" "$ctl"
-grep -qx "$etc/slurm-k8s-bridge/config.json" "$ctl/conffiles" || fail "config.json is no conffile"
+grep -qx "$config_dir/config.json" "$ctl/conffiles" || fail "config.json is no conffile"
 for s in postinst prerm postrm; do [[ -x "$ctl/$s" ]] || fail "no executable $s"; done
 
 root="$OUT/root" && rm -rf "$root" && dpkg-deb -x "$deb" "$root"
 unit="$root$prefix/lib/systemd/system/slurm-k8s-bridge.service"
-grep -qx "ExecStart=$prefix/bin/slurm-k8s-bridge --config $etc/slurm-k8s-bridge/config.json" "$unit" ||
+grep -qx "ExecStart=$prefix/bin/slurm-k8s-bridge --config $config_dir/config.json" "$unit" ||
   fail "the unit does not start the packaged daemon with the packaged config"
 grep -qx 'User=slurm' "$unit" || fail "the unit does not run as slurm"
 grep -qx 'RuntimeDirectory=slurm-k8s-bridge' "$unit" || fail "the unit has no RuntimeDirectory"
 # The example config is valid for the packaged daemon, and its socket lives in the unit's
 # RuntimeDirectory.
-"$root$prefix/bin/slurm-k8s-bridge" --check-config --config "$root$etc/slurm-k8s-bridge/config.json" ||
+"$root$prefix/bin/slurm-k8s-bridge" --check-config --config "$root$config_dir/config.json" ||
   fail "the packaged daemon rejects the packaged config"
-grep -q '"/run/slurm-k8s-bridge/' "$root$etc/slurm-k8s-bridge/config.json" ||
+grep -q '"/run/slurm-k8s-bridge/' "$root$config_dir/config.json" ||
   fail "the example config's socket is not under /run/slurm-k8s-bridge"
 # The plugin exports Slurm's plugin symbols and is built for the release slurmctld runs.
 syms="$(nm -D --defined-only "$root$plugin_dir/job_submit_k8s_bridge.so" | awk '{print $3}')"
