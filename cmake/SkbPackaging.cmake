@@ -11,7 +11,8 @@
 #   /usr/lib/systemd/system/slurm-k8s-bridge.service   (SKB_SYSTEMD_UNIT_DIR)
 #   /etc/slurm-k8s-bridge/config.json            (SKB_CONFIG_DIR; a conffile: dpkg keeps
 #                                                 local edits)
-#   /usr/share/doc/slurm-k8s-bridge/README.md
+#   /usr/share/doc/slurm-k8s-bridge/              README.md, copyright (DEP-5),
+#                                                 changelog.Debian.gz
 #   /usr/share/man/man1/bridgectl.1
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
@@ -103,6 +104,21 @@ install(CODE "
        FILES \"${PROJECT_SOURCE_DIR}/bridge/dist/config.json\")
 ")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${_skb_doc_dest})
+# Debian Policy 12.5 and 12.7: the machine-readable copyright file (DEP-5, which refers to
+# /usr/share/common-licenses/Apache-2.0) and the package's changelog, gzipped with -9n (no
+# name or time stamp: the same bytes on every build).
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian)
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/dist)
+execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
+                OUTPUT_FILE ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
+                RESULT_VARIABLE _skb_gzip)
+if(NOT _skb_gzip EQUAL 0)
+  message(FATAL_ERROR "gzip of bridge/dist/changelog.Debian failed: ${_skb_gzip}")
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/copyright
+              ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
+        DESTINATION ${_skb_doc_dest})
 install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
@@ -122,7 +138,7 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_PACKAGE_NAME slurm-k8s-bridge)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@localhost>")
+set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm and Kubernetes sharing GPU nodes")
 set(CPACK_PACKAGE_DESCRIPTION
     "A Slurm job_submit plugin and a daemon that let Slurm and Kubernetes schedule the same \
@@ -131,6 +147,7 @@ borrow a node (the Slurm jobs get their checkpoint signal and are requeued), and
 set in Kubernetes drains the node in Slurm. Built for Slurm ${_skb_slurm_mm}.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE https://github.com/slurm-k8s-bridge/slurm-k8s-bridge)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "slurm-wlm-basic-plugins (>= ${_skb_slurm_mm}~), slurm-wlm-basic-plugins (<< ${_skb_slurm_next}~)")

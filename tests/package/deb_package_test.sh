@@ -3,7 +3,10 @@
 # deb_package_test BUILD_DIR OUT_DIR: builds the Debian package from BUILD_DIR (cpack) into
 # OUT_DIR and checks what it holds and what it asks for:
 #   - exactly the daemon, bridgectl and its man page, the plugin in Slurm's PluginDir, the
-#     systemd unit, the example config (a conffile) and the README; no test or bench program;
+#     systemd unit, the example config (a conffile), the README, the machine-readable
+#     copyright (DEP-5, Apache-2.0) and changelog.Debian.gz (of the package's version); no
+#     test or bench program;
+#   - a real Maintainer (not @localhost);
 #   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
 #     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
 #     auth_munge.so from it at run time);
@@ -46,6 +49,10 @@ grep -q "slurm-wlm-basic-plugins (>= $slurm_mm~)" <<<"$depends" ||
   fail "Depends lacks slurm-wlm-basic-plugins (>= $slurm_mm~)"
 grep -q "slurm-wlm-basic-plugins (<< " <<<"$depends" || fail "Depends has no upper Slurm bound"
 grep -q munge <<<"$(field Recommends)" || fail "Recommends lacks munge"
+maintainer="$(field Maintainer)"
+echo "Maintainer: $maintainer"
+[[ "$maintainer" == *"<"*@*">" && "$maintainer" != *@localhost* ]] ||
+  fail "Maintainer is no real address: $maintainer"
 
 # The file list, exactly (directories left out).
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$OUT/files"
@@ -54,6 +61,8 @@ $prefix/bin/bridgectl
 $prefix/bin/slurm-k8s-bridge
 $prefix/lib/systemd/system/slurm-k8s-bridge.service
 $doc/README.md
+$doc/changelog.Debian.gz
+$doc/copyright
 $prefix/share/man/man1/bridgectl.1
 $config_dir/config.json
 $plugin_dir/job_submit_k8s_bridge.so
@@ -71,6 +80,17 @@ grep -qx "ExecStart=$prefix/bin/slurm-k8s-bridge --config $config_dir/config.jso
   fail "the unit does not start the packaged daemon with the packaged config"
 grep -qx 'User=slurm' "$unit" || fail "the unit does not run as slurm"
 grep -qx 'RuntimeDirectory=slurm-k8s-bridge' "$unit" || fail "the unit has no RuntimeDirectory"
+# Debian Policy 12.5 and 12.7: the copyright file in the DEP-5 format, Apache-2.0 by
+# reference to common-licenses; the changelog's top entry is this package's version.
+copyright="$root$doc/copyright"
+head -1 "$copyright" | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+  fail "the copyright file is not machine-readable (DEP-5)"
+grep -qx 'License: Apache-2.0' "$copyright" || fail "the copyright file names no License: Apache-2.0"
+grep -q '/usr/share/common-licenses/Apache-2.0' "$copyright" ||
+  fail "the copyright file does not point to /usr/share/common-licenses/Apache-2.0"
+changelog_version="$(gzip -dc "$root$doc/changelog.Debian.gz" | head -1 | sed -n 's/^slurm-k8s-bridge (\([^)]*\)).*/\1/p')"
+[[ "$changelog_version" == "$(field Version)" ]] ||
+  fail "changelog.Debian.gz's top entry is '$changelog_version', the package $(field Version) (bridge/dist/changelog.Debian)"
 # The example config is valid for the packaged daemon, and its socket lives in the unit's
 # RuntimeDirectory.
 "$root$prefix/bin/slurm-k8s-bridge" --check-config --config "$root$config_dir/config.json" ||
