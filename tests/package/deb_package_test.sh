@@ -6,7 +6,7 @@
 #     systemd unit, the example config (a conffile), the README, the machine-readable
 #     copyright (DEP-5, Apache-2.0) and changelog.Debian.gz (of the package's version); no
 #     test or bench program;
-#   - a real Maintainer (not @localhost);
+#   - a real Maintainer (not @localhost); the Dockerfile's version label is the package's;
 #   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
 #     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
 #     auth_munge.so from it at run time);
@@ -49,6 +49,10 @@ grep -q "slurm-wlm-basic-plugins (>= $slurm_mm~)" <<<"$depends" ||
   fail "Depends lacks slurm-wlm-basic-plugins (>= $slurm_mm~)"
 grep -q "slurm-wlm-basic-plugins (<< " <<<"$depends" || fail "Depends has no upper Slurm bound"
 grep -q munge <<<"$(field Recommends)" || fail "Recommends lacks munge"
+# The container image installs this package: its version label is the package's version.
+image_version="$(sed -n 's/^ARG VERSION=//p' "$(dirname "${BASH_SOURCE[0]}")/../../Dockerfile")"
+[[ "$image_version" == "$(field Version)" ]] ||
+  fail "the Dockerfile's ARG VERSION is '$image_version', the package $(field Version)"
 maintainer="$(field Maintainer)"
 echo "Maintainer: $maintainer"
 [[ "$maintainer" == *"<"*@*">" && "$maintainer" != *@localhost* ]] ||
