@@ -12,7 +12,7 @@
 #   /etc/slurm-k8s-bridge/config.json            (SKB_CONFIG_DIR; a conffile: dpkg keeps
 #                                                 local edits)
 #   /usr/share/doc/slurm-k8s-bridge/              README.md, copyright (DEP-5),
-#                                                 changelog.Debian.gz
+#                                                 changelog.Debian.gz, changelog.gz
 #   /usr/share/man/man1/bridgectl.1
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
@@ -105,19 +105,23 @@ install(CODE "
 ")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${_skb_doc_dest})
 # Debian Policy 12.5 and 12.7: the machine-readable copyright file (DEP-5, which refers to
-# /usr/share/common-licenses/Apache-2.0) and the package's changelog, gzipped with -9n (no
-# name or time stamp: the same bytes on every build).
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-             ${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian)
+# /usr/share/common-licenses/Apache-2.0), the package's changelog.Debian.gz and the
+# upstream changelog.gz (CHANGELOG.md), each gzipped with -9n (no name or time stamp: the
+# same bytes on every build) when the tree is configured, and again when its source changes.
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/dist)
-execute_process(COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
-                OUTPUT_FILE ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
-                RESULT_VARIABLE _skb_gzip)
-if(NOT _skb_gzip EQUAL 0)
-  message(FATAL_ERROR "gzip of bridge/dist/changelog.Debian failed: ${_skb_gzip}")
-endif()
+function(skb_gzip src dst)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+  execute_process(COMMAND gzip -9nc ${src} OUTPUT_FILE ${dst} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "gzip of ${src} failed: ${rc}")
+  endif()
+endfunction()
+skb_gzip(${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
+         ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz)
+skb_gzip(${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_BINARY_DIR}/dist/changelog.gz)
 install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/copyright
               ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
+              ${PROJECT_BINARY_DIR}/dist/changelog.gz
         DESTINATION ${_skb_doc_dest})
 install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
@@ -138,6 +142,9 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_PACKAGE_NAME slurm-k8s-bridge)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# The Debian revision: the package is not Debian-native (its changelog is changelog.Debian,
+# the upstream one CHANGELOG.md); bump it with a new bridge/dist/changelog.Debian entry.
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm and Kubernetes sharing GPU nodes")
 set(CPACK_PACKAGE_DESCRIPTION

@@ -4,8 +4,8 @@
 # OUT_DIR and checks what it holds and what it asks for:
 #   - exactly the daemon, bridgectl and its man page, the plugin in Slurm's PluginDir, the
 #     systemd unit, the example config (a conffile), the README, the machine-readable
-#     copyright (DEP-5, Apache-2.0) and changelog.Debian.gz (of the package's version); no
-#     test or bench program;
+#     copyright (DEP-5, Apache-2.0), changelog.Debian.gz (of the package's version) and the
+#     upstream changelog.gz; no test or bench program;
 #   - a real Maintainer (not @localhost); the Dockerfile's version label is the package's;
 #   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
 #     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
@@ -51,8 +51,9 @@ grep -q "slurm-wlm-basic-plugins (<< " <<<"$depends" || fail "Depends has no upp
 grep -q munge <<<"$(field Recommends)" || fail "Recommends lacks munge"
 # The container image installs this package: its version label is the package's version.
 image_version="$(sed -n 's/^ARG VERSION=//p' "$(dirname "${BASH_SOURCE[0]}")/../../Dockerfile")"
-[[ "$image_version" == "$(field Version)" ]] ||
-  fail "the Dockerfile's ARG VERSION is '$image_version', the package $(field Version)"
+version="$(field Version)"
+[[ "$image_version" == "${version%-*}" ]] ||
+  fail "the Dockerfile's ARG VERSION is '$image_version', the package $version"
 maintainer="$(field Maintainer)"
 echo "Maintainer: $maintainer"
 [[ "$maintainer" == *"<"*@*">" && "$maintainer" != *@localhost* ]] ||
@@ -66,6 +67,7 @@ $prefix/bin/slurm-k8s-bridge
 $prefix/lib/systemd/system/slurm-k8s-bridge.service
 $doc/README.md
 $doc/changelog.Debian.gz
+$doc/changelog.gz
 $doc/copyright
 $prefix/share/man/man1/bridgectl.1
 $config_dir/config.json
