@@ -13,7 +13,7 @@
 #                                                 local edits)
 #   /usr/share/doc/slurm-k8s-bridge/              README.md, copyright (DEP-5),
 #                                                 changelog.Debian.gz, changelog.gz
-#   /usr/share/man/man1/bridgectl.1
+#   /usr/share/man/man1/bridgectl.1.gz
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
 # the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
@@ -119,11 +119,13 @@ endfunction()
 skb_gzip(${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
          ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz)
 skb_gzip(${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_BINARY_DIR}/dist/changelog.gz)
+# Policy 12.1: man pages gzipped (-9n) too.
+skb_gzip(${PROJECT_SOURCE_DIR}/docs/bridgectl.1 ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz)
 install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/copyright
               ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
               ${PROJECT_BINARY_DIR}/dist/changelog.gz
         DESTINATION ${_skb_doc_dest})
-install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
 # the binaries load or need at run time without linking it:

@@ -69,7 +69,7 @@ $doc/README.md
 $doc/changelog.Debian.gz
 $doc/changelog.gz
 $doc/copyright
-$prefix/share/man/man1/bridgectl.1
+$prefix/share/man/man1/bridgectl.1.gz
 $config_dir/config.json
 $plugin_dir/job_submit_k8s_bridge.so
 LIST
