@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The bridge's container image (the Helm chart's image.repository): the Debian package this
 # tree builds (cmake/SkbPackaging.cmake), installed on Debian 12 with apt, so the image holds
 # exactly what the package depends on -- including slurm-wlm-basic-plugins, whose
@@ -9,7 +10,8 @@
 #
 # compiles the project in a debian:12 stage (the chart's default image: its appVersion is the
 # project's version). With a package built already (cpack, docs/install.md), the build
-# context is a directory that holds it as slurm-k8s-bridge.deb, and nothing compiles:
+# context is a directory that holds it as slurm-k8s-bridge.deb, with the tree's LICENSE and
+# NOTICE beside it, and nothing compiles:
 #
 #   docker build --build-arg DEB_FROM=prebuilt -f Dockerfile -t ... DIR
 #
@@ -41,10 +43,11 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DSKB_BUILD_BENCH=OFF -DSKB_BUILD_E2E=OFF \
     && ninja -C /build slurm-k8s-bridge bridgectl job_submit_k8s_bridge \
     && cpack --config /build/CPackConfig.cmake -B /pkg \
-    && mv /pkg/slurm-k8s-bridge_*.deb /pkg/slurm-k8s-bridge.deb
+    && mv /pkg/slurm-k8s-bridge_*.deb /pkg/slurm-k8s-bridge.deb \
+    && cp LICENSE NOTICE /pkg/
 
 FROM scratch AS prebuilt
-COPY slurm-k8s-bridge.deb /pkg/
+COPY slurm-k8s-bridge.deb LICENSE NOTICE /pkg/
 
 # Only the stage DEB_FROM names is built (BuildKit, buildah). The fallback in the expansion
 # is needed: buildah 1.28 (Debian 12's) picks the stages to build from --build-arg values
@@ -52,6 +55,16 @@ COPY slurm-k8s-bridge.deb /pkg/
 FROM ${DEB_FROM:-build} AS deb
 
 FROM ${RUNTIME_IMAGE}
+# The project's version: the chart's appVersion and the package's (deb_package_test and
+# image_test check that they agree).
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="slurm-k8s-bridge" \
+      org.opencontainers.image.description="Slurm and Kubernetes sharing GPU nodes: the bridge daemon and bridgectl" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/slurm-k8s-bridge/slurm-k8s-bridge" \
+      org.opencontainers.image.version="${VERSION}"
+# The licence as the tree has it (the package's copyright file refers to Debian's copy).
+COPY --from=deb /pkg/LICENSE /pkg/NOTICE /usr/share/licenses/slurm-k8s-bridge/
 COPY --from=deb /pkg/slurm-k8s-bridge.deb /tmp/
 RUN apt-get update \
     && apt-get install -y --no-install-recommends /tmp/slurm-k8s-bridge.deb ca-certificates \

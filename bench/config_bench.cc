@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of parsing and validating a full configuration document (done at start and on
 // every reload).
 #include <benchmark/benchmark.h>

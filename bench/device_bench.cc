@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU-granular lane's planning at fleet scale: one pass (devices::PlanPass) over a fleet
 // of 8-GPU nodes shared GPU by GPU, each with 1-GPU and 4-GPU jobs (a tenth of them not
 // preemptible), with pending pods to serve. The lane runs such a pass about once a second,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the end-to-end benchmarks (bench/*_e2e.cc): percentiles of a sample and the
 // result files bench/report.py reads (bench/results/NAME.json).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing end to end on the testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra),
 // with a bridge built from this tree, the real kube-scheduler and slurmctld: every node but
 // node1 is full of work the bridge may not take; then, `--runs` times for each case, a

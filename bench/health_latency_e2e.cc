@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end health latency on the testbed, both directions, with a bridge daemon built
 // from this tree (started here, single replica):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory per cached object in an informer-style cache, for realistic Nodes and Pods: as the
 // informer keeps them (key -> CompactJson of the bridge's field selection, compact_json.h),
 // and the alternatives (key -> shared_ptr<const json> with and without the selection, typed

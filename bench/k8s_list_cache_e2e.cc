@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cold-start list and cache of a large cluster by the bridge's informers (issues 3 and 8:
 // list and cache 5,000 GPU nodes and 50,000 pods; <= 2 KB per cached Node, <= 1 KB per
 // cached Pod), against the testbed's real kube-apiserver.

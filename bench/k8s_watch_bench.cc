@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Watch-stream decoding throughput: realistic Pod events (k8s/testdata/pod.json, ~4.5 KB
 // each, as the apiserver sends them) through WatchDecoder, fed in 16 KiB chunks like
 // libcurl delivers them. Target (issue 3): >= 50k events/s on one core. Measured, not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kubernetes load the bridge generates under Slurm job churn, and its cost at scale
 // (issue 6: at 500 job starts/s on 1,000 nodes, target <= 20 writes/s on average; issue 8:
 // 1,000 and 5,000 GPU nodes -- cold start, steady-state CPU, RSS, apiserver requests/s).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pool of threads for a benchmark harness's own Kubernetes requests (creating and deleting
 // thousands of objects), each thread with its own client: a client keeps only a few idle
 // connections, so 32 threads sharing one would open a new TLS connection for most requests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-ownership core at fleet scale: plan every node of a 10,000-node fleet (steady
 // Slurm ownership with up-to-date reservations, and every node mid-lend), and the victim
 // ranking the trace simulator and bridgectl call for a demand (issue 8: "victim selection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure core at production scale: merge 10,000 nodes / 100,000 jobs / 50,000 pods into
 // one inventory (from vectors; from the loaded store, every node and one) and plan every
 // node (targets in the inventory/health issue: full plan < 50 ms CPU, one dirty node

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preemption end to end on the testbed, with a bridge built from this tree and the real
 // kube-scheduler: every node runs a preemptible training job (sbatch --gres=gpu:8); then,
 // `--runs` times: an inference pod (PriorityClass inference-high, 8 GPUs) is created and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's quota classification (src/quota/observe.h) at cluster sizes: what one Slurm
 // jobs change or GPU pod change costs the QuotaLedger (it reclassifies everything), and what
 // one submit-time answer costs the plugin's budget (AdviseSubmit on the held classification).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes bench/RESULTS.md from bench/results/*.json.
 
 Two kinds of result files are understood:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job_submit plugin's per-call cost with the daemon up: BridgeConnection::Admit (the
 // code slurmctld runs under its locks) against a real UnixServer + AdmissionService on a
 // Unix socket, in one process. Reports mean (Google Benchmark) and p50/p99 counters.

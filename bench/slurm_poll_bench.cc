@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost of one Slurm poll by LibSlurmClient against the testbed's slurmctld (needs
 // `eval "$(scripts/testbed env)"`): an incremental poll with no change (one RPC answered
 // SLURM_NO_CHANGE_IN_DATA) and a full job load with however many jobs slurmctld holds

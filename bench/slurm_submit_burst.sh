@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Submit throughput of sbatch bursts on the testbed, for the plugin's added latency:
 #   bench/slurm_submit_burst.sh [--jobs N]      N held jobs (default 500), cancelled after
 # Prints jobs/s. Run it once with the plugin answering (a daemon on the plugin's socket)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's two test hooks, read from the environment by main and handed to the daemon as
 // plain callbacks (the controller and the reconciler never read the environment):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's test hooks as main reads them: nothing without the variables, a clear error
 // for a malformed value, and a pause that holds only the first action with its reason.
 #include "bridge/action_hooks.h"

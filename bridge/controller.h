@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's control loop, wired: Kubernetes informers (managed nodes, GPU pods) and the
 // Slurm poller feed the Reconciler; one worker thread, run only by the elected leader and
 // only once every cache has synced, plans and acts; the admission snapshot for the plugin is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon as a library: everything slurm-k8s-bridge's main wires together, so that the
 // whole process (clients, metrics, the controller, the plugin/bridgectl socket, the HTTP
 // endpoints) starts and stops in a unit test on in-memory Slurm and Kubernetes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/daemon_flags.h"
 
 #include "src/base/strings.h"
@@ -71,7 +72,9 @@ Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
                       hostname-pid)
   --no-leader-election
                       act without electing a leader: only for a single replica
-  --check-config      validate the configuration, print the effective values and exit
+  --check-config      validate the configuration, print a summary (namespace, node
+                      selector, Slurm poll interval, socket, HTTP address, quota tenants)
+                      and exit
   --version           print the version and exit
 )";
 }

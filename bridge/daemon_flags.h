@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line flags of the slurm-k8s-bridge daemon, parsed without global state so that
 // tests can feed argv directly.
 #pragma once
@@ -13,7 +14,7 @@ struct DaemonFlags {
   std::string config_path;    // --config FILE (JSON); empty = all defaults
   std::string log_level;      // --log-level, overrides the config file when set
   std::string log_format;     // --log-format, overrides the config file when set
-  bool check_config = false;  // --check-config: validate the config, print it, exit
+  bool check_config = false;  // --check-config: validate the config, print a summary, exit
   std::string identity;       // --identity: name in the leader Lease; default $POD_NAME or host-pid
   bool leader_election = true;  // --no-leader-election: act alone (one replica, tests)
   bool version = false;         // --version

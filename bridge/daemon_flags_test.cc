@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/daemon_flags.h"
 
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole daemon in one process on in-memory Slurm and Kubernetes: what main wires
 // (clients observed for the API metrics, the controller, the plugin/bridgectl socket, the HTTP
 // endpoints, the scrape-time metrics) starts, acts, answers and stops as in production; and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The informers of GPU-granular sharing (DRA nodes), run by the controller when
 // gpu_sharing.enabled: the GPU driver's ResourceSlices, every ResourceClaim, and the bridge's
 // own DeviceTaintRules, each trimmed to what src/devices/k8s_devices.h reads.

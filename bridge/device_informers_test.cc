@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/device_informers.h"
 
 #include <gtest/gtest.h>

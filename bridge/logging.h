@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spdlog setup for the daemon and bridgectl: one named logger per component ("main", "k8s",
 // "slurm", "reconcile", "plugin"), text or JSON lines, level from config or flags.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Finds libslurm and its headers (Debian: libslurm-dev). Defines Slurm::slurm and
 # Slurm::headers (include directory only, for the plugin, which must not link libslurm:
 # slurmctld already has its symbols) and Slurm_VERSION (e.g. 22.05.08) from slurm_version.h.

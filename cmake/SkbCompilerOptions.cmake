@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warning, hardening and sanitizer flags applied to every target of this project.
 # Third-party headers come in as SYSTEM includes, so -Werror judges our code only.
 

@@ -1,18 +1,32 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the Debian package (CPack DEB).
 #
-#   cmake --install build --prefix /usr            # onto this host
+#   cmake --install build                          # onto this host, at the configured prefix
+#   cmake --install build --prefix P               # staged: every file under P
 #   cpack --config build/CPackConfig.cmake -B DIR  # DIR/slurm-k8s-bridge_<ver>_<arch>.deb
 #
-# What goes where (prefix /usr):
+# What goes where (prefix /usr, the default):
 #   /usr/bin/slurm-k8s-bridge, /usr/bin/bridgectl
 #   <Slurm PluginDir>/job_submit_k8s_bridge.so   (SKB_SLURM_PLUGIN_DIR, below)
-#   /usr/lib/systemd/system/slurm-k8s-bridge.service
-#   /etc/slurm-k8s-bridge/config.json            (a conffile: dpkg keeps local edits)
-#   /usr/share/doc/slurm-k8s-bridge/              README, the chart's values for reference
-#   /usr/share/man/man1/bridgectl.1
+#   /usr/lib/systemd/system/slurm-k8s-bridge.service   (SKB_SYSTEMD_UNIT_DIR)
+#   /etc/slurm-k8s-bridge/config.json            (SKB_CONFIG_DIR; a conffile: dpkg keeps
+#                                                 local edits)
+#   /usr/share/doc/slurm-k8s-bridge/              README.md, copyright (DEP-5),
+#                                                 changelog.Debian.gz, changelog.gz
+#   /usr/share/man/man1/bridgectl.1.gz
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
 # the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
+#
+# Every destination is relative to the install prefix, so `cmake --install build --prefix P`
+# writes nothing outside P (tests/package/install_prefix_test.sh). Two paths are not under
+# /usr on Debian, and are absolute only for an install at the configured prefix (the host's
+# own install, and cpack's, which installs at that prefix under its staging DESTDIR):
+#   - the config: SKB_CONFIG_DIR, GNUInstallDirs' full sysconfdir (/etc for the prefix /usr,
+#     <prefix>/etc otherwise); any other prefix puts it in <P>/<CMAKE_INSTALL_SYSCONFDIR>;
+#   - the plugin: Slurm's PluginDir, relative to the prefix when it lies under it (Debian's
+#     <libdir>/slurm-wlm with the prefix /usr); one outside the prefix (a Slurm in /opt) is
+#     an absolute destination for every install, said at configure time.
 if(CMAKE_INSTALL_PREFIX_INITIALIZED_TO_DEFAULT)
   set(CMAKE_INSTALL_PREFIX /usr CACHE PATH "Install prefix" FORCE)
 endif()
@@ -42,21 +56,76 @@ if(NOT _skb_plugin_dir)
   endif()
 endif()
 set(SKB_SLURM_PLUGIN_DIR "${_skb_plugin_dir}" CACHE PATH
-    "Slurm's PluginDir: where job_submit_k8s_bridge.so is installed (absolute)")
-set(SKB_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/slurm-k8s-bridge")
+    "Slurm's PluginDir: where job_submit_k8s_bridge.so is installed (absolute, or relative to the prefix)")
+set(SKB_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE PATH
+    "Where the systemd unit is installed (relative to the prefix, or absolute)")
+set(SKB_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/slurm-k8s-bridge" CACHE PATH
+    "The config's directory as the unit and dpkg's conffiles name it (absolute)")
+if(NOT IS_ABSOLUTE "${SKB_CONFIG_DIR}")
+  message(FATAL_ERROR "SKB_CONFIG_DIR must be absolute (the unit names it): ${SKB_CONFIG_DIR}")
+endif()
 set(SKB_DOC_DIR "${CMAKE_INSTALL_FULL_DATAROOTDIR}/doc/slurm-k8s-bridge")
-set(SKB_SYSTEMD_UNIT_DIR "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+set(_skb_doc_dest "${CMAKE_INSTALL_DATAROOTDIR}/doc/slurm-k8s-bridge")
+
+# The plugin's destination: relative to the prefix wherever possible.
+set(_skb_plugin_dest "${SKB_SLURM_PLUGIN_DIR}")
+if(IS_ABSOLUTE "${SKB_SLURM_PLUGIN_DIR}")
+  cmake_path(IS_PREFIX CMAKE_INSTALL_PREFIX "${SKB_SLURM_PLUGIN_DIR}" NORMALIZE _skb_under)
+  if(_skb_under)
+    file(RELATIVE_PATH _skb_plugin_dest "${CMAKE_INSTALL_PREFIX}" "${SKB_SLURM_PLUGIN_DIR}")
+  else()
+    message(STATUS "Install: the plugin's directory ${SKB_SLURM_PLUGIN_DIR} is outside the "
+                   "prefix ${CMAKE_INSTALL_PREFIX}: every install writes it there")
+  endif()
+endif()
+# The config outside the configured prefix (/etc for /usr): there for an install at that
+# prefix, under <P>/<sysconfdir> for any other prefix P.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_SYSCONFDIR}")
+  set(_skb_config_relocated "\${CMAKE_INSTALL_PREFIX}/etc/slurm-k8s-bridge")
+else()
+  set(_skb_config_relocated "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}/slurm-k8s-bridge")
+endif()
 message(STATUS "Install: plugin into ${SKB_SLURM_PLUGIN_DIR}, config in ${SKB_CONFIG_DIR}")
 
 install(TARGETS slurm-k8s-bridge bridgectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS job_submit_k8s_bridge LIBRARY DESTINATION ${SKB_SLURM_PLUGIN_DIR})
+install(TARGETS job_submit_k8s_bridge LIBRARY DESTINATION ${_skb_plugin_dest})
 configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/slurm-k8s-bridge.service.in
                ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.service
         DESTINATION ${SKB_SYSTEMD_UNIT_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/config.json DESTINATION ${SKB_CONFIG_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${SKB_DOC_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/docs/bridgectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+string(REGEX REPLACE "(.)/$" "\\1" _skb_configured_prefix "${CMAKE_INSTALL_PREFIX}")
+install(CODE "
+  if(CMAKE_INSTALL_PREFIX STREQUAL \"${_skb_configured_prefix}\")
+    set(_skb_config_dir \"${SKB_CONFIG_DIR}\")
+  else()
+    set(_skb_config_dir \"${_skb_config_relocated}\")
+  endif()
+  file(INSTALL DESTINATION \"\${_skb_config_dir}\" TYPE FILE
+       FILES \"${PROJECT_SOURCE_DIR}/bridge/dist/config.json\")
+")
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${_skb_doc_dest})
+# Debian Policy 12.5 and 12.7: the machine-readable copyright file (DEP-5, which refers to
+# /usr/share/common-licenses/Apache-2.0), the package's changelog.Debian.gz and the
+# upstream changelog.gz (CHANGELOG.md), each gzipped with -9n (no name or time stamp: the
+# same bytes on every build) when the tree is configured, and again when its source changes.
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/dist)
+function(skb_gzip src dst)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
+  execute_process(COMMAND gzip -9nc ${src} OUTPUT_FILE ${dst} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "gzip of ${src} failed: ${rc}")
+  endif()
+endfunction()
+skb_gzip(${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
+         ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz)
+skb_gzip(${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_BINARY_DIR}/dist/changelog.gz)
+# Policy 12.1: man pages gzipped (-9n) too.
+skb_gzip(${PROJECT_SOURCE_DIR}/docs/bridgectl.1 ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz)
+install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/copyright
+              ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
+              ${PROJECT_BINARY_DIR}/dist/changelog.gz
+        DESTINATION ${_skb_doc_dest})
+install(FILES ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
 # the binaries load or need at run time without linking it:
@@ -75,7 +144,10 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_PACKAGE_NAME slurm-k8s-bridge)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@localhost>")
+# The Debian revision: the package is not Debian-native (its changelog is changelog.Debian,
+# the upstream one CHANGELOG.md); bump it with a new bridge/dist/changelog.Debian entry.
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm and Kubernetes sharing GPU nodes")
 set(CPACK_PACKAGE_DESCRIPTION
     "A Slurm job_submit plugin and a daemon that let Slurm and Kubernetes schedule the same \
@@ -84,6 +156,7 @@ borrow a node (the Slurm jobs get their checkpoint signal and are requeued), and
 set in Kubernetes drains the node in Slurm. Built for Slurm ${_skb_slurm_mm}.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE https://github.com/slurm-k8s-bridge/slurm-k8s-bridge)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "slurm-wlm-basic-plugins (>= ${_skb_slurm_mm}~), slurm-wlm-basic-plugins (<< ${_skb_slurm_next}~)")

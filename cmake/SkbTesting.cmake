@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers to declare GoogleTest executables with a CTest label.
 #
 #   skb_add_unit_test(name src... LIBS lib...)          label "unit", runs anywhere

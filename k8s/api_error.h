@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turning an apiserver response (or a transport failure) into a typed skb::Status.
 //
-// The code tells the caller what to do (STYLE.md); the payloads keep the facts programs
+// The code tells the caller what to do (src/base/status.h); the payloads keep the facts programs
 // need, the message keeps the apiserver's own words:
 //
 //   HTTP / Status.reason                  code                 what the caller does

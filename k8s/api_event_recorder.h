@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EventRecorder writing core/v1 Events through a KubeClient, like client-go's recorder with
 // its EventCorrelator:
 //  - Record() only queues (bounded; the oldest queued event is dropped when full) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jittered exponential back-off for reconnects and retries (client-go's wait.Backoff with
 // Jitter): initial, doubled after every failure up to max, each delay stretched by a random
 // factor in [1, 1 + jitter) so that many clients do not reconnect in lock-step after an

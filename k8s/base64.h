@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Standard base64 (RFC 4648, with padding) as kubeconfig's *-data fields use it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An immutable, compact in-memory encoding of a JSON value, for caches that hold many
 // objects (the informer keeps every Node and Pod it watches). nlohmann::json spends a map
 // node, a heap string and a 16-byte value per field: a Pod trimmed to the bridge's fields

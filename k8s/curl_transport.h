@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HttpTransport on libcurl: TLS verification on by default, CA and client certificate from
 // memory (CURLOPT_*_BLOB, no temporary files), HTTP/2 over TLS when the server offers it,
 // and connection reuse.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A typed view of a core/v1 Event (what `kubectl describe` shows under Events).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recording Kubernetes Events about objects ("kubectl describe node1" shows them): the
 // interface the bridge calls. Recording never blocks and never fails the caller; an Event is
 // a best-effort record, not a transaction.

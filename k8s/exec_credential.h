@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bearer tokens from a kubeconfig `exec` credential plugin (client-go's exec authenticator):
 // the plugin (aws eks get-token, gke-gcloud-auth-plugin, kubelogin, an OIDC helper) runs
 // without a shell and without a terminal, gets $KUBERNETES_EXEC_INFO, and prints an

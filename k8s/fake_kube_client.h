@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-memory KubeClient for unit tests of code built on the interface (informers, leader
 // election, the bridge's reconcilers). It keeps objects per resource, assigns increasing
 // resourceVersions, enforces the apiserver's optimistic concurrency (create/update/delete

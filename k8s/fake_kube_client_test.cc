@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-memory apiserver's patch semantics, where tests of code above it depend on them: a
 // strategic merge patch of node conditions keeps every other controller's condition (the
 // bridge's SetNodeCondition relies on it against the real apiserver too).

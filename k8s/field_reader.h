@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tolerant reading of fields from API objects into typed views (node_info.h, pod_info.h...).
 //
 // Objects come from outside: a field of an unexpected type (a number where a string belongs,

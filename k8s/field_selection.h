@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transform functions for informers (InformerOptions::transform): keep only the fields the
 // bridge reads through node_info.h / pod_info.h, so the cache holds a fraction of each
 // object. Safe because the bridge writes objects it does not own only through patches,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading small local files (kubeconfig, certificates, service-account token) into memory.
 #pragma once
 

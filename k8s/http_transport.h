@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP layer under the Kubernetes client: one interface, so the client logic does not
 // care how bytes move, and one implementation on libcurl (curl_transport.h).
 #pragma once

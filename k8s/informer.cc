@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s/informer.h"
 
 #include "k8s/api_error.h"

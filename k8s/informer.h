@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A list+watch cache of one resource, as client-go's SharedInformer: list, then watch from
 // the list's resourceVersion (with bookmarks), keep a local cache keyed "namespace/name"
 // ("name" for cluster-scoped objects), and tell handlers about adds, updates and deletes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding only the parts of a JSON document a program keeps. Watch events for Pods are
 // ~5 KB of which the bridge reads a few hundred bytes; building a full nlohmann::json for
 // each and then dropping most of it (field_selection.h) costs most of the decode time. A

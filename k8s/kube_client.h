@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kubernetes API as the bridge sees it: typed-by-descriptor CRUD, patch, subresources and
 // watch over nlohmann::json objects. The bridge depends on this interface only; RestClient
 // (rest_client.h) talks to a real apiserver, FakeKubeClient (fake_kube_client.h) is an

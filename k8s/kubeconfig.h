@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a RestConfig from kubeconfig files or from inside a pod (in-cluster config).
 //
 //   ASSIGN_OR_RETURN(RestConfig cfg, LoadKubeconfig("/etc/bridge/kubeconfig", ""));

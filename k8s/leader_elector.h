@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package:
 // candidates try to create or take over the Lease; the holder renews it every retry period;
 // a Lease is considered expired when it has not changed for lease_duration as observed
@@ -6,7 +7,8 @@
 // candidates can never both believe they won the same round.
 //
 // There is no fencing: a deposed leader may still be finishing a write. Everything a leader
-// does must be idempotent and conflict-checked (STYLE.md).
+// does must be idempotent and conflict-checked (docs/contributing.md, "Adding an action
+// kind").
 //
 //   LeaderElectionConfig cfg{.lease_namespace = "slurm-bridge", .lease_name = "bridge",
 //                            .identity = pod_name,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s/lease_info.h"
 
 namespace skb::k8s {

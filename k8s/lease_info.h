@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A typed view of a coordination.k8s.io/v1 Lease (leader election).
 #pragma once
 

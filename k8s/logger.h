@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "k8s" spdlog logger used by everything in k8s/.
 //
 // k8s/ must not depend on bridge/, which owns logging setup: the logger is looked up by name

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A typed view of a core/v1 Node: what the bridge reads to decide ownership and health.
 //
 //   ASSIGN_OR_RETURN(NodeInfo node, ParseNode(*informer.Get("node1")));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parts shared by every typed view: object metadata and standard conditions.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s/observed_kube_client.h"
 
 namespace skb::k8s {

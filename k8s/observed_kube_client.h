@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A KubeClient decorator that reports every request to observers: as it starts (optional)
 // and with its outcome once it returns. The daemon counts requests made in
 // skb_kubernetes_api_requests_total at the start (a watch returns only when it ends, so a

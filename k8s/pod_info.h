@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A typed view of a core/v1 Pod: placement, priority, GPU requests, lifecycle.
 //
 //   ASSIGN_OR_RETURN(PodInfo pod, ParsePod(obj));

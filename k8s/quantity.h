@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes resource quantities ("8", "500m", "1Gi", "1.5", "2e3"), as in
 // k8s.io/apimachinery/pkg/api/resource, held exactly in thousandths.
 //

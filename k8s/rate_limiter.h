@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client-side request rate limiting: a token bucket of `qps` tokens per second holding at
 // most `burst`, as client-go's flowcontrol.NewTokenBucketRateLimiter (defaults 5 / 10).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which kind of object a request is about: group/version/resource and whether it lives in
 // a namespace. Any type works, built-in or custom:
 //

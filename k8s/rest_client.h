@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KubeClient over HTTP: builds apiserver requests, rate-limits them client-side (token
 // bucket, RestConfig::qps/burst) and maps responses to typed Status values (api_error.h).
 //

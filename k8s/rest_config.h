@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How to reach and authenticate to an apiserver: what kubeconfig or in-cluster discovery
 // produces and what the HTTP transport consumes.
 //

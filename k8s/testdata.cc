@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generated from k8s/testdata/pod.json and node.json (kept beside as plain JSON for the fuzz
 // corpus and for reading); embedded so tests and benchmarks need no file paths.
 #include "k8s/testdata.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Realistic API objects for tests, benchmarks and the fuzz corpus (k8s/testdata/).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes timestamps: metav1.Time ("2026-11-21T10:00:00Z") and metav1.MicroTime
 // ("2026-11-21T10:00:00.123456Z"), and the wall clock k8s/ uses when the caller injects none.
 #pragma once

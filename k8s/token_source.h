@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bearer tokens for requests: a fixed string, a file re-read when it changes (projected
 // service-account tokens are rotated by the kubelet, roughly hourly), or a kubeconfig exec
 // credential plugin (exec_credential.h).

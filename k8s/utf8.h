@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UTF-8 encoding for the parsers of outside text (json_selection.cc).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "k8s/yaml_reader.h"
 
 #include <yaml-cpp/eventhandler.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads one YAML document (a kubeconfig file) into nlohmann::json, with yaml-cpp (Debian's
 // libyaml-cpp-dev) doing the YAML: block and flow collections, plain / quoted / block
 // scalars, comments, anchors and aliases, `---` / `...` markers. JSON is YAML, so a JSON

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // job_submit/k8s_bridge: the Slurm job_submit plugin of slurm-k8s-bridge.
 //
 // Loaded by slurmctld (JobSubmitPlugins=k8s_bridge, PluginDir including this .so's folder).

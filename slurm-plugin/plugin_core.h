@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The job_submit plugin's logic, free of Slurm symbols so it can be unit-tested and fuzzed
 // outside slurmctld: its config file, the connection to the daemon with a hard time
 // budget, and the checking of the daemon's answers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "slurm-plugin/plugin_core.h"
 
 #include <gmock/gmock.h>

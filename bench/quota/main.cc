@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // skb_quota_study: the guaranteed-quota study (quota_study.h). Replays the Philly trace
 // on clusters of several sizes in the three modes and prints, from one run:
 //   * per size and mode: the worst team's p99 wait, GPU-hours served / capacity,

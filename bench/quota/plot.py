@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots the worst team's p99 wait against cluster size, one line per mode; for the mixed
 case (a column inference_p99_wait_h) also the inference tenant's own p99 wait, dotted.
 

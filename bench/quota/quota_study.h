@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The guaranteed-quota study: replays a team-labelled GPU job trace (Microsoft Philly,
 // ../data/philly-vc in the shared data set; bench/quota/README.md says where it comes
 // from) on clusters of several sizes and compares three ways to share them:

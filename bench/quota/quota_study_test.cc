@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/quota/quota_study.h"
 
 #include <gtest/gtest.h>

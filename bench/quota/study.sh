@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The guaranteed-quota study: replays the Philly trace (bench/quota/README.md says where to
 # get it) through skb_quota_study, writes bench/results/quota_study{,_teams}.csv, the printed
 # report quota_study.txt and, with python3-matplotlib, quota_study.png. With the Alibaba GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // skb_trace_sim: replays a GPU-cluster trace through a static split and through the
 // bridge's policy (simulator.h) and writes the figures in bench/report.py's format.
 //

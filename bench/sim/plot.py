@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots allocated GPUs over time per mode from skb_trace_sim --series output.
 
     plot.py series.csv out.png [title]

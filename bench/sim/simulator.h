@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A discrete-event simulator that replays a GPU-cluster trace (trace.h) in simulated time
 // and compares a static Slurm/Kubernetes split with the bridge's one pool (the
 // utilization study). The bridge's part is the daemon's own code, not a copy:

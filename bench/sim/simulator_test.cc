@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiny hand-made traces whose right answers are worked out in the comments.
 #include "bench/sim/simulator.h"
 

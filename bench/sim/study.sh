@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The utilization study (issue 8, section 3): replays the Alibaba GPU trace through the
 # static splits and the bridge (skb_trace_sim) in two scenarios, writes the e2e-format
 # results bench/report.py reads, the allocation time series (CSV) and, when

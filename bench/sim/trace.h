@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The input of the trace simulator: GPU tasks and GPU nodes in the CSV format of the
 // Alibaba GPU cluster trace (clusterdata cluster-trace-gpu-v2023, "openb" files).
 //

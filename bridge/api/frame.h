@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Length-prefixed frames on a byte stream: the wire format of bridge/api/v1/bridge.proto.
 //
 //   frame := length (uint32, big-endian) payload (length bytes, one serialized message)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl's command line (CLI11): parsed into one typed Command before anything is
 // contacted, so a bad line fails with a clear message and exit status 2 and changes nothing;
 // each command has its own --help. The same command tree (CommandTree) gives the shell

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `bridgectl completion bash|zsh`: a static completion script made from the command tree
 // (args.h CommandTree), so it knows every command, alias and flag the parser knows. It
 // completes commands, flags, -o's formats, file names for --socket/--kubeconfig and node

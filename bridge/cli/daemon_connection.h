@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl's connection to the daemon: one request, one answer over the Unix socket
 // (bridge/api), with a deadline, and errors that say what to check.
 //

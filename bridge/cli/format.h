@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How bridgectl prints the daemon's answers: aligned tables for people, JSON (`-o json`)
 // for scripts, kind/name lines (`-o name`). Pure functions of the protobuf answers.
 //

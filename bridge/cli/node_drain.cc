@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/cli/node_drain.h"
 
 #include "k8s/time_format.h"

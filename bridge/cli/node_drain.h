@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `bridgectl drain` / `undrain`: an admin's drain request as a Kubernetes node condition,
 // so both schedulers' users see it (`kubectl describe node`) and the daemon drains the
 // Slurm node through the same health flow as any other bad condition

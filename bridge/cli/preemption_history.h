@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `bridgectl get preemptions`: the history of lends (Slurm -> Kubernetes) rebuilt from the
 // Events the bridge records on each node (the executor: LendingToKubernetes,
 // SlurmNodeLent, SlurmJobsSignalled, SlurmJobsPreempted, ReservationReleased,

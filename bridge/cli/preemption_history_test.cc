@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/cli/preemption_history.h"
 
 #include <gmock/gmock.h>

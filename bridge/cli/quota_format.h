@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How bridgectl prints guaranteed quotas: `get quotas` (one line per tenant) and `describe
 // tenant NAME` (each job and pod with its standing and why). Pure functions of the answers.
 //

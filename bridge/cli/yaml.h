@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `-o yaml`: the JSON bridgectl prints for `-o json`, written as block-style YAML the way
 // kubectl writes it (a list under a key at the key's indentation). Strings that YAML could
 // read as something else (numbers, true/no/null, leading or trailing blanks, ": " inside)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl: the admin CLI. Asks the daemon over its Unix socket (protobuf) for what lives
 // in its caches (nodes, jobs) and talks to Kubernetes directly, with the admin's own
 // kubeconfig, where Kubernetes is the source (the Events of past preemptions, the drain

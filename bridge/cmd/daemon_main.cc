@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // slurm-k8s-bridge: the daemon's process. What belongs to a process only -- flags, the config
 // file, logging, signals, the exit status -- is here; the daemon itself is bridge/daemon.h.
 #include <unistd.h>

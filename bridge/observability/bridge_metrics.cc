@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/observability/bridge_metrics.h"
 
 #include "src/base/retry.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's metrics: every series /metrics exposes, in one place, with what updates it.
 // Names follow Prometheus practice: prefix `skb_`, base units (seconds), `_total` on
 // counters, bounded label values (never node, pod or job names: those go into Events and
@@ -48,9 +49,10 @@ Outcome OutcomeOf(const Status& s);
 // Why the bridge drained or resumed a Slurm node (`cause` label).
 inline constexpr std::array<std::string_view, 3> kDrainCauses = {"health", "lending",
                                                                  "maintenance"};
-// How preempted Slurm jobs were made to leave a lent node (`mode` label).
-inline constexpr std::array<std::string_view, 3> kPreemptionModes = {"requeue", "cancel",
-                                                                     "suspend"};
+// How preempted Slurm jobs were made to leave a lent node (`mode` label): what
+// plan::PreemptionModeLabel gives (a requeue_hold counts as requeue; suspend is refused by
+// the lending config, so no job is ever preempted that way).
+inline constexpr std::array<std::string_view, 2> kPreemptionModes = {"requeue", "cancel"};
 // What the daemon answered a job_submit plugin request (`result` label).
 inline constexpr std::array<std::string_view, 3> kPluginResults = {"accepted", "rejected", "error"};
 // What became of a connection to the plugin/CLI socket (`result` label): accepted, denied
@@ -117,7 +119,8 @@ class BridgeMetrics {
   // ---- preemption (Slurm -> Kubernetes lending) ----
 
   // skb_preemptions_total{mode} (counter): Slurm jobs preempted to lend their node to
-  // Kubernetes, incremented per job when its requeue/cancel/suspend succeeds.
+  // Kubernetes, incremented per job when its requeue (requeue_hold included) or cancel
+  // succeeds.
   CounterFamily& preemptions;
   // skb_preemption_grace_seconds (histogram): per preempted job, the time from its
   // checkpoint signal to its leaving the node (requeued, finished, or forced at the end of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A strict reader of the Prometheus text exposition format 0.0.4, for tests (unit, e2e)
 // and tools that scrape the bridge's /metrics: it checks what a Prometheus server would
 // reject (syntax, escaping, TYPE before samples, one TYPE per family, histogram shape) and

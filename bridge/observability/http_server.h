@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's HTTP server for its operational endpoints (/metrics, /healthz, /readyz), on
 // civetweb (Debian's libcivetweb, the server prometheus-cpp's own exposer uses): a pool of
 // worker threads, GET and HEAD only, one request per connection (`Connection: close`),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/observability/metrics.h"
 
 #include <prometheus/check_names.h>

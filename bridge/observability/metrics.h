@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's Prometheus metrics, on prometheus-cpp (Debian's prometheus-cpp-dev): its
 // Counter, Gauge and Histogram, its registry and its text serializer. What this file adds
 // is the shape every caller here uses: families with fixed label names whose children are

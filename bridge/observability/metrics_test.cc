@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The replaced operator new/delete below pair malloc with free; GCC's inliner then reports
 // every std container in this file as a new/free mismatch. It is not one.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The standard process metrics every Prometheus client exports (the names client_golang's
 // process collector uses), read from /proc at each scrape: prometheus-cpp has no such
 // collector.

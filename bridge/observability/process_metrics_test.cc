@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/observability/process_metrics.h"
 
 #include <gmock/gmock.h>

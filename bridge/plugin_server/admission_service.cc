@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/plugin_server/admission_service.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's side of the plugin protocol: turns one request frame into one response,
 // answering admission questions from the latest published inventory snapshot. No Slurm
 // or Kubernetes call happens here; Publish() is fed by the Slurm poller (and later by the

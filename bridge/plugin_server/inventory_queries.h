@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl's queries (list_nodes, describe_node, list_jobs) answered from the daemon's merged
 // view: the Reconciler's snapshot and the planner's explanation. Any replica answers from its own
 // caches; the answer says who leads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/plugin_server/quota_queries.h"
 
 #include "bridge/api/frame.h"

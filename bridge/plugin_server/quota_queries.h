@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl's quota queries (list_quotas, describe_tenant), answered from the daemon's
 // QuotaLedger: each tenant's floor, limit, GPUs in use on each side, borrowed and pending;
 // each job and pod of a tenant with its standing and the rule that decided it.

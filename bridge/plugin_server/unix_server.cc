@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/plugin_server/unix_server.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's Unix-socket server for the job_submit plugin and bridgectl: frames in,
 // frames out (bridge/api/frame.h), no blocking on any peer.
 //
@@ -28,7 +29,8 @@
 // accepts when one succeeds again), and counts every failure.
 //
 // Security: the socket is created mode 0600 (owned by `owner_uid` when given, which needs
-// root) before listen(), so nobody can connect in between; every accepted peer is checked
+// CAP_CHOWN unless it is the process's own uid; Start fails otherwise) before listen(), so
+// nobody can connect in between; every accepted peer is checked
 // with SO_PEERCRED against `allowed_uids` (root is always allowed) and dropped with a
 // logged reason otherwise. Bad input (garbage, huge length prefixes) drops that
 // connection only, with the reason in the log.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The socket server over a real Unix socket: the handler is a plain function on text
 // frames (the server does not read what it carries), the clients are blocking sockets.
 #include "bridge/plugin_server/unix_server.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/quota/guarantee_quota_writer.h"
 
 #include "bridge/logging.h"

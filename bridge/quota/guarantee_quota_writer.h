@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps the ResourceQuotas of src/quota/guarantee_quota.h in step with the ledger: one
 // ResourceQuota ownership::kGuaranteeQuotaName in each tenant namespace, scoped to the
 // PriorityClasses at or above lending.protected_class, capping those pods' GPU requests at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GuaranteeQuotaWriter against FakeKubeClient: the ResourceQuotas it creates, updates and
 // deletes, counted through a client that counts (and can fail) writes.
 #include "bridge/quota/guarantee_quota_writer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/quota/quota_ledger.h"
 
 #include "src/base/strings.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's view of guaranteed quotas: the latest jobs of the Slurm poll, the GPU pods
 // and the managed nodes (fed by the controller's poller and informers, as the reconciler
 // is), classified by the pure core (src/quota/observe.h) on every change and held for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's dispatch and Event recording. The handlers live by what they touch:
 // slurm_actions.cc (Slurm nodes and jobs), node_actions.cc (the Kubernetes node),
 // pod_actions.cc (the reservation pod and evictions).

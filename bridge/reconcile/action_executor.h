@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Carries out the planner's actions against the real systems ("act" in observe -> merge ->
 // plan -> act): Slurm through SlurmClient, Kubernetes through KubeClient, and records each
 // action that changed something as a Kubernetes Event on the node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The action executor against in-memory Slurm and Kubernetes (FakeSlurmClient,
 // FakeKubeClient): each action's idempotency, its re-check at the source, and how an error
 // maps to a retry (no Event) or a Warning Event. What only the real slurmctld and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU-granular lane (act, for nodes shared GPU by GPU): each pass observes the cluster
 // (devices::Observe), plans (devices::PlanPass) and carries out the devices::DeviceActions
 // through a DeviceExecutor, per node in order, stopping a node's sequence at its first failure

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU-granular lane end to end over fakes: Observe -> PlanPass -> DeviceExecutorImpl
 // against FakeSlurmClient and FakeKubeClient (DeviceTaintRules as the apiserver stores them,
 // ResourceClaims), with the clock moved through the grace and the cool-down. After every

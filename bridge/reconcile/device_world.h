@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kubernetes half of the GPU-granular lane's World, kept current by informer handlers:
 // each object is converted once when it changes (devices/k8s_devices.h), and a pass joins
 // the converted pieces with Slurm's view (Build). Thread-safe.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceWorldCache: the informers' objects joined into the device lane's World, in
 // particular a pending pod's GPUs asked through ResourceClaims, counted once its claims are
 // seen (and not before, not once they are allocated, not when they cannot be sized).

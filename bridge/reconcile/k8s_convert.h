@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From the k8s client's typed views (k8s/node_info.h, pod_info.h) to the core's plain
 // values (src/inventory): the boundary between "what the apiserver said" and "what the
 // planner decides on". Pure functions.

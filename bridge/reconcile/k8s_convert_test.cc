@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/reconcile/k8s_convert.h"
 
 #include <gmock/gmock.h>

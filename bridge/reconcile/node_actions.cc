@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's Kubernetes node actions: conditions (status subresource), taints and
 // metadata. Each is a patch that leaves other controllers' fields alone.
 #include "bridge/reconcile/action_executor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's pod actions: the bridge's reservation pod (create, delete, annotate,
 // release, restore its finalizer) and evictions. The contract of each is in
 // src/ownership/ownership.h. Every one re-checks at the source and is idempotent; an Event
@@ -97,8 +98,9 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
             {"restartPolicy", "Always"},
             {"terminationGracePeriodSeconds", r.termination_grace_seconds},
             {"automountServiceAccountToken", false},
-            // Pod Security "restricted" (the chart's reservation namespace enforces it):
-            // non-root, the runtime's seccomp profile, no privilege escalation, no caps.
+            // Pod Security "restricted" (the chart's reservation namespace enforces
+            // "baseline" and warns and audits "restricted"): non-root, the runtime's seccomp
+            // profile, no privilege escalation, no caps.
             {"securityContext",
              {{"runAsNonRoot", true}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
             {"tolerations", std::move(tolerations)},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ownership actions' checks at the source, on fakes (against the real systems:
 // tests/integration/reconcile/action_executor_test.cc).
 #include <gmock/gmock.h>

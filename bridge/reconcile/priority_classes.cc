@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/reconcile/priority_classes.h"
 
 #include "bridge/logging.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PriorityClasses reservation pods use (lending.priority_classes): created when missing,
 // checked when present. The chart normally creates them; the bridge makes sure a missing
 // or mismatched class is a clear error at start, not a stream of refused pod creations.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reconcile loop's state and step: the latest view of both sides (an inventory::Store,
 // merged per node on demand), planned by the pure core and carried out by the
 // ActionExecutor.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reconcile step on fakes: how a node's plan is ordered and how failures of one action
 // affect the others. Against the real systems: tests/integration/reconcile/reconciler_test.cc.
 #include "bridge/reconcile/reconciler.h"

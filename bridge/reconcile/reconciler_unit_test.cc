@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reconcile step on in-memory Slurm and Kubernetes: one retry rule for what the
 // executor returns (IsRetryable: back-off, no Warning; terminal: a Warning and a later
 // look), the after-action hook, and the owner each node's last plan counts under.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's Slurm actions: drain, resume, requeue, features, and the checkpoint
 // signal and preemption of jobs (their contract: src/plan/action.h and
 // src/ownership/ownership.h). Each re-reads what it depends on from slurmctld.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/slurm/call_thread.h"
 
 namespace skb::bridge::slurm {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs closures on one dedicated thread, each with a deadline for the caller.
 //
 // libslurm is not safe for concurrent use and its RPCs can block for as long as slurmctld

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-memory SlurmClient for unit tests of the act layer (the action executor, the
 // reconciler): nodes and jobs as values, with the interface's documented semantics (a drain
 // never takes over somebody else's drain, a resume refuses a drain that is not the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/slurm/fake_slurm_client.h"
 
 #include <gtest/gtest.h>

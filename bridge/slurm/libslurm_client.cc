@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bridge/slurm/libslurm_client.h"
 
 #include <slurm/slurm.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LibSlurmClient: SlurmClient over libslurm (the RPCs scontrol and squeue use).
 //
 // Every libslurm call runs on one private thread (CallThread), one call at a time;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SlurmClient: everything the bridge reads from and writes to Slurm, as an interface so the
 // core and the daemon can be tested with a fake. The real implementation is
 // LibSlurmClient (libslurm_client.h).

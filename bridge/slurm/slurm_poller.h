@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Polls Slurm's nodes, partitions and jobs by update_time on its own thread and hands every
 // changed view to a callback (the daemon feeds the reconciler and the admission snapshot).
 // An unchanged cluster costs three cheap RPCs per interval; errors keep the last view and

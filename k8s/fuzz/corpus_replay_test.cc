@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays the checked-in fuzz corpus through the fuzz entry point with the normal compiler
 // (and under ASan/UBSan in the sanitizer build), so the parsing paths the corpus covers are
 // exercised on every test run even where libFuzzer is not available.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the k8s fuzz target exercises, callable from the libFuzzer entry point and from the
 // corpus replay unit test: watch-stream decoding (fed in two chunks split at an input-chosen
 // point), every typed view and field selection on each decoded object, quantities, the

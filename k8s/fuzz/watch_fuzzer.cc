@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer entry point (built with -DSKB_FUZZ=ON under clang as k8s_watch_fuzzer; also
 // linked into k8s_fuzz_corpus_test, which replays k8s/fuzz/corpus/ with any compiler):
 //

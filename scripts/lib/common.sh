@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared shell helpers for scripts/setup, scripts/testbed, scripts/test and scripts/demo.
 # Sourced, never run. Every script that sources it runs with `set -euo pipefail`.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Slurm releases beside Debian 12's: a Debian root made with debootstrap into the cache
 # (once per machine, by scripts/setup), holding that release's Slurm daemons, clients and
 # libslurm-dev plus the project's build toolchain, so the bridge and the plugin are built

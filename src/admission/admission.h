@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job admission at submit time: decides, from the inventory of managed nodes alone,
 // whether a Slurm job could ever run, and what the bridge needs to remember about it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Time as the core sees it: only through this interface, so that tests drive time by hand.
 //
 // The real clock lives in bridge/ (the only place allowed to read the wall clock); the

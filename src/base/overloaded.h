@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overloaded{lambdas...}: one callable with every lambda's operator(), to std::visit a
 // variant with one lambda per alternative (the compiler refuses a visit that misses one).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one retry rule of the daemon: which errors are retried with back-off and which are
 // terminal until the state changes. The reconcile loop, the executor's Warning Events and
 // the action metrics all ask IsRetryable, so they cannot disagree.

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error handling shared by every library of the project: Status, StatusOr<T> and the
 // RETURN_IF_ERROR / ASSIGN_OR_RETURN macros.
 //
 // A small local equivalent of skb::Status (Debian 12's abseil has its own string_view
 // type that does not mix with std::string_view, which made it more friction than help).
 // Codes and their meaning follow abseil's canonical codes; the code tells the caller what
-// to do (STYLE.md):
+// to do:
 //   Unavailable        - retry the same call later (apiserver down, slurmctld busy)
 //   Aborted            - retry at a higher level (resourceVersion conflict)
 //   FailedPrecondition - do not retry until state changes (bad config, unknown node)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // String building without a formatting library: StrCat for messages and keys.
 //
 //   std::string m = skb::StrCat("node ", name, " has ", gpus, " GPUs");

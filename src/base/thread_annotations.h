@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lock annotations the compiler checks (clang's -Wthread-safety; leveldb's
 // port/thread_annotations.h is the model), and a mutex they apply to. GCC ignores them;
 // scripts/thread_safety runs clang over the files that use them, as the test command does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's configuration: one JSON document (mounted from a ConfigMap in the chart),
 // validated at start with errors that name the key and the problem.
 //
@@ -60,13 +61,15 @@ struct ServerConfig {
   std::string socket_path = "/run/slurm-k8s-bridge/bridge.sock";
   // host:port for /metrics, /healthz, /readyz. Empty disables the HTTP listener.
   std::string http_address = "127.0.0.1:9464";
-  // The user slurmctld runs as (SlurmUser). When set, the socket is chowned to this user
-  // (the daemon must then run as root) and peers with its uid are accepted; root and the
-  // daemon's own uid are always accepted. Empty: only root and the daemon's uid.
+  // The user slurmctld runs as (SlurmUser). When set, the socket (mode 0600) is chowned to
+  // this user and peers with its uid are accepted; root and the daemon's own uid are always
+  // accepted. Chowning to another user needs CAP_CHOWN, which the systemd unit and the chart
+  // do not grant: there the daemon runs as SlurmUser itself and the start fails on any other
+  // client_user. Empty: only root and the daemon's uid.
   std::string client_user;
 };
 
-// Leader election among replicas (client-go semantics; STYLE.md). The Lease lives in
+// Leader election among replicas (client-go semantics: k8s/leader_elector.h). The Lease lives in
 // kubernetes.namespace. Shorter timings fail over faster at the cost of more Lease writes.
 struct LeaderElectionConfig {
   std::string lease_name = "slurm-k8s-bridge";

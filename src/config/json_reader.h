@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict reading of a JSON object into typed fields, with errors that name the key.
 //
 // Every key the reader is asked for is marked as known; Finish() reports any key that

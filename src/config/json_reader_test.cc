@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/config/json_reader.h"
 
 #include <gmock/gmock.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-granular ownership of one node (DRA clusters): every GPU device is owned by exactly
 // one side at every instant, and a node runs Slurm jobs and Kubernetes pods side by side on
 // disjoint GPUs. Pure: the daemon observes, this plans, the executor acts.

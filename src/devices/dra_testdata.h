@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dynamic Resource Allocation objects as the Kubernetes 1.37.2 apiserver of the testbed (dra
 // mode, NVIDIA GPU DRA driver v25.12's shape) returned them (kubectl get -o json; kubectl's
 // last-applied annotation, volumes and mounts removed), for the unit tests of what reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The back-off of a give nobody used: a give frees GPUs on a node for a pending pod, but
 // kube-scheduler may still not place the pod there (a rule the bridge does not judge:
 // inter-pod affinity, topology spread, CPU or memory fit, a scheduler plugin), or the

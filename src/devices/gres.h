@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device identity between Slurm and Kubernetes on one node: which GPU a Slurm job holds
 // (its GRES indices, `scontrol show job -d`: "GRES=gpu:4(IDX:0-3)") and which DRA device
 // (NVIDIA's GPU DRA driver publishes "gpu-0".."gpu-N-1") is the same physical GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What GPU-granular sharing reads from and writes to Kubernetes' Dynamic Resource Allocation
 // objects (resource.k8s.io/v1), as plain devices:: values. Pure: JSON in (objects as the
 // apiserver returns them, or as the bridge's informers trim them), structs out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/devices/k8s_devices.h"
 
 #include <gmock/gmock.h>

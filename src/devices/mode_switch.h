@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the GPU-granular lane does on a node switching modes (docs/gpu-granular.md "Switching
 // modes"); the node lane's half is in src/ownership (ownership.h). Pure.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Observe for the GPU-granular lane: the cluster as both schedulers show it -> one
 // NodeDevices per node shared GPU by GPU, and the reason for every other node. Pure: the
 // daemon converts its caches (Slurm's poll; ResourceSlices, ResourceClaims, the bridge's

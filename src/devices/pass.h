@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One pass of the GPU-granular lane over every shared node: continue every move in flight
 // and restore missing holds (PlanNode), then start a give for each unschedulable GPU pod
 // that no move serves yet (ChooseNode, PlanGive), highest priority first. Pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The record a placeholder Slurm job carries: everything a give or a return needs to
 // resume after a restart, kept on the job itself (its admin_comment), so the bridge keeps
 // no state of its own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a pod may run, as kube-scheduler's NodeAffinity and TaintToleration filters decide
 // it: the pod's spec.nodeSelector (every label equal), its required node affinity
 // (requiredDuringSchedulingIgnoredDuringExecution: any of the nodeSelectorTerms, each term

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A pod's required placement judged as kube-scheduler's NodeAffinity and TaintToleration
 // filters do.
 #include "src/devices/placement.h"

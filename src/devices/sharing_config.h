@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing of DRA nodes: the "gpu_sharing" section of the bridge config (every
 // key is listed in README.md; docs/gpu-granular.md says how a give and a return run).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the src/devices tests share: one fixed "now" and a config with GPU sharing on.
 #pragma once
 

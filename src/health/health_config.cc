@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/health/health_config.h"
 
 #include "src/base/strings.h"

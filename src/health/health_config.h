@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which Kubernetes signals make a GPU node unfit for Slurm work, and how the bridge shows
 // Slurm's own view of a node back in Kubernetes. Part of the bridge config ("health").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Health planning for one node: which Kubernetes signals are bad right now, and what that
 // means for the Slurm node and for the conditions the bridge publishes on the Kubernetes
 // node. Pure: a function of (node, config, now); running it twice on the same input gives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The merged inventory: one immutable snapshot of every GPU node both schedulers see
 // (Store::Snapshot; the merge rules are the Store's, src/inventory/store.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/inventory/k8s_node.h"
 
 #include "src/base/strings.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Kubernetes node as the core sees it: plain values, no JSON, no client.
 //
 // bridge/ fills these from the k8s informers' Node objects (k8s/ typed views); the core and

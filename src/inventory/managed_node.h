@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One managed GPU node as both schedulers see it: the merged view the planner decides on.
 //
 // A snapshot value: built by the bridge from its informer caches and the last Slurm poll,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a Kubernetes node's name pairs with a Slurm node's name (config kubernetes.node_names).
 // Sites whose kubelets register FQDNs or cloud names ("ip-10-0-1-7.ec2.internal") while
 // slurm.conf says "gpu7" choose one rule here; the bridge uses it everywhere it pairs nodes

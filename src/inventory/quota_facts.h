@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What guaranteed quotas (src/quota) tell the planners, as plain data: which running jobs sit
 // within their tenant's guarantee (never taken for anyone else's demand), which pending pods
 // would borrow beyond theirs (idle GPUs only), and which lent nodes are taken back for Slurm.

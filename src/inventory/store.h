@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's latest view of both sides and the one merge of it into ManagedNodes
 // ("merge" in observe -> merge -> plan -> act).
 //

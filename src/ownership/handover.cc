@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner's handover of a node to the device lane (internal/planner.h; ownership.h
 // "Switching modes"): an eligible node starts no new lend, finishes the lend or return in
 // flight, and once Slurm's, retires its reservation and records; then it is handed over.

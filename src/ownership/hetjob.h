@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Heterogeneous jobs as Slurm preempts them. Slurm signals, requeues and cancels a
 // heterogeneous job as a whole, by its leader's id (het_job_id; a component's own id is
 // refused: "not heterogeneous job leader"), so preempting one component preempts every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lending policy of one Slurm job: whether a lend may preempt it and how (signal, scope,
 // grace, requeue/hold/cancel), and why, in the words bridgectl, the Events and the plugin's
 // submit message show. A heterogeneous job is judged as a whole (PolicyForWhole; hetjob.h

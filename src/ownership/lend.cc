@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner's lending flow (internal/planner.h): from the lend's record on the node
 // through the drain, the checkpoint signal, the grace and the preemption to the release of
 // the reservation once Slurm has left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the bridge lends Slurm nodes to Kubernetes and takes them back: the "lending" section
 // of the bridge config (docs/architecture.md "Node ownership"; every key is listed in README.md).
 //

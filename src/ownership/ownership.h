@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Node ownership: which scheduler owns a managed GPU node, and the actions that move it
 // between Slurm and Kubernetes (docs/architecture.md "Node ownership"). Pure: a function of
 // (node, config, now). The daemon keeps no state: everything a lend must remember is read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner (internal/planner.h): which state a node is in and which flow runs, and the
 // building blocks every flow uses.
 #include "src/ownership/internal/planner.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's anti-thrash record of a Slurm job: when it was preempted for Kubernetes and
 // by whom, kept in the job's admin comment (Slurm keeps it across requeues; the bridge keeps
 // nothing). The executor records each preemption (kPreemptSlurmJobs) and the job policy

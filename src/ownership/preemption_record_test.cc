@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/ownership/preemption_record.h"
 
 #include <gmock/gmock.h>

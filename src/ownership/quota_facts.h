@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Guaranteed quotas' facts as the ownership planners name them: the inventory's
 // (src/inventory/quota_facts.h), which the store lays over the merged nodes and the job
 // policy (job_policy.h PolicyForWhole), the reservation class and the lend read.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reservation pod: the bridge's stand-in that holds a Slurm-owned node's GPUs in
 // Kubernetes' count (docs/architecture.md "Node ownership"; ownership.h, kCreateReservationPod,
 // says how the executor creates it). Its name, its spec, and the job list it carries as an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The class of a Slurm-owned node's reservation pod: which PriorityClass it runs at, so that
 // kube-scheduler's preemption takes the cheapest node first and never protected work. A node
 // without Slurm jobs is idle (the cheapest victim); one whose jobs may all be preempted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner's flows of a lent node (internal/planner.h): Kubernetes-owned until it may go
 // back to Slurm (cool-down, minimum lend time, health, or a reclaim by quotas), then
 // returning until its new reservation runs and Slurm resumes it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // When a node lent to Kubernetes goes back to Slurm: once no Kubernetes GPU pod has used it
 // for lending.cooldown, it has been lent for lending.min_lend_time, and it is healthy. The
 // node planner's return flow (return.cc), the device planner (a lent GPU, devices/) and the

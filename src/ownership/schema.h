@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's persisted state: the names of the labels, annotations, taints and finalizer it
 // writes on Kubernetes objects. The daemon keeps no state of its own, so these are what it
 // reads back after a restart (docs/architecture.md "Node ownership"); renaming one strands

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner's flow of a Slurm-owned node (internal/planner.h): its reservation kept at the
 // class its jobs call for (a change is a swap, swap.cc) and its job list up to date.
 #include "src/base/strings.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Planner's swap flow (internal/planner.h): a reservation replaced under the swap taint
 // and guard (a class change, a failed reservation), and a preemption of the reservation
 // refused as a lend, which the swap then finishes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the src/ownership tests share: one fixed "now", a config with lending on, a running
 // job, and a node both schedulers know (8 GPUs, no reservation yet).
 #pragma once

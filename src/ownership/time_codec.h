@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Time as the bridge records it: whole Unix seconds (slurm::UnixTime) in annotations, admin
 // comments and actions, converted to and from the core's Clock time points, and read back
 // from user-editable text. Also how long a recorded time may lie in the future before it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which Slurm-owned nodes kube-scheduler's preemption takes for a demand of GPU pods, and
 // which the bridge would rather it took: a model of the reservation pods as victims, for the
 // trace simulator (bench/sim). The bridge does not pick victims itself: the reservation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/ownership/victims.h"
 
 #include <gmock/gmock.h>

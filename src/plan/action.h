@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the planner asks the bridge to do. Plain values: one struct per kind of action (a
 // std::variant in `Action::op`), with the cause, chain and Event every action carries
 // (ActionFields, which the device lane's actions share). The executor in bridge/ carries

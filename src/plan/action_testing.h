@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // For tests: a field that several kinds of action share, read whatever the kind (a test
 // that checks the pod of "the second action" need not spell its kind out; the kinds are
 // checked by the test on their own). A kind without the field throws std::logic_error,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes node labels as Slurm node features: `sbatch --constraint=h100` or
 // `--constraint=zone_eu1` selects nodes by what Kubernetes knows about them (GPU Feature
 // Discovery's product label, topology labels), kept current when labels change.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the planner decided for one node: the owner it shows, the actions that get the node
 // there, when to look again, and why (one line per fact or rule considered).
 #pragma once

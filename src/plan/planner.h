@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner of one node: composes the node-ownership (src/ownership), health
 // (src/health) and feature (src/plan/features.h) planners into one plan. Pure: a function
 // of (node, config, now); the daemon executes the plan, bridgectl shows it, the metrics

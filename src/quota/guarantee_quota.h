@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Work that cannot be preempted runs only within its tenant's guarantee, on the Kubernetes
 // side too: in each namespace of each tenant the bridge keeps a ResourceQuota
 // (ownership::kGuaranteeQuotaName) that kube-apiserver enforces when a pod is created. It is

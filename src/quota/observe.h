@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quotas as the daemon sees them: its caches (the Slurm poll's jobs, the GPU pods) turned
 // into quota::Work, classified (guaranteed or borrowed), and explained for bridgectl and for
 // the researcher at submit time.

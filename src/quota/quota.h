@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Guaranteed GPU quotas across both schedulers: who a job or pod belongs to, which of a
 // tenant's running work sits inside its guarantee and which is borrowed, whether new work
 // may start, and which borrowed work is reclaimed for a tenant below its guarantee.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A "stingy" work queue of keys (node names), as controllers use (client-go workqueue):
 //  - a key added many times before it is processed is processed once;
 //  - a key is never handed to two workers at once: added while being processed, it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm's little string languages, parsed without libslurm: node GRES ("gpu:h100:8(S:0-1)"),
 // TRES requests from a job description ("gres:gpu:h100:2"), --constraint expressions
 // ("h100&(nvlink|ib)") and the bridge's own annotation in a job's admin_comment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "src/slurm/syntax.h"
 
 #include <gmock/gmock.h>

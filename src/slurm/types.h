@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Slurm's nodes, jobs and partitions as the core sees them: plain values, no libslurm.
 //
 // bridge/slurm/ fills these from libslurm (node_info_t, slurm_job_info_t,

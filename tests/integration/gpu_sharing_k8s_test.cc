@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Kubernetes side of GPU-granular sharing against the testbed in dra mode (label `dra`):
 // what src/devices/k8s_devices.h reads from, and the holds it writes to, a real 1.37
 // apiserver, kube-scheduler and kube-controller-manager, through the informers the daemon

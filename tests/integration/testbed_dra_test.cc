@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What Kubernetes does with GPUs offered through Dynamic Resource Allocation, checked on the
 // testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra: every node publishes a ResourceSlice
 // of driver gpu.nvidia.com as NVIDIA's GPU DRA driver does, and the DeviceClass

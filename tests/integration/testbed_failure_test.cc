@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A testbed step that fails stops with a message naming the step and the log file to read,
 // and `down` still cleans up what was started. Provoked for real: a second testbed (its own
 // state directory) is started while the first one holds the ports.

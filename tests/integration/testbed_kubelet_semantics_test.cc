@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated kubelets (kwok with tests/testbed/kwok/stages.yaml) must behave like real
 // ones where the bridge's correctness depends on it, or the preemption tests would prove
 // nothing. Checked here against the real apiserver and kube-scheduler:

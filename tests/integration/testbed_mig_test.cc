@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The testbed's static MIG node, checked end to end (label `mig`; scripts/test runs it in a
 // lane of its own on SKB_TESTBED_GPU_ALLOCATION=dra SKB_TESTBED_MIG=1 SKB_TESTBED_NODES=2).
 // The last node has GPUs 0-5 whole, GPU 6 cut into seven 1g.10gb slices and GPU 7 into two

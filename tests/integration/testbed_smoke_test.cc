@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The testbed itself, checked as a new user would: the Kubernetes nodes and the Slurm nodes
 // are the same machines with the same GPUs, a Slurm GPU job runs to completion, and a
 // Kubernetes GPU pod is scheduled by the real kube-scheduler and runs (on kwok).

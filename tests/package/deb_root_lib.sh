@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by deb_root_test.sh and deb_testbed_test.sh (and, through image_lib.sh, by the
 # image tests): a fresh copy of the cached bare Debian 12 root (made once by debootstrap)
 # with the package installed by apt, and the checks and testbed steps they share.

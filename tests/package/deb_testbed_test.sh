@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_testbed_test DEB: the daemon of the installed package, in a bare Debian 12 root,
 # against the testbed (`eval "$(scripts/testbed env)"` first): it reaches slurmctld through
 # libslurm and munge (auth_munge.so from the package's dependencies, nothing from the host)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by image_test.sh and image_testbed_test.sh: the container image of the top-level
 # Dockerfile, built by buildah from the package deb_package_test made, with no registry.
 #
@@ -7,8 +8,8 @@
 #
 # The base is the cached bare Debian 12 root of deb_root_lib.sh (debootstrap, no registry),
 # committed once as localhost/skb-debian12-base:<root's stamp> and given to the Dockerfile as
-# RUNTIME_IMAGE; DEB_FROM=prebuilt takes the package from a build context holding it alone,
-# so nothing compiles (the build stage is skipped: its BUILD_IMAGE names no image, and the
+# RUNTIME_IMAGE; DEB_FROM=prebuilt takes the package from a build context holding it (and
+# the tree's LICENSE and NOTICE) alone, so nothing compiles (the build stage is skipped: its BUILD_IMAGE names no image, and the
 # build fails if it is used). apt's downloads go to the archive cache the root shares.
 #
 # Cached outside the repository, in $SKB_CACHE: buildah's storage (buildah/<driver>, ~240 MB:
@@ -81,7 +82,7 @@ image_build() {
   image_base
   # The package's contents, not its bytes (cpack stamps every build anew).
   inputs="$({
-    cat "$SKB_ROOT/Dockerfile"
+    cat "$SKB_ROOT/Dockerfile" "$SKB_ROOT/LICENSE" "$SKB_ROOT/NOTICE"
     "${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$BASE_IMAGE"
     dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./control
     dpkg-deb --fsys-tarfile "$deb" | tar -t
@@ -96,6 +97,7 @@ image_build() {
   IMAGE_TMP="$(mktemp -d "${TMPDIR:-/tmp}/skb-image.XXXXXX")"
   mkdir "$IMAGE_TMP/context"
   cp "$deb" "$IMAGE_TMP/context/slurm-k8s-bridge.deb"
+  cp "$SKB_ROOT/LICENSE" "$SKB_ROOT/NOTICE" "$IMAGE_TMP/context/"
   log="$IMAGE_TMP/build.log"
   if ! "${BUILDAH[@]}" bud --pull=never --layers=false -f "$SKB_ROOT/Dockerfile" \
     --build-arg DEB_FROM=prebuilt --build-arg RUNTIME_IMAGE="$BASE_IMAGE" \

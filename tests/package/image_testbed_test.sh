@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # image_testbed_test DEB: the daemon of the container image (image_lib.sh: built from the
 # Dockerfile with the package, or the image image_test built from the same inputs) against
 # the testbed (`eval "$(scripts/testbed env)"` first), run by `buildah run` as the chart runs
@@ -87,7 +88,8 @@ echo "Slurm plugins loaded: $(grep -o '/slurm-wlm/[^/ ]*\.so$' "/proc/$daemon/ma
 grep -q '/slurm-wlm/auth_munge\.so$' "/proc/$daemon/maps" || fail "auth_munge.so is not loaded"
 
 # bridgectl from the image beside the running daemon, as `kubectl exec` into the chart's pod
-# runs it (docs/bridgectl.md): the image's user, the default socket path, no flags.
+# runs it (docs/runbook.md, its opening; README "bridgectl"): the image's user, the default
+# socket path, no flags.
 ctl="$("${BUILDAH[@]}" run --network host -v "$work/run:/run/slurm-k8s-bridge" "$CTR" -- \
   /usr/bin/bridgectl get nodes -o json 2>&1)" || fail "bridgectl in the image failed: $ctl"
 jq -e '.nodes | type == "array"' <<<"$ctl" >/dev/null ||

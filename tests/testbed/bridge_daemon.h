@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A slurm-k8s-bridge daemon started by a test or benchmark against the testbed: its own
 // config (JSON, merged over what the testbed needs: kubeconfig, slurm.conf, a private
 // socket), its own log file, stopped with SIGTERM or killed with SIGKILL.

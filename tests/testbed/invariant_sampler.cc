@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/testbed/invariant_sampler.h"
 
 #include <fcntl.h>

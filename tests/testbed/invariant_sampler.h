@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Invariant 1 (docs/architecture.md), sampled: on every node, no GPU held by a Slurm job while a
 // Kubernetes GPU pod that is not the bridge's reservation runs there. Used by the lending
 // e2e tests and the chaos suite for their whole duration.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sampler's rule on hand-made samples: what counts as holding a node's GPUs.
 #include "tests/testbed/invariant_sampler.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The testbed's kubelet admission: what kwok does not simulate.
 
 A kubelet admits the pods bound to its node one at a time, in creation order, and refuses a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # on_testbed.sh COMMAND...: runs COMMAND holding a testbed, as testbed_main.cc does for the
 # GoogleTest binaries (read its header): an exclusive flock on the testbed's test.lock for as
 # long as COMMAND runs; with SKB_TESTBED_POOL, the first free testbed of the pool, its `env`

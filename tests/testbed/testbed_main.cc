@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The main() of every test that runs against a testbed (skb_add_testbed_test in
 // cmake/SkbTesting.cmake). Before any test runs, the process claims one testbed for its whole
 // life: an exclusive flock on the testbed's `test.lock`, released by the kernel when the

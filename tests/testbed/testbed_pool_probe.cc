@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A testbed test that only reports which testbed it was given (testbed_pool_test.sh runs it
 // several at once against a pool of fake testbeds): the claim in testbed_main.cc, tested.
 #include <gtest/gtest.h>

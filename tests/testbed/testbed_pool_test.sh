@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The testbed claim (testbed_main.cc for GoogleTest binaries, on_testbed.sh for scripts),
 # without a testbed: a pool of two fake testbed directories, each with the `env` file
 # `scripts/testbed up` writes. Three test processes at once: two run at once, each on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for tests that run against the real testbed (scripts/testbed up): run a command
 // with a deadline and capture its output, wait for a condition, read the testbed's
 // environment. Tests are started by scripts/test (or by hand after

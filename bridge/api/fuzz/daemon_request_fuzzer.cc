@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the daemon's end of the protocol: arbitrary bytes from a peer go
 // through the frame decoder and every frame through AdmissionService::HandleFrame, as the
 // socket server does. Must never crash, hang or grow memory without bound.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus for the protocol fuzzers (run from this directory; needs protoc).
 
 corpus/request:  frames a plugin or a hostile peer might send the daemon

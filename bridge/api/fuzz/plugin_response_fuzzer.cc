@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the plugin's end of the protocol: arbitrary bytes from the daemon
 // go through the frame decoder and every frame through InterpretAdmitResponse, as
 // BridgeConnection::Admit does inside slurmctld.

@@ -1,3 +1,4 @@
+{{- /* SPDX-License-Identifier: Apache-2.0 */ -}}
 {{/*
 Names. Kubernetes names are DNS labels: at most 63 characters, so every generated name is
 truncated there (and a trailing "-" left by the cut is trimmed).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Accounting: MariaDB (private socket and port, datadir in the state directory) and slurmdbd,
 # with a populated database cached outside the repository.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: The testbed's own bridge: its config (with SKB_TESTBED_BRIDGE_CONFIG merged over it) and its
 # process.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

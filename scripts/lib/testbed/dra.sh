@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: GPU allocation through DRA (SKB_TESTBED_GPU_ALLOCATION=dra): the testbed plays NVIDIA's GPU
 # DRA driver.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Kubernetes: certificates and kubeconfigs, etcd, kube-apiserver, the nodes, the bridge's
 # namespace and admission policies, kwok, kube-controller-manager and kube-scheduler.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

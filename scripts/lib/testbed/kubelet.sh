@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Kubelet realism: the admission half of every kwok kubelet (a component), and the kubelet
 # and GPU-driver faults tests inject (commands).
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Static MIG (SKB_TESTBED_MIG=1): the last node's layout, shared by Slurm's config, the
 # ResourceSlice and the bridge config.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

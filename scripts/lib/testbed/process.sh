@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Process bookkeeping of the testbed: launch (PID recorded), halt (only a recorded PID still
 # running the expected program), ports, health waits.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.

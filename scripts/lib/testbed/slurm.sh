@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scripts/testbed, part: Slurm: slurm.conf and gres.conf, munge, slurmctld and the slurmd of each node.
 # Sourced by scripts/testbed after its settings (D, N, ports, LOGS, PIDS, BIN), never run.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays a fuzzer's corpus (SKB_CORPUS_DIR) through its LLVMFuzzerTestOneInput with the
 // normal compiler, so every corpus input is checked on every build, fuzzing or not.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fresh directory under /tmp for one test, removed with everything in it when the
 // object goes. Short paths on purpose: a Unix socket's path must fit in 107 bytes.
 //

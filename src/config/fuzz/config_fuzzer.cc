@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the daemon's configuration: arbitrary text (a hand-edited ConfigMap)
 // goes through ParseConfig, which must return an error or a Config and never crash, hang
 // or throw. Built with -DSKB_FUZZ=ON under clang as config_fuzzer; also linked into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the GRES index syntax Slurm prints (`scontrol show job -d`) and the
 // device names of a ResourceSlice: arbitrary text must give an error or indices that keep
 // the parser's contract, never a crash, a hang or a throw. Built with -DSKB_FUZZ=ON under

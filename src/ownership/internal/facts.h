@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the node-ownership planner reads from one node, derived once (Observe) before any
 // flow runs: the node's reservation pod and the other GPU pods on it, the Slurm jobs that
 // hold it, and the records the bridge keeps on the Kubernetes node (internal/records.h),

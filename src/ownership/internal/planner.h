@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-ownership planner of one node: from its Facts (internal/facts.h), the actions of
 // the state the node is in (ownership.h lists the states). Internal to src/ownership (see
 // internal/records.h); PlanOwnership (ownership.cc) is its only user.

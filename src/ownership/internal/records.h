@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The records the node-ownership planner keeps on Kubernetes objects (schema.h names them),
 // as it reads and writes them: the time and signalled-at annotations, and what a
 // reservation pod or a node shows (ours, released, being replaced, tainted).

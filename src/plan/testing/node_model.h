@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model of the executor and the kubelet on one node, for the planners' tests and the
 // trace simulator (bench/sim): ApplyAction carries a planned action out on a ManagedNode the way
 // bridge/reconcile's ActionExecutor carries it out on the cluster, and checks the

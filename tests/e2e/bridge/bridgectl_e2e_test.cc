@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bridgectl end to end on the testbed (issue 7): `get jobs` from a daemon built from this
 // tree, `drain`/`undrain` through the Kubernetes condition flow into Slurm and back, `get
 // preemptions` from Events in the real apiserver, and the errors an admin sees.

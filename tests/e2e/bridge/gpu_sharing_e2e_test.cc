@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing end to end, on the testbed in dra mode (SKB_TESTBED_GPU_ALLOCATION=dra:
 // every node publishes 8 devices of driver gpu.nvidia.com, nvidia.com/gpu is served through
 // DRA): the real daemon with gpu_sharing on, real kube-scheduler placing the pods, real

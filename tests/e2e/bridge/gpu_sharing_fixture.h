@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU-granular sharing fixture (dra mode): the lending fixture with gpu_sharing on and
 // the invariant sampled per device, and the helpers both gpu_sharing_e2e_test.cc and
 // mig_e2e_test.cc use. With the testbed's static MIG node (SKB_TESTBED_MIG=1), the bridge

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge daemon end to end on the testbed, driven only with the tools an admin uses:
 // kubectl on the Kubernetes side, scontrol/sinfo/sbatch on the Slurm side, bridgectl for
 // the merged view. Each test starts its own daemon (single replica, no election) built from

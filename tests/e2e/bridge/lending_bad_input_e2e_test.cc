@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input to the lending flow, end to end on the testbed (issue 6, "Bad input"): what
 // people and other controllers do to the bridge's objects, and Slurm refusing what the
 // bridge asks. Each case has a defined, logged and evented outcome, and the invariant-1

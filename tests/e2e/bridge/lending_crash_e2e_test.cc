@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Invariant 3 (docs/architecture.md) at every step of a lend and a return, end to end: the bridge
 // is killed right after each step takes effect (the SKB_TEST_CRASH_AFTER hook SIGKILLs the daemon
 // after the first action with that Event reason), then restarted; the flow must finish as if

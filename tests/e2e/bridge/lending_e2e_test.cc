@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kubernetes inference pods take nodes from Slurm through the bridge, end to end on the
 // testbed with the real kube-scheduler's preemption: reservation pods hold Slurm's GPUs in
 // Kubernetes; a high-priority pod preempts one; the bridge drains the Slurm node, sends

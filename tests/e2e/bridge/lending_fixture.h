@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lending end-to-end fixture: a bridge with lending on (short grace and cool-down)
 // against the testbed, the invariant-1 sampler running for the whole test, and helpers that
 // read Slurm and Kubernetes through their own CLIs (what an operator would look at).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing of MIG slices end to end (label mig: scripts/test's mig lane, the
 // testbed in dra mode with SKB_TESTBED_MIG=1 and two nodes). The last node has GPUs 0-5
 // whole, GPU 6 cut into seven 1g.10gb slices and GPU 7 into two 3g.40gb slices, on both

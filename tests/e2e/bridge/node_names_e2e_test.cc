@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kubernetes.node_names end to end: the daemon with {"mode": "strip_domain", "domain":
 // "cluster.local"} against the testbed, where the last node registers in Kubernetes as
 // nodeN.cluster.local (as kubelets on many sites do) while slurm.conf says nodeN, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Guaranteed GPU quotas across the boundary, end to end on the testbed with the real
 // kube-scheduler: a tenant's Slurm jobs within its guarantee are never taken by another
 // tenant's pods; the jobs it runs beyond its guarantee (borrowed) are what those pods take;

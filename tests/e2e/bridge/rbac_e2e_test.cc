@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chart's least-privilege RBAC, proven on the real apiserver (issue 7): the bridge runs
 // as a local process with a token of the chart's ServiceAccount, bound by the chart's
 // ClusterRole and Roles (rendered with `helm template`, applied to the testbed), through

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Puts the testbed back to "every node belongs to Slurm, no bridge bookkeeping": what the
 # lending e2e tests leave behind when a bridge with lending enabled stops. Reservation pods
 # lose their finalizer and go, lend annotations and bridge taints (and the tests' own, keys

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The production paths that could give a node's GPUs to both schedulers, end to end on the
 // testbed, each produced the way a kubelet, an admin or the apiserver produces it. The
 // invariant-1 sampler (no node with a Slurm GPU job and a running Kubernetes GPU pod at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reliability suite (issue 8, label chaos): for a fixed time (SKB_CHAOS_SECONDS, 300 by
 // default; longer on demand) the testbed gets random Slurm submissions (GPU jobs of 1-8
 // GPUs, some that trap the checkpoint signal and some that do not), inference pods created

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // job_submit/k8s_bridge loaded in the testbed's real slurmctld, against a daemon each test
 // starts and stops itself (the testbed's own `bridge` component is not used).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the Helm chart helm/slurm-k8s-bridge (CTest label `integration`).
 
   check_chart.py lint          helm lint --strict; values the schema or the templates must refuse

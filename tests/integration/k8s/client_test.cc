@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RestClient against the testbed's real kube-apiserver: CRUD, every patch kind, the status
 // and eviction subresources, pagination, typed errors (conflict, already exists, not found,
 // forbidden, unauthenticated, TLS, unreachable).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Informer, leader election and event recorder against the testbed's real kube-apiserver,
 // including a restart of the apiserver under a running informer.
 #include "k8s/informer.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/integration/k8s/k8s_test_env.h"
 
 #include <unistd.h>

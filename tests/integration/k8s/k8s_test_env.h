@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared setup of the k8s/ integration tests: a RestClient for the testbed's admin
 // kubeconfig, unique `k8stest-` names, and a namespace that is deleted afterwards.
 #pragma once

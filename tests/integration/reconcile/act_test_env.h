@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared set-up of the tests that act on the real testbed through the ActionExecutor: real
 // clients for the apiserver ($KUBECONFIG) and slurmctld ($SLURM_CONF), an Event recorder,
 // and a Slurm node resumed and responding before the test starts.

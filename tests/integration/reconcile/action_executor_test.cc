@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The action executor against the real slurmctld and kube-apiserver of the testbed: each
 // action does what it says, is idempotent, never touches an admin's drain, keeps other
 // controllers' node conditions, and is recorded as an Event on the node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One reconcile step end to end on the real testbed, without informers: the Kubernetes node
 // is read from the apiserver, the Slurm node from slurmctld, and the Reconciler plans with
 // the pure core and acts through the executor. A condition set with kubectl drains the

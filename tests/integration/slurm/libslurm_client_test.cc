@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LibSlurmClient against the testbed's real slurmctld: every read and every write of the
 // SlurmClient interface, the admin-drain rule, and slurmctld going away and coming back.
 //

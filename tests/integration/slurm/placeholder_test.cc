@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU-granular lane's Slurm side against the testbed's real slurmctld: GRES indices of
 // running jobs, and the placeholder job (LibSlurmClient::SubmitPlaceholder) with the
 // semantics docs/gpu-granular.md ("The placeholder partition") promises:

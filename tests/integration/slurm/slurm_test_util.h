@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the Slurm integration and end-to-end tests: submit jobs with sbatch
 // and always cancel them, read a job's state with squeue, run scripts/testbed.
 #pragma once
