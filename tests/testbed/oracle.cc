@@ -11,8 +11,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -40,8 +40,7 @@ std::string Cat(std::initializer_list<std::string_view> parts) {
 }
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // Decimal digits only, no sign, at most 18 of them.
@@ -58,8 +57,8 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   size_t start = 0;
   while (true) {
     const size_t at = s.find(sep, start);
-    out.push_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos
-                                                                 : at - start));
+    out.push_back(
+        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
     if (at == std::string_view::npos) return out;
     start = at + 1;
   }
@@ -155,7 +154,8 @@ bool ParseIndexList(std::string_view list, std::vector<int64_t>* out, std::strin
                               ParseUint(part.substr(dash + 1), &hi) && lo <= hi;
     // bit_fmt writes ascending, disjoint ranges: anything else is not Slurm's.
     if (!ok || static_cast<int64_t>(lo) <= last || hi - lo > 100'000) {
-      *error = Cat({"index list ", Quote(list), ": ", Quote(part), " is not an ascending index or range"});
+      *error = Cat(
+          {"index list ", Quote(list), ": ", Quote(part), " is not an ascending index or range"});
       return false;
     }
     for (uint64_t i = lo; i <= hi; ++i) out->push_back(static_cast<int64_t>(i));
@@ -188,7 +188,8 @@ bool ParseGresDetail(std::string_view detail, std::vector<GresEntry>* out, std::
     GresEntry e;
     if (body.substr(0, 4) == "IDX:") {
       // NAME[:TYPE]:COUNT(IDX:LIST)
-      if (parts.size() < 2 || parts.size() > 3) return fail(Cat({Quote(head), " is not NAME[:TYPE]:COUNT"}));
+      if (parts.size() < 2 || parts.size() > 3)
+        return fail(Cat({Quote(head), " is not NAME[:TYPE]:COUNT"}));
       if (!ParseUint(parts.back(), &e.count)) return fail(Cat({"count ", Quote(parts.back())}));
       e.indexed = true;
       std::string why;
@@ -307,8 +308,8 @@ struct Holder {
 std::vector<std::string> DeviceViolations(const std::vector<SlurmJob>& jobs,
                                           const std::vector<json>& claims,
                                           const std::vector<json>& slices,
-                                          const GpuIdentity& identity,
-                                          const OracleOptions& options, IndexMemory* memory) {
+                                          const GpuIdentity& identity, const OracleOptions& options,
+                                          IndexMemory* memory) {
   std::vector<std::string> out;
   std::map<std::string, std::vector<Holder>> held;  // physical id -> its holders
   std::set<uint32_t> listed;
@@ -434,8 +435,9 @@ std::vector<std::string> DeviceViolations(const std::vector<SlurmJob>& jobs,
     const json& alloc = MemberOf(status, "allocation");
     if (alloc.is_null()) continue;
     std::vector<std::string> pods;
-    for (const json& r : MemberOf(status, "reservedFor").is_array() ? MemberOf(status, "reservedFor")
-                                                                    : json::array()) {
+    for (const json& r : MemberOf(status, "reservedFor").is_array()
+                             ? MemberOf(status, "reservedFor")
+                             : json::array()) {
       pods.push_back(Cat({StrOf(r, "resource"), " ", StrOf(r, "name")}));
     }
     const std::string who =
@@ -480,9 +482,9 @@ std::vector<std::string> DeviceViolations(const std::vector<SlurmJob>& jobs,
     for (const json& d : devices.is_array() ? devices : json::array()) {
       const std::string device = StrOf(d, "name");
       if (node == nullptr || !node->by_device.count(device)) {
-        out.push_back(Cat({"ResourceSlice ", StrOf(MemberOf(s, "metadata"), "name"),
-                           " publishes device ", pool, "/", device,
-                           ", which has no entry in gpu-identity.json"}));
+        out.push_back(
+            Cat({"ResourceSlice ", StrOf(MemberOf(s, "metadata"), "name"), " publishes device ",
+                 pool, "/", device, ", which has no entry in gpu-identity.json"}));
       }
     }
   }
@@ -604,8 +606,8 @@ std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
   std::map<std::string, std::vector<std::string>> slurm, pods;
   for (const SlurmJob& job : jobs) {
     if (!JobHolds(job.job_state)) continue;
-    const std::string who = Cat({"Slurm job ", std::to_string(job.job_id), " (",
-                                 JobStateText(job.job_state), ")"});
+    const std::string who =
+        Cat({"Slurm job ", std::to_string(job.job_id), " (", JobStateText(job.job_state), ")"});
     if (!job.nodes_expanded) {
       out.push_back(Cat({who, ": its node list ", Quote(job.nodes), " is unreadable"}));
       continue;
@@ -640,7 +642,8 @@ std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
       if (!list.is_object()) continue;
       for (const auto& [r, q] : list.items()) {
         if (IsGpuResource(r, options.gpu_resources)) {
-          parts.push_back(Cat({kind, " ", r, "=", q.is_string() ? q.get<std::string>() : q.dump()}));
+          parts.push_back(
+              Cat({kind, " ", r, "=", q.is_string() ? q.get<std::string>() : q.dump()}));
         }
       }
     }
@@ -709,8 +712,8 @@ bool ParseKubeconfig(const std::string& text, KubeAccess* out, std::string* erro
         }
       }
       if (hits != 1) {
-        throw std::runtime_error(Cat({list, " has ", std::to_string(hits), " entries named ",
-                                      Quote(name)}));
+        throw std::runtime_error(
+            Cat({list, " has ", std::to_string(hits), " entries named ", Quote(name)}));
       }
       return found;
     };
@@ -975,8 +978,8 @@ std::string Oracle::RateReport() const {
     << " failed reads, " << missed_.load() << " missed (" << missed_slurm_.load()
     << " while Slurm's read was the slower, " << missed_kube_.load()
     << " while the apiserver's was), " << blind_.load() << " blind; slowest reads: Slurm "
-    << slowest_slurm_ms_.load() << " ms, apiserver " << slowest_kube_ms_.load() << " ms"
-    << failure << ")";
+    << slowest_slurm_ms_.load() << " ms, apiserver " << slowest_kube_ms_.load() << " ms" << failure
+    << ")";
   return s.str();
 }
 
@@ -997,8 +1000,8 @@ void Oracle::AppendToReport() const {
   std::ostringstream s;
   s << test << "\t" << samples_.load() << "\t" << static_cast<int64_t>(seconds()) << "\t"
     << ticks_.load() << "\t" << failed_.load() << "\t" << missed_.load() << "\t"
-    << missed_slurm_.load() << "\t" << missed_kube_.load() << "\t" << blind_.load() << "\t"
-    << kept << "\t" << slowest_slurm_ms_.load() << "\t" << slowest_kube_ms_.load() << "\t"
+    << missed_slurm_.load() << "\t" << missed_kube_.load() << "\t" << blind_.load() << "\t" << kept
+    << "\t" << slowest_slurm_ms_.load() << "\t" << slowest_kube_ms_.load() << "\t"
     << violations_.load() << "\n";
   const std::string line = s.str();
   const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -1138,9 +1141,8 @@ bool Oracle::Sample() {
     long code = 0;
     curl_easy_getinfo(g.easy, CURLINFO_RESPONSE_CODE, &code);
     if (!g.done || g.result != CURLE_OK || code != 200) {
-      Fail(Cat({"GET ", g.url, ": ",
-                g.done ? curl_easy_strerror(g.result) : "not answered in time", ", HTTP ",
-                std::to_string(code)}));
+      Fail(Cat({"GET ", g.url, ": ", g.done ? curl_easy_strerror(g.result) : "not answered in time",
+                ", HTTP ", std::to_string(code)}));
       return false;
     }
     const json list = json::parse(g.body, nullptr, /*allow_exceptions=*/false);

@@ -135,8 +135,8 @@ using IndexMemory = std::map<uint32_t, std::map<std::string, std::vector<int64_t
 std::vector<std::string> DeviceViolations(const std::vector<SlurmJob>& jobs,
                                           const std::vector<nlohmann::json>& claims,
                                           const std::vector<nlohmann::json>& slices,
-                                          const GpuIdentity& identity,
-                                          const OracleOptions& options, IndexMemory* memory);
+                                          const GpuIdentity& identity, const OracleOptions& options,
+                                          IndexMemory* memory);
 // Device-plugin mode: one line per node both sides hold (and per pod whose GPU request it
 // cannot read).
 std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,

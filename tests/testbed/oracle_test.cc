@@ -38,8 +38,8 @@ TEST(OracleGres, IndexListsAsBitFmtWritesThem) {
 }
 
 TEST(OracleGres, MalformedIndexListsFail) {
-  for (const char* bad : {"a", "1-0", "0,0", "3,1", "0-", "-1", "0,,1", "1,", ",1", "0-1,1",
-                          "1 ", "+1", "0-7...", "N/A", "99999999999999999999"}) {
+  for (const char* bad : {"a", "1-0", "0,0", "3,1", "0-", "-1", "0,,1", "1,", ",1", "0-1,1", "1 ",
+                          "+1", "0-7...", "N/A", "99999999999999999999"}) {
     std::vector<int64_t> out;
     std::string error;
     EXPECT_FALSE(ParseIndexList(bad, &out, &error)) << bad;
@@ -262,8 +262,9 @@ struct Dra {
 
 TEST(OracleDeviceRule, AJobsGpuInAnAllocatedClaimIsAViolationNamingTheGpu) {
   Dra d;
-  const auto found = d.Check({Job(12, JOB_RUNNING, "node1", "gpu:h100:2(IDX:3-4)")},
-                             {Claim("infer", {{"node1", "gpu-4"}}), Claim("ok", {{"node1", "gpu-5"}})});
+  const auto found =
+      d.Check({Job(12, JOB_RUNNING, "node1", "gpu:h100:2(IDX:3-4)")},
+              {Claim("infer", {{"node1", "gpu-4"}}), Claim("ok", {{"node1", "gpu-5"}})});
   ASSERT_THAT(found, SizeIs(1));
   EXPECT_THAT(found[0], HasSubstr("GPU node1/gpu4"));
   EXPECT_THAT(found[0], HasSubstr("Slurm job 12 (RUNNING; GRES index 4 on node1)"));
@@ -445,18 +446,16 @@ TEST(OracleNodeRule, AJobAndAGpuPodOnOneNode) {
                                   "nvidia.com/gpu=8): Slurm job 5 (RUNNING)"));
   EXPECT_THAT(found[0], HasSubstr("pod default/infer [nvidia.com/gpu=1]"));
   // COMPLETING and SUSPENDED hold; PENDING and finished do not.
-  EXPECT_THAT(Nodes({Job(6, JOB_COMPLETE | JOB_COMPLETING, "node1", "")},
-                    {Pod("default", "infer", "1")}),
-              SizeIs(1));
+  EXPECT_THAT(
+      Nodes({Job(6, JOB_COMPLETE | JOB_COMPLETING, "node1", "")}, {Pod("default", "infer", "1")}),
+      SizeIs(1));
   EXPECT_THAT(Nodes({Job(6, JOB_SUSPENDED, "node1", "")}, {Pod("default", "infer", "1")}),
               SizeIs(1));
-  EXPECT_THAT(Nodes({Job(6, JOB_PENDING, "node1", "")}, {Pod("default", "infer", "1")}),
-              IsEmpty());
+  EXPECT_THAT(Nodes({Job(6, JOB_PENDING, "node1", "")}, {Pod("default", "infer", "1")}), IsEmpty());
   EXPECT_THAT(Nodes({Job(6, JOB_COMPLETE, "node1", "")}, {Pod("default", "infer", "1")}),
               IsEmpty());
   // Another node's job.
-  EXPECT_THAT(Nodes({Job(6, JOB_RUNNING, "node2", "")}, {Pod("default", "infer", "1")}),
-              IsEmpty());
+  EXPECT_THAT(Nodes({Job(6, JOB_RUNNING, "node2", "")}, {Pod("default", "infer", "1")}), IsEmpty());
 }
 
 TEST(OracleNodeRule, WhatCountsAsAGpuPod) {
@@ -599,8 +598,9 @@ TEST(OracleRun, NoReadIsNoEvidenceAndTheReportLineIsTheOraclesOwn) {
   std::string line;
   ASSERT_TRUE(std::getline(f, line));
   unlink(path);
-  EXPECT_THAT(line, ::testing::StartsWith(
-                        "OracleRun.NoReadIsNoEvidenceAndTheReportLineIsTheOraclesOwn [oracle]\t0\t"));
+  EXPECT_THAT(line,
+              ::testing::StartsWith(
+                  "OracleRun.NoReadIsNoEvidenceAndTheReportLineIsTheOraclesOwn [oracle]\t0\t"));
   EXPECT_EQ(std::count(line.begin(), line.end(), '\t'), 12) << line;  // InvariantSampler's 13
 }
 

@@ -29,11 +29,9 @@ struct SlurmJob {
 inline nlohmann::json ToJson(const SlurmJob& job) {
   nlohmann::json detail = nlohmann::json::array();
   for (const auto& d : job.gres_detail) detail.push_back(d ? nlohmann::json(*d) : nullptr);
-  return {{"id", job.job_id},          {"state", job.job_state},
-          {"name", job.name},          {"partition", job.partition},
-          {"nodes", job.nodes},        {"expanded", job.nodes_expanded},
-          {"node_list", job.node_list}, {"gres_detail", detail},
-          {"tres_alloc", job.tres_alloc}};
+  return {{"id", job.job_id},           {"state", job.job_state}, {"name", job.name},
+          {"partition", job.partition}, {"nodes", job.nodes},     {"expanded", job.nodes_expanded},
+          {"node_list", job.node_list}, {"gres_detail", detail},  {"tres_alloc", job.tres_alloc}};
 }
 
 }  // namespace skb::oracle
