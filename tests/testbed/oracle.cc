@@ -578,8 +578,10 @@ bool PodGpuAsks(const json& pod, const std::vector<std::string>& resources,
           *error = Cat({kind, " ", r, "=", q.dump()});
           return false;
         }
-        if (*sign > 0) {
-          asks->push_back(Cat({r, "=", q.is_string() ? q.get<std::string>() : q.dump()}));
+        const std::string ask = Cat({r, "=", q.is_string() ? q.get<std::string>() : q.dump()});
+        // A request and its equal limit are one ask.
+        if (*sign > 0 && std::find(asks->begin(), asks->end(), ask) == asks->end()) {
+          asks->push_back(ask);
         }
       }
     }

@@ -468,6 +468,12 @@ TEST(OracleNodeRule, WhatCountsAsAGpuPod) {
   EXPECT_THAT(Nodes(jobs, {Pod("default", "cpu", "2", "cpu")}), IsEmpty());
   EXPECT_THAT(Nodes(jobs, {Pod("default", "mig", "1", "nvidia.com/mig-1g.10gb")}), SizeIs(1));
   EXPECT_THAT(Nodes(jobs, {Pod("default", "int", 1)}), SizeIs(1));
+  // A request and its equal limit are named once.
+  json both = Pod("default", "both", "2");
+  both["spec"]["containers"][0]["resources"]["requests"] = {{"nvidia.com/gpu", "2"}};
+  auto named = Nodes(jobs, {both});
+  ASSERT_THAT(named, SizeIs(1));
+  EXPECT_THAT(named[0], HasSubstr("pod default/both [nvidia.com/gpu=2]"));
   // An init container's ask and the pod's own resources count.
   json init = Pod("default", "init", "0");
   init["spec"]["initContainers"] = {
