@@ -3,8 +3,8 @@
 // dra: a Slurm job holding all of node1's GPUs and a claim kube-scheduler allocates there, no
 // DeviceTaintRule keeping it off them) and oracle_proof_test (label integration, device-plugin
 // mode: the same job and a GPU pod bound to node1 by spec.nodeName), the first with
-// SKB_ORACLE_PROOF_DRA defined. Each skips itself on the other mode's testbed. Each asserts none before the Kubernetes side exists and one naming
-// the GPU (or node) within 2 s of it.
+// SKB_ORACLE_PROOF_DRA defined. Each skips itself on the other mode's testbed. Each asserts none
+// before the Kubernetes side exists and one naming the GPU (or node) within 2 s of it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -102,8 +102,9 @@ class OracleProof : public ::testing::Test {
 TEST_F(OracleProof, DraAJobsGpuAllocatedToAClaimIsFoundWithinTwoSeconds) {
   if (!DraMode()) GTEST_SKIP() << kNeedsDraMode;
   // No bridge: nothing keeps kube-scheduler off the GPUs Slurm holds.
-  Shell("kubectl delete devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge "
-        "--ignore-not-found");
+  Shell(
+      "kubectl delete devicetaintrules -l app.kubernetes.io/managed-by=slurm-k8s-bridge "
+      "--ignore-not-found");
   ASSERT_NO_FATAL_FAILURE(MakeNamespace());
   oracle::OracleOptions o;
   o.per_device = true;
@@ -148,9 +149,10 @@ spec:
   if (!seen) {
     ASSERT_TRUE(WaitFor(allocated, seconds(10)));
   }
-  std::printf("claim allocated %s; the oracle reported it within %.2f s of the last read "
-              "that did not see the allocation\n",
-              device.c_str(), took);
+  std::printf(
+      "claim allocated %s; the oracle reported it within %.2f s of the last read "
+      "that did not see the allocation\n",
+      device.c_str(), took);
   EXPECT_LE(took, 2.0);
   ASSERT_THAT(device, ::testing::StartsWith("gpu-"));
   const std::string gpu = StrCat("node1/gpu", device.substr(4));
@@ -212,9 +214,10 @@ TEST_F(OracleProof, DevicePluginAJobsNodeGivenToABoundPodIsFoundWithinTwoSeconds
   const double took = SecondsToDetection(running, &seen);
   ASSERT_GE(took, 0) << "no violation in 60 s: " << oracle_->RateReport() << "\n"
                      << Shell(StrCat("kubectl get pod -n ", ns_, " bound -o yaml")).out;
-  std::printf("pod running; the oracle reported it within %.2f s of the last read that did "
-              "not see it Running\n",
-              took);
+  std::printf(
+      "pod running; the oracle reported it within %.2f s of the last read that did "
+      "not see it Running\n",
+      took);
   EXPECT_LE(took, 2.0);
   const std::string first = oracle_->first_violation();
   EXPECT_THAT(first, HasSubstr("node node1 ("));
