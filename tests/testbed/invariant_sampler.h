@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Invariant 1 (docs/architecture.md), sampled: on every node, no GPU held by a Slurm job while a
 // Kubernetes GPU pod that is not the bridge's reservation runs there. Used by the lending
-// e2e tests and the chaos suite for their whole duration.
+// e2e tests and the chaos suite for their whole duration, beside the oracle
+// (tests/testbed/oracle.h), which checks the same rule without any of the bridge's code.
 //
 // What holds a node's GPUs, as strictly as the rule reads:
 //  - every Slurm job allocated to the node that is RUNNING, SUSPENDED or COMPLETING (a

@@ -176,4 +176,47 @@ spec:
   done
   kubectl apply -f - <<<"$manifest" >>"$LOGS/testbed.log" 2>&1 ||
     skb_die "publishing the ResourceSlices failed" "$LOGS/testbed.log"
+  write_gpu_identity
+}
+
+# write_gpu_identity: $D/gpu-identity.json, the testbed's own record of which physical GPU
+# (or MIG slice) each Slurm GRES index and each published DRA device is, for the tests'
+# invariant oracle (tests/testbed/oracle.h), which must not trust the bridge's mapping.
+# Written from the layout that gres.conf and the slices are written from (File=nvidia[0-7]
+# in index order; on the MIG node the whole GPUs, then MIG_SLICES in gres.conf order), and
+# again whenever the testbed republishes a slice (gpu-lost, gpu-recovered): same content, a
+# new file (the oracle re-reads it when it changes). Per node:
+#   {"driver", "pool", "by_gres_index": {"0": "node1/gpu0", ...},
+#    "by_device": {"gpu-0": "node1/gpu0", ...}, "parent": {"<slice id>": "<its GPU's id>"}}
+# A MIG slice is "NODE/gpuP/mig-START+SIZE" (its memory-slice placement): it conflicts with
+# its parent GPU, were that ever allocated whole. The devices a gpu-lost took out of the
+# slice stay listed: claims allocated on them still hold them.
+write_gpu_identity() {
+  local i g s parent profile start size gi id whole doc="{}"
+  for ((i = 1; i <= N; i++)); do
+    local node="node$i" idx="{}" dev="{}" par="{}"
+    whole=8
+    [[ "$node" != "$MIG_NODE" ]] || whole=$MIG_WHOLE
+    for ((g = 0; g < whole; g++)); do
+      idx="$(jq -c --arg k "$g" --arg v "$node/gpu$g" '.[$k] = $v' <<<"$idx")"
+      dev="$(jq -c --arg k "gpu-$g" --arg v "$node/gpu$g" '.[$k] = $v' <<<"$dev")"
+    done
+    if [[ "$node" == "$MIG_NODE" ]]; then
+      g=$MIG_WHOLE
+      for s in "${MIG_SLICES[@]}"; do
+        read -r parent profile start size gi <<<"$s"
+        read -r id _ <<<"$(mig_profile_of "$profile")"
+        local phys="$node/gpu$parent/mig-$start+$size"
+        idx="$(jq -c --arg k "$g" --arg v "$phys" '.[$k] = $v' <<<"$idx")"
+        dev="$(jq -c --arg k "gpu-$parent-mig-$id-$start-$size" --arg v "$phys" '.[$k] = $v' <<<"$dev")"
+        par="$(jq -c --arg k "$phys" --arg v "$node/gpu$parent" '.[$k] = $v' <<<"$par")"
+        g=$((g + 1))
+      done
+    fi
+    doc="$(jq -c --arg n "$node" --arg d "$DRA_DRIVER" --argjson idx "$idx" --argjson dev "$dev" \
+      --argjson par "$par" '.[$n] = {driver: $d, pool: $n, by_gres_index: $idx,
+        by_device: $dev, parent: $par}' <<<"$doc")"
+  done
+  jq . <<<"$doc" >"$D/gpu-identity.json.tmp" && mv "$D/gpu-identity.json.tmp" "$D/gpu-identity.json" ||
+    skb_die "writing $D/gpu-identity.json failed"
 }

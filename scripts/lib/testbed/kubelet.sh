@@ -119,6 +119,7 @@ dra_gpu_lost() {
     jq --argjson n "$n" '.spec.pool.generation += 1 |
       .spec.devices = .spec.devices[0:([(.spec.devices | length) - $n, 0] | max)]' |
     kubectl replace -f - 2>&1)" || skb_die "republishing ResourceSlice $slice failed: $out"
+  write_gpu_identity
   skb_log "$node: ResourceSlice $slice republished without its last $n device(s)"
 }
 
@@ -129,6 +130,7 @@ dra_gpu_recovered() {
     jq --slurpfile was "$saved" '.spec.pool.generation += 1 | .spec.devices = $was[0].spec.devices' |
     kubectl replace -f - 2>&1)" || skb_die "republishing ResourceSlice $slice failed: $out"
   rm -f "$saved"
+  write_gpu_identity
   skb_log "$node: ResourceSlice $slice republished with every device"
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The lending end-to-end fixture: a bridge with lending on (short grace and cool-down)
-// against the testbed, the invariant-1 sampler running for the whole test, and helpers that
+// against the testbed, the invariant-1 sampler and the oracle (which shares no code with the
+// bridge) running for the whole test, and helpers that
 // read Slurm and Kubernetes through their own CLIs (what an operator would look at).
 // Used by lending_e2e_test.cc (the flows) and lending_bad_input_e2e_test.cc (bad input).
 #pragma once
@@ -26,6 +27,7 @@
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
 #include "tests/testbed/invariant_sampler.h"
+#include "tests/testbed/oracle.h"
 #include "tests/testbed/testbed_support.h"
 
 // Test-only namespace: the using-declarations below serve the test files that open it.
@@ -101,6 +103,10 @@ class LendingE2E : public ::testing::Test {
           << Shell("kubectl get pods -n slurm-bridge -o wide").out << daemon_->LogTail();
     }
     sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get(), sampler_options_);
+    // Beside it, the oracle that shares no code with the bridge (tests/testbed/oracle.h).
+    oracle::OracleOptions oracle_options;
+    oracle_options.per_device = sampler_options_.per_device;
+    oracle_ = std::make_unique<oracle::Oracle>(oracle_options);
   }
 
   void TearDown() override {
@@ -113,6 +119,14 @@ class LendingE2E : public ::testing::Test {
           << "double booking (" << sampler_->RateReport() << "): " << sampler_->first_violation();
       std::printf("invariant sampler: %s, %d double-booked\n", sampler_->RateReport().c_str(),
                   sampler_->violations());
+    }
+    if (oracle_) {
+      oracle_->Stop();
+      EXPECT_TRUE(oracle_->RateCheck(kSamplerRate));
+      EXPECT_EQ(oracle_->violations(), 0)
+          << "the oracle saw a double booking (" << oracle_->RateReport()
+          << "): " << oracle_->first_violation();
+      std::printf("%s, %d double-booked\n", oracle_->RateReport().c_str(), oracle_->violations());
     }
     // Every step is an Event: none was lost to the recorder's rate limit or queue (one lend
     // and return is some 25 Events on one Node).
@@ -317,6 +331,7 @@ class LendingE2E : public ::testing::Test {
   std::unique_ptr<BridgeDaemon> standby_;  // the second replica (failover tests)
   std::unique_ptr<InvariantSampler> sampler_;
   InvariantSampler::Options sampler_options_;  // per_device for GPU-granular tests
+  std::unique_ptr<oracle::Oracle> oracle_;     // per_device as the sampler
 };
 
 class FailoverE2E : public LendingE2E {

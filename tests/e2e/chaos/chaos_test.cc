@@ -48,6 +48,7 @@
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
 #include "tests/testbed/invariant_sampler.h"
+#include "tests/testbed/oracle.h"
 #include "tests/testbed/testbed_support.h"
 
 namespace skb {
@@ -124,6 +125,7 @@ class Chaos : public ::testing::Test {
 
   void TearDown() override {
     if (sampler_) sampler_->Stop();
+    if (oracle_) oracle_->Stop();
     if (::testing::Test::HasFailure() && daemon_) {
       std::printf("bridge log tail:\n%s\n", daemon_->LogTail(8000).c_str());
     }
@@ -256,6 +258,7 @@ class Chaos : public ::testing::Test {
   std::unique_ptr<BridgeDaemon> daemon_;
   std::unique_ptr<testbed::PluginPointer> plugin_;
   std::unique_ptr<InvariantSampler> sampler_;
+  std::unique_ptr<oracle::Oracle> oracle_;  // beside the sampler, sharing no code with the bridge
 };
 
 TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
@@ -270,6 +273,9 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   InvariantSampler::Options sampling;
   sampling.per_device = dra_;
   sampler_ = std::make_unique<InvariantSampler>(kube_.get(), slurm_.get(), sampling);
+  oracle::OracleOptions oracle_options;
+  oracle_options.per_device = dra_;
+  oracle_ = std::make_unique<oracle::Oracle>(oracle_options);
 
   std::map<std::string, int> faults, actions;
   std::vector<std::string> inference;                   // live inference pods
@@ -454,6 +460,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   };
   const bool ok = WaitFor(settled, seconds(120), seconds(1));
   sampler_->Stop();
+  oracle_->Stop();
 
   int lost = 0, completed = 0, active = 0, requeued = 0;
   std::string lost_list;
@@ -483,6 +490,11 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   // Restarts of kube-apiserver and slurmctld make reads fail (blind ticks, reported); of
   // the ticks at which both answered, the sampler took its claimed share.
   EXPECT_TRUE(sampler_->RateCheck(0.9));
+  // The oracle, which shares no code with the bridge, agrees.
+  std::printf("chaos: %s, %d double-booked\n", oracle_->RateReport().c_str(),
+              oracle_->violations());
+  EXPECT_EQ(oracle_->violations(), 0) << oracle_->first_violation();
+  EXPECT_TRUE(oracle_->RateCheck(0.9));
   EXPECT_EQ(lost, 0) << "jobs that ended neither COMPLETED nor still queued:" << lost_list;
   EXPECT_TRUE(ok) << "not settled after the chaos: "
                   << Shell(
