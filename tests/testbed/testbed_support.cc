@@ -264,7 +264,19 @@ PluginPointer::PluginPointer(const std::string& socket, const std::string& failu
 }
 
 PluginPointer::~PluginPointer() {
-  if (!conf_.empty()) std::ofstream(conf_) << original_;
+  if (conf_.empty()) return;
+  // Restored, and waited for until slurmctld's plugin has loaded it again: the next test on
+  // this testbed (it may start the moment this process ends) must not submit through a
+  // config that points at this test's daemon, fail-closed (seen: a Slurm client test's
+  // sbatch refused by a policy=closed left by PluginE2E.FailClosedRefuses...).
+  const size_t log_size = ReadAll(log_).size();
+  std::ofstream(conf_) << original_;
+  WaitFor(
+      [&] {
+        return ReadAll(log_).find(StrCat("config loaded from ", conf_), log_size) !=
+               std::string::npos;
+      },
+      std::chrono::seconds(20));
 }
 
 bool PluginPointer::Repoint(const std::string& socket, const std::string& failure_policy) {

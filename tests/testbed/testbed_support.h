@@ -139,7 +139,8 @@ StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient();
 // Points the testbed slurmctld's job_submit plugin at the daemon socket `socket` by
 // rewriting its config file (k8s_bridge.conf next to slurm.conf; the plugin re-reads it)
 // and waits until slurmctld's log shows the plugin loaded it. Restores the original file
-// when destroyed. Check ok() before relying on it.
+// when destroyed, and waits the same way for the plugin to load it again. Check ok() before relying
+// on it.
 class PluginPointer {
  public:
   PluginPointer(const std::string& socket, const std::string& failure_policy);
