@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/testbed/invariant_sampler.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <future>
@@ -152,97 +149,18 @@ InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlur
 
 InvariantSampler::InvariantSampler(k8s::KubeClient* kube, bridge::slurm::LibSlurmClient* slurm,
                                    Options options)
-    : kube_(kube), slurm_(slurm), options_(std::move(options)) {
-  thread_ = std::thread([this] { Run(); });
+    : kube_(kube),
+      slurm_(slurm),
+      options_(std::move(options)),
+      ledger_(options_.period, "invariant sampler", "") {
+  thread_ = std::thread([this] { ledger_.Run([this] { return Sample(); }, stop_); });
 }
 
 void InvariantSampler::Stop() {
   stop_ = true;
   if (thread_.joinable()) {
     thread_.join();
-    stopped_ns_ =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - started_).count();
-    AppendToReport();
-  }
-}
-
-// One line per sampler in the file SKB_SAMPLER_REPORT names (scripts/test sets it and prints
-// the file at the end of a run, passing or not): the rate figures of every test, which
-// ctest shows only for a test that fails. One write(2) of one line on an O_APPEND
-// descriptor: lines of test processes running side by side do not interleave.
-void InvariantSampler::AppendToReport() const {
-  const char* path = std::getenv("SKB_SAMPLER_REPORT");
-  if (path == nullptr || *path == '\0') return;
-  std::string test = "-";
-  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
-    test = StrCat(info->test_suite_name(), ".", info->name());
-  }
-  const int64_t answered = ticks_ - failed_ - blind_;
-  const std::string kept =
-      answered > 0 ? std::to_string(100 * static_cast<int64_t>(samples_) / answered) : "-";
-  const std::string line = StrCat(
-      test, "\t", samples_.load(), "\t", static_cast<int64_t>(seconds()), "\t", ticks_.load(), "\t",
-      failed_.load(), "\t", missed_.load(), "\t", missed_slurm_.load(), "\t", missed_kube_.load(),
-      "\t", blind_.load(), "\t", kept, "\t", slowest_slurm_ms_.load(), "\t",
-      slowest_kube_ms_.load(), "\t", violations_.load(), "\n");
-  const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  (void)!write(fd, line.data(), line.size());
-  close(fd);
-}
-
-double InvariantSampler::seconds() const {
-  const int64_t stopped = stopped_ns_;
-  const auto elapsed = stopped != 0 ? std::chrono::nanoseconds(stopped) : Steady::now() - started_;
-  return std::chrono::duration<double>(elapsed).count();
-}
-
-std::string InvariantSampler::first_violation() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return first_;
-}
-
-::testing::AssertionResult InvariantSampler::RateCheck(double fraction) const {
-  const int64_t answered = ticks_ - failed_ - blind_;
-  // No sample at all is no evidence, whatever the share: a check of 0 of 0 fails.
-  if (samples_ > 0 && samples_ >= fraction * static_cast<double>(answered)) {
-    return ::testing::AssertionSuccess() << RateReport();
-  }
-  return ::testing::AssertionFailure() << "the sampler kept less than " << fraction * 100
-                                       << "% of its claimed rate: " << RateReport();
-}
-
-std::string InvariantSampler::RateReport() const {
-  return StrCat(samples_.load(), " samples in ", seconds(), " s (one per ", period().count(),
-                " ms claimed: ", ticks_.load(), " ticks, ", failed_.load(), " failed reads, ",
-                missed_.load(), " missed (", missed_slurm_.load(),
-                " while Slurm's read was the slower, ", missed_kube_.load(),
-                " while the apiserver's was), ", blind_.load(), " blind; slowest reads: Slurm ",
-                slowest_slurm_ms_.load(), " ms, apiserver ", slowest_kube_ms_.load(), " ms)");
-}
-
-void InvariantSampler::Run() {
-  const auto period = options_.period;
-  int64_t tick = 0;  // the tick this sample runs for
-  while (!stop_) {
-    const bool ok = Sample();
-    // The first tick not yet begun: the ones in between were skipped.
-    const int64_t next = (Steady::now() - started_) / period + 1;
-    const int64_t skipped = std::max<int64_t>(0, next - tick - 1);
-    if (ok) {
-      missed_ += skipped;
-      // Which side made this sample overrun: the slower of its reads.
-      (last_slurm_ms_ >= last_kube_ms_ ? missed_slurm_ : missed_kube_) += skipped;
-    } else {
-      ++failed_;
-      blind_ += skipped;
-    }
-    tick = std::max(next, tick + 1);
-    ticks_ = tick;
-    const auto due = started_ + tick * period;
-    while (!stop_ && Steady::now() < due) {
-      std::this_thread::sleep_for(std::min<Steady::duration>(due - Steady::now(), period));
-    }
+    ledger_.Finish();
   }
 }
 
@@ -252,66 +170,37 @@ bool InvariantSampler::Sample() {
     const auto t0 = Steady::now();
     auto claims_f = std::async(std::launch::async, [this, t0] {
       auto r = kube_->List(k8s::Resource::ResourceClaims(), "", {});
-      NoteKubeRead(t0);
+      ledger_.NoteKubeRead(t0);
       return r;
     });
     auto jobs = slurm_->LoadJobs(0);
-    NoteSlurmRead(t0);
+    ledger_.NoteSlurmRead(t0);
     auto claims = claims_f.get();
     if (!jobs.ok() || !claims.ok()) return false;
-    Record(DeviceDoubleBookings(jobs->items, claims->items, options_));
+    ledger_.Record(DeviceDoubleBookings(jobs->items, claims->items, options_));
     return true;
   }
   // The three reads at once: the state they show is from the same few milliseconds.
   const auto t0 = Steady::now();
-  last_kube_ms_ = 0;
   auto pods_f = std::async(std::launch::async, [this, t0] {
     k8s::ListOptions opts;
     opts.field_selector = "status.phase=Running";
     auto r = kube_->List(k8s::Resource::Pods(), "", opts);
-    NoteKubeRead(t0);
+    ledger_.NoteKubeRead(t0);
     return r;
   });
   auto nodes_f = std::async(std::launch::async, [this, t0] {
     auto r = kube_->List(k8s::Resource::Nodes(), "", {});
-    NoteKubeRead(t0);
+    ledger_.NoteKubeRead(t0);
     return r;
   });
   auto jobs = slurm_->LoadJobs(0);
-  NoteSlurmRead(t0);
+  ledger_.NoteSlurmRead(t0);
   auto pods = pods_f.get();
   auto nodes = nodes_f.get();
   if (!jobs.ok() || !pods.ok() || !nodes.ok()) return false;  // a failed read is not a sample
-  Record(DoubleBookings(SampleNodes(jobs->items, pods->items, nodes->items, options_)));
+  ledger_.Record(DoubleBookings(SampleNodes(jobs->items, pods->items, nodes->items, options_)));
   return true;
-}
-
-void InvariantSampler::NoteSlurmRead(Steady::time_point start) {
-  const int64_t ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start).count();
-  last_slurm_ms_ = ms;
-  if (ms > slowest_slurm_ms_) slowest_slurm_ms_ = ms;
-}
-
-void InvariantSampler::NoteKubeRead(Steady::time_point start) {
-  const int64_t ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start).count();
-  // The later of the sample's apiserver reads (they run at once).
-  int64_t last = last_kube_ms_;
-  while (ms > last && !last_kube_ms_.compare_exchange_weak(last, ms)) {
-  }
-  int64_t slowest = slowest_kube_ms_;
-  while (ms > slowest && !slowest_kube_ms_.compare_exchange_weak(slowest, ms)) {
-  }
-}
-
-void InvariantSampler::Record(const std::vector<std::string>& found) {
-  if (!found.empty()) {
-    violations_ += static_cast<int>(found.size());
-    std::lock_guard<std::mutex> lock(mu_);
-    if (first_.empty()) first_ = found.front();
-  }
-  ++samples_;
 }
 
 }  // namespace skb::testbed

@@ -14,9 +14,8 @@
 // again every time: GPUs are lost and recovered during tests) at once, from three threads,
 // so the two systems are read as close together as the clients allow.
 //
-// Rate: one sample per period (100 ms by default), started at multiples of the period
-// after construction. A sample that overruns makes it skip the ticks it missed; a sample
-// whose read fails is not a sample. RateCheck() tells a test whether it kept the claim.
+// Rate: one sample per period (100 ms by default), kept by a SampleLedger (sample_ledger.h,
+// shared with the oracle). RateCheck() tells a test whether it kept the claim.
 //
 //   InvariantSampler sampler(kube, slurm);
 //   ... the test ...
@@ -39,6 +38,7 @@
 
 #include "bridge/slurm/libslurm_client.h"
 #include "k8s/kube_client.h"
+#include "tests/testbed/sample_ledger.h"
 
 namespace skb::testbed {
 
@@ -99,54 +99,29 @@ class InvariantSampler {
   InvariantSampler& operator=(const InvariantSampler&) = delete;
 
   void Stop();
-  int samples() const { return samples_; }
-  int violations() const { return violations_; }  // double-booked node-samples
-  // Ticks of the schedule so far, and how they went: sampled, read failed (an apiserver or
-  // slurmctld restart), skipped while a slow read ran (missed), skipped while a read that
-  // then failed ran (blind).
-  int64_t ticks() const { return ticks_; }
-  int failed_reads() const { return failed_; }
-  int64_t missed_ticks() const { return missed_; }
-  int64_t blind_ticks() const { return blind_; }
-  int64_t missed_while_slurm_slow() const { return missed_slurm_; }
-  int64_t missed_while_apiserver_slow() const { return missed_kube_; }
+  // The schedule's figures (sample_ledger.h).
+  const sampling::SampleLedger& ledger() const { return ledger_; }
+  int samples() const { return ledger_.samples(); }
+  int violations() const { return ledger_.violations(); }  // double-booked node-samples
   std::chrono::milliseconds period() const { return options_.period; }
-  // Seconds from construction to Stop() (or to now while it runs): how long it watched.
-  double seconds() const;
-  std::string first_violation();
+  std::string first_violation() const { return ledger_.first_violation(); }
 
-  // Whether it sampled at least `fraction` of the ticks at which both systems answered:
-  // samples >= fraction * (ticks - failed reads - blind ticks).
-  ::testing::AssertionResult RateCheck(double fraction) const;
-  // "812 samples in 82.3 s (one per 100 ms claimed: 823 ticks, 0 failed reads, 11 missed (9
-  // while Slurm's read was the slower, 2 while the apiserver's was), 0 blind; slowest reads:
-  // Slurm 240 ms, apiserver 95 ms)".
-  std::string RateReport() const;
+  // SampleLedger::RateCheck: samples >= fraction * (ticks - failed - blind) less one tick,
+  // and at least one sample.
+  ::testing::AssertionResult RateCheck(double fraction) const {
+    return ledger_.RateCheck(fraction);
+  }
+  // "invariant sampler: 812 samples in 82.3 s (one per 100 ms claimed: ...)".
+  std::string RateReport() const { return ledger_.RateReport(); }
 
  private:
-  void Run();
   bool Sample();  // false when a read failed
-  // How long this sample's read of each side took (from the sample's start).
-  void NoteSlurmRead(std::chrono::steady_clock::time_point start);
-  void NoteKubeRead(std::chrono::steady_clock::time_point start);
-  void AppendToReport() const;
-  // One sample's findings: counted, the first one kept.
-  void Record(const std::vector<std::string>& found);
 
   k8s::KubeClient* const kube_;
   bridge::slurm::LibSlurmClient* const slurm_;
   const Options options_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::atomic<int64_t> stopped_ns_{0};  // since started_; 0 while running
+  sampling::SampleLedger ledger_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> samples_{0}, violations_{0}, failed_{0};
-  std::atomic<int64_t> ticks_{0}, missed_{0}, blind_{0};
-  // Missed ticks by the side whose read was the slower in the sample that overran them.
-  std::atomic<int64_t> missed_slurm_{0}, missed_kube_{0};
-  std::atomic<int64_t> last_slurm_ms_{0}, last_kube_ms_{0};
-  std::atomic<int64_t> slowest_slurm_ms_{0}, slowest_kube_ms_{0};
-  std::mutex mu_;
-  std::string first_;
   std::thread thread_;
 };
 

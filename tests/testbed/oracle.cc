@@ -924,10 +924,11 @@ struct Oracle::Io {
   }
 };
 
-Oracle::Oracle(Options options) : options_(std::move(options)) {
+Oracle::Oracle(Options options)
+    : options_(std::move(options)), ledger_(options_.period, "oracle", " [oracle]") {
   io_ = std::make_unique<Io>();
   io_->Setup(options_);
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] { ledger_.Run([this] { return Sample(); }, stop_); });
 }
 
 Oracle::~Oracle() { Stop(); }
@@ -936,36 +937,14 @@ void Oracle::Stop() {
   stop_ = true;
   if (thread_.joinable()) {
     thread_.join();
-    stopped_ns_ =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - started_).count();
     io_->KillReader();
-    AppendToReport();
+    ledger_.Finish();
   }
-}
-
-double Oracle::seconds() const {
-  const int64_t stopped = stopped_ns_;
-  const auto elapsed = stopped != 0 ? std::chrono::nanoseconds(stopped) : Steady::now() - started_;
-  return std::chrono::duration<double>(elapsed).count();
-}
-
-std::string Oracle::first_violation() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return first_;
 }
 
 std::string Oracle::last_failure() {
   std::lock_guard<std::mutex> lock(mu_);
   return last_failure_;
-}
-
-::testing::AssertionResult Oracle::RateCheck(double fraction) const {
-  const int64_t answered = ticks_ - failed_ - blind_;
-  if (samples_ > 0 && samples_ >= fraction * static_cast<double>(answered)) {
-    return ::testing::AssertionSuccess() << RateReport();
-  }
-  return ::testing::AssertionFailure() << "the oracle kept less than " << fraction * 100
-                                       << "% of its claimed rate: " << RateReport();
 }
 
 std::string Oracle::RateReport() const {
@@ -974,79 +953,12 @@ std::string Oracle::RateReport() const {
     std::lock_guard<std::mutex> lock(mu_);
     if (!last_failure_.empty()) failure = Cat({"; last failed read: ", last_failure_});
   }
-  std::ostringstream s;
-  s << "oracle: " << samples_.load() << " samples in " << seconds() << " s (one per "
-    << period().count() << " ms claimed: " << ticks_.load() << " ticks, " << failed_.load()
-    << " failed reads, " << missed_.load() << " missed (" << missed_slurm_.load()
-    << " while Slurm's read was the slower, " << missed_kube_.load()
-    << " while the apiserver's was), " << blind_.load() << " blind; slowest reads: Slurm "
-    << slowest_slurm_ms_.load() << " ms, apiserver " << slowest_kube_ms_.load() << " ms" << failure
-    << ")";
-  return s.str();
-}
-
-// One line in the file SKB_SAMPLER_REPORT names, the columns of
-// InvariantSampler::AppendToReport, the test's name suffixed " [oracle]". One write(2) of
-// one line on an O_APPEND descriptor.
-void Oracle::AppendToReport() const {
-  const char* path = std::getenv("SKB_SAMPLER_REPORT");
-  if (path == nullptr || *path == '\0') return;
-  std::string test = "-";
-  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
-    test = Cat({info->test_suite_name(), ".", info->name()});
-  }
-  test += " [oracle]";
-  const int64_t answered = ticks_ - failed_ - blind_;
-  const std::string kept =
-      answered > 0 ? std::to_string(100 * static_cast<int64_t>(samples_) / answered) : "-";
-  std::ostringstream s;
-  s << test << "\t" << samples_.load() << "\t" << static_cast<int64_t>(seconds()) << "\t"
-    << ticks_.load() << "\t" << failed_.load() << "\t" << missed_.load() << "\t"
-    << missed_slurm_.load() << "\t" << missed_kube_.load() << "\t" << blind_.load() << "\t" << kept
-    << "\t" << slowest_slurm_ms_.load() << "\t" << slowest_kube_ms_.load() << "\t"
-    << violations_.load() << "\n";
-  const std::string line = s.str();
-  const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  (void)!write(fd, line.data(), line.size());
-  close(fd);
-}
-
-void Oracle::Run() {
-  const auto period = options_.period;
-  int64_t tick = 0;
-  while (!stop_) {
-    const bool ok = Sample();
-    const int64_t next = (Steady::now() - started_) / period + 1;
-    const int64_t skipped = std::max<int64_t>(0, next - tick - 1);
-    if (ok) {
-      missed_ += skipped;
-      (last_slurm_ms_ >= last_kube_ms_ ? missed_slurm_ : missed_kube_) += skipped;
-    } else {
-      ++failed_;
-      blind_ += skipped;
-    }
-    tick = std::max(next, tick + 1);
-    ticks_ = tick;
-    const auto due = started_ + tick * period;
-    while (!stop_ && Steady::now() < due) {
-      std::this_thread::sleep_for(std::min<Steady::duration>(due - Steady::now(), period));
-    }
-  }
+  return ledger_.RateReport(failure);
 }
 
 void Oracle::Fail(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   last_failure_ = why;
-}
-
-void Oracle::Record(const std::vector<std::string>& found) {
-  if (!found.empty()) {
-    violations_ += static_cast<int>(found.size());
-    std::lock_guard<std::mutex> lock(mu_);
-    if (first_.empty()) first_ = found.front();
-  }
-  ++samples_;
 }
 
 bool Oracle::Sample() {
@@ -1066,9 +978,6 @@ bool Oracle::Sample() {
   // Both systems at once: the request to the reader, then the GETs, all answered in one
   // poll loop (so each side's time is its own).
   const auto t0 = Steady::now();
-  auto ms_since = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - t0).count();
-  };
   if (send(io.fd, "\n", 1, MSG_NOSIGNAL) != 1) {
     Fail(Cat({"writing to the Slurm reader: ", std::strerror(errno)}));
     io.KillReader();
@@ -1082,7 +991,6 @@ bool Oracle::Sample() {
   size_t kube_left = io.gets.size();
   bool slurm_done = false, reader_gone = false;
   std::string slurm_line;
-  int64_t kube_ms = 0;
   const auto deadline = t0 + std::chrono::seconds(15);
   while ((!slurm_done || kube_left > 0) && !reader_gone && Steady::now() < deadline) {
     int running = 0;
@@ -1095,7 +1003,7 @@ bool Oracle::Sample() {
           g.done = true;
           g.result = m->data.result;
           --kube_left;
-          kube_ms = std::max<int64_t>(kube_ms, ms_since());
+          ledger_.NoteKubeRead(t0);
         }
       }
     }
@@ -1118,9 +1026,7 @@ bool Oracle::Sample() {
         io.pending.erase(0, nl + 1);
         slurm_done = true;
         reader_gone = false;
-        const int64_t ms = ms_since();
-        last_slurm_ms_ = ms;
-        if (ms > slowest_slurm_ms_) slowest_slurm_ms_ = ms;
+        ledger_.NoteSlurmRead(t0);
       }
     }
     if (slurm_done && kube_left == 0) break;
@@ -1128,10 +1034,6 @@ bool Oracle::Sample() {
     curl_multi_poll(io.multi, slurm_done ? nullptr : &extra, slurm_done ? 0 : 1, 20, nullptr);
   }
   for (Io::Get& g : io.gets) curl_multi_remove_handle(io.multi, g.easy);
-  if (kube_ms > 0 || kube_left == 0) {
-    last_kube_ms_ = kube_ms;
-    if (kube_ms > slowest_kube_ms_) slowest_kube_ms_ = kube_ms;
-  }
   if (!slurm_done) {
     Fail(reader_gone ? "the Slurm reader exited" : "the Slurm read took over 15 s");
     io.KillReader();  // a late answer would be taken for the next sample's
@@ -1177,12 +1079,14 @@ bool Oracle::Sample() {
   }
   if (options_.per_device) {
     if (!io.LoadIdentity()) {
-      Record({Cat({"no device identity to check against (fail closed): ", io.identity_error})});
+      ledger_.Record(
+          {Cat({"no device identity to check against (fail closed): ", io.identity_error})});
       return true;
     }
-    Record(DeviceViolations(jobs, kube_items[0], kube_items[1], io.identity, options_, &memory_));
+    ledger_.Record(
+        DeviceViolations(jobs, kube_items[0], kube_items[1], io.identity, options_, &memory_));
   } else {
-    Record(NodeViolations(jobs, kube_items[0], kube_items[1], options_));
+    ledger_.Record(NodeViolations(jobs, kube_items[0], kube_items[1], options_));
   }
   return true;
 }

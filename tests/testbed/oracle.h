@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "tests/testbed/oracle_wire.h"
+#include "tests/testbed/sample_ledger.h"
 
 namespace skb::oracle {
 
@@ -173,44 +174,33 @@ class Oracle {
   Oracle& operator=(const Oracle&) = delete;
 
   void Stop();
-  int samples() const { return samples_; }
-  int violations() const { return violations_; }
-  int64_t ticks() const { return ticks_; }
-  int failed_reads() const { return failed_; }
-  int64_t missed_ticks() const { return missed_; }
-  int64_t blind_ticks() const { return blind_; }
-  int64_t missed_while_slurm_slow() const { return missed_slurm_; }
-  int64_t missed_while_apiserver_slow() const { return missed_kube_; }
+  // The schedule's figures (sample_ledger.h).
+  const sampling::SampleLedger& ledger() const { return ledger_; }
+  int samples() const { return ledger_.samples(); }
+  int violations() const { return ledger_.violations(); }
+  int failed_reads() const { return ledger_.failed_reads(); }
   std::chrono::milliseconds period() const { return options_.period; }
-  double seconds() const;
-  std::string first_violation();
+  std::string first_violation() const { return ledger_.first_violation(); }
   // The last reason a read failed ("" if none did).
   std::string last_failure();
 
-  // As InvariantSampler::RateCheck: samples >= fraction * (ticks - failed - blind), and
-  // at least one sample.
-  ::testing::AssertionResult RateCheck(double fraction) const;
-  std::string RateReport() const;
+  // SampleLedger::RateCheck: samples >= fraction * (ticks - failed - blind) less one tick,
+  // and at least one sample.
+  ::testing::AssertionResult RateCheck(double fraction) const {
+    return ledger_.RateCheck(fraction);
+  }
+  std::string RateReport() const;  // the ledger's, with the last failed read
 
  private:
   struct Io;  // the reader process and the HTTP handles (oracle.cc)
-  void Run();
   bool Sample();
-  void Record(const std::vector<std::string>& found);
   void Fail(const std::string& why);
-  void AppendToReport() const;
 
   const Options options_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::atomic<int64_t> stopped_ns_{0};
+  sampling::SampleLedger ledger_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> samples_{0}, violations_{0}, failed_{0};
-  std::atomic<int64_t> ticks_{0}, missed_{0}, blind_{0};
-  std::atomic<int64_t> missed_slurm_{0}, missed_kube_{0};
-  std::atomic<int64_t> last_slurm_ms_{0}, last_kube_ms_{0};
-  std::atomic<int64_t> slowest_slurm_ms_{0}, slowest_kube_ms_{0};
   mutable std::mutex mu_;
-  std::string first_, last_failure_;
+  std::string last_failure_;
   std::unique_ptr<Io> io_;  // used by the sampling thread only
   IndexMemory memory_;      // the sampling thread's
   std::thread thread_;

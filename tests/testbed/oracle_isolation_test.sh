@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The invariant oracle shares no code with the bridge (tests/testbed/oracle.h): its sources
 # include only system and library headers and each other, nothing from src/, k8s/, bridge/
-# or the rest of tests/. Usage: oracle_isolation_test.sh TESTS_TESTBED_DIR
+# or the rest of tests/ (but the tick bookkeeping it shares with the invariant sampler,
+# sample_ledger.h, which is held to the same rule). Usage: oracle_isolation_test.sh TESTS_TESTBED_DIR
 set -euo pipefail
 dir="$1"
-sources=(oracle.h oracle.cc oracle_wire.h oracle_slurm_reader.cc)
-allowed='^#include "tests/testbed/oracle(_wire)?\.h"$'
+sources=(oracle.h oracle.cc oracle_wire.h oracle_slurm_reader.cc sample_ledger.h sample_ledger.cc)
+allowed='^#include "tests/testbed/(oracle|oracle_wire|sample_ledger)\.h"$'
 bad=0
 for f in "${sources[@]}"; do
   [[ -f "$dir/$f" ]] || { echo "missing $dir/$f"; exit 1; }

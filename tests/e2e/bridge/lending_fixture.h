@@ -117,8 +117,7 @@ class LendingE2E : public ::testing::Test {
       EXPECT_TRUE(sampler_->RateCheck(kSamplerRate));
       EXPECT_EQ(sampler_->violations(), 0)
           << "double booking (" << sampler_->RateReport() << "): " << sampler_->first_violation();
-      std::printf("invariant sampler: %s, %d double-booked\n", sampler_->RateReport().c_str(),
-                  sampler_->violations());
+      std::printf("%s, %d double-booked\n", sampler_->RateReport().c_str(), sampler_->violations());
     }
     if (oracle_) {
       oracle_->Stop();

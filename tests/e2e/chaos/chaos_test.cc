@@ -479,7 +479,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
     if (shown.find("Restarts=0") == std::string::npos && !shown.empty()) ++requeued;
   }
   std::printf(
-      "chaos: sampler %s, %d double-booked; %zu jobs (%d completed, %d pending/running, %d "
+      "chaos: %s, %d double-booked; %zu jobs (%d completed, %d pending/running, %d "
       "requeued at least once, %d lost)\n",
       sampler_->RateReport().c_str(), sampler_->violations(), jobs_.size(), completed, active,
       requeued, lost);

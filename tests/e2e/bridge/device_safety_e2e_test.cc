@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU-granular sharing when the world misbehaves (dra label): a GPU driver that republishes
+// its pool in several slices, ... Each test is one way to a GPU given to both schedulers
+// that the device lane must close; the oracle (tests/testbed/oracle.h), which shares no code
+// with the bridge, watches every test for a double booking, beside the invariant sampler.
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/bridge/gpu_sharing_fixture.h"
+
+namespace skb::lending_e2e {
+namespace {
+
+using ::testing::Not;
+using DeviceSafetyE2E = GpuSharingE2E;
+
+// A driver that republishes node1's pool in two ResourceSlices of a new generation, one
+// slice at a time (3 s apart), while an 8-GPU job that may not be preempted runs there and
+// a high-priority pod pinned to node1 waits for a GPU. Read slice by slice, the new pool
+// looked like "1 of 2" and the node left GPU sharing with every hold dropped: the pod was
+// allocated a GPU the job ran on. Read as kube-scheduler reads it, the pool is unreadable
+// while it is incomplete (every hold stays, nothing is planned, a Warning says so) and whole
+// again after: node1's 8 holds stay throughout and the pod never gets a GPU there.
+TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
+  struct Join {
+    ~Join() { testbed::TestbedCommand({"driver-join", "node1"}); }
+  } join;
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 8, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60)))
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  // The bridge has seen the pod and frees nothing for it (the only job may not be taken).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Shell("kubectl get events -n default --field-selector "
+                     "involvedObject.name=waits,reason=GpusNotFreed --no-headers")
+                   .out.size() > 0;
+      },
+      seconds(60)))
+      << daemon_->LogTail();
+
+  const auto split = testbed::TestbedCommand({"driver-split", "node1", "2", "3"});
+  ASSERT_EQ(split.exit_code, 0) << split.out << split.err;
+  ASSERT_EQ(Trim(Shell("kubectl get resourceslices --no-headers | grep -c '^node1-'").out), "2");
+
+  // Throughout the republication and after it: every hold stays and the pod gets nothing.
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        const int holds = HoldsOn("node1");
+        if (holds != 8) return StrCat(holds, " holds on node1");
+        const std::string node = PodField("waits", ".spec.nodeName");
+        if (!node.empty()) return StrCat("the pod was placed on ", node);
+        return "";
+      },
+      seconds(15));
+  EXPECT_EQ(broke, "") << Shell("kubectl get devicetaintrules").out << NodeEvents("node1")
+                       << daemon_->LogTail();
+  const std::string events = NodeEvents("node1");
+  EXPECT_THAT(events, HasSubstr("GpuPoolUnreadable"));
+  EXPECT_THAT(events, HasSubstr("has 1 of 2 slices"));
+  EXPECT_THAT(events, HasSubstr("GpuPoolReadable"));
+  EXPECT_THAT(events, Not(HasSubstr("GpuSharingEnded")));
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+}
+
+}  // namespace
+}  // namespace skb::lending_e2e

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/testbed/sample_ledger.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace skb::sampling {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+TEST(SampleLedgerRate, OneSlowTickInAShortWindowIsKept) {
+  // CI stop 38: 6 samples of 7 answered ticks (one apiserver read of 114 ms at 100 ms).
+  EXPECT_TRUE(SampleLedger::RateKept(6, 7, 0.9));
+  EXPECT_TRUE(SampleLedger::RateKept(9, 10, 0.9));
+}
+
+TEST(SampleLedgerRate, TwoMissedOfTenOrAFifthOfALongWindowIsNot) {
+  EXPECT_FALSE(SampleLedger::RateKept(7, 10, 0.9));
+  EXPECT_FALSE(SampleLedger::RateKept(880, 1000, 0.9));  // the 88% sampler of issue 31
+  EXPECT_TRUE(SampleLedger::RateKept(900, 1000, 0.9));
+  EXPECT_FALSE(SampleLedger::RateKept(898, 1000, 0.9));
+}
+
+TEST(SampleLedgerRate, NoSampleIsNoEvidence) {
+  EXPECT_FALSE(SampleLedger::RateKept(0, 0, 0.9));
+  EXPECT_FALSE(SampleLedger::RateKept(0, 1, 0.9));
+}
+
+TEST(SampleLedger, CountsSamplesFailuresAndTheTicksASlowSampleSkipped) {
+  SampleLedger ledger(20ms, "test checker", "");
+  std::atomic<bool> stop{false};
+  int calls = 0;
+  std::thread runner([&] {
+    ledger.Run(
+        [&] {
+          ++calls;
+          const auto t0 = SampleLedger::Steady::now();
+          if (calls == 2) {
+            std::this_thread::sleep_for(70ms);  // overruns: skips about three ticks
+            ledger.NoteSlurmRead(t0);
+            ledger.NoteKubeRead(t0 - 0ms);
+            ledger.Record({});
+            return true;
+          }
+          if (calls == 4) return false;  // a failed read: not a sample
+          if (calls == 5)
+            ledger.Record({"node1: job 7 and pod ns/p"});
+          else
+            ledger.Record({});
+          if (calls >= 8) stop = true;
+          return true;
+        },
+        stop);
+  });
+  runner.join();
+  ledger.Finish();
+  EXPECT_EQ(calls, 8);
+  EXPECT_EQ(ledger.samples(), 7);
+  EXPECT_EQ(ledger.failed_reads(), 1);
+  EXPECT_EQ(ledger.violations(), 1);
+  EXPECT_EQ(ledger.first_violation(), "node1: job 7 and pod ns/p");
+  EXPECT_GE(ledger.missed_ticks(), 2);
+  EXPECT_EQ(ledger.missed_ticks(),
+            ledger.missed_while_slurm_slow() + ledger.missed_while_apiserver_slow());
+  EXPECT_GE(ledger.ticks(), ledger.samples() + ledger.failed_reads() + ledger.missed_ticks());
+  EXPECT_THAT(ledger.RateReport(), HasSubstr("test checker: 7 samples in"));
+  // Finish fixes the watched time.
+  const double watched = ledger.seconds();
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(ledger.seconds(), watched);
+}
+
+TEST(SampleLedger, ACheckThatNeverSampledFailsTheRateCheck) {
+  SampleLedger ledger(20ms, "test checker", "");
+  std::atomic<bool> stop{false};
+  int calls = 0;
+  ledger.Run(
+      [&] {
+        if (++calls == 3) stop = true;
+        return false;
+      },
+      stop);
+  ledger.Finish();
+  EXPECT_EQ(ledger.samples(), 0);
+  EXPECT_FALSE(ledger.RateCheck(0.9));
+}
+
+}  // namespace
+}  // namespace skb::sampling
