@@ -423,6 +423,22 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
     if (!reported_suspicious_.insert(job).second) continue;
     Logger("devices")->warn("placeholder_untrusted job={} why=\"{}\"", job, why);
   }
+  // A node whose driver pool cannot be read: one Warning when it starts (or its reason
+  // changes), one Normal when it reads again.
+  for (const auto& [node, why] : r.observation.unreadable) {
+    auto it = reported_unreadable_.find(node);
+    if (it != reported_unreadable_.end() && it->second == why) continue;
+    Logger("devices")->warn("pool_unreadable node={} why=\"{}\"", node, why);
+    events_->Record(k8s::NodeRef(devices::K8sNameOf(world, node)), k8s::EventType::kWarning,
+                    "GpuPoolUnreadable", why);
+  }
+  for (const auto& [node, why] : reported_unreadable_) {
+    if (r.observation.unreadable.count(node)) continue;
+    Logger("devices")->info("pool_readable node={}", node);
+    events_->Record(k8s::NodeRef(devices::K8sNameOf(world, node)), k8s::EventType::kNormal,
+                    "GpuPoolReadable", "the driver's pool reads again: the device lane plans it");
+  }
+  reported_unreadable_ = r.observation.unreadable;
 }
 
 std::set<std::string> DeviceLane::GranularNodes() const {

@@ -185,6 +185,7 @@ class DeviceLane {
   std::map<std::string, std::string> reported_waiting_ GUARDED_BY(mu_);
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
   std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> reported_unreadable_ GUARDED_BY(mu_);  // node -> why
 };
 
 // Counts what the pass changed: skb_actions_total for each executed action, and for the

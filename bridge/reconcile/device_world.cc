@@ -2,6 +2,8 @@
 #include "bridge/reconcile/device_world.h"
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 namespace skb::bridge {
 namespace {
@@ -17,12 +19,44 @@ void Set(Map* m, const std::string& key, const nlohmann::json* obj, Convert conv
 
 }  // namespace
 
+// A pool may be published in several slices (resourceSliceCount), and a new generation
+// replaces the old one slice by slice: a node's devices are read from all its slices at
+// once, as kube-scheduler reads them, never one slice alone.
 void DeviceWorldCache::SetSlice(const std::string& key, const nlohmann::json* obj) {
   {
     MutexLock lock(&mu_);
-    Set(&slices_, key, obj, [&](std::span<const nlohmann::json> o) {
-      return devices::SlicesByNode(o, cfg_.gpu_sharing.driver);
-    });
+    std::set<std::string> touched;
+    if (auto old = slice_node_.find(key); old != slice_node_.end()) {
+      touched.insert(old->second);
+      slice_objs_[old->second].erase(key);
+      slice_node_.erase(old);
+    }
+    if (obj != nullptr) {
+      const std::string node = devices::SliceNodeOf(*obj, cfg_.gpu_sharing.driver);
+      if (!node.empty()) {
+        slice_node_[key] = node;
+        slice_objs_[node][key] = *obj;
+        touched.insert(node);
+      }
+    }
+    for (const std::string& node : touched) {
+      slices_.erase(node);
+      unreadable_.erase(node);
+      auto& objs = slice_objs_[node];
+      if (objs.empty()) {
+        slice_objs_.erase(node);
+        continue;
+      }
+      std::vector<nlohmann::json> all;
+      all.reserve(objs.size());
+      for (const auto& [k, o] : objs) all.push_back(o);
+      std::map<std::string, std::string> unreadable;
+      auto by_node = devices::SlicesByNode(all, cfg_.gpu_sharing.driver, nullptr, &unreadable);
+      if (auto it = by_node.find(node); it != by_node.end()) slices_[node] = std::move(it->second);
+      if (auto it = unreadable.find(node); it != unreadable.end()) {
+        unreadable_[node] = std::move(it->second);
+      }
+    }
   }
   ++generation_;
 }
@@ -88,12 +122,8 @@ devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
   w.jobs = std::move(jobs);
   w.paired = std::move(paired);
   MutexLock lock(&mu_);
-  for (const auto& [key, by_node] : slices_) {
-    for (const auto& [node, devs] : by_node) {
-      auto& out = w.slices[node];
-      out.insert(out.end(), devs.begin(), devs.end());
-    }
-  }
+  w.slices = slices_;
+  w.unreadable = unreadable_;
   for (const auto& [key, by_node] : claims_) {
     for (const auto& [node, list] : by_node) {
       auto& out = w.claims[node];

@@ -50,8 +50,12 @@ class DeviceWorldCache {
   };
   const config::Config& cfg_;
   mutable Mutex mu_;
-  std::map<std::string, std::map<std::string, std::vector<devices::SliceDevice>>> slices_
-      GUARDED_BY(mu_);
+  // ResourceSlices by node and informer key, as stored; each slice's node; and what they
+  // merge to per node (or why a node's pool cannot be read).
+  std::map<std::string, std::map<std::string, nlohmann::json>> slice_objs_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> slice_node_ GUARDED_BY(mu_);
+  std::map<std::string, std::vector<devices::SliceDevice>> slices_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> unreadable_ GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, std::vector<devices::Claim>>> claims_ GUARDED_BY(mu_);
   // What each claim ("ns/name") asks of the GPU DeviceClasses: pending pods' demand.
   std::map<std::string, devices::ClaimDemand> demands_ GUARDED_BY(mu_);

@@ -100,5 +100,47 @@ TEST_F(DeviceWorldCacheTest, AClaimOfAnotherClassOrThatCannotBeSizedIsNoTrigger)
   EXPECT_EQ(Build().pending[0].gpus, 2);
 }
 
+// A driver republishing node1's pool as two slices of a new generation, one informer event
+// at a time: the pool reads whole again only once both halves of the new generation are
+// there; in between it is unreadable (never "no devices"), and the old generation's slice
+// lingering beside the new ones is ignored.
+TEST_F(DeviceWorldCacheTest, APoolSplitOverSlicesIsReadWholeAndUnreadableInBetween) {
+  json old_slice = json::parse(devices::dra_testdata::kSlice);
+  cache_.SetSlice("node1-gpu.nvidia.com", &old_slice);
+  ASSERT_EQ(Build().slices["node1"].size(), 8u);
+
+  json a = old_slice, b = old_slice;
+  a["metadata"]["name"] = "node1-gpu.nvidia.com-a";
+  b["metadata"]["name"] = "node1-gpu.nvidia.com-b";
+  for (json* s : {&a, &b}) {
+    (*s)["spec"]["pool"]["generation"] = 2;
+    (*s)["spec"]["pool"]["resourceSliceCount"] = 2;
+  }
+  json& ad = a["spec"]["devices"];
+  ad.erase(ad.begin() + 4, ad.end());
+  json& bd = b["spec"]["devices"];
+  bd.erase(bd.begin(), bd.begin() + 4);
+
+  cache_.SetSlice("node1-gpu.nvidia.com-a", &a);
+  devices::World w = Build();
+  EXPECT_EQ(w.slices.count("node1"), 0u);
+  ASSERT_EQ(w.unreadable.count("node1"), 1u);
+  EXPECT_THAT(w.unreadable["node1"], ::testing::HasSubstr("has 1 of 2 slices"));
+
+  cache_.SetSlice("node1-gpu.nvidia.com-b", &b);
+  w = Build();
+  EXPECT_THAT(w.unreadable, IsEmpty());
+  ASSERT_EQ(w.slices["node1"].size(), 8u) << "both halves, the old generation ignored";
+
+  cache_.SetSlice("node1-gpu.nvidia.com", nullptr);  // the old one goes at last
+  EXPECT_EQ(Build().slices["node1"].size(), 8u);
+  cache_.SetSlice("node1-gpu.nvidia.com-a", nullptr);
+  EXPECT_EQ(Build().unreadable.count("node1"), 1u);
+  cache_.SetSlice("node1-gpu.nvidia.com-b", nullptr);
+  w = Build();
+  EXPECT_THAT(w.unreadable, IsEmpty());
+  EXPECT_THAT(w.slices, IsEmpty()) << "no slice at all: the driver publishes nothing";
+}
+
 }  // namespace
 }  // namespace skb::bridge

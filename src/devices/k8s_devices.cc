@@ -230,17 +230,24 @@ std::string AffinityValue(const json& spec, std::string_view key) {
 
 }  // namespace
 
-std::map<std::string, std::vector<SliceDevice>> SlicesByNode(std::span<const json> slices,
-                                                             std::string_view driver,
-                                                             std::vector<std::string>* skipped) {
+std::string SliceNodeOf(const json& slice, std::string_view driver) {
+  const json* spec = Field(&slice, "spec");
+  if (Str(Field(spec, "driver")) != driver) return "";
+  std::string node = Str(Field(spec, "nodeName"));
+  if (node.empty()) node = Str(Field(Field(spec, "pool"), "name"));
+  return node;
+}
+
+std::map<std::string, std::vector<SliceDevice>> SlicesByNode(
+    std::span<const json> slices, std::string_view driver, std::vector<std::string>* skipped,
+    std::map<std::string, std::string>* unreadable) {
   std::map<std::string, Pool> pools;
   for (const json& s : slices) {
     const json* spec = Field(&s, "spec");
     if (Str(Field(spec, "driver")) != driver) continue;
     const std::string name = NameOf(s);
-    std::string node = Str(Field(spec, "nodeName"));
+    const std::string node = SliceNodeOf(s, driver);
     const json* pool = Field(spec, "pool");
-    if (node.empty()) node = Str(Field(pool, "name"));
     if (node.empty()) {
       Skip(skipped, StrCat("ResourceSlice ", name, ": no spec.nodeName and no pool name"));
       continue;
@@ -281,6 +288,7 @@ std::map<std::string, std::vector<SliceDevice>> SlicesByNode(std::span<const jso
     }
     if (!p.problems.empty()) {
       for (const std::string& why : p.problems) Skip(skipped, StrCat("node ", node, ": ", why));
+      if (unreadable != nullptr) (*unreadable)[node] = StrJoin(p.problems, "; ");
       continue;
     }
     if (!p.devices.empty()) out[node] = std::move(p.devices);

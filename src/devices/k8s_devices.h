@@ -46,10 +46,16 @@ inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 // newest generation count (older ones linger while a driver republishes). Skipped, with a
 // reason appended to `skipped` when given: a slice without devices or node, a device without
 // a name; and a whole node when its newest generation is incomplete (fewer slices than
-// resourceSliceCount) or names a device twice. Devices in published order.
+// resourceSliceCount) or names a device twice, also recorded in `unreadable` (node -> why)
+// when given: the caller must not read such a node as publishing nothing (kube-scheduler
+// may still allocate from the slices it has). Devices in published order.
 std::map<std::string, std::vector<SliceDevice>> SlicesByNode(
     std::span<const nlohmann::json> slices, std::string_view driver,
-    std::vector<std::string>* skipped = nullptr);
+    std::vector<std::string>* skipped = nullptr,
+    std::map<std::string, std::string>* unreadable = nullptr);
+// The node a ResourceSlice of `driver` publishes for (spec.nodeName, or its pool's name);
+// "" for another driver's slice or one naming neither.
+std::string SliceNodeOf(const nlohmann::json& slice, std::string_view driver);
 
 // Allocated claims using devices of `driver`, per node (the result's pool: the driver names
 // pools after nodes). One Claim per claim and node: pod "ns/name" of the first pod in

@@ -184,6 +184,19 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     const auto on_node = placeholders.find(sn.name);
     const std::vector<Placeholder> none;
     const std::vector<Placeholder>& mine = on_node != placeholders.end() ? on_node->second : none;
+    if (const auto bad = w.unreadable.find(k8s); bad != w.unreadable.end()) {
+      // Frozen, not leaving: kube-scheduler may still allocate from the slices it has, so
+      // every hold and placeholder stays as it is until the pool reads again.
+      const auto held = w.held.find(k8s);
+      const size_t holds = held != w.held.end() ? held->second.size() : 0;
+      const std::string why =
+          StrCat("the driver's pool cannot be read (", bad->second, "): its ", mine.size(),
+                 " placeholder(s) and ", holds, " hold(s) stay, nothing is planned");
+      out.node_granular[sn.name] = why;
+      out.unreadable[sn.name] = why;
+      if (!mine.empty() || holds > 0) out.sharing[sn.name] = {.leaving = true, .why = why};
+      continue;
+    }
     std::string not_eligible;
     DeviceMapping m;
     if (slice == w.slices.end() || slice->second.empty()) {

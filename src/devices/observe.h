@@ -52,6 +52,11 @@ struct World {
   // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
   // under the bridge's hold rules.
   std::map<std::string, std::vector<SliceDevice>> slices;
+  // Kubernetes nodes whose pool cannot be read (SlicesByNode: an incomplete newest generation,
+  // a device published twice) -> why. Not "no devices": kube-scheduler may still allocate
+  // from the slices it has, so such a node keeps every hold and placeholder, and nothing
+  // is planned on it until its pool reads again.
+  std::map<std::string, std::string> unreadable;
   std::map<std::string, std::vector<Claim>> claims;
   std::map<std::string, std::set<std::string>> held;
   // Unschedulable GPU pods at or above the threshold, highest priority first.
@@ -88,6 +93,9 @@ struct Observation {
   // them down (PlanLeave) before the node lane may take them. Their devices are the
   // published ones (index -1: no proven mapping) and those still held.
   std::vector<NodeDevices> leaving;
+  // Nodes whose driver pool cannot be read (World::unreadable) -> why: frozen, neither
+  // planned nor wound down. Also in node_granular.
+  std::map<std::string, std::string> unreadable;
   // Per paired node, what the node lane reads (ManagedNode::gpu_sharing).
   std::map<std::string, inventory::GpuSharingView> sharing;
 };

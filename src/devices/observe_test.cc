@@ -229,6 +229,28 @@ TEST(ObserveTest, ANodeNoLongerEligibleStaysWhileTheLaneHasPlaceholdersOrHoldsTh
   EXPECT_FALSE(o.sharing.count("node1")) << "the node lane's again";
 }
 
+TEST(ObserveTest, ANodeWhosePoolCannotBeReadKeepsItsHoldsAndPlaceholdersAndIsNotPlanned) {
+  World w = TwoNodes();
+  w.slices.erase("node1");
+  w.unreadable["node1"] = "pool generation 2 has 1 of 2 slices (the driver is still publishing)";
+  w.held["node1"] = {DeviceName(0), DeviceName(1)};
+  w.jobs = {PlaceholderJob(20, {.node = "node1", .pod = "ml/infer", .gpus = 1}, true, {2})};
+  Observation o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.leaving, IsEmpty()) << "frozen, not wound down";
+  EXPECT_EQ(FindNode(o, "node1"), nullptr) << "nothing planned on it";
+  ASSERT_TRUE(o.sharing.count("node1"));
+  EXPECT_TRUE(o.sharing.at("node1").leaving) << "the node lane keeps off it";
+  EXPECT_THAT(o.unreadable.at("node1"), HasSubstr("1 placeholder(s) and 2 hold(s) stay"));
+  EXPECT_THAT(o.node_granular.at("node1"), HasSubstr("has 1 of 2 slices"));
+  EXPECT_NE(FindNode(o, "node2"), nullptr) << "the other node is planned as before";
+
+  w.unreadable.clear();  // it reads again (one slice of 8 devices): planned again
+  w.slices["node1"] = Slice(8);
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.unreadable, IsEmpty());
+  EXPECT_NE(FindNode(o, "node1"), nullptr);
+}
+
 TEST(ObserveTest, AJobNamedLikeAPlaceholderIsNotTrustedWithoutItsPartitionAndRecord) {
   World w = TwoNodes();
   slurm::JobView forged = Job(30, "node1", {0, 1});

@@ -167,6 +167,69 @@ cmd_gpu_recovered() {
   skb_log "$node: $res allocatable back to $cap"
 }
 
+# The node's pool as the driver publishes it now: the devices of every slice of its newest
+# generation, in slice-name order (a JSON array).
+dra_pool_devices() {
+  kubectl get resourceslices -o json |
+    jq -c --arg n "$1" --arg d "$DRA_DRIVER" '[.items[] | select(.spec.driver == $d and
+      .spec.pool.name == $n)] | (map(.spec.pool.generation) | max) as $g |
+      [.[] | select(.spec.pool.generation == $g)] | sort_by(.metadata.name) |
+      map(.spec.devices) | add'
+}
+
+# dra_publish_pool NODE N GAP: the pool's devices as N slices of the next generation, the
+# first replacing the node's slice (same name), the others made beside it, GAP s apart;
+# then every slice of an older generation deleted, as the driver's publisher does.
+dra_publish_pool() {
+  local node="$1" n="$2" gap="$3" slice="$1-$DRA_DRIVER" devices gen count k part out
+  devices="$(dra_pool_devices "$node")"
+  count="$(jq length <<<"$devices")"
+  ((count >= n)) || skb_die "$node publishes $count device(s): cannot split them into $n slices"
+  gen="$(kubectl get resourceslices -o json | jq --arg n "$node" --arg d "$DRA_DRIVER"     '[.items[] | select(.spec.driver == $d and .spec.pool.name == $n) | .spec.pool.generation]
+      | max')"
+  for ((k = 0; k < n; k++)); do
+    part="$(jq -c --argjson k "$k" --argjson n "$n"       '. as $all | ($all | length) as $len | [range($k * $len / $n | floor;
+        ($k + 1) * $len / $n | floor)] | map($all[.])' <<<"$devices")"
+    if ((k == 0)); then
+      out="$(kubectl get resourceslice "$slice" -o json |
+        jq --argjson g "$((gen + 1))" --argjson n "$n" --argjson devs "$part"           '.spec.pool.generation = $g | .spec.pool.resourceSliceCount = $n |
+           .spec.devices = $devs' | kubectl replace -f - 2>&1)" ||
+        skb_die "republishing ResourceSlice $slice failed: $out"
+    else
+      ((gap == 0)) || sleep "$gap"
+      out="$(kubectl get resourceslice "$slice" -o json |
+        jq --arg name "$slice-part$k" --argjson devs "$part"           '.metadata = {name: $name, ownerReferences: .metadata.ownerReferences} |
+           .spec.devices = $devs' | kubectl create -f - 2>&1)" ||
+        skb_die "publishing ResourceSlice $slice-part$k failed: $out"
+    fi
+  done
+  kubectl get resourceslices -o json | jq -r --arg n "$node" --arg d "$DRA_DRIVER"     --argjson g "$((gen + 1))" '.items[] | select(.spec.driver == $d and .spec.pool.name == $n
+      and .spec.pool.generation < $g) | .metadata.name' |
+    while read -r old; do
+      [[ "$old" == "$slice" ]] || kubectl delete resourceslice "$old" >>"$LOGS/testbed.log" 2>&1
+    done
+  write_gpu_identity
+}
+
+cmd_driver_split() {
+  SKB_STEP=testbed/driver-split
+  local node="${1:-}" n="${2:-}" gap="${3:-0}"
+  [[ -n "$node" && "$n" =~ ^[2-8]$ && "$gap" =~ ^[0-9]+$ ]] ||
+    skb_die "usage: scripts/testbed driver-split NODE N(2..8) [GAP_SECONDS]"
+  [[ "$GPU_ALLOCATION" == dra ]] || skb_die "driver-split needs the testbed in dra mode"
+  dra_publish_pool "$node" "$n" "$gap"
+  skb_log "$node: pool republished in $n ResourceSlices (a new generation, ${gap}s apart)"
+}
+
+cmd_driver_join() {
+  SKB_STEP=testbed/driver-join
+  local node="${1:-}"
+  [[ -n "$node" ]] || skb_die "usage: scripts/testbed driver-join NODE"
+  [[ "$GPU_ALLOCATION" == dra ]] || skb_die "driver-join needs the testbed in dra mode"
+  dra_publish_pool "$node" 1 0
+  skb_log "$node: pool republished in one ResourceSlice (a new generation)"
+}
+
 cmd_force_delete() {
   SKB_STEP=testbed/force-delete
   [[ $# -eq 1 ]] || skb_die "usage: scripts/testbed force-delete POD"

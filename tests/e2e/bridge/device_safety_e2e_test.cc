@@ -10,8 +10,22 @@
 namespace skb::lending_e2e {
 namespace {
 
-using ::testing::Not;
-using DeviceSafetyE2E = GpuSharingE2E;
+class DeviceSafetyE2E : public GpuSharingE2E {
+ protected:
+  // How many times the bridge recorded Event `reason` on node `node` so far (a repeated
+  // Event is one object with a count).
+  int EventCount(const std::string& node, const std::string& reason) {
+    const std::string out =
+        Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=", node,
+                     ",reason=", reason, " -o jsonpath='{range .items[*]}{.count}{\"\\n\"}{end}'"))
+            .out;
+    int total = 0;
+    for (const auto& line : StrSplit(out, '\n', /*skip_empty=*/true)) {
+      total += std::max(1, std::atoi(std::string(line).c_str()));
+    }
+    return total;
+  }
+};
 
 // A driver that republishes node1's pool in two ResourceSlices of a new generation, one
 // slice at a time (3 s apart), while an 8-GPU job that may not be preempted runs there and
@@ -35,13 +49,17 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
   // The bridge has seen the pod and frees nothing for it (the only job may not be taken).
   ASSERT_TRUE(WaitFor(
       [&] {
-        return Shell("kubectl get events -n default --field-selector "
-                     "involvedObject.name=waits,reason=GpusNotFreed --no-headers")
+        return Shell(
+                   "kubectl get events -n default --field-selector "
+                   "involvedObject.name=waits,reason=GpusNotFreed --no-headers")
                    .out.size() > 0;
       },
       seconds(60)))
       << daemon_->LogTail();
 
+  const int unreadable = EventCount("node1", "GpuPoolUnreadable");
+  const int readable = EventCount("node1", "GpuPoolReadable");
+  const int ended = EventCount("node1", "GpuSharingEnded");
   const auto split = testbed::TestbedCommand({"driver-split", "node1", "2", "3"});
   ASSERT_EQ(split.exit_code, 0) << split.out << split.err;
   ASSERT_EQ(Trim(Shell("kubectl get resourceslices --no-headers | grep -c '^node1-'").out), "2");
@@ -58,11 +76,12 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
       seconds(15));
   EXPECT_EQ(broke, "") << Shell("kubectl get devicetaintrules").out << NodeEvents("node1")
                        << daemon_->LogTail();
-  const std::string events = NodeEvents("node1");
-  EXPECT_THAT(events, HasSubstr("GpuPoolUnreadable"));
-  EXPECT_THAT(events, HasSubstr("has 1 of 2 slices"));
-  EXPECT_THAT(events, HasSubstr("GpuPoolReadable"));
-  EXPECT_THAT(events, Not(HasSubstr("GpuSharingEnded")));
+  // One Warning while it could not be read, one Normal when it could again, and the node
+  // never left GPU sharing.
+  EXPECT_EQ(EventCount("node1", "GpuPoolUnreadable"), unreadable + 1) << NodeEvents("node1");
+  EXPECT_EQ(EventCount("node1", "GpuPoolReadable"), readable + 1) << NodeEvents("node1");
+  EXPECT_EQ(EventCount("node1", "GpuSharingEnded"), ended) << NodeEvents("node1");
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("has 1 of 2 slices"));
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
