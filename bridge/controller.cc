@@ -346,15 +346,21 @@ devices::World Controller::DeviceWorld() const {
   std::shared_ptr<const std::vector<skb::slurm::NodeView>> nodes;
   std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs;
   std::shared_ptr<const ownership::QuotaFacts> quota;
+  std::shared_ptr<const std::vector<skb::slurm::PartitionView>> partitions;
   {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     nodes = slurm_nodes_;
     jobs = jobs_;
     quota = quota_facts_;
+    partitions = partitions_;
   }
   devices::World w = device_world_->Build(nodes ? *nodes : std::vector<skb::slurm::NodeView>{},
                                           jobs ? *jobs : std::vector<skb::slurm::JobView>{},
                                           reconciler_->PairedNodes());
+  if (partitions) {
+    w.partitions = *partitions;
+    w.partitions_known = true;
+  }
   if (quota) {
     w.guaranteed_jobs = quota->guaranteed_jobs;
     devices::ApplyBorrowing(quota->borrowing_pods, &w);
@@ -395,6 +401,11 @@ void Controller::OnSlurm(const slurm::SlurmState& s) {
     jobs_ = std::move(jobs);
   }
   if (s.nodes_changed || s.jobs_changed) ++slurm_generation_;
+  if (s.partitions_changed || !partitions_) {
+    auto partitions = std::make_shared<const std::vector<skb::slurm::PartitionView>>(s.partitions);
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    partitions_ = std::move(partitions);
+  }
   if (s.nodes_changed || s.partitions_changed) {
     std::string default_partition;
     for (const auto& p : s.partitions) {

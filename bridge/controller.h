@@ -213,8 +213,9 @@ class Controller {
   std::mutex worker_mu_;
   std::vector<std::thread> workers_;  // guarded by worker_mu_
   mutable std::mutex jobs_mu_;
-  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs_;          // guarded by jobs_mu_
-  std::shared_ptr<const std::vector<skb::slurm::NodeView>> slurm_nodes_;  // guarded by jobs_mu_
+  std::shared_ptr<const std::vector<skb::slurm::JobView>> jobs_;              // guarded by jobs_mu_
+  std::shared_ptr<const std::vector<skb::slurm::NodeView>> slurm_nodes_;      // guarded by jobs_mu_
+  std::shared_ptr<const std::vector<skb::slurm::PartitionView>> partitions_;  // jobs_mu_
   // What quotas decide (the QuotaLedger's), for the device lane's World.
   std::shared_ptr<const ownership::QuotaFacts> quota_facts_;  // guarded by jobs_mu_
   std::atomic<uint64_t> slurm_generation_{0};

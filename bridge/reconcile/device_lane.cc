@@ -423,22 +423,46 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
     if (!reported_suspicious_.insert(job).second) continue;
     Logger("devices")->warn("placeholder_untrusted job={} why=\"{}\"", job, why);
   }
-  // A node whose driver pool cannot be read: one Warning when it starts (or its reason
-  // changes), one Normal when it reads again.
-  for (const auto& [node, why] : r.observation.unreadable) {
-    auto it = reported_unreadable_.find(node);
-    if (it != reported_unreadable_.end() && it->second == why) continue;
-    Logger("devices")->warn("pool_unreadable node={} why=\"{}\"", node, why);
+  // A node whose GPUs cannot be read (the driver's pool, a job's indices), and one where no
+  // give may start (the placeholder partition could end or preempt a placeholder).
+  ReportNodeStates(world, r.observation.unreadable, &reported_unreadable_,
+                   {.warning = "GpusUnreadable",
+                    .normal = "GpusReadable",
+                    .normal_message = "which GPU each side uses reads again: the device lane "
+                                      "plans the node",
+                    .log = "gpus_unreadable"});
+  std::map<std::string, std::string> no_gives;
+  for (const devices::NodeDevices& n : r.observation.nodes) {
+    if (!n.no_gives.empty())
+      no_gives[n.node] = "no GPU is given to a pod on this node: " + n.no_gives;
+  }
+  ReportNodeStates(world, no_gives, &reported_no_gives_,
+                   {.warning = "GivesRefused",
+                    .normal = "GivesAllowed",
+                    .normal_message = "the placeholder partition can hold GPUs here again",
+                    .log = "gives_refused"});
+}
+
+// One Warning when a node enters the state (or its reason changes), one Normal when it
+// leaves it; `reported` is what was said last.
+void DeviceLane::ReportNodeStates(const devices::World& world,
+                                  const std::map<std::string, std::string>& now,
+                                  std::map<std::string, std::string>* reported,
+                                  const NodeStateEvents& e) {
+  for (const auto& [node, why] : now) {
+    auto it = reported->find(node);
+    if (it != reported->end() && it->second == why) continue;
+    Logger("devices")->warn("{} node={} why=\"{}\"", e.log, node, why);
     events_->Record(k8s::NodeRef(devices::K8sNameOf(world, node)), k8s::EventType::kWarning,
-                    "GpuPoolUnreadable", why);
+                    std::string(e.warning), why);
   }
-  for (const auto& [node, why] : reported_unreadable_) {
-    if (r.observation.unreadable.count(node)) continue;
-    Logger("devices")->info("pool_readable node={}", node);
+  for (const auto& [node, why] : *reported) {
+    if (now.count(node)) continue;
+    Logger("devices")->info("{}_ended node={}", e.log, node);
     events_->Record(k8s::NodeRef(devices::K8sNameOf(world, node)), k8s::EventType::kNormal,
-                    "GpuPoolReadable", "the driver's pool reads again: the device lane plans it");
+                    std::string(e.normal), std::string(e.normal_message));
   }
-  reported_unreadable_ = r.observation.unreadable;
+  *reported = now;
 }
 
 std::set<std::string> DeviceLane::GranularNodes() const {

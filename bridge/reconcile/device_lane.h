@@ -171,6 +171,11 @@ class DeviceLane {
 
  private:
   void Report(const devices::World& world, const Result& r);
+  struct NodeStateEvents {
+    std::string_view warning, normal, normal_message, log;
+  };
+  void ReportNodeStates(const devices::World& world, const std::map<std::string, std::string>& now,
+                        std::map<std::string, std::string>* reported, const NodeStateEvents& e);
 
   const config::Config& cfg_;
   DeviceExecutor* const executor_;
@@ -186,6 +191,7 @@ class DeviceLane {
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
   std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
   std::map<std::string, std::string> reported_unreadable_ GUARDED_BY(mu_);  // node -> why
+  std::map<std::string, std::string> reported_no_gives_ GUARDED_BY(mu_);    // node -> why
 };
 
 // Counts what the pass changed: skb_actions_total for each executed action, and for the

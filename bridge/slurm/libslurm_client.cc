@@ -188,6 +188,8 @@ JobView ToJobView(const slurm_job_info_t& j) {
       if (!idx.ok()) {
         WarnOncePerJob(j.job_id, StrCat("node=", v.nodes[i], " gres=\"", j.gres_detail_str[i],
                                         "\" error=\"", idx.status().message(), "\""));
+        v.unreadable_gpus[v.nodes[i]] =
+            StrCat("GRES \"", j.gres_detail_str[i], "\": ", idx.status().message());
         continue;
       }
       if (!idx->empty()) v.gpu_indices[v.nodes[i]] = std::move(*idx);
@@ -229,6 +231,10 @@ PartitionView ToPartitionView(const partition_info_t& p, uint16_t cluster_mode) 
   }
   v.is_default = (p.flags & PART_FLAG_DEFAULT) != 0;
   v.priority_tier = p.priority_tier;
+  if (p.max_time != INFINITE && p.max_time != NO_VAL) v.max_time_minutes = p.max_time;
+  if (p.default_time != INFINITE && p.default_time != NO_VAL) {
+    v.default_time_minutes = p.default_time;
+  }
   v.nodes = ExpandHostlist(p.nodes);
   return v;
 }
@@ -379,6 +385,10 @@ StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
   desc.pn_min_memory = kPlaceholderMemoryMb;
   desc.tres_per_node = gres.data();
   desc.requeue = 0;
+  // No time limit: a placeholder ends when the bridge ends it, never because a partition's
+  // DefaultTime ran out while a pod uses its GPUs (the device lane refuses a placeholder
+  // partition whose MaxTime is finite: devices::PlaceholderPartitionProblem).
+  desc.time_limit = INFINITE;
   desc.priority = devices::kPlaceholderPriority;
   desc.admin_comment = comment.data();
   desc.work_dir = work_dir.data();

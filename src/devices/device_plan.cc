@@ -313,6 +313,9 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
                own::FormatUtc(*until)));
   }
   if (!node.healthy) return no(Nearness::kUnhealthy, StrCat("node ", node.node, " is unhealthy"));
+  if (!node.no_gives.empty()) {
+    return no(Nearness::kNotAllowed, StrCat("node ", node.node, ": ", node.no_gives));
+  }
   for (const Placeholder& p : node.placeholders) {
     if (!p.running) {
       return no(Nearness::kBusy, StrCat("node ", node.node, ": a give is in flight (placeholder ",

@@ -138,6 +138,9 @@ struct NodeDevices {
   std::vector<Claim> claims;
   std::vector<EndedVictim> ended_victims;
   bool healthy = true;
+  // Why no new give may start here ("" when one may): the placeholder partition could end
+  // or preempt a placeholder on this node (PlaceholderPartitionProblem).
+  std::string no_gives;
   // Jobs here (any component) within their tenant's guarantee: never a give's victims.
   std::map<uint32_t, std::string> guaranteed_jobs;
 };

@@ -479,6 +479,20 @@ TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
   EXPECT_THAT(why, HasSubstr("wants h100"));
 }
 
+// A node whose placeholder partition could end or preempt a placeholder gets no give; the
+// pod's waiting reason says why, and another node serves it.
+TEST(ChooseNode, NoGiveWhereThePlaceholderPartitionCouldEndAPlaceholder) {
+  std::vector<NodeDevices> nodes = {Node("node1", 2), Node("node2", 2)};
+  nodes[0].no_gives = "the placeholder partition skb-gpu-hold has MaxTime=60 min";
+  std::string why;
+  const auto chosen = ChooseNode(nodes, Pod(1), Cfg(), kNow, &why);
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->node, "node2");
+  nodes[1].no_gives = nodes[0].no_gives;
+  EXPECT_FALSE(ChooseNode(nodes, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("node node1: the placeholder partition skb-gpu-hold has MaxTime=60"));
+}
+
 // No node can serve: the waiting reason names the nodes that came nearest first (backed off
 // for the pod, busy with a move, short of GPUs, unhealthy, not allowed), three at most.
 TEST(ChooseNode, TheWaitingReasonNamesTheNearestNodesFirst) {

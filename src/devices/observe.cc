@@ -55,6 +55,31 @@ std::string WholeGresType(const slurm::NodeView& sn, const DeviceMapping& m) {
 
 }  // namespace
 
+std::string PlaceholderPartitionProblem(const std::vector<slurm::PartitionView>& partitions,
+                                        const std::string& partition, const std::string& node) {
+  const auto p = std::find_if(partitions.begin(), partitions.end(),
+                              [&](const slurm::PartitionView& v) { return v.name == partition; });
+  if (p == partitions.end()) {
+    return StrCat("the placeholder partition ", partition, " does not exist in Slurm");
+  }
+  if (std::find(p->nodes.begin(), p->nodes.end(), node) == p->nodes.end()) {
+    return StrCat("the placeholder partition ", partition, " does not include the node");
+  }
+  if (p->max_time_minutes) {
+    return StrCat("the placeholder partition ", partition, " has MaxTime=", *p->max_time_minutes,
+                  " min: Slurm would end a placeholder while its pod runs (set MaxTime=UNLIMITED)");
+  }
+  if (p->preempt_mode != slurm::PreemptMode::kOff) {
+    const char* mode = p->preempt_mode == slurm::PreemptMode::kCancel    ? "CANCEL"
+                       : p->preempt_mode == slurm::PreemptMode::kRequeue ? "REQUEUE"
+                       : p->preempt_mode == slurm::PreemptMode::kSuspend ? "SUSPEND"
+                                                                         : "unknown";
+    return StrCat("the placeholder partition ", partition, " has PreemptMode=", mode,
+                  ": Slurm could preempt a placeholder while its pod runs (set PreemptMode=OFF)");
+  }
+  return "";
+}
+
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
   return job.name == kPlaceholderJobName && job.partition == cfg.placeholder.partition &&
          ParsePlaceholderRecord(job.admin_comment).has_value();
@@ -176,6 +201,16 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     }
   }
 
+  // Nodes where a job's GPU indices could not be read: which GPUs it uses is unknown there.
+  std::map<std::string, std::string> unread_jobs;
+  for (const slurm::JobView& j : w.jobs) {
+    if (!j.HoldsNodes()) continue;
+    for (const auto& [node, why] : j.unreadable_gpus) {
+      unread_jobs.emplace(
+          node, StrCat("the GPU indices of Slurm job ", j.job_id, " cannot be read (", why, ")"));
+    }
+  }
+
   for (const slurm::NodeView& sn : w.slurm_nodes) {
     const auto paired = w.paired.find(sn.name);
     if (paired == w.paired.end()) continue;  // not a managed node
@@ -184,14 +219,20 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     const auto on_node = placeholders.find(sn.name);
     const std::vector<Placeholder> none;
     const std::vector<Placeholder>& mine = on_node != placeholders.end() ? on_node->second : none;
-    if (const auto bad = w.unreadable.find(k8s); bad != w.unreadable.end()) {
-      // Frozen, not leaving: kube-scheduler may still allocate from the slices it has, so
-      // every hold and placeholder stays as it is until the pool reads again.
+    const auto bad_pool = w.unreadable.find(k8s);
+    const auto bad_job = unread_jobs.find(sn.name);
+    if (bad_pool != w.unreadable.end() || bad_job != unread_jobs.end()) {
+      // Frozen, not leaving: kube-scheduler may still allocate from the slices it has, and
+      // a job whose GPUs are unknown may use any of them, so every hold and placeholder
+      // stays as it is until both sides read again.
       const auto held = w.held.find(k8s);
       const size_t holds = held != w.held.end() ? held->second.size() : 0;
-      const std::string why =
-          StrCat("the driver's pool cannot be read (", bad->second, "): its ", mine.size(),
-                 " placeholder(s) and ", holds, " hold(s) stay, nothing is planned");
+      const std::string what =
+          bad_pool != w.unreadable.end()
+              ? StrCat("the driver's pool cannot be read (", bad_pool->second, ")")
+              : bad_job->second;
+      const std::string why = StrCat(what, ": its ", mine.size(), " placeholder(s) and ", holds,
+                                     " hold(s) stay, nothing is planned");
       out.node_granular[sn.name] = why;
       out.unreadable[sn.name] = why;
       if (!mine.empty() || holds > 0) out.sharing[sn.name] = {.leaving = true, .why = why};
@@ -239,6 +280,10 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     n.whole_gres_type = WholeGresType(sn, m);
     if (!n.whole_gres_type.empty()) n.model = n.whole_gres_type;
     n.healthy = !sn.Unavailable();
+    if (w.partitions_known) {
+      n.no_gives =
+          PlaceholderPartitionProblem(w.partitions, sharing.placeholder.partition, sn.name);
+    }
     const auto held = w.held.find(k8s);
     for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
       n.devices.push_back(

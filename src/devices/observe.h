@@ -47,6 +47,10 @@ struct PairedNode {
 struct World {
   std::vector<slurm::NodeView> slurm_nodes;
   std::vector<slurm::JobView> jobs;
+  // Slurm's partitions, once polled (partitions_known): the placeholder partition is
+  // checked against them before any give.
+  std::vector<slurm::PartitionView> partitions;
+  bool partitions_known = false;
   // Slurm node -> its Kubernetes node, for the managed nodes.
   std::map<std::string, PairedNode> paired;
   // By Kubernetes node (the driver's pool): published devices, allocated claims, devices
@@ -93,14 +97,22 @@ struct Observation {
   // them down (PlanLeave) before the node lane may take them. Their devices are the
   // published ones (index -1: no proven mapping) and those still held.
   std::vector<NodeDevices> leaving;
-  // Nodes whose driver pool cannot be read (World::unreadable) -> why: frozen, neither
-  // planned nor wound down. Also in node_granular.
+  // Nodes frozen -> why: their driver pool cannot be read (World::unreadable), or a job
+  // there holds GPUs whose indices cannot be read (JobView::unreadable_gpus). Neither planned
+  // nor wound down: every hold and placeholder stays. Also in node_granular.
   std::map<std::string, std::string> unreadable;
   // Per paired node, what the node lane reads (ManagedNode::gpu_sharing).
   std::map<std::string, inventory::GpuSharingView> sharing;
 };
 // The node `node` among the observation's nodes, handing_over and leaving; null if none.
 const NodeDevices* FindNode(const Observation& o, const std::string& node);
+
+// Why the placeholder partition cannot hold GPUs on Slurm node `node` for a pod ("" when
+// it can): it is missing or does not include the node, its MaxTime is finite (Slurm would
+// end a placeholder while the pod runs), or its PreemptMode is not OFF (Slurm could preempt
+// a placeholder, and hand its GPUs to a pending job while the pod keeps them).
+std::string PlaceholderPartitionProblem(const std::vector<slurm::PartitionView>& partitions,
+                                        const std::string& partition, const std::string& node);
 
 // Whether `job` is one of the bridge's placeholders (name, partition and record).
 bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg);

@@ -251,6 +251,56 @@ TEST(ObserveTest, ANodeWhosePoolCannotBeReadKeepsItsHoldsAndPlaceholdersAndIsNot
   EXPECT_NE(FindNode(o, "node1"), nullptr);
 }
 
+TEST(ObserveTest, ANodeWithAJobWhoseGpuIndicesCannotBeReadIsFrozen) {
+  World w = TwoNodes();
+  slurm::JobView j = Job(31, "node2", {});
+  j.gpu_indices.clear();
+  j.unreadable_gpus["node2"] = "GRES \"gpu:h100:2(IDX:0-x)\": bad index";
+  w.jobs = {j};
+  w.held["node2.k8s"] = {DeviceName(0)};
+  Observation o = Observe(w, Cfg(), kNow);
+  EXPECT_EQ(FindNode(o, "node2"), nullptr) << "not planned: its idle GPUs may be the job's";
+  EXPECT_THAT(o.unreadable.at("node2"),
+              HasSubstr("the GPU indices of Slurm job 31 cannot be read (GRES"));
+  EXPECT_TRUE(o.sharing.at("node2").leaving) << "the node lane keeps off it";
+  EXPECT_THAT(o.leaving, IsEmpty()) << "its hold stays";
+  EXPECT_NE(FindNode(o, "node1"), nullptr);
+
+  w.jobs[0].state = slurm::JobState::kComplete;  // it ended: its GPUs no longer matter
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(o.unreadable, IsEmpty());
+  EXPECT_NE(FindNode(o, "node2"), nullptr);
+}
+
+TEST(ObserveTest, APlaceholderPartitionThatCouldEndOrPreemptAPlaceholderRefusesNewGives) {
+  World w = TwoNodes();
+  slurm::PartitionView hold{.name = "skb-gpu-hold", .nodes = {"node1", "node2", "node3"}};
+  w.partitions = {hold};
+  w.partitions_known = true;
+  Observation o = Observe(w, Cfg(), kNow);
+  EXPECT_EQ(FindNode(o, "node1")->no_gives, "");
+
+  w.partitions[0].max_time_minutes = 60;
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(FindNode(o, "node1")->no_gives, HasSubstr("has MaxTime=60 min"));
+  EXPECT_NE(FindNode(o, "node1"), nullptr) << "still planned: its holds and returns go on";
+
+  w.partitions[0] = hold;
+  w.partitions[0].preempt_mode = slurm::PreemptMode::kRequeue;
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(FindNode(o, "node2")->no_gives, HasSubstr("PreemptMode=REQUEUE"));
+
+  w.partitions[0] = hold;
+  w.partitions[0].nodes = {"node2"};
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(FindNode(o, "node1")->no_gives, HasSubstr("does not include the node"));
+  EXPECT_EQ(FindNode(o, "node2")->no_gives, "");
+
+  w.partitions = {};
+  o = Observe(w, Cfg(), kNow);
+  EXPECT_THAT(FindNode(o, "node1")->no_gives, HasSubstr("does not exist in Slurm"));
+}
+
 TEST(ObserveTest, AJobNamedLikeAPlaceholderIsNotTrustedWithoutItsPartitionAndRecord) {
   World w = TwoNodes();
   slurm::JobView forged = Job(30, "node1", {0, 1});

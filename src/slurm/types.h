@@ -117,6 +117,9 @@ struct JobView {
   std::string gpu_type;
   // Node -> the job's GPU GRES indices there (running jobs; "gpu:4(IDX:0-3)" -> {0,1,2,3}).
   std::map<std::string, std::vector<int64_t>> gpu_indices;
+  // Node -> why its GRES string could not be read (the job's GPUs there are unknown, not
+  // none: a node with such a job is not planned GPU by GPU).
+  std::map<std::string, std::string> unreadable_gpus;
   UnixTime submit_time = 0;
   UnixTime start_time = 0;
   UnixTime end_time = 0;  // finished jobs: when; running: the time limit's end
@@ -145,6 +148,9 @@ struct PartitionView {
   bool gang = false;
   bool is_default = false;
   uint32_t priority_tier = 0;
+  // MaxTime and DefaultTime in minutes; nullopt = UNLIMITED (MaxTime) or none (DefaultTime).
+  std::optional<uint32_t> max_time_minutes;
+  std::optional<uint32_t> default_time_minutes;
   std::vector<std::string> nodes;  // expanded
   friend bool operator==(const PartitionView&, const PartitionView&) = default;
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing when the world misbehaves (dra label): a GPU driver that republishes
-// its pool in several slices, ... Each test is one way to a GPU given to both schedulers
+// its pool in several slices, an admin who gives the placeholder partition a time limit.
+// Each test is one way to a GPU given to both schedulers
 // that the device lane must close; the oracle (tests/testbed/oracle.h), which shares no code
 // with the bridge, watches every test for a double booking, beside the invariant sampler.
 #include <nlohmann/json.hpp>
@@ -57,8 +58,8 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
       seconds(60)))
       << daemon_->LogTail();
 
-  const int unreadable = EventCount("node1", "GpuPoolUnreadable");
-  const int readable = EventCount("node1", "GpuPoolReadable");
+  const int unreadable = EventCount("node1", "GpusUnreadable");
+  const int readable = EventCount("node1", "GpusReadable");
   const int ended = EventCount("node1", "GpuSharingEnded");
   const auto split = testbed::TestbedCommand({"driver-split", "node1", "2", "3"});
   ASSERT_EQ(split.exit_code, 0) << split.out << split.err;
@@ -78,11 +79,59 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
                        << daemon_->LogTail();
   // One Warning while it could not be read, one Normal when it could again, and the node
   // never left GPU sharing.
-  EXPECT_EQ(EventCount("node1", "GpuPoolUnreadable"), unreadable + 1) << NodeEvents("node1");
-  EXPECT_EQ(EventCount("node1", "GpuPoolReadable"), readable + 1) << NodeEvents("node1");
+  EXPECT_EQ(EventCount("node1", "GpusUnreadable"), unreadable + 1) << NodeEvents("node1");
+  EXPECT_EQ(EventCount("node1", "GpusReadable"), readable + 1) << NodeEvents("node1");
   EXPECT_EQ(EventCount("node1", "GpuSharingEnded"), ended) << NodeEvents("node1");
   EXPECT_THAT(NodeEvents("node1"), HasSubstr("has 1 of 2 slices"));
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+}
+
+// An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
+// would be ended by Slurm while its pod still runs, and the requeued victim (pending,
+// eligible, fitting exactly) would start on the pod's GPUs. No give starts on such a
+// partition: the pod waits with the reason, and once MaxTime is UNLIMITED again it gets its
+// GPU through a placeholder that itself has no time limit (a partition's DefaultTime never
+// applies to it).
+TEST_F(DeviceSafetyE2E, NoGiveThroughAPlaceholderPartitionWithATimeLimit) {
+  struct Unlimited {
+    ~Unlimited() { Shell("scontrol update partitionname=skb-gpu-hold MaxTime=UNLIMITED"); }
+  } unlimited;
+  FillOtherNodes();
+  SubmitOn("node1", 5, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const int refused = EventCount("node1", "GivesRefused");
+  const int allowed = EventCount("node1", "GivesAllowed");
+  ASSERT_EQ(Shell("scontrol update partitionname=skb-gpu-hold MaxTime=10").exit_code, 0);
+  // The bridge has seen it (a Warning on every node of the partition) before the pod comes.
+  ASSERT_TRUE(
+      WaitFor([&] { return EventCount("node1", "GivesRefused") == refused + 1; }, seconds(60)))
+      << NodeEvents("node1") << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("has MaxTime=10 min"));
+  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  auto waiting = [&] {
+    return Shell(
+               "kubectl get events -n default --field-selector "
+               "involvedObject.name=waits,reason=GpusNotFreed -o custom-columns=M:.message "
+               "--no-headers")
+        .out;
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return waiting().find("MaxTime=10 min") != std::string::npos; }, seconds(60)))
+      << waiting() << Placeholders() << daemon_->LogTail();
+  EXPECT_EQ(Placeholders(), "") << "a give through a partition that would end it";
+  EXPECT_EQ(HoldsOn("node1"), 8);
+
+  ASSERT_EQ(Shell("scontrol update partitionname=skb-gpu-hold MaxTime=UNLIMITED").exit_code, 0);
+  EXPECT_TRUE(
+      WaitFor([&] { return EventCount("node1", "GivesAllowed") == allowed + 1; }, seconds(60)))
+      << NodeEvents("node1");
+  const double took = SecondsUntilRunning("waits", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod waits").out << Placeholders()
+                     << daemon_->LogTail();
+  EXPECT_EQ(PodField("waits", ".spec.nodeName"), "node1");
+  EXPECT_EQ(Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %l").out), "UNLIMITED");
 }
 
 }  // namespace
