@@ -58,12 +58,13 @@ def need(tool):
 
 
 def template(release="skb", namespace="slurm-bridge", values=(), sets=(), ok=True):
+    """`sets` are --set, or --set-string when prefixed with "string:"."""
     cmd = ["helm", "template", release, CHART, "--namespace", namespace,
            "--kube-version", KUBE_VERSION]
     for v in values:
         cmd += ["-f", v]
     for s in sets:
-        cmd += ["--set", s]
+        cmd += ["--set-string", s[len("string:"):]] if s.startswith("string:") else ["--set", s]
     p = run(cmd, ok=ok)
     return p if not ok else p.stdout
 
@@ -117,6 +118,7 @@ def cmd_lint():
         "updateStrategy.rollingUpdate.maxSurge=1": "maxSurge must be 0",
         "updateStrategy.rollingUpdate.maxSurge=25%": "maxSurge must be 0",
         "replicas=2,nodeSelector.kubernetes\\.io/hostname=ctl": "one host per replica",
+        "nodeSelector.gpu=true": "/nodeSelector/gpu",  # a bool: the apiserver would refuse it
         "pluginSocket.mode=rwx": "pluginSocket/mode",
         # The daemon's config, checked by the schema the daemon prints
         # (--print-config-schema): a typo is refused at `helm install`, not in a crash loop.
@@ -144,7 +146,7 @@ def cmd_lint():
                  ["updateStrategy.rollingUpdate.maxSurge=0%"],
                  ["pluginSocket.volume.emptyDir.medium=Memory",
                   "updateStrategy.rollingUpdate.maxSurge=1"],
-                 ["replicas=2", "nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"],
+                 ["replicas=2", "string:nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"],
                  ["config.quotas.tenants[0].name=vision",
                   "config.quotas.tenants[0].slurm_accounts[0]=vision",
                   "config.quotas.tenants[0].guaranteed.h100=4"],
@@ -619,14 +621,16 @@ def promtool_rules(rule, by_name):
 def dry_run_cases(ns, kube_version, have_sm_crd):
     for label, values, sets in (
             ("defaults", [], []), ("all-on", [VALUES_ALL], []),
-            ("two slurmctld hosts", [], ["replicas=2", "updateStrategy.type=Recreate",
-                                         "nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"])):
+            ("two slurmctld hosts", [],
+             ["replicas=2", "updateStrategy.type=Recreate",
+              "string:nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"])):
         cmd = ["helm", "template", "skb", CHART, "--namespace", ns, "--kube-version",
                kube_version]
         for v in values:
             cmd += ["-f", v]
         for s in sets:
-            cmd += ["--set", s]
+            cmd += (["--set-string", s[len("string:"):]] if s.startswith("string:")
+                    else ["--set", s])
         objs = docs(run(cmd).stdout)
         if not have_sm_crd:
             # No prometheus-operator on the testbed: its CRDs are not ours to install. The
