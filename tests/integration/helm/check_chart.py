@@ -8,6 +8,9 @@
                                PriorityClasses == rendered config, names <= 63 characters
   check_chart.py dry-run       the rendered manifests applied with `kubectl apply
                                --dry-run=server` to the testbed's apiserver (schema, admission)
+  check_chart.py install       helm install, helm upgrade with a changed config (--wait: the
+                               rollout completes) and helm uninstall on the testbed (kwok
+                               kubelets: scheduled and Running, no container runs)
   check_chart.py check-config  the rendered config.json and the Deployment's arguments accepted
                                by `slurm-k8s-bridge --check-config`; a misspelt key refused
 
@@ -655,6 +658,76 @@ def dry_run_cases(ns, kube_version, have_sm_crd):
         print(f"{label}: {len(items)} objects accepted by the apiserver (namespace {ns})")
 
 
+# ---- install ----
+
+def cmd_install():
+    """helm install on the testbed, then helm upgrade with a changed config (which rolls the
+    pod), then helm uninstall. The testbed's kubelets are kwok's: pods are scheduled and
+    reported Running, but no container runs, so this shows the objects, the scheduling and
+    the rollout (maxSurge 0: the old pod goes first, the upgrade completes), not the socket
+    directory on a real node."""
+    need("helm")
+    need("kubectl")
+    if not os.environ.get("KUBECONFIG"):
+        sys.exit("KUBECONFIG is not set: run `eval \"$(scripts/testbed env)\"` first")
+    ns, release = "skb-chart-install", "skbi"
+    nodes = json.loads(run(["kubectl", "get", "nodes", "-o", "json"]).stdout)["items"]
+    host = nodes[0]["metadata"]["labels"]["kubernetes.io/hostname"]
+    # Cluster-wide objects the testbed has already (PriorityClasses) or that would reach
+    # beyond this release (the swap guard sees every pod) stay out; the dry run checks them.
+    sets = [f"nodeSelector.kubernetes\\.io/hostname={host}", "priorityClasses.create=false",
+            "admissionPolicies.swapGuard.enabled=false",
+            "admissionPolicies.reservationGuard.enabled=false",
+            "image.repository=registry.invalid/slurm-k8s-bridge"]
+
+    def helm(verb, extra=()):
+        cmd = ["helm", verb, release, CHART, "-n", ns, "--wait", "--timeout", "120s"]
+        for s in sets + list(extra):
+            cmd += ["--set", s]
+        return run(cmd, ok=False)
+
+    def pods():
+        out = json.loads(run(["kubectl", "-n", ns, "get", "pods", "-o", "json",
+                              "-l", f"app.kubernetes.io/instance={release}"]).stdout)
+        return [p for p in out["items"] if not p["metadata"].get("deletionTimestamp")]
+
+    def cleanup():
+        run(["helm", "uninstall", release, "-n", ns, "--wait", "--timeout", "60s"], ok=False)
+        run(["kubectl", "delete", "namespace", ns, f"{ns}-reservations", "--wait=false",
+             "--ignore-not-found"], ok=False)
+
+    cleanup()
+    for _ in range(60):  # a namespace left by an earlier run must be gone first
+        if run(["kubectl", "get", "namespace", ns], ok=False).returncode != 0:
+            break
+        subprocess.run(["sleep", "1"])
+    run(["kubectl", "create", "namespace", ns])
+    run(["kubectl", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged"])
+    try:
+        p = helm("install")
+        if not check(p.returncode == 0, f"helm install failed:\n{p.stdout}{p.stderr}"):
+            return
+        first = pods()
+        check(len(first) == 1 and first[0]["spec"].get("nodeName") == host and
+              [c["name"] for c in first[0]["spec"].get("initContainers", [])] == ["socket-dir"],
+              f"install: expected one pod on {host} with the socket-dir init container: "
+              f"{[(x['metadata']['name'], x['spec'].get('nodeName')) for x in first]}")
+        p = helm("upgrade", ["config.slurm.poll_interval=1s"])
+        check(p.returncode == 0, f"helm upgrade with a changed config did not complete:\n"
+              f"{p.stdout}{p.stderr}")
+        after = pods()
+        check(len(after) == 1 and after[0]["metadata"]["name"] != first[0]["metadata"]["name"],
+              "upgrade: the config change did not replace the pod: "
+              f"{[x['metadata']['name'] for x in after]}")
+        p = helm("upgrade", ["replicas=2"])
+        check(p.returncode != 0 and "one host per replica" in p.stderr,
+              f"upgrade to two replicas pinned to one host was not refused: {p.stderr[:300]}")
+        print(f"install, upgrade ({first[0]['metadata']['name']} -> "
+              f"{after[0]['metadata']['name']}) and the refused upgrade on {host}")
+    finally:
+        cleanup()
+
+
 # ---- check-config ----
 
 def cmd_check_config():
@@ -727,7 +800,7 @@ def cmd_check_config():
 
 def main():
     cmds = {"lint": cmd_lint, "render": cmd_render, "dry-run": cmd_dry_run,
-            "check-config": cmd_check_config}
+            "install": cmd_install, "check-config": cmd_check_config}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(cmds)}")
     cmds[sys.argv[1]]()
