@@ -11,6 +11,8 @@
   check_chart.py install       helm install, helm upgrade with a changed config (--wait: the
                                rollout completes) and helm uninstall on the testbed (kwok
                                kubelets: scheduled and Running, no container runs)
+  check_chart.py socket-dir    the rendered socket-dir init container run as the chart runs
+                               it, on a directory made as the kubelet makes it (needs root)
   check_chart.py check-config  the rendered config.json and the Deployment's arguments accepted
                                by `slurm-k8s-bridge --check-config`; a misspelt key refused
 
@@ -728,6 +730,85 @@ def cmd_install():
         cleanup()
 
 
+# ---- socket-dir ----
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # runs as the daemon's uid (a user's pyenv may be closed to it)
+TRY_SOCKET = """
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.{op}(sys.argv[1])
+except OSError as e:
+    print(errno.errorcode[e.errno])
+else:
+    print("ok")
+"""
+
+
+def cmd_socket_dir():
+    """The rendered socket-dir init container, run as the chart runs it (root, only the
+    capabilities it adds, no new privileges) on a directory made as the kubelet makes it
+    (root, 0755): before, the daemon's uid cannot bind its socket there; after, it can, a
+    peer of another uid cannot reach it, a second run (the next pod start) works, and each
+    added capability is needed. Needs root (exit 77, skipped, otherwise)."""
+    need("helm")
+    need("setpriv")
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        print(f"socket-dir: skipped (needs root and {SYSTEM_PYTHON})")
+        sys.exit(77)
+    spec = one(docs(template()), "Deployment")["spec"]["template"]["spec"]
+    uid, gid = spec["securityContext"]["runAsUser"], spec["securityContext"]["runAsGroup"]
+    init = spec["initContainers"][0]
+    caps = init["securityContext"]["capabilities"]
+    check(caps.get("drop") == ["ALL"], f"socket-dir: capabilities not all dropped: {caps}")
+    added = [c.lower() for c in caps.get("add", [])]
+    mode = re.search(r"chmod (\d+) ", init["command"][2]).group(1)
+
+    def as_root(path, keep):
+        bounding = ",".join(["-all"] + [f"+{c}" for c in keep])
+        cmd = ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--no-new-privs",
+               "--", *init["command"][:3], path]
+        return run(cmd, ok=False)
+
+    def as_user(u, g, op, path):
+        p = run(["setpriv", f"--reuid={u}", f"--regid={g}", "--clear-groups", "--",
+                 SYSTEM_PYTHON, "-c", TRY_SOCKET.format(op=op), path], ok=False)
+        return p.stdout.strip() or p.stderr.strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        d = os.path.join(tmp, "slurm-k8s-bridge")
+        os.mkdir(d, 0o755)  # DirectoryOrCreate: root:root 0755
+        sock = os.path.join(d, "bridge.sock")
+        check(as_user(uid, gid, "bind", sock) == "EACCES",
+              "socket-dir: the daemon's uid could bind in the kubelet's directory already")
+        for c in added:  # each added capability is needed (the second run: the dir is uid's)
+            if c == "chown":
+                check(as_root(d, [x for x in added if x != c]).returncode != 0,
+                      "socket-dir: works without CAP_CHOWN: drop it")
+        p = as_root(d, added)
+        if not check(p.returncode == 0, f"socket-dir: the init container failed:\n{p.stderr}"):
+            return
+        st = os.stat(d)
+        check((st.st_uid, st.st_gid, oct(st.st_mode & 0o7777)) == (uid, gid, oct(int(mode, 8))),
+              f"socket-dir: directory is {st.st_uid}:{st.st_gid} {oct(st.st_mode & 0o7777)}, "
+              f"want {uid}:{gid} {mode}")
+        if "fowner" in added:
+            check(as_root(d, [x for x in added if x != "fowner"]).returncode != 0,
+                  "socket-dir: a second run works without CAP_FOWNER: drop it")
+        p = as_root(d, added)
+        check(p.returncode == 0, f"socket-dir: the second run (next pod start) failed:\n{p.stderr}")
+        check(as_user(uid, gid, "bind", sock) == "ok",
+              "socket-dir: the daemon's uid cannot bind its socket after the init container")
+        # The socket is there but nobody listens: the daemon's uid (slurmctld's) reaches it,
+        # another uid is stopped at the directory.
+        check(as_user(uid, gid, "connect", sock) == "ECONNREFUSED",
+              "socket-dir: SlurmUser cannot reach the socket")
+        check(as_user(65534, 65534, "connect", sock) == "EACCES",
+              "socket-dir: another uid reaches the socket")
+    print(f"socket-dir: {uid}:{gid} {mode} with {added}; another uid refused")
+
+
 # ---- check-config ----
 
 def cmd_check_config():
@@ -800,7 +881,8 @@ def cmd_check_config():
 
 def main():
     cmds = {"lint": cmd_lint, "render": cmd_render, "dry-run": cmd_dry_run,
-            "install": cmd_install, "check-config": cmd_check_config}
+            "install": cmd_install, "socket-dir": cmd_socket_dir,
+            "check-config": cmd_check_config}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(cmds)}")
     cmds[sys.argv[1]]()
