@@ -102,9 +102,7 @@ nlohmann::json* JsonReader::SchemaNode() const {
 }
 
 void JsonReader::Record(std::string_view key, nlohmann::json schema) {
-  nlohmann::json* node = SchemaNode();
-  if (node == nullptr) return;
-  nlohmann::json& slot = (*node)["properties"][std::string(key)];
+  nlohmann::json& slot = (*SchemaNode())["properties"][std::string(key)];
   if (slot.is_object() && slot.value("$comment", "") == kAnyForm) return;
   slot = std::move(schema);
 }
@@ -114,12 +112,12 @@ std::string JsonReader::PathOf(std::string_view key) const {
 }
 
 void JsonReader::Fail(std::string_view key, std::string_view problem) {
-  if (!status_.ok() || schema_root_ != nullptr) return;
+  if (!status_.ok() || recording()) return;
   status_ = InvalidArgumentError(StrCat("config: key '", PathOf(key), "': ", problem));
 }
 
 void JsonReader::Merge(const Status& status) {
-  if (schema_root_ != nullptr) return;
+  if (recording()) return;
   if (status_.ok() && !status.ok()) status_ = status;
 }
 
@@ -132,7 +130,7 @@ const nlohmann::json* JsonReader::Lookup(std::string_view key) {
 }
 
 void JsonReader::String(std::string_view key, std::string* out) {
-  Record(key, Typed("string"));
+  if (recording()) Record(key, Typed("string"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_string()) return Fail(key, StrCat("expected a string, got ", TypeName(*v)));
@@ -140,7 +138,7 @@ void JsonReader::String(std::string_view key, std::string* out) {
 }
 
 void JsonReader::Bool(std::string_view key, bool* out) {
-  Record(key, Typed("boolean"));
+  if (recording()) Record(key, Typed("boolean"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_boolean()) return Fail(key, StrCat("expected true or false, got ", TypeName(*v)));
@@ -148,10 +146,12 @@ void JsonReader::Bool(std::string_view key, bool* out) {
 }
 
 void JsonReader::Int(std::string_view key, int64_t* out, int64_t min, int64_t max) {
-  nlohmann::json schema = Typed("integer");
-  schema["minimum"] = min;
-  schema["maximum"] = max;
-  Record(key, std::move(schema));
+  if (recording()) {
+    nlohmann::json schema = Typed("integer");
+    schema["minimum"] = min;
+    schema["maximum"] = max;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_number_integer()) {
@@ -174,10 +174,12 @@ void JsonReader::Int(std::string_view key, int64_t* out, int64_t min, int64_t ma
 }
 
 void JsonReader::Double(std::string_view key, double* out, double min, double max) {
-  nlohmann::json schema = Typed("number");
-  schema["minimum"] = min;
-  schema["maximum"] = max;
-  Record(key, std::move(schema));
+  if (recording()) {
+    nlohmann::json schema = Typed("number");
+    schema["minimum"] = min;
+    schema["maximum"] = max;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_number()) return Fail(key, StrCat("expected a number, got ", TypeName(*v)));
@@ -189,9 +191,11 @@ void JsonReader::Double(std::string_view key, double* out, double min, double ma
 }
 
 void JsonReader::Duration(std::string_view key, std::chrono::milliseconds* out) {
-  nlohmann::json schema = Typed("string");
-  schema["pattern"] = kDurationPattern;
-  Record(key, std::move(schema));
+  if (recording()) {
+    nlohmann::json schema = Typed("string");
+    schema["pattern"] = kDurationPattern;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_string()) {
@@ -203,9 +207,11 @@ void JsonReader::Duration(std::string_view key, std::chrono::milliseconds* out) 
 }
 
 void JsonReader::StringList(std::string_view key, std::vector<std::string>* out) {
-  nlohmann::json schema = Typed("array");
-  schema["items"] = {{"type", "string"}};
-  Record(key, std::move(schema));
+  if (recording()) {
+    nlohmann::json schema = Typed("array");
+    schema["items"] = {{"type", "string"}};
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_array()) return Fail(key, StrCat("expected a list, got ", TypeName(*v)));
@@ -223,11 +229,13 @@ void JsonReader::Enum(std::string_view key, std::string* out,
                       const std::vector<std::string>& allowed) {
   std::string value = *out;
   String(key, &value);
-  nlohmann::json values(allowed);
-  values.push_back(nullptr);
-  nlohmann::json schema = Typed("string");
-  schema["enum"] = std::move(values);
-  Record(key, std::move(schema));
+  if (recording()) {
+    nlohmann::json values(allowed);
+    values.push_back(nullptr);
+    nlohmann::json schema = Typed("string");
+    schema["enum"] = std::move(values);
+    Record(key, std::move(schema));
+  }
   if (!status_.ok()) return;
   for (const auto& a : allowed) {
     if (a == value) {
@@ -241,7 +249,7 @@ void JsonReader::Enum(std::string_view key, std::string* out,
 }
 
 JsonReader JsonReader::Object(std::string_view key) {
-  if (schema_root_ != nullptr) {
+  if (recording()) {
     nlohmann::json schema = ClosedObject();
     schema["type"] = nlohmann::json::array({"object", "null"});
     if (!(*SchemaNode())["properties"].contains(std::string(key))) Record(key, std::move(schema));
@@ -258,7 +266,7 @@ JsonReader JsonReader::Object(std::string_view key) {
 
 bool JsonReader::ObjectList(std::string_view key,
                             const std::function<void(JsonReader&)>& read_one) {
-  if (schema_root_ != nullptr) {
+  if (recording()) {
     // The elements' keys: read_one once, on a recorder for the schema of every element.
     nlohmann::json schema = Typed("array");
     schema["items"] = ClosedObject();
@@ -295,7 +303,7 @@ bool JsonReader::List(
     std::string_view key,
     const std::function<Status(const nlohmann::json& item, const std::string& path)>& read_one) {
   // Elements of more than one form: the schema says only "a list".
-  Record(key, Typed("array"));
+  if (recording()) Record(key, Typed("array"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return false;
   if (!v->is_array()) {
@@ -347,7 +355,7 @@ std::string JsonReader::TypeOf(std::string_view key) const {
 }
 
 Status JsonReader::Finish() {
-  if (schema_root_ != nullptr) return OkStatus();
+  if (recording()) return OkStatus();
   // An unknown key is reported first: a misspelt key is usually why a required value is
   // missing, so it is the more useful message.
   for (const auto& [k, unused] : object_.items()) {

@@ -87,8 +87,10 @@ class JsonReader {
 
  private:
   const nlohmann::json* Lookup(std::string_view key);
-  // Schema recording: the schema of `key` in this object (a no-op when not recording, or
-  // when the key was recorded as taking any form).
+  // Schema recording (SchemaRecorder): whether this reader records; the schema of `key` in
+  // this object (kept when the key was recorded as taking any form); this object's schema
+  // (nullptr when not recording).
+  bool recording() const { return schema_root_ != nullptr; }
   void Record(std::string_view key, nlohmann::json schema);
   nlohmann::json* SchemaNode() const;
 
