@@ -42,6 +42,9 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
     } else if (arg == "--check-config") {
       RETURN_IF_ERROR(no_value());
       f.check_config = true;
+    } else if (arg == "--print-config-schema") {
+      RETURN_IF_ERROR(no_value());
+      f.print_config_schema = true;
     } else if (arg == "--identity") {
       RETURN_IF_ERROR(take_value(&f.identity));
     } else if (arg == "--no-leader-election") {
@@ -61,7 +64,8 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
 
 std::string DaemonUsage() {
   return R"(usage: slurm-k8s-bridge [--config FILE] [--log-level LEVEL] [--log-format text|json]
-                        [--identity NAME] [--no-leader-election] [--check-config] [--version]
+                        [--identity NAME] [--no-leader-election] [--check-config]
+                        [--print-config-schema] [--version]
 
 Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
 
@@ -75,6 +79,9 @@ Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
   --check-config      validate the configuration, print a summary (namespace, node
                       selector, Slurm poll interval, socket, HTTP address, quota tenants)
                       and exit
+  --print-config-schema
+                      print the JSON Schema of the configuration file (every key, its
+                      type and range, read from the parser itself) and exit
   --version           print the version and exit
 )";
 }

@@ -19,6 +19,9 @@ struct DaemonFlags {
   bool leader_election = true;  // --no-leader-election: act alone (one replica, tests)
   bool version = false;         // --version
   bool help = false;            // --help
+
+  // --print-config-schema: print the config file's JSON Schema (src/config/config.h) and exit.
+  bool print_config_schema = false;
 };
 
 // Parses argv (without argv[0]). Accepts `--flag value` and `--flag=value`. Unknown flags

@@ -18,6 +18,13 @@ TEST(DaemonFlags, ParsesBothForms) {
   EXPECT_FALSE(f->version);
 }
 
+TEST(DaemonFlags, PrintConfigSchema) {
+  auto f = ParseDaemonFlags({"--print-config-schema"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->print_config_schema);
+  EXPECT_FALSE(ParseDaemonFlags({"--print-config-schema=yes"}).ok());
+}
+
 TEST(DaemonFlags, LeaderElectionIsOnUnlessTurnedOff) {
   auto on = ParseDaemonFlags({"--identity", "bridge-0"});
   ASSERT_TRUE(on.ok()) << on.status();

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "bridge/api/frame.h"
 #include "bridge/plugin_server/admission_service.h"
@@ -44,6 +46,16 @@ TEST(ParsePluginConfig, KeysDefaultsAndErrors) {
   EXPECT_THAT(err, HasSubstr("unknown key 'socket'"));
   EXPECT_FALSE(ParsePluginConfig("no equals sign", &d, &err));
   EXPECT_EQ(d.budget, milliseconds(5)) << "a rejected file changes nothing";
+}
+
+TEST(ParsePluginConfig, TheDocumentedExample) {
+  std::ifstream in(SKB_EXAMPLE_PLUGIN_CONF);
+  ASSERT_TRUE(in) << SKB_EXAMPLE_PLUGIN_CONF;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(ParsePluginConfig(text, &c, &err)) << err;
+  EXPECT_EQ(c.socket_path, "/run/slurm-k8s-bridge/bridge.sock");
 }
 
 TEST(InterpretAdmitResponse, ChecksIdBodyAndLimits) {

@@ -51,6 +51,10 @@ int Run(int argc, char** argv) {
                 skb::bridge::kSlurmVersion);
     return 0;
   }
+  if (flags->print_config_schema) {
+    std::printf("%s\n", skb::config::ConfigSchema().dump(2).c_str());
+    return 0;
+  }
   std::string text = "{}";
   if (!flags->config_path.empty()) {
     auto read = ReadFile(flags->config_path);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,5 +112,12 @@ struct Config {
 // defaults. Errors are InvalidArgument and name the key ("config: key 'slurm.poll_interval':
 // ...").
 StatusOr<Config> ParseConfig(std::string_view json_text);
+
+// The JSON Schema (draft-07) of the document ParseConfig reads, recorded from the parser's
+// own reads (JsonReader::SchemaRecorder): every key, its type, range and allowed values,
+// unknown keys refused. Cross-key checks are not in it. `slurm-k8s-bridge
+// --print-config-schema` prints it; the chart's values.schema.json carries it as the
+// schema of `config:` (scripts/chart-config-schema).
+nlohmann::json ConfigSchema();
 
 }  // namespace skb::config

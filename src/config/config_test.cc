@@ -15,6 +15,37 @@ std::string ErrorOf(std::string_view text) {
   return cfg.ok() ? "" : std::string(cfg.status().message());
 }
 
+TEST(ConfigSchema, EverySectionAndKeyTheParserReads) {
+  const nlohmann::json schema = ConfigSchema();
+  EXPECT_EQ(schema["additionalProperties"], false);
+  std::vector<std::string> sections;
+  for (const auto& [k, v] : schema["properties"].items()) {
+    sections.push_back(k);
+    EXPECT_EQ(v["additionalProperties"], false) << k;
+  }
+  EXPECT_THAT(sections, ::testing::UnorderedElementsAre(
+                            "logging", "kubernetes", "slurm", "server", "leader_election",
+                            "admission", "health", "features", "lending", "gpu_sharing", "quotas"));
+  const nlohmann::json& p = schema["properties"];
+  EXPECT_EQ(p["logging"]["properties"]["level"]["enum"],
+            nlohmann::json::parse(R"(["trace", "debug", "info", "warn", "error", null])"));
+  EXPECT_EQ(p["kubernetes"]["properties"]["qps"]["minimum"], 0.1);
+  EXPECT_EQ(p["kubernetes"]["properties"]["node_names"]["properties"]["map"]["additionalProperties"]
+             ["type"],
+            "string");
+  EXPECT_TRUE(p["slurm"]["properties"]["poll_interval"].contains("pattern"));
+  EXPECT_EQ(p["health"]["properties"]["conditions"]["items"]["properties"]["severity"]["enum"],
+            nlohmann::json::parse(R"(["drain", "down", null])"));
+  EXPECT_EQ(
+      p["lending"]["properties"]["preemption"]["properties"]["qos"]["additionalProperties"]["type"],
+      "string");
+  EXPECT_EQ(p["gpu_sharing"]["properties"]["gres_files"]["additionalProperties"], true);
+  // Keys of more than one form accept anything in the schema; the parser checks them.
+  const nlohmann::json& tenant = p["quotas"]["properties"]["tenants"]["items"];
+  EXPECT_FALSE(tenant["properties"]["guaranteed"].contains("type"));
+  EXPECT_EQ(tenant["properties"]["weight"]["type"][0], "number");
+}
+
 TEST(ParseConfig, EmptyDocumentGivesDefaults) {
   auto cfg = ParseConfig("{}");
   ASSERT_TRUE(cfg.ok()) << cfg.status();

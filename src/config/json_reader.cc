@@ -16,6 +16,22 @@ const nlohmann::json& EmptyObject() {
 
 std::string TypeName(const nlohmann::json& j) { return j.type_name(); }
 
+// Schema recording (JsonReader::SchemaRecorder). Every key may be null: Lookup() treats a
+// null as absent, so the parser accepts it.
+constexpr char kAnyForm[] = "read in more than one form: checked by the daemon";
+// ParseDuration's syntax, looser on the numbers ("1..2s" passes here, not there).
+constexpr char kDurationPattern[] = "^([0-9.]+(ms|s|m|h))+$";
+
+nlohmann::json Typed(std::string_view type) {
+  return {{"type", nlohmann::json::array({std::string(type), "null"})}};
+}
+
+nlohmann::json ClosedObject() {
+  return {{"type", "object"},
+          {"properties", nlohmann::json::object()},
+          {"additionalProperties", false}};
+}
+
 }  // namespace
 
 StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
@@ -74,16 +90,34 @@ JsonReader::JsonReader(const nlohmann::json& object, std::string path)
   }
 }
 
+JsonReader JsonReader::SchemaRecorder(nlohmann::json* schema) {
+  *schema = ClosedObject();
+  JsonReader r(EmptyObject(), "");
+  r.schema_root_ = schema;
+  return r;
+}
+
+nlohmann::json* JsonReader::SchemaNode() const {
+  return schema_root_ == nullptr ? nullptr : &(*schema_root_)[schema_at_];
+}
+
+void JsonReader::Record(std::string_view key, nlohmann::json schema) {
+  nlohmann::json& slot = (*SchemaNode())["properties"][std::string(key)];
+  if (slot.is_object() && slot.value("$comment", "") == kAnyForm) return;
+  slot = std::move(schema);
+}
+
 std::string JsonReader::PathOf(std::string_view key) const {
   return path_.empty() ? std::string(key) : StrCat(path_, ".", key);
 }
 
 void JsonReader::Fail(std::string_view key, std::string_view problem) {
-  if (!status_.ok()) return;
+  if (!status_.ok() || recording()) return;
   status_ = InvalidArgumentError(StrCat("config: key '", PathOf(key), "': ", problem));
 }
 
 void JsonReader::Merge(const Status& status) {
+  if (recording()) return;
   if (status_.ok() && !status.ok()) status_ = status;
 }
 
@@ -96,6 +130,7 @@ const nlohmann::json* JsonReader::Lookup(std::string_view key) {
 }
 
 void JsonReader::String(std::string_view key, std::string* out) {
+  if (recording()) Record(key, Typed("string"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_string()) return Fail(key, StrCat("expected a string, got ", TypeName(*v)));
@@ -103,6 +138,7 @@ void JsonReader::String(std::string_view key, std::string* out) {
 }
 
 void JsonReader::Bool(std::string_view key, bool* out) {
+  if (recording()) Record(key, Typed("boolean"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_boolean()) return Fail(key, StrCat("expected true or false, got ", TypeName(*v)));
@@ -110,6 +146,12 @@ void JsonReader::Bool(std::string_view key, bool* out) {
 }
 
 void JsonReader::Int(std::string_view key, int64_t* out, int64_t min, int64_t max) {
+  if (recording()) {
+    nlohmann::json schema = Typed("integer");
+    schema["minimum"] = min;
+    schema["maximum"] = max;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_number_integer()) {
@@ -132,6 +174,12 @@ void JsonReader::Int(std::string_view key, int64_t* out, int64_t min, int64_t ma
 }
 
 void JsonReader::Double(std::string_view key, double* out, double min, double max) {
+  if (recording()) {
+    nlohmann::json schema = Typed("number");
+    schema["minimum"] = min;
+    schema["maximum"] = max;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_number()) return Fail(key, StrCat("expected a number, got ", TypeName(*v)));
@@ -143,6 +191,11 @@ void JsonReader::Double(std::string_view key, double* out, double min, double ma
 }
 
 void JsonReader::Duration(std::string_view key, std::chrono::milliseconds* out) {
+  if (recording()) {
+    nlohmann::json schema = Typed("string");
+    schema["pattern"] = kDurationPattern;
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_string()) {
@@ -154,6 +207,11 @@ void JsonReader::Duration(std::string_view key, std::chrono::milliseconds* out) 
 }
 
 void JsonReader::StringList(std::string_view key, std::vector<std::string>* out) {
+  if (recording()) {
+    nlohmann::json schema = Typed("array");
+    schema["items"] = {{"type", "string"}};
+    Record(key, std::move(schema));
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return;
   if (!v->is_array()) return Fail(key, StrCat("expected a list, got ", TypeName(*v)));
@@ -171,6 +229,13 @@ void JsonReader::Enum(std::string_view key, std::string* out,
                       const std::vector<std::string>& allowed) {
   std::string value = *out;
   String(key, &value);
+  if (recording()) {
+    nlohmann::json values(allowed);
+    values.push_back(nullptr);
+    nlohmann::json schema = Typed("string");
+    schema["enum"] = std::move(values);
+    Record(key, std::move(schema));
+  }
   if (!status_.ok()) return;
   for (const auto& a : allowed) {
     if (a == value) {
@@ -184,6 +249,16 @@ void JsonReader::Enum(std::string_view key, std::string* out,
 }
 
 JsonReader JsonReader::Object(std::string_view key) {
+  if (recording()) {
+    nlohmann::json schema = ClosedObject();
+    schema["type"] = nlohmann::json::array({"object", "null"});
+    if (!(*SchemaNode())["properties"].contains(std::string(key))) Record(key, std::move(schema));
+    known_.emplace(key);
+    JsonReader sub(EmptyObject(), PathOf(key));
+    sub.schema_root_ = schema_root_;
+    sub.schema_at_ = schema_at_ / "properties" / std::string(key);
+    return sub;
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return JsonReader(EmptyObject(), PathOf(key));
   return JsonReader(*v, PathOf(key));
@@ -191,6 +266,18 @@ JsonReader JsonReader::Object(std::string_view key) {
 
 bool JsonReader::ObjectList(std::string_view key,
                             const std::function<void(JsonReader&)>& read_one) {
+  if (recording()) {
+    // The elements' keys: read_one once, on a recorder for the schema of every element.
+    nlohmann::json schema = Typed("array");
+    schema["items"] = ClosedObject();
+    Record(key, std::move(schema));
+    known_.emplace(key);
+    JsonReader sub(EmptyObject(), StrCat(PathOf(key), "[]"));
+    sub.schema_root_ = schema_root_;
+    sub.schema_at_ = schema_at_ / "properties" / std::string(key) / "items";
+    read_one(sub);
+    return false;
+  }
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return false;
   if (!v->is_array()) {
@@ -215,6 +302,8 @@ bool JsonReader::ObjectList(std::string_view key,
 bool JsonReader::List(
     std::string_view key,
     const std::function<Status(const nlohmann::json& item, const std::string& path)>& read_one) {
+  // Elements of more than one form: the schema says only "a list".
+  if (recording()) Record(key, Typed("array"));
   const nlohmann::json* v = Lookup(key);
   if (v == nullptr) return false;
   if (!v->is_array()) {
@@ -228,6 +317,9 @@ bool JsonReader::List(
 }
 
 Status JsonReader::StringMap(std::map<std::string, std::string>* out) {
+  if (nlohmann::json* node = SchemaNode(); node != nullptr) {
+    (*node)["additionalProperties"] = {{"type", "string"}};
+  }
   std::map<std::string, std::string> result;
   for (const auto& [k, v] : object_.items()) {
     known_.insert(k);
@@ -242,6 +334,8 @@ Status JsonReader::StringMap(std::map<std::string, std::string>* out) {
 }
 
 std::vector<std::string> JsonReader::Keys() const {
+  // Keys that are data: the schema accepts any key here, with any value.
+  if (nlohmann::json* node = SchemaNode(); node != nullptr) (*node)["additionalProperties"] = true;
   std::vector<std::string> out;
   if (object_.is_object()) {
     for (const auto& [k, unused] : object_.items()) out.push_back(k);
@@ -250,6 +344,10 @@ std::vector<std::string> JsonReader::Keys() const {
 }
 
 std::string JsonReader::TypeOf(std::string_view key) const {
+  if (nlohmann::json* node = SchemaNode(); node != nullptr) {
+    (*node)["properties"][std::string(key)] = {{"$comment", kAnyForm}};
+    return "";
+  }
   if (!object_.is_object()) return "";
   auto it = object_.find(std::string(key));
   if (it == object_.end() || it->is_null()) return "";
@@ -257,6 +355,7 @@ std::string JsonReader::TypeOf(std::string_view key) const {
 }
 
 Status JsonReader::Finish() {
+  if (recording()) return OkStatus();
   // An unknown key is reported first: a misspelt key is usually why a required value is
   // missing, so it is the more useful message.
   for (const auto& [k, unused] : object_.items()) {

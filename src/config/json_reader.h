@@ -34,6 +34,17 @@ class JsonReader {
   // the root).
   JsonReader(const nlohmann::json& object, std::string path);
 
+  // A reader that reads nothing (every key is absent, so every field keeps its default) and
+  // records, in *schema, a JSON Schema (draft-07) of each key it is asked for: its type,
+  // range or allowed values, nested objects and lists of objects, every object closed
+  // (additionalProperties false) as Finish() closes it. Running the same Read* functions
+  // on it gives the schema of exactly the keys they read (ConfigSchema() in config.h).
+  // What the schema cannot say, cross-field checks and Fail()s, stays the parser's: a
+  // document the schema accepts may still be refused, never the other way round. Keys
+  // read in more than one form (TypeOf) and maps whose keys are data (Keys) accept any
+  // value there. `*schema` must outlive the reader and its copies.
+  static JsonReader SchemaRecorder(nlohmann::json* schema);
+
   // Each reads an optional key: absent leaves *out unchanged (the default); present with
   // the wrong type records an error. The first error wins; later calls are no-ops.
   void String(std::string_view key, std::string* out);
@@ -76,9 +87,18 @@ class JsonReader {
 
  private:
   const nlohmann::json* Lookup(std::string_view key);
+  // Schema recording (SchemaRecorder): whether this reader records; the schema of `key` in
+  // this object (kept when the key was recorded as taking any form); this object's schema
+  // (nullptr when not recording).
+  bool recording() const { return schema_root_ != nullptr; }
+  void Record(std::string_view key, nlohmann::json schema);
+  nlohmann::json* SchemaNode() const;
 
   const nlohmann::json& object_;
   std::string path_;
+  // Recording a schema: the root document and where this object's schema sits in it.
+  nlohmann::json* schema_root_ = nullptr;
+  nlohmann::json::json_pointer schema_at_;
   std::set<std::string, std::less<>> known_;
   Status status_;
 };

@@ -113,5 +113,55 @@ TEST(JsonReader, TypeOfTellsTheFormWithoutMarkingTheKeyKnown) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("root.n"));
 }
 
+TEST(JsonReader, SchemaRecorderRecordsEachReadAndLeavesDefaults) {
+  nlohmann::json schema;
+  JsonReader r = JsonReader::SchemaRecorder(&schema);
+  std::string name = "default";
+  int64_t n = 3;
+  std::string mode = "a";
+  r.String("name", &name);
+  r.Int("n", &n, 1, 9);
+  r.Enum("mode", &mode, {"a", "b"});
+  JsonReader sub = r.Object("sub");
+  std::chrono::milliseconds d{5};
+  sub.Duration("every", &d);
+  sub.Fail("every", "cross-key checks are the parser's, not the schema's");
+  r.ObjectList("items", [](JsonReader& item) {
+    bool b = false;
+    item.Bool("on", &b);
+  });
+  EXPECT_TRUE(r.Finish().ok());
+  EXPECT_EQ(name, "default");
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(d, std::chrono::milliseconds(5));
+  EXPECT_EQ(schema, nlohmann::json::parse(R"({
+    "type": "object", "additionalProperties": false, "properties": {
+      "name": {"type": ["string", "null"]},
+      "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 9},
+      "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
+      "sub": {"type": ["object", "null"], "additionalProperties": false, "properties": {
+        "every": {"type": ["string", "null"], "pattern": "^([0-9.]+(ms|s|m|h))+$"}}},
+      "items": {"type": ["array", "null"], "items": {
+        "type": "object", "additionalProperties": false, "properties": {
+          "on": {"type": ["boolean", "null"]}}}}}})"))
+      << schema.dump(2);
+}
+
+TEST(JsonReader, SchemaRecorderOpensMapsAndKeysOfSeveralForms) {
+  nlohmann::json schema;
+  JsonReader r = JsonReader::SchemaRecorder(&schema);
+  std::map<std::string, std::string> labels;
+  EXPECT_TRUE(r.Object("labels").StringMap(&labels).ok());
+  JsonReader data = r.Object("data");
+  EXPECT_TRUE(data.Keys().empty());
+  EXPECT_EQ(r.TypeOf("either"), "");
+  int64_t n = 0;
+  r.Int("either", &n, 0, 1);  // after TypeOf: stays "any form"
+  EXPECT_EQ(schema["properties"]["labels"]["additionalProperties"],
+            nlohmann::json::parse(R"({"type": "string"})"));
+  EXPECT_EQ(schema["properties"]["data"]["additionalProperties"], true);
+  EXPECT_FALSE(schema["properties"]["either"].contains("type")) << schema.dump(2);
+}
+
 }  // namespace
 }  // namespace skb::config

@@ -136,6 +136,15 @@ stolen bridge token that may create pods there could start a privileged one.
 {{- end -}}
 
 {{/*
+"<uid>:<gid>" the plugin socket's directory is given to: the daemon's runAsUser and runAsGroup
+(podSecurityContext, else the image's 64030, Debian's slurm).
+*/}}
+{{- define "skb.socketOwner" -}}
+{{- $psc := .Values.podSecurityContext | default dict -}}
+{{- printf "%d:%d" (int (dig "runAsUser" 64030 $psc)) (int (dig "runAsGroup" (dig "runAsUser" 64030 $psc) $psc)) -}}
+{{- end -}}
+
+{{/*
 A volume source from {hostPath, volume}: `volume` when set, else a hostPath of the given
 type. Call with (list .Values.slurm.confDir "Directory").
 */}}

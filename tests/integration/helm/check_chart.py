@@ -8,6 +8,11 @@
                                PriorityClasses == rendered config, names <= 63 characters
   check_chart.py dry-run       the rendered manifests applied with `kubectl apply
                                --dry-run=server` to the testbed's apiserver (schema, admission)
+  check_chart.py install       helm install, helm upgrade with a changed config (--wait: the
+                               rollout completes) and helm uninstall on the testbed (kwok
+                               kubelets: scheduled and Running, no container runs)
+  check_chart.py socket-dir    the rendered socket-dir init container run as the chart runs
+                               it, on a directory made as the kubelet makes it (needs root)
   check_chart.py check-config  the rendered config.json and the Deployment's arguments accepted
                                by `slurm-k8s-bridge --check-config`; a misspelt key refused
 
@@ -16,6 +21,7 @@ promtool (Debian's prometheus: the alerts are parsed and unit-tested with alert_
 check-config needs SKB_BRIDGE_BIN (the daemon binary of the build tree, set by CMake).
 Exit 0 on success; on failure prints what differs and exits 1.
 """
+import glob
 import json
 import os
 import re
@@ -57,12 +63,13 @@ def need(tool):
 
 
 def template(release="skb", namespace="slurm-bridge", values=(), sets=(), ok=True):
+    """`sets` are --set, or --set-string when prefixed with "string:"."""
     cmd = ["helm", "template", release, CHART, "--namespace", namespace,
            "--kube-version", KUBE_VERSION]
     for v in values:
         cmd += ["-f", v]
     for s in sets:
-        cmd += ["--set", s]
+        cmd += ["--set-string", s[len("string:"):]] if s.startswith("string:") else ["--set", s]
     p = run(cmd, ok=ok)
     return p if not ok else p.stdout
 
@@ -105,12 +112,31 @@ def cmd_lint():
         "http.port=70000": "port",
         "leaderElection.leaseDuration=15 seconds": "leaseDuration",
         "unknownTopLevel=1": "unknownTopLevel",
-        "leaderElection.enabled=false": "leaderElection.enabled",  # with replicas 2
+        "replicas=2,leaderElection.enabled=false": "leaderElection.enabled",
         "priorityClasses.preemptible.value=500": "must rise",
         "slurmd.enabled=true": "existingSecret",
         "serviceAccount.create=false": "serviceAccount.name",
         "prometheus.rules.lendStuckSeconds=5": "lendStuckSeconds",
         "prometheus.rules.noLeaderFor=two minutes": "noLeaderFor",
+        # One process serves a host's socket: no surge pod, no two replicas on one host.
+        "updateStrategy.type=OnDelete": "updateStrategy/type",
+        "updateStrategy.rollingUpdate.maxSurge=1": "maxSurge must be 0",
+        "updateStrategy.rollingUpdate.maxSurge=25%": "maxSurge must be 0",
+        "replicas=2,nodeSelector.kubernetes\\.io/hostname=ctl": "one host per replica",
+        "nodeSelector.gpu=true": "/nodeSelector/gpu",  # a bool: the apiserver would refuse it
+        "pluginSocket.mode=rwx": "pluginSocket/mode",
+        # The daemon's config, checked by the schema the daemon prints
+        # (--print-config-schema): a typo is refused at `helm install`, not in a crash loop.
+        "config.slurm.pol_interval=1s": "pol_interval",
+        "config.lendng.enabled=true": "lendng",
+        "config.logging.level=loud": "/config/logging/level",
+        "config.kubernetes.qps=0": "/config/kubernetes/qps",
+        "config.kubernetes.node_names.mode=fqdn": "/config/kubernetes/node_names/mode",
+        "config.lending.default_grace=60": "/config/lending/default_grace",
+        "config.lending.cooldown=2 minutes": "/config/lending/cooldown",
+        "config.health.cordon=drian": "/config/health/cordon",
+        "config.quotas.tenants[0].nmae=vision": "nmae",
+        "config.gpu_sharing.device_identity=serial": "/config/gpu_sharing/device_identity",
     }
     for s, needle in refused.items():
         p = template(sets=[s], ok=False)
@@ -120,7 +146,16 @@ def cmd_lint():
               f"{out.strip()[:400]}")
     # And their accepted neighbours render.
     for sets in (["replicas=1", "leaderElection.enabled=false"],
-                 ["serviceAccount.create=false", "serviceAccount.name=existing"]):
+                 ["serviceAccount.create=false", "serviceAccount.name=existing"],
+                 ["replicas=2"], ["updateStrategy.type=Recreate"],
+                 ["updateStrategy.rollingUpdate.maxSurge=0%"],
+                 ["pluginSocket.volume.emptyDir.medium=Memory",
+                  "updateStrategy.rollingUpdate.maxSurge=1"],
+                 ["replicas=2", "string:nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"],
+                 ["config.quotas.tenants[0].name=vision",
+                  "config.quotas.tenants[0].slurm_accounts[0]=vision",
+                  "config.quotas.tenants[0].guaranteed.h100=4"],
+                 ["config.lending.preemption.qos.debug=cancel"]):
         p = template(sets=sets, ok=False)
         check(p.returncode == 0, f"--set {sets} should render: {p.stderr.strip()[:400]}")
 
@@ -180,6 +215,30 @@ def check_common(objs, label, release, namespace):
     check(psc.get("seccompProfile", {}).get("type") == "RuntimeDefault",
           f"{label}: pod seccompProfile is not RuntimeDefault")
     check(len(spec["containers"]) == 1, f"{label}: expected one container")
+    # The socket directory's init container: root with CAP_CHOWN and CAP_FOWNER only, on the
+    # plugin socket's volume, only when that is a hostPath.
+    vols = {v["name"]: v for v in spec["volumes"]}
+    inits = spec.get("initContainers", [])
+    if "hostPath" in vols["plugin-socket"]:
+        if check(len(inits) == 1, f"{label}: hostPath socket without its init container"):
+            i = inits[0]
+            isc = i["securityContext"]
+            check(isc.get("runAsUser") == 0 and isc.get("runAsNonRoot") is False and
+                  isc.get("allowPrivilegeEscalation") is False and
+                  isc.get("readOnlyRootFilesystem") is True and
+                  isc.get("capabilities") == {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]} and
+                  not isc.get("privileged", False),
+                  f"{label}: socket-dir init container's rights: {isc}")
+            check([m["name"] for m in i["volumeMounts"]] == ["plugin-socket"],
+                  f"{label}: socket-dir init container mounts {i['volumeMounts']}")
+            owner = f"{psc.get('runAsUser', 64030)}:{psc.get('runAsGroup', 64030)}"
+            sock_mount = [m["mountPath"] for m in spec["containers"][0]["volumeMounts"]
+                          if m["name"] == "plugin-socket"]
+            check(f"chown {owner} " in i["command"][2] and i["command"][3:] == sock_mount and
+                  i["volumeMounts"][0]["mountPath"] == sock_mount[0],
+                  f"{label}: socket dir not given to {owner}: {i['command']}")
+    else:
+        check(not inits, f"{label}: init container without a hostPath socket: {inits}")
     c = spec["containers"][0]
     csc = c["securityContext"]
     check(csc.get("readOnlyRootFilesystem") is True, f"{label}: root filesystem not read-only")
@@ -291,18 +350,53 @@ def cmd_render():
     objs = docs(template(namespace=ns))
     kinds = sorted(o["kind"] for o in objs)
     check(kinds == sorted(["PriorityClass"] * 4 + [
-        "PodDisruptionBudget", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
+        "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
         "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
         "NetworkPolicy", "Namespace"] + ["ValidatingAdmissionPolicy",
                                          "ValidatingAdmissionPolicyBinding"] * 2),
         f"defaults: unexpected set of objects {kinds}")
     dep, cfg = check_common(objs, "defaults", "skb", ns)
-    check(dep["spec"]["replicas"] == 2, "defaults: replicas != 2")
-    anti = dep["spec"]["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    # One host: one replica, no anti-affinity, no PodDisruptionBudget (one over a single pod
+    # blocks `kubectl drain` of the slurmctld host), and an update that stops the old pod
+    # before its successor takes the host's socket.
+    check(dep["spec"]["replicas"] == 1, "defaults: replicas != 1")
+    check("affinity" not in dep["spec"]["template"]["spec"],
+          f"defaults: affinity with one replica: {dep['spec']['template']['spec'].get('affinity')}")
+    check(dep["spec"]["strategy"] == {"type": "RollingUpdate",
+                                      "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+          f"defaults: strategy {dep['spec'].get('strategy')}")
+    # Two replicas (two slurmctld hosts): one per host, a budget that lets one go at a time.
+    two = docs(template(namespace=ns, sets=["replicas=2"]))
+    dep2, _ = check_common(two, "two replicas", "skb", ns)
+    anti = dep2["spec"]["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
     terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
     check(len(terms) == 1 and terms[0]["topologyKey"] == "kubernetes.io/hostname" and
-          terms[0]["labelSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"],
-          "defaults: replicas sharing a hostPath socket are not spread one per host")
+          terms[0]["labelSelector"]["matchLabels"] == dep2["spec"]["selector"]["matchLabels"],
+          "two replicas: replicas sharing a hostPath socket are not spread one per host")
+    pdb = one(two, "PodDisruptionBudget")
+    check(pdb["spec"] == {"maxUnavailable": 1,
+                          "selector": {"matchLabels": dep2["spec"]["selector"]["matchLabels"]}},
+          f"two replicas: PodDisruptionBudget {pdb['spec']}")
+    pdb = one(docs(template(namespace=ns, sets=["replicas=3", "podDisruptionBudget.minAvailable=2"])),
+              "PodDisruptionBudget")
+    check(pdb["spec"].get("minAvailable") == 2 and "maxUnavailable" not in pdb["spec"],
+          f"minAvailable: PodDisruptionBudget {pdb['spec']}")
+    check(not find(docs(template(namespace=ns, sets=["replicas=2",
+                                                     "podDisruptionBudget.enabled=false"])),
+                   "PodDisruptionBudget"), "podDisruptionBudget.enabled=false still renders it")
+    rec = one(docs(template(namespace=ns, sets=["updateStrategy.type=Recreate"])), "Deployment")
+    check(rec["spec"]["strategy"] == {"type": "Recreate"},
+          f"updateStrategy.type=Recreate: strategy {rec['spec']['strategy']}")
+    # The socket directory goes to the uid and gid the daemon runs as.
+    uid = one(docs(template(namespace=ns, sets=["podSecurityContext.runAsUser=1234",
+                                                "podSecurityContext.runAsGroup=1235",
+                                                "pluginSocket.mode=0700"])), "Deployment")
+    cmd = uid["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+    check("chown 1234:1235 " in cmd and "chmod 0700 " in cmd, f"socket dir owner/mode: {cmd}")
+    off = one(docs(template(namespace=ns, sets=["pluginSocket.initContainer.enabled=false"])),
+              "Deployment")
+    check("initContainers" not in off["spec"]["template"]["spec"],
+          "pluginSocket.initContainer.enabled=false still renders it")
     check(cfg["lending"]["enabled"] is True, "defaults: lending not enabled")
     check(cfg["gpu_sharing"] == {"enabled": False, "driver": "gpu.nvidia.com",
                                  "extended_resource": "nvidia.com/gpu",
@@ -530,11 +624,18 @@ def promtool_rules(rule, by_name):
 
 
 def dry_run_cases(ns, kube_version, have_sm_crd):
-    for label, values in (("defaults", []), ("all-on", [VALUES_ALL])):
+    for label, values, sets in (
+            ("defaults", [], []), ("all-on", [VALUES_ALL], []),
+            ("two slurmctld hosts", [],
+             ["replicas=2", "updateStrategy.type=Recreate",
+              "string:nodeSelector.slurm-k8s-bridge\\.io/slurmctld=true"])):
         cmd = ["helm", "template", "skb", CHART, "--namespace", ns, "--kube-version",
                kube_version]
         for v in values:
             cmd += ["-f", v]
+        for s in sets:
+            cmd += (["--set-string", s[len("string:"):]] if s.startswith("string:")
+                    else ["--set", s])
         objs = docs(run(cmd).stdout)
         if not have_sm_crd:
             # No prometheus-operator on the testbed: its CRDs are not ours to install. The
@@ -559,6 +660,155 @@ def dry_run_cases(ns, kube_version, have_sm_crd):
         print(f"{label}: {len(items)} objects accepted by the apiserver (namespace {ns})")
 
 
+# ---- install ----
+
+def cmd_install():
+    """helm install on the testbed, then helm upgrade with a changed config (which rolls the
+    pod), then helm uninstall. The testbed's kubelets are kwok's: pods are scheduled and
+    reported Running, but no container runs, so this shows the objects, the scheduling and
+    the rollout (maxSurge 0: the old pod goes first, the upgrade completes), not the socket
+    directory on a real node."""
+    need("helm")
+    need("kubectl")
+    if not os.environ.get("KUBECONFIG"):
+        sys.exit("KUBECONFIG is not set: run `eval \"$(scripts/testbed env)\"` first")
+    ns, release = "skb-chart-install", "skbi"
+    nodes = json.loads(run(["kubectl", "get", "nodes", "-o", "json"]).stdout)["items"]
+    host = nodes[0]["metadata"]["labels"]["kubernetes.io/hostname"]
+    # Cluster-wide objects the testbed has already (PriorityClasses) or that would reach
+    # beyond this release (the swap guard sees every pod) stay out; the dry run checks them.
+    sets = [f"nodeSelector.kubernetes\\.io/hostname={host}", "priorityClasses.create=false",
+            "admissionPolicies.swapGuard.enabled=false",
+            "admissionPolicies.reservationGuard.enabled=false",
+            "image.repository=registry.invalid/slurm-k8s-bridge"]
+
+    def helm(verb, extra=()):
+        cmd = ["helm", verb, release, CHART, "-n", ns, "--wait", "--timeout", "120s"]
+        for s in sets + list(extra):
+            cmd += ["--set", s]
+        return run(cmd, ok=False)
+
+    def pods():
+        out = json.loads(run(["kubectl", "-n", ns, "get", "pods", "-o", "json",
+                              "-l", f"app.kubernetes.io/instance={release}"]).stdout)
+        return [p for p in out["items"] if not p["metadata"].get("deletionTimestamp")]
+
+    def cleanup():
+        run(["helm", "uninstall", release, "-n", ns, "--wait", "--timeout", "60s"], ok=False)
+        run(["kubectl", "delete", "namespace", ns, f"{ns}-reservations", "--wait=false",
+             "--ignore-not-found"], ok=False)
+
+    cleanup()
+    for _ in range(60):  # a namespace left by an earlier run must be gone first
+        if run(["kubectl", "get", "namespace", ns], ok=False).returncode != 0:
+            break
+        subprocess.run(["sleep", "1"])
+    run(["kubectl", "create", "namespace", ns])
+    run(["kubectl", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged"])
+    try:
+        p = helm("install")
+        if not check(p.returncode == 0, f"helm install failed:\n{p.stdout}{p.stderr}"):
+            return
+        first = pods()
+        check(len(first) == 1 and first[0]["spec"].get("nodeName") == host and
+              [c["name"] for c in first[0]["spec"].get("initContainers", [])] == ["socket-dir"],
+              f"install: expected one pod on {host} with the socket-dir init container: "
+              f"{[(x['metadata']['name'], x['spec'].get('nodeName')) for x in first]}")
+        p = helm("upgrade", ["config.slurm.poll_interval=1s"])
+        check(p.returncode == 0, f"helm upgrade with a changed config did not complete:\n"
+              f"{p.stdout}{p.stderr}")
+        after = pods()
+        check(len(after) == 1 and after[0]["metadata"]["name"] != first[0]["metadata"]["name"],
+              "upgrade: the config change did not replace the pod: "
+              f"{[x['metadata']['name'] for x in after]}")
+        p = helm("upgrade", ["replicas=2"])
+        check(p.returncode != 0 and "one host per replica" in p.stderr,
+              f"upgrade to two replicas pinned to one host was not refused: {p.stderr[:300]}")
+        print(f"install, upgrade ({first[0]['metadata']['name']} -> "
+              f"{after[0]['metadata']['name']}) and the refused upgrade on {host}")
+    finally:
+        cleanup()
+
+
+# ---- socket-dir ----
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # runs as the daemon's uid (a user's pyenv may be closed to it)
+TRY_SOCKET = """
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.{op}(sys.argv[1])
+except OSError as e:
+    print(errno.errorcode[e.errno])
+else:
+    print("ok")
+"""
+
+
+def cmd_socket_dir():
+    """The rendered socket-dir init container, run as the chart runs it (root, only the
+    capabilities it adds, no new privileges) on a directory made as the kubelet makes it
+    (root, 0755): before, the daemon's uid cannot bind its socket there; after, it can, a
+    peer of another uid cannot reach it, a second run (the next pod start) works, and each
+    added capability is needed. Needs root (exit 77, skipped, otherwise)."""
+    need("helm")
+    need("setpriv")
+    if os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK):
+        print(f"socket-dir: skipped (needs root and {SYSTEM_PYTHON})")
+        sys.exit(77)
+    spec = one(docs(template()), "Deployment")["spec"]["template"]["spec"]
+    uid, gid = spec["securityContext"]["runAsUser"], spec["securityContext"]["runAsGroup"]
+    init = spec["initContainers"][0]
+    caps = init["securityContext"]["capabilities"]
+    check(caps.get("drop") == ["ALL"], f"socket-dir: capabilities not all dropped: {caps}")
+    added = [c.lower() for c in caps.get("add", [])]
+    mode = re.search(r"chmod (\d+) ", init["command"][2]).group(1)
+
+    def as_root(path, keep):
+        bounding = ",".join(["-all"] + [f"+{c}" for c in keep])
+        cmd = ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--no-new-privs",
+               "--", *init["command"][:3], path]
+        return run(cmd, ok=False)
+
+    def as_user(u, g, op, path):
+        p = run(["setpriv", f"--reuid={u}", f"--regid={g}", "--clear-groups", "--",
+                 SYSTEM_PYTHON, "-c", TRY_SOCKET.format(op=op), path], ok=False)
+        return p.stdout.strip() or p.stderr.strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        d = os.path.join(tmp, "slurm-k8s-bridge")
+        os.mkdir(d, 0o755)  # DirectoryOrCreate: root:root 0755
+        sock = os.path.join(d, "bridge.sock")
+        check(as_user(uid, gid, "bind", sock) == "EACCES",
+              "socket-dir: the daemon's uid could bind in the kubelet's directory already")
+        for c in added:  # each added capability is needed (the second run: the dir is uid's)
+            if c == "chown":
+                check(as_root(d, [x for x in added if x != c]).returncode != 0,
+                      "socket-dir: works without CAP_CHOWN: drop it")
+        p = as_root(d, added)
+        if not check(p.returncode == 0, f"socket-dir: the init container failed:\n{p.stderr}"):
+            return
+        st = os.stat(d)
+        check((st.st_uid, st.st_gid, oct(st.st_mode & 0o7777)) == (uid, gid, oct(int(mode, 8))),
+              f"socket-dir: directory is {st.st_uid}:{st.st_gid} {oct(st.st_mode & 0o7777)}, "
+              f"want {uid}:{gid} {mode}")
+        if "fowner" in added:
+            check(as_root(d, [x for x in added if x != "fowner"]).returncode != 0,
+                  "socket-dir: a second run works without CAP_FOWNER: drop it")
+        p = as_root(d, added)
+        check(p.returncode == 0, f"socket-dir: the second run (next pod start) failed:\n{p.stderr}")
+        check(as_user(uid, gid, "bind", sock) == "ok",
+              "socket-dir: the daemon's uid cannot bind its socket after the init container")
+        # The socket is there but nobody listens: the daemon's uid (slurmctld's) reaches it,
+        # another uid is stopped at the directory.
+        check(as_user(uid, gid, "connect", sock) == "ECONNREFUSED",
+              "socket-dir: SlurmUser cannot reach the socket")
+        check(as_user(65534, 65534, "connect", sock) == "EACCES",
+              "socket-dir: another uid reaches the socket")
+    print(f"socket-dir: {uid}:{gid} {mode} with {added}; another uid refused")
+
+
 # ---- check-config ----
 
 def cmd_check_config():
@@ -577,7 +827,16 @@ def cmd_check_config():
                   ["config.gpu_sharing.device_identity=serial"], False),
                  ("quotas key", [], ["config.quotas.teams=vision"], False))
         for label, values, sets, want_ok in cases:
-            objs = docs(template(values=values, sets=sets))
+            key = sets[0].split("=")[0].removeprefix("config.") if sets else ""
+            rendered = template(values=values, sets=sets, ok=False)
+            if not want_ok and rendered.returncode != 0:
+                # Refused by the chart's schema (the daemon's, --print-config-schema) before
+                # the daemon sees it: the message names the key.
+                check(key.rsplit(".", 1)[-1] in rendered.stderr,
+                      f"{label}: helm refused it without naming '{key}':\n{rendered.stderr}")
+                continue
+            check(rendered.returncode == 0, f"{label}: helm template failed:\n{rendered.stderr}")
+            objs = docs(rendered.stdout)
             path = os.path.join(tmp, label.replace(" ", "-") + ".json")
             with open(path, "w") as f:
                 f.write(one(objs, "ConfigMap", "-config")["data"]["config.json"])
@@ -590,14 +849,39 @@ def cmd_check_config():
                 check(p.returncode == 0,
                       f"{label}: --check-config refused the rendered config:\n{out}")
             else:
-                key = sets[0].split("=")[0].removeprefix("config.")
                 check(p.returncode != 0 and key in out,
                       f"{label}: --check-config should refuse naming '{key}', rc={p.returncode}:"
                       f"\n{out}")
+        # The schema is never stricter than the daemon: every config the daemon accepts (the
+        # config fuzzer's corpus, the examples) is a `config:` helm accepts.
+        corpus = sorted(glob.glob(os.path.join(SOURCE, "src", "config", "fuzz", "corpus", "*")))
+        corpus += [os.path.join(SOURCE, "bridge", "dist", "config.json")]
+        corpus += sorted(glob.glob(os.path.join(SOURCE, "docs", "examples", "*.json")))
+        accepted = 0
+        for path in corpus:
+            rel = os.path.relpath(path, SOURCE)
+            if run([binary, "--config", path, "--check-config"], ok=False).returncode != 0:
+                continue
+            with open(path) as f:
+                text = "\n".join(l for l in f.read().splitlines()
+                                 if not l.lstrip().startswith("//"))
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                continue  # comments within a line: not plain JSON
+            values = os.path.join(tmp, "corpus-values.yaml")
+            with open(values, "w") as f:
+                yaml.safe_dump({"config": doc}, f)
+            p = template(values=[values], ok=False)
+            accepted += 1
+            check(p.returncode == 0,
+                  f"{rel}: the daemon accepts it, helm's schema refuses it:\n{p.stderr[:600]}")
+        check(accepted >= 4, f"only {accepted} accepted configs in the corpus and examples")
 
 
 def main():
     cmds = {"lint": cmd_lint, "render": cmd_render, "dry-run": cmd_dry_run,
+            "install": cmd_install, "socket-dir": cmd_socket_dir,
             "check-config": cmd_check_config}
     if len(sys.argv) != 2 or sys.argv[1] not in cmds:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(cmds)}")
