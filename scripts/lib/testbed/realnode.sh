@@ -79,7 +79,7 @@ release_real_node() {
 real_node_images() {
   local key dir fd
   key="$( (cat "$SKB_ROOT/tests/testbed/realnode/pause.c"; dpkg-query -W -f='${Version}' busybox-static;
-    declare -f build_real_node_images) | sha256sum | cut -c1-12)"
+    declare -f build_real_node_images_in) | sha256sum | cut -c1-12)"
   dir="$SKB_CACHE/realnode-images-$key"
   REAL_IMAGES="$dir"
   [[ -s "$dir/pause.tar" && -s "$dir/busybox.tar" ]] && return 0
@@ -94,31 +94,37 @@ real_node_images() {
   exec {fd}>&-
 }
 
+# build_real_node_images DIR: DIR/pause.tar and DIR/busybox.tar (OCI archives). Each step is
+# checked (the caller's `||` turns off errexit in here).
 build_real_node_images() {
-  local out="$1" work ctr a
+  local out="$1" work ctr a rc=0
   work="$(mktemp -d)"
-  # shellcheck disable=SC2064 # the path is fixed now
-  trap "rm -rf '$work'" RETURN
+  build_real_node_images_in "$out" "$work" || rc=1
+  rm -rf "$work" "$out.tmp"
+  return "$rc"
+}
+build_real_node_images_in() {
+  local out="$1" work="$2" ctr a
   local bah=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
-  mkdir -p "$work/pause" "$work/busybox/bin" "$work/busybox/tmp" "$work/busybox/etc" "$out.tmp"
-  gcc -static -O2 -o "$work/pause/pause" "$SKB_ROOT/tests/testbed/realnode/pause.c"
-  cp /bin/busybox "$work/busybox/bin/busybox"
+  rm -rf "$out.tmp"
+  mkdir -p "$work/pause" "$work/busybox/bin" "$work/busybox/tmp" "$work/busybox/etc" "$out.tmp" &&
+    gcc -static -O2 -o "$work/pause/pause" "$SKB_ROOT/tests/testbed/realnode/pause.c" &&
+    cp /bin/busybox "$work/busybox/bin/busybox" || return 1
   for a in $(/bin/busybox --list); do
-    [[ "$a" == busybox ]] || ln -s busybox "$work/busybox/bin/$a"
+    [[ "$a" == busybox ]] || ln -s busybox "$work/busybox/bin/$a" || return 1
   done
-  chmod 1777 "$work/busybox/tmp"
-  printf 'root:x:0:0:root:/:/bin/sh\n' >"$work/busybox/etc/passwd"
-  printf 'root:x:0:\n' >"$work/busybox/etc/group"
-  ctr="$("${bah[@]}" from scratch)"
-  "${bah[@]}" copy "$ctr" "$work/pause/pause" /pause
-  "${bah[@]}" config --entrypoint '["/pause"]' "$ctr"
-  "${bah[@]}" commit --format oci "$ctr" "oci-archive:$out.tmp/pause.tar:$REAL_IMAGE_PAUSE"
-  ctr="$("${bah[@]}" from scratch)"
-  "${bah[@]}" copy "$ctr" "$work/busybox" /
-  "${bah[@]}" config --env PATH=/bin --cmd '["/bin/sh"]' "$ctr"
-  "${bah[@]}" commit --format oci "$ctr" "oci-archive:$out.tmp/busybox.tar:$REAL_IMAGE_BUSYBOX"
-  rm -rf "$out"
-  mv "$out.tmp" "$out"
+  chmod 1777 "$work/busybox/tmp" &&
+    printf 'root:x:0:0:root:/:/bin/sh\n' >"$work/busybox/etc/passwd" &&
+    printf 'root:x:0:\n' >"$work/busybox/etc/group" || return 1
+  ctr="$("${bah[@]}" from scratch)" &&
+    "${bah[@]}" copy "$ctr" "$work/pause/pause" /pause &&
+    "${bah[@]}" config --entrypoint '["/pause"]' "$ctr" &&
+    "${bah[@]}" commit --format oci "$ctr" "oci-archive:$out.tmp/pause.tar:$REAL_IMAGE_PAUSE" || return 1
+  ctr="$("${bah[@]}" from scratch)" &&
+    "${bah[@]}" copy "$ctr" "$work/busybox" / &&
+    "${bah[@]}" config --env PATH=/bin --cmd '["/bin/sh"]' "$ctr" &&
+    "${bah[@]}" commit --format oci "$ctr" "oci-archive:$out.tmp/busybox.tar:$REAL_IMAGE_BUSYBOX" || return 1
+  rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
 # Host state before the real node's first start (kept until `down` puts it back).
