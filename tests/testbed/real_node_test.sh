@@ -115,7 +115,10 @@ else
 fi
 
 # --- (b) A pod bound to the node asking for more nvidia.com/gpu than the device plugin serves
-# is refused by the kubelet's device manager: Failed, UnexpectedAdmissionError, never run.
+# is refused by the kubelet's device manager: Failed, UnexpectedAdmissionError ("Allocate
+# failed due to requested number of devices unavailable"), never run. The device manager
+# admits before the resource-fit check, so a real kubelet names a GPU shortage this way, not
+# OutOfnvidia.com/gpu as the kwok nodes' admission (kubelet_admission.py) does.
 want=$((gpus + 1))
 kubectl apply -n "$NS" -f - >/dev/null <<EOF
 apiVersion: v1
@@ -143,6 +146,36 @@ if wait_until 60 pod_phase_is over-asks Failed; then
   fi
 else
   fail "(b) a pod asking $want of $gpus GPUs is not Failed within 60 s: phase '$(pod_field over-asks '{.status.phase}')'"
+fi
+
+# --- (b') The same for a pod asking fewer GPUs than the node has but more than are left while
+# the pod of (a) holds 2: the case the kwok nodes' admission calls OutOfnvidia.com/gpu
+# (testbed_kubelet_semantics_test), the real kubelet UnexpectedAdmissionError.
+left_want=$((gpus - 1))
+kubectl apply -n "$NS" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: more-than-left}
+spec:
+  nodeName: $NODE
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: $BUSYBOX
+    imagePullPolicy: Never
+    command: [sleep, "3600"]
+    resources: {limits: {nvidia.com/gpu: $left_want}}
+EOF
+if wait_until 60 pod_phase_is more-than-left Failed; then
+  reason="$(pod_field more-than-left '{.status.reason}')"
+  message="$(pod_field more-than-left '{.status.message}')"
+  if [[ "$reason" == UnexpectedAdmissionError && "$message" == *"requested number of devices unavailable"* ]]; then
+    pass "(b') $left_want of $gpus GPUs with 2 held refused: $reason: $message"
+  else
+    fail "(b') refused with reason '$reason', message '$message'"
+  fi
+else
+  fail "(b') a pod asking $left_want GPUs with 2 held is not Failed within 60 s: phase '$(pod_field more-than-left '{.status.phase}')'"
 fi
 
 # --- (c) hostPath DirectoryOrCreate: the kubelet creates the directory root:root 0755, and a
