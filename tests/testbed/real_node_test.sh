@@ -114,16 +114,19 @@ else
   fail "(a) pod not Ready on $NODE within 60 s: $(kubectl get pod -n "$NS" runs -o jsonpath='{.status}' 2>&1)"
 fi
 
-# --- (b) A pod bound to the node asking for more nvidia.com/gpu than the device plugin serves
-# is refused by the kubelet's device manager: Failed, UnexpectedAdmissionError ("Allocate
-# failed due to requested number of devices unavailable"), never run. The device manager
-# admits before the resource-fit check, so a real kubelet names a GPU shortage this way, not
-# OutOfnvidia.com/gpu as the kwok nodes' admission (kubelet_admission.py) does.
-want=$((gpus + 1))
-kubectl apply -n "$NS" -f - >/dev/null <<EOF
+# --- (b) Pods bound to the node (no scheduler looked) asking for more nvidia.com/gpu than the
+# device plugin can give are refused by the kubelet's device manager: Failed,
+# UnexpectedAdmissionError ("Allocate failed due to requested number of devices
+# unavailable"), never run. The device manager admits before the resource-fit check, so a
+# real kubelet names a GPU shortage this way, not OutOfnvidia.com/gpu as the kwok nodes'
+# admission (kubelet_admission.py, testbed_kubelet_semantics_test) does.
+# expect_refused CASE NAME GPUS WHAT: a pod NAME asking GPUS, refused as above.
+expect_refused() {
+  local case="$1" name="$2" want="$3" what="$4" reason message ran
+  kubectl apply -n "$NS" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
-metadata: {name: over-asks}
+metadata: {name: $name}
 spec:
   nodeName: $NODE
   terminationGracePeriodSeconds: 1
@@ -134,49 +137,24 @@ spec:
     command: [sleep, "3600"]
     resources: {limits: {nvidia.com/gpu: $want}}
 EOF
-if wait_until 60 pod_phase_is over-asks Failed; then
-  reason="$(pod_field over-asks '{.status.reason}')"
-  message="$(pod_field over-asks '{.status.message}')"
-  ran="$(pod_field over-asks '{.status.containerStatuses[*].state.running.startedAt}')"
+  if ! wait_until 60 pod_phase_is "$name" Failed; then
+    fail "($case) a pod asking $what is not Failed within 60 s: phase '$(pod_field "$name" '{.status.phase}')'"
+    return
+  fi
+  reason="$(pod_field "$name" '{.status.reason}')"
+  message="$(pod_field "$name" '{.status.message}')"
+  ran="$(pod_field "$name" '{.status.containerStatuses[*].state.running.startedAt}')"
   if [[ "$reason" == UnexpectedAdmissionError && "$message" == *"requested number of devices unavailable"* &&
     -z "$ran" ]]; then
-    pass "(b) $want GPUs refused: $reason: $message"
+    pass "($case) $what refused: $reason: $message"
   else
-    fail "(b) refused, but not by the device manager: reason '$reason', message '$message', started '$ran'"
+    fail "($case) $what: not refused by the device manager: reason '$reason', message '$message', started '$ran'"
   fi
-else
-  fail "(b) a pod asking $want of $gpus GPUs is not Failed within 60 s: phase '$(pod_field over-asks '{.status.phase}')'"
-fi
-
-# --- (b') The same for a pod asking fewer GPUs than the node has but more than are left while
-# the pod of (a) holds 2: the case the kwok nodes' admission calls OutOfnvidia.com/gpu
-# (testbed_kubelet_semantics_test), the real kubelet UnexpectedAdmissionError.
-left_want=$((gpus - 1))
-kubectl apply -n "$NS" -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: more-than-left}
-spec:
-  nodeName: $NODE
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: main
-    image: $BUSYBOX
-    imagePullPolicy: Never
-    command: [sleep, "3600"]
-    resources: {limits: {nvidia.com/gpu: $left_want}}
-EOF
-if wait_until 60 pod_phase_is more-than-left Failed; then
-  reason="$(pod_field more-than-left '{.status.reason}')"
-  message="$(pod_field more-than-left '{.status.message}')"
-  if [[ "$reason" == UnexpectedAdmissionError && "$message" == *"requested number of devices unavailable"* ]]; then
-    pass "(b') $left_want of $gpus GPUs with 2 held refused: $reason: $message"
-  else
-    fail "(b') refused with reason '$reason', message '$message'"
-  fi
-else
-  fail "(b') a pod asking $left_want GPUs with 2 held is not Failed within 60 s: phase '$(pod_field more-than-left '{.status.phase}')'"
-fi
+}
+# More than the plugin serves at all.
+expect_refused b over-asks $((gpus + 1)) "$((gpus + 1)) of $gpus GPUs"
+# Fewer than the node has, more than are left while the pod of (a) holds 2.
+expect_refused "b'" more-than-left $((gpus - 1)) "$((gpus - 1)) of $gpus GPUs, 2 held by (a)"
 
 # --- (c) hostPath DirectoryOrCreate: the kubelet creates the directory root:root 0755, and a
 # container running as 64030:64030 cannot write into it (the chart's plugin socket directory
