@@ -14,8 +14,9 @@
 # kernel.panic_on_oops, vm.panic_on_oom, kernel.keys.root_maxkeys/maxbytes) and
 # net.ipv4.ip_forward (the CNI bridge's gateway sets it); a bridge interface REAL_NODE_BRIDGE
 # holding the node's address; the directories of fixed paths it had to create
-# (/var/lib/kubelet/device-plugins, /var/log/containers, /var/lib/cni); its mounts (all
-# under $REAL_DIR) and the kubepods cgroups. iptables is not touched (the kubelet's
+# (REAL_FIXED_DIRS: /var/lib/kubelet/device-plugins, /var/log/containers, /var/lib/cni,
+# /run/containerd, /run/netns); the pods' network namespaces (/run/netns/cni-*); its mounts
+# (all under $REAL_DIR) and the kubepods cgroups. iptables is not touched (the kubelet's
 # makeIPTablesUtilChains is off and the CNI bridge masquerades nothing).
 #
 # One real node per machine: the kubelet's device-plugin directory is a fixed path. The
