@@ -230,5 +230,18 @@ else
   fail "(d) no running pod of (a) to watch through a kubelet restart"
 fi
 
+# --- (e) One real node per machine: another testbed directory cannot claim it while this
+# testbed holds it, and is told which testbed has it.
+other="$(mktemp -d)"
+out="$(SKB_TESTBED_DIR="$other" SKB_TESTBED_SLOT=9 bash -c 'source "$1"; claim_real_node' _ "$TESTBED" 2>&1)" &&
+  claimed=1 || claimed=0
+rm -rf "$other"
+if ((claimed == 0)) && [[ "$out" == *"belongs to the testbed in $SKB_TESTBED_DIR"* ]] &&
+  [[ "$(cat /tmp/skb-testbed-real-node.owner 2>/dev/null)" == "$SKB_TESTBED_DIR" ]]; then
+  pass "(e) a second testbed's claim is refused: $(grep -o "the machine's real node belongs to [^:]*" <<<"$out")"
+else
+  fail "(e) a second testbed could claim the real node (or the refusal names no owner): $out"
+fi
+
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
