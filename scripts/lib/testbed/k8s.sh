@@ -42,6 +42,8 @@ make_certs() {
   cert kube-scheduler system:kube-scheduler
   # kwok plays every kubelet: infrastructure, so it gets cluster-admin like a test harness.
   cert kwok skb-kwok system:masters
+  # The apiserver's client certificate towards kubelets (logs, exec of the real node's pods).
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
   if [[ ! -s "$dir/sa.key" ]]; then
     openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
     openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
@@ -111,6 +113,9 @@ start_apiserver() {
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
     --tls-cert-file "$c/apiserver.crt" --tls-private-key-file "$c/apiserver.key" \
     --client-ca-file "$c/ca.crt" \
+    --kubelet-client-certificate "$c/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$c/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
     --authorization-mode Node,RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$c/sa.pub" --service-account-signing-key-file "$c/sa.key" \

@@ -23,6 +23,8 @@ program_of() {
     bridge) echo slurm-k8s-bridge ;;
     kubelet-admission) echo kubelet_admission.py ;;
     mariadb) echo mariadbd ;;
+    realnode-gpu-plugin) echo fake-gpu-plugin ;;
+    realnode-*) echo "${1#realnode-}" ;;
     *) echo "$1" ;;
   esac
 }
