@@ -96,13 +96,31 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::A
                                          const Target& t) {
   Effect effect = Effect::kUnchanged;
   for (const std::string& d : o.devices) {
-    auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "",
-                                 devices::HoldRule(t.k8s_node, d, cfg_.gpu_sharing.driver));
+    const nlohmann::json rule = devices::HoldRule(t.k8s_node, d, cfg_.gpu_sharing.driver);
+    auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "", rule);
     if (created.ok()) {
       effect = Effect::kChanged;
-    } else if (created.status().code() != StatusCode::kAlreadyExists) {
-      return created.status();
+      continue;
     }
+    if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
+    // A rule of that name exists: read what it says. Edited by someone else (another
+    // effect or key, a selector naming another device), it is made the hold again.
+    auto existing = kube_->Get(k8s::Resource::DeviceTaintRules(), "", rule["metadata"]["name"]);
+    if (!existing.ok()) return existing.status();
+    std::string pool, device;
+    if (devices::IsHoldRule(*existing, &pool, &device) && pool == t.k8s_node && device == d &&
+        existing->value("spec", nlohmann::json::object())
+                .value("deviceSelector", nlohmann::json()) == rule["spec"]["deviceSelector"]) {
+      continue;
+    }
+    nlohmann::json restored = *existing;
+    restored["spec"] = rule["spec"];
+    restored["metadata"]["labels"] = rule["metadata"]["labels"];
+    auto updated = kube_->Update(k8s::Resource::DeviceTaintRules(), "", restored);
+    if (!updated.ok()) return updated.status();
+    Logger("devices")->warn("hold_restored node={} device={} was=\"{}\"", t.k8s_node, d,
+                            existing->value("spec", nlohmann::json::object()).dump());
+    effect = Effect::kChanged;
   }
   return Recorded(a, effect, t);
 }

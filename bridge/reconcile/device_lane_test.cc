@@ -505,6 +505,34 @@ TEST_F(DeviceLaneTest, HoldsAreNotLiftedUnlessThePlaceholderRunsOnThoseDevices) 
   EXPECT_THAT(Held(), Contains("gpu-1"));
 }
 
+// Someone edits a hold (effect None: kube-scheduler would hand the device out) or points it
+// at another device: the lane reads the rule as holding nothing, and the hold it adds again
+// finds the name taken, reads the rule and makes it the hold again.
+TEST_F(DeviceLaneTest, AHoldEditedBySomeoneElseIsMadeTheHoldAgain) {
+  Pass();
+  ASSERT_THAT(Held(), Contains("gpu-1"));
+  const std::string name = devices::HoldRuleName("node1", "gpu-1");
+  auto rule = kube_.Get(k8s::Resource::DeviceTaintRules(), "", name);
+  ASSERT_TRUE(rule.ok());
+  (*rule)["spec"]["taint"]["effect"] = "None";
+  ASSERT_TRUE(kube_.Update(k8s::Resource::DeviceTaintRules(), "", *rule).ok());
+  ASSERT_THAT(Held(), Not(Contains("gpu-1")));
+  Pass();
+  EXPECT_THAT(Held(), Contains("gpu-1"));
+  EXPECT_EQ((*kube_.Get(k8s::Resource::DeviceTaintRules(), "", name))["spec"]["taint"]["effect"],
+            "NoSchedule");
+
+  rule = kube_.Get(k8s::Resource::DeviceTaintRules(), "", name);
+  (*rule)["spec"]["deviceSelector"]["device"] = "gpu-7";
+  ASSERT_TRUE(kube_.Update(k8s::Resource::DeviceTaintRules(), "", *rule).ok());
+  ASSERT_THAT(Held(), Not(Contains("gpu-1")));
+  Pass();
+  EXPECT_THAT(Held(), Contains("gpu-1"));
+  EXPECT_EQ(
+      (*kube_.Get(k8s::Resource::DeviceTaintRules(), "", name))["spec"]["deviceSelector"]["device"],
+      "gpu-1");
+}
+
 TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDevices) {
   Pass();
   Pass();

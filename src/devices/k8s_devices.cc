@@ -361,16 +361,36 @@ json HoldRule(std::string_view node, std::string_view device, std::string_view d
          {{"key", kHoldTaintKey}, {"value", kHoldTaintValue}, {"effect", "NoSchedule"}}}}}};
 }
 
+bool IsHoldRule(const json& rule, std::string* pool, std::string* device) {
+  if (Str(Path(rule, {"metadata", "labels", ownership::kManagedByLabel})) != kManagedByValue) {
+    return false;
+  }
+  const json* sel = Path(rule, {"spec", "deviceSelector"});
+  const json* taint = Path(rule, {"spec", "taint"});
+  if (sel == nullptr || !sel->is_object() || taint == nullptr || !taint->is_object()) return false;
+  std::string p = Str(Field(sel, "pool"));
+  std::string d = Str(Field(sel, "device"));
+  if (p.empty() || d.empty() || Str(Field(sel, "driver")).empty()) return false;
+  // Anything else in the selector narrows it (it may then match no device).
+  for (const auto& [key, value] : sel->items()) {
+    if (key != "driver" && key != "pool" && key != "device" && !value.is_null()) return false;
+  }
+  // Only a taint kube-scheduler honours and the bridge's own key keep the device.
+  const std::string effect = Str(Field(taint, "effect"));
+  if (Str(Field(taint, "key")) != kHoldTaintKey ||
+      (effect != "NoSchedule" && effect != "NoExecute")) {
+    return false;
+  }
+  *pool = std::move(p);
+  *device = std::move(d);
+  return true;
+}
+
 std::map<std::string, std::set<std::string>> HeldDevices(std::span<const json> rules) {
   std::map<std::string, std::set<std::string>> out;
   for (const json& r : rules) {
-    if (Str(Path(r, {"metadata", "labels", ownership::kManagedByLabel})) != kManagedByValue)
-      continue;
-    const json* sel = Path(r, {"spec", "deviceSelector"});
-    std::string pool = Str(Field(sel, "pool"));
-    std::string device = Str(Field(sel, "device"));
-    if (pool.empty() || device.empty()) continue;
-    out[pool].insert(std::move(device));
+    std::string pool, device;
+    if (IsHoldRule(r, &pool, &device)) out[pool].insert(std::move(device));
   }
   return out;
 }

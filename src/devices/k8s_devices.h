@@ -85,6 +85,13 @@ nlohmann::json HoldRule(std::string_view node, std::string_view device, std::str
 // bridge's whose selector names a pool and a device; a rule being deleted still counts until
 // it is gone.
 std::map<std::string, std::set<std::string>> HeldDevices(std::span<const nlohmann::json> rules);
+// Whether `rule` holds a device as the bridge's hold must, read from what it says, not from
+// its label alone: the managed-by label, a selector of exactly a driver, a pool and a device,
+// and the hold's taint key with effect NoSchedule or NoExecute. A rule edited otherwise
+// (effect None, another key, a narrowed selector) holds nothing: the device reads as
+// unguarded and the bridge puts its hold back (AddDeviceHold replaces the rule of its name).
+// The name is not checked: rules an earlier release named otherwise still hold.
+bool IsHoldRule(const nlohmann::json& rule, std::string* pool, std::string* device);
 
 // The GPU model `pod` asks for: the value of its nodeSelector, or of its required node
 // affinity, on nvidia.com/gpu.product ("In" with one value, in every term); "" for any.

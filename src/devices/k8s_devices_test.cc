@@ -242,6 +242,29 @@ TEST(HeldDevices, ReadsOnlyTheBridgesRules) {
   EXPECT_EQ(held["node1"], std::set<std::string>{"gpu-0"});
 }
 
+// A labelled rule holds nothing unless it says what the bridge's hold says: someone who sets
+// its effect to None, changes its key, narrows or renames its selector has lifted the hold.
+TEST(HeldDevices, ReadsWhatARuleSaysNotItsLabel) {
+  json none = HoldRule("node1", "gpu-1", kDriver);
+  none["spec"]["taint"]["effect"] = "None";
+  json other_key = HoldRule("node1", "gpu-2", kDriver);
+  other_key["spec"]["taint"]["key"] = "example.com/other";
+  json narrowed = HoldRule("node1", "gpu-3", kDriver);
+  narrowed["spec"]["deviceSelector"]["selectors"] =
+      json::array({{{"cel", {{"expression", "false"}}}}});
+  json renamed = HoldRule("node1", "gpu-4", kDriver);
+  renamed["spec"]["deviceSelector"]["device"] = "gpu-5";  // the rule of gpu-4 holds gpu-5
+  json no_driver = HoldRule("node1", "gpu-6", kDriver);
+  no_driver["spec"]["deviceSelector"].erase("driver");
+  json evicting = HoldRule("node1", "gpu-7", kDriver);
+  evicting["spec"]["taint"]["effect"] = "NoExecute";
+  std::vector<json> rules = {
+      HoldRule("node1", "gpu-0", kDriver), none, other_key, narrowed, renamed, no_driver, evicting};
+  auto held = HeldDevices(rules);
+  EXPECT_EQ(held["node1"], (std::set<std::string>{"gpu-0", "gpu-5", "gpu-7"}))
+      << "gpu-4's rule now holds gpu-5; gpu-4 is unguarded";
+}
+
 constexpr int32_t kThreshold = 100000;
 
 TEST(PendingGpuPod, RecognisesTheUnschedulablePod) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing when the world misbehaves (dra label): a GPU driver that republishes
-// its pool in several slices, an admin who gives the placeholder partition a time limit.
+// its pool in several slices, an admin who gives the placeholder partition a time limit, an
+// admin who deletes or edits a hold.
 // Each test is one way to a GPU given to both schedulers
 // that the device lane must close; the oracle (tests/testbed/oracle.h), which shares no code
 // with the bridge, watches every test for a double booking, beside the invariant sampler.
@@ -132,6 +133,61 @@ TEST_F(DeviceSafetyE2E, NoGiveThroughAPlaceholderPartitionWithATimeLimit) {
                      << daemon_->LogTail();
   EXPECT_EQ(PodField("waits", ".spec.nodeName"), "node1");
   EXPECT_EQ(Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %l").out), "UNLIMITED");
+}
+
+// Another admin deletes or edits one of the bridge's holds (a GPU a non-preemptible job is
+// using, a pod waiting for a GPU of that node): the apiserver refuses both, naming the
+// bridge (the chart's hold-rule guard, installed on the testbed as the chart renders it).
+// An edit that gets through (a user the guard exempts sets the effect to None) is read for
+// what it says: the bridge makes it the hold again, and the pod never gets the job's GPU.
+TEST_F(DeviceSafetyE2E, AHoldDeletedOrEditedBySomeoneElseIsRefusedOrPutBack) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 8, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  const std::string rule = "slurm-hold.node1.gpu-3";
+
+  // Through (the testbed's admin is exempt, as the bridge is): the effect set to None. No
+  // pod waits yet, so the moment it takes the bridge to see it cannot hand the GPU out.
+  auto effect = [&] {
+    return Shell(
+               StrCat("kubectl get devicetaintrule ", rule, " -o jsonpath='{.spec.taint.effect}'"))
+        .out;
+  };
+  ASSERT_EQ(Shell(StrCat("kubectl patch devicetaintrule ", rule,
+                         " --type=merge -p '{\"spec\":{\"taint\":{\"effect\":\"None\"}}}'"))
+                .exit_code,
+            0);
+  EXPECT_TRUE(WaitFor([&] { return effect() == "NoSchedule"; }, seconds(30)))
+      << effect() << daemon_->LogTail();
+  EXPECT_THAT(daemon_->LogTail(), HasSubstr("hold_restored node=node1 device=gpu-3"));
+
+  // Anyone else is refused, while a pod waits for a GPU of node1.
+  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  const std::string as_other = "kubectl --as=another-admin --as-group=system:masters ";
+  auto deleted = Shell(StrCat(as_other, "delete devicetaintrule ", rule));
+  EXPECT_NE(deleted.exit_code, 0) << deleted.out;
+  EXPECT_THAT(deleted.err, HasSubstr("is a hold of slurm-k8s-bridge")) << deleted.err;
+  auto edited = Shell(StrCat(as_other, "patch devicetaintrule ", rule,
+                             " --type=merge -p '{\"spec\":{\"taint\":{\"effect\":\"None\"}}}'"));
+  EXPECT_NE(edited.exit_code, 0) << edited.out;
+  EXPECT_THAT(edited.err, HasSubstr("only the bridge may update it")) << edited.err;
+  auto relabelled = Shell(StrCat(as_other, "label devicetaintrule ", rule,
+                                 " app.kubernetes.io/managed-by=someone-else --overwrite"));
+  EXPECT_NE(relabelled.exit_code, 0) << relabelled.out;
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        const int holds = HoldsOn("node1");
+        if (holds != 8) return StrCat(holds, " holds on node1");
+        const std::string node = PodField("waits", ".spec.nodeName");
+        return node.empty() ? "" : StrCat("the pod was placed on ", node);
+      },
+      seconds(5));
+  EXPECT_EQ(broke, "");
+  EXPECT_EQ(effect(), "NoSchedule");
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
 }  // namespace
