@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 namespace skb::sampling {
@@ -31,7 +32,13 @@ TEST(SampleLedgerRate, NoSampleIsNoEvidence) {
   EXPECT_FALSE(SampleLedger::RateKept(0, 1, 0.9));
 }
 
-TEST(SampleLedger, CountsSamplesFailuresAndTheTicksASlowSampleSkipped) {
+// These ledgers are not a test's watch: no line in the run's sampler report.
+class SampleLedgerRun : public ::testing::Test {
+ protected:
+  void SetUp() override { unsetenv("SKB_SAMPLER_REPORT"); }
+};
+
+TEST_F(SampleLedgerRun, CountsSamplesFailuresAndTheTicksASlowSampleSkipped) {
   SampleLedger ledger(20ms, "test checker", "");
   std::atomic<bool> stop{false};
   int calls = 0;
@@ -75,7 +82,7 @@ TEST(SampleLedger, CountsSamplesFailuresAndTheTicksASlowSampleSkipped) {
   EXPECT_EQ(ledger.seconds(), watched);
 }
 
-TEST(SampleLedger, ACheckThatNeverSampledFailsTheRateCheck) {
+TEST_F(SampleLedgerRun, ACheckThatNeverSampledFailsTheRateCheck) {
   SampleLedger ledger(20ms, "test checker", "");
   std::atomic<bool> stop{false};
   int calls = 0;
