@@ -17,8 +17,9 @@
 // inference pods ask for 1, 2 or 4 GPUs, the sampler checks every device (a Slurm job's GRES
 // index vs an allocated claim), and the faults that need reservation pods or a device
 // plugin's allocatable are replaced by what a DRA node has instead: the kubelet failing an
-// inference pod, an inference pod force-deleted, and GPUs lost as the driver's health check
-// loses them (the node's ResourceSlice republished without them, then with them again). Once
+// inference pod, an inference pod force-deleted, GPUs lost as the driver's health check
+// loses them (the node's ResourceSlice republished without them, then with them again), and
+// a node's pool republished in several slices one at a time (then in one again). Once
 // settled, every device must be back with Slurm (held by the bridge's DeviceTaintRules) and no
 // placeholder job left.
 //
@@ -281,6 +282,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   std::vector<std::string> inference;                   // live inference pods
   std::map<std::string, Steady::time_point> unhealthy;  // node -> when to clear
   std::map<std::string, Steady::time_point> gpus_lost;  // node -> when they recover
+  std::map<std::string, Steady::time_point> split;      // node -> when its pool is joined
   // The kubelet and GPU faults (kinds 5-10) run by default; SKB_CHAOS_KUBELET_FAULTS=0
   // leaves them out (to tell a regression in them from one in the classic five).
   const char* kubelet_env = std::getenv("SKB_CHAOS_KUBELET_FAULTS");
@@ -327,12 +329,15 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
         ++it;
       }
     }
-    for (auto it = gpus_lost.begin(); it != gpus_lost.end();) {
-      if (Steady::now() >= it->second) {
-        Shell(Testbed(StrCat("gpu-recovered ", it->first)), seconds(60));
-        it = gpus_lost.erase(it);
-      } else {
-        ++it;
+    for (auto* faulted : {&gpus_lost, &split}) {
+      for (auto it = faulted->begin(); it != faulted->end();) {
+        if (Steady::now() >= it->second) {
+          Shell(Testbed(StrCat(faulted == &split ? "driver-join " : "gpu-recovered ", it->first)),
+                seconds(60));
+          it = faulted->erase(it);
+        } else {
+          ++it;
+        }
       }
     }
     // Faults on a schedule, in turn, every ~20 s.
@@ -395,9 +400,18 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
           break;
         case 7: {
           // dra mode: the driver republishes the node's ResourceSlice without the devices
-          // (its health check), and the node leaves GPU sharing until they are back.
+          // (its health check), and the node leaves GPU sharing until they are back; or it
+          // republishes the node's pool in 2-3 slices, one at a time (0-2 s apart: the
+          // bridge sees the incomplete generation), and in one slice again later.
           const std::string node = StrCat("node", pick(1, nodes));
-          if (gpus_lost.count(node)) break;
+          if (gpus_lost.count(node) || split.count(node)) break;
+          if (dra_ && pick(0, 1) == 1) {
+            Shell(Testbed(StrCat("driver-split ", node, " ", pick(2, 3), " ", pick(0, 2))),
+                  seconds(60));
+            split[node] = Steady::now() + seconds(pick(5, 20));
+            ++faults["pool split over slices, joined later"];
+            break;
+          }
           Shell(Testbed(StrCat("gpu-lost ", node, " ", pick(1, 2))), seconds(60));
           gpus_lost[node] = Steady::now() + seconds(pick(5, 20));
           ++faults["GPUs lost, recovered later"];
@@ -448,6 +462,7 @@ TEST_F(Chaos, FaultsOnAScheduleLoseNoJobAndNeverDoubleBook) {
   // settle.
   for (const auto& [node, unused] : unhealthy) ClearCondition(node);
   for (const auto& [node, unused] : gpus_lost) Shell(Testbed(StrCat("gpu-recovered ", node)));
+  for (const auto& [node, unused] : split) Shell(Testbed(StrCat("driver-join ", node)));
   Shell("kubectl delete pods -n default -l skb-e2e=chaos --wait=false >/dev/null 2>&1");
   auto settled = [&] {
     auto terminating = Shell(
