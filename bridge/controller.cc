@@ -401,7 +401,7 @@ void Controller::OnSlurm(const slurm::SlurmState& s) {
     jobs_ = std::move(jobs);
   }
   if (s.nodes_changed || s.jobs_changed) ++slurm_generation_;
-  if (s.partitions_changed || !partitions_) {
+  if (s.partitions_changed) {  // the first poll's always is
     auto partitions = std::make_shared<const std::vector<skb::slurm::PartitionView>>(s.partitions);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     partitions_ = std::move(partitions);

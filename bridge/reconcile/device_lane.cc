@@ -107,10 +107,10 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::A
     // effect or key, a selector naming another device), it is made the hold again.
     auto existing = kube_->Get(k8s::Resource::DeviceTaintRules(), "", rule["metadata"]["name"]);
     if (!existing.ok()) return existing.status();
+    // The selector, compared whole, also says the rule is this device's (driver, pool, name).
     std::string pool, device;
-    if (devices::IsHoldRule(*existing, &pool, &device) && pool == t.k8s_node && device == d &&
-        existing->value("spec", nlohmann::json::object())
-                .value("deviceSelector", nlohmann::json()) == rule["spec"]["deviceSelector"]) {
+    if (devices::IsHoldRule(*existing, &pool, &device) &&
+        (*existing)["spec"]["deviceSelector"] == rule["spec"]["deviceSelector"]) {
       continue;
     }
     nlohmann::json restored = *existing;

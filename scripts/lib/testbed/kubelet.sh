@@ -167,46 +167,43 @@ cmd_gpu_recovered() {
   skb_log "$node: $res allocatable back to $cap"
 }
 
-# The node's pool as the driver publishes it now: the devices of every slice of its newest
-# generation, in slice-name order (a JSON array).
-dra_pool_devices() {
-  kubectl get resourceslices -o json |
-    jq -c --arg n "$1" --arg d "$DRA_DRIVER" '[.items[] | select(.spec.driver == $d and
-      .spec.pool.name == $n)] | (map(.spec.pool.generation) | max) as $g |
-      [.[] | select(.spec.pool.generation == $g)] | sort_by(.metadata.name) |
-      map(.spec.devices) | add'
-}
-
-# dra_publish_pool NODE N GAP: the pool's devices as N slices of the next generation, the
-# first replacing the node's slice (same name), the others made beside it, GAP s apart;
-# then every slice of an older generation deleted, as the driver's publisher does.
+# dra_publish_pool NODE N GAP: the pool's devices (every slice of its newest generation, in
+# slice-name order) as N slices of the next generation, the first replacing the node's slice
+# (same name), the others made beside it, GAP s apart; then every slice of an older
+# generation deleted, as the driver's publisher does.
 dra_publish_pool() {
-  local node="$1" n="$2" gap="$3" slice="$1-$DRA_DRIVER" devices gen count k part out
-  devices="$(dra_pool_devices "$node")"
+  local node="$1" n="$2" gap="$3" slice="$1-$DRA_DRIVER" pool devices gen count k part out
+  pool="$(kubectl get resourceslices -o json | jq -c --arg n "$node" --arg d "$DRA_DRIVER" \
+    '[.items[] | select(.spec.driver == $d and .spec.pool.name == $n)]')" ||
+    skb_die "reading the ResourceSlices of $node failed"
+  gen="$(jq 'map(.spec.pool.generation) | max' <<<"$pool")"
+  devices="$(jq -c --argjson g "$gen" '[.[] | select(.spec.pool.generation == $g)] |
+    sort_by(.metadata.name) | map(.spec.devices) | add' <<<"$pool")"
   count="$(jq length <<<"$devices")"
   ((count >= n)) || skb_die "$node publishes $count device(s): cannot split them into $n slices"
-  gen="$(kubectl get resourceslices -o json | jq --arg n "$node" --arg d "$DRA_DRIVER"     '[.items[] | select(.spec.driver == $d and .spec.pool.name == $n) | .spec.pool.generation]
-      | max')"
   for ((k = 0; k < n; k++)); do
-    part="$(jq -c --argjson k "$k" --argjson n "$n"       '. as $all | ($all | length) as $len | [range($k * $len / $n | floor;
+    part="$(jq -c --argjson k "$k" --argjson n "$n" \
+      '. as $all | ($all | length) as $len | [range($k * $len / $n | floor;
         ($k + 1) * $len / $n | floor)] | map($all[.])' <<<"$devices")"
     if ((k == 0)); then
       out="$(kubectl get resourceslice "$slice" -o json |
-        jq --argjson g "$((gen + 1))" --argjson n "$n" --argjson devs "$part"           '.spec.pool.generation = $g | .spec.pool.resourceSliceCount = $n |
+        jq --argjson g "$((gen + 1))" --argjson n "$n" --argjson devs "$part" \
+          '.spec.pool.generation = $g | .spec.pool.resourceSliceCount = $n |
            .spec.devices = $devs' | kubectl replace -f - 2>&1)" ||
         skb_die "republishing ResourceSlice $slice failed: $out"
     else
       ((gap == 0)) || sleep "$gap"
       out="$(kubectl get resourceslice "$slice" -o json |
-        jq --arg name "$slice-part$k" --argjson devs "$part"           '.metadata = {name: $name, ownerReferences: .metadata.ownerReferences} |
+        jq --arg name "$slice-part$k" --argjson devs "$part" \
+          '.metadata = {name: $name, ownerReferences: .metadata.ownerReferences} |
            .spec.devices = $devs' | kubectl create -f - 2>&1)" ||
         skb_die "publishing ResourceSlice $slice-part$k failed: $out"
     fi
   done
-  kubectl get resourceslices -o json | jq -r --arg n "$node" --arg d "$DRA_DRIVER"     --argjson g "$((gen + 1))" '.items[] | select(.spec.driver == $d and .spec.pool.name == $n
-      and .spec.pool.generation < $g) | .metadata.name' |
+  # The slices read above, of generations now older, but the node's own (replaced above).
+  jq -r --arg s "$slice" '.[] | select(.metadata.name != $s) | .metadata.name' <<<"$pool" |
     while read -r old; do
-      [[ "$old" == "$slice" ]] || kubectl delete resourceslice "$old" >>"$LOGS/testbed.log" 2>&1
+      kubectl delete resourceslice "$old" >>"$LOGS/testbed.log" 2>&1
     done
   write_gpu_identity
 }

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("SKB_SOURCE_DIR") or os.path.abspath(os.path.join(HERE, "../../.."))
@@ -702,7 +703,7 @@ def cmd_install():
     for _ in range(60):  # a namespace left by an earlier run must be gone first
         if run(["kubectl", "get", "namespace", ns], ok=False).returncode != 0:
             break
-        subprocess.run(["sleep", "1"])
+        time.sleep(1)
     run(["kubectl", "create", "namespace", ns])
     run(["kubectl", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged"])
     try:
