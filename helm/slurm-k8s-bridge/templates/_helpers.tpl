@@ -158,3 +158,29 @@ hostPath:
   type: {{ index . 1 }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The CEL variables of the swap guard and the failed-reservation guard, on a pod create or a
+pods/binding: binding (a binding), target (the node the pod goes to, '' for none) and gpuPod
+(a binding, whose pod the apiserver does not show, or a pod asking the GPU extended resource
+or any ResourceClaim).
+*/}}
+{{- define "skb.bindingTargetVariables" -}}
+{{- $gpu := .Values.config.gpu_sharing.extended_resource | default "nvidia.com/gpu" -}}
+- name: binding
+  expression: "has(request.subResource) && request.subResource == 'binding'"
+- name: target
+  expression: >-
+    variables.binding ? object.target.name :
+    (has(object.spec.nodeName) ? object.spec.nodeName : '')
+- name: gpuPod
+  expression: >-
+    variables.binding ||
+    (has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0) ||
+    object.spec.containers.exists(c, has(c.resources) &&
+      ((has(c.resources.limits) && {{ $gpu | quote }} in c.resources.limits) ||
+       (has(c.resources.requests) && {{ $gpu | quote }} in c.resources.requests))) ||
+    (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.resources) &&
+      ((has(c.resources.limits) && {{ $gpu | quote }} in c.resources.limits) ||
+       (has(c.resources.requests) && {{ $gpu | quote }} in c.resources.requests))))
+{{- end }}

@@ -213,19 +213,22 @@ EOF
 }
 
 # The chart's admission policies, rendered from this checkout's chart as a release in
-# slurm-bridge would render them, with the testbed's admin user (what the bridges of the
-# tests and of scripts/demo run as) exempt like the chart's ServiceAccount: the swap guard
-# (a node labelled slurm-k8s-bridge.io/swap-guard admits no binding and no GPU pod by
-# spec.nodeName but the bridge's), the device-hold guard (no ResourceClaim or template may
-# tolerate the bridge's device taint; rendered as with gpu_sharing on) and the hold-rule
-# guard (nobody but the bridge writes or deletes the bridge's DeviceTaintRules). Also exempt: the ServiceAccount of RbacE2E's release
-# (skb-rbac), whose bridge runs as it and must pass this release's policy as well as its own.
+# slurm-bridge would render them (reservations in slurm-bridge), with the testbed's admin
+# user (what the bridges of the tests and of scripts/demo run as) exempt like the chart's
+# ServiceAccount: the swap guard (a node labelled slurm-k8s-bridge.io/swap-guard, or whose
+# reservation pod a kubelet failed, admits no binding and no GPU pod by spec.nodeName but
+# the bridge's), the device-hold guard (no ResourceClaim or template may tolerate the
+# bridge's device taint; rendered as with gpu_sharing on) and the hold-rule guard (nobody
+# but the bridge writes or deletes the bridge's DeviceTaintRules). Also exempt: the
+# ServiceAccount of RbacE2E's release (skb-rbac), whose bridge runs as it and must pass this
+# release's policy as well as its own.
 ensure_admission_policies() {
   local manifest
   manifest="$("$BIN/helm" template skb "$SKB_ROOT/helm/slurm-k8s-bridge" --namespace slurm-bridge \
     --show-only templates/admission-swap-guard.yaml \
     --show-only templates/admission-device-hold-guard.yaml --set config.gpu_sharing.enabled=true \
     --show-only templates/admission-hold-rule-guard.yaml \
+    --set reservationNamespace.name=slurm-bridge \
     --set 'admissionPolicies.swapGuard.exemptUsers={skb-admin,system:serviceaccount:slurm-bridge:skb-rbac-slurm-k8s-bridge}' \
     --set 'admissionPolicies.holdRuleGuard.exemptUsers={skb-admin,system:serviceaccount:slurm-bridge:skb-rbac-slurm-k8s-bridge}' \
     2>&1)" ||

@@ -197,6 +197,74 @@ TEST_F(FailedReservationE2E, AReservationTheKubeletFailsIsGuardedAndReplaced) {
   EXPECT_EQ(Restarts(id), 0);  // never preempted
 }
 
+// Found by the chaos suite (seed 903698): a pod already waiting when the kubelet fails the
+// reservation under a running job. kube-scheduler stops counting a Failed pod's GPUs at once
+// and binds the waiting pod there within milliseconds, before any controller can label the
+// node: the sampler and the oracle saw the pod beside the job until the bridge had requeued
+// the job. Before: bound to the job's node (the oracle's double booking). Now the chart's
+// failed-reservation guard, whose parameters are the reservation pods themselves, refuses
+// the binding from the instant the apiserver has the Failed status.
+TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTheReservation) {
+  const auto policy = RunCommand(
+      {"kubectl", "get", "validatingadmissionpolicy", "skb-slurm-k8s-bridge-failed-reservation"},
+      seconds(30));
+  ASSERT_EQ(policy.exit_code, 0)
+      << "the testbed lacks the chart's failed-reservation guard (`scripts/testbed up` of this "
+         "tree installs it): "
+      << policy.err;
+  const std::string id = Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string node = JobNode(id);
+  ASSERT_FALSE(node.empty());
+  const std::string old_uid = ReservationField(node, ".metadata.uid");
+  ASSERT_FALSE(old_uid.empty());
+
+  // Below every reservation class, asking a whole node: it waits, considered and refused.
+  nlohmann::json pod = testbed::InferencePod("waiting", "lending");
+  pod["spec"].erase("priorityClassName");
+  auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return PodField("waiting", ".status.conditions[?(@.type==\"PodScheduled\")].reason") ==
+               "Unschedulable";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -A -o wide").out;
+
+  auto failed = RunCommand({"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", node),
+                            "--subresource=status", "--type=merge", "-p",
+                            R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError",)"
+                            R"("message":"Pod was rejected: Allocate failed"}})"},
+                           seconds(30));
+  ASSERT_EQ(failed.exit_code, 0) << failed.err;
+
+  // What would show the double booking is the waiting pod on the job's node: watched every
+  // 20 ms until the reservation is replaced and the guard is off, then 5 s more.
+  std::string bound_to;
+  const auto watch = [&] {
+    const std::string n = PodField("waiting", ".spec.nodeName");
+    if (!n.empty()) bound_to = n;
+    return !bound_to.empty();
+  };
+  const bool replaced = WaitFor(
+      [&] {
+        if (watch()) return true;
+        const std::string uid = ReservationField(node, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
+               NodeLabel(node, ownership::kSwapGuardLabel).empty();
+      },
+      seconds(60), milliseconds(20));
+  EXPECT_EQ(bound_to, "") << "the waiting pod was bound while the reservation was replaced";
+  ASSERT_TRUE(replaced) << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+  EXPECT_FALSE(WaitFor(watch, seconds(5), milliseconds(50)))
+      << "the waiting pod was bound to " << bound_to << " after the reservation was replaced";
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);  // never preempted
+}
+
 // Item 5 of the safety review: the swap's NoSchedule taint stops neither a pod that
 // tolerates every taint nor one created with spec.nodeName, and while the failed reservation
 // is replaced Kubernetes counts none of the node's GPUs. Before: the spec.nodeName pod was

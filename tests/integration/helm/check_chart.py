@@ -354,7 +354,7 @@ def cmd_render():
         "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding",
         "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Pod",
         "NetworkPolicy", "Namespace"] + ["ValidatingAdmissionPolicy",
-                                         "ValidatingAdmissionPolicyBinding"] * 2),
+                                         "ValidatingAdmissionPolicyBinding"] * 3),
         f"defaults: unexpected set of objects {kinds}")
     dep, cfg = check_common(objs, "defaults", "skb", ns)
     # One host: one replica, no anti-affinity, no PodDisruptionBudget (one over a single pod
@@ -424,9 +424,26 @@ def cmd_render():
           {"slurm-k8s-bridge.io/swap-guard": "true"} and
           vapb["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow",
           f"defaults: swap guard binding {vapb['spec']}")
+    # The failed-reservation guard: the reservation pods of the reservation namespace are
+    # its parameters (a kubelet's Failed status guards at once, before any label).
+    fr = one(objs, "ValidatingAdmissionPolicy", "-failed-reservation")
+    frb = one(objs, "ValidatingAdmissionPolicyBinding", "-failed-reservation")
+    check(fr["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "Pod"} and
+          f'"system:serviceaccount:{ns}:{sa}"' in fr["spec"]["matchConditions"][0]["expression"] and
+          "'Failed'" in fr["spec"]["validations"][0]["expression"] and
+          "deletionTimestamp" in fr["spec"]["validations"][0]["expression"],
+          f"defaults: failed-reservation guard {fr['spec'].get('paramKind')}")
+    check(frb["spec"]["policyName"] == fr["metadata"]["name"] and
+          frb["spec"]["validationActions"] == ["Deny"] and
+          frb["spec"]["paramRef"]["namespace"] == cfg["lending"]["namespace"] and
+          frb["spec"]["paramRef"]["selector"]["matchLabels"] ==
+          {"slurm-k8s-bridge.io/role": "reservation"} and
+          frb["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow",
+          f"defaults: failed-reservation guard binding {frb['spec']}")
     off = docs(template(namespace=ns, sets=["admissionPolicies.swapGuard.enabled=false"]))
     check(not find(off, "ValidatingAdmissionPolicy", "-swap-guard") and
-          not find(off, "ValidatingAdmissionPolicyBinding", "-swap-guard"),
+          not find(off, "ValidatingAdmissionPolicyBinding", "-swap-guard") and
+          not find(off, "ValidatingAdmissionPolicy", "-failed-reservation"),
           "swapGuard.enabled=false still renders it")
     # The device-hold guard: only with gpu_sharing on (below), on claims and templates.
     check(not find(objs, "ValidatingAdmissionPolicy", "-device-hold-guard"),
