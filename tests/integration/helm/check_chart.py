@@ -445,6 +445,10 @@ def cmd_render():
           not find(off, "ValidatingAdmissionPolicyBinding", "-swap-guard") and
           not find(off, "ValidatingAdmissionPolicy", "-failed-reservation"),
           "swapGuard.enabled=false still renders it")
+    off = docs(template(namespace=ns, sets=["admissionPolicies.failedReservationGuard.enabled=false"]))
+    check(not find(off, "ValidatingAdmissionPolicy", "-failed-reservation") and
+          find(off, "ValidatingAdmissionPolicy", "-swap-guard"),
+          "failedReservationGuard.enabled=false: still rendered, or the swap guard went too")
     # The device-hold guard: only with gpu_sharing on (below), on claims and templates.
     check(not find(objs, "ValidatingAdmissionPolicy", "-device-hold-guard"),
           "defaults: the device-hold guard is rendered with gpu_sharing off")
