@@ -175,9 +175,11 @@ JobView ToJobView(const slurm_job_info_t& j) {
     }
   } else if (int64_t per_node = GpusFromTres(j.tres_per_node); per_node > 0) {
     v.gpus_per_node = per_node;
+    v.requested_gpus = per_node * std::max<uint32_t>(1, j.num_nodes);
     v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_node));
   } else if (int64_t per_job = GpusFromTres(j.tres_per_job); per_job > 0) {
     v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
+    v.requested_gpus = per_job;
     v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_job));
   }
   // GRES indices per node (gres_detail_str[i] belongs to the i-th allocated node).

@@ -42,13 +42,7 @@ std::string DescribeWhole(std::span<const slurm::JobView* const> components) {
 
 int64_t WholeJobGpus(std::span<const slurm::JobView* const> components) {
   int64_t total = 0;
-  for (const slurm::JobView* c : components) {
-    if (!c->gpu_indices.empty()) {
-      for (const auto& [node, idx] : c->gpu_indices) total += static_cast<int64_t>(idx.size());
-    } else {
-      total += c->gpus_per_node * static_cast<int64_t>(c->nodes.size());
-    }
-  }
+  for (const slurm::JobView* c : components) total += c->AllocatedGpus();
   return total;
 }
 

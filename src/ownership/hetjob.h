@@ -31,8 +31,8 @@ std::vector<const slurm::JobView*> WholeJob(const slurm::JobView& job,
 // "heterogeneous job 11 (components 11 on node1, 12 on node2)", by offset; "" for a plain
 // job.
 std::string DescribeWhole(std::span<const slurm::JobView* const> components);
-// GPUs the whole job holds on every node it runs on (each component's GRES indices, else
-// gpus_per_node on each of its nodes): what preempting it gives up.
+// GPUs the whole job holds on every node it runs on (JobView::AllocatedGpus of each
+// component): what preempting it gives up.
 int64_t WholeJobGpus(std::span<const slurm::JobView* const> components);
 
 }  // namespace skb::ownership

@@ -66,7 +66,10 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     work.id = StrCat("slurm/", j.job_id);
     work.tenant = TenantOfAccount(q, j.account);
     work.side = Side::kSlurm;
-    const int64_t gpus = j.gpus_per_node * (holds ? static_cast<int64_t>(j.nodes.size()) : 1);
+    // Running: what each node holds; pending: the whole request (a 2-node job asking 4 per
+    // node waits for 8).
+    const int64_t gpus =
+        holds ? j.AllocatedGpus() : (j.requested_gpus > 0 ? j.requested_gpus : j.gpus_per_node);
     work.gpus = static_cast<int>(std::min<int64_t>(gpus, 1'000'000));
     work.priority = j.priority;
     work.preemptible = policy.preemptible;

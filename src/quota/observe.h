@@ -8,8 +8,9 @@
 //   std::string why = WhyStanding(cfg.quotas, o, o.work[i]);        // describe tenant
 //   SubmitAdvice a = AdviseSubmit(cfg.quotas, o.classification, facts);  // the plugin
 //
-// Pure: the caller passes `now` and copies of its caches. Node granularity: a job counts
-// gpus_per_node on each of its nodes, a pod its GPU request on the node it is bound to.
+// Pure: the caller passes `now` and copies of its caches. A running job counts the GPUs it
+// holds on each of its nodes (JobView::AllocatedGpus), a pending one its whole request
+// (JobView::requested_gpus), a pod its GPU request on the node it is bound to.
 // GPU types: running work is of its node's type (the caller's map of node name -> GPU
 // type), pending work of the type it asks for (a job's GRES type, a pod's
 // nvidia.com/gpu.product selector).

@@ -149,6 +149,30 @@ TEST(Observe, WorkOfNoTenantBorrowsAndGetsARowOfItsOwn) {
   EXPECT_THAT(WhyStanding(cfg.quotas, o, o.work[0]), HasSubstr("account physics is in no tenant"));
 }
 
+// A multi-node job counts what each node holds (its first node's count times the node count
+// before: 3 + 2 GPUs read as 6), and a pending one its whole request (4 per node on 2 nodes
+// read as 4 before).
+TEST(Observe, AMultiNodeJobCountsEachNodesGpusAndAPendingOneItsWholeRequest) {
+  config::Config cfg = TwoTenants();
+  slurm::JobView uneven = RunningJob(1, "team-a", {"n1", "n2"}, 3, 1000);
+  uneven.gpu_indices = {{"n1", {0, 1, 2}}, {"n2", {6, 7}}};
+  slurm::JobView even = RunningJob(2, "team-a", {"n3", "n4"}, 2, 1000);  // no indices listed
+  slurm::JobView pending = RunningJob(3, "team-b", {}, 4, 0);
+  pending.state = slurm::JobState::kPending;
+  pending.state_reason = "Resources";
+  pending.requested_gpus = 8;
+  slurm::JobView pending_unknown = pending;
+  pending_unknown.job_id = 4;
+  pending_unknown.requested_gpus = 0;  // not read: its per-node count stands
+  Observation o =
+      Observe(cfg, {uneven, even, pending, pending_unknown}, {}, {"n1", "n2", "n3", "n4"}, kNow);
+  EXPECT_EQ(Find(o, "slurm/1").work.gpus, 5);
+  EXPECT_EQ(Find(o, "slurm/2").work.gpus, 4);
+  EXPECT_EQ(Find(o, "slurm/3").work.gpus, 8);
+  EXPECT_EQ(Find(o, "slurm/4").work.gpus, 4);
+  EXPECT_EQ(o.pending_gpus.at("b"), 12);
+}
+
 TEST(Observe, ThePlaceholderOfASharedNodeIsNotCountedBesideItsPod) {
   config::Config cfg = TwoTenants();
   // The placeholder (an allocation, as the bridge submits it) holds 2 GPUs of n1 in Slurm

@@ -112,6 +112,9 @@ struct JobView {
   std::string state_reason;        // "Resources", "JobHeldUser", ...
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
   int64_t gpus_per_node = 0;       // allocated (running) or requested (pending) GPUs per node
+  // Pending: the GPUs it asks over all its nodes (per node x nodes, or the per-job count);
+  // 0 when unknown (then gpus_per_node is the demand).
+  int64_t requested_gpus = 0;
   // The GPU GRES type: allocated on its first node (running), or asked for ("gpu:h100:2";
   // pending). "" when untyped: any type.
   std::string gpu_type;
@@ -132,6 +135,18 @@ struct JobView {
   std::optional<SignalSpec> signal;  // from the bridge's admission annotation
 
   bool Held() const { return state == JobState::kPending && priority == 0; }
+  // The GPUs the job holds over all its nodes: each node's GRES indices where Slurm listed
+  // them (a multi-node allocation need not be even: --gpus=5 -N2 may be 3 + 2), else
+  // gpus_per_node (the first node's count) for that node.
+  int64_t AllocatedGpus() const {
+    if (gpu_indices.empty()) return gpus_per_node * static_cast<int64_t>(nodes.size());
+    int64_t total = 0;
+    for (const std::string& n : nodes) {
+      const auto it = gpu_indices.find(n);
+      total += it != gpu_indices.end() ? static_cast<int64_t>(it->second.size()) : gpus_per_node;
+    }
+    return total;
+  }
   // Holds resources (CPUs, GPUs) on its nodes: running, suspended, or still completing (its
   // processes may be on the devices until the epilog ends).
   bool HoldsNodes() const {
