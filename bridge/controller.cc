@@ -378,10 +378,7 @@ std::optional<quota::LentNode> Controller::LentNodeOf(const inventory::K8sNode& 
       std::any_of(node.taints.begin(), node.taints.end(),
                   [](const inventory::Taint& t) { return t.key == ownership::kReclaimTaintKey; });
   if (!reclaiming && !node.annotations.count(ownership::kLentAtAnnotation)) return std::nullopt;
-  return quota::LentNode{
-      .name = node.name,
-      .gpus = node.gpu_allocatable > 0 ? node.gpu_allocatable : node.gpu_capacity,
-      .reclaiming = reclaiming};
+  return quota::LentNode{.name = node.name, .gpus = node.GpuUnits(), .reclaiming = reclaiming};
 }
 
 void Controller::OnSlurm(const slurm::SlurmState& s) {

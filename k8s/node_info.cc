@@ -17,6 +17,17 @@ std::string NodeInfo::Ready() const {
 int64_t NodeInfo::AllocatableGpus() const { return Units(allocatable, kNvidiaGpu); }
 int64_t NodeInfo::CapacityGpus() const { return Units(capacity, kNvidiaGpu); }
 
+std::map<std::string, int64_t> NodeInfo::Slices() const {
+  std::map<std::string, int64_t> out;
+  for (const auto* m : {&capacity, &allocatable}) {  // allocatable overrides capacity
+    for (const auto& [r, q] : *m) {
+      if (r.starts_with(kNvidiaMigPrefix)) out[r] = q.Value();
+    }
+  }
+  std::erase_if(out, [](const auto& e) { return e.second <= 0; });
+  return out;
+}
+
 StatusOr<NodeInfo> ParseNode(const nlohmann::json& obj) {
   NodeInfo n;
   ASSIGN_OR_RETURN(n.meta, ReadObjectMeta(obj, "node", &n.issues));

@@ -16,6 +16,10 @@
 namespace skb::k8s {
 
 inline constexpr char kNvidiaGpu[] = "nvidia.com/gpu";
+// The prefix of the MIG slices NVIDIA's device plugin advertises with its "mixed" strategy
+// (nvidia.com/mig-1g.10gb, ...): one extended resource per profile, each unit a slice that a
+// pod uses as it would a GPU.
+inline constexpr char kNvidiaMigPrefix[] = "nvidia.com/mig-";
 
 struct Taint {
   std::string key;
@@ -37,6 +41,9 @@ struct NodeInfo {
   std::string Ready() const;
   int64_t AllocatableGpus() const;  // 0 when absent
   int64_t CapacityGpus() const;
+  // The MIG slice resources (kNvidiaMigPrefix) and their allocatable count (the capacity
+  // where allocatable does not list one); only those above 0.
+  std::map<std::string, int64_t> Slices() const;
 };
 
 // InvalidArgument only when there is no usable metadata.name; every other problem is a

@@ -31,6 +31,27 @@ TEST(NodeInfo, ReadsARealisticNode) {
   EXPECT_TRUE(n->issues.empty());
 }
 
+// The device plugin's "mixed" strategy: one resource per MIG profile; allocatable wins over
+// capacity, a profile at 0 is none.
+TEST(NodeInfo, SlicesAreTheMigResources) {
+  nlohmann::json node = {{"metadata", {{"name", "mig1"}}},
+                         {"status",
+                          {{"capacity",
+                            {{"nvidia.com/gpu", "6"},
+                             {"nvidia.com/mig-1g.10gb", "7"},
+                             {"nvidia.com/mig-2g.20gb", "3"},
+                             {"nvidia.com/mig-3g.40gb", "2"}}},
+                           {"allocatable",
+                            {{"nvidia.com/gpu", "6"},
+                             {"nvidia.com/mig-1g.10gb", "6"},
+                             {"nvidia.com/mig-2g.20gb", "0"}}}}}};
+  auto n = ParseNode(node);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->Slices(), (std::map<std::string, int64_t>{{"nvidia.com/mig-1g.10gb", 6},
+                                                         {"nvidia.com/mig-3g.40gb", 2}}));
+  EXPECT_EQ(n->AllocatableGpus(), 6);
+}
+
 TEST(NodeInfo, UnexpectedTypesAreSkippedWithReasons) {
   json node = {
       {"metadata", {{"name", "n1"}, {"labels", {{"ok", "yes"}, {"bad", 5}}}, {"finalizers", "x"}}},

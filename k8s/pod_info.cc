@@ -2,6 +2,7 @@
 #include "k8s/pod_info.h"
 
 #include <algorithm>
+#include <set>
 
 #include "k8s/node_info.h"
 
@@ -34,7 +35,21 @@ Quantity PodInfo::EffectiveRequest(const std::string& resource) const {
   return Quantity::FromMilli(std::max(sum, init_max));
 }
 
-int64_t PodInfo::GpuRequest() const { return EffectiveRequest(kNvidiaGpu).Value(); }
+int64_t PodInfo::GpuRequest() const {
+  std::set<std::string> slices;
+  for (const auto* list : {&containers, &init_containers}) {
+    for (const ContainerResources& c : *list) {
+      for (const auto* m : {&c.requests, &c.limits}) {
+        for (const auto& [r, q] : *m) {
+          if (r.starts_with(kNvidiaMigPrefix)) slices.insert(r);
+        }
+      }
+    }
+  }
+  int64_t n = EffectiveRequest(kNvidiaGpu).Value();
+  for (const std::string& r : slices) n += EffectiveRequest(r).Value();
+  return n;
+}
 
 bool PodInfo::DisruptionTarget() const {
   const Condition* c = FindCondition(conditions, "DisruptionTarget");

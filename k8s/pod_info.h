@@ -41,6 +41,8 @@ struct PodInfo {
   // request (or, when only a limit is set, the limit: extended resources default the request
   // to the limit).
   Quantity EffectiveRequest(const std::string& resource) const;
+  // The GPUs it asks: nvidia.com/gpu plus every MIG slice resource (kNvidiaMigPrefix), a
+  // slice counting as one: what keeps a node lent and what a reservation must hold.
   int64_t GpuRequest() const;
   bool Terminal() const { return phase == "Succeeded" || phase == "Failed"; }
   // The DisruptionTarget condition is True: the pod is being preempted or evicted.

@@ -30,6 +30,25 @@ TEST(PodInfo, ReadsARealisticPod) {
   EXPECT_TRUE(p->issues.empty());
 }
 
+// A MIG slice of the device plugin's "mixed" strategy counts as a GPU; other resources do
+// not.
+TEST(PodInfo, MigSlicesCountAsGpus) {
+  json pod = {
+      {"metadata", {{"name", "mig"}, {"namespace", "inference"}}},
+      {"spec",
+       {{"containers",
+         json::array(
+             {{{"name", "a"},
+               {"resources",
+                {{"limits", {{"nvidia.com/mig-1g.10gb", "2"}, {"amd.com/gpu", "4"}}}}}},
+              {{"name", "b"},
+               {"resources",
+                {{"requests", {{"nvidia.com/mig-3g.40gb", "1"}, {"nvidia.com/gpu", "1"}}}}}}})}}}};
+  auto p = ParsePod(pod);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->GpuRequest(), 4);
+}
+
 TEST(PodInfo, DeletionDisruptionFinalizersAndInitContainers) {
   json pod = {
       {"metadata",

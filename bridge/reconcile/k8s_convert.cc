@@ -23,6 +23,7 @@ inventory::K8sNode ToK8sNode(const k8s::NodeInfo& node) {
   }
   k.gpu_capacity = node.CapacityGpus();
   k.gpu_allocatable = node.AllocatableGpus();
+  k.slices = node.Slices();
   return k;
 }
 

@@ -70,6 +70,10 @@ nlohmann::json PodObject(const plan::ReservationSpec& r) {
   nlohmann::json resources = {
       {"requests", {{r.gpu_resource, std::to_string(r.gpus)}, {"cpu", "1m"}, {"memory", "8Mi"}}},
       {"limits", {{r.gpu_resource, std::to_string(r.gpus)}, {"cpu", "10m"}, {"memory", "16Mi"}}}};
+  for (const auto& [slice, count] : r.slices) {
+    resources["requests"][slice] = std::to_string(count);
+    resources["limits"][slice] = std::to_string(count);
+  }
   nlohmann::json container = {{"name", "reservation"},
                               {"image", r.image},
                               {"resources", std::move(resources)},

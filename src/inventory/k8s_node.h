@@ -44,6 +44,17 @@ struct K8sNode {
   bool unschedulable = false;   // spec.unschedulable (cordon)
   int64_t gpu_capacity = 0;     // status.capacity["nvidia.com/gpu"]
   int64_t gpu_allocatable = 0;  // status.allocatable["nvidia.com/gpu"]
+  // MIG slices the device plugin advertises ("mixed" strategy): resource -> allocatable
+  // count ("nvidia.com/mig-1g.10gb" -> 7). A reservation holds them beside the GPUs.
+  std::map<std::string, int64_t> slices;
+
+  // Kubernetes' GPUs of the node: nvidia.com/gpu (allocatable, else capacity) plus every
+  // slice, one each (what a pod's GpuRequest counts); 0 when it lists none.
+  int64_t GpuUnits() const {
+    int64_t n = gpu_allocatable > 0 ? gpu_allocatable : gpu_capacity;
+    for (const auto& [r, c] : slices) n += c;
+    return n;
+  }
 
   // The condition of this type, or nullptr.
   const NodeCondition* FindCondition(std::string_view type) const;

@@ -111,10 +111,10 @@ struct ManagedNode {
   GpuSharingView gpu_sharing;
 
   // The node's GPUs: Kubernetes' allocatable count (its capacity while allocatable is
-  // unknown), else Slurm's.
+  // unknown; MIG slices one each), else Slurm's.
   int64_t Gpus() const {
     int64_t gpus = 0;
-    if (k8s) gpus = k8s->gpu_allocatable > 0 ? k8s->gpu_allocatable : k8s->gpu_capacity;
+    if (k8s) gpus = k8s->GpuUnits();
     if (gpus == 0 && slurm) gpus = slurm->TotalGpus();
     return gpus;
   }

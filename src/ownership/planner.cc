@@ -104,8 +104,7 @@ JobPolicy Planner::PolicyOf(const slurm::JobView& j) const {
 }
 
 int64_t Planner::Gpus() const {
-  if (f_.k8s_node->gpu_allocatable > 0) return f_.k8s_node->gpu_allocatable;
-  if (f_.k8s_node->gpu_capacity > 0) return f_.k8s_node->gpu_capacity;
+  if (const int64_t units = f_.k8s_node->GpuUnits(); units > 0) return units;
   return f_.slurm_node->TotalGpus();
 }
 

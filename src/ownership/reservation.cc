@@ -69,9 +69,13 @@ plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, Reser
   spec.node = k8s_name;
   if (node.k8s) spec.node_uid = node.k8s->uid;
   spec.gpu_resource = l.gpu_resource;
-  if (node.k8s)
+  if (node.k8s) {
     spec.gpus = node.k8s->gpu_allocatable > 0 ? node.k8s->gpu_allocatable : node.k8s->gpu_capacity;
-  if (spec.gpus <= 0 && node.slurm) spec.gpus = node.slurm->TotalGpus();
+    // A MIG slice (the device plugin's "mixed" strategy) is a GPU to a pod: held as well,
+    // or a pod asking one would land beside Slurm's jobs.
+    spec.slices = node.k8s->slices;
+  }
+  if (spec.gpus <= 0 && spec.slices.empty() && node.slurm) spec.gpus = node.slurm->TotalGpus();
   const PriorityClassRef& pc = ClassRef(cls, l);
   spec.priority_class_name = pc.name;
   spec.priority = pc.value;

@@ -30,6 +30,23 @@ TEST(BuildReservation, CarriesTheNodeUidFromTheCache) {
   EXPECT_EQ(BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow).node_uid, "");
 }
 
+// MIG slices of the device plugin's "mixed" strategy are GPUs to a pod: the reservation
+// holds every one beside the whole GPUs, or a pod asking a slice lands beside Slurm's jobs.
+TEST(BuildReservation, HoldsTheNodesMigSlicesBesideItsGpus) {
+  ManagedNode n = BareNode();
+  n.k8s->gpu_capacity = n.k8s->gpu_allocatable = 6;
+  n.k8s->slices = {{"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", 2}};
+  const plan::ReservationSpec r = BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow);
+  EXPECT_EQ(r.gpus, 6);
+  EXPECT_EQ(r.slices, n.k8s->slices);
+  EXPECT_EQ(n.Gpus(), 15);
+  // Every GPU partitioned: slices only, not Slurm's count as whole GPUs.
+  n.k8s->gpu_capacity = n.k8s->gpu_allocatable = 0;
+  const plan::ReservationSpec all = BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow);
+  EXPECT_EQ(all.gpus, 0);
+  EXPECT_EQ(all.slices.size(), 2u);
+}
+
 TEST(PlanOwnership, ReservationNameAndJobList) {
   LendingConfig l;
   EXPECT_EQ(ReservationName(l, "gpu-7.example.org"), "reserve-gpu-7.example.org");

@@ -108,6 +108,8 @@ struct ReservationSpec {
   std::string node_uid;      // its uid for the owner reference ("": read the node)
   std::string gpu_resource;  // "nvidia.com/gpu": requests = limits = `gpus`
   int64_t gpus = 0;
+  // MIG slice resources held too ("nvidia.com/mig-1g.10gb" -> 7): requests = limits.
+  std::map<std::string, int64_t> slices;
   std::string priority_class_name;  // spec.priorityClassName
   int32_t priority = 0;             // the class's value (informative: admission sets it)
   std::string image;

@@ -80,7 +80,8 @@ dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
             | "taint=" + .),
       (if (.metadata.labels // {})["slurm-k8s-bridge.io/swap-guard"] != null
        then "guard" else empty end),
-      (if .spec.unschedulable == true then "cordon" else empty end) ]
+      (if .spec.unschedulable == true then "cordon" else empty end),
+      ((.status.capacity // {}) | keys[] | select(startswith("nvidia.com/mig-")) | "slice=" + .) ]
   | "\($n) \(join(" "))"')"
 while read -r n what; do
   [[ -n "$n" ]] || continue
@@ -95,6 +96,10 @@ while read -r n what; do
       taint=*) kubectl taint node "$n" "${w#taint=}-" >/dev/null 2>&1 ;;
       guard) kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1 ;;
       cordon) kubectl uncordon "$n" >/dev/null 2>&1 ;;  # a `kubectl drain` test
+      slice=*)  # MIG slices a test advertised on a device-plugin node
+        kubectl patch node "$n" --subresource=status --type=merge -p \
+          "{\"status\":{\"capacity\":{\"${w#slice=}\":null},\"allocatable\":{\"${w#slice=}\":null}}}" \
+          >/dev/null 2>&1 ;;
     esac
   done
 done <<<"$dirty"

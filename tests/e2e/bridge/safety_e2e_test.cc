@@ -265,6 +265,69 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
   EXPECT_EQ(Restarts(id), 0);  // never preempted
 }
 
+// Path 5 of the device-lane review: NVIDIA's device plugin with the "mixed" MIG strategy
+// advertises each profile as a resource of its own (nvidia.com/mig-1g.10gb). The reservation
+// held only nvidia.com/gpu, and a pod asking a slice was no GPU pod to the node lane: it
+// fitted beside Slurm's job on a Slurm-owned node, with no lend and no Event. Before: the
+// reservation was never replaced and the pod was bound beside the job. Now the slices count
+// as the node's GPUs: the reservation is replaced to hold them too (under the swap guard),
+// and a pod asking one, below every reservation class, finds no room.
+TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJob) {
+  constexpr char kSlice[] = "nvidia.com/mig-1g.10gb";
+  const std::string id = Submit("gpu");
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  const std::string node = JobNode(id);
+  ASSERT_FALSE(node.empty());
+  const std::string old_uid = ReservationField(node, ".metadata.uid");
+  ASSERT_FALSE(old_uid.empty());
+  // The device plugin advertises two slices beside the GPUs (reset_lending.sh takes them
+  // away again after the test).
+  const std::string slices = StrCat(R"({"status":{"capacity":{")", kSlice,
+                                    R"(":"2"},"allocatable":{")", kSlice, R"(":"2"}}})");
+  auto patched = RunCommand(
+      {"kubectl", "patch", "node", node, "--subresource=status", "--type=merge", "-p", slices},
+      seconds(30));
+  ASSERT_EQ(patched.exit_code, 0) << patched.err;
+
+  const bool replaced = WaitFor(
+      [&] {
+        const std::string uid = ReservationField(node, ".metadata.uid");
+        return !uid.empty() && uid != old_uid &&
+               ReservationField(node, ".status.phase") == "Running" &&
+               ReservationField(node,
+                                ".spec.containers[0].resources.requests.nvidia\\.com/"
+                                "mig-1g\\.10gb") == "2" &&
+               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
+               NodeLabel(node, ownership::kSwapGuardLabel).empty();
+      },
+      seconds(60));
+  EXPECT_TRUE(replaced) << "the reservation was not replaced to hold the node's MIG slices\n"
+                        << Shell(StrCat("kubectl get pod -n ", kNs, " reserve-", node,
+                                        " -o jsonpath='{.spec.containers[0].resources}'"))
+                               .out
+                        << daemon_->LogTail();
+
+  nlohmann::json pod = testbed::InferencePod("mig-slice", "lending");
+  pod["spec"].erase("priorityClassName");
+  pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  nlohmann::json& resources = pod["spec"]["containers"][0]["resources"];
+  resources = {{"limits", {{kSlice, "1"}}}};
+  auto created = kube_->Create(k8s::Resource::Pods(), "default", pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return !PodField("mig-slice", ".spec.nodeName").empty() ||
+               PodField("mig-slice", ".status.conditions[?(@.type==\"PodScheduled\")].reason") ==
+                   "Unschedulable";
+      },
+      seconds(30)))
+      << Shell("kubectl get pods -A -o wide").out;
+  EXPECT_EQ(PodField("mig-slice", ".spec.nodeName"), "")
+      << "a pod asking a MIG slice was bound beside Slurm's job";
+  EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(id), 0);
+}
+
 // Item 5 of the safety review: the swap's NoSchedule taint stops neither a pod that
 // tolerates every taint nor one created with spec.nodeName, and while the failed reservation
 // is replaced Kubernetes counts none of the node's GPUs. Before: the spec.nodeName pod was
