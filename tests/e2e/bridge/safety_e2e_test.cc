@@ -271,8 +271,9 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
 // fitted beside Slurm's job on a Slurm-owned node, with no lend and no Event. Before: the
 // reservation was never replaced and the pod was bound beside the job. Now the slices count
 // as the node's GPUs: the reservation is replaced to hold them too (under the swap guard),
-// and a pod asking one, below every reservation class, finds no room.
-TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJob) {
+// and a pod asking one, below every reservation class, finds no room; an inference pod
+// asking one takes the node by a lend like a GPU pod.
+TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJobOrTakesTheNodeByALend) {
   constexpr char kSlice[] = "nvidia.com/mig-1g.10gb";
   const std::string id = Submit("gpu");
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
@@ -326,6 +327,20 @@ TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJob) {
       << "a pod asking a MIG slice was bound beside Slurm's job";
   EXPECT_EQ(JobField(id, "JobState"), "RUNNING");
   EXPECT_EQ(Restarts(id), 0);
+
+  // An inference pod asking a slice is a GPU pod that may take the node: it preempts the
+  // reservation and gets the node through the lend (checkpoint signal, grace, requeue).
+  nlohmann::json inference = testbed::InferencePod("mig-inference", "lending");
+  inference["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  inference["spec"]["containers"][0]["resources"] = {{"limits", {{kSlice, "1"}}}};
+  created = kube_->Create(k8s::Resource::Pods(), "default", inference);
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(
+      WaitFor([&] { return PodField("mig-inference", ".status.phase") == "Running"; }, seconds(90)))
+      << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
+  EXPECT_EQ(PodField("mig-inference", ".spec.nodeName"), node);
+  EXPECT_GE(Restarts(id), 1) << "the job was not requeued for the slice pod";
+  EXPECT_THAT(Signals(id), HasSubstr("USR1"));
 }
 
 // Item 5 of the safety review: the swap's NoSchedule taint stops neither a pod that
