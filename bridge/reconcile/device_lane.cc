@@ -215,12 +215,20 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
     // it: wait out kHoldSettle from the hold's creation), and then no claim allocated on
     // any of them. The cache the pass used can lag: ask the apiserver.
     std::set<std::string> mine;
+    size_t listed = 0;
     if (auto idx = job->gpu_indices.find(a.node); idx != job->gpu_indices.end()) {
+      listed = idx->second.size();
       for (const devices::Device& d : t.node.devices) {
         if (std::find(idx->second.begin(), idx->second.end(), d.index) != idx->second.end()) {
           mine.insert(d.name);
         }
       }
+    }
+    // Indices that map to no device (a node leaving GPU sharing because its mapping went,
+    // GRES Slurm did not list): which devices the pod may use is unknown, so every device of
+    // the node counts, as the leave plans it; an empty set would check nothing.
+    if (listed == 0 || mine.size() < listed) {
+      for (const devices::Device& d : t.node.devices) mine.insert(d.name);
     }
     for (const std::string& d : mine) {
       auto rule =

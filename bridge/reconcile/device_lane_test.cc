@@ -548,6 +548,22 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDev
   EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);
 }
 
+// Path 6 of the device-lane review: a node leaving GPU sharing because its index-to-device
+// mapping went ends its running placeholders. Before: the placeholder's indices mapped to no
+// device, so nothing was checked (no hold, no claim) and it ended with a pod's claim still
+// allocated on the node. Now every device of the node counts.
+TEST_F(DeviceLaneTest, APlaceholderOfANodeWithoutAMappingIsNotEndedWhileAnyClaimIsAllocated) {
+  uint32_t ph = 0;
+  devices::DeviceAction end;
+  ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
+  devices::NodeDevices unmapped = lane_.Nodes().at(0);
+  for (devices::Device& d : unmapped.devices) d.index = -1;
+  AllocateClaim({"gpu-5"});
+  Status s = exec_.Execute(end, unmapped, "node1").status();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_EQ(slurm_.Job(ph).state, skb::slurm::JobState::kRunning);
+}
+
 TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
   uint32_t ph = 0;
   devices::DeviceAction end;
