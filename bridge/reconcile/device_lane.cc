@@ -134,6 +134,12 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
     return AbortedError(StrCat("placeholder ", o.placeholder_job, " is ",
                                skb::slurm::JobStateName(job->state), ", not running"));
   }
+  // A pass planned on a Slurm poll from before a return was recorded would lift the holds
+  // that return has just put back: Slurm's own record says which move is under way.
+  if (auto r = devices::ParsePlaceholderRecord(job->admin_comment); r && r->returning) {
+    return AbortedError(StrCat("placeholder ", o.placeholder_job,
+                               " is returning its GPUs to Slurm: its holds stay"));
+  }
   const auto idx = job->gpu_indices.find(a.node);
   for (const std::string& d : o.devices) {
     const devices::Device* dev = FindDevice(t.node, d);

@@ -505,6 +505,32 @@ TEST_F(DeviceLaneTest, HoldsAreNotLiftedUnlessThePlaceholderRunsOnThoseDevices) 
   EXPECT_THAT(Held(), Contains("gpu-1"));
 }
 
+// Path 7 of the device-lane review: a pass planned on a Slurm poll from before a return was
+// recorded sees the placeholder giving and plans to lift the holds the return has just put
+// back. Before: lifted (and a pod could take the devices again). Now the executor reads the
+// placeholder's record in Slurm and keeps them.
+TEST_F(DeviceLaneTest, HoldsAReturnPutBackAreNotLiftedByAPassPlannedBeforeIt) {
+  Pass();
+  Pass();
+  const uint32_t ph = PlaceholderId();
+  ASSERT_NE(ph, 0u);
+  ASSERT_TRUE(slurm_.StartJob(ph, "node1", {1, 2}));
+  auto record = devices::ParsePlaceholderRecord(slurm_.Job(ph).admin_comment);
+  ASSERT_TRUE(record.has_value());
+  record->returning = true;
+  ASSERT_TRUE(slurm_
+                  .SetAdminComment(
+                      ph, devices::MergePlaceholderRecord(slurm_.Job(ph).admin_comment, *record))
+                  .ok());
+  devices::DeviceAction lift;
+  lift.op = devices::RemoveDeviceHold{.devices = {"gpu-1", "gpu-2"}, .placeholder_job = ph};
+  lift.node = "node1";
+  Status s = exec_.Execute(lift, lane_.Nodes().at(0), "node1").status();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("returning"));
+  EXPECT_THAT(Held(), Contains("gpu-1"));
+}
+
 // Someone edits a hold (effect None: kube-scheduler would hand the device out) or points it
 // at another device: the lane reads the rule as holding nothing, and the hold it adds again
 // finds the name taken, reads the rule and makes it the hold again.
