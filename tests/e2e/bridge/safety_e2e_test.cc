@@ -51,6 +51,25 @@ class SafetyE2E : public LendingE2E {
     return r == "none" ? "" : r;
   }
 
+  // A job taking a whole node, running: its id, node and that node's reservation uid.
+  void RunAJob(std::string* id, std::string* node, std::string* uid) {
+    *id = Submit("gpu");
+    ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+    *node = JobNode(*id);
+    ASSERT_FALSE(node->empty());
+    *uid = ReservationField(*node, ".metadata.uid");
+    ASSERT_FALSE(uid->empty());
+  }
+
+  // The node's reservation is a new one (not `old_uid`), running, and neither the swap
+  // taint nor the swap-guard label is left on the node.
+  bool ReplacedAndUnguarded(const std::string& node, const std::string& old_uid) {
+    const std::string uid = ReservationField(node, ".metadata.uid");
+    return !uid.empty() && uid != old_uid && ReservationField(node, ".status.phase") == "Running" &&
+           Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
+           NodeLabel(node, ownership::kSwapGuardLabel).empty();
+  }
+
   std::string ReservationField(const std::string& node, const std::string& jsonpath) {
     return Trim(RunCommand({"kubectl", "get", "pod", "-n", kNs, StrCat("reserve-", node), "-o",
                             "jsonpath={" + jsonpath + "}"},
@@ -136,21 +155,21 @@ TEST_F(RefusedReservationsE2E, AGpuFaultDrainsAtOnceWhileReservationCreatesFail)
 
 class FailedReservationE2E : public SafetyE2E {
  protected:
-  // A running job's node (in *node) and its reservation's uid (in *uid); then the kubelet
-  // fails that reservation as after a restart (UnexpectedAdmissionError).
-  void FailTheReservationOfAJob(std::string* id, std::string* node, std::string* uid) {
-    *id = Submit("gpu");
-    ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-    *node = JobNode(*id);
-    ASSERT_FALSE(node->empty());
-    *uid = ReservationField(*node, ".metadata.uid");
-    ASSERT_FALSE(uid->empty());
+  // The kubelet fails `node`'s reservation as after a restart (UnexpectedAdmissionError).
+  void FailTheReservation(const std::string& node) {
     auto r = RunCommand(
-        {"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", *node), "--subresource=status",
+        {"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", node), "--subresource=status",
          "--type=merge", "-p",
          R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Pod was rejected: Allocate failed"}})"},
         seconds(30));
     ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // A running job's node (in *node) and its reservation's uid (in *uid); then the kubelet
+  // fails that reservation.
+  void FailTheReservationOfAJob(std::string* id, std::string* node, std::string* uid) {
+    ASSERT_NO_FATAL_FAILURE(RunAJob(id, node, uid));
+    ASSERT_NO_FATAL_FAILURE(FailTheReservation(*node));
   }
 };
 
@@ -212,12 +231,8 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
       << "the testbed lacks the chart's failed-reservation guard (`scripts/testbed up` of this "
          "tree installs it): "
       << policy.err;
-  const std::string id = Submit("gpu");
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  const std::string node = JobNode(id);
-  ASSERT_FALSE(node.empty());
-  const std::string old_uid = ReservationField(node, ".metadata.uid");
-  ASSERT_FALSE(old_uid.empty());
+  std::string id, node, old_uid;
+  ASSERT_NO_FATAL_FAILURE(RunAJob(&id, &node, &old_uid));
 
   // Below every reservation class, asking a whole node: it waits, considered and refused.
   nlohmann::json pod = testbed::InferencePod("waiting", "lending");
@@ -232,12 +247,7 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
       seconds(30)))
       << Shell("kubectl get pods -A -o wide").out;
 
-  auto failed = RunCommand({"kubectl", "patch", "pod", "-n", kNs, StrCat("reserve-", node),
-                            "--subresource=status", "--type=merge", "-p",
-                            R"({"status":{"phase":"Failed","reason":"UnexpectedAdmissionError",)"
-                            R"("message":"Pod was rejected: Allocate failed"}})"},
-                           seconds(30));
-  ASSERT_EQ(failed.exit_code, 0) << failed.err;
+  ASSERT_NO_FATAL_FAILURE(FailTheReservation(node));
 
   // What would show the double booking is the waiting pod on the job's node: watched every
   // 20 ms until the reservation is replaced and the guard is off, then 5 s more.
@@ -247,16 +257,8 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
     if (!n.empty()) bound_to = n;
     return !bound_to.empty();
   };
-  const bool replaced = WaitFor(
-      [&] {
-        if (watch()) return true;
-        const std::string uid = ReservationField(node, ".metadata.uid");
-        return !uid.empty() && uid != old_uid &&
-               ReservationField(node, ".status.phase") == "Running" &&
-               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
-               NodeLabel(node, ownership::kSwapGuardLabel).empty();
-      },
-      seconds(60), milliseconds(20));
+  const bool replaced = WaitFor([&] { return watch() || ReplacedAndUnguarded(node, old_uid); },
+                                seconds(60), milliseconds(20));
   EXPECT_EQ(bound_to, "") << "the waiting pod was bound while the reservation was replaced";
   ASSERT_TRUE(replaced) << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
   EXPECT_FALSE(WaitFor(watch, seconds(5), milliseconds(50)))
@@ -275,12 +277,8 @@ TEST_F(FailedReservationE2E, APodAlreadyWaitingIsNotBoundWhereTheKubeletFailedTh
 // asking one takes the node by a lend like a GPU pod.
 TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJobOrTakesTheNodeByALend) {
   constexpr char kSlice[] = "nvidia.com/mig-1g.10gb";
-  const std::string id = Submit("gpu");
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  const std::string node = JobNode(id);
-  ASSERT_FALSE(node.empty());
-  const std::string old_uid = ReservationField(node, ".metadata.uid");
-  ASSERT_FALSE(old_uid.empty());
+  std::string id, node, old_uid;
+  ASSERT_NO_FATAL_FAILURE(RunAJob(&id, &node, &old_uid));
   // The device plugin advertises two slices beside the GPUs (reset_lending.sh takes them
   // away again after the test).
   const std::string slices = StrCat(R"({"status":{"capacity":{")", kSlice,
@@ -292,14 +290,10 @@ TEST_F(SafetyE2E, APodAskingAMigSliceFindsNoRoomBesideSlurmsJobOrTakesTheNodeByA
 
   const bool replaced = WaitFor(
       [&] {
-        const std::string uid = ReservationField(node, ".metadata.uid");
-        return !uid.empty() && uid != old_uid &&
-               ReservationField(node, ".status.phase") == "Running" &&
+        return ReplacedAndUnguarded(node, old_uid) &&
                ReservationField(node,
                                 ".spec.containers[0].resources.requests.nvidia\\.com/"
-                                "mig-1g\\.10gb") == "2" &&
-               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
-               NodeLabel(node, ownership::kSwapGuardLabel).empty();
+                                "mig-1g\\.10gb") == "2";
       },
       seconds(60));
   EXPECT_TRUE(replaced) << "the reservation was not replaced to hold the node's MIG slices\n"
@@ -387,15 +381,7 @@ TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservation
 
   // The reservation is replaced, the guard (label and taint) comes off, and the tolerating
   // pod finds the node full: Pending, never bound beside the job.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string uid = ReservationField(node, ".metadata.uid");
-        return !uid.empty() && uid != old_uid &&
-               ReservationField(node, ".status.phase") == "Running" &&
-               Taints(node).find(ownership::kSwapTaintKey) == std::string::npos &&
-               NodeLabel(node, ownership::kSwapGuardLabel).empty();
-      },
-      seconds(60)))
+  ASSERT_TRUE(WaitFor([&] { return ReplacedAndUnguarded(node, old_uid); }, seconds(60)))
       << Shell("kubectl get pods -A -o wide").out << daemon_->LogTail();
   EXPECT_EQ(PodField("skb-e2e-tolerant", ".spec.nodeName"), "");
   EXPECT_THAT(NodeEvents(node), HasSubstr("SwapGuardOn"));
