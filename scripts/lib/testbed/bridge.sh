@@ -56,7 +56,8 @@ start_bridge() {
   [[ -x "$exe" ]] || skb_die "the bridge is not built ($exe missing): build it (cmake -S . -B build -G Ninja && ninja -C build) or use 'up --no-bridge'"
   require_port "$BRIDGE_HTTP_PORT" "the bridge's /metrics"
   write_bridge_config
-  launch bridge "$exe" --config "$D/bridge/config.json"
+  # Another release's build runs in its root, beside its libslurm and libraries.
+  launch bridge "${SLURM_EXEC[@]}" "$exe" --config "$D/bridge/config.json"
   sleep 0.5
   is_running bridge || skb_die "the bridge exited at startup" "$LOGS/bridge.log"
 }
