@@ -30,8 +30,36 @@ extern "C" char* slurm_job_state_reason_string(enum job_state_reason inx);
 extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 #endif
 
+// 26.05 names a job by a slurm_step_id_t (job id, step, SLUID) in the calls that used to take
+// a job id (slurm_load_job, slurm_kill_job, slurm_requeue, slurm_suspend, slurm_resume) and
+// in job_desc_msg_t and resource_allocation_response_msg_t (`step_id.job_id`, was `job_id`),
+// dropped update_node_msg_t's reason_uid (slurmctld records the RPC's authenticated uid) and
+// renamed slurm_free_ctl_conf to slurm_free_conf (25.05 and 25.11 not checked: pyslurm's notes
+// put the change in 26.05). slurm.h's SLURM_BACKWARD_COMPAT shims are C11 _Generic, not C++.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+#define slurm_free_ctl_conf slurm_free_conf
+#endif
+
 namespace skb::bridge::slurm {
 namespace {
+
+// The job `job_id` as the job calls above name it: the whole job (no step), SLUID unknown.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+slurm_step_id_t JobId(uint32_t job_id) {
+  slurm_step_id_t id;
+  id.sluid = 0;
+  id.job_id = job_id;
+  id.step_het_comp = NO_VAL;
+  id.step_id = NO_VAL;
+  return id;
+}
+void SetJobId(job_desc_msg_t* desc, uint32_t job_id) { desc->step_id.job_id = job_id; }
+uint32_t JobIdOf(const resource_allocation_response_msg_t& r) { return r.step_id.job_id; }
+#else
+uint32_t JobId(uint32_t job_id) { return job_id; }
+void SetJobId(job_desc_msg_t* desc, uint32_t job_id) { desc->job_id = job_id; }
+uint32_t JobIdOf(const resource_allocation_response_msg_t& r) { return r.job_id; }
+#endif
 
 using skb::slurm::JobState;
 using skb::slurm::kBridgeReasonPrefix;
@@ -309,7 +337,7 @@ StatusOr<std::map<std::string, NodeView>> ReadNodes(const std::vector<std::strin
 
 StatusOr<JobView> ReadJob(uint32_t job_id) {
   job_info_msg_t* msg = nullptr;
-  if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
+  if (slurm_load_job(&msg, JobId(job_id), SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) {
     return LastError(StrCat("load job ", job_id));
   }
   std::optional<JobView> found;
@@ -406,7 +434,7 @@ StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
                             s.node));
   }
   if (resp == nullptr) return InternalError("slurm_allocate_resources returned no response");
-  const uint32_t id = resp->job_id;
+  const uint32_t id = JobIdOf(*resp);
   slurm_free_resource_allocation_response_msg(resp);
   return id;
 }
@@ -477,7 +505,9 @@ std::map<std::string, StatusOr<WriteOutcome>> DrainNodes(const std::vector<std::
     msg.node_names = hosts.data();
     msg.node_state = NODE_STATE_DRAIN;
     msg.reason = why.data();
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0)
     msg.reason_uid = getuid();
+#endif
     return UpdateNode(&msg, StrCat("drain node ", names)).status();
   };
   std::string joined;
@@ -792,7 +822,7 @@ Status LibSlurmClient::SignalJob(uint32_t job_id, int signal, SignalScope scope)
       return FailedPreconditionError(StrCat("job ", job_id, " is ", JobStateName(j.state),
                                             ": only running jobs can be signalled"));
     }
-    if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), flags) != SLURM_SUCCESS) {
+    if (slurm_kill_job(JobId(job_id), static_cast<uint16_t>(signal), flags) != SLURM_SUCCESS) {
       return LastError(StrCat("signal ", signal, " to job ", job_id));
     }
     return true;
@@ -809,10 +839,10 @@ StatusOr<WriteOutcome> LibSlurmClient::RequeueJob(uint32_t job_id, bool hold) {
       if (!hold || j.Held()) return WriteOutcome::kUnchanged;
       job_desc_msg_t desc;
       slurm_init_job_desc_msg(&desc);
-      desc.job_id = job_id;
+      SetJobId(&desc, job_id);
       desc.priority = 0;
       if (slurm_update_job(&desc) != SLURM_SUCCESS) return LastError(StrCat("hold job ", job_id));
-    } else if (slurm_requeue(job_id, hold ? JOB_REQUEUE_HOLD : 0) != SLURM_SUCCESS) {
+    } else if (slurm_requeue(JobId(job_id), hold ? JOB_REQUEUE_HOLD : 0) != SLURM_SUCCESS) {
       return LastError(StrCat("requeue job ", job_id));
     }
     const bool was_pending = j.state == JobState::kPending;
@@ -833,7 +863,7 @@ StatusOr<WriteOutcome> LibSlurmClient::SuspendJob(uint32_t job_id) {
   return Call<WriteOutcome>("suspend job", [job_id, verify = options_.verify_timeout] {
     return JobTransition(
         job_id, "suspend", verify, [](const JobView& j) { return j.state == JobState::kSuspended; },
-        [job_id] { return slurm_suspend(job_id); },
+        [job_id] { return slurm_suspend(JobId(job_id)); },
         [](const JobView& j) { return j.state == JobState::kSuspended; });
   });
 }
@@ -842,7 +872,7 @@ StatusOr<WriteOutcome> LibSlurmClient::ResumeJob(uint32_t job_id) {
   return Call<WriteOutcome>("resume job", [job_id, verify = options_.verify_timeout] {
     return JobTransition(
         job_id, "resume", verify, [](const JobView& j) { return j.state == JobState::kRunning; },
-        [job_id] { return slurm_resume(job_id); },
+        [job_id] { return slurm_resume(JobId(job_id)); },
         [](const JobView& j) { return j.state != JobState::kSuspended; });
   });
 }
@@ -851,7 +881,7 @@ StatusOr<WriteOutcome> LibSlurmClient::CancelJob(uint32_t job_id) {
   return Call<WriteOutcome>("cancel job", [job_id, verify = options_.verify_timeout] {
     return JobTransition(
         job_id, "cancel", verify, IsFinished,
-        [job_id] { return slurm_kill_job(job_id, SIGKILL, 0); },
+        [job_id] { return slurm_kill_job(JobId(job_id), SIGKILL, 0); },
         [](const JobView& j) { return IsFinished(j) || j.completing; });
   });
 }
@@ -863,7 +893,7 @@ StatusOr<WriteOutcome> LibSlurmClient::SetAdminComment(uint32_t job_id,
     if (j.admin_comment == comment) return WriteOutcome::kUnchanged;
     job_desc_msg_t desc;
     slurm_init_job_desc_msg(&desc);
-    desc.job_id = job_id;
+    SetJobId(&desc, job_id);
     std::string text = comment;
     desc.admin_comment = text.data();
     if (slurm_update_job(&desc) != SLURM_SUCCESS) {
@@ -895,7 +925,7 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
     // leaves the others waiting): every component of the job is made eligible.
     std::vector<uint32_t> ids = {job_id};
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job(&msg, job_id, SHOW_ALL) == SLURM_SUCCESS && msg != nullptr) {
+    if (slurm_load_job(&msg, JobId(job_id), SHOW_ALL) == SLURM_SUCCESS && msg != nullptr) {
       for (uint32_t i = 0; i < msg->record_count; ++i) {
         const slurm_job_info_t& r = msg->job_array[i];
         if (r.het_job_id == job_id && r.job_id != job_id) ids.push_back(r.job_id);
@@ -905,7 +935,7 @@ StatusOr<WriteOutcome> LibSlurmClient::MakeEligibleNow(uint32_t job_id) {
     for (uint32_t id : ids) {
       job_desc_msg_t desc;
       slurm_init_job_desc_msg(&desc);
-      desc.job_id = id;
+      SetJobId(&desc, id);
       desc.begin_time = time(nullptr) + kRelaunchDelaySeconds;
       if (slurm_update_job(&desc) != SLURM_SUCCESS) {
         return LastError(StrCat("make job ", id, " eligible"));

@@ -5,17 +5,22 @@
 # against the exact libslurm they are loaded into. Sourced after common.sh, never run.
 #
 #   SKB_TESTBED_SLURM=22.05   Debian 12's Slurm on this machine (the default)
-#   SKB_TESTBED_SLURM=24.11   Debian 13's Slurm in $(skb_slurm_root 24.11)
+#   SKB_TESTBED_SLURM=24.11   Debian 13's (trixie) Slurm in $(skb_slurm_root 24.11)
+#   SKB_TESTBED_SLURM=26.05   Debian forky's (testing; sid has the same) in $(skb_slurm_root 26.05)
 #
 # skb_in_slurm_root RELEASE COMMAND... runs COMMAND inside the root, in a private mount
 # namespace (nothing stays mounted when it exits) that sees /proc, /sys, /dev, /tmp, the
 # checkout, the cache and the testbed's state directory at their usual paths.
 
 # The releases scripts/setup makes roots for, and the Debian release that ships each.
-SKB_SLURM_ROOT_RELEASES=(24.11)
+SKB_SLURM_ROOT_RELEASES=(24.11 26.05)
+# The releases scripts/test tests when SKB_TEST_SLURM_LANES does not say (and so the roots
+# a plain scripts/setup makes): Debian 12's and every release above.
+SKB_SLURM_DEFAULT_LANES="22.05 ${SKB_SLURM_ROOT_RELEASES[*]}"
 skb_slurm_suite() {
   case "$1" in
     24.11) echo trixie ;;
+    26.05) echo forky ;;
     *) return 1 ;;
   esac
 }
@@ -47,7 +52,8 @@ skb_slurm_exec() {
   skb_inside_slurm_root && return 0
   local root
   root="$(skb_slurm_root "$1")" || skb_die "no root for Slurm $1 (known: 22.05 ${SKB_SLURM_ROOT_RELEASES[*]})"
-  [[ -f "$root/etc/skb-slurm-root" ]] || skb_die "Slurm $1's root is missing ($root): run scripts/setup"
+  [[ -f "$root/etc/skb-slurm-root" ]] ||
+    skb_die "Slurm $1's root is missing ($root): run SKB_TESTBED_SLURM=$1 scripts/setup --testbed-only"
   local binds=(/proc /sys /dev /tmp "$SKB_ROOT" "$SKB_CACHE" "$SKB_TESTBED_DIR" "$HOME/.cache/ccache")
   [[ "$SKB_BUILD_DIR" == "$SKB_ROOT"/* ]] || binds+=("$SKB_BUILD_DIR")
   mkdir -p "${binds[@]}"
@@ -74,21 +80,36 @@ skb_in_slurm_root() {
 }
 
 # skb_make_slurm_root RELEASE: debootstraps the root (once; into a temporary directory
-# first, so an interrupted run never leaves a half-made root behind).
+# first, so an interrupted run never leaves a half-made root behind; under a lock, so two
+# callers at once -- scripts/setup, a `scripts/testbed up` of that release -- make it once).
 skb_make_slurm_root() {
   local release="$1" root suite log
-  root="$(skb_slurm_root "$release")"
+  root="$(skb_slurm_root "$release")" || skb_die "no root for Slurm $release (known: ${SKB_SLURM_ROOT_RELEASES[*]})"
   [[ -f "$root/etc/skb-slurm-root" ]] && { skb_log "Slurm $release root: $root"; return 0; }
   suite="$(skb_slurm_suite "$release")"
   log="$SKB_CACHE/logs/debootstrap-$suite.log"
   mkdir -p "$(dirname "$log")"
   skb_have debootstrap || skb_die "debootstrap is missing (apt-get install debootstrap)"
+  local lock
+  exec {lock}>"$root.lock"
+  if ! flock -n "$lock"; then
+    skb_log "another process makes the Slurm $release root: waiting for it"
+    flock "$lock"
+  fi
+  if [[ -f "$root/etc/skb-slurm-root" ]]; then
+    exec {lock}>&-
+    skb_log "Slurm $release root: $root"
+    return 0
+  fi
   skb_log "debootstrap Debian $suite with Slurm $release into $root (once per machine, ~7 min; log: $log)"
-  local t0=$SECONDS pkgs
+  local t0=$SECONDS pkgs script=()
   pkgs="$(IFS=,; echo "${SKB_SLURM_ROOT_PACKAGES[*]}")"
+  # Debian 12's debootstrap knows no suite named after it (forky): the script of sid,
+  # which every release since uses, is named instead.
+  [[ -e "/usr/share/debootstrap/scripts/$suite" ]] || script=(/usr/share/debootstrap/scripts/sid)
   rm -rf "$root.tmp"
   nice debootstrap --variant=minbase --include="$pkgs" "$suite" "$root.tmp" \
-    http://deb.debian.org/debian >"$log" 2>&1 &
+    http://deb.debian.org/debian "${script[@]}" >"$log" 2>&1 &
   local pid=$! rc=0
   while kill -0 "$pid" 2>/dev/null; do
     sleep 5
@@ -101,5 +122,6 @@ skb_make_slurm_root() {
   chroot "$root.tmp" slurmctld -V >>"$log" 2>&1 || skb_die "slurmctld does not run in the new root" "$log"
   echo "$release $suite" >"$root.tmp/etc/skb-slurm-root"
   mv "$root.tmp" "$root"
+  exec {lock}>&-
   skb_log "Slurm $release root ready in $((SECONDS - t0)) s: slurmctld $(chroot "$root" dpkg-query -W -f '${Version}' slurmctld)"
 }

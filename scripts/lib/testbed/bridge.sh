@@ -50,10 +50,14 @@ start_bridge() {
   is_running bridge && return 0
   skb_step testbed/bridge
   local exe="$SKB_BUILD_DIR/bridge/slurm-k8s-bridge"
+  if [[ ! -x "$exe" && "$SLURM_RELEASE" != 22.05 ]]; then
+    skb_die "the bridge is not built ($exe missing): build it in Slurm $SLURM_RELEASE's root (SKB_TESTBED_SLURM=$SLURM_RELEASE scripts/testbed exec bash -c 'cmake -S . -B $SKB_BUILD_DIR -G Ninja && ninja -C $SKB_BUILD_DIR') or use 'up --no-bridge'"
+  fi
   [[ -x "$exe" ]] || skb_die "the bridge is not built ($exe missing): build it (cmake -S . -B build -G Ninja && ninja -C build) or use 'up --no-bridge'"
   require_port "$BRIDGE_HTTP_PORT" "the bridge's /metrics"
   write_bridge_config
-  launch bridge "$exe" --config "$D/bridge/config.json"
+  # Another release's build runs in its root, beside its libslurm and libraries.
+  launch bridge "${SLURM_EXEC[@]}" "$exe" --config "$D/bridge/config.json"
   sleep 0.5
   is_running bridge || skb_die "the bridge exited at startup" "$LOGS/bridge.log"
 }
