@@ -44,7 +44,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
 WORKDIR /src
 COPY . .
 # The compiler cache lives in a cache mount (BuildKit, buildah): a rebuild after a change
-# compiles only what changed. Keyed on paths relative to /src (CCACHE_BASEDIR).
+# compiles only what changed. Keyed on paths relative to /src (CCACHE_BASEDIR). The build
+# tree goes once the package is made: only /pkg is used, and the layer stays small.
 ENV CCACHE_DIR=/root/.cache/ccache CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1
 RUN --mount=type=cache,target=/root/.cache/ccache \
     cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -52,7 +53,8 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
     && ninja -C /build slurm-k8s-bridge bridgectl job_submit_k8s_bridge \
     && cpack --config /build/CPackConfig.cmake -B /pkg \
     && mv /pkg/slurm-k8s-bridge_*.deb /pkg/slurm-k8s-bridge.deb \
-    && cp LICENSE NOTICE /pkg/
+    && cp LICENSE NOTICE /pkg/ \
+    && rm -rf /build
 
 FROM scratch AS prebuilt
 COPY slurm-k8s-bridge.deb LICENSE NOTICE /pkg/

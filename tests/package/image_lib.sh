@@ -31,10 +31,14 @@ CTR=""
 IMAGE_TMP=""
 
 # The containers of these tests (named skb-test-*) and those buildah 1.28's bud leaves of a
-# stage with no instruction (`deb`: <image id>-working-container), not others in the store.
+# stage with no instruction (`deb`: <image id>-working-container) and of the build stage
+# built alone (--target, from the layer cache: <its tag's name>-working-container[-N]), not
+# others in the store. A container left holds its image, and the layers under it, from
+# being pruned.
 image_rm_containers() {
   "${BUILDAH[@]}" containers -a --format '{{.ContainerName}}' |
-    grep -E '^(skb-test-|[0-9a-f]{12}-working-container)' | xargs -r "${BUILDAH[@]}" rm >/dev/null
+    grep -E '^(skb-test-|[0-9a-f]{12}-working-container|slurm-k8s-bridge-build-stage-working-container)' |
+    xargs -r "${BUILDAH[@]}" rm >/dev/null
 }
 
 image_cleanup() {
