@@ -10,8 +10,8 @@
 #
 # compiles the project in a debian:12 stage (the chart's default image: its appVersion is the
 # project's version), through ccache in a cache mount: built again after a change, it
-# compiles only what changed (the first build compiles everything: about 25 minutes on two
-# busy cores). With a package built already (cpack, docs/install.md), the build
+# compiles only what changed (the first build compiles everything: 6 minutes on two idle
+# cores, 25 on two busy ones). With a package built already (cpack, docs/install.md), the build
 # context is a directory that holds it as slurm-k8s-bridge.deb, with the tree's LICENSE and
 # NOTICE beside it, and nothing compiles:
 #
