@@ -9,15 +9,19 @@
 #   docker build -t ghcr.io/slurm-k8s-bridge/slurm-k8s-bridge:0.1.0 .   (or buildah bud, podman build)
 #
 # compiles the project in a debian:12 stage (the chart's default image: its appVersion is the
-# project's version). With a package built already (cpack, docs/install.md), the build
+# project's version), through ccache in a cache mount: built again after a change, it
+# compiles only what changed (the first build compiles everything: 6 minutes on two idle
+# cores, 25 on two busy ones). With a package built already (cpack, docs/install.md), the build
 # context is a directory that holds it as slurm-k8s-bridge.deb, with the tree's LICENSE and
 # NOTICE beside it, and nothing compiles:
 #
 #   docker build --build-arg DEB_FROM=prebuilt -f Dockerfile -t ... DIR
 #
 # Docker needs BuildKit (its default since 23.0): the legacy builder builds the unused stage
-# too, and fails. BUILD_IMAGE and RUNTIME_IMAGE name the base images (a site's mirror; the
-# test, tests/package/image_test.sh, gives a Debian 12 root made by debootstrap: no registry).
+# too, and fails (and has no cache mounts). BUILD_IMAGE and RUNTIME_IMAGE name the base images
+# (a site's mirror; the tests give a Debian 12 root made by debootstrap: no registry).
+# tests/package/image_test.sh builds this file as above, compiling; image_testbed_test.sh
+# from a package (DEB_FROM=prebuilt).
 #
 # The Slurm client library must be the release slurmctld runs (22.05 on Debian 12): the
 # daemon speaks Slurm's RPC protocol through libslurm.
@@ -32,19 +36,25 @@ ARG DEB_FROM=build
 
 FROM ${BUILD_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config dpkg-dev file \
+      build-essential cmake ninja-build pkg-config dpkg-dev file ccache \
       libslurm-dev libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler \
       libspdlog-dev libgtest-dev libgmock-dev prometheus-cpp-dev libcivetweb-dev \
       libcli11-dev libyaml-cpp-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# The compiler cache lives in a cache mount (BuildKit, buildah): a rebuild after a change
+# compiles only what changed. Keyed on paths relative to /src (CCACHE_BASEDIR). The build
+# tree goes once the package is made: only /pkg is used, and the layer stays small.
+ENV CCACHE_DIR=/root/.cache/ccache CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1
+RUN --mount=type=cache,target=/root/.cache/ccache \
+    cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DSKB_BUILD_BENCH=OFF -DSKB_BUILD_E2E=OFF \
     && ninja -C /build slurm-k8s-bridge bridgectl job_submit_k8s_bridge \
     && cpack --config /build/CPackConfig.cmake -B /pkg \
     && mv /pkg/slurm-k8s-bridge_*.deb /pkg/slurm-k8s-bridge.deb \
-    && cp LICENSE NOTICE /pkg/
+    && cp LICENSE NOTICE /pkg/ \
+    && rm -rf /build
 
 FROM scratch AS prebuilt
 COPY slurm-k8s-bridge.deb LICENSE NOTICE /pkg/

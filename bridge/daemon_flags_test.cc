@@ -4,7 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+#include <string>
+
 namespace skb::bridge {
+extern const char kDaemonManPage[];  // docs/slurm-k8s-bridge.8 (CMakeLists.txt)
 namespace {
 
 using ::testing::HasSubstr;
@@ -43,6 +48,50 @@ TEST(DaemonFlags, ErrorsNameTheFlag) {
               HasSubstr("unknown flag '--bogus'"));
   EXPECT_THAT(std::string(ParseDaemonFlags({"--version=1"}).status().message()),
               HasSubstr("takes no value"));
+}
+
+// Every flag the daemon takes, with whether it takes a value.
+const std::vector<std::pair<std::string, bool>> kFlags = {{"--config", true},
+                                                          {"-c", true},
+                                                          {"--log-level", true},
+                                                          {"--log-format", true},
+                                                          {"--identity", true},
+                                                          {"--no-leader-election", false},
+                                                          {"--check-config", false},
+                                                          {"--print-config-schema", false},
+                                                          {"--version", false},
+                                                          {"--help", false},
+                                                          {"-h", false}};
+
+std::set<std::string> FlagsNamedIn(std::string text) {
+  // troff's "\-" is a dash; "\fB" and friends change fonts.
+  text = std::regex_replace(text, std::regex(R"(\\-)"), "-");
+  text = std::regex_replace(text, std::regex(R"(\\f[BIRP])"), "");
+  std::set<std::string> out;
+  const std::regex flag(R"((^|[\s(\[|"])(--?[a-zA-Z][-a-z]*))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), flag); it != std::sregex_iterator();
+       ++it) {
+    out.insert((*it)[2].str());
+  }
+  return out;
+}
+
+// docs/slurm-k8s-bridge.8 (installed as slurm-k8s-bridge.8.gz) and --help name every flag
+// the parser takes, and no other.
+TEST(DaemonFlags, TheManPageAndTheUsageNameEveryFlagAndNoOther) {
+  std::set<std::string> taken;
+  for (const auto& [flag, has_value] : kFlags) {
+    std::vector<std::string> args = {flag};
+    if (has_value) args.push_back("x");
+    EXPECT_TRUE(ParseDaemonFlags(args).ok()) << flag;
+    taken.insert(flag);
+  }
+  ASSERT_THAT(std::string(kDaemonManPage), HasSubstr(".TH SLURM-K8S-BRIDGE 8"));
+  const std::set<std::string> in_man = FlagsNamedIn(kDaemonManPage);
+  EXPECT_EQ(in_man, taken);
+  for (const std::string& f : FlagsNamedIn(DaemonUsage())) {
+    EXPECT_EQ(taken.count(f), 1u) << "--help names " << f << ", which the daemon does not take";
+  }
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 #                                                 local edits)
 #   /usr/share/doc/slurm-k8s-bridge/              README.md, copyright (DEP-5),
 #                                                 changelog.Debian.gz, changelog.gz
-#   /usr/share/man/man1/bridgectl.1.gz
+#   /usr/share/man/man1/bridgectl.1.gz, /usr/share/man/man8/slurm-k8s-bridge.8.gz
+#   /usr/share/lintian/overrides/slurm-k8s-bridge   (the lintian tags accepted, each with
+#                                                    its reason; tests/package/lintian_test.sh)
 # A system daemon with a Slurm plugin: /usr unless the prefix was chosen (the unit names the
 # binaries and the config by their installed paths, so the package is built with the prefix
 # the tree was configured with; CPACK_PACKAGING_INSTALL_PREFIX follows it).
@@ -119,13 +121,21 @@ endfunction()
 skb_gzip(${PROJECT_SOURCE_DIR}/bridge/dist/changelog.Debian
          ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz)
 skb_gzip(${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_BINARY_DIR}/dist/changelog.gz)
-# Policy 12.1: man pages gzipped (-9n) too.
+# Policy 12.1: man pages gzipped (-9n) too; every program has one (the daemon's in section 8).
 skb_gzip(${PROJECT_SOURCE_DIR}/docs/bridgectl.1 ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz)
+skb_gzip(${PROJECT_SOURCE_DIR}/docs/slurm-k8s-bridge.8
+         ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.8.gz)
 install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/copyright
               ${PROJECT_BINARY_DIR}/dist/changelog.Debian.gz
               ${PROJECT_BINARY_DIR}/dist/changelog.gz
         DESTINATION ${_skb_doc_dest})
 install(FILES ${PROJECT_BINARY_DIR}/dist/bridgectl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_BINARY_DIR}/dist/slurm-k8s-bridge.8.gz
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+# lintian's overrides: the tags the package keeps on purpose, each with a comment saying why
+# (tests/package/lintian_test.sh fails on any other error, warning or info tag).
+install(FILES ${PROJECT_SOURCE_DIR}/bridge/dist/lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME slurm-k8s-bridge)
 
 # The Debian package. Shared-library dependencies come from dpkg-shlibdeps; the rest is what
 # the binaries load or need at run time without linking it:
@@ -149,25 +159,40 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_PACKAGE_CONTACT "slurm-k8s-bridge maintainers <slurm-k8s-bridge@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Slurm and Kubernetes sharing GPU nodes")
-set(CPACK_PACKAGE_DESCRIPTION
-    "A Slurm job_submit plugin and a daemon that let Slurm and Kubernetes schedule the same \
-GPU nodes: Kubernetes sees Slurm's nodes as taken by reservation pods, an inference pod can \
-borrow a node (the Slurm jobs get their checkpoint signal and are requeued), and node health \
-set in Kubernetes drains the node in Slurm. Built for Slurm ${_skb_slurm_mm}.")
+# Lines of at most 80 characters (Policy 5.6.13; CPack indents each by one space).
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+  "A Slurm job_submit plugin and a daemon that let Slurm and Kubernetes schedule\n"
+  "the same GPU nodes. Kubernetes sees Slurm's nodes as taken by reservation pods;\n"
+  "an inference pod of high priority can borrow a node (the Slurm jobs on it get\n"
+  "their checkpoint signal, a grace period, and are requeued) and the node returns\n"
+  "to Slurm when Kubernetes no longer uses it. Node health set in Kubernetes\n"
+  "drains the node in Slurm, and Slurm's node states show up as node conditions.\n"
+  "\n"
+  "This package holds the daemon (a systemd service, not enabled on install),\n"
+  "its command-line client bridgectl, and the job_submit plugin for slurmctld,\n"
+  "built for Slurm ${_skb_slurm_mm}.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE https://github.com/slurm-k8s-bridge/slurm-k8s-bridge)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# adduser: postinst creates the slurm user where it is missing.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "slurm-wlm-basic-plugins (>= ${_skb_slurm_mm}~), slurm-wlm-basic-plugins (<< ${_skb_slurm_next}~)")
+    "adduser, slurm-wlm-basic-plugins (>= ${_skb_slurm_mm}~), slurm-wlm-basic-plugins (<< ${_skb_slurm_next}~)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "munge, ca-certificates")
 set(CPACK_DEBIAN_PACKAGE_BREAKS "slurmctld (<< ${_skb_slurm_mm}~), slurmctld (>= ${_skb_slurm_next}~)")
-configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/conffiles.in
-               ${PROJECT_BINARY_DIR}/dist/conffiles @ONLY)
+# The maintainer scripts: the package's own steps and debhelper's snippets inlined
+# (bridge/dist/postinst.in says which), the config's directory filled in.
+foreach(_f conffiles postinst postrm)
+  configure_file(${PROJECT_SOURCE_DIR}/bridge/dist/${_f}.in ${PROJECT_BINARY_DIR}/dist/${_f} @ONLY)
+endforeach()
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${PROJECT_BINARY_DIR}/dist/conffiles ${PROJECT_SOURCE_DIR}/bridge/dist/postinst ${PROJECT_SOURCE_DIR}/bridge/dist/prerm
-    ${PROJECT_SOURCE_DIR}/bridge/dist/postrm)
+    ${PROJECT_BINARY_DIR}/dist/conffiles ${PROJECT_BINARY_DIR}/dist/postinst
+    ${PROJECT_SOURCE_DIR}/bridge/dist/prerm ${PROJECT_BINARY_DIR}/dist/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-# Only the three artifacts above, stripped, without the build's test and bench programs.
-set(CPACK_STRIP_FILES ON)
+# Only the three artifacts above, without the build's test and bench programs, stripped as
+# dh_strip strips (cmake/SkbDebStrip.cmake, run on the staged files: also the .comment and
+# .note sections, which CPack's own strip keeps).
+set(CPACK_STRIP_FILES OFF)
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/SkbDebStrip.cmake)
+set(CPACK_SKB_STRIP ${CMAKE_STRIP})
 include(CPack)

@@ -71,11 +71,15 @@ int Run(int argc, char** argv) {
   if (auto s = skb::bridge::SetupLogging(cfg->logging.level, cfg->logging.format); !s.ok()) {
     return Fail(2, s.message());
   }
+  // What the reader noticed in the file (a missing apiVersion); nothing without a file.
+  if (flags->config_path.empty()) cfg->notices.clear();
   if (flags->check_config) {
+    for (const std::string& notice : cfg->notices) std::printf("notice: %s\n", notice.c_str());
     std::printf(
-        "config OK: namespace=%s node_selector=%s slurm.poll_interval=%lldms "
+        "config OK: apiVersion=%s namespace=%s node_selector=%s slurm.poll_interval=%lldms "
         "socket=%s http=%s\n",
-        cfg->kubernetes.namespace_name.c_str(), cfg->kubernetes.node_selector.c_str(),
+        cfg->api_version.c_str(), cfg->kubernetes.namespace_name.c_str(),
+        cfg->kubernetes.node_selector.c_str(),
         static_cast<long long>(cfg->slurm.poll_interval.count()), cfg->server.socket_path.c_str(),
         cfg->server.http_address.c_str());
     for (const std::string& line : skb::quota::DescribeQuotaConfig(cfg->quotas)) {
@@ -102,6 +106,9 @@ int Run(int argc, char** argv) {
       "slurm_poll={}ms",
       skb::bridge::kVersion, skb::bridge::kSlurmVersion, cfg->kubernetes.namespace_name,
       cfg->kubernetes.node_selector, cfg->slurm.poll_interval.count());
+  for (const std::string& notice : cfg->notices) {
+    log->warn("config_notice file=\"{}\" notice=\"{}\"", flags->config_path, notice);
+  }
   auto daemon =
       skb::bridge::Daemon::Create({.config = *std::move(cfg),
                                    .leader_election = flags->leader_election,

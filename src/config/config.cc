@@ -87,9 +87,18 @@ Status ReadAdmission(JsonReader r, AdmissionConfig* out) {
   return r.Finish();
 }
 
+// The format's name, as the schema says it (the parser checks it before, in
+// CheckApiVersion, to name the releases that read each format).
+void ReadApiVersion(JsonReader& root, Config* cfg) {
+  std::vector<std::string> names;
+  for (const ApiVersion& v : kApiVersions) names.emplace_back(v.name);
+  root.Enum("apiVersion", &cfg->api_version, names);
+}
+
 // Every section, read by the parser and by the schema recorder (ConfigSchema) alike: the
 // one list of the config's keys.
 void ReadSections(JsonReader& root, Config* cfg) {
+  ReadApiVersion(root, cfg);
   root.Merge(ReadLogging(root.Object("logging"), &cfg->logging));
   root.Merge(ReadKubernetes(root.Object("kubernetes"), &cfg->kubernetes));
   root.Merge(ReadSlurm(root.Object("slurm"), &cfg->slurm));
@@ -103,7 +112,97 @@ void ReadSections(JsonReader& root, Config* cfg) {
   root.Merge(quota::ReadQuotaConfig(root.Object("quotas"), &cfg->quotas));
 }
 
+std::string KnownApiVersions() {
+  std::string out;
+  for (const ApiVersion& v : kApiVersions) {
+    StrAppend(&out, out.empty() ? "" : "; ", v.name, " (read by ", v.releases, ")");
+  }
+  return out;
+}
+
+// The document's apiVersion: absent is v1 with a notice, a known one is taken, any other
+// value is refused naming the formats this release reads and the releases that read them.
+Status CheckApiVersion(const nlohmann::json& doc, Config* cfg) {
+  auto it = doc.find("apiVersion");
+  if (it == doc.end() || it->is_null()) {
+    cfg->notices.push_back(StrCat("config: no apiVersion: read as ", kApiVersionV1,
+                                  " (the format of 0.1.0's files); add \"apiVersion\": \"",
+                                  kApiVersionV1, "\" to the file (docs/upgrade.md)"));
+    return OkStatus();
+  }
+  if (!it->is_string()) {
+    return InvalidArgumentError(
+        StrCat("config: key 'apiVersion': expected a string, got ", it->type_name()));
+  }
+  const std::string name = it->get<std::string>();
+  for (const ApiVersion& v : kApiVersions) {
+    if (v.name == name) {
+      cfg->api_version = name;
+      return OkStatus();
+    }
+  }
+  return InvalidArgumentError(
+      StrCat("config: key 'apiVersion': '", name, "' is not a format this release reads. It reads ",
+             KnownApiVersions(),
+             ". A file of a newer format needs the release that introduced it (CHANGELOG.md)"));
+}
+
+// FindKey: the paths at which `key` (dotted, "[]" for every element of a list) occurs in
+// `node`, with list indices filled in ("quotas.tenants[2].old").
+void FindKey(const nlohmann::json& node, std::string_view key, const std::string& at,
+             std::vector<std::string>* found) {
+  if (key.empty()) {
+    found->push_back(at);
+    return;
+  }
+  if (key.starts_with("[]")) {
+    if (!node.is_array()) return;
+    std::string_view rest = key.substr(2);
+    if (rest.starts_with(".")) rest.remove_prefix(1);
+    for (size_t i = 0; i < node.size(); ++i) {
+      FindKey(node[i], rest, StrCat(at, "[", i, "]"), found);
+    }
+    return;
+  }
+  const size_t end = key.find_first_of(".[");
+  const std::string name(key.substr(0, end));
+  std::string_view rest = end == std::string_view::npos ? "" : key.substr(end);
+  if (rest.starts_with(".")) rest.remove_prefix(1);
+  if (!node.is_object()) return;
+  auto it = node.find(name);
+  if (it == node.end()) return;
+  FindKey(*it, rest, at.empty() ? name : StrCat(at, ".", name), found);
+}
+
+// A key the history says a release renamed or removed, in a document of that format.
+Status CheckKeyHistory(const nlohmann::json& doc, std::string_view api_version,
+                       std::span<const KeyChange> history) {
+  for (const KeyChange& change : history) {
+    if (change.api_version != api_version) continue;
+    std::vector<std::string> found;
+    FindKey(doc, change.key, "", &found);
+    if (found.empty()) continue;
+    std::string message;
+    if (change.renamed_to.empty()) {
+      message = StrCat("config: key '", found.front(), "' was removed in release ", change.release);
+    } else {
+      message = StrCat("config: key '", found.front(), "' was renamed to '", change.renamed_to,
+                       "' in release ", change.release);
+    }
+    if (!change.note.empty()) StrAppend(&message, ": ", change.note);
+    StrAppend(&message, " (docs/upgrade.md)");
+    return InvalidArgumentError(message);
+  }
+  return OkStatus();
+}
+
 }  // namespace
+
+std::span<const KeyChange> KeyHistory() {
+  // No key of slurm-k8s-bridge/v1 has been renamed or removed since 0.1.0.
+  static constexpr std::span<const KeyChange> kHistory{};
+  return kHistory;
+}
 
 nlohmann::json ConfigSchema() {
   nlohmann::json schema;
@@ -119,6 +218,10 @@ nlohmann::json ConfigSchema() {
 }
 
 StatusOr<Config> ParseConfig(std::string_view json_text) {
+  return ParseConfig(json_text, KeyHistory());
+}
+
+StatusOr<Config> ParseConfig(std::string_view json_text, std::span<const KeyChange> key_history) {
   nlohmann::json doc = nlohmann::json::parse(json_text, /*cb=*/nullptr,
                                              /*allow_exceptions=*/false, /*ignore_comments=*/true);
   if (doc.is_discarded()) {
@@ -137,6 +240,8 @@ StatusOr<Config> ParseConfig(std::string_view json_text) {
         StrCat("config: the document must be a JSON object, got ", doc.type_name()));
   }
   Config cfg;
+  RETURN_IF_ERROR(CheckApiVersion(doc, &cfg));
+  RETURN_IF_ERROR(CheckKeyHistory(doc, cfg.api_version, key_history));
   JsonReader root(doc, "");
   ReadSections(root, &cfg);
   if (cfg.lending.namespace_name.empty()) {

@@ -7,10 +7,17 @@
 //
 //   StatusOr<skb::config::Config> cfg = skb::config::ParseConfig(text);
 //   if (!cfg.ok()) { /* print cfg.status().message() and exit 2 */ }
+//   for (const std::string& n : cfg->notices) { /* log each */ }
+//
+// The file is versioned: its top-level "apiVersion" names the format it is written in
+// (kApiVersions). A file without it is read as slurm-k8s-bridge/v1, the format of 0.1.0's
+// files, with a notice; an apiVersion this release does not know is refused. A key that a
+// release renamed or removed within a format is named, with that release, by KeyHistory().
 #pragma once
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,7 +96,44 @@ struct AdmissionConfig {
   bool reject_unknown_features = true;
 };
 
+// The formats of the config file this release reads, oldest first: the value of the
+// top-level "apiVersion" key, and the releases that read it.
+struct ApiVersion {
+  std::string_view name;      // "slurm-k8s-bridge/v1"
+  std::string_view releases;  // "0.1.0 and later (...)"
+};
+inline constexpr std::string_view kApiVersionV1 = "slurm-k8s-bridge/v1";
+inline constexpr ApiVersion kApiVersions[] = {
+    {kApiVersionV1,
+     "0.1.0 and every later release; 0.1.0 only without the apiVersion key, which came "
+     "after it"},
+};
+
+// A key of a config format that a release renamed or removed. A document of that format
+// that still has the key is refused with a message naming the key, the release and what to
+// write instead, not with the bare "unknown key" (a file written for an older release).
+struct KeyChange {
+  std::string_view api_version;  // the format whose documents it applies to
+  // The dotted path of the old key; "[]" stands for every element of a list
+  // ("quotas.tenants[].old_key").
+  std::string_view key;
+  std::string_view release;     // the release that renamed or removed it
+  std::string_view renamed_to;  // the dotted path of the new key; empty when removed
+  std::string_view note;        // what to do instead (optional for a rename)
+};
+
+// The project's table: every key renamed or removed since 0.1.0, oldest first. Add an entry
+// with the release that changes a key (and a CHANGELOG.md and docs/upgrade.md line); keep
+// entries when the format gets a new apiVersion (they say what an older file meant).
+std::span<const KeyChange> KeyHistory();
+
 struct Config {
+  // The format the file was read as (kApiVersions): its apiVersion, or v1 when it had none.
+  std::string api_version{kApiVersionV1};
+  // What the reader has to say about a file it accepted (a missing apiVersion), for the
+  // daemon to log and --check-config to print.
+  std::vector<std::string> notices;
+
   LoggingConfig logging;
   KubernetesConfig kubernetes;
   SlurmConfig slurm;
@@ -112,6 +156,8 @@ struct Config {
 // defaults. Errors are InvalidArgument and name the key ("config: key 'slurm.poll_interval':
 // ...").
 StatusOr<Config> ParseConfig(std::string_view json_text);
+// The same with another key history than KeyHistory() (tests).
+StatusOr<Config> ParseConfig(std::string_view json_text, std::span<const KeyChange> key_history);
 
 // The JSON Schema (draft-07) of the document ParseConfig reads, recorded from the parser's
 // own reads (JsonReader::SchemaRecorder): every key, its type, range and allowed values,

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace skb::config {
 namespace {
 
@@ -15,14 +17,38 @@ std::string ErrorOf(std::string_view text) {
   return cfg.ok() ? "" : std::string(cfg.status().message());
 }
 
+// Whether the schema has the dotted key ("a.b[].c": c of every element of the list a.b).
+bool SchemaHasKey(const nlohmann::json& schema, std::string_view key) {
+  const nlohmann::json* node = &schema;
+  while (!key.empty()) {
+    if (key.starts_with("[]")) {
+      if (!node->contains("items")) return false;
+      node = &(*node)["items"];
+      key.remove_prefix(key.starts_with("[].") ? 3 : 2);
+      continue;
+    }
+    const size_t end = key.find_first_of(".[");
+    const std::string name(key.substr(0, end));
+    key = end == std::string_view::npos ? "" : key.substr(end);
+    if (key.starts_with(".")) key.remove_prefix(1);
+    if (!node->contains("properties") || !(*node)["properties"].contains(name)) return false;
+    node = &(*node)["properties"][name];
+  }
+  return true;
+}
+
 TEST(ConfigSchema, EverySectionAndKeyTheParserReads) {
   const nlohmann::json schema = ConfigSchema();
   EXPECT_EQ(schema["additionalProperties"], false);
   std::vector<std::string> sections;
   for (const auto& [k, v] : schema["properties"].items()) {
+    if (k == "apiVersion") continue;
     sections.push_back(k);
     EXPECT_EQ(v["additionalProperties"], false) << k;
   }
+  // The format's name: one of the versions this release reads (absent: v1).
+  EXPECT_EQ(schema["properties"]["apiVersion"]["enum"],
+            nlohmann::json::parse(R"(["slurm-k8s-bridge/v1", null])"));
   EXPECT_THAT(sections, ::testing::UnorderedElementsAre(
                             "logging", "kubernetes", "slurm", "server", "leader_election",
                             "admission", "health", "features", "lending", "gpu_sharing", "quotas"));
@@ -216,6 +242,84 @@ TEST(ParseConfig, MalformedDocuments) {
   EXPECT_THAT(ErrorOf("\"str\""), HasSubstr("must be a JSON object"));
   std::string deep(10000, '[');
   EXPECT_FALSE(ParseConfig(deep).ok());
+}
+
+TEST(ParseConfig, AFileWithoutApiVersionIsReadAsV1WithANotice) {
+  auto cfg = ParseConfig(R"({"slurm": {"poll_interval": "1s"}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->api_version, "slurm-k8s-bridge/v1");
+  EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::seconds(1));
+  ASSERT_EQ(cfg->notices.size(), 1u);
+  EXPECT_THAT(cfg->notices[0], HasSubstr("no apiVersion: read as slurm-k8s-bridge/v1"));
+  EXPECT_THAT(cfg->notices[0], HasSubstr("\"apiVersion\": \"slurm-k8s-bridge/v1\""));
+  // A null is absent, as for every key.
+  auto null_version = ParseConfig(R"({"apiVersion": null})");
+  ASSERT_TRUE(null_version.ok()) << null_version.status();
+  EXPECT_EQ(null_version->notices.size(), 1u);
+}
+
+TEST(ParseConfig, AFileWithApiVersionV1IsReadWithoutANotice) {
+  auto cfg =
+      ParseConfig(R"({"apiVersion": "slurm-k8s-bridge/v1", "slurm": {"poll_interval": "1s"}})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->api_version, "slurm-k8s-bridge/v1");
+  EXPECT_EQ(cfg->slurm.poll_interval, std::chrono::seconds(1));
+  EXPECT_TRUE(cfg->notices.empty());
+}
+
+TEST(ParseConfig, AnUnknownApiVersionIsRefusedNamingTheKeyAndTheReleasesOfEachFormat) {
+  const std::string error = ErrorOf(R"({"apiVersion": "slurm-k8s-bridge/v2"})");
+  EXPECT_THAT(error, HasSubstr("key 'apiVersion': 'slurm-k8s-bridge/v2' is not a format this "
+                               "release reads"));
+  EXPECT_THAT(error, HasSubstr("It reads slurm-k8s-bridge/v1 (read by 0.1.0 and every later "
+                               "release"));
+  // Refused before anything else is read: the keys of an unknown format mean nothing here.
+  EXPECT_THAT(ErrorOf(R"({"apiVersion": "v1", "slurm": {"polling": "1s"}})"),
+              HasSubstr("key 'apiVersion': 'v1' is not a format"));
+  EXPECT_THAT(ErrorOf(R"({"apiVersion": 1})"),
+              HasSubstr("key 'apiVersion': expected a string, got number"));
+}
+
+// A made-up history: one key removed, one renamed (inside a list), one of another format.
+constexpr KeyChange kTestHistory[] = {
+    {"slurm-k8s-bridge/v1", "slurm.legacy_poll", "0.3.0", "",
+     "polling follows slurm.poll_interval"},
+    {"slurm-k8s-bridge/v1", "quotas.tenants[].floor", "0.4.0", "quotas.tenants[].guaranteed", ""},
+    {"slurm-k8s-bridge/v0", "logging.verbose", "0.2.0", "logging.level", ""},
+};
+
+TEST(ParseConfig, AKeyTheHistorySaysWasRemovedOrRenamedNamesTheKeyAndTheRelease) {
+  auto parse = [](std::string_view text) { return ParseConfig(text, kTestHistory); };
+  auto removed = parse(R"({"slurm": {"legacy_poll": true}})");
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.status().message(),
+            "config: key 'slurm.legacy_poll' was removed in release 0.3.0: polling follows "
+            "slurm.poll_interval (docs/upgrade.md)");
+  auto renamed = parse(R"({"apiVersion": "slurm-k8s-bridge/v1", "quotas": {"tenants": [
+      {"name": "a", "guaranteed": 1}, {"name": "b", "floor": 2}]}})");
+  ASSERT_FALSE(renamed.ok());
+  EXPECT_EQ(renamed.status().message(),
+            "config: key 'quotas.tenants[1].floor' was renamed to 'quotas.tenants[].guaranteed' "
+            "in release 0.4.0 (docs/upgrade.md)");
+  // Another format's history does not apply; the key is then only unknown.
+  EXPECT_THAT(parse(R"({"logging": {"verbose": true}})").status().message(),
+              HasSubstr("unknown key 'logging.verbose'"));
+  // A file without the old keys is read as usual.
+  EXPECT_TRUE(parse(R"({"slurm": {"poll_interval": "1s"}})").ok());
+  // The project's own table: every entry names a format this release reads, a release and
+  // a key this release no longer reads (else the history would shadow a live key); a removal
+  // says what to do instead.
+  const nlohmann::json schema = ConfigSchema();
+  for (const KeyChange& c : KeyHistory()) {
+    EXPECT_FALSE(c.release.empty()) << c.key;
+    EXPECT_TRUE(std::ranges::any_of(kApiVersions, [&](const ApiVersion& v) {
+      return v.name == c.api_version;
+    })) << c.key;
+    EXPECT_TRUE(!c.renamed_to.empty() || !c.note.empty()) << c.key;
+    EXPECT_FALSE(SchemaHasKey(schema, c.key)) << c.key << " is still read";
+  }
+  EXPECT_TRUE(SchemaHasKey(schema, "quotas.tenants[].guaranteed"));
+  EXPECT_FALSE(SchemaHasKey(schema, "slurm.legacy_poll"));
 }
 
 // Found by config_fuzzer (src/config/fuzz/corpus/number_overflow): a number beyond a double's

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # deb_package_test BUILD_DIR OUT_DIR: builds the Debian package from BUILD_DIR (cpack) into
 # OUT_DIR and checks what it holds and what it asks for:
-#   - exactly the daemon, bridgectl and its man page, the plugin in Slurm's PluginDir, the
+#   - exactly the daemon and bridgectl with their man pages, the plugin in Slurm's PluginDir, the
 #     systemd unit, the example config (a conffile), the README, the machine-readable
 #     copyright (DEP-5, Apache-2.0), changelog.Debian.gz (of the package's version) and the
-#     upstream changelog.gz; no test or bench program;
+#     upstream changelog.gz, lintian's overrides; no test or bench program;
 #   - a real Maintainer (not @localhost); the Dockerfile's version label is the package's;
 #   - Depends names the libraries the binaries link (dpkg-shlibdeps) and
 #     slurm-wlm-basic-plugins of the Slurm release built against (libslurm loads
-#     auth_munge.so from it at run time);
+#     auth_munge.so from it at run time) and adduser (postinst makes the slurm user);
 #   - the unit starts the packaged binary with the packaged config, as the slurm user.
 # deb_root_test then installs the package into a bare Debian root.
 set -euo pipefail
@@ -37,7 +37,7 @@ doc="$prefix/share/doc/slurm-k8s-bridge"
 [[ "$(field Package)" == slurm-k8s-bridge ]] || fail "Package: $(field Package)"
 depends="$(field Depends)"
 echo "Depends: $depends"
-for lib in libslurm38 libcurl4 'libprotobuf' libspdlog libyaml-cpp 'libstdc\+\+6' 'libc6'; do
+for lib in adduser libslurm38 libcurl4 'libprotobuf' libspdlog libyaml-cpp 'libstdc\+\+6' 'libc6'; do
   grep -Eq "(^|, )$lib" <<<"$depends" || fail "Depends lacks $lib"
 done
 slurm_mm="$(sed -n 's/^Slurm_VERSION:[A-Z]*=\([0-9]*\.[0-9]*\).*/\1/p' "$BUILD/CMakeCache.txt")"
@@ -69,7 +69,9 @@ $doc/README.md
 $doc/changelog.Debian.gz
 $doc/changelog.gz
 $doc/copyright
+$prefix/share/lintian/overrides/slurm-k8s-bridge
 $prefix/share/man/man1/bridgectl.1.gz
+$prefix/share/man/man8/slurm-k8s-bridge.8.gz
 $config_dir/config.json
 $plugin_dir/job_submit_k8s_bridge.so
 LIST

@@ -4,6 +4,7 @@
 # with the package installed by apt, and the checks and testbed steps they share.
 #
 #   source deb_root_lib.sh; deb_root_install DEB   # sets ROOT; cleaned up on exit
+#   (or deb_root_setup, then deb_root_apt ARGS... / deb_root_install_deb DEB as needed)
 #   in_root COMMAND...                             # runs COMMAND in the root (chroot)
 #   check_installed in_root                        # the package's files, libraries, user
 #   testbed_slurm_conf NAME; testbed_daemon_config PORT ...; wait_ready PID PORT LOG
@@ -60,9 +61,9 @@ deb_root_mount() {
 
 in_root() { chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
 
-deb_root_install() {
-  local deb
-  deb="$(readlink -f "$1")"
+# deb_root_setup: ROOT, a fresh copy of the cached bare root with /dev, /proc and apt's
+# archive cache mounted; removed on exit.
+deb_root_setup() {
   ((EUID == 0)) || { echo "SKIP: needs root for chroot"; exit 77; }
   deb_root_base
   ROOT="$(mktemp -d "${TMPDIR:-/tmp}/skb-deb-root.XXXXXX")"
@@ -71,15 +72,29 @@ deb_root_install() {
   deb_root_mount /dev /dev --bind
   deb_root_mount proc /proc -t proc
   deb_root_mount "$ARCHIVES" /var/cache/apt/archives --bind
-  cp "$deb" "$ROOT/tmp/slurm-k8s-bridge.deb"
-  install_pkg() { in_root apt-get install -y -q --no-install-recommends /tmp/slurm-k8s-bridge.deb; }
-  # A stale package list (the mirror moved on) fails the download: refresh once and retry.
-  if ! install_pkg >"$ROOT/install.log" 2>&1; then
+}
+
+# deb_root_apt ARGS...: `apt-get -y -q ARGS` in the root, output in $ROOT/install.log. A stale
+# package list (the mirror moved on) fails the download: refreshed once, then tried again.
+deb_root_apt() {
+  if ! in_root apt-get -y -q "$@" >>"$ROOT/install.log" 2>&1; then
     in_root apt-get update -q >>"$ROOT/install.log" 2>&1 || true
-    install_pkg >>"$ROOT/install.log" 2>&1 ||
-      { tail -30 "$ROOT/install.log" >&2; fail "apt-get install failed"; }
+    in_root apt-get -y -q "$@" >>"$ROOT/install.log" 2>&1 ||
+      { tail -30 "$ROOT/install.log" >&2; fail "apt-get $* failed"; }
   fi
+}
+
+# deb_root_install_deb DEB: installs (or upgrades to) the package file DEB with apt, as a
+# site would: apt resolves what it depends on from Debian.
+deb_root_install_deb() {
+  cp "$(readlink -f "$1")" "$ROOT/tmp/$(basename "$1")"
+  deb_root_apt install --no-install-recommends "${@:2}" "/tmp/$(basename "$1")"
   echo "installed: $(in_root dpkg-query -W -f '${Package} ${Version}' slurm-k8s-bridge)"
+}
+
+deb_root_install() {
+  deb_root_setup
+  deb_root_install_deb "$1"
 }
 
 # check_installed RUN: the installed package, every command run through RUN (in_root, or
@@ -128,6 +143,7 @@ testbed_slurm_conf() {
 testbed_daemon_config() {
   cat <<JSON
 {
+  "apiVersion": "slurm-k8s-bridge/v1",
   "logging": {"level": "info", "format": "json"},
   "kubernetes": {"kubeconfig": "$3", "namespace": "slurm-bridge",
                  "node_selector": "slurm-k8s-bridge.io/managed=deb-root-test-none"},

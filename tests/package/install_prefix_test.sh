@@ -4,10 +4,14 @@
 # outside P (cmake/SkbPackaging.cmake: every destination is relative to the prefix; the
 # config's /etc and an absolute plugin directory are used only by an install at the
 # configured prefix). Checked on the install manifest: every file it lists is under P, and
-# it lists exactly the files found there. The install runs under a DESTDIR in the same
-# temporary directory, so a destination that escaped the prefix lands there too (and is
-# reported) instead of overwriting this host's files. The config must be in
-# P/etc/slurm-k8s-bridge, where a relocated install puts it.
+# it lists exactly the files found there. Installed twice:
+#   1. under a DESTDIR in the same temporary directory, so a destination that escaped the
+#      prefix lands there too (and is reported) instead of overwriting this host's files;
+#   2. as a user would, DESTDIR empty, in a mount namespace where everything but the
+#      temporary directory and the build tree is read-only: a write outside P fails the
+#      install there (and names the file) instead of landing on this host. Needs root
+#      (unshare, mount); exit 77 (skipped) after step 1 otherwise.
+# The config must be in P/etc/slurm-k8s-bridge, where a relocated install puts it.
 #
 # Needs the installed targets built (the daemon, bridgectl, the plugin). The build tree's
 # install_manifest.txt (cpack and every install write it) is put back as it was.
@@ -44,4 +48,36 @@ $stray"
 diff -u "$tmp/listed" "$tmp/written" || fail "the manifest and the files written differ"
 grep -qx "$prefix/etc/slurm-k8s-bridge/config.json" "$tmp/listed" ||
   fail "the config is not in $prefix/etc/slurm-k8s-bridge"
-echo "OK"
+echo "OK: with DESTDIR, every file under the prefix"
+
+((EUID == 0)) || { echo "SKIP: the install without DESTDIR needs root (a read-only mount namespace)"; exit 77; }
+prefix2="$tmp/prefix2"
+# In the namespace: every mount read-only, then the temporary directory and the build tree
+# (the manifest) writable again; a probe outside them must fail before the install runs.
+unshare --mount --propagation private -- bash -c '
+  set -u
+  tmp="$1" build="$2"; shift 2
+  awk "{print \$5}" /proc/self/mountinfo | sort -u | while read -r mp; do
+    mount -o remount,bind,ro "$mp" 2>/dev/null || true
+  done
+  for d in "$tmp" "$build"; do  # a bind mount takes its source mount'"'"'s read-only flag
+    mount --bind "$d" "$d" && mount -o remount,bind,rw "$d" || exit 3
+  done
+  probe="$(dirname "$tmp")/skb-install-prefix-probe.$$"
+  if touch "$probe" 2>/dev/null; then rm -f "$probe"; echo "the probe $probe was writable" >&2; exit 3; fi
+  exec env -u DESTDIR "$@"' _ "$tmp" "$BUILD" \
+  cmake --install "$BUILD" --prefix "$prefix2" >"$tmp/install2.log" 2>&1 || {
+  rc=$?
+  cat "$tmp/install2.log" >&2
+  ((rc == 3)) && fail "could not make a read-only mount namespace to install in"
+  fail "cmake --install --prefix $prefix2 without DESTDIR failed (a write outside the prefix is refused here: read the log above)"
+}
+sort -o "$tmp/listed2" "$manifest"
+outside="$(awk -v p="$prefix2/" 'index($0, p) != 1' "$tmp/listed2")"
+[[ -z "$outside" ]] || fail "installed outside the prefix $prefix2 (DESTDIR empty):
+$outside"
+(cd "$prefix2" && find . ! -type d | sed "s|^\.|$prefix2|") | sort >"$tmp/written2"
+diff -u "$tmp/listed2" "$tmp/written2" || fail "the manifest and the files written differ (DESTDIR empty)"
+[[ "$(wc -l <"$tmp/listed2")" == "$(wc -l <"$tmp/listed")" ]] ||
+  fail "the two installs differ in their number of files"
+echo "OK: without DESTDIR, $(wc -l <"$tmp/listed2") files under $prefix2 and nothing written elsewhere"

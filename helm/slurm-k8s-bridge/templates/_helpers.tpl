@@ -76,6 +76,7 @@ app.kubernetes.io/component: controller
 {{/*
 The bridge's JSON config: the structured .Values.config block, plus what the chart knows
 better than the user (each only when the user did not set it):
+  apiVersion                  slurm-k8s-bridge/v1 (the format this chart writes)
   kubernetes.namespace        the release namespace
   server.http_address         ":<http.port>" (probes and Prometheus reach the pod IP)
   server.socket_path          <pluginSocket.mountPath>/bridge.sock
@@ -87,6 +88,7 @@ Rendered as a dict; callers serialise it.
 */}}
 {{- define "skb.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) -}}
+{{- if not (get $cfg "apiVersion") -}}{{- $_ := set $cfg "apiVersion" "slurm-k8s-bridge/v1" -}}{{- end -}}
 {{- $k8s := get $cfg "kubernetes" | default dict -}}
 {{- if not (hasKey $k8s "namespace") -}}{{- $_ := set $k8s "namespace" .Release.Namespace -}}{{- end -}}
 {{- $_ := set $cfg "kubernetes" $k8s -}}

@@ -847,7 +847,10 @@ def cmd_check_config():
                  ("node names mode", [], ["config.kubernetes.node_names.mode=fqdn"], False),
                  ("gpu sharing identity", [],
                   ["config.gpu_sharing.device_identity=serial"], False),
-                 ("quotas key", [], ["config.quotas.teams=vision"], False))
+                 ("quotas key", [], ["config.quotas.teams=vision"], False),
+                 # An older chart's values (no apiVersion): the chart writes v1.
+                 ("no apiVersion", [], ["config.apiVersion=null"], True),
+                 ("unknown apiVersion", [], ["config.apiVersion=slurm-k8s-bridge/v2"], False))
         for label, values, sets, want_ok in cases:
             key = sets[0].split("=")[0].removeprefix("config.") if sets else ""
             rendered = template(values=values, sets=sets, ok=False)
@@ -870,6 +873,9 @@ def cmd_check_config():
             if want_ok:
                 check(p.returncode == 0,
                       f"{label}: --check-config refused the rendered config:\n{out}")
+                # The chart names the format: the daemon has nothing to notice.
+                check("apiVersion=slurm-k8s-bridge/v1" in p.stdout and "notice:" not in out,
+                      f"{label}: the rendered config is not read as an explicit v1:\n{out}")
             else:
                 check(p.returncode != 0 and key in out,
                       f"{label}: --check-config should refuse naming '{key}', rc={p.returncode}:"
