@@ -20,6 +20,7 @@
 #include "src/ownership/quota_facts.h"
 #include "src/ownership/schema.h"
 #include "src/ownership/time_codec.h"
+#include "src/quota/guarantee_quota.h"
 
 namespace skb::bridge {
 namespace {
@@ -156,7 +157,7 @@ Status Controller::Start() {
       return;
     }
     inventory::K8sNode node = ToK8sNode(*info);
-    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true, LentNodeOf(node),
+    quotas_.SetManagedNode(k8s::Informer::KeyOf(*obj), true, quota::LentNodeOf(node),
                            cfg_.kubernetes.node_names.SlurmName(node).value_or(""),
                            node.Label(devices::kGpuProductLabel).value_or(""));
     reconciler_->UpdateK8sNode(std::move(node));
@@ -373,14 +374,6 @@ std::optional<devices::Observation> Controller::ObserveDevices() const {
   return devices::Observe(DeviceWorld(), cfg_, opts_.clock->Now());
 }
 
-std::optional<quota::LentNode> Controller::LentNodeOf(const inventory::K8sNode& node) {
-  const bool reclaiming =
-      std::any_of(node.taints.begin(), node.taints.end(),
-                  [](const inventory::Taint& t) { return t.key == ownership::kReclaimTaintKey; });
-  if (!reclaiming && !node.annotations.count(ownership::kLentAtAnnotation)) return std::nullopt;
-  return quota::LentNode{.name = node.name, .gpus = node.GpuUnits(), .reclaiming = reclaiming};
-}
-
 void Controller::OnSlurm(const slurm::SlurmState& s) {
   if (s.nodes_changed) {
     quotas_.SetSlurmNodes(s.nodes);
@@ -579,7 +572,6 @@ void Controller::GuaranteeQuotaLoop() {
       worker_cv_.wait_for(lock, std::chrono::milliseconds(100));
     }
   }
-  const bool enforce = quota::EnforcesOnKubernetes(cfg_);
   uint64_t seen = ~0ull;
   std::optional<std::map<std::string, quota::NamespaceRoom>> applied;  // by the last clean pass
   Clock::TimePoint next_pass{};
@@ -589,14 +581,7 @@ void Controller::GuaranteeQuotaLoop() {
     if (computations != seen || now >= next_pass) {
       seen = computations;
       std::map<std::string, quota::NamespaceRoom> want;
-      // Off (or lending off): a pass with nothing wanted removes quotas an earlier
-      // configuration left.
-      if (enforce) {
-        if (auto o = quotas_.Current()) want = quota::GuaranteeQuotas(cfg_.quotas, *o);
-        // Reservation pods run at the protected class and hold whole nodes: a quota in
-        // their namespace (a tenant's too, by mistake) would refuse them and stop lending.
-        want.erase(cfg_.lending.namespace_name);
-      }
+      if (auto o = quotas_.Current()) want = quota::WantedGuaranteeQuotas(cfg_, *o);
       if (!applied || *applied != want || now >= next_pass) {
         GuaranteeQuotaWriter::Result r = guarantee_quotas_->Pass(want);
         if (r.failed == 0 && !r.skipped) {

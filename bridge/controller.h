@@ -169,9 +169,6 @@ class Controller {
   // guarantee_quota_writer.h for when it passes).
   void GuaranteeQuotaLoop();
   void OnSlurm(const slurm::SlurmState& state);
-  // What a quota reclaim may take back: a node lent to Kubernetes (its lent-at annotation)
-  // or still carrying the reclaim taint; nullopt for any other node.
-  static std::optional<quota::LentNode> LentNodeOf(const inventory::K8sNode& node);
   // Action outcomes; the reconcile duration only for the reconcile lane.
   void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took, bool status_lane);
   reconcile::WorkQueueOptions WakeOnChange();

@@ -796,7 +796,7 @@ class Simulation {
       Observe(n);
       const plan::NodePlan p = plan::PlanNode(node.model, cfg_, now_);
       if (p.actions.empty()) {
-        Settle(n, p.owner);
+        Settle(n, plan::NodeOwnerName(p.owner));
         if (p.recheck_at && *p.recheck_at > now_) ScheduleDrive(n, *p.recheck_at);
         return;
       }

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bridge/plugin_server/admission_service.h"
 
-#include <algorithm>
-
 #include "bridge/api/v1/bridge.pb.h"
 #include "bridge/logging.h"
 #include "bridge/version.h"
+#include "src/admission/submit.h"
 #include "src/base/strings.h"
-#include "src/ownership/job_policy.h"
-#include "src/ownership/time_codec.h"
-#include "src/slurm/syntax.h"
 
 namespace skb::bridge {
 namespace {
@@ -59,41 +55,16 @@ admission::JobRequest ToJobRequest(const v1::JobDescription& j) {
   r.het_component = j.het_component();
   r.admin_comment = j.admin_comment();
   r.name = j.name();
+  r.min_nodes = j.min_nodes();
+  r.account = j.account();
+  r.default_account = j.default_account();
+  r.requeue = j.requeue() != v1::JobDescription::REQUEUE_NO;
+  r.interactive = j.interactive();
   if (j.warn_signal() > 0 && j.warn_signal() < 65 && j.warn_time() >= 0) {
     // KILL_JOB_BATCH (bit 0): "--signal=B:..." signals only the batch shell.
     r.signal = slurm::SignalSpec{j.warn_signal(), j.warn_time(), (j.warn_flags() & 1u) != 0};
   }
   return r;
-}
-
-// GPUs the job asks for in all: per node x its minimum node count, per job as given; per
-// task and per socket count once per node (the task count is not known here).
-int64_t RequestedGpus(const v1::JobDescription& j) {
-  const int64_t nodes = std::max<int64_t>(1, j.min_nodes());
-  auto count = [](const std::string& tres) -> int64_t {
-    auto requests = slurm::ParseTresRequest(tres);
-    if (!requests.ok()) return 0;
-    int64_t n = 0;
-    for (const auto& r : *requests) {
-      if (r.name == "gpu" && r.count > 0) n += r.count;
-    }
-    return n;
-  };
-  if (int64_t per_job = count(j.tres_per_job()); per_job > 0) return per_job;
-  int64_t per_node = count(j.tres_per_node());
-  if (per_node == 0) per_node = count(j.tres_per_task());
-  if (per_node == 0) per_node = count(j.tres_per_socket());
-  return std::min<int64_t>(per_node * nodes, 1'000'000);
-}
-
-// The GPU type a job asks for (its first typed gpu GRES, in the order Slurm reads the
-// requests), "" for any.
-std::string RequestedGpuType(const v1::JobDescription& j) {
-  for (const std::string* tres :
-       {&j.tres_per_job(), &j.tres_per_node(), &j.tres_per_task(), &j.tres_per_socket()}) {
-    if (std::string type = slurm::RequestedGpuType(*tres); !type.empty()) return type;
-  }
-  return "";
 }
 
 }  // namespace
@@ -167,15 +138,11 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
       error(v1::Error::BAD_REQUEST, StrCat("more than ", kMaxRequiredNodes, " required nodes"));
     } else {
       auto inv = Snapshot(nullptr);
+      std::shared_ptr<const quota::Observation> quotas;
+      if (cfg_ != nullptr && cfg_->quotas.enabled() && quota_view_) quotas = quota_view_();
       admission::Decision d =
-          admission::Decide(ToJobRequest(job), inv ? *inv : admission::Inventory{}, policy_);
-      if (d.accept && cfg_ != nullptr) {
-        // The job as the lend will judge it once it runs, once for both notices.
-        const ownership::JobPolicy policy =
-            ownership::PolicyFor(AsRunning(job, d), *cfg_, ownership::FromUnix(0));
-        AdviseOnPreemption(policy, &d);
-        AdviseOnQuota(job, policy, &d);
-      }
+          admission::Admit(ToJobRequest(job), inv ? *inv : admission::Inventory{}, policy_,
+                           {.config = cfg_, .quotas = quotas ? &quotas->classification : nullptr});
       auto* admit = resp.mutable_admit();
       admit->set_decision(d.accept ? v1::AdmitResponse::ACCEPT : v1::AdmitResponse::REJECT);
       admit->set_user_message(Truncate(d.user_message, kMaxUserMessage));
@@ -212,60 +179,6 @@ HandleResult AdmissionService::HandleFrame(std::string_view payload, uint32_t pe
   }
   out.response = resp.SerializeAsString();
   return out;
-}
-
-std::string AdmissionService::EffectiveAccount(const v1::JobDescription& job) {
-  return job.account().empty() ? job.default_account() : job.account();
-}
-
-slurm::JobView AdmissionService::AsRunning(const v1::JobDescription& job,
-                                           const admission::Decision& d) {
-  slurm::JobView view;
-  view.account = EffectiveAccount(job);
-  view.qos = job.qos();
-  view.partition = job.partition();
-  view.admin_comment = d.admin_comment.value_or(job.admin_comment());
-  view.requeue = job.requeue() != v1::JobDescription::REQUEUE_NO;
-  view.batch = !job.interactive();
-  view.signal = ToJobRequest(job).signal;
-  return view;
-}
-
-void AdmissionService::AdviseOnPreemption(const ownership::JobPolicy& policy,
-                                          admission::Decision* d) const {
-  if (!cfg_->lending.enabled || !policy.preemptible) return;
-  const std::string message =
-      StrCat(admission::kPrefix, "this job may be preempted for Kubernetes (", policy.why,
-             "): if its node is lent, ", ownership::DescribePreemption(policy),
-             "; checkpoint on that signal");
-  d->user_message = d->user_message.empty() ? message : StrCat(d->user_message, "\n", message);
-}
-
-void AdmissionService::AdviseOnQuota(const v1::JobDescription& job,
-                                     const ownership::JobPolicy& policy,
-                                     admission::Decision* d) const {
-  if (!cfg_->quotas.enabled() || !quota_view_) return;
-  auto observation = quota_view_();
-  if (observation == nullptr) return;
-  quota::SubmitFacts facts{.account = EffectiveAccount(job),
-                           .account_is_default = job.account().empty(),
-                           .gpus = static_cast<int>(RequestedGpus(job)),
-                           .gpu_type = RequestedGpuType(job),
-                           .preemptible = policy.preemptible,
-                           .preemptible_why = policy.why,
-                           .bridge_preempts = cfg_->lending.enabled};
-  quota::SubmitAdvice advice =
-      quota::AdviseSubmit(cfg_->quotas, observation->classification, facts);
-  if (advice.message.empty()) return;
-  if (advice.refuse) {
-    d->accept = false;
-    d->refusal = admission::Refusal::kQuota;
-    d->user_message = advice.message;
-    d->admin_comment.reset();
-    return;
-  }
-  d->user_message =
-      d->user_message.empty() ? advice.message : StrCat(d->user_message, "\n", advice.message);
 }
 
 }  // namespace skb::bridge

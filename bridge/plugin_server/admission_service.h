@@ -23,7 +23,6 @@
 
 #include "src/admission/admission.h"
 #include "src/config/config.h"
-#include "src/ownership/job_policy.h"
 #include "src/quota/observe.h"
 
 namespace skb::api::v1 {
@@ -54,14 +53,10 @@ class AdmissionService {
   using QueryHandler = std::function<bool(const api::v1::Request&, api::v1::Response*)>;
   void SetQueryHandler(QueryHandler handler) { query_handler_ = std::move(handler); }
 
-  // What an accepted job is told at submit, from the daemon's config:
-  //  - with lending on, a job the bridge may preempt is told so, why, and what a lend does
-  //    to it: the signal, its lead time, requeue or cancel (ownership::PolicyFor);
-  //  - with quotas configured, a GPU job is told whether it would run within its tenant's
-  //    guarantee or borrowed (and so preemptible), and one that cannot be preempted beyond
-  //    its tenant's floor is refused (quota::AdviseSubmit).
-  // `cfg` must outlive this; `view` returns the latest classification (null: not known
-  // yet, nothing is said of quotas). Set before the server starts.
+  // What an accepted job is told at submit comes from the daemon's config and the quota
+  // classification (src/admission/submit.h decides it all). `cfg` must outlive this; `view` returns
+  // the latest classification (null: not known yet, nothing is said of quotas). Set before the
+  // server starts.
   using QuotaView = std::function<std::shared_ptr<const quota::Observation>()>;
   void SetConfig(const config::Config* cfg, QuotaView view) {
     cfg_ = cfg;
@@ -86,18 +81,6 @@ class AdmissionService {
   Counters counters() const;
 
  private:
-  // Adds the quota standing to an accepted job's message, or refuses it
-  // (quota::AdviseSubmit).
-  // `policy`: the job as the lend will judge it (PolicyFor of AsRunning). `cfg_` is set.
-  void AdviseOnQuota(const api::v1::JobDescription& job, const ownership::JobPolicy& policy,
-                     admission::Decision* d) const;
-  // Tells an accepted job the bridge may preempt what a lend would do to it.
-  void AdviseOnPreemption(const ownership::JobPolicy& policy, admission::Decision* d) const;
-  // The job as the lending policy will judge it once it runs: the admission annotation
-  // just made, its --signal, --no-requeue, srun/salloc.
-  static slurm::JobView AsRunning(const api::v1::JobDescription& job, const admission::Decision& d);
-  // The account Slurm will charge: the job's, else the submitting user's default.
-  static std::string EffectiveAccount(const api::v1::JobDescription& job);
   std::shared_ptr<const admission::Inventory> Snapshot(
       std::chrono::steady_clock::time_point* at) const;
 

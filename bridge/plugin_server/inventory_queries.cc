@@ -123,7 +123,7 @@ v1::NodeSummary Summarize(const inventory::ManagedNode& node, const config::Conf
     out.set_slurm_state("not in Slurm");
   }
   out.set_gpus(node.Gpus());
-  out.set_owner(plan::PlanOwner(node, cfg, now));
+  out.set_owner(std::string(plan::NodeOwnerName(plan::PlanOwner(node, cfg, now))));
   for (const auto& j : node.jobs) out.add_jobs(j.job_id);
   for (const auto& p : node.pods) out.add_pods(StrCat(p.namespace_name, "/", p.name));
   return out;

@@ -115,7 +115,7 @@ void Reconciler::RecordOwner(const inventory::ManagedNode& node, const plan::Nod
     return;
   }
   PlannedOwner& p = owners_[node.name];
-  if (p.owner.empty() || plan::CountedOwner(p.owner) != plan::CountedOwner(plan.owner)) {
+  if (!p.owner || plan::CountedOwner(*p.owner) != plan::CountedOwner(plan.owner)) {
     p.since = clock_->Now();
   }
   p.owner = plan.owner;
@@ -129,7 +129,9 @@ std::map<std::string, Clock::Duration> Reconciler::OldestByOwner() const {
   std::map<std::string, Clock::Duration> oldest;
   MutexLock lock(&owners_mu_);
   for (const auto& [name, p] : owners_) {
-    auto [it, added] = oldest.emplace(std::string(plan::CountedOwner(p.owner)), now - p.since);
+    if (!p.owner) continue;
+    auto [it, added] = oldest.emplace(
+        std::string(plan::NodeOwnerName(plan::CountedOwner(*p.owner))), now - p.since);
     if (!added) it->second = std::max(it->second, now - p.since);
   }
   return oldest;
@@ -143,11 +145,11 @@ std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() cons
     MutexLock owners_lock(&owners_mu_);
     for (const auto& [name, k] : store_.k8s_nodes()) {
       auto it = owners_.find(name);
-      if (it == owners_.end()) {
+      if (it == owners_.end() || !it->second.owner) {
         unplanned.push_back(name);
         continue;
       }
-      auto& t = totals[std::string(plan::CountedOwner(it->second.owner))];
+      auto& t = totals[std::string(plan::NodeOwnerName(plan::CountedOwner(*it->second.owner)))];
       t.first += 1;
       t.second += it->second.gpus;
     }
@@ -156,7 +158,8 @@ std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() cons
   const Clock::TimePoint now = clock_->Now();
   for (const auto& name : unplanned) {
     const inventory::ManagedNode node = Node(name);
-    auto& t = totals[std::string(plan::CountedOwner(plan::PlanOwner(node, cfg_, now)))];
+    auto& t = totals[std::string(
+        plan::NodeOwnerName(plan::CountedOwner(plan::PlanOwner(node, cfg_, now))))];
     t.first += 1;
     t.second += node.Gpus();
   }

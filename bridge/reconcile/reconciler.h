@@ -166,7 +166,7 @@ class Reconciler {
 
   // The owner each node's last reconcile planned, and its GPUs then (OwnerTotals).
   struct PlannedOwner {
-    std::string owner;
+    std::optional<plan::NodeOwner> owner;  // none before the first plan
     int64_t gpus = 0;
     Clock::TimePoint since;  // first plan with this owner (CountedOwner)
     plan::Handover handover = plan::Handover::kNodeLane;

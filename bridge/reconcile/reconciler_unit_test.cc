@@ -83,7 +83,7 @@ TEST_F(ReconcilerUnitTest, ActsOnThePlanAndCallsTheHookAfterEachAction) {
   reconciler_.SetAfterAction([&](const plan::Action& a) { after.push_back(a.event_reason); });
   ReconcileResult r = reconciler_.ReconcileNode("node1");
   ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(r.plan.owner, "unhealthy");
+  EXPECT_EQ(r.plan.owner, plan::NodeOwner::kUnhealthy);
   EXPECT_THAT(after, ElementsAre("SlurmNodeDrained"));
   EXPECT_TRUE(slurm_.Node("node1").drain);
   EXPECT_THAT(events_.reasons(), ElementsAre("Warning SlurmNodeDrained"));
@@ -242,7 +242,7 @@ TEST(ReconcilerHandover, AnEligibleCleanNodeIsHandedOverAndTakenBackWhenItLeaves
   reconciler.SetGpuSharing({{"node1", {.eligible = true}}});
   ReconcileResult r = reconciler.ReconcileNode("node1");
   EXPECT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(r.plan.owner, "gpu-shared");
+  EXPECT_EQ(r.plan.owner, plan::NodeOwner::kGpuShared);
   EXPECT_EQ(reconciler.PairedNodes().at("node1").handover, plan::Handover::kHandedOver);
   EXPECT_THAT(events.reasons(), Contains("Normal GpuSharingStarted"));
   auto node = kube.Get(k8s::Resource::Nodes(), "", "node1");
@@ -255,7 +255,7 @@ TEST(ReconcilerHandover, AnEligibleCleanNodeIsHandedOverAndTakenBackWhenItLeaves
   reconciler.UpdateK8sNode(k);
   reconciler.SetGpuSharing({});
   r = reconciler.ReconcileNode("node1");
-  EXPECT_EQ(r.plan.owner, "slurm");
+  EXPECT_EQ(r.plan.owner, plan::NodeOwner::kSlurm);
   EXPECT_EQ(reconciler.PairedNodes().at("node1").handover, plan::Handover::kNodeLane);
   EXPECT_THAT(events.reasons(), Contains("Normal GpuSharingEnded"));
 }

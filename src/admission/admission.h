@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "src/plan/action.h"
 #include "src/slurm/types.h"
 
 namespace skb::admission {
@@ -76,6 +77,12 @@ struct JobRequest {
   std::string admin_comment;
   std::optional<slurm::SignalSpec> signal;
   std::string name;  // --job-name
+  // What the job's answer beyond Decide needs (submit.h):
+  uint32_t min_nodes = 0;       // its minimum node count (0 read as 1)
+  std::string account;          // --account; "" when not given
+  std::string default_account;  // the submitting user's default account ("" unknown)
+  bool requeue = true;          // false: --no-requeue
+  bool interactive = false;     // srun or salloc, not sbatch
 };
 
 // Why a job is refused, so that the plugin can answer with the Slurm error code that says
@@ -89,8 +96,8 @@ enum class Refusal {
   kQuota,       // beyond the tenant's guarantee: "Job violates accounting/QOS policy ..."
 };
 
-// What every message to the researcher starts with.
-inline constexpr std::string_view kPrefix = "k8s-bridge: ";
+// What every message to the researcher starts with (every reason the bridge writes does).
+inline constexpr std::string_view kPrefix = plan::kReasonPrefix;
 
 struct Decision {
   bool accept = true;

@@ -43,7 +43,7 @@ bool Contains(const std::vector<std::string>& v, std::string_view s) {
 }
 
 bool IsHealthDrain(const slurm::NodeView& n) {
-  return n.drain && n.DrainedByBridge() && n.reason.rfind(plan::kLendReasonPrefix, 0) != 0;
+  return n.DrainedBy() == slurm::DrainOrigin::kBridge;
 }
 
 void Earliest(std::optional<Clock::TimePoint>* at, Clock::TimePoint t) {
@@ -231,7 +231,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     Earliest(&plan.recheck_at, *sig.fires_at);
   }
 
-  const bool lent = s.drain && s.DrainedByBridge() && !IsHealthDrain(s);
+  const bool lent = s.DrainedBy() == slurm::DrainOrigin::kBridgeLend;
   if (!verdict.firing.empty()) {
     const Signal& top = verdict.firing.front();
     std::string text = top.description;
@@ -242,7 +242,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
         rule.starts_with("condition ") && rule.substr(10) == cfg.maintenance_condition
             ? plan::Cause::kMaintenance
             : plan::Cause::kHealth;
-    if (s.drain && !s.DrainedByBridge()) {
+    if (s.DrainedBy() == slurm::DrainOrigin::kOther) {
       plan.explanation.push_back(
           StrCat("Slurm drain by an admin is in place ('", s.reason, "'): left as it is"));
     } else if (lent) {
@@ -304,7 +304,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     a.event_message =
         StrCat("Resumed Slurm node ", node.name, ": the signal cleared ('", s.reason, "')");
     plan.actions.push_back(std::move(a));
-  } else if (s.drain && !s.DrainedByBridge()) {
+  } else if (s.DrainedBy() == slurm::DrainOrigin::kOther) {
     plan.explanation.push_back(
         StrCat("Slurm drain by an admin ('", s.reason, "'): never resumed by the bridge"));
   }

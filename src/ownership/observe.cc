@@ -50,8 +50,8 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
     if (j.HoldsNodes()) f.jobs.push_back(&j);
   }
 
-  f.lend_drain = f.slurm_node->drain && f.slurm_node->reason.rfind(plan::kLendReasonPrefix, 0) == 0;
-  f.admin_drain = f.slurm_node->drain && !f.slurm_node->DrainedByBridge();
+  f.lend_drain = f.slurm_node->DrainedBy() == slurm::DrainOrigin::kBridgeLend;
+  f.admin_drain = f.slurm_node->DrainedBy() == slurm::DrainOrigin::kOther;
   const auto& ann = f.k8s_node->annotations;
   // Garbled lent-at: the lend goes on, and Lend() writes the record again from what is known.
   f.lent_at = TimeAnnotation(ann, kLentAtAnnotation, now, &f.lent_at_garbled);

@@ -17,15 +17,13 @@
 
 #include "src/base/clock.h"
 #include "src/base/status.h"
+#include "src/slurm/types.h"
 
 namespace skb::plan {
 
 // Every Slurm reason the bridge writes starts with this; the bridge only ever undoes a
-// drain whose reason carries it (an admin's drain is never touched).
-inline constexpr std::string_view kReasonPrefix = "k8s-bridge: ";
-// Drains made for lending a node to Kubernetes (the ownership state machine) rather than
-// for health: the health planner leaves them alone.
-inline constexpr std::string_view kLendReasonPrefix = "k8s-bridge: lent to ";
+// drain whose reason carries it (an admin's drain is never touched: slurm::DrainOrigin).
+inline constexpr std::string_view kReasonPrefix = slurm::kBridgeMessagePrefix;
 
 // The actions of one node's plan form independent chains. Within a chain an action may
 // depend on the ones before it (drain before requeue; lend drain before preempt before

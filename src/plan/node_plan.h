@@ -13,6 +13,26 @@
 
 namespace skb::plan {
 
+// Who holds a node, as bridgectl and the metrics show it (NodeOwnerName): Slurm, Kubernetes
+// (lent), a lend or a return under way, a reservation being swapped, the device lane's
+// (shared GPU by GPU), kept from both by a health signal or a drain, or unknown (one side
+// does not know the node).
+enum class NodeOwner {
+  kUnknown,
+  kSlurm,
+  kKubernetes,
+  kLending,
+  kReturning,
+  kSwapping,
+  kGpuShared,
+  kUnhealthy,
+};
+// "unknown", "slurm", "k8s", "lending", "returning", "swapping", "gpu-shared", "unhealthy".
+std::string_view NodeOwnerName(NodeOwner o);
+// The owner a node counts under in the per-owner totals (skb_nodes, skb_gpus): a node whose
+// reservation is being swapped stays Slurm's.
+NodeOwner CountedOwner(NodeOwner o);
+
 // Which lane manages a node of gpu_sharing (docs/gpu-granular.md "Switching modes"): the
 // node lane (ownership) lends it whole, the device lane shares it GPU by GPU, and a node
 // passes from one to the other only once the lane that had it holds nothing there.
@@ -26,11 +46,9 @@ enum class Handover {
 std::string_view HandoverName(Handover h);  // "node-lane", "winding", "holds-wanted", ...
 
 struct NodePlan {
-  // Who holds the node, as bridgectl and the metrics show it: "slurm", "k8s", "lending",
-  // "returning", "swapping", "gpu-shared" (the device lane's), "unhealthy" or "unknown" (one
-  // side does not know the node).
-  // Set by PlanNode (src/plan/planner.h); empty in a planner's partial plan.
-  std::string owner;
+  // Who holds the node. Set by PlanNode (src/plan/planner.h); kUnknown in a planner's
+  // partial plan.
+  NodeOwner owner = NodeOwner::kUnknown;
   std::vector<Action> actions;
   // Plan this node again at this time even if nothing changes (a grace period or a
   // deadline ends).

@@ -14,26 +14,42 @@ namespace {
 
 // The owner of a node the ownership planner does not manage (lending off, or one side
 // missing): Slurm's, unless something keeps Slurm off it.
-std::string HealthOwner(const inventory::ManagedNode& node, const config::Config& cfg,
-                        Clock::TimePoint now) {
-  if (!node.k8s || !node.slurm) return "unknown";
+NodeOwner HealthOwner(const inventory::ManagedNode& node, const config::Config& cfg,
+                      Clock::TimePoint now) {
+  if (!node.k8s || !node.slurm) return NodeOwner::kUnknown;
   const slurm::NodeView& s = *node.slurm;
-  if (s.drain && s.reason.starts_with(kLendReasonPrefix)) return "k8s";
+  if (s.DrainedBy() == slurm::DrainOrigin::kBridgeLend) return NodeOwner::kKubernetes;
   const health::HealthVerdict verdict = health::AssessHealth(*node.k8s, cfg.health, now);
-  if (!verdict.firing.empty() || verdict.maintenance) return "unhealthy";
-  if (s.DrainedByBridge()) return "unhealthy";
-  if (s.base_state == slurm::NodeBaseState::kDown || s.fail) return "unhealthy";
-  return "slurm";
+  if (!verdict.firing.empty() || verdict.maintenance) return NodeOwner::kUnhealthy;
+  if (s.DrainedByBridge()) return NodeOwner::kUnhealthy;
+  if (s.base_state == slurm::NodeBaseState::kDown || s.fail) return NodeOwner::kUnhealthy;
+  return NodeOwner::kSlurm;
 }
 
-// A Slurm-owned node with a firing health signal shows as unhealthy.
-std::string Owner(const inventory::ManagedNode& node, const config::Config& cfg,
-                  Clock::TimePoint now, ownership::OwnerState state) {
-  std::string owner = std::string(ownership::OwnerStateName(state));
-  if (owner == "slurm" && !health::AssessHealth(*node.k8s, cfg.health, now).firing.empty()) {
-    owner = "unhealthy";
+// The ownership state machine's state as the node's owner; a Slurm-owned node with a firing
+// health signal shows as unhealthy.
+NodeOwner Owner(const inventory::ManagedNode& node, const config::Config& cfg, Clock::TimePoint now,
+                ownership::OwnerState state) {
+  switch (state) {
+    case ownership::OwnerState::kDisabled:
+    case ownership::OwnerState::kUnknown:
+      return NodeOwner::kUnknown;
+    case ownership::OwnerState::kSlurm:
+      return health::AssessHealth(*node.k8s, cfg.health, now).firing.empty()
+                 ? NodeOwner::kSlurm
+                 : NodeOwner::kUnhealthy;
+    case ownership::OwnerState::kLending:
+      return NodeOwner::kLending;
+    case ownership::OwnerState::kKubernetes:
+      return NodeOwner::kKubernetes;
+    case ownership::OwnerState::kReturning:
+      return NodeOwner::kReturning;
+    case ownership::OwnerState::kSwapping:
+      return NodeOwner::kSwapping;
+    case ownership::OwnerState::kGpuShared:
+      return NodeOwner::kGpuShared;
   }
-  return owner;
+  return NodeOwner::kUnknown;
 }
 
 bool Managed(const inventory::ManagedNode& node, const config::Config& cfg) {
@@ -106,14 +122,34 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
   return plan;
 }
 
-std::string PlanOwner(const inventory::ManagedNode& node, const config::Config& cfg,
-                      Clock::TimePoint now) {
+NodeOwner PlanOwner(const inventory::ManagedNode& node, const config::Config& cfg,
+                    Clock::TimePoint now) {
   if (!Managed(node, cfg)) return HealthOwner(node, cfg, now);
   return Owner(node, cfg, now, ownership::PlanOwnership(node, cfg, now).state);
 }
 
-std::string_view CountedOwner(std::string_view owner) {
-  return owner == "swapping" ? "slurm" : owner;
+std::string_view NodeOwnerName(NodeOwner o) {
+  switch (o) {
+    case NodeOwner::kUnknown:
+      return "unknown";
+    case NodeOwner::kSlurm:
+      return "slurm";
+    case NodeOwner::kKubernetes:
+      return "k8s";
+    case NodeOwner::kLending:
+      return "lending";
+    case NodeOwner::kReturning:
+      return "returning";
+    case NodeOwner::kSwapping:
+      return "swapping";
+    case NodeOwner::kGpuShared:
+      return "gpu-shared";
+    case NodeOwner::kUnhealthy:
+      return "unhealthy";
+  }
+  return "unknown";
 }
+
+NodeOwner CountedOwner(NodeOwner o) { return o == NodeOwner::kSwapping ? NodeOwner::kSlurm : o; }
 
 }  // namespace skb::plan

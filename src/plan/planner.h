@@ -34,11 +34,7 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
 
 // The node's owner alone (bridgectl's inventory): as PlanNode's `owner`, without planning
 // the actions.
-std::string PlanOwner(const inventory::ManagedNode& node, const config::Config& cfg,
-                      Clock::TimePoint now);
-
-// The owner a node counts under in the per-owner totals (skb_nodes, skb_gpus): a node whose
-// reservation is being swapped stays Slurm's.
-std::string_view CountedOwner(std::string_view owner);
+NodeOwner PlanOwner(const inventory::ManagedNode& node, const config::Config& cfg,
+                    Clock::TimePoint now);
 
 }  // namespace skb::plan

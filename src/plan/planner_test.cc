@@ -52,20 +52,20 @@ const Action* Find(const NodePlan& p, std::string_view kind) {
 TEST(PlanNode, OwnerWithoutLendingFollowsHealth) {
   config::Config cfg;
   ManagedNode n = IdleNode();
-  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, "slurm");
-  EXPECT_EQ(PlanOwner(n, cfg, kNow), "slurm");
+  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, plan::NodeOwner::kSlurm);
+  EXPECT_EQ(PlanOwner(n, cfg, kNow), plan::NodeOwner::kSlurm);
 
   InMaintenance(&n, cfg);
-  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, "unhealthy");
+  EXPECT_EQ(PlanNode(n, cfg, kNow).owner, plan::NodeOwner::kUnhealthy);
 
   ManagedNode lent = IdleNode();
   lent.slurm->drain = true;
   lent.slurm->reason = "k8s-bridge: lent to ml/infer-0";
-  EXPECT_EQ(PlanOwner(lent, cfg, kNow), "k8s");
+  EXPECT_EQ(PlanOwner(lent, cfg, kNow), plan::NodeOwner::kKubernetes);
 
   ManagedNode slurm_only = IdleNode();
   slurm_only.k8s.reset();
-  EXPECT_EQ(PlanNode(slurm_only, cfg, kNow).owner, "unknown");
+  EXPECT_EQ(PlanNode(slurm_only, cfg, kNow).owner, plan::NodeOwner::kUnknown);
 }
 
 TEST(PlanNode, HealthActionsCarryTheirCauseAndEvent) {
@@ -149,7 +149,7 @@ TEST(PlanNode, LendDrainReplacesHealthDrain) {
   p.nominated_node_name = "node1";
   n.nominated_pods.push_back(p);
   NodePlan plan = PlanNode(n, cfg, kNow);
-  EXPECT_EQ(plan.owner, "lending");
+  EXPECT_EQ(plan.owner, plan::NodeOwner::kLending);
   std::vector<const Action*> drains;
   for (const Action& a : plan.actions) {
     if (a.Kind() == plan::DrainSlurmNode::kName) drains.push_back(&a);
@@ -165,8 +165,10 @@ TEST(PlanNode, LendDrainReplacesHealthDrain) {
 }
 
 TEST(PlanNode, SwappingCountsAsSlurm) {
-  EXPECT_EQ(CountedOwner("swapping"), "slurm");
-  EXPECT_EQ(CountedOwner("k8s"), "k8s");
+  EXPECT_EQ(CountedOwner(NodeOwner::kSwapping), NodeOwner::kSlurm);
+  EXPECT_EQ(CountedOwner(NodeOwner::kKubernetes), NodeOwner::kKubernetes);
+  EXPECT_EQ(NodeOwnerName(NodeOwner::kKubernetes), "k8s");
+  EXPECT_EQ(NodeOwnerName(NodeOwner::kGpuShared), "gpu-shared");
 }
 
 }  // namespace

@@ -87,6 +87,14 @@ std::map<std::string, NamespaceRoom> GuaranteeQuotas(const QuotaConfig& config,
   return out;
 }
 
+std::map<std::string, NamespaceRoom> WantedGuaranteeQuotas(const config::Config& cfg,
+                                                           const Observation& o) {
+  if (!EnforcesOnKubernetes(cfg)) return {};
+  std::map<std::string, NamespaceRoom> want = GuaranteeQuotas(cfg.quotas, o);
+  want.erase(cfg.lending.namespace_name);
+  return want;
+}
+
 std::vector<std::string> ProtectedClassNames(std::span<const json> classes, int64_t threshold) {
   std::vector<std::string> out;
   for (const json& pc : classes) {

@@ -58,6 +58,15 @@ struct NamespaceRoom {
 std::map<std::string, NamespaceRoom> GuaranteeQuotas(const QuotaConfig& config,
                                                      const Observation& o);
 
+// The ResourceQuotas the bridge keeps now (what the writer makes the cluster hold): none
+// when it does not enforce (EnforcesOnKubernetes false: a pass with nothing wanted removes
+// the quotas an earlier configuration left), else GuaranteeQuotas of the standing `o` less the
+// reservation namespace (lending.namespace_name): reservation pods run at the protected
+// class and hold whole nodes, so a quota there (a tenant's namespace by mistake) would
+// refuse them and stop lending.
+std::map<std::string, NamespaceRoom> WantedGuaranteeQuotas(const config::Config& cfg,
+                                                           const Observation& o);
+
 // The names of the PriorityClasses (scheduling.k8s.io/v1 objects, as listed) whose value is
 // at least `threshold`, sorted: the classes of pods that cannot be preempted.
 std::vector<std::string> ProtectedClassNames(std::span<const nlohmann::json> classes,

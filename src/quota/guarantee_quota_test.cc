@@ -128,6 +128,29 @@ TEST(EnforcesOnKubernetes, NeedsQuotasLendingAndTheResourceQuotaMode) {
   EXPECT_FALSE(EnforcesOnKubernetes(parse(R"({"lending": {"enabled": true}})")));
 }
 
+// What the writer is asked to hold: every tenant namespace's room, never one in the
+// reservation namespace (reservation pods hold whole nodes at the protected class), and
+// nothing at all (so the quotas an earlier configuration left go) when not enforcing.
+TEST(WantedGuaranteeQuotas, EveryTenantNamespaceButTheReservationsAndNoneWhenNotEnforcing) {
+  auto parse = [](bool lending) {
+    auto cfg = config::ParseConfig(std::string(R"({"lending": {"enabled": )") +
+                                   (lending ? "true" : "false") +
+                                   R"(, "namespace": "slurm-bridge"}, "quotas": {"tenants": [
+      {"name": "a", "kubernetes_namespaces": ["web", "slurm-bridge"], "guaranteed": 8}]}})");
+    EXPECT_TRUE(cfg.ok()) << cfg.status();
+    config::Config out;
+    if (cfg.ok()) out = *std::move(cfg);
+    return out;
+  };
+  const Observation o = With({Pod("a", "web", 3, false)});
+  const config::Config on = parse(true);
+  ASSERT_EQ(on.lending.namespace_name, "slurm-bridge");
+  EXPECT_EQ(GuaranteeQuotas(on.quotas, o).count("slurm-bridge"), 1u) << "the tenant names it";
+  EXPECT_EQ(WantedGuaranteeQuotas(on, o),
+            (std::map<std::string, NamespaceRoom>{{"web", {.tenant = "a", .gpus = 8}}}));
+  EXPECT_EQ(WantedGuaranteeQuotas(parse(false), o), (std::map<std::string, NamespaceRoom>{}));
+}
+
 TEST(ProtectedClassNames, KeepsClassesAtOrAboveTheThresholdSorted) {
   std::vector<json> classes = {
       {{"metadata", {{"name", "system-node-critical"}}}, {"value", 2000001000}},

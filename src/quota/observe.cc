@@ -10,7 +10,9 @@
 #include "src/config/config.h"
 #include "src/devices/observe.h"
 #include "src/ownership/job_policy.h"
+#include "src/ownership/schema.h"
 #include "src/ownership/time_codec.h"
+#include "src/plan/action.h"
 
 namespace skb::quota {
 namespace {
@@ -105,7 +107,8 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
                     : StrCat("priority ", p.priority, " is at or above the protected class (",
                              cfg.lending.protected_class.value, ")");
     Work& work = w.work;
-    work.id = StrCat("k8s/", p.namespace_name, "/", p.name);
+    w.pod = StrCat(p.namespace_name, "/", p.name);
+    work.id = StrCat("k8s/", w.pod);
     work.tenant = TenantOfNamespace(q, p.namespace_name);
     work.side = Side::kKubernetes;
     work.gpus = static_cast<int>(std::min<int64_t>(p.gpus, 1'000'000));
@@ -147,7 +150,7 @@ std::map<std::string, std::string> BorrowingPendingPods(const QuotaConfig& confi
   if (!config.enabled()) return out;
   for (const ObservedWork& w : o.work) {
     if (w.running || w.work.side != Side::kKubernetes) continue;
-    const std::string key = w.work.id.substr(4);  // "k8s/ns/name" -> "ns/name"
+    const std::string& key = w.pod;
     const Tenant* t = config.Find(w.work.tenant);
     if (t == nullptr) {
       out.emplace(key, StrCat("namespace ", w.account,
@@ -263,7 +266,7 @@ std::vector<Reclaim> PlanReclaims(const QuotaConfig& config, const Observation& 
     rc.victim_gpus = best->victim_gpus;
     std::string pods;
     for (const ObservedWork* v : best->victims) {
-      rc.victims.push_back(v->work.id.substr(4));  // "k8s/ns/name" -> "ns/name"
+      rc.victims.push_back(v->pod);
       const std::string vt = v->work.tenant.empty() ? "(none)" : v->work.tenant;
       if (std::find(rc.victim_tenants.begin(), rc.victim_tenants.end(), vt) ==
           rc.victim_tenants.end()) {
@@ -395,11 +398,19 @@ std::string WhyStanding(const QuotaConfig& config, const Observation& o, const O
   return StrCat("beyond the ", floor, " guaranteed: ", rank, then);
 }
 
+std::optional<LentNode> LentNodeOf(const inventory::K8sNode& node) {
+  const bool reclaiming =
+      std::any_of(node.taints.begin(), node.taints.end(),
+                  [](const inventory::Taint& t) { return t.key == ownership::kReclaimTaintKey; });
+  if (!reclaiming && !node.annotations.count(ownership::kLentAtAnnotation)) return std::nullopt;
+  return LentNode{.name = node.name, .gpus = node.GpuUnits(), .reclaiming = reclaiming};
+}
+
 SubmitAdvice AdviseSubmit(const QuotaConfig& config, const Classification& c,
                           const SubmitFacts& job) {
   SubmitAdvice a;
   if (!config.enabled() || job.gpus <= 0) return a;
-  constexpr std::string_view kPrefix = "k8s-bridge: ";
+  constexpr std::string_view kPrefix = plan::kReasonPrefix;
   const Tenant* t = config.ForAccount(job.account);
   if (job.account.empty()) {
     a.message = StrCat(kPrefix,

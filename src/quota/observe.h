@@ -17,6 +17,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ namespace skb::quota {
 struct ObservedWork {
   Work work;
   uint32_t job_id = 0;          // a Slurm job's id; 0 for a pod
+  std::string pod;              // a pod's "namespace/name"; "" for a job
   bool running = false;         // holds GPUs now; else pending demand
   std::string where;            // its nodes ("node1,node2"); "" while pending
   std::string account;          // Slurm account, or the pod's namespace
@@ -55,6 +57,11 @@ struct LentNode {
   std::string gpu_type;     // its GPUs' type ("" when not known)
   friend bool operator==(const LentNode&, const LentNode&) = default;
 };
+
+// `node` as a reclaim sees it when it is lent to Kubernetes (its lent-at annotation) or being
+// reclaimed (the reclaim taint, kept first so a reclaim does not flip-flop); nullopt for a
+// node Slurm has.
+std::optional<LentNode> LentNodeOf(const inventory::K8sNode& node);
 
 // Borrowed GPUs taken back from Kubernetes for a Slurm tenant below its guarantee: the
 // node, returned to Slurm once its pods (`victims`, "ns/name") are evicted.

@@ -6,6 +6,7 @@
 
 #include "src/config/config.h"
 #include "src/devices/placeholder_record.h"
+#include "src/ownership/schema.h"
 #include "src/ownership/time_codec.h"
 
 namespace skb::quota {
@@ -68,6 +69,21 @@ const ObservedWork& Find(const Observation& o, const std::string& id) {
 // Tenant a fills 4 nodes of 4 GPUs (8 borrowed), b's pod runs on a fifth node, a pending
 // pod of b and a pending job of a ask for more; a pod on an unmanaged node and the
 // reservation pod are not counted.
+// What a reclaim may take back: a node lent (its lent-at annotation) or still carrying the
+// reclaim taint, with its GPUs; a node Slurm has is none.
+TEST(LentNodeOf, ALentOrReclaimingNodeWithItsGpus) {
+  inventory::K8sNode node;
+  node.name = "k8s-1";
+  node.gpu_allocatable = 8;
+  EXPECT_EQ(LentNodeOf(node), std::nullopt) << "Slurm's";
+  node.annotations[ownership::kLentAtAnnotation] = "2026-11-29T03:00:00Z";
+  EXPECT_EQ(LentNodeOf(node), (LentNode{.name = "k8s-1", .gpus = 8, .reclaiming = false}));
+  node.annotations.clear();
+  node.taints.push_back({.key = ownership::kReclaimTaintKey, .value = "", .effect = "NoSchedule"});
+  EXPECT_EQ(LentNodeOf(node), (LentNode{.name = "k8s-1", .gpus = 8, .reclaiming = true}))
+      << "the lent-at is gone but the reclaim is not over";
+}
+
 TEST(Observe, SplitsEachTenantsWorkAtItsFloor) {
   config::Config cfg = TwoTenants();
   std::vector<slurm::JobView> jobs = {

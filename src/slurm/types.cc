@@ -36,6 +36,12 @@ bool NodeView::DrainedByBridge() const {
          std::string_view(reason).substr(0, kBridgeReasonPrefix.size()) == kBridgeReasonPrefix;
 }
 
+DrainOrigin NodeView::DrainedBy() const {
+  if (!drain) return DrainOrigin::kNone;
+  if (std::string_view(reason).starts_with(kLendReasonPrefix)) return DrainOrigin::kBridgeLend;
+  return DrainedByBridge() ? DrainOrigin::kBridge : DrainOrigin::kOther;
+}
+
 std::string NodeView::StateString() const {
   std::string s(NodeBaseStateName(base_state));
   if (drain) s += "+drain";

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace skb::slurm {
@@ -17,8 +18,20 @@ namespace skb::slurm {
 // Seconds since the epoch, as Slurm reports times (0 = unset).
 using UnixTime = int64_t;
 
-// The reason prefix of every drain the bridge makes; the bridge resumes only these.
+// Every Slurm reason and user message the bridge writes starts with kBridgeMessagePrefix.
+// A reason is the bridge's when it starts with kBridgeReasonPrefix (the space is not
+// required: an admin's hand-typed "k8s-bridge:..." is read as the bridge's, as earlier
+// releases did); the bridge resumes only those.
+inline constexpr std::string_view kBridgeMessagePrefix = "k8s-bridge: ";
 inline constexpr std::string_view kBridgeReasonPrefix = "k8s-bridge:";
+// Drains made to lend a node to Kubernetes (the ownership state machine) rather than for
+// health or maintenance: the health planner leaves them alone.
+inline constexpr std::string_view kLendReasonPrefix = "k8s-bridge: lent to ";
+
+// Who drained a node, read once from its reason: nobody (not drained), the bridge to lend
+// it to Kubernetes, the bridge for another cause (health, maintenance), or someone else (an
+// admin, a site's script, Slurm itself): the bridge never undoes those.
+enum class DrainOrigin { kNone, kBridgeLend, kBridge, kOther };
 
 // Slurm's base node state (NODE_STATE_BASE bits).
 enum class NodeBaseState { kUnknown, kDown, kIdle, kAllocated, kError, kMixed, kFuture };
@@ -60,6 +73,8 @@ struct NodeView {
   }
   // The drain (or down) reason carries the bridge's prefix: the bridge set it.
   bool DrainedByBridge() const;
+  // Who set the DRAIN flag (kNone without one).
+  DrainOrigin DrainedBy() const;
   // "idle", "mixed+drain", "down*"...: Slurm's spelling, for messages.
   std::string StateString() const;
   friend bool operator==(const NodeView&, const NodeView&) = default;

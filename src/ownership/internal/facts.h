@@ -40,7 +40,8 @@ struct Facts {
   std::vector<const inventory::GpuPod*> nominated;   // pending pods nominated to this node
   std::vector<const slurm::JobView*> jobs;           // holding the node
 
-  bool lend_drain = false;   // Slurm drain with the bridge's lend reason (plan::kLendReasonPrefix)
+  bool lend_drain =
+      false;  // Slurm drain with the bridge's lend reason (slurm::DrainOrigin::kBridgeLend)
   bool admin_drain = false;  // Slurm drain by anyone but the bridge
   std::optional<Clock::TimePoint> lent_at;
   bool lent_at_garbled = false;  // present but unreadable or in the future (read as `now`)

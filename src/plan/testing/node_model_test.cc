@@ -60,7 +60,7 @@ TEST(NodeModel, ABareNodeGetsARunningReservation) {
   const config::Config cfg = Cfg();
   ManagedNode n = BareNode();
   Log log;
-  EXPECT_EQ(Converge(&n, cfg, kNow, &log).owner, "slurm");
+  EXPECT_EQ(Converge(&n, cfg, kNow, &log).owner, plan::NodeOwner::kSlurm);
   const GpuPod* r = Reservation(n);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->phase, "Running");
@@ -93,7 +93,7 @@ TEST(NodeModel, CarriesALendAndItsReturnOut) {
   preemptor.nominated_node_name = "node1";
   n.nominated_pods = {preemptor};
   NodePlan p = Converge(&n, cfg, kNow, &log);
-  EXPECT_EQ(p.owner, "lending");
+  EXPECT_EQ(p.owner, plan::NodeOwner::kLending);
   EXPECT_TRUE(n.slurm->drain);
   EXPECT_EQ(log.signals[7], 1);
   ASSERT_TRUE(p.recheck_at.has_value());
@@ -105,7 +105,7 @@ TEST(NodeModel, CarriesALendAndItsReturnOut) {
   EXPECT_THAT(log.requeued[0].admin_comment, HasSubstr("ml/infer-0"));
   EXPECT_TRUE(n.jobs.empty());
   EXPECT_EQ(Reservation(n), nullptr) << "released and gone";
-  EXPECT_EQ(p.owner, "k8s");
+  EXPECT_EQ(p.owner, plan::NodeOwner::kKubernetes);
 
   // The pod ran and left at once: idle from then, back after the minimum lend time.
   n.nominated_pods.clear();
@@ -113,7 +113,7 @@ TEST(NodeModel, CarriesALendAndItsReturnOut) {
   ASSERT_TRUE(p.recheck_at.has_value());
   EXPECT_EQ(*p.recheck_at, kNow + cfg.lending.min_lend_time);
   p = Converge(&n, cfg, *p.recheck_at, &log);
-  EXPECT_EQ(p.owner, "slurm");
+  EXPECT_EQ(p.owner, plan::NodeOwner::kSlurm);
   EXPECT_FALSE(n.slurm->drain);
   ASSERT_NE(Reservation(n), nullptr);
   EXPECT_EQ(Reservation(n)->phase, "Running");
