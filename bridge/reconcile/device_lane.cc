@@ -455,6 +455,10 @@ void DeviceLane::Report(const devices::World& world, const Result& r) {
     if (!reported_suspicious_.insert(job).second) continue;
     Logger("devices")->warn("placeholder_untrusted job={} why=\"{}\"", job, why);
   }
+  for (const auto& [job, why] : r.observation.misplaced) {
+    if (!reported_misplaced_.insert(job).second) continue;
+    Logger("devices")->warn("placeholder_misplaced job={} why=\"{}\"", job, why);
+  }
   // A node whose GPUs cannot be read (the driver's pool, a job's indices), and one where no
   // give may start (the placeholder partition could end or preempt a placeholder).
   ReportNodeStates(world, r.observation.unreadable, &reported_unreadable_,

@@ -190,6 +190,7 @@ class DeviceLane {
   std::map<std::string, std::string> reported_waiting_ GUARDED_BY(mu_);
   std::set<std::string> reported_violations_ GUARDED_BY(mu_);
   std::set<uint32_t> reported_suspicious_ GUARDED_BY(mu_);
+  std::set<uint32_t> reported_misplaced_ GUARDED_BY(mu_);
   std::map<std::string, std::string> reported_unreadable_ GUARDED_BY(mu_);  // node -> why
   std::map<std::string, std::string> reported_no_gives_ GUARDED_BY(mu_);    // node -> why
 };

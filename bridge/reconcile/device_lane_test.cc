@@ -142,7 +142,7 @@ class DeviceLaneTest : public ::testing::Test {
   uint32_t PlaceholderId() {
     auto jobs = slurm_.LoadJobs(0);
     for (const auto& j : jobs->items) {
-      if (devices::IsPlaceholder(j, cfg_.gpu_sharing)) return j.job_id;
+      if (devices::IsPlaceholder(j)) return j.job_id;
     }
     return 0;
   }

@@ -34,7 +34,7 @@ TEST(FakeSlurmClientTest, SubmitPlaceholderIsIdempotentPerPod) {
   JobView j = slurm.Job(*first);
   EXPECT_EQ(j.name, devices::kPlaceholderJobName);
   EXPECT_EQ(j.state, JobState::kPending);
-  EXPECT_TRUE(devices::IsPlaceholder(j, devices::SharingConfig{}));
+  EXPECT_TRUE(devices::IsPlaceholder(j));
 
   // Asked again (the poll has not seen it yet), pending or running: the same job, unchanged.
   StatusOr<PlaceholderSubmission> again = slurm.SubmitPlaceholder(Spec("infer/a", "node3", 2));

@@ -80,9 +80,8 @@ std::string PlaceholderPartitionProblem(const std::vector<slurm::PartitionView>&
   return "";
 }
 
-bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg) {
-  return job.name == kPlaceholderJobName && job.partition == cfg.placeholder.partition &&
-         ParsePlaceholderRecord(job.admin_comment).has_value();
+bool IsPlaceholder(const slurm::JobView& job) {
+  return job.name == kPlaceholderJobName && ParsePlaceholderRecord(job.admin_comment).has_value();
 }
 
 void ApplyBorrowing(const std::map<std::string, std::string>& borrowing_pods, World* w) {
@@ -118,19 +117,24 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   std::map<uint32_t, Clock::TimePoint> unrecorded;
   for (const slurm::JobView& j : w.jobs) {
     if (j.name != kPlaceholderJobName) continue;
-    if (!IsPlaceholder(j, sharing)) {
+    if (!IsPlaceholder(j)) {
       if (j.HoldsNodes() || j.state == slurm::JobState::kPending) {
-        out.suspicious[j.job_id] = StrCat(
-            "job ", j.job_id, " is named ", kPlaceholderJobName, " but ",
-            j.partition != sharing.placeholder.partition
-                ? StrCat("runs in partition ", j.partition, ", not ", sharing.placeholder.partition)
-                : std::string("carries no readable placeholder record"),
-            ": treated as an ordinary job");
+        out.suspicious[j.job_id] =
+            StrCat("job ", j.job_id, " is named ", kPlaceholderJobName,
+                   " but carries no readable placeholder record: treated as an ordinary job");
       }
       continue;
     }
     const bool pending = j.state == slurm::JobState::kPending;
     if (!pending && !j.HoldsNodes()) continue;  // ended: its GPUs are Slurm's again
+    if (j.partition != sharing.placeholder.partition) {
+      out.misplaced[j.job_id] =
+          StrCat("placeholder ", j.job_id, " runs in partition ", j.partition, ", not ",
+                 sharing.placeholder.partition,
+                 " (gpu_sharing.placeholder.partition changed?): still honoured, its GPUs stay "
+                 "held for Kubernetes; new gives use ",
+                 sharing.placeholder.partition);
+    }
     const PlaceholderRecord r = *ParsePlaceholderRecord(j.admin_comment);
     Placeholder p;
     p.job_id = j.job_id;
@@ -194,7 +198,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
   // Heterogeneous jobs' components, by het_job_id: preempted together.
   std::map<uint32_t, std::vector<slurm::JobView>> het;
   for (const slurm::JobView& j : w.jobs) {
-    if (!j.HoldsNodes() || IsPlaceholder(j, sharing)) continue;
+    if (!j.HoldsNodes() || IsPlaceholder(j)) continue;
     if (j.het_job_id != 0) het[j.het_job_id].push_back(j);
     for (const auto& [node, idx] : j.gpu_indices) {
       if (!idx.empty()) jobs_on[node].push_back(&j);

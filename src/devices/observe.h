@@ -90,6 +90,9 @@ struct Observation {
   std::map<std::string, std::string> node_granular;  // Slurm node -> why not
   // Jobs that look like placeholders but are not trusted (the reason), for a Warning.
   std::map<uint32_t, std::string> suspicious;
+  // Placeholders outside the configured partition (honoured; the configuration changed
+  // under them), for a Warning.
+  std::map<uint32_t, std::string> misplaced;
   // Eligible nodes whose node lane waits for every GPU to be held before it retires its
   // reservation (Handover::kHoldsWanted): the pass holds them all, and plans nothing else.
   std::vector<NodeDevices> handing_over;
@@ -114,8 +117,12 @@ const NodeDevices* FindNode(const Observation& o, const std::string& node);
 std::string PlaceholderPartitionProblem(const std::vector<slurm::PartitionView>& partitions,
                                         const std::string& partition, const std::string& node);
 
-// Whether `job` is one of the bridge's placeholders (name, partition and record).
-bool IsPlaceholder(const slurm::JobView& job, const SharingConfig& cfg);
+// Whether `job` is one of the bridge's placeholders: its name and a readable placeholder
+// record in its AdminComment, which only Slurm operators and administrators (the bridge's
+// SlurmUser) can set. Its partition is not required: a placeholder submitted before
+// gpu_sharing.placeholder.partition was changed still holds its pod's GPUs (read as an
+// ordinary job, its GPUs would count as Slurm's and it could be chosen as a give's victim).
+bool IsPlaceholder(const slurm::JobView& job);
 
 Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint now);
 

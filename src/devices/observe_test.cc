@@ -301,20 +301,29 @@ TEST(ObserveTest, APlaceholderPartitionThatCouldEndOrPreemptAPlaceholderRefusesN
   EXPECT_THAT(FindNode(o, "node1")->no_gives, HasSubstr("does not exist in Slurm"));
 }
 
-TEST(ObserveTest, AJobNamedLikeAPlaceholderIsNotTrustedWithoutItsPartitionAndRecord) {
+// A job named like a placeholder is one only with its record (which only Slurm operators and
+// the bridge's SlurmUser can write into an AdminComment); without, it holds its GPUs as an
+// ordinary job and is reported. A placeholder outside the configured partition (the
+// partition was renamed in the configuration under a live give) is still honoured: read as
+// an ordinary job, its GPUs would be Slurm's and it could be a give's victim.
+TEST(ObserveTest, APlaceholderIsKnownByItsRecordAndOneInAnotherPartitionIsStillHonoured) {
   World w = TwoNodes();
-  slurm::JobView forged = Job(30, "node1", {0, 1});
-  forged.name = kPlaceholderJobName;  // a user's job named like one, in partition gpu
-  forged.admin_comment = FormatPlaceholderRecord({.node = "node1", .pod = "a/b", .gpus = 2});
+  slurm::JobView moved = Job(30, "node1", {0, 1});
+  moved.name = kPlaceholderJobName;  // submitted when the partition was still "gpu"
+  moved.admin_comment = FormatPlaceholderRecord({.node = "node1", .pod = "a/b", .gpus = 2});
   slurm::JobView unrecorded = Job(31, "node1", {2});
   unrecorded.name = kPlaceholderJobName;
   unrecorded.partition = "skb-gpu-hold";
-  w.jobs = {forged, unrecorded};
+  w.jobs = {moved, unrecorded};
   const Observation o = Observe(w, Cfg(), kNow);
   ASSERT_EQ(o.nodes.size(), 2u);
-  EXPECT_THAT(o.nodes[0].placeholders, IsEmpty());
-  EXPECT_EQ(o.nodes[0].jobs.size(), 2u);  // both hold their GPUs as ordinary jobs
-  EXPECT_THAT(o.suspicious.at(30), HasSubstr("partition gpu"));
+  ASSERT_EQ(o.nodes[0].placeholders.size(), 1u);
+  EXPECT_EQ(o.nodes[0].placeholders[0].job_id, 30u);
+  EXPECT_EQ(o.nodes[0].placeholders[0].indices, (std::vector<int64_t>{0, 1}));
+  ASSERT_EQ(o.nodes[0].jobs.size(), 1u) << "the one without a record holds its GPU as a job";
+  EXPECT_EQ(o.nodes[0].jobs[0].view.job_id, 31u);
+  EXPECT_THAT(o.misplaced.at(30), HasSubstr("runs in partition gpu, not skb-gpu-hold"));
+  EXPECT_EQ(o.suspicious.count(30), 0u);
   EXPECT_THAT(o.suspicious.at(31), HasSubstr("no readable placeholder record"));
 }
 

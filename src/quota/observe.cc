@@ -51,7 +51,7 @@ Observation Observe(const config::Config& cfg, const std::vector<slurm::JobView>
     if (j.gpus_per_node <= 0) continue;
     // The bridge's placeholder holds in Slurm the GPUs a pod runs on: the pod counts them
     // (for its tenant), the placeholder would count them a second time.
-    if (devices::IsPlaceholder(j, cfg.gpu_sharing)) continue;
+    if (devices::IsPlaceholder(j)) continue;
     const bool holds = j.HoldsNodes() && !j.nodes.empty();
     const bool pending = j.state == slurm::JobState::kPending && !j.Held();
     if (!holds && !pending) continue;

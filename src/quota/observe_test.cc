@@ -206,11 +206,16 @@ TEST(Observe, ThePlaceholderOfASharedNodeIsNotCountedBesideItsPod) {
   EXPECT_EQ(rows[0].in_use_slurm, 0);
   EXPECT_EQ(rows[0].in_use_kubernetes, 2);
   EXPECT_EQ(o.classification.standing.count("slurm/9"), 0u);
-  // A job that only has the placeholder's name is counted like any other.
+  // A job that only has the placeholder's name (no record) is counted like any other; one in
+  // another partition with its record is still the placeholder (the partition was renamed).
   slurm::JobView impostor = hold;
-  impostor.partition = "gpu";
+  impostor.admin_comment = "";
   o = Observe(cfg, {impostor}, {}, {"n1"}, kNow);
   EXPECT_EQ(TenantRows(cfg.quotas, o)[0].in_use_slurm, 2);
+  slurm::JobView moved = hold;
+  moved.partition = "gpu";
+  o = Observe(cfg, {moved}, {Pod("a-inf", "p", "n1", 2)}, {"n1"}, kNow);
+  EXPECT_EQ(TenantRows(cfg.quotas, o)[0].in_use_slurm, 0);
 }
 
 TEST(Observe, APodAtTheProtectedClassCannotBePreempted) {

@@ -112,12 +112,11 @@ std::vector<std::string> DoubleBookings(const std::map<std::string, NodeSample>&
 std::vector<std::string> DeviceDoubleBookings(const std::vector<slurm::JobView>& jobs,
                                               const std::vector<nlohmann::json>& claims,
                                               const SamplerOptions& options) {
-  const devices::SharingConfig sharing;  // the placeholder's name and partition
   std::map<std::pair<std::string, std::string>, std::string> slurm_held;  // (node, device)
   for (const slurm::JobView& j : jobs) {
     const bool holds = j.state == slurm::JobState::kRunning ||
                        j.state == slurm::JobState::kSuspended || j.completing;
-    if (!holds || devices::IsPlaceholder(j, sharing)) continue;
+    if (!holds || devices::IsPlaceholder(j)) continue;
     for (const auto& [node, indices] : j.gpu_indices) {
       const auto layout = options.devices_by_index.find(node);
       for (int64_t i : indices) {

@@ -191,7 +191,7 @@ TEST_F(SlurmPlaceholderTest, PlaceholderRunsBesideAJobOnOtherGpusAndIsSubmittedO
   EXPECT_FALSE(p->requeue);
   EXPECT_EQ(p->priority, devices::kPlaceholderPriority);
   EXPECT_EQ(devices::ParsePlaceholderRecord(p->admin_comment), Record("infer/llama-0", 2));
-  EXPECT_TRUE(devices::IsPlaceholder(*p, devices::SharingConfig{}));
+  EXPECT_TRUE(devices::IsPlaceholder(*p));
   ASSERT_THAT(p->gpu_indices.at(kNode), SizeIs(2));
   const std::vector<int64_t> theirs =
       Load(job)->gpu_indices.at(kNode);  // a copy: Load returns a temporary
