@@ -477,19 +477,29 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
     }
     return std::nullopt;
   }
+  // A pod that names no GPU model is kept off the scarcer models (fewest GPUs among the
+  // candidates) where it can be: pods that name a model can run nowhere else.
+  std::map<std::string, int64_t> gpus_of_model;
+  if (pod.model.empty()) {
+    for (const NodeDevices& n : nodes)
+      gpus_of_model[n.model] += static_cast<int64_t>(n.devices.size());
+  }
   std::optional<Selection> best;
+  int64_t best_abundance = 0;
   std::vector<Refusal> refusals;
-  auto key = [](const Selection& s) {
+  auto key = [](const Selection& s, int64_t abundance) {
     return std::make_tuple(s.victims.empty() ? 0 : 1, s.work_lost, s.victims.size(), s.victim_gpus,
-                           s.idle_left, s.node);
+                           -abundance, s.idle_left, s.node);
   };
   for (const NodeDevices& n : nodes) {
     Refusal refusal;
     std::optional<Selection> s = Select(n, pod, cfg, now, &refusal);
+    const int64_t abundance = pod.model.empty() ? gpus_of_model[n.model] : 0;
     if (!s) {
       refusals.push_back(std::move(refusal));
-    } else if (!best || key(*s) < key(*best)) {
+    } else if (!best || key(*s, abundance) < key(*best, best_abundance)) {
       best = std::move(s);
+      best_abundance = abundance;
     }
   }
   if (!best && why != nullptr) *why = WhyNoNode(std::move(refusals));

@@ -327,8 +327,10 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
                                       const config::Config& cfg, Clock::TimePoint now,
                                       std::string* why = nullptr);
 // The node for `pod`: no preemption first, then least work lost, fewest victims, fewest
-// victim GPUs; then best fit (fewest idle devices left over: whole free nodes stay whole for
-// large jobs and pods), then the node name. Nullopt when the pod is already served (a
+// victim GPUs; then, for a pod that names no GPU model, the model with the most GPUs among
+// `nodes` (pods that name a scarcer model can run nowhere else); then best fit (fewest idle
+// devices left over: whole free nodes stay whole for large jobs and pods), then the node
+// name. Nullopt when the pod is already served (a
 // placeholder names it) or no node can free enough devices; `why` then names the nodes that
 // came nearest (backed off for the pod, then busy with a move, then short of GPUs,
 // unhealthy, not allowed), at most three.

@@ -548,6 +548,35 @@ TEST(ChooseNode, PrefersNoPreemptionThenLeastWorkOnPartialNodes) {
   EXPECT_THAT(why, HasSubstr("below the inference threshold"));
 }
 
+// At equal cost, a pod that names no GPU model is given GPUs of the model with the most GPUs
+// among the candidates, best fit within it: pods that name the scarcer model can run nowhere
+// else (on GPU-type-constrained trace variants the best fit alone packed pods of any model
+// onto the small nodes of the scarce models). A pod that names a model is not moved by it,
+// and cost comes first: idle GPUs of the scarce model before any preemption.
+TEST(ChooseNode, APodOfAnyModelIsKeptOffTheScarcerModel) {
+  std::vector<NodeDevices> nodes = {Node("a-t4", 2, "t4"), Node("g2-1", 8, "g2"),
+                                    Node("g2-2", 8, "g2")};
+  AddJob(&nodes[2], 1, "gpu:6(IDX:0-5)", false, hours(1));  // 2 idle: the best fit of g2
+  auto s = ChooseNode(nodes, Pod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "g2-2")
+      << "not a-t4 (first by name), though one idle GPU would be left there as well";
+  EXPECT_EQ(s->idle_left, 1);
+
+  PendingPod t4 = Pod(1);
+  t4.model = "t4";
+  s = ChooseNode(nodes, t4, Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "a-t4");
+
+  AddJob(&nodes[1], 2, "gpu:8(IDX:0-7)", true, minutes(5));
+  AddJob(&nodes[2], 3, "gpu:2(IDX:6-7)", true, minutes(5));
+  s = ChooseNode(nodes, Pod(1), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->node, "a-t4") << "idle GPUs of the scarce model before a preemption";
+  EXPECT_THAT(s->victims, IsEmpty());
+}
+
 TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
   NodeDevices n = Node("node1", 4);
   AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
