@@ -276,6 +276,12 @@ def main(results_dir):
         with open(notes) as f:
             out += [f.read().rstrip(), ""]
     out += quota_study(results_dir)
+    typed = os.path.join(results_dir, "typed_study.md")
+    if os.path.exists(typed):
+        with open(typed) as f:
+            out += ["## Trace replay on GPU-type-constrained variants (bench/sim/typed_study.sh)",
+                    "", "Generator, seeds and how to read a row: bench/sim/README.md "
+                    "(\"Traces it was not tuned on\").", "", f.read().rstrip(), ""]
     print("\n".join(out))
 
 

@@ -3,7 +3,9 @@
 # The trace replay on GPU-type-constrained variants (typed_trace.py): for each share of
 # inference tasks naming GPU models and each seed, a variant of the trace on a seeded node
 # sample, replayed in every mode; prints one row per variant (inference wait p99 per mode,
-# GPU-hours against static-peak, device violations) and keeps each run's JSON.
+# GPU-hours against static-peak, device violations) and writes it to
+# RESULTS_DIR/typed_study.md (bench/report.py shows it), each run's JSON under
+# RESULTS_DIR/typed/. The variants themselves are written to a temporary directory.
 #
 #   bench/sim/typed_study.sh BUILD_DIR RESULTS_DIR [TRACE_DIR]
 #
@@ -19,20 +21,23 @@ if [[ ! -f "$tasks" || ! -f "$nodes" ]]; then
   echo "typed-study: no trace at $trace (set SKB_TRACE_DIR): skipped" >&2
   exit 0
 fi
-mkdir -p "$results"
+mkdir -p "$results/typed"
+variants="$(mktemp -d)"
+trap 'rm -rf "$variants"' EXIT
 for share in ${SKB_TYPED_SHARES:-0 0.1 0.33 0.5}; do
   for seed in ${SKB_TYPED_SEEDS:-1 2 3}; do
-    v="$results/typed-s$share-seed$seed"
+    v="$variants/typed-s$share-seed$seed"
     python3 "$root/bench/sim/typed_trace.py" --tasks "$tasks" --nodes "$nodes" --share "$share" \
       --seed "$seed" --node-fraction "${SKB_TYPED_NODE_FRACTION:-0.008}" --out-dir "$v"
     "$build/bench/skb_trace_sim" --tasks "$v/tasks.csv" --nodes "$v/nodes.csv" --seed "$seed" \
-      --mode all --name "typed variant: share $share, seed $seed" --out "$v.json" >/dev/null
+      --mode all --name "typed variant: share $share, seed $seed" \
+      --out "$results/typed/typed-s$share-seed$seed.json" >/dev/null
   done
 done
-python3 - "$results" <<'PY'
+python3 - "$results" <<'PY' | tee "$results/typed_study.md"
 import glob, json, re, sys
 rows = []
-for path in sorted(glob.glob(sys.argv[1] + "/typed-s*-seed*.json")):
+for path in sorted(glob.glob(sys.argv[1] + "/typed/typed-s*-seed*.json")):
     share, seed = re.search(r"typed-s([0-9.]+)-seed(\d+)\.json$", path).groups()
     d = json.load(open(path))
     f = d["figures"]
