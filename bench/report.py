@@ -276,7 +276,7 @@ def main(results_dir):
         with open(notes) as f:
             out += [f.read().rstrip(), ""]
     out += quota_study(results_dir)
-    typed = os.path.join(results_dir, "typed_study.md")
+    typed = os.path.join(results_dir, "typed_study.txt")
     if os.path.exists(typed):
         with open(typed) as f:
             out += ["## Trace replay on GPU-type-constrained variants (bench/sim/typed_study.sh)",

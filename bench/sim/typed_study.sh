@@ -4,7 +4,7 @@
 # inference tasks naming GPU models and each seed, a variant of the trace on a seeded node
 # sample, replayed in every mode; prints one row per variant (inference wait p99 per mode,
 # GPU-hours against static-peak, device violations) and writes it to
-# RESULTS_DIR/typed_study.md (bench/report.py shows it), each run's JSON under
+# RESULTS_DIR/typed_study.txt (bench/report.py shows it), each run's JSON under
 # RESULTS_DIR/typed/. The variants themselves are written to a temporary directory.
 #
 #   bench/sim/typed_study.sh BUILD_DIR RESULTS_DIR [TRACE_DIR]
@@ -34,7 +34,7 @@ for share in ${SKB_TYPED_SHARES:-0 0.1 0.33 0.5}; do
       --out "$results/typed/typed-s$share-seed$seed.json" >/dev/null
   done
 done
-python3 - "$results" <<'PY' | tee "$results/typed_study.md"
+python3 - "$results" <<'PY' | tee "$results/typed_study.txt"
 import glob, json, re, sys
 rows = []
 for path in sorted(glob.glob(sys.argv[1] + "/typed/typed-s*-seed*.json")):
