@@ -23,6 +23,9 @@ TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
   config::Config cfg;
   json slice = json::parse(td::kSlice);
   slice["spec"]["devices"][2]["attributes"]["minor"] = {{"int", 5}};
+  slice["spec"]["devices"][3]["taints"] = json::parse(
+      R"([{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule",
+           "timeAdded": "2026-11-29T04:00:00Z"}])");
   json slice_trimmed = ResourceSliceInformerOptions(cfg).transform(json(slice));
   EXPECT_LT(slice_trimmed.dump().size(), slice.dump().size());
   EXPECT_FALSE(slice_trimmed["spec"]["devices"][0].contains("capacity"));
@@ -33,8 +36,10 @@ TEST(DeviceInformers, TrimsKeepWhatTheConversionsRead) {
   for (size_t i = 0; i < a["node1"].size(); ++i) {
     EXPECT_EQ(a["node1"][i].name, b["node1"][i].name);
     EXPECT_EQ(a["node1"][i].minor, b["node1"][i].minor);
+    EXPECT_EQ(a["node1"][i].taint, b["node1"][i].taint);
   }
   EXPECT_EQ(b["node1"][2].minor, 5);
+  EXPECT_EQ(b["node1"][3].taint, "gpu.nvidia.com/xid=79:NoSchedule") << "the driver's health taint";
 
   full = {json::parse(td::kExtendedClaim), json::parse(td::kTemplateClaim)};
   json admin = json::parse(td::kTemplateClaim);

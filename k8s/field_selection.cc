@@ -131,7 +131,7 @@ json SelectResourceSliceFields(json&& slice) {
   Meta(slice, false);
   if (auto spec = slice.find("spec"); spec != slice.end()) {
     KeepOnly(*spec, {"driver", "nodeName", "pool", "devices"});
-    TrimList(*spec, "devices", {"name", "attributes"}, /*keep_empty=*/true);
+    TrimList(*spec, "devices", {"name", "attributes", "taints"}, /*keep_empty=*/true);
   }
   return std::move(slice);
 }

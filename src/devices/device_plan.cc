@@ -347,6 +347,22 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   if (std::vector<Violation> v = Violations(views); !v.empty()) {
     return no(Nearness::kBusy, StrCat("node ", node.node, ": ", v[0].device, ": ", v[0].what));
   }
+  // A device the driver tainted (its health) takes no new claim. Slurm picks a placeholder's
+  // indices, so while one is free in Slurm a give here could be handed it: no give until the
+  // driver clears it. A job holding one is no victim (its end would free it the same way).
+  const auto tainted = [&](int64_t x) {
+    return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
+           !node.devices[static_cast<size_t>(x)].driver_taint.empty();
+  };
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (fits(i) && tainted(static_cast<int64_t>(i)) && views[i].owner == Owner::kSlurm &&
+        views[i].job == 0) {
+      return no(Nearness::kUnhealthy,
+                StrCat("node ", node.node, ": ", views[i].name, " carries the driver's taint ",
+                       node.devices[i].driver_taint,
+                       " and is free in Slurm, which could hand it to a placeholder"));
+    }
+  }
   Selection s;
   s.node = node.node;
   s.profile = pod.profile;
@@ -355,7 +371,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     const DeviceView& v = views[i];
     if (!fits(i)) continue;
     if (v.owner == Owner::kSlurm && v.job == 0) s.idle.push_back(v.name);
-    if (v.owner == Owner::kKubernetes && v.pods.empty() &&
+    if (v.owner == Owner::kKubernetes && v.pods.empty() && !tainted(static_cast<int64_t>(i)) &&
         static_cast<int64_t>(s.lent_idle.size()) < pod.gpus - 1) {
       s.lent_idle.push_back(v.name);  // at least one GPU must move, or the pod would fit
     }
@@ -398,6 +414,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     c.gpus += static_cast<int64_t>(freed);
     c.work = WorkLost(j, now);  // the whole job's: the same for each component
     if (!own::Actionable(j.view) || !slurm_owned ||
+        std::any_of(j.indices.begin(), j.indices.end(), tainted) ||
         !own::PolicyForWhole(Whole(j), cfg, now, node.guaranteed_jobs).preemptible) {
       kept.insert(whole);
     }

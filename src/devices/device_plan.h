@@ -93,6 +93,9 @@ struct Device {
   int64_t index = 0;      // Slurm's GRES index
   std::string name;       // the DRA device (MapGresFiles)
   bool k8s_hold = false;  // the bridge's DeviceTaintRule covers it
+  // The driver's own taint on it (SliceDevice::taint: a GPU's health): kube-scheduler gives
+  // it to no new claim, so a give must not free it ("" when none).
+  std::string driver_taint;
   // The driver publishes it (a node leaving GPU sharing may hold devices no longer
   // published, and publish devices it cannot map).
   bool published = true;

@@ -577,6 +577,50 @@ TEST(ChooseNode, APodOfAnyModelIsKeptOffTheScarcerModel) {
   EXPECT_THAT(s->victims, IsEmpty());
 }
 
+// A GPU the driver tainted (its health) takes no new claim. Slurm picks a placeholder's
+// indices: while the tainted GPU is free in Slurm no give goes to its node; a job holding it
+// is no victim (its end would free it as well); a lent idle one does not count for the pod.
+TEST(ChooseNode, NoGiveCouldBeHandedAGpuTheDriverTainted) {
+  std::vector<NodeDevices> nodes = {Node("node1", 4), Node("node2", 4)};
+  nodes[0].devices[2].driver_taint = "gpu.nvidia.com/xid=79:NoSchedule";  // free in Slurm
+  AddJob(&nodes[1], 1, "gpu:4(IDX:0-3)", true, hours(1));
+  std::string why;
+  auto s = ChooseNode(nodes, Pod(1), Cfg(), kNow, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_EQ(s->node, "node2") << "a preemption rather than a give that could get gpu-2";
+  s = ChooseNode(std::span<const NodeDevices>(nodes).first(1), Pod(1), Cfg(), kNow, &why);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(why,
+            "node node1: gpu-2 carries the driver's taint gpu.nvidia.com/xid=79:NoSchedule and is "
+            "free in Slurm, which could hand it to a placeholder");
+
+  // The tainted GPU under a job: that job is no victim, another one is.
+  NodeDevices busy = Node("node3", 4);
+  AddJob(&busy, 2, "gpu:2(IDX:0-1)", true, minutes(1));  // least work lost, but holds gpu-1
+  AddJob(&busy, 3, "gpu:2(IDX:2-3)", true, hours(2));
+  busy.devices[1].driver_taint = "gpu.nvidia.com/xid=48:NoSchedule";
+  std::vector<NodeDevices> one = {busy};
+  s = ChooseNode(one, Pod(2), Cfg(), kNow, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_THAT(s->victims, ElementsAre(3u));
+
+  // Lent to Kubernetes and idle, but tainted: the pod cannot have it; a GPU must still move.
+  NodeDevices lent = Node("node4", 4);
+  lent.devices[0].k8s_hold = false;
+  lent.placeholders.push_back({.job_id = 9,
+                               .pod = "ml/gone",
+                               .gpus = 1,
+                               .running = true,
+                               .indices = {0},
+                               .start = kNow - hours(1)});
+  lent.devices[0].driver_taint = "gpu.nvidia.com/gpu-lost:NoExecute";
+  one = {lent};
+  s = ChooseNode(one, Pod(2), Cfg(), kNow, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_THAT(s->lent_idle, IsEmpty());
+  EXPECT_EQ(s->gpus, 2);
+}
+
 TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
   NodeDevices n = Node("node1", 4);
   AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));

@@ -54,6 +54,10 @@ struct SliceDevice {
   std::string type;
   std::string uuid;     // "GPU-..." or "MIG-...", when published
   std::string profile;  // a MIG slice's profile ("1g.10gb")
+  // The driver's taints on the device that keep it from new claims (effect NoSchedule or
+  // NoExecute, as NVIDIA's driver sets for a GPU's health: "gpu.nvidia.com/xid=79:NoSchedule"),
+  // as kubectl shows taints, comma-separated; "" when none.
+  std::string taint;
   bool IsMig() const { return type == "mig"; }
 };
 

@@ -68,6 +68,20 @@ std::optional<int64_t> MinorAttribute(const json& device, std::string_view drive
   return v;
 }
 
+// A published device's taints that keep it from new claims (NoSchedule, NoExecute), as
+// kubectl shows taints: "key=value:effect", comma-separated. A taint without a key is skipped.
+std::string DeviceTaints(const json& device) {
+  std::vector<std::string> out;
+  for (const json& t : Items(Field(&device, "taints"))) {
+    const std::string key = Str(Field(&t, "key"));
+    const std::string effect = Str(Field(&t, "effect"));
+    if (key.empty() || (effect != "NoSchedule" && effect != "NoExecute")) continue;
+    const std::string value = Str(Field(&t, "value"));
+    out.push_back(value.empty() ? StrCat(key, ":", effect) : StrCat(key, "=", value, ":", effect));
+  }
+  return StrJoin(out, ",");
+}
+
 // A string attribute `name` of the device (unqualified: the driver's own domain, or
 // "<driver>/<name>"); "" when not published.
 std::string StringAttribute(const json& device, std::string_view driver, std::string_view name) {
@@ -277,7 +291,8 @@ std::map<std::string, std::vector<SliceDevice>> SlicesByNode(
                            .minor = MinorAttribute(d, driver),
                            .type = StringAttribute(d, driver, "type"),
                            .uuid = StringAttribute(d, driver, "uuid"),
-                           .profile = StringAttribute(d, driver, "profile")});
+                           .profile = StringAttribute(d, driver, "profile"),
+                           .taint = DeviceTaints(d)});
     }
   }
   std::map<std::string, std::vector<SliceDevice>> out;

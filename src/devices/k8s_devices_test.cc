@@ -86,6 +86,26 @@ TEST(SlicesByNode, ReadsTheTypeUuidAndProfileOfMigSlices) {
   EXPECT_EQ(d[7].profile, "1g.10gb");
 }
 
+// The driver's taints on a device (NVIDIA's marks a GPU's health so): those that keep it
+// from new claims, as kubectl shows taints; effect None (informational) and a taint without
+// a key are not read.
+TEST(SlicesByNode, ReadsTheDriversTaintsOnADevice) {
+  json s = SliceOf("node1");
+  s["spec"]["devices"][1]["taints"] = json::parse(R"([
+    {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"},
+    {"key": "gpu.nvidia.com/gpu-lost", "effect": "NoExecute"}])");
+  s["spec"]["devices"][2]["taints"] = json::parse(R"([
+    {"key": "example.com/note", "value": "x", "effect": "None"}, {"value": "y", "effect": "NoSchedule"},
+    "garbage"])");
+  std::vector<json> slices = {s};
+  auto by_node = SlicesByNode(slices, kDriver);
+  const auto& d = by_node["node1"];
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(d[0].taint, "");
+  EXPECT_EQ(d[1].taint, "gpu.nvidia.com/xid=79:NoSchedule,gpu.nvidia.com/gpu-lost:NoExecute");
+  EXPECT_EQ(d[2].taint, "");
+}
+
 TEST(SlicesByNode, UsesThePoolWithoutANodeName) {
   json s = SliceOf("node1");
   s["spec"].erase("nodeName");

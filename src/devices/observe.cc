@@ -289,11 +289,17 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
           PlaceholderPartitionProblem(w.partitions, sharing.placeholder.partition, sn.name);
     }
     const auto held = w.held.find(k8s);
+    std::map<std::string, std::string> taint_of;  // device -> the driver's taint
+    for (const SliceDevice& d : slice->second) {
+      if (!d.taint.empty()) taint_of[d.name] = d.taint;
+    }
     for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
+      const auto taint = taint_of.find(m.device_by_idx[i]);
       n.devices.push_back(
           {.index = static_cast<int64_t>(i),
            .name = m.device_by_idx[i],
            .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i]),
+           .driver_taint = taint != taint_of.end() ? taint->second : "",
            .profile = m.profile_by_idx[i]});
     }
     if (auto on = jobs_on.find(sn.name); on != jobs_on.end()) {

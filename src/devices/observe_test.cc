@@ -171,6 +171,19 @@ TEST(ObserveTest, EachNodeCarriesItsKubernetesLabelsTaintsAndUnusedGives) {
   EXPECT_EQ(o.nodes[1].unused_gives, w.paired["node2"].unused_gives);
 }
 
+// The driver's taint on a published device reaches the device at its GRES index.
+TEST(ObserveTest, EachDeviceCarriesTheDriversTaint) {
+  World w = TwoNodes();
+  w.slices["node2.k8s"][5].taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  const Observation o = Observe(w, Cfg(), kNow);
+  ASSERT_EQ(o.nodes.size(), 2u);
+  ASSERT_EQ(o.nodes[1].devices.size(), 8u);
+  EXPECT_EQ(o.nodes[1].devices[5].name, "gpu-5");
+  EXPECT_EQ(o.nodes[1].devices[5].driver_taint, "gpu.nvidia.com/xid=79:NoSchedule");
+  EXPECT_EQ(o.nodes[1].devices[4].driver_taint, "");
+  for (const Device& d : o.nodes[0].devices) EXPECT_EQ(d.driver_taint, "") << d.name;
+}
+
 TEST(ObserveTest, NodesWithoutAProvenMappingStayNodeGranularAndSayWhy) {
   World w = TwoNodes();
   w.slices.erase("node2.k8s");
