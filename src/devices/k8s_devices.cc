@@ -69,13 +69,16 @@ std::optional<int64_t> MinorAttribute(const json& device, std::string_view drive
 }
 
 // A published device's taints that keep it from new claims (NoSchedule, NoExecute), as
-// kubectl shows taints: "key=value:effect", comma-separated. A taint without a key is skipped.
+// kubectl shows taints: "key=value:effect", comma-separated. A taint without a key is skipped,
+// and so is the bridge's own hold (a DeviceTaintRule's taint is not written into the slice,
+// but should an apiserver ever show it there, a held device must not read as the driver's).
 std::string DeviceTaints(const json& device) {
   std::vector<std::string> out;
   for (const json& t : Items(Field(&device, "taints"))) {
     const std::string key = Str(Field(&t, "key"));
     const std::string effect = Str(Field(&t, "effect"));
-    if (key.empty() || (effect != "NoSchedule" && effect != "NoExecute")) continue;
+    if (key.empty() || key == kHoldTaintKey || (effect != "NoSchedule" && effect != "NoExecute"))
+      continue;
     const std::string value = Str(Field(&t, "value"));
     out.push_back(value.empty() ? StrCat(key, ":", effect) : StrCat(key, "=", value, ":", effect));
   }

@@ -96,6 +96,7 @@ TEST(SlicesByNode, ReadsTheDriversTaintsOnADevice) {
     {"key": "gpu.nvidia.com/gpu-lost", "effect": "NoExecute"}])");
   s["spec"]["devices"][2]["taints"] = json::parse(R"([
     {"key": "example.com/note", "value": "x", "effect": "None"}, {"value": "y", "effect": "NoSchedule"},
+    {"key": "slurm-k8s-bridge.io/slurm-owned", "value": "true", "effect": "NoSchedule"},
     "garbage"])");
   std::vector<json> slices = {s};
   auto by_node = SlicesByNode(slices, kDriver);
