@@ -150,18 +150,6 @@ NodeView ToNodeView(const node_info_t& n) {
   return v;
 }
 
-int64_t GpusFromTres(const char* tres) {
-  if (tres == nullptr) return 0;
-  auto reqs = skb::slurm::ParseTresRequest(tres);
-  int64_t total = 0;
-  if (reqs.ok()) {
-    for (const auto& r : *reqs) {
-      if (r.name == "gpu") total += r.count;
-    }
-  }
-  return total;
-}
-
 // Logs `what` about job `job_id` once per job (the poll reads every job every few seconds).
 void WarnOncePerJob(uint32_t job_id, const std::string& what) {
   static std::mutex mu;
@@ -201,11 +189,11 @@ JobView ToJobView(const slurm_job_info_t& j) {
       v.gpus_per_node += g.count;
       if (v.gpu_type.empty()) v.gpu_type = g.type;
     }
-  } else if (int64_t per_node = GpusFromTres(j.tres_per_node); per_node > 0) {
+  } else if (int64_t per_node = skb::slurm::GpusInTres(Str(j.tres_per_node)); per_node > 0) {
     v.gpus_per_node = per_node;
     v.requested_gpus = per_node * std::max<uint32_t>(1, j.num_nodes);
     v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_node));
-  } else if (int64_t per_job = GpusFromTres(j.tres_per_job); per_job > 0) {
+  } else if (int64_t per_job = skb::slurm::GpusInTres(Str(j.tres_per_job)); per_job > 0) {
     v.gpus_per_node = per_job / std::max<uint32_t>(1, j.num_nodes);
     v.requested_gpus = per_job;
     v.gpu_type = skb::slurm::RequestedGpuType(Str(j.tres_per_job));

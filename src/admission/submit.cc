@@ -67,20 +67,12 @@ Decision Admit(const JobRequest& job, const Inventory& inventory, const Policy& 
 
 int64_t RequestedGpus(const JobRequest& job) {
   const int64_t nodes = std::max<int64_t>(1, job.min_nodes);
-  auto count = [](const std::string& tres) -> int64_t {
-    auto requests = slurm::ParseTresRequest(tres);
-    if (!requests.ok()) return 0;
-    int64_t n = 0;
-    for (const auto& r : *requests) {
-      if (r.name == "gpu" && r.count > 0) n += r.count;
-    }
-    return n;
-  };
   constexpr int64_t kMax = 1'000'000;
-  if (int64_t per_job = count(job.tres_per_job); per_job > 0) return std::min(per_job, kMax);
-  int64_t per_node = count(job.tres_per_node);
-  if (per_node == 0) per_node = count(job.tres_per_task);
-  if (per_node == 0) per_node = count(job.tres_per_socket);
+  if (int64_t per_job = slurm::GpusInTres(job.tres_per_job); per_job > 0)
+    return std::min(per_job, kMax);
+  int64_t per_node = slurm::GpusInTres(job.tres_per_node);
+  if (per_node == 0) per_node = slurm::GpusInTres(job.tres_per_task);
+  if (per_node == 0) per_node = slurm::GpusInTres(job.tres_per_socket);
   return std::min<int64_t>(std::min(per_node, kMax) * std::min(nodes, kMax), kMax);
 }
 

@@ -147,6 +147,16 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres) {
   return out;
 }
 
+int64_t GpusInTres(std::string_view tres) {
+  auto requests = ParseTresRequest(tres);
+  if (!requests.ok()) return 0;
+  int64_t n = 0;
+  for (const GresRequest& r : *requests) {
+    if (r.name == "gpu" && r.count > 0) n += r.count;
+  }
+  return n;
+}
+
 std::string RequestedGpuType(std::string_view tres) {
   auto requests = ParseTresRequest(tres);
   if (!requests.ok()) return "";

@@ -39,6 +39,9 @@ StatusOr<std::vector<GresRequest>> ParseTresRequest(std::string_view tres);
 // The GPU type a TRES request list asks for: the type of its first typed "gpu" entry
 // ("gres/gpu:h100=2" -> "h100"); "" when it names none (any type) or does not parse.
 std::string RequestedGpuType(std::string_view tres);
+// The GPUs a TRES request list asks for: the sum of its "gpu" entries' counts (of any type);
+// 0 when it names none or does not parse.
+int64_t GpusInTres(std::string_view tres);
 
 // Feature names mentioned in a --constraint expression, in order, without duplicates:
 // "h100&(nvlink|ib)*2,[a*1&b*2]" -> {h100, nvlink, ib, a, b}. Counts after '*' are not

@@ -61,6 +61,15 @@ TEST(ParseTresRequest, RejectsGarbageWithTheEntry) {
   EXPECT_FALSE(ParseTresRequest(many).ok());
 }
 
+TEST(GpusInTres, TheGpuEntriesCountsOfAnyTypeOrZero) {
+  EXPECT_EQ(GpusInTres("gres/gpu:4"), 4);
+  EXPECT_EQ(GpusInTres("gres/gpu:a100:2,gres/gpu:h100=1,cpu=8"), 3);
+  EXPECT_EQ(GpusInTres("gres:gpu"), 1) << "no count: one";
+  EXPECT_EQ(GpusInTres("gres/shard:4"), 0);
+  EXPECT_EQ(GpusInTres(""), 0);
+  EXPECT_EQ(GpusInTres("gres/gpu:h100:many"), 0) << "does not parse";
+}
+
 TEST(RequestedGpuType, TheFirstTypedGpuEntryOrAny) {
   EXPECT_EQ(RequestedGpuType("gres/gpu:h100=4"), "h100");
   EXPECT_EQ(RequestedGpuType("cpu=4,gres:foo:bar:1,gres:gpu:a100:2"), "a100");
