@@ -354,15 +354,6 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
            !node.devices[static_cast<size_t>(x)].driver_taint.empty();
   };
-  for (size_t i = 0; i < views.size(); ++i) {
-    if (fits(i) && tainted(static_cast<int64_t>(i)) && views[i].owner == Owner::kSlurm &&
-        views[i].job == 0) {
-      return no(Nearness::kUnhealthy,
-                StrCat("node ", node.node, ": ", views[i].name, " carries the driver's taint ",
-                       node.devices[i].driver_taint,
-                       " and is free in Slurm, which could hand it to a placeholder"));
-    }
-  }
   Selection s;
   s.node = node.node;
   s.profile = pod.profile;
@@ -370,7 +361,15 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   for (size_t i = 0; i < views.size(); ++i) {
     const DeviceView& v = views[i];
     if (!fits(i)) continue;
-    if (v.owner == Owner::kSlurm && v.job == 0) s.idle.push_back(v.name);
+    if (v.owner == Owner::kSlurm && v.job == 0) {
+      if (tainted(static_cast<int64_t>(i))) {
+        return no(Nearness::kUnhealthy,
+                  StrCat("node ", node.node, ": ", v.name, " carries the driver's taint ",
+                         node.devices[i].driver_taint,
+                         " and is free in Slurm, which could hand it to a placeholder"));
+      }
+      s.idle.push_back(v.name);
+    }
     if (v.owner == Owner::kKubernetes && v.pods.empty() && !tainted(static_cast<int64_t>(i)) &&
         static_cast<int64_t>(s.lent_idle.size()) < pod.gpus - 1) {
       s.lent_idle.push_back(v.name);  // at least one GPU must move, or the pod would fit
