@@ -556,10 +556,10 @@ int main(int argc, char** argv) {
   const int64_t running = RunningReservations(**admin);
   // The status queue empty on three looks in a row (a key in flight is not counted).
   for (int empty = 0; empty < 3 && Since(t_start) < warmup_timeout;) {
-    empty = controller.StatusQueueDepth() == 0 ? empty + 1 : 0;
+    empty = controller.status_queue().Len() == 0 ? empty + 1 : 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  const bool status_done = controller.StatusQueueDepth() == 0;
+  const bool status_done = controller.status_queue().Len() == 0;
   const double warmup = Since(t_start);
   std::printf(
       "warm-up: %lld/%d reservations running %.0f s after Start()%s; node conditions "

@@ -85,8 +85,8 @@ k8s::InformerOptions ReservationInformerOptions(const config::Config& cfg) {
 Controller::Controller(ControllerOptions options)
     : opts_(std::move(options)),
       cfg_(*opts_.config),
-      queue_(*opts_.clock, WakeOnChange()),
-      status_queue_(*opts_.clock, WakeOnChange()),
+      queue_(*opts_.clock, QueueOptions("nodes")),
+      status_queue_(*opts_.clock, QueueOptions("status")),
       admission_(PolicyFrom(cfg_)) {
   events_ = std::make_unique<k8s::ApiEventRecorder>(
       opts_.events_kube != nullptr ? opts_.events_kube : opts_.kube,
@@ -130,8 +130,9 @@ Controller::Controller(ControllerOptions options)
   }
 }
 
-reconcile::WorkQueueOptions Controller::WakeOnChange() {
+reconcile::WorkQueueOptions Controller::QueueOptions(std::string_view name) {
   reconcile::WorkQueueOptions q;
+  if (opts_.metrics != nullptr) q.metrics = opts_.metrics->WorkQueue(name);
   // Taking the waiters' mutex before notifying closes the lost wake-up: a worker either
   // has not yet read NextReadyTime under that mutex (and sees the new key) or is already
   // waiting (and is woken).

@@ -153,8 +153,9 @@ class Controller {
   // What the planner says about `node` now (its explanation, and the actions it would
   // take: none once the leader has acted). Plans without acting, on any replica.
   plan::NodePlan PlanNow(const std::string& node) const;
-  size_t QueueDepth() const { return queue_.Len(); }
-  size_t StatusQueueDepth() const { return status_queue_.Len(); }
+  // The reconcile queue and the status lane's (the workqueue_* metrics read them).
+  const reconcile::WorkQueue& queue() const { return queue_; }
+  const reconcile::WorkQueue& status_queue() const { return status_queue_; }
 
  private:
   void StartActing();
@@ -171,7 +172,9 @@ class Controller {
   void OnSlurm(const slurm::SlurmState& state);
   // Action outcomes; the reconcile duration only for the reconcile lane.
   void RecordMetrics(const ReconcileResult& r, std::chrono::nanoseconds took, bool status_lane);
-  reconcile::WorkQueueOptions WakeOnChange();
+  // A queue's options: its on_change wakes the workers; its metrics are the daemon's queue
+  // `name` (observability::kWorkQueues), when the daemon gave metrics.
+  reconcile::WorkQueueOptions QueueOptions(std::string_view name);
 
   const ControllerOptions opts_;
   const config::Config& cfg_;

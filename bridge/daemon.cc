@@ -84,17 +84,14 @@ Status Daemon::Build() {
     metrics.kubernetes_api_requests.WithLabels({r.resource->group, ApiResource(r), r.verb})
         .Increment();
   };
-  // Once they end: how each was answered, and failed ones by HTTP status ("transport"
-  // without a response). A watch ended by our own shutdown is neither.
+  // Once they end: how each was answered (observability::KubernetesResponseCode). A watch
+  // ended by our own shutdown is not counted.
   auto count_outcome = [&metrics](const k8s::RequestInfo& r, const Status& s) {
     if (s.code() == StatusCode::kCancelled) return;
     auto code = k8s::HttpCodeOf(s);
     metrics.kubernetes_api_responses
         .WithLabels({r.resource->group, ApiResource(r), r.verb,
                      observability::KubernetesResponseCode(s.ok(), code)})
-        .Increment();
-    if (s.ok()) return;
-    metrics.kubernetes_api_errors.WithLabels({code ? std::to_string(*code) : "transport"})
         .Increment();
   };
   for (int i = 0; i < 3; ++i) {
@@ -244,8 +241,16 @@ void Daemon::Collect() {
   std::lock_guard<std::mutex> lock(collect_mu_);
   Controller& c = *controller_;
   auto& m = *metrics_;
-  m.workqueue_depth.Set(static_cast<double>(c.QueueDepth()));
-  m.status_queue_depth.Set(static_cast<double>(c.StatusQueueDepth()));
+  for (const auto& [name, queue] :
+       {std::pair<std::string_view, const reconcile::WorkQueue*>{"nodes", &c.queue()},
+        {"status", &c.status_queue()}}) {
+    m.workqueue_depth.WithLabels({name}).Set(static_cast<double>(queue->ReadyLen()));
+    const reconcile::InFlightWork w = queue->InFlight();
+    m.workqueue_unfinished_work.WithLabels({name}).Set(
+        std::chrono::duration<double>(w.total).count());
+    m.workqueue_longest_running.WithLabels({name}).Set(
+        std::chrono::duration<double>(w.longest).count());
+  }
   m.leader.Set(c.IsLeader() ? 1 : 0);
   m.cache_synced.WithLabels({"nodes"}).Set(c.NodesSynced() ? 1 : 0);
   m.cache_synced.WithLabels({"pods"}).Set(c.PodsSynced() ? 1 : 0);
@@ -263,12 +268,22 @@ void Daemon::Collect() {
     m.nodes_by_owner.WithLabels({owner}).Set(v.first);
     m.gpus_by_owner.WithLabels({owner}).Set(v.second);
   }
-  const auto oldest = c.reconciler().OldestByOwner();
-  for (std::string_view o : observability::kOwners) {
-    auto it = oldest.find(std::string(o));
-    m.nodes_oldest.WithLabels({o}).Set(
-        it == oldest.end() ? 0 : std::chrono::duration<double>(it->second).count());
+  // One series per planned node, for its current owner: the old owner's series goes when
+  // the owner changes, the node's when it leaves.
+  std::map<std::string, std::string> exported;
+  for (const auto& [node, o] : c.reconciler().OwnersSince()) {
+    auto old = exported_owners_.find(node);
+    if (old != exported_owners_.end() && old->second != o.owner) {
+      m.node_owner_since.Remove({node, old->second});
+    }
+    m.node_owner_since.WithLabels({node, o.owner})
+        .Set(std::chrono::duration<double>(o.since.time_since_epoch()).count());
+    exported.emplace(node, o.owner);
   }
+  for (const auto& [node, owner] : exported_owners_) {
+    if (!exported.count(node)) m.node_owner_since.Remove({node, owner});
+  }
+  exported_owners_ = std::move(exported);
   if (auto devices = c.ObserveDevices()) ExportDeviceMetrics(*devices, &m);
   if (auto q = c.quotas().Current()) {
     ExportQuotaMetrics(cfg_.quotas, *q, &m);

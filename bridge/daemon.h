@@ -112,6 +112,8 @@ class Daemon {
   // collect_mu_, which guards Growth's last totals.
   std::mutex collect_mu_;
   std::map<std::string, uint64_t> exported_;
+  // Node -> the owner of its exported skb_node_owner_since_timestamp_seconds series.
+  std::map<std::string, std::string> exported_owners_;
   std::atomic<bool> lost_leadership_{false};
 };
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bridge/observability/bridge_metrics.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "src/base/retry.h"
 
 namespace skb::observability {
@@ -23,13 +26,43 @@ F& Init(F& family, const std::array<std::string_view, N>& values) {
 
 }  // namespace
 
-std::string_view KubernetesResponseCode(bool ok, std::optional<int> http_status) {
+std::string KubernetesResponseCode(bool ok, std::optional<int> http_status) {
   if (ok) return "2xx";
   if (!http_status) return "transport";
   if (*http_status < 400) return "2xx";
-  if (*http_status == 403) return "403";
-  if (*http_status < 500) return "4xx";
-  return "5xx";
+  return std::to_string(*http_status);
+}
+
+// One queue's handles, cached: the queue calls these under its lock, so they only count.
+class BridgeMetrics::QueueMetrics final : public reconcile::WorkQueueMetrics {
+ public:
+  QueueMetrics(BridgeMetrics& m, std::string_view name)
+      : adds_(m.workqueue_adds.WithLabels({name})),
+        retries_(m.workqueue_retries.WithLabels({name})),
+        queued_(m.workqueue_queue_duration.WithLabels({name})),
+        worked_(m.workqueue_work_duration.WithLabels({name})) {}
+  void Added() override { adds_.Increment(); }
+  void Retried() override { retries_.Increment(); }
+  void Started(Clock::Duration d) override { ObserveDuration(queued_, d); }
+  void Finished(Clock::Duration d) override { ObserveDuration(worked_, d); }
+
+ private:
+  Counter& adds_;
+  Counter& retries_;
+  Histogram& queued_;
+  Histogram& worked_;
+};
+
+BridgeMetrics::~BridgeMetrics() = default;
+
+reconcile::WorkQueueMetrics* BridgeMetrics::WorkQueue(std::string_view name) {
+  for (size_t i = 0; i < kWorkQueues.size(); ++i) {
+    if (kWorkQueues[i] == name) return queues_[i].get();
+  }
+  // Queue names are constants in code, never input: a wrong one is a programming mistake.
+  std::fprintf(stderr, "BridgeMetrics::WorkQueue: no queue named '%.*s'\n",
+               static_cast<int>(name.size()), name.data());
+  std::abort();
 }
 
 std::string_view OutcomeName(Outcome o) {
@@ -58,9 +91,42 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       reconcile_requeue(reconcile_duration.WithLabels({kResultRequeue})),
       reconcile_error(reconcile_duration.WithLabels({kResultError})),
       workqueue_depth(
-          r->AddGauge("skb_workqueue_depth", "Node keys waiting in the reconcile work queue.")),
-      status_queue_depth(
-          r->AddGauge("skb_status_queue_depth", "Nodes waiting for their node-condition writes.")),
+          Init(r->AddGaugeFamily("workqueue_depth", "Current depth of workqueue", {"name"}),
+               kWorkQueues)),
+      workqueue_unfinished_work(Init(
+          r->AddGaugeFamily("workqueue_unfinished_work_seconds",
+                            "How many seconds of work has been done that is in progress and "
+                            "hasn't been observed by work_duration. Large values indicate stuck "
+                            "threads. One can deduce the number of stuck threads by observing "
+                            "the rate at which this increases.",
+                            {"name"}),
+          kWorkQueues)),
+      workqueue_longest_running(
+          Init(r->AddGaugeFamily("workqueue_longest_running_processor_seconds",
+                                 "How many seconds has the longest running processor for "
+                                 "workqueue been running.",
+                                 {"name"}),
+               kWorkQueues)),
+      workqueue_adds(
+          Init(r->AddCounterFamily("workqueue_adds_total",
+                                   "Total number of adds handled by workqueue", {"name"}),
+               kWorkQueues)),
+      workqueue_retries(
+          Init(r->AddCounterFamily("workqueue_retries_total",
+                                   "Total number of retries handled by workqueue", {"name"}),
+               kWorkQueues)),
+      workqueue_queue_duration(
+          Init(r->AddHistogramFamily("workqueue_queue_duration_seconds",
+                                     "How long in seconds an item stays in workqueue before being "
+                                     "requested",
+                                     {"name"}, ExponentialBuckets(1e-8, 10, 12)),
+               kWorkQueues)),
+      workqueue_work_duration(
+          Init(r->AddHistogramFamily("workqueue_work_duration_seconds",
+                                     "How long in seconds processing an item from workqueue "
+                                     "takes.",
+                                     {"name"}, ExponentialBuckets(1e-8, 10, 12)),
+               kWorkQueues)),
       actions(r->AddCounterFamily("skb_actions_total",
                                   "Actions executed by the bridge, by kind and outcome.",
                                   {"kind", "outcome"})),
@@ -94,11 +160,10 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           r->AddGaugeFamily("skb_gpus", "GPUs of managed nodes by owner.", {"owner"}), kOwners)),
       nodes_by_owner(
           Init(r->AddGaugeFamily("skb_nodes", "Managed nodes by owner.", {"owner"}), kOwners)),
-      nodes_oldest(Init(r->AddGaugeFamily("skb_nodes_oldest_seconds",
-                                          "How long the node longest in an owner state has "
-                                          "been in it (leader only).",
-                                          {"owner"}),
-                        kOwners)),
+      node_owner_since(r->AddGaugeFamily("skb_node_owner_since_timestamp_seconds",
+                                         "Per managed node: Unix time of its first plan with "
+                                         "its current owner, as this replica planned it.",
+                                         {"node", "owner"})),
       shared_gpus(Init(r->AddGaugeFamily("skb_shared_gpus",
                                          "GPUs of nodes shared GPU by GPU, by owner.", {"owner"}),
                        kDeviceOwners)),
@@ -160,9 +225,6 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
           "Kubernetes API requests that ended, by API group, resource (with subresource), verb "
           "and answer: 2xx, 403, 4xx (any other), 5xx or transport (none came).",
           {"group", "resource", "verb", "code"})),
-      kubernetes_api_errors(r->AddCounterFamily(
-          "skb_kubernetes_api_errors_total",
-          "Failed Kubernetes API requests, by HTTP status code (or 'transport').", {"code"})),
       slurm_rpc_errors(r->AddCounterFamily("skb_slurm_rpc_errors_total",
                                            "Failed libslurm calls (timeouts included), by call.",
                                            {"call"})),
@@ -215,6 +277,8 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
                                    "release it was built against.",
                                    {"version", "slurm_version"})) {
   build_info.WithLabels({version, slurm_version}).Set(1);
+  for (std::string_view q : kWorkQueues)
+    queues_.push_back(std::make_unique<QueueMetrics>(*this, q));
 }
 
 }  // namespace skb::observability

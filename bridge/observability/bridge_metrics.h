@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bridge's metrics: every series /metrics exposes, in one place, with what updates it.
 // Names follow Prometheus practice: prefix `skb_`, base units (seconds), `_total` on
-// counters, bounded label values (never node, pod or job names: those go into Events and
-// logs, not into label values that would grow without bound).
+// counters, bounded label values: no pod or job names (those go into Events and logs), and
+// node names only in the one per-node family an alert must name a node from
+// (skb_node_owner_since_timestamp_seconds: one series per managed node, as
+// kube-state-metrics' per-node families). The work queues' families are client-go's
+// (workqueue_*{name}), so dashboards made for controllers read them unchanged.
 //
 //   observability::Registry registry;
 //   observability::BridgeMetrics m(&registry, bridge::kVersion, bridge::kSlurmVersion);
@@ -16,11 +19,15 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "bridge/observability/metrics.h"
 #include "src/base/status.h"
+#include "src/reconcile/work_queue.h"
 
 namespace skb::observability {
 
@@ -73,15 +80,18 @@ inline constexpr std::array<std::string_view, 4> kPollResults = {"changed", "unc
 // How the apiserver answered a request (`code` label of skb_kubernetes_api_responses_total):
 // by class, but 403 apart from the other 4xx, as it is the RBAC's refusal; "transport" when
 // no answer came.
-inline constexpr std::array<std::string_view, 5> kKubernetesResponseCodes = {"2xx", "403", "4xx",
-                                                                             "5xx", "transport"};
-// The `code` label of one answer: "2xx" for a success, else by the failure's HTTP status
-// (one below 400, e.g. a 2xx whose body could not be read, is "2xx"); "transport" without
-// one.
-std::string_view KubernetesResponseCode(bool ok, std::optional<int> http_status);
+// The `code` label of one answer, one convention for every request: "2xx" for a success
+// (the client keeps no success status), the HTTP status of a failure ("403", "409", "503",
+// ...; one below 400, e.g. a 2xx whose body could not be read, is "2xx"), "transport" when
+// no response came (connect, TLS, timeout).
+std::string KubernetesResponseCode(bool ok, std::optional<int> http_status);
+
+// The work queues (label `name` of the workqueue_* families).
+inline constexpr std::array<std::string_view, 2> kWorkQueues = {"nodes", "status"};
 
 class BridgeMetrics {
  public:
+  ~BridgeMetrics();
   // Registers every family below on `registry` (which must outlive this object) and sets
   // skb_build_info.
   BridgeMetrics(Registry* registry, std::string_view version, std::string_view slurm_version);
@@ -95,12 +105,26 @@ class BridgeMetrics {
   Histogram& reconcile_requeue;
   Histogram& reconcile_error;
 
-  // skb_workqueue_depth (gauge): keys waiting in the work queue (not counting the ones in
-  // flight). Set by the daemon after Add/Get, or by a Registry collect hook reading Len().
-  Gauge& workqueue_depth;
-  // skb_status_queue_depth (gauge): nodes waiting for their condition writes (the status
-  // lane, Reconciler::SetStatusQueue). Set by the daemon like workqueue_depth.
-  Gauge& status_queue_depth;
+  // ---- work queues: client-go's families, label name = kWorkQueues ("nodes": the
+  // reconcile queue; "status": the nodes waiting for their condition writes) ----
+
+  // workqueue_depth{name} (gauge): keys ready now (delayed keys count once due), set at
+  // scrape. workqueue_unfinished_work_seconds{name} and
+  // workqueue_longest_running_processor_seconds{name} (gauges): the time the keys in
+  // flight have been worked on, summed and the longest, set at scrape.
+  GaugeFamily& workqueue_depth;
+  GaugeFamily& workqueue_unfinished_work;
+  GaugeFamily& workqueue_longest_running;
+  // workqueue_adds_total{name}, workqueue_retries_total{name} (counters) and
+  // workqueue_queue_duration_seconds{name}, workqueue_work_duration_seconds{name}
+  // (histograms): updated by the queue itself through WorkQueue(name).
+  CounterFamily& workqueue_adds;
+  CounterFamily& workqueue_retries;
+  HistogramFamily& workqueue_queue_duration;
+  HistogramFamily& workqueue_work_duration;
+  // The reconcile::WorkQueueMetrics of queue `name` (one of kWorkQueues), for its
+  // WorkQueueOptions; valid as long as this object.
+  reconcile::WorkQueueMetrics* WorkQueue(std::string_view name);
 
   // skb_actions_total{kind,outcome} (counter): actions the executor carried out, by
   // plan::Action::Kind() ("DrainSlurmNode", "RequeueSlurmJobs", ...) and Outcome.
@@ -141,11 +165,14 @@ class BridgeMetrics {
   GaugeFamily& gpus_by_owner;
   // skb_nodes{owner} (gauge): managed nodes by owner, as skb_gpus.
   GaugeFamily& nodes_by_owner;
-  // skb_nodes_oldest_seconds{owner} (gauge): how long the node longest in an owner state
-  // has been in it, as the leader saw it (a new leader counts from its takeover; 0 on a
-  // follower and when no node has that owner). A lend stuck past any grace shows as
-  // owner="lending" growing without bound (the chart's alert SkbLendStuck).
-  GaugeFamily& nodes_oldest;
+  // skb_node_owner_since_timestamp_seconds{node,owner} (gauge): per managed node the
+  // reconciler has planned, its owner (plan::CountedOwner) and the Unix time of its first
+  // plan with that owner, as this replica saw it (a new leader counts from its takeover; a
+  // follower plans nothing and exports none). One series per node: the daemon removes a
+  // node's series for its old owner when the owner changes and when the node goes. A lend
+  // stuck past any grace is `time() - ...{owner="lending"}` growing without bound: the
+  // chart's alert SkbLendStuck names the node.
+  GaugeFamily& node_owner_since;
 
   // ---- guaranteed quotas (quotas.tenants; label values are the configured tenant names,
   // "(none)" for work of no tenant) ----
@@ -209,15 +236,10 @@ class BridgeMetrics {
   // the chart's RBAC by tests/e2e/bridge/rbac_e2e_test.cc.
   CounterFamily& kubernetes_api_requests;
   // skb_kubernetes_api_responses_total{group,resource,verb,code} (counter): the same
-  // requests once they ended, code one of kKubernetesResponseCodes. A watch ends when the
-  // apiserver closes it or it fails; one the bridge cancels (shutdown) is not counted.
+  // requests once they ended, code as KubernetesResponseCode (failed ones:
+  // code!="2xx"; each retry counts again). A watch ends when the apiserver closes it or it
+  // fails; one the bridge cancels (shutdown) is not counted.
   CounterFamily& kubernetes_api_responses;
-
-  // skb_kubernetes_api_errors_total{code} (counter): failed apiserver requests, code = the
-  // HTTP status ("403", "409", "500", ...) or "transport" when no response came (connect,
-  // TLS, timeout). Incremented by the k8s client's error path, once per failed request
-  // (retries count again).
-  CounterFamily& kubernetes_api_errors;
   // skb_slurm_rpc_errors_total{call} (counter): failed libslurm calls by call name
   // ("load_node", "load_jobs", "update_node", "requeue", "signal", ...), timeouts included.
   CounterFamily& slurm_rpc_errors;
@@ -270,6 +292,10 @@ class BridgeMetrics {
   HistogramFamily& slurm_poll_duration;
   // skb_build_info{version,slurm_version} (gauge): always 1; the labels carry the build.
   GaugeFamily& build_info;
+
+ private:
+  class QueueMetrics;
+  std::vector<std::unique_ptr<QueueMetrics>> queues_;  // by kWorkQueues' order
 };
 
 }  // namespace skb::observability

@@ -84,6 +84,22 @@ T& Family<T>::WithLabels(std::span<const std::string_view> values) {
   }
 }
 
+template <typename T>
+void Family<T>::Remove(std::span<const std::string_view> values) {
+  if (values.size() != label_names_.size()) {
+    Die("Remove: " + std::to_string(values.size()) + " label values for " +
+        std::to_string(label_names_.size()) + " label names");
+  }
+  prometheus::Labels labels;
+  for (size_t i = 0; i < values.size(); ++i) labels.emplace(label_names_[i], values[i]);
+  if (!family_.Has(labels)) return;
+  if constexpr (std::is_same_v<T, Histogram>) {
+    family_.Remove(&family_.Add(labels, bounds_));
+  } else {
+    family_.Remove(&family_.Add(labels));
+  }
+}
+
 template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;

@@ -17,7 +17,8 @@
 //
 // Thread-safety: everything is thread-safe. Updating a child through a handle is an atomic
 // operation (prometheus-cpp's); WithLabels() takes the family's mutex (and allocates). Handles
-// stay valid for the lifetime of the Registry: children are never removed.
+// stay valid for the lifetime of the Registry: children are never removed, except by
+// Family::Remove for families whose callers keep no handles.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -71,6 +72,12 @@ class Family {
     return WithLabels(std::span<const std::string_view>(values.begin(), values.size()));
   }
   T& WithLabels(std::span<const std::string_view> values);
+  // Removes the child for these label values, if any. Only for children no one keeps a
+  // handle to (a per-node series whose node changed owner or left): a kept handle dangles.
+  void Remove(std::initializer_list<std::string_view> values) {
+    Remove(std::span<const std::string_view>(values.begin(), values.size()));
+  }
+  void Remove(std::span<const std::string_view> values);
 
   const std::vector<std::string>& label_names() const { return label_names_; }
 

@@ -124,17 +124,15 @@ void Reconciler::RecordOwner(const inventory::ManagedNode& node, const plan::Nod
   p.handover_why = plan.handover_why;
 }
 
-std::map<std::string, Clock::Duration> Reconciler::OldestByOwner() const {
-  const Clock::TimePoint now = clock_->Now();
-  std::map<std::string, Clock::Duration> oldest;
+std::map<std::string, Reconciler::OwnerSince> Reconciler::OwnersSince() const {
+  std::map<std::string, OwnerSince> out;
   MutexLock lock(&owners_mu_);
   for (const auto& [name, p] : owners_) {
     if (!p.owner) continue;
-    auto [it, added] = oldest.emplace(
-        std::string(plan::NodeOwnerName(plan::CountedOwner(*p.owner))), now - p.since);
-    if (!added) it->second = std::max(it->second, now - p.since);
+    out.emplace(
+        name, OwnerSince{std::string(plan::NodeOwnerName(plan::CountedOwner(*p.owner))), p.since});
   }
-  return oldest;
+  return out;
 }
 
 std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() const {

@@ -129,10 +129,16 @@ class Reconciler {
   // each node planned it (plan::CountedOwner); a node no reconcile has planned yet (on a
   // follower, every node) is planned for its owner now.
   std::map<std::string, std::pair<size_t, int64_t>> OwnerTotals() const;
-  // Per owner (plan::CountedOwner), how long the node longest in it has been in it, as this
-  // reconciler saw it (skb_nodes_oldest_seconds): since its first plan with that owner,
-  // so a new leader starts counting at its takeover. Owners no planned node has are absent.
-  std::map<std::string, Clock::Duration> OldestByOwner() const;
+  // Per node this reconciler has planned (Slurm name), its owner (plan::CountedOwner's
+  // name) and when it first planned it with that owner
+  // (skb_node_owner_since_timestamp_seconds): plans that keep the owner do not restart it,
+  // so a new leader counts from its takeover. A node whose last plan had no owner, or that
+  // left, is absent.
+  struct OwnerSince {
+    std::string owner;
+    Clock::TimePoint since;
+  };
+  std::map<std::string, OwnerSince> OwnersSince() const;
 
   // The merged view of one node / of all nodes (bridgectl, the admission snapshot), by the
   // store's one merge: bridgectl and the metrics see the node the reconcile step plans.

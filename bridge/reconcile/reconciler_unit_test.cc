@@ -92,16 +92,18 @@ TEST_F(ReconcilerUnitTest, ActsOnThePlanAndCallsTheHookAfterEachAction) {
   EXPECT_EQ(totals["unhealthy"], std::make_pair(size_t{1}, int64_t{8}));
 }
 
-// skb_nodes_oldest_seconds: a node's time in an owner counts from its first plan with that
-// owner; plans that keep the owner do not restart it, a new owner does.
-TEST_F(ReconcilerUnitTest, TheOldestNodeOfAnOwnerCountsFromItsFirstPlanWithThatOwner) {
-  EXPECT_THAT(reconciler_.OldestByOwner(), IsEmpty()) << "nothing planned yet";
+// skb_node_owner_since_timestamp_seconds: a node's time in an owner counts from its first
+// plan with that owner; plans that keep the owner do not restart it, a new owner does.
+TEST_F(ReconcilerUnitTest, ANodesOwnerCountsFromItsFirstPlanWithThatOwner) {
+  EXPECT_THAT(reconciler_.OwnersSince(), IsEmpty()) << "nothing planned yet";
+  const Clock::TimePoint first = clock_.Now();
   ASSERT_TRUE(reconciler_.ReconcileNode("node1").status.ok());
   clock_.Advance(std::chrono::minutes(7));
   ASSERT_TRUE(reconciler_.ReconcileNode("node1").status.ok());  // still unhealthy
-  auto oldest = reconciler_.OldestByOwner();
-  EXPECT_EQ(oldest.size(), 1u);
-  EXPECT_EQ(oldest["unhealthy"], std::chrono::minutes(7));
+  auto owners = reconciler_.OwnersSince();
+  ASSERT_EQ(owners.size(), 1u);
+  EXPECT_EQ(owners["node1"].owner, "unhealthy");
+  EXPECT_EQ(owners["node1"].since, first);
 
   // Maintenance over: the node is Slurm's again, counted from now.
   inventory::K8sNode k;
@@ -110,13 +112,13 @@ TEST_F(ReconcilerUnitTest, TheOldestNodeOfAnOwnerCountsFromItsFirstPlanWithThatO
   k.conditions = {{cfg_.health.maintenance_condition, "False", "Done", "", kNow},
                   {"SlurmNodeHealthy", "True", "SlurmNodeUp", "slurmd is responding", kNow}};
   reconciler_.UpdateK8sNode(k);
+  const Clock::TimePoint second = clock_.Now();
   ASSERT_TRUE(reconciler_.ReconcileNode("node1").status.ok());
   clock_.Advance(std::chrono::seconds(30));
-  oldest = reconciler_.OldestByOwner();
-  EXPECT_EQ(oldest.count("unhealthy"), 0u);
-  ASSERT_EQ(oldest.size(), 1u);
-  EXPECT_NE(oldest.begin()->first, "unhealthy");
-  EXPECT_EQ(oldest.begin()->second, std::chrono::seconds(30));
+  owners = reconciler_.OwnersSince();
+  ASSERT_EQ(owners.size(), 1u);
+  EXPECT_NE(owners["node1"].owner, "unhealthy");
+  EXPECT_EQ(owners["node1"].since, second);
 }
 
 // Guaranteed quotas: a change in the jobs within their tenant's guarantee plans the nodes

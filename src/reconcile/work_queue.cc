@@ -15,7 +15,10 @@ void WorkQueue::EnqueueLocked(const std::string& key) {
     dirty_in_flight_.insert(key);
     return;
   }
-  if (queued_.insert(key).second) ready_.push_back(key);
+  if (queued_.try_emplace(key, clock_.Now()).second) {
+    ready_.push_back(key);
+    if (options_.metrics != nullptr) options_.metrics->Added();
+  }
 }
 
 void WorkQueue::Add(const std::string& key) {
@@ -48,6 +51,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     int n = failures_[key]++;
+    if (options_.metrics != nullptr) options_.metrics->Retried();
     delay = options_.base_delay;
     for (int i = 0; i < n && delay < options_.max_delay; ++i) delay *= 2;
     delay = std::min(delay, options_.max_delay);
@@ -87,15 +91,21 @@ std::optional<std::string> WorkQueue::Get() {
   if (ready_.empty()) return std::nullopt;
   std::string key = std::move(ready_.front());
   ready_.pop_front();
-  queued_.erase(key);
-  in_flight_.insert(key);
+  const Clock::TimePoint now = clock_.Now();
+  auto q = queued_.find(key);
+  if (options_.metrics != nullptr) options_.metrics->Started(now - q->second);
+  queued_.erase(q);
+  in_flight_.emplace(key, now);
   return key;
 }
 
 void WorkQueue::Done(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    in_flight_.erase(key);
+    if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+      if (options_.metrics != nullptr) options_.metrics->Finished(clock_.Now() - it->second);
+      in_flight_.erase(it);
+    }
     if (dirty_in_flight_.erase(key)) EnqueueLocked(key);
   }
   Notify();
@@ -114,6 +124,23 @@ std::optional<Clock::TimePoint> WorkQueue::NextReadyTime() const {
 size_t WorkQueue::Len() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ready_.size() + waiting_.size();
+}
+
+size_t WorkQueue::ReadyLen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ready_.size();
+}
+
+InFlightWork WorkQueue::InFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::TimePoint now = clock_.Now();
+  InFlightWork w;
+  for (const auto& [key, since] : in_flight_) {
+    ++w.keys;
+    w.total += now - since;
+    w.longest = std::max(w.longest, now - since);
+  }
+  return w;
 }
 
 }  // namespace skb::reconcile

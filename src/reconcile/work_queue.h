@@ -8,6 +8,9 @@
 //    max), and Forget(key) resets the count after a success.
 // Time comes from the injected Clock; Get() never blocks: the caller (the reconcile thread)
 // asks NextReadyTime() how long to sleep, so tests drive everything with SimulatedClock.
+// What client-go's workqueue metrics report (adds, retries, time queued, time worked, work
+// still running) goes to an optional WorkQueueMetrics; depth and unfinished work are read
+// at scrape time (ReadyLen, InFlight).
 //
 // Thread-safe.
 //
@@ -32,6 +35,21 @@
 
 namespace skb::reconcile {
 
+// Receives what client-go's workqueue MetricsProvider receives, as it happens. Called with
+// the queue's lock held: an implementation only counts (atomics), never calls the queue.
+class WorkQueueMetrics {
+ public:
+  virtual ~WorkQueueMetrics() = default;
+  // A key became ready that was not already queued (delayed keys count when due).
+  virtual void Added() = 0;
+  // AddRateLimited: a key scheduled again after a failure.
+  virtual void Retried() = 0;
+  // Get handed out a key that had been ready for `queued`.
+  virtual void Started(Clock::Duration queued) = 0;
+  // Done for a key handed out `worked` ago.
+  virtual void Finished(Clock::Duration worked) = 0;
+};
+
 struct WorkQueueOptions {
   Clock::Duration base_delay = std::chrono::milliseconds(5);
   Clock::Duration max_delay = std::chrono::seconds(60);
@@ -39,6 +57,16 @@ struct WorkQueueOptions {
   // sooner than the worker planned to look. The daemon wakes its worker with it; must not
   // call back into the queue.
   std::function<void()> on_change;
+  // Optional; must outlive the queue.
+  WorkQueueMetrics* metrics = nullptr;
+};
+
+// The keys being worked on, at one instant (client-go's unfinished_work_seconds and
+// longest_running_processor_seconds).
+struct InFlightWork {
+  size_t keys = 0;
+  Clock::Duration total{};    // summed over the keys in flight
+  Clock::Duration longest{};  // the key in flight longest
 };
 
 class WorkQueue {
@@ -65,8 +93,11 @@ class WorkQueue {
   // When the next delayed key becomes ready (nullopt: nothing delayed). A ready key makes
   // this "now".
   std::optional<Clock::TimePoint> NextReadyTime() const;
-  // Keys ready or waiting (not counting those in flight): the queue-depth metric.
+  // Keys ready or waiting (not counting those in flight).
   size_t Len() const;
+  // Keys ready now (client-go's depth: delayed keys are not in it until due).
+  size_t ReadyLen() const;
+  InFlightWork InFlight() const;
 
  private:
   void PromoteDueLocked(Clock::TimePoint now);
@@ -76,11 +107,11 @@ class WorkQueue {
   const Clock& clock_;
   const WorkQueueOptions options_;
   mutable std::mutex mu_;
-  std::deque<std::string> ready_;              // FIFO of ready keys
-  std::set<std::string, std::less<>> queued_;  // in ready_
-  std::set<std::string, std::less<>> in_flight_;
-  std::set<std::string, std::less<>> dirty_in_flight_;  // added while in flight
-  std::map<std::string, Clock::TimePoint> waiting_;     // delayed keys -> due time
+  std::deque<std::string> ready_;                                   // FIFO of ready keys
+  std::map<std::string, Clock::TimePoint, std::less<>> queued_;     // in ready_ -> since
+  std::map<std::string, Clock::TimePoint, std::less<>> in_flight_;  // -> handed out at
+  std::set<std::string, std::less<>> dirty_in_flight_;              // added while in flight
+  std::map<std::string, Clock::TimePoint> waiting_;                 // delayed keys -> due time
   std::map<std::string, int> failures_;
 };
 

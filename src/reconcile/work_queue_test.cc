@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 namespace skb::reconcile {
 namespace {
@@ -52,6 +53,60 @@ TEST(WorkQueueNotifyTest, TellsTheWorkerWhenAKeyMayBeReadySooner) {
   EXPECT_EQ(notified, 2) << "taking a key changes nothing a sleeping worker waits for";
   q.Done("a");
   EXPECT_EQ(notified, 3);
+}
+
+// What client-go's workqueue metrics see, recorded.
+struct RecordedMetrics : WorkQueueMetrics {
+  int added = 0, retried = 0;
+  std::vector<Clock::Duration> queued, worked;
+  void Added() override { ++added; }
+  void Retried() override { ++retried; }
+  void Started(Clock::Duration d) override { queued.push_back(d); }
+  void Finished(Clock::Duration d) override { worked.push_back(d); }
+};
+
+TEST(WorkQueueMetricsTest, CountsAddsRetriesAndTimesQueuedAndWorkedAsClientGoDoes) {
+  SimulatedClock clock{Clock::TimePoint{} + seconds(1000)};
+  RecordedMetrics m;
+  WorkQueue q(clock, {.metrics = &m});
+  q.Add("a");
+  q.Add("a");  // already queued: not an add
+  q.AddAfter("b", seconds(5));
+  EXPECT_EQ(m.added, 1) << "a delayed key is added when it is due, not before";
+  EXPECT_EQ(q.ReadyLen(), 1u);
+  EXPECT_EQ(q.Len(), 2u);
+  clock.Advance(seconds(2));
+  ASSERT_EQ(q.Get(), "a");
+  ASSERT_EQ(m.queued.size(), 1u);
+  EXPECT_EQ(m.queued[0], seconds(2));
+  q.Add("a");  // changed while in flight: added again at Done
+  EXPECT_EQ(m.added, 1);
+  clock.Advance(milliseconds(300));
+  InFlightWork w = q.InFlight();
+  EXPECT_EQ(w.keys, 1u);
+  EXPECT_EQ(w.total, milliseconds(300));
+  EXPECT_EQ(w.longest, milliseconds(300));
+  q.Done("a");
+  ASSERT_EQ(m.worked.size(), 1u);
+  EXPECT_EQ(m.worked[0], milliseconds(300));
+  EXPECT_EQ(m.added, 2);
+  EXPECT_EQ(q.InFlight().keys, 0u);
+  clock.Advance(seconds(3));  // b is due
+  ASSERT_EQ(q.Get(), "a");
+  ASSERT_EQ(q.Get(), "b");
+  EXPECT_EQ(m.added, 3);
+  EXPECT_EQ(m.queued.back(), Clock::Duration{}) << "b was ready only from the Get that promoted it";
+  clock.Advance(seconds(1));
+  w = q.InFlight();
+  EXPECT_EQ(w.keys, 2u);
+  EXPECT_EQ(w.total, seconds(2));
+  EXPECT_EQ(w.longest, seconds(1));
+  q.AddRateLimited("b");
+  q.AddRateLimited("b");
+  EXPECT_EQ(m.retried, 2);
+  q.Done("b");
+  q.Done("a");
+  EXPECT_EQ(m.worked.size(), 3u);
 }
 
 TEST_F(WorkQueueTest, DelayedKeysBecomeReadyWhenDue) {
