@@ -37,8 +37,8 @@ ARG DEB_FROM=build
 FROM ${BUILD_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config dpkg-dev file ccache \
-      libslurm-dev libcurl4-openssl-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler \
-      libspdlog-dev libgtest-dev libgmock-dev prometheus-cpp-dev libcivetweb-dev \
+      libslurm-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libprotobuf-dev \
+      protobuf-compiler libspdlog-dev libgtest-dev libgmock-dev prometheus-cpp-dev libcivetweb-dev \
       libcli11-dev libyaml-cpp-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -1,64 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bridge/daemon_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include "src/base/strings.h"
 
 namespace skb::bridge {
 
 StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
   DaemonFlags f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::string value;
-    bool has_inline_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_inline_value = true;
+  bool no_leader_election = false;
+  CLI::App app("slurm-k8s-bridge");
+  app.set_help_flag();  // --help is a flag like the others: main prints DaemonUsage()
+  app.allow_extras();   // an unknown flag is reported below, in our words
+  // Flags take no "=value" (--version=1 is refused, not read as true).
+  app.add_flag("-h,--help", f.help)->disable_flag_override();
+  app.add_option("-c,--config", f.config_path);
+  app.add_option("--log-level", f.log_level);
+  app.add_option("--log-format", f.log_format);
+  app.add_option("--identity", f.identity);
+  app.add_flag("--check-config", f.check_config)->disable_flag_override();
+  app.add_flag("--print-config-schema", f.print_config_schema)->disable_flag_override();
+  app.add_flag("--no-leader-election", no_leader_election)->disable_flag_override();
+  app.add_flag("--version", f.version)->disable_flag_override();
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    // CLI11 names a flag given a value without its dashes ("version was given a disallowed
+    // flag override"): said the way it was typed.
+    constexpr std::string_view kOverride = " was given a disallowed flag override";
+    if (what.ends_with(kOverride)) {
+      what = StrCat("flag --", what.substr(0, what.size() - kOverride.size()), " takes no value");
     }
-    auto take_value = [&](std::string* out) -> Status {
-      if (has_inline_value) {
-        *out = value;
-        return OkStatus();
-      }
-      if (i + 1 >= args.size()) {
-        return InvalidArgumentError(StrCat("flag ", arg, " needs a value"));
-      }
-      *out = args[++i];
-      return OkStatus();
-    };
-    auto no_value = [&]() -> Status {
-      if (has_inline_value) {
-        return InvalidArgumentError(StrCat("flag ", arg, " takes no value"));
-      }
-      return OkStatus();
-    };
-    if (arg == "--config" || arg == "-c") {
-      RETURN_IF_ERROR(take_value(&f.config_path));
-    } else if (arg == "--log-level") {
-      RETURN_IF_ERROR(take_value(&f.log_level));
-    } else if (arg == "--log-format") {
-      RETURN_IF_ERROR(take_value(&f.log_format));
-    } else if (arg == "--check-config") {
-      RETURN_IF_ERROR(no_value());
-      f.check_config = true;
-    } else if (arg == "--print-config-schema") {
-      RETURN_IF_ERROR(no_value());
-      f.print_config_schema = true;
-    } else if (arg == "--identity") {
-      RETURN_IF_ERROR(take_value(&f.identity));
-    } else if (arg == "--no-leader-election") {
-      RETURN_IF_ERROR(no_value());
-      f.leader_election = false;
-    } else if (arg == "--version") {
-      RETURN_IF_ERROR(no_value());
-      f.version = true;
-    } else if (arg == "--help" || arg == "-h") {
-      f.help = true;
-    } else {
-      return InvalidArgumentError(StrCat("unknown flag '", arg, "' (see --help)"));
-    }
+    return InvalidArgumentError(StrCat(what, " (see --help)"));
   }
+  if (const std::vector<std::string> extra = app.remaining(true); !extra.empty()) {
+    const std::string& x = extra.front();
+    return InvalidArgumentError(StrCat(
+        x.starts_with('-') ? "unknown flag '" : "unexpected argument '", x, "' (see --help)"));
+  }
+  f.leader_election = !no_leader_election;
   return f;
 }
 

@@ -24,8 +24,9 @@ struct DaemonFlags {
   bool print_config_schema = false;
 };
 
-// Parses argv (without argv[0]). Accepts `--flag value` and `--flag=value`. Unknown flags
-// and missing values are InvalidArgument errors naming the flag.
+// Parses argv (without argv[0]) with CLI11, as bridgectl's: `--flag value` and
+// `--flag=value`. Unknown flags, missing values and a value given to a flag that takes none
+// are InvalidArgument errors naming the flag.
 StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args);
 
 // The --help text.

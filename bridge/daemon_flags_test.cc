@@ -42,12 +42,17 @@ TEST(DaemonFlags, LeaderElectionIsOnUnlessTurnedOff) {
 }
 
 TEST(DaemonFlags, ErrorsNameTheFlag) {
-  EXPECT_THAT(std::string(ParseDaemonFlags({"--config"}).status().message()),
-              HasSubstr("--config needs a value"));
+  const std::string missing(ParseDaemonFlags({"--config"}).status().message());
+  EXPECT_THAT(missing, HasSubstr("--config"));
+  EXPECT_THAT(missing, HasSubstr("see --help"));
   EXPECT_THAT(std::string(ParseDaemonFlags({"--bogus"}).status().message()),
               HasSubstr("unknown flag '--bogus'"));
+  EXPECT_THAT(std::string(ParseDaemonFlags({"--check-config", "stray"}).status().message()),
+              HasSubstr("unexpected argument 'stray'"));
   EXPECT_THAT(std::string(ParseDaemonFlags({"--version=1"}).status().message()),
-              HasSubstr("takes no value"));
+              HasSubstr("flag --version takes no value"));
+  EXPECT_FALSE(ParseDaemonFlags({"--check-config=false"}).ok())
+      << "a flag takes no value: --check-config=false would read as not given";
 }
 
 // Every flag the daemon takes, with whether it takes a value.

@@ -1,77 +1,57 @@
 // SPDX-License-Identifier: Apache-2.0
+// On OpenSSL's base64 (libcrypto, which libcurl already links). What is added here: the
+// alphabet is checked first (OpenSSL's decoder stops without an error at '-', PEM's end
+// marker, and would return a prefix), and missing padding is restored.
 #include "k8s/base64.h"
 
-#include <array>
-#include <cstdint>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <memory>
 
 #include "src/base/strings.h"
 
 namespace skb::k8s {
 namespace {
 
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view kAllowed =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \n\r\t";
 
-constexpr std::array<int8_t, 256> MakeDecodeTable() {
-  std::array<int8_t, 256> t{};
-  for (auto& v : t) v = -1;
-  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
-  return t;
-}
-constexpr std::array<int8_t, 256> kDecode = MakeDecodeTable();
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 }  // namespace
 
 StatusOr<std::string> Base64Decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t padding = 0;
-  size_t position = 0;
-  for (char c : text) {
-    ++position;
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    int8_t v = kDecode[static_cast<unsigned char>(c)];
-    if (v < 0 || padding > 0) {
-      return InvalidArgumentError(
-          StrCat("invalid base64: unexpected character at offset ", position - 1));
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
+  if (size_t bad = text.find_first_not_of(kAllowed); bad != std::string_view::npos) {
+    return InvalidArgumentError(StrCat("invalid base64: unexpected character at offset ", bad));
   }
-  if (padding > 2 || bits >= 6) return InvalidArgumentError("invalid base64: truncated input");
+  const size_t chars = static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return !IsSpace(c); }));
+  std::string in(text);
+  in.append((4 - chars % 4) % 4, '=');
+  std::string out(in.size() / 4 * 3 + 3, '\0');
+  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(),
+                                                                      &EVP_ENCODE_CTX_free);
+  if (ctx == nullptr) return ResourceExhaustedError("base64: no memory for a decoder");
+  EVP_DecodeInit(ctx.get());
+  int n = 0, last = 0;
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  if (EVP_DecodeUpdate(ctx.get(), o, &n, reinterpret_cast<const unsigned char*>(in.data()),
+                       static_cast<int>(in.size())) < 0 ||
+      EVP_DecodeFinal(ctx.get(), o + n, &last) < 0) {
+    // Never the input: it may be a secret.
+    return InvalidArgumentError("invalid base64: misplaced padding or truncated input");
+  }
+  out.resize(static_cast<size_t>(n + last));
   return out;
 }
 
 std::string Base64Encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16) |
-                 (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(kAlphabet[(n >> 6) & 63]);
-    out.push_back(kAlphabet[n & 63]);
-  }
-  if (i < bytes.size()) {
-    uint32_t n = static_cast<unsigned char>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    out.push_back(kAlphabet[(n >> 18) & 63]);
-    out.push_back(kAlphabet[(n >> 12) & 63]);
-    out.push_back(i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=');
-    out.push_back('=');
-  }
+  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 

@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+// Kubernetes timestamps written with snprintf over gmtime_r and read by a fixed-width parser
+// of our own (timegm does the calendar). Why not a library: C++20's std::chrono::parse is not
+// in GCC 12's libstdc++ (Debian 12); its origin (Howard Hinnant's date,
+// libhowardhinnant-date-dev) would be one more dependency in every build root for one fixed
+// format; strptime reads variable-width fields, no fractions and no "+01:00" before glibc's
+// %z, so it would need the same code around it. The fuzz target (k8s/fuzz) checks that
+// whatever ParseTime accepts round-trips through FormatMicroTime.
 #include "k8s/time_format.h"
 
 #include <charconv>

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "src/base/strings.h"
+#include "src/config/json_reader.h"
 
 namespace skb::bridge::cli {
 namespace {
@@ -350,21 +351,23 @@ void Collect(const CLI::App* app, const std::string& path,
 }  // namespace
 
 StatusOr<std::chrono::milliseconds> ParseTimeout(std::string_view text) {
-  static const std::regex kDuration("([0-9]+(\\.[0-9]+)?)(ms|s|m|h)?");
-  std::match_results<std::string_view::const_iterator> m;
   const auto bad = [&] {
     return InvalidArgumentError(
         StrCat("--timeout: '", text,
                "' is not a positive duration (seconds, as 10 or 2.5, or with a unit: 500ms, "
                "10s, 2m, 1h)"));
   };
-  if (!std::regex_match(text.begin(), text.end(), m, kDuration)) return bad();
-  const double value = std::stod(m[1].str());
-  const std::string unit = m[3].str();
-  const double ms = value * (unit == "ms" ? 1 : unit == "m" ? 60e3 : unit == "h" ? 3600e3 : 1e3);
-  if (ms < 1) return bad();
-  if (ms > 86400e3) return InvalidArgumentError(StrCat("--timeout: '", text, "' is over a day"));
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(ms)));
+  // The config file's grammar (config::ParseDuration), and a bare number is seconds.
+  const bool bare = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || c == '.';
+  });
+  StatusOr<std::chrono::milliseconds> d =
+      config::ParseDuration(bare ? StrCat(text, "s") : std::string(text));
+  if (!d.ok() || d->count() < 1) return bad();
+  if (*d > std::chrono::hours(24)) {
+    return InvalidArgumentError(StrCat("--timeout: '", text, "' is over a day"));
+  }
+  return *d;
 }
 
 StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args,

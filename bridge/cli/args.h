@@ -61,8 +61,9 @@ struct Command {
 StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args,
                                    const std::string& default_socket);
 
-// --timeout's value: a positive number of seconds ("10", "2.5") or a duration with a unit
-// ("500ms", "10s", "2m", "1h"), at most a day. InvalidArgument otherwise ("5x", "0", "-1").
+// --timeout's value: a duration in the config file's grammar (config::ParseDuration:
+// "500ms", "10s", "2m", "1h", "1m30s") or a bare number of seconds ("10", "2.5"), positive
+// and at most a day. InvalidArgument otherwise ("5x", "0", "-1").
 StatusOr<std::chrono::milliseconds> ParseTimeout(std::string_view text);
 
 // One command of the tree, for completion scripts and the man page's check.

@@ -9,6 +9,7 @@
 #include "k8s/node_info.h"
 #include "k8s/pod_info.h"
 #include "k8s/quantity.h"
+#include "k8s/time_format.h"
 #include "k8s/watch_decoder.h"
 #include "k8s/yaml_reader.h"
 
@@ -50,7 +51,21 @@ FuzzResult RunWatchFuzzInput(std::string_view input) {
   // Single-line inputs also go through the other parsers of outside data.
   if (input.size() < 4096) {
     (void)Quantity::Parse(input);
-    (void)Base64Decode(input);
+    // Base64 and RFC 3339 times round-trip through their writers.
+    if (auto bytes = Base64Decode(input); bytes.ok()) {
+      auto again = Base64Decode(Base64Encode(*bytes));
+      if (!again.ok() || *again != *bytes) __builtin_trap();
+    }
+    if (auto t = ParseTime(input); t.ok()) {
+      const std::string text = FormatMicroTime(*t);
+      // An offset can move the instant out of years 0000-9999, which RFC 3339 cannot write.
+      const bool writable = text.size() > 4 && text[0] >= '0' && text[0] <= '9' && text[4] == '-';
+      auto again = writable ? ParseTime(text) : t;
+      // Micro-precision: what ParseTime kept beyond it is the writer's rounding.
+      if (!again.ok() || *again != std::chrono::floor<std::chrono::microseconds>(*t)) {
+        __builtin_trap();
+      }
+    }
     (void)ApiError("fuzz", 500, input, input.substr(0, 8));
     (void)ParseYamlDocument(input);
   }

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+// StrCat and the small string helpers. Why not a formatting library: std::format is not in
+// GCC 12's libstdc++ (Debian 12); fmt (Debian's libfmt, under spdlog) formats the same, but
+// src/base is below every other folder and depends on the standard library alone, and a
+// concatenation is not worth a dependency there. StrCat is absl's idiom over std::to_chars
+// (shortest round-trip numbers), a dozen lines.
 #include "src/base/strings.h"
 
 namespace skb {
