@@ -538,12 +538,117 @@ std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
   return {a};
 }
 
+namespace {
+
+// A give whose placeholder is gone while its pod still runs on the lifted devices (see
+// PlanNode). Each such pod gets a placeholder again, asking for every GPU of its kind that
+// is free in Slurm there, its own and those of the jobs Slurm started on them included:
+// Slurm picks a placeholder's indices, and only a request that covers every candidate is
+// sure to cover the pod's (the extra ones are lent to Kubernetes as in a give, and come back
+// with it). A job Slurm started on the pod's devices is requeued at once where its policy
+// allows (no checkpoint signal, no grace: both use the GPU until it goes); the placeholder,
+// pending at the top job priority, takes the freed GPUs before any job. A job that may not
+// be preempted is left to end (GpuDoubleBooked says so); the placeholder then takes its GPUs.
+void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& views,
+                     const config::Config& cfg, Clock::TimePoint now, NodePlan* plan,
+                     std::set<uint32_t>* repairing) {
+  struct Lost {
+    std::vector<size_t> devices;  // into views / node.devices
+    std::set<uint32_t> jobs;      // Slurm jobs running on them
+  };
+  std::map<std::string, Lost> lost;  // by pod
+  for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
+    const DeviceView& v = views[i];
+    // Lifted (no hold), used by a pod, held by no running placeholder: a give's device
+    // whose placeholder is gone. (A held device a pod claims is another finding.)
+    if (v.placeholder != 0 || v.pods.empty() || v.owner != Owner::kUnguarded) continue;
+    Lost& l = lost[v.pods[0]];
+    l.devices.push_back(i);
+    if (v.job != 0) l.jobs.insert(v.job);
+  }
+  const int64_t now_unix = own::ToUnix(now);
+  const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
+                                      [](const Device& d) { return !d.profile.empty(); });
+  for (const auto& [pod, l] : lost) {
+    const std::string& profile = node.devices[l.devices.front()].profile;
+    const bool one_kind = std::all_of(l.devices.begin(), l.devices.end(),
+                                      [&](size_t i) { return node.devices[i].profile == profile; });
+    const std::string gres_type = !profile.empty() ? profile
+                                  : has_slices     ? node.whole_gres_type
+                                                   : "";
+    if (!one_kind || (has_slices && gres_type.empty())) continue;  // reported, not guessed
+    std::vector<std::string> names;
+    for (size_t i : l.devices) names.push_back(views[i].name);
+    const std::string devices = StrJoin(names, ",");
+    // Requeued at once: each job on the pod's devices its policy lets go.
+    std::vector<uint32_t> requeue;
+    plan::JobPreemptMode mode = plan::JobPreemptMode::kRequeue;
+    for (uint32_t id : l.jobs) {
+      auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
+                             [&](const NodeJob& j) { return j.view.job_id == id; });
+      if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
+      const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
+      if (!policy.preemptible || policy.mode == plan::JobPreemptMode::kCancel) continue;
+      mode = policy.mode;
+      requeue.push_back(id);
+      repairing->insert(id);
+    }
+    const bool pending =
+        std::any_of(node.placeholders.begin(), node.placeholders.end(),
+                    [&](const Placeholder& p) { return !p.running && p.pod == pod; });
+    if (!pending) {
+      int64_t gpus = 0;
+      for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
+        const DeviceView& v = views[i];
+        if (node.devices[i].profile != profile || v.placeholder != 0) continue;
+        const bool mine = std::find(l.devices.begin(), l.devices.end(), i) != l.devices.end();
+        const bool idle = v.job == 0 && v.pods.empty();
+        gpus += mine || idle || l.jobs.count(v.job);
+      }
+      DeviceAction a =
+          Make(SubmitPlaceholder{.pod = pod,
+                                 .gpus = gpus,
+                                 .victims = std::vector<uint32_t>(l.jobs.begin(), l.jobs.end()),
+                                 .gres_type = gres_type,
+                                 .profile = profile},
+               node, plan::Cause::kLend, "GiveRestored",
+               StrCat("no placeholder holds ", devices, " in Slurm while ", pod,
+                      " uses them (it ended behind the bridge's back): a new one asks for ", gpus,
+                      " GPU(s) of ", node.node, " to hold them again"));
+      a.event_type = plan::EventType::kWarning;
+      plan->actions.push_back(std::move(a));
+    }
+    if (!requeue.empty()) {
+      DeviceAction a =
+          Make(plan::PreemptSlurmJobs{.job_ids = requeue,
+                                      .mode = mode,
+                                      .preemptor = pod,
+                                      .at_unix = now_unix,
+                                      .since_unix = now_unix},
+               node, plan::Cause::kLend, "DoubleBookingEnded",
+               StrCat("jobs ", JoinIds(requeue), " started on ", devices, ", which ", pod,
+                      " uses (its placeholder had ended): ", plan::JobPreemptModeName(mode),
+                      " at once"));
+      a.event_type = plan::EventType::kWarning;
+      plan->actions.push_back(std::move(a));
+    }
+  }
+}
+
+}  // namespace
+
 NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::TimePoint now) {
   NodePlan plan;
   const std::vector<DeviceView> views = Owners(node);
   plan.violations = Violations(views);
   std::set<std::string> bad;
   for (const Violation& v : plan.violations) bad.insert(v.device);
+
+  // Gives whose placeholder ended behind the bridge's back (an admin's scancel, a node
+  // failure, a limit Slurm enforced): their pods run on lifted devices no placeholder holds
+  // in Slurm, and Slurm may start a job there at once (the requeued victim fits exactly).
+  std::set<uint32_t> repairing;  // jobs requeued at once to end a double booking
+  RepairLostGives(node, views, cfg, now, &plan, &repairing);
 
   // Devices no hold guards and nothing uses: Slurm's (the default owner).
   std::vector<std::string> unguarded;
@@ -613,7 +718,12 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       int free = 0;
       for (size_t i = 0; i < views.size(); ++i) {
         const DeviceView& v = views[i];
-        free += v.job == 0 && v.placeholder == 0 && v.pods.empty() && !bad.count(v.name) &&
+        // A lost give's own devices count for its restoring placeholder (its pod uses them).
+        const bool own_pod =
+            !v.pods.empty() && std::all_of(v.pods.begin(), v.pods.end(),
+                                           [&](const std::string& x) { return x == p.pod; });
+        free += v.job == 0 && v.placeholder == 0 &&
+                (v.pods.empty() ? !bad.count(v.name) : own_pod) &&
                 (i >= node.devices.size() || node.devices[i].profile == p.profile);
       }
       const bool victims_left = std::any_of(p.victims.begin(), p.victims.end(), [&](uint32_t id) {
@@ -636,6 +746,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                                [&](const NodeJob& j) { return j.view.job_id == id; });
         if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
+        if (repairing.count(id)) continue;  // requeued at once above: no signal, no grace
         const own::JobPolicy policy =
             own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
         if (!policy.preemptible) continue;  // became protected: the placeholder waits

@@ -645,7 +645,97 @@ TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {
   ASSERT_EQ(p.violations.size(), 2u);
   EXPECT_THAT(p.violations[0].what, HasSubstr("Slurm-held device"));
   EXPECT_THAT(p.violations[1].what, HasSubstr("no hold guards"));
+  // The lifted device is a give whose placeholder is gone: held again in Slurm (below).
+  EXPECT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+}
+
+// An admin's scancel of a give's placeholder (or a node failure, a limit Slurm enforced):
+// the pod runs on lifted devices no placeholder holds. Before Slurm starts a job there, a
+// placeholder asks for them again, with every GPU free in Slurm beside them (Slurm picks
+// the indices); it takes them, the extra ones are lent as in a give, and nothing else moves.
+TEST(PlanNode, AGiveWhosePlaceholderEndedIsHeldAgainInSlurm) {
+  NodeDevices n = Node("node1", 6);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  SetHolds(&n, {"gpu-3", "gpu-4"}, false);
+  n.claims.push_back({"ml/infer-0", {"gpu-3", "gpu-4"}, true});
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_EQ(p.violations.size(), 2u);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+  const auto& submit = p.actions[0].As<SubmitPlaceholder>();
+  EXPECT_EQ(submit.pod, "ml/infer-0");
+  EXPECT_EQ(submit.gpus, 4) << "the pod's two and the two free beside them (gpu-2, gpu-5)";
+  EXPECT_THAT(submit.victims, IsEmpty());
+  EXPECT_EQ(p.actions[0].event_reason, "GiveRestored");
+  EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("gpu-3,gpu-4"));
+  n.placeholders.push_back({950, "ml/infer-0", 4});
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty()) << "one placeholder per pod";
+  StartPlaceholders(&n, kNow);
+  ASSERT_TRUE(n.placeholders[0].running);
+  // Running: it holds the pod's devices; the extra ones are lent, then nothing moves.
+  p = PlanNode(n, Cfg(), kNow);
+  EXPECT_THAT(p.violations, IsEmpty());
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("RemoveDeviceHold"));
+  EXPECT_THAT(p.actions[0].As<RemoveDeviceHold>().devices, ElementsAre("gpu-2", "gpu-5"));
+  Apply(&n, p.actions);
+  p = PlanNode(n, Cfg(), kNow);
   EXPECT_THAT(p.actions, IsEmpty());
+  ExpectInvariant(n);
+}
+
+// Slurm was faster: the requeued victim started on the lost give's GPUs. It is requeued at
+// once (no signal, no grace: both use the GPU until it goes), after a placeholder at the top
+// priority is pending for its GPUs; a job that may not be preempted is left to end, the
+// placeholder then takes its GPUs. The pending placeholder is not cancelled as a give whose
+// GPUs went elsewhere, and its victims are never signalled.
+TEST(PlanNode, AJobSlurmStartedOnALostGivesGpusIsRequeuedAtOnce) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", false, hours(1));
+  AddJob(&n, 7, "gpu:2(IDX:2-3)", true, seconds(1));
+  SetHolds(&n, {"gpu-2", "gpu-3"}, false);
+  n.claims.push_back({"ml/infer-0", {"gpu-2", "gpu-3"}, true});
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_EQ(p.violations.size(), 2u);
+  EXPECT_THAT(p.violations[0].what, HasSubstr("Slurm job 7 runs on it"));
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder", "PreemptSlurmJobs"));
+  const auto& submit = p.actions[0].As<SubmitPlaceholder>();
+  EXPECT_EQ(submit.gpus, 2);
+  EXPECT_THAT(submit.victims, ElementsAre(7u));
+  const auto& requeue = p.actions[1].As<plan::PreemptSlurmJobs>();
+  EXPECT_THAT(requeue.job_ids, ElementsAre(7u));
+  EXPECT_EQ(requeue.mode, plan::JobPreemptMode::kRequeue);
+  EXPECT_EQ(requeue.preemptor, "ml/infer-0");
+  EXPECT_EQ(p.actions[1].event_reason, "DoubleBookingEnded");
+  EXPECT_EQ(p.actions[1].event_type, plan::EventType::kWarning);
+
+  // The placeholder is pending, the job still shows running (the poll lags): requeued again,
+  // never signalled, and no second placeholder.
+  n.placeholders.push_back({951, "ml/infer-0", submit.gpus, submit.victims});
+  p = PlanNode(n, Cfg(), kNow);
+  EXPECT_THAT(Kinds(p.actions), ElementsAre("PreemptSlurmJobs"));
+  // The job is gone (pending again): the placeholder waits for its GPUs, then takes them.
+  std::erase_if(n.jobs, [](const NodeJob& j) { return j.view.job_id == 7; });
+  p = PlanNode(n, Cfg(), kNow);
+  EXPECT_THAT(p.actions, IsEmpty()) << "not cancelled as a give whose GPUs went elsewhere";
+  StartPlaceholders(&n, kNow);
+  ASSERT_TRUE(n.placeholders[0].running);
+  EXPECT_THAT(n.placeholders[0].indices, ElementsAre(2, 3));
+  p = PlanNode(n, Cfg(), kNow);
+  EXPECT_THAT(p.violations, IsEmpty());
+  EXPECT_THAT(p.actions, IsEmpty());
+  ExpectInvariant(n);
+
+  // The job on the pod's GPUs may not be preempted: reported, and a placeholder waits for
+  // its GPUs; the job is never signalled.
+  NodeDevices m = Node("node2", 4);
+  AddJob(&m, 8, "gpu:2(IDX:2-3)", false, seconds(1));
+  SetHolds(&m, {"gpu-2", "gpu-3"}, false);
+  m.claims.push_back({"ml/infer-1", {"gpu-2", "gpu-3"}, true});
+  p = PlanNode(m, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+  EXPECT_EQ(p.actions[0].As<SubmitPlaceholder>().gpus, 4) << "its two, the two idle";
+  m.placeholders.push_back({952, "ml/infer-1", 4, {8}});
+  EXPECT_THAT(PlanNode(m, Cfg(), kNow).actions, IsEmpty());
 }
 
 TEST(DeviceActionTest, KindAndFieldsComeFromItsOperation) {

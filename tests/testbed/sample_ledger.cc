@@ -82,8 +82,12 @@ void SampleLedger::NoteKubeRead(Steady::time_point start) {
 void SampleLedger::Record(const std::vector<std::string>& found) {
   if (!found.empty()) {
     violations_ += static_cast<int>(found.size());
+    const int64_t at =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now() - started_).count() + 1;
     std::lock_guard<std::mutex> lock(mu_);
     if (first_.empty()) first_ = found.front();
+    if (first_violation_ns_ == 0) first_violation_ns_ = at;
+    last_violation_ns_ = at;
   }
   ++samples_;
 }
@@ -97,6 +101,18 @@ double SampleLedger::seconds() const {
 std::string SampleLedger::first_violation() const {
   std::lock_guard<std::mutex> lock(mu_);
   return first_;
+}
+
+std::optional<SampleLedger::Steady::time_point> SampleLedger::first_violation_at() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_violation_ns_ == 0) return std::nullopt;
+  return started_ + std::chrono::nanoseconds(first_violation_ns_ - 1);
+}
+
+std::optional<SampleLedger::Steady::time_point> SampleLedger::last_violation_at() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (last_violation_ns_ == 0) return std::nullopt;
+  return started_ + std::chrono::nanoseconds(last_violation_ns_ - 1);
 }
 
 bool SampleLedger::RateKept(int64_t samples, int64_t answered, double fraction) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ class SampleLedger {
   // Seconds from construction to Finish() (or to now while it runs).
   double seconds() const;
   std::string first_violation() const;
+  // When the first and the last double-booked sample were taken (nullopt: none was).
+  std::optional<Steady::time_point> first_violation_at() const;
+  std::optional<Steady::time_point> last_violation_at() const;
 
   // Whether it sampled at least `fraction` of the ticks at which both systems answered
   // (ticks - failed reads - blind ticks), less one tick, and at least once. The one tick:
@@ -81,6 +85,8 @@ class SampleLedger {
   std::atomic<int64_t> stopped_ns_{0};  // since started_; 0 while running
   std::atomic<int> samples_{0}, violations_{0}, failed_{0};
   std::atomic<int64_t> ticks_{0}, missed_{0}, blind_{0};
+  // Since started_, +1 so that 0 means none (guarded by mu_).
+  int64_t first_violation_ns_ = 0, last_violation_ns_ = 0;
   std::atomic<int64_t> missed_slurm_{0}, missed_kube_{0};
   std::atomic<int64_t> last_slurm_ms_{0}, last_kube_ms_{0};
   std::atomic<int64_t> slowest_slurm_ms_{0}, slowest_kube_ms_{0};

@@ -190,5 +190,58 @@ TEST_F(DeviceSafetyE2E, AHoldDeletedOrEditedBySomeoneElseIsRefusedOrPutBack) {
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
+// An admin cancels the placeholder of a give (scancel) while its 2-GPU pod runs on node1
+// and the give's victim (8 GPUs, preemptible, requeued) waits: Slurm starts the victim on
+// the pod's GPUs within a second, faster than any controller. The bridge ends it: a new
+// placeholder for the pod is pending at the top priority before the victim is requeued at
+// once, and takes the GPUs when they free; the pod keeps running, the victim is pending
+// again (not lost), and the double booking stops within seconds and does not come back.
+TEST_F(DeviceSafetyE2E, APlaceholderCancelledByAnAdminIsReplacedAndTheJobOnItsGpusRequeued) {
+  FillOtherNodes();
+  const std::string victim = SubmitOn("node1", 8, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  CreatePod("infer", 2);
+  ASSERT_NO_FATAL_FAILURE(ExpectGivenByPreemptionOn("infer", "node1", victim, "give"));
+  const std::string before = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %i").out);
+  ASSERT_FALSE(before.empty()) << Placeholders();
+  ASSERT_EQ(JobField(victim, "JobState"), "PENDING") << Shell("squeue").out;
+  const int restarts = Restarts(victim);
+  const int restored = EventCount("node1", "GiveRestored");
+
+  double_booking_window_ = DoubleBookingWindow{Steady::now(), seconds(20)};
+  ASSERT_EQ(Shell(StrCat("scancel ", before)).exit_code, 0);
+
+  // A new placeholder for the pod runs on node1, and the victim is pending again.
+  auto replaced = [&] {
+    const std::string now = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o '%i %N'").out);
+    return !now.empty() && now.rfind(before + " ", 0) != 0 &&
+           now.find(" node1") != std::string::npos && JobField(victim, "JobState") == "PENDING";
+  };
+  ASSERT_TRUE(WaitFor(replaced, seconds(20)))
+      << Placeholders() << "\n"
+      << Shell("squeue").out << NodeEvents("node1") << daemon_->LogTail();
+  EXPECT_EQ(EventCount("node1", "GiveRestored"), restored + 1) << NodeEvents("node1");
+  // Slurm started the victim on the pod's GPUs (it fits exactly): requeued once more, with
+  // its Event; had it not started yet, nothing was requeued.
+  if (Restarts(victim) > restarts) {
+    EXPECT_THAT(NodeEvents("node1"), HasSubstr("DoubleBookingEnded"));
+  }
+  EXPECT_EQ(PodField("infer", ".status.phase"), "Running");
+
+  // From here on nothing is double-booked (the window ends well before the test does) and
+  // the pod keeps its placeholder.
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        if (PodField("infer", ".status.phase") != "Running") return "the pod stopped";
+        if (JobField(victim, "JobState") == "RUNNING") return "the victim runs again";
+        return Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %i").out).empty()
+                   ? "no placeholder runs"
+                   : "";
+      },
+      seconds(25));
+  EXPECT_EQ(broke, "") << Placeholders() << "\n" << Shell("squeue").out << daemon_->LogTail();
+}
+
 }  // namespace
 }  // namespace skb::lending_e2e
