@@ -73,21 +73,43 @@ skb_wait_for() {
 
 skb_have() { command -v "$1" >/dev/null 2>&1; }
 
-# skb_ninja LOG NINJA_ARGS...: ninja with its output in LOG, saying every 30 s how far it is
-# ("[212/377] Building CXX object ..."): a cold build runs for minutes and must not look hung.
-skb_ninja() {
-  local log="$1" t0=$SECONDS pid rc=0 last=""; shift
-  ninja "$@" >"$log" 2>&1 &
-  pid=$!
+# skb_progress PID EVERY DESCRIBE...: waits for PID (a child of this shell) and returns its
+# exit status; every EVERY seconds while it runs, logs how long it has run and the first line
+# DESCRIBE... prints (where it is), so a step that runs for minutes never looks hung. The
+# report is due by time, not on an exact second: a loaded machine skips seconds.
+skb_progress() {
+  local pid="$1" every="$2" t0=$SECONDS next rc=0 where
+  shift 2
+  next=$((SECONDS + every))
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1
-    if (((SECONDS - t0) % 30 == 0)) && kill -0 "$pid" 2>/dev/null; then
-      last="$(grep -aoE '^\[[0-9]+/[0-9]+\][^/]*[^ ]*' "$log" | tail -n1 | cut -c1-100 || true)"
-      [[ -z "$last" ]] || skb_log "  ... $((SECONDS - t0)) s: $last"
+    if ((SECONDS >= next)) && kill -0 "$pid" 2>/dev/null; then
+      next=$((SECONDS + every))
+      where="$("$@" 2>/dev/null | head -n1 || true)"
+      skb_log "  ... $((SECONDS - t0)) s${where:+: $where}"
     fi
   done
   wait "$pid" || rc=$?
   return "$rc"
+}
+
+# skb_ninja_where LOG: how far the ninja writing LOG is ("[212/377] 56%: Building CXX object
+# src/...").
+skb_ninja_where() {
+  local last
+  last="$(grep -aoE '^\[[0-9]+/[0-9]+\][^/]*[^ ]*' "$1" | tail -n1 | cut -c1-100)" || return 0
+  [[ "$last" =~ ^\[([0-9]+)/([0-9]+)\]\ (.*)$ ]] || return 0
+  echo "[${BASH_REMATCH[1]}/${BASH_REMATCH[2]}] $((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))%: ${BASH_REMATCH[3]}"
+}
+
+# skb_ninja LOG NINJA_ARGS...: ninja with its output in LOG, saying every 20 s how far it is
+# (skb_ninja_where): a cold build runs for minutes and must not look hung. SKB_NINJA_EXEC (an
+# array, default empty) is a prefix to run ninja through (another Slurm release's root).
+skb_ninja() {
+  local log="$1"
+  shift
+  "${SKB_NINJA_EXEC[@]}" ninja "$@" >"$log" 2>&1 &
+  skb_progress $! 20 skb_ninja_where "$log"
 }
 
 # Go version as "major.minor" (e.g. 1.26), empty when go is missing.

@@ -79,6 +79,9 @@ skb_in_slurm_root() {
   "${SKB_SLURM_EXEC[@]}" "$@"
 }
 
+# debootstrap_step LOG: how many steps the debootstrap writing LOG has made, and its last.
+debootstrap_step() { echo "$(grep -c '^I: ' "$1") steps: $(grep '^I: ' "$1" | tail -n1)"; }
+
 # skb_make_slurm_root RELEASE: debootstraps the root (once; into a temporary directory
 # first, so an interrupted run never leaves a half-made root behind; under a lock, so two
 # callers at once -- scripts/setup, a `scripts/testbed up` of that release -- make it once).
@@ -110,14 +113,8 @@ skb_make_slurm_root() {
   rm -rf "$root.tmp"
   nice debootstrap --variant=minbase --include="$pkgs" "$suite" "$root.tmp" \
     http://deb.debian.org/debian "${script[@]}" >"$log" 2>&1 &
-  local pid=$! rc=0
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 5
-    if (((SECONDS - t0) % 30 < 5)); then
-      skb_log "  ... $((SECONDS - t0)) s, $(grep -c '^I: ' "$log" 2>/dev/null || echo 0) steps: $(grep '^I: ' "$log" | tail -n1)"
-    fi
-  done
-  wait "$pid" || rc=$?
+  local rc=0
+  skb_progress $! 30 debootstrap_step "$log" || rc=$?
   ((rc == 0)) || skb_die "debootstrap failed" "$log"
   chroot "$root.tmp" slurmctld -V >>"$log" 2>&1 || skb_die "slurmctld does not run in the new root" "$log"
   echo "$release $suite" >"$root.tmp/etc/skb-slurm-root"

@@ -51,7 +51,7 @@ start_bridge() {
   skb_step testbed/bridge
   local exe="$SKB_BUILD_DIR/bridge/slurm-k8s-bridge"
   if [[ ! -x "$exe" && "$SLURM_RELEASE" != 22.05 ]]; then
-    skb_die "the bridge is not built ($exe missing): build it in Slurm $SLURM_RELEASE's root (SKB_TESTBED_SLURM=$SLURM_RELEASE scripts/testbed exec bash -c 'cmake -S . -B $SKB_BUILD_DIR -G Ninja && ninja -C $SKB_BUILD_DIR') or use 'up --no-bridge'"
+    skb_die "the bridge is not built ($exe missing): build it in Slurm $SLURM_RELEASE's root (SKB_TESTBED_SLURM=$SLURM_RELEASE scripts/testbed exec bash -c 'cmake -S . -B $SKB_BUILD_DIR -G Ninja && ninja -C $SKB_BUILD_DIR') or use 'up --no-bridge'; scripts/demo --slurm $SLURM_RELEASE builds it and brings the testbed up"
   fi
   [[ -x "$exe" ]] || skb_die "the bridge is not built ($exe missing): build it (cmake -S . -B build -G Ninja && ninja -C build) or use 'up --no-bridge'"
   require_port "$BRIDGE_HTTP_PORT" "the bridge's /metrics"
