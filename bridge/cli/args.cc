@@ -17,15 +17,17 @@ namespace {
 constexpr char kFooter[] =
     R"(From the daemon (its Unix socket): get nodes|jobs|quotas, describe node|tenant.
 From Kubernetes (--kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster): get
-preemptions, drain, undrain.
+preemptions, drain, undrain; and get nodes, describe node with --from kubernetes or an
+explicit --kubeconfig (what the bridge publishes there: no shell on the slurmctld host).
 Run 'bridgectl COMMAND --help' for a command's arguments and flags; `man bridgectl`.
 
 Exit status: 0 done, 1 failed (daemon or apiserver unreachable, unknown node, refused),
 2 bad command line.)";
 
 constexpr char kGlobalFooter[] =
-    "Flags of every command: --socket PATH, --kubeconfig PATH, --context NAME, --timeout "
-    "DURATION,\n-o table|wide|json|yaml|name, --no-headers (see 'bridgectl --help').";
+    "Flags of every command: --socket PATH, --kubeconfig PATH, --context NAME, --from "
+    "daemon|kubernetes,\n--timeout DURATION, -o table|wide|json|yaml|name, --no-headers (see "
+    "'bridgectl --help').";
 
 // The tree and where each parsed value lands. CLI11 writes into `cmd` and the strings
 // beside it while parsing; Finish() checks what CLI11 cannot (which flag fits which verb).
@@ -33,6 +35,9 @@ struct Parser {
   Command cmd;
   std::string output_text = "table";
   std::string timeout_text = "10";
+  std::string from_text;  // --from; "" when not given
+  CLI::Option* socket_flag = nullptr;
+  CLI::Option* kubeconfig_flag = nullptr;
   std::vector<std::string> help_path;
   bool version_flag = false;
   bool no_headers = false;
@@ -48,15 +53,21 @@ struct Parser {
     app.fallthrough();  // flags of bridgectl itself are taken after any command word
     app.require_subcommand(0, 1);
     app.allow_extras();  // reported by Finish(), with the command they came to
-    app.add_option("--socket", cmd.socket,
-                   "the daemon's socket (else $SKB_BRIDGE_SOCKET, else "
-                   "/run/slurm-k8s-bridge/bridge.sock)")
-        ->type_name("PATH");
-    app.add_option("--kubeconfig", cmd.kubeconfig,
-                   "Kubernetes credentials for get preemptions, drain and undrain (else "
-                   "$KUBECONFIG, ~/.kube/config, in-cluster)")
-        ->type_name("PATH");
+    socket_flag = app.add_option("--socket", cmd.socket,
+                                 "the daemon's socket (else $SKB_BRIDGE_SOCKET, else "
+                                 "/run/slurm-k8s-bridge/bridge.sock)")
+                      ->type_name("PATH");
+    kubeconfig_flag = app.add_option("--kubeconfig", cmd.kubeconfig,
+                                     "Kubernetes credentials for get preemptions, drain, undrain "
+                                     "and --from kubernetes (else $KUBECONFIG, ~/.kube/config, "
+                                     "in-cluster); given, get nodes and describe node read "
+                                     "Kubernetes")
+                          ->type_name("PATH");
     app.add_option("--context", cmd.context, "the kubeconfig context to use")->type_name("NAME");
+    app.add_option("--from", from_text,
+                   "get nodes, describe node: daemon (its socket; the default) or kubernetes "
+                   "(what the bridge publishes there, with the kubeconfig)")
+        ->type_name("SOURCE");
     app.add_option("--timeout", timeout_text,
                    "per call: seconds (10, 2.5) or a duration (500ms, 10s, 2m); default 10")
         ->type_name("DURATION");
@@ -234,7 +245,45 @@ struct Parser {
     }
     cmd.output = o->second;
     cmd.headers = !no_headers;
+    if (Status s = PickSource(chain); !s.ok()) return s;
     return Fits(chain);
+  }
+
+  // --from, else an explicit --kubeconfig for the commands both can answer.
+  Status PickSource(const std::vector<CLI::App*>& chain) {
+    const Verb v = cmd.verb;
+    const bool both = v == Verb::kGetNodes || v == Verb::kDescribeNode;
+    const bool kube_only = v == Verb::kGetPreemptions || v == Verb::kDrain || v == Verb::kUndrain;
+    const bool daemon_only =
+        v == Verb::kGetJobs || v == Verb::kGetQuotas || v == Verb::kDescribeTenant;
+    if (from_text.empty()) {
+      if (both && kubeconfig_flag->count() > 0) {
+        if (socket_flag->count() > 0) {
+          return UsageError(chain,
+                            "--socket and --kubeconfig both given: say which to read with "
+                            "--from daemon or --from kubernetes");
+        }
+        cmd.source = Source::kKubernetes;
+      }
+      if (kube_only) cmd.source = Source::kKubernetes;
+      return OkStatus();
+    }
+    if (from_text != "daemon" && from_text != "kubernetes") {
+      return UsageError(chain,
+                        StrCat("--from must be daemon or kubernetes, not '", from_text, "'"));
+    }
+    cmd.source = from_text == "kubernetes" ? Source::kKubernetes : Source::kDaemon;
+    if (cmd.source == Source::kKubernetes && daemon_only) {
+      return UsageError(chain, StrCat(PathOf(chain),
+                                      " is answered by the daemon only (Kubernetes does not hold "
+                                      "it): --from kubernetes is for get nodes and describe node"));
+    }
+    if (cmd.source == Source::kDaemon && kube_only) {
+      return UsageError(chain, StrCat(PathOf(chain),
+                                      " reads Kubernetes only: --from daemon is for get nodes and "
+                                      "describe node"));
+    }
+    return OkStatus();
   }
 
   // Which flag fits which verb, checked here so the message says what fits instead.

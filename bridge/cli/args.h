@@ -36,6 +36,14 @@ enum class Verb {
 // -o: tables (wide: more columns), the daemon's answer as JSON or YAML, or kind/name per line.
 enum class Output { kTable, kWide, kJson, kYaml, kName };
 
+// Where get nodes / get node / describe node read (--from): the daemon over its socket, or
+// what the bridge publishes in Kubernetes, read with the admin's kubeconfig
+// (kube_inventory.h). An explicit --kubeconfig picks kubernetes for these commands; $KUBECONFIG
+// alone does not (it is set for kubectl on many hosts, and a silent switch would change what
+// the columns mean). get jobs|quotas and describe tenant are the daemon's only; get
+// preemptions, drain and undrain are Kubernetes' only.
+enum class Source { kDaemon, kKubernetes };
+
 struct Command {
   Verb verb = Verb::kHelp;
   std::string help;    // kHelp: the text to print
@@ -49,6 +57,7 @@ struct Command {
   std::string kubeconfig;  // --kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster
   std::string context;     // --context
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // --timeout, per call
+  Source source = Source::kDaemon;                              // --from
   Output output = Output::kTable;                               // -o
   bool headers = true;                                          // false: --no-headers
 };

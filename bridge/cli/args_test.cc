@@ -213,6 +213,35 @@ TEST(Args, OutputFormatsAndNoHeadersWhereTheyFit) {
               HasSubstr("-o yaml is for get and describe"));
 }
 
+TEST(Args, FromPicksWhereNodesAreReadAndAnExplicitKubeconfigPicksKubernetes) {
+  EXPECT_EQ(Parse({"get", "nodes"}).source, Source::kDaemon);
+  // $KUBECONFIG is not a flag: no silent switch (ParseCommandLine reads no environment).
+  Command c = Parse({"--kubeconfig", "/home/a/.kube/config", "get", "nodes"});
+  EXPECT_EQ(c.source, Source::kKubernetes);
+  EXPECT_EQ(c.kubeconfig, "/home/a/.kube/config");
+  EXPECT_EQ(Parse({"describe", "node", "node1", "--kubeconfig", "k"}).source, Source::kKubernetes);
+  EXPECT_EQ(Parse({"get", "node", "node1", "--from", "kubernetes"}).source, Source::kKubernetes);
+  EXPECT_EQ(Parse({"--from", "daemon", "--kubeconfig", "k", "get", "nodes"}).source,
+            Source::kDaemon);
+  EXPECT_EQ(
+      Parse({"--socket", "/s", "--kubeconfig", "k", "--from", "kubernetes", "get", "nodes"}).source,
+      Source::kKubernetes);
+  EXPECT_THAT(Refused({"--socket", "/s", "--kubeconfig", "k", "get", "nodes"}),
+              HasSubstr("--from daemon or --from kubernetes"));
+  EXPECT_THAT(Refused({"--from", "etcd", "get", "nodes"}),
+              HasSubstr("--from must be daemon or kubernetes, not 'etcd'"));
+  EXPECT_THAT(Refused({"--from", "kubernetes", "get", "jobs"}),
+              HasSubstr("bridgectl get jobs is answered by the daemon only"));
+  EXPECT_THAT(Refused({"--from", "kubernetes", "describe", "tenant", "t"}),
+              HasSubstr("daemon only"));
+  EXPECT_THAT(Refused({"--from", "daemon", "get", "preemptions"}),
+              HasSubstr("reads Kubernetes only"));
+  // The commands that always read one side keep doing so; a kubeconfig given to get jobs is
+  // not used (as before).
+  EXPECT_EQ(Parse({"get", "preemptions"}).source, Source::kKubernetes);
+  EXPECT_EQ(Parse({"--kubeconfig", "k", "get", "jobs"}).source, Source::kDaemon);
+}
+
 TEST(Args, TheTreeNamesEveryCommandOnce) {
   std::set<std::string> paths;
   for (const CommandSpec& s : CommandTree()) EXPECT_TRUE(paths.insert(s.path).second) << s.path;

@@ -15,8 +15,8 @@ namespace {
 // @SUBS@, @FLAGS@, @ARGS@ (associative arrays keyed by the command path, "_" for bridgectl
 // itself), @VALUES@ (flags taking a value) and @OUTPUTS@ are filled in from the tree. Both
 // walk the words typed so far: a known command word extends the path, a flag taking a value
-// skips its value (remembering --socket, so node names come from the same daemon), anything
-// else is an argument.
+// skips its value (remembering --socket, --kubeconfig, --context and --from in `src`, so node
+// names come from where the command will read), anything else is an argument.
 constexpr char kBash[] = R"sh(# bash completion for bridgectl, made by `bridgectl completion bash`:
 #   source <(bridgectl completion bash)                             # this shell
 #   bridgectl completion bash > /etc/bash_completion.d/bridgectl    # every shell
@@ -25,7 +25,7 @@ _bridgectl_nodes() {
 }
 _bridgectl() {
   local cur=${COMP_WORDS[COMP_CWORD]} w want= i npos=0 cmd=_ values=" @VALUES@ "
-  local -a sock=()
+  local -a src=()
   local -A subs=(@SUBS@)
   local -A flags=(@FLAGS@)
   local -A args=(@ARGS@)
@@ -38,7 +38,8 @@ _bridgectl() {
   case $want in
     -o | --output) COMPREPLY=($(compgen -W "@OUTPUTS@" -- "$cur")); return ;;
     --socket | --kubeconfig) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --node) COMPREPLY=($(compgen -W "$(_bridgectl_nodes "${sock[@]}")" -- "$cur")); return ;;
+    --from) COMPREPLY=($(compgen -W "daemon kubernetes" -- "$cur")); return ;;
+    --node) COMPREPLY=($(compgen -W "$(_bridgectl_nodes "${src[@]}")" -- "$cur")); return ;;
     ?*) return ;;
   esac
   if [[ $cur == -* ]]; then
@@ -48,7 +49,7 @@ _bridgectl() {
   local cands=${subs[$cmd]}
   if ((npos == 0)); then
     case ${args[$cmd]} in
-      NODE) cands+=" $(_bridgectl_nodes "${sock[@]}")" ;;
+      NODE) cands+=" $(_bridgectl_nodes "${src[@]}")" ;;
       SHELL) cands+=" bash zsh" ;;
       COMMAND) cands+=" ${subs[_]}" ;;
     esac
@@ -67,7 +68,7 @@ _bridgectl_nodes() {
 }
 _bridgectl() {
   local cur=${words[CURRENT]} w want= i npos=0 cmd=_ values=" @VALUES@ "
-  local -a sock cands
+  local -a src cands
   local -A subs flags args
   subs=(@SUBS@)
   flags=(@FLAGS@)
@@ -79,7 +80,8 @@ _bridgectl() {
   case $want in
     -o | --output) compadd -- @OUTPUTS@; return ;;
     --socket | --kubeconfig) _files; return ;;
-    --node) compadd -- ${(f)"$(_bridgectl_nodes $sock)"}; return ;;
+    --from) compadd -- daemon kubernetes; return ;;
+    --node) compadd -- ${(f)"$(_bridgectl_nodes $src)"}; return ;;
     ?*) return ;;
   esac
   if [[ $cur == -* ]]; then
@@ -89,7 +91,7 @@ _bridgectl() {
   cands=(${=subs[$cmd]})
   if ((npos == 0)); then
     case ${args[$cmd]} in
-      NODE) cands+=(${(f)"$(_bridgectl_nodes $sock)"}) ;;
+      NODE) cands+=(${(f)"$(_bridgectl_nodes $src)"}) ;;
       SHELL) cands+=(bash zsh) ;;
       COMMAND) cands+=(${=subs[_]}) ;;
     esac
@@ -106,12 +108,12 @@ fi
 // The loop body both scripts share (the same in bash and zsh): one typed word `w`.
 constexpr char kWalk[] = R"sh(    [[ $w == = ]] && continue
     if [[ -n $want ]]; then
-      [[ $want == --socket ]] && sock=(--socket "$w")
+      case $want in --socket | --kubeconfig | --context | --from) src+=("$want" "$w") ;; esac
       want=
       continue
     fi
     case $w in
-      --socket=*) sock=("$w") ;;
+      --socket=* | --kubeconfig=* | --context=* | --from=*) src+=("$w") ;;
       -*=* | -o?*) ;;
       -*) [[ $values == *" $w "* ]] && want=$w ;;
       *)

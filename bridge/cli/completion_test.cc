@@ -72,6 +72,11 @@ TEST(Completion, BashCompletesCommandsFlagsFormatsAndNodeNames) {
   EXPECT_EQ(BashOffers("bridgectl --socket /s.sock drain ''", &calls), "node1 node2\n");
   EXPECT_EQ(calls, "--socket /s.sock get nodes -o name --timeout 3\n");
   EXPECT_EQ(BashOffers("bridgectl drain node1 ''", &calls), "\n") << "one node only";
+  // Node names from where the command reads: the same kubeconfig and source.
+  EXPECT_EQ(BashOffers("bridgectl --kubeconfig /k.yaml --context=prod describe node ''", &calls),
+            "node1 node2\n");
+  EXPECT_EQ(calls, "--kubeconfig /k.yaml --context=prod get nodes -o name --timeout 3\n");
+  EXPECT_EQ(BashOffers("bridgectl --from ''"), "daemon kubernetes\n");
   EXPECT_EQ(BashOffers("bridgectl get preemptions --node n", &calls), "node1 node2\n");
   EXPECT_EQ(BashOffers("bridgectl describe node node1 --re"), "\n") << "--reason is drain's";
 }

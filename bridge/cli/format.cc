@@ -13,6 +13,18 @@ namespace v1 = ::skb::api::v1;
 
 std::string Dash(const std::string& s) { return s.empty() ? "-" : s; }
 
+// The answer's source cannot know this field of the node (NodeSummary.unknown).
+bool Unknown(const v1::NodeSummary& n, std::string_view field) {
+  return std::find(n.unknown().begin(), n.unknown().end(), field) != n.unknown().end();
+}
+
+// A field's cell: "?" when unknown, else `known`.
+std::string Cell(const v1::NodeSummary& n, std::string_view field, const std::string& known) {
+  return Unknown(n, field) ? "?" : known;
+}
+
+constexpr char kFromKubernetes[] = "kubernetes";
+
 std::string Gpus(const v1::NodeSummary& n) {
   if (n.gpus() == 0) return "-";
   std::string model = n.gpu_model();
@@ -62,7 +74,8 @@ nlohmann::json SummaryJson(const v1::NodeSummary& n) {
           {"features", std::vector<std::string>(n.features().begin(), n.features().end())},
           {"gpuMode", n.gpu_mode()},
           {"gpuModeReason", n.gpu_mode_reason()},
-          {"gpuOwners", GpuOwnersJson(n)}};
+          {"gpuOwners", GpuOwnersJson(n)},
+          {"unknown", std::vector<std::string>(n.unknown().begin(), n.unknown().end())}};
 }
 
 // A node shared GPU by GPU: its split; any other: its whole-node owner.
@@ -170,17 +183,23 @@ Listing NodesListing(const v1::ListNodesResponse& resp, bool wide) {
                                     Dash(n.k8s_health()),
                                     Dash(n.slurm_state()),
                                     Dash(n.slurm_reason()),
-                                    Count(n.jobs_size(), Join(n.jobs(), ",")),
+                                    Cell(n, "jobs", Count(n.jobs_size(), Join(n.jobs(), ","))),
                                     Count(n.pods_size(), Join(n.pods(), ","))};
     if (wide) {
-      row.push_back(Dash(n.gpu_mode()));
-      row.push_back(Dash(Join(n.features(), ",")));
+      row.push_back(Cell(n, "gpu_mode", Dash(n.gpu_mode())));
+      row.push_back(Cell(n, "features", Dash(Join(n.features(), ","))));
       row.push_back(Dash(n.k8s_name()));
     }
     rows.push_back(std::move(row));
     out.names.push_back("node/" + n.name());
   }
   if (!resp.ready()) StrAppend(&out.notes, "\n(not ready: ", resp.ready_reason(), ")\n");
+  if (resp.source() == kFromKubernetes) {
+    StrAppend(&out.notes,
+              "\n(from Kubernetes: what the bridge published there. ? = not known there: Slurm's "
+              "base state, the jobs of a node without a reservation; JOBS as the reservation "
+              "last listed them. Slurm nodes outside Kubernetes are not listed.)\n");
+  }
   return out;
 }
 
@@ -190,6 +209,7 @@ nlohmann::json NodesJson(const v1::ListNodesResponse& resp) {
   return {{"leader", resp.leader()},
           {"ready", resp.ready()},
           {"readyReason", resp.ready_reason()},
+          {"source", resp.source().empty() ? "daemon" : resp.source()},
           {"nodes", std::move(nodes)}};
 }
 
@@ -269,6 +289,9 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
     StrAppend(&out, key, std::string(key.size() < 16 ? 16 - key.size() : 1, ' '), value, "\n");
   };
   line("Name:", n.name());
+  if (resp.source() == kFromKubernetes) {
+    line("Source:", "Kubernetes (what the bridge published; ? = not known there)");
+  }
   line("Kubernetes:", n.in_kubernetes() ? n.k8s_name() : "(not a managed Kubernetes node)");
   line("GPUs:", Gpus(n));
   line("Owner:", Owner(n));
@@ -280,8 +303,8 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
   line("K8s health:", Dash(n.k8s_health()));
   line("Slurm state:", Dash(n.slurm_state()));
   line("Slurm reason:", Dash(n.slurm_reason()));
-  line("Features:", Dash(Join(n.features(), ",")));
-  line("Jobs:", Dash(Join(n.jobs(), ",")));
+  line("Features:", Cell(n, "features", Dash(Join(n.features(), ","))));
+  line("Jobs:", Cell(n, "jobs", Dash(Join(n.jobs(), ","))));
   line("GPU pods:", Dash(Join(n.pods(), ",")));
   line("Cordoned:", resp.unschedulable() ? "yes" : "no");
   if (n.gpu_owners_size() > 0) {
@@ -307,6 +330,13 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
   line("Taints:", Dash(Join(resp.taints(), ", ")));
   out += "Why:\n";
   for (const auto& e : resp.explanation()) StrAppend(&out, "  ", e, "\n");
+  if (resp.source() == kFromKubernetes) {
+    out += "Events (the bridge's, latest last):\n";
+    if (resp.events_size() == 0) out += "  none kept by the apiserver\n";
+    for (const auto& e : resp.events()) StrAppend(&out, "  ", e, "\n");
+    out += "Planned actions:\n  ? (only the daemon plans: bridgectl describe node on its host)\n";
+    return out;
+  }
   out += "Planned actions:\n";
   if (resp.planned_actions_size() == 0) out += "  none (the node is where the rules want it)\n";
   for (const auto& a : resp.planned_actions()) StrAppend(&out, "  ", a, "\n");
@@ -331,7 +361,9 @@ nlohmann::json DescribeJson(const v1::DescribeNodeResponse& resp) {
            std::vector<std::string>(resp.explanation().begin(), resp.explanation().end())},
           {"plannedActions",
            std::vector<std::string>(resp.planned_actions().begin(), resp.planned_actions().end())},
-          {"recheckAt", resp.recheck_at()}};
+          {"recheckAt", resp.recheck_at()},
+          {"source", resp.source().empty() ? "daemon" : resp.source()},
+          {"events", std::vector<std::string>(resp.events().begin(), resp.events().end())}};
 }
 
 }  // namespace skb::bridge::cli

@@ -2,8 +2,9 @@
 // bridgectl: the admin CLI. Asks the daemon over its Unix socket (protobuf) for what lives
 // in its caches (nodes, jobs) and talks to Kubernetes directly, with the admin's own
 // kubeconfig, where Kubernetes is the source (the Events of past preemptions, the drain
-// condition). Thin: the command line (args.h), the connection, the formatting and the
-// Kubernetes helpers live in bridge/cli/; this file dispatches.
+// condition) and, with --from kubernetes, for the nodes as the bridge publishes them there
+// (from a workstation, no daemon asked). Thin: the command line (args.h), the connection, the
+// formatting and the Kubernetes helpers live in bridge/cli/; this file dispatches.
 #include <pwd.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "bridge/cli/completion.h"
 #include "bridge/cli/daemon_connection.h"
 #include "bridge/cli/format.h"
+#include "bridge/cli/kube_inventory.h"
 #include "bridge/cli/node_drain.h"
 #include "bridge/cli/preemption_history.h"
 #include "bridge/cli/quota_format.h"
@@ -75,7 +77,8 @@ int KubeFail(const skb::Status& s, const std::string& what) {
   } else if (s.code() == skb::StatusCode::kPermissionDenied) {
     msg +=
         " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
-        "needs list on events)";
+        "needs list on events, --from kubernetes needs list on nodes, pods and events; "
+        "docs/bridgectl.md)";
   } else if (s.code() == skb::StatusCode::kUnauthenticated) {
     // Not an RBAC matter: the credentials themselves (an expired token, a failed exec
     // plugin, whose own words are in the message).
@@ -158,6 +161,36 @@ int Drain(const cli::Command& f, bool drain) {
     std::printf("%s: no drain by bridgectl to clear\n", node.c_str());
   }
   return 0;
+}
+
+// get nodes / get node NAME / describe node NAME from what the bridge publishes in
+// Kubernetes (kube_inventory.h), printed by the same code as the daemon's answers.
+int FromKubernetes(const cli::Command& c) {
+  auto kube = OpenKube(c);
+  if (!kube.ok()) return Fail(std::string(kube.status().message()));
+  const bool describe = c.verb == cli::Verb::kDescribeNode;
+  auto view = cli::ReadKubeView(**kube, describe ? c.name : "");
+  if (!view.ok()) return KubeFail(view.status(), "reading what the bridge publishes");
+  if (describe) {
+    auto d = cli::DescribeFromKubernetes(*view, c.name);
+    if (!d.ok()) return Fail(std::string(d.status().message()));
+    if (d->node().k8s_name() != c.name) {
+      // Named by its Slurm name: the Events are on the Kubernetes node.
+      auto again = cli::ReadKubeView(**kube, d->node().k8s_name());
+      if (!again.ok()) return KubeFail(again.status(), "reading what the bridge publishes");
+      d = cli::DescribeFromKubernetes(*again, c.name);
+      if (!d.ok()) return Fail(std::string(d.status().message()));
+    }
+    return PrintDescribe(c, cli::DescribeText(*d), cli::DescribeJson(*d));
+  }
+  v1::ListNodesResponse nodes = cli::NodesFromKubernetes(*view);
+  if (!c.name.empty() && !cli::KeepOnlyNode(&nodes, c.name)) {
+    return Fail("no node '" + c.name +
+                "' the bridge published anything on in Kubernetes (`bridgectl --from kubernetes "
+                "get nodes` lists them)");
+  }
+  return PrintGet(c, cli::NodesListing(nodes, c.output == cli::Output::kWide),
+                  cli::NodesJson(nodes));
 }
 
 // Asks the daemon and prints its answer.
@@ -249,6 +282,9 @@ int main(int argc, char** argv) {
     case cli::Verb::kDrain:
     case cli::Verb::kUndrain:
       return Drain(c, c.verb == cli::Verb::kDrain);
+    case cli::Verb::kGetNodes:
+    case cli::Verb::kDescribeNode:
+      return c.source == cli::Source::kKubernetes ? FromKubernetes(c) : FromDaemon(c);
     default:
       return FromDaemon(c);
   }

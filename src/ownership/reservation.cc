@@ -59,6 +59,22 @@ std::string FormatJobList(const std::vector<slurm::JobView>& jobs) {
   return out;
 }
 
+std::vector<uint32_t> JobIdsOfList(std::string_view list, size_t* more) {
+  std::vector<uint32_t> ids;
+  if (more != nullptr) *more = 0;
+  for (std::string_view entry : StrSplit(list, ';', /*skip_empty=*/true)) {
+    const std::string_view first = entry.substr(0, entry.find(' '));
+    if (first.starts_with('+')) {
+      size_t n = 0;
+      if (more != nullptr && ParseInteger(first.substr(1), &n)) *more = n;
+      continue;
+    }
+    uint32_t id = 0;
+    if (ParseInteger(first, &id) && id > 0) ids.push_back(id);
+  }
+  return ids;
+}
+
 plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, ReservationClass cls,
                                        const config::Config& cfg, Clock::TimePoint now) {
   const LendingConfig& l = cfg.lending;

@@ -34,5 +34,9 @@ plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, Reser
 // kMaxListedJobs entries, then ";+N more".
 inline constexpr size_t kMaxListedJobs = 64;
 std::string FormatJobList(const std::vector<slurm::JobView>& jobs);
+// The job ids of such a list, in its order (bridgectl reading a reservation back from
+// Kubernetes); `more` gets N of a ";+N more" tail. An entry that does not start with a job
+// id is skipped.
+std::vector<uint32_t> JobIdsOfList(std::string_view list, size_t* more = nullptr);
 
 }  // namespace skb::ownership

@@ -67,5 +67,21 @@ TEST(PlanOwnership, ReservationNameAndJobList) {
   EXPECT_EQ(FormatJobList({}), "");
 }
 
+TEST(PlanOwnership, JobIdsOfListReadBackWhatFormatJobListWrote) {
+  std::vector<slurm::JobView> jobs;
+  for (uint32_t id = 70; id > 0; --id) jobs.push_back(Job(id));
+  jobs[0].user_name = "bob smith;x";  // cleaned: still one entry
+  size_t more = 99;
+  const std::vector<uint32_t> ids = JobIdsOfList(FormatJobList(jobs), &more);
+  ASSERT_EQ(ids.size(), kMaxListedJobs);
+  EXPECT_EQ(ids.front(), 1u);
+  EXPECT_EQ(ids.back(), 64u);
+  EXPECT_EQ(more, 6u);
+  EXPECT_THAT(JobIdsOfList("", &more), ::testing::IsEmpty());
+  EXPECT_EQ(more, 0u);
+  // Garbled entries are skipped, the others kept.
+  EXPECT_THAT(JobIdsOfList("7 a b 1 2;x y;0 a;;12"), ::testing::ElementsAre(7u, 12u));
+}
+
 }  // namespace
 }  // namespace skb::ownership

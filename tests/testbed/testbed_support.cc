@@ -244,6 +244,35 @@ std::string SqueueState(const std::string& job_id) {
   return Trim(Shell(StrCat("squeue -h -j ", job_id, " -o %T")).out);
 }
 
+Status WriteServiceAccountKubeconfig(const std::string& ns, const std::string& service_account,
+                                     const std::string& path) {
+  auto token =
+      RunCommand({"kubectl", "create", "token", "-n", ns, service_account, "--duration=2h"},
+                 std::chrono::seconds(30));
+  if (token.exit_code != 0) return InternalError(StrCat("kubectl create token: ", token.err));
+  const std::string server =
+      Trim(Shell("kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'").out);
+  if (server.empty()) return InternalError("no server in $KUBECONFIG");
+  const std::string ca = path + ".ca.crt";
+  if (Shell(StrCat("kubectl config view --minify --raw -o "
+                   "jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > ",
+                   ca, " && test -s ", ca))
+          .exit_code != 0) {
+    return InternalError("no certificate-authority-data in $KUBECONFIG");
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"set-cluster", "testbed", "--server", server, "--certificate-authority", ca},
+           {"set-credentials", service_account, "--token", Trim(token.out)},
+           {"set-context", service_account, "--cluster", "testbed", "--user", service_account},
+           {"use-context", service_account}}) {
+    std::vector<std::string> argv = {"kubectl", "config", "--kubeconfig", path};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = RunCommand(argv, std::chrono::seconds(30));
+    if (r.exit_code != 0) return InternalError(StrCat("kubectl config ", args[0], ": ", r.err));
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient() {
   const char* path = std::getenv("KUBECONFIG");
   if (path == nullptr) {

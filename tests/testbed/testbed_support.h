@@ -132,6 +132,13 @@ std::string Trim(const std::string& s);
 // lists the job.
 std::string SqueueState(const std::string& job_id);
 
+// Writes `path`: a kubeconfig for the testbed's apiserver (its server and CA, taken from
+// $KUBECONFIG) with a token of ServiceAccount `ns`/`service_account` valid for 2 h (kubectl
+// create token), and nothing of the admin's credentials: what that ServiceAccount's RBAC
+// allows, and no more.
+Status WriteServiceAccountKubeconfig(const std::string& ns, const std::string& service_account,
+                                     const std::string& path);
+
 // A Kubernetes client with the testbed's admin kubeconfig ($KUBECONFIG), not rate
 // limited (tests and benchmarks measure the bridge, not their own client).
 StatusOr<std::unique_ptr<k8s::KubeClient>> AdminKubeClient();

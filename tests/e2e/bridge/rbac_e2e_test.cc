@@ -69,34 +69,13 @@ class RbacE2E : public LendingE2E {
     }
     // A kubeconfig with the ServiceAccount's token and the testbed's CA: nothing of the
     // admin's credentials.
-    auto token = RunCommand(
-        {"kubectl", "create", "token", "-n", "slurm-bridge", kServiceAccount, "--duration=2h"},
-        seconds(30));
-    ASSERT_EQ(token.exit_code, 0) << token.err;
     char tmpl[] = "/tmp/skb-rbac-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     rbac_dir_ = tmpl;
     const std::string kubeconfig = StrCat(rbac_dir_, "/kubeconfig");
-    const std::string server =
-        Trim(Shell("kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'").out);
-    const std::string ca = StrCat(rbac_dir_, "/ca.crt");
-    ASSERT_EQ(Shell(StrCat("kubectl config view --minify --raw -o "
-                           "jsonpath='{.clusters[0].cluster.certificate-authority-data}' | "
-                           "base64 -d > ",
-                           ca, " && test -s ", ca))
-                  .exit_code,
-              0);
-    ASSERT_FALSE(server.empty());
-    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-             {"set-cluster", "testbed", "--server", server, "--certificate-authority", ca},
-             {"set-credentials", "bridge", "--token", Trim(token.out)},
-             {"set-context", "bridge", "--cluster", "testbed", "--user", "bridge"},
-             {"use-context", "bridge"}}) {
-      std::vector<std::string> argv = {"kubectl", "config", "--kubeconfig", kubeconfig};
-      argv.insert(argv.end(), args.begin(), args.end());
-      auto r = RunCommand(argv, seconds(30));
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-    }
+    Status written =
+        testbed::WriteServiceAccountKubeconfig("slurm-bridge", kServiceAccount, kubeconfig);
+    ASSERT_TRUE(written.ok()) << written;
     extra_overlay_ = {{"kubernetes", {{"kubeconfig", kubeconfig}}}};
     LendingE2E::SetUp();
     // The chart's reservation guard, after the fixture's reset (which removes one a crashed
