@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "bridge/reconcile/k8s_convert.h"
 #include "k8s/json_selection.h"
+#include "k8s/lease_info.h"
 #include "k8s/node_info.h"
 #include "k8s/pod_info.h"
 #include "k8s/time_format.h"
@@ -78,13 +80,22 @@ struct Summary {
   std::vector<std::string> explanation;
 };
 
-Summary Summarize(const KubeView& view, const inventory::K8sNode& k) {
+// The reservations and the other GPU pods bound to each node, by its name.
+struct OnNode {
+  std::vector<inventory::GpuPod> reservations;
+  std::vector<const inventory::GpuPod*> pods;
+};
+std::map<std::string, OnNode> ByNode(const KubeView& view) {
+  std::map<std::string, OnNode> out;
+  for (const inventory::GpuPod& r : view.reservations) out[r.node_name].reservations.push_back(r);
+  for (const inventory::GpuPod& p : view.gpu_pods) out[p.node_name].pods.push_back(&p);
+  return out;
+}
+
+Summary Summarize(const inventory::K8sNode& k, const OnNode& on) {
   Summary out;
   v1::NodeSummary& s = out.node;
-  std::vector<inventory::GpuPod> reservations;
-  for (const inventory::GpuPod& r : view.reservations) {
-    if (r.node_name == k.name) reservations.push_back(r);
-  }
+  const std::vector<inventory::GpuPod>& reservations = on.reservations;
   std::string slurm_name = k.name;
   const inventory::GpuPod* listing = nullptr;  // the reservation whose job list is shown
   for (const inventory::GpuPod& r : reservations) {
@@ -135,9 +146,7 @@ Summary Summarize(const KubeView& view, const inventory::K8sNode& k) {
     out.explanation.push_back("jobs: not known from Kubernetes without a reservation pod");
   }
   for (const inventory::GpuPod& r : reservations) s.add_pods(Key(r));
-  for (const inventory::GpuPod& p : view.gpu_pods) {
-    if (p.node_name == k.name) s.add_pods(Key(p));
-  }
+  for (const inventory::GpuPod* p : on.pods) s.add_pods(Key(*p));
   s.add_unknown("features");
   s.add_unknown("gpu_mode");
   return out;
@@ -157,9 +166,37 @@ const inventory::K8sNode* FindNode(const KubeView& view, const std::string& name
   return nullptr;
 }
 
+// The Lease's holder and why the published state may be stale.
+void ReadLease(k8s::KubeClient& kube, const std::string& ns, Clock::TimePoint now, KubeView* view) {
+  const std::string where = StrCat(ns, "/", kLeaseName);
+  auto obj = kube.Get(k8s::Resource::Leases(), ns, kLeaseName);
+  if (!obj.ok()) {
+    view->stale_why =
+        StrCat("the bridge's Lease ", where, " was not read (", obj.status().message(),
+               "): whether the bridge runs and keeps this up to date is not known");
+    return;
+  }
+  auto lease = k8s::ParseLease(*obj);
+  if (!lease.ok()) {
+    view->stale_why = StrCat("the bridge's Lease ", where, " is unreadable");
+    return;
+  }
+  view->leader = lease->holder_identity;
+  std::optional<Clock::TimePoint> renewed;
+  if (auto t = k8s::ParseTime(lease->renew_time); t.ok()) renewed = *t;
+  const std::string why =
+      plan::LeaseStaleness(lease->holder_identity, renewed,
+                           std::chrono::seconds(lease->lease_duration_seconds.value_or(0)), now);
+  if (!why.empty()) {
+    view->stale_why =
+        StrCat("the bridge's Lease ", where, ": ", why, ": what it published may be stale");
+  }
+}
+
 }  // namespace
 
-StatusOr<KubeView> ReadKubeView(k8s::KubeClient& kube, const std::string& events_of_node) {
+StatusOr<KubeView> ReadKubeView(k8s::KubeClient& kube, Clock::TimePoint now,
+                                const std::string& events_of_node) {
   KubeView view;
   k8s::ListOptions nodes_options;
   nodes_options.limit = 500;
@@ -178,21 +215,24 @@ StatusOr<KubeView> ReadKubeView(k8s::KubeClient& kube, const std::string& events
   k8s::ListOptions live;
   live.field_selector = kLivePods;
   ASSIGN_OR_RETURN(std::vector<inventory::GpuPod> pods, ListPods(kube, live));
+  std::set<std::string> reservation_keys, reserved_nodes;
+  for (const inventory::GpuPod& r : view.reservations) {
+    reservation_keys.insert(Key(r));
+    reserved_nodes.insert(r.node_name);
+  }
   for (inventory::GpuPod& p : pods) {
-    const bool reservation =
-        std::any_of(view.reservations.begin(), view.reservations.end(),
-                    [&](const inventory::GpuPod& r) { return Key(r) == Key(p); });
-    if (!reservation) view.gpu_pods.push_back(std::move(p));
+    if (!reservation_keys.contains(Key(p))) view.gpu_pods.push_back(std::move(p));
   }
   for (inventory::K8sNode& k : all) {
-    const bool has_reservation =
-        std::any_of(view.reservations.begin(), view.reservations.end(),
-                    [&](const inventory::GpuPod& r) { return r.node_name == k.name; });
-    if (plan::PublishedByBridge(k, has_reservation)) view.nodes.push_back(std::move(k));
+    if (plan::PublishedByBridge(k, reserved_nodes.contains(k.name))) {
+      view.nodes.push_back(std::move(k));
+    }
   }
   std::sort(
       view.nodes.begin(), view.nodes.end(),
       [](const inventory::K8sNode& a, const inventory::K8sNode& b) { return a.name < b.name; });
+  ReadLease(kube, view.reservations.empty() ? kLeaseNamespace : view.reservations[0].namespace_name,
+            now, &view);
   if (!events_of_node.empty()) {
     k8s::ListOptions options;
     options.field_selector =
@@ -209,8 +249,11 @@ StatusOr<KubeView> ReadKubeView(k8s::KubeClient& kube, const std::string& events
 
 v1::ListNodesResponse NodesFromKubernetes(const KubeView& view) {
   v1::ListNodesResponse out;
-  for (const inventory::K8sNode& k : view.nodes) *out.add_nodes() = Summarize(view, k).node;
-  out.set_ready(true);
+  std::map<std::string, OnNode> on = ByNode(view);
+  for (const inventory::K8sNode& k : view.nodes) *out.add_nodes() = Summarize(k, on[k.name]).node;
+  out.set_ready(view.stale_why.empty());
+  out.set_ready_reason(view.stale_why);
+  out.set_leader(view.leader);
   out.set_source("kubernetes");
   return out;
 }
@@ -223,9 +266,10 @@ StatusOr<v1::DescribeNodeResponse> DescribeFromKubernetes(const KubeView& view,
                                 "' the bridge published anything on in Kubernetes (neither a "
                                 "node of that name nor a reservation naming it)"));
   }
-  Summary s = Summarize(view, *k);
+  Summary s = Summarize(*k, ByNode(view)[k->name]);
   v1::DescribeNodeResponse out;
   *out.mutable_node() = std::move(s.node);
+  if (!view.stale_why.empty()) out.add_explanation(view.stale_why);
   for (std::string& line : s.explanation) out.add_explanation(std::move(line));
   for (const inventory::NodeCondition& c : k->conditions) {
     v1::ConditionView* v = out.add_conditions();

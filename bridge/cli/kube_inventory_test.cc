@@ -6,6 +6,7 @@
 
 #include "bridge/cli/format.h"
 #include "k8s/fake_kube_client.h"
+#include "k8s/time_format.h"
 
 namespace skb::bridge::cli {
 namespace {
@@ -57,6 +58,8 @@ json Pod(const std::string& ns, const std::string& name, const std::string& node
       {"status", {{"phase", phase}}}};
 }
 
+const Clock::TimePoint kNow = Clock::TimePoint{} + std::chrono::hours(24 * 365 * 57);
+
 class KubeInventoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -93,7 +96,7 @@ class KubeInventoryTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status();
   }
   KubeView View() {
-    auto v = ReadKubeView(kube_);
+    auto v = ReadKubeView(kube_, kNow);
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? *v : KubeView{};
   }
@@ -128,6 +131,33 @@ TEST_F(KubeInventoryTest, ListsTheNodesTheBridgePublishedWithTheOwnerItsRecordsS
   EXPECT_THAT(table, HasSubstr("from Kubernetes"));
   EXPECT_EQ(NodesJson(r)["source"], "kubernetes");
   EXPECT_EQ(NodesJson(r)["nodes"][1]["unknown"][0], "jobs");
+}
+
+TEST_F(KubeInventoryTest, TheLeaseSaysWhetherWhatWasPublishedIsKeptUpToDate) {
+  api::v1::ListNodesResponse r = NodesFromKubernetes(View());
+  EXPECT_FALSE(r.ready());
+  EXPECT_THAT(r.ready_reason(), HasSubstr("Lease slurm-bridge/slurm-k8s-bridge was not read"));
+  json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", "slurm-k8s-bridge"}, {"namespace", "slurm-bridge"}}},
+                {"spec",
+                 {{"holderIdentity", "bridge-a"},
+                  {"leaseDurationSeconds", 15},
+                  {"renewTime", k8s::FormatTime(kNow - std::chrono::seconds(3))}}}};
+  Add(k8s::Resource::Leases(), "slurm-bridge", lease);
+  r = NodesFromKubernetes(View());
+  EXPECT_TRUE(r.ready()) << r.ready_reason();
+  EXPECT_EQ(r.leader(), "bridge-a");
+  lease["spec"]["renewTime"] = k8s::FormatTime(kNow - std::chrono::seconds(95));
+  ASSERT_TRUE(kube_.Update(k8s::Resource::Leases(), "slurm-bridge", lease).ok());
+  const KubeView stale = View();
+  r = NodesFromKubernetes(stale);
+  EXPECT_FALSE(r.ready());
+  EXPECT_THAT(r.ready_reason(), HasSubstr("has not renewed it for 95s"));
+  EXPECT_THAT(Render(NodesListing(r, false)), HasSubstr("may be stale"));
+  auto d = DescribeFromKubernetes(stale, "node2");
+  ASSERT_TRUE(d.ok());
+  EXPECT_THAT(d->explanation(0), HasSubstr("may be stale"));
 }
 
 TEST_F(KubeInventoryTest, DescribeByEitherNameShowsTheRecordsAndTheBridgesEventsButNoPlan) {

@@ -77,7 +77,8 @@ int KubeFail(const skb::Status& s, const std::string& what) {
   } else if (s.code() == skb::StatusCode::kPermissionDenied) {
     msg +=
         " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
-        "needs list on events, --from kubernetes needs list on nodes, pods and events; "
+        "needs list on events, --from kubernetes needs list on nodes, pods and events, get on "
+        "leases; "
         "docs/bridgectl.md)";
   } else if (s.code() == skb::StatusCode::kUnauthenticated) {
     // Not an RBAC matter: the credentials themselves (an expired token, a failed exec
@@ -169,14 +170,15 @@ int FromKubernetes(const cli::Command& c) {
   auto kube = OpenKube(c);
   if (!kube.ok()) return Fail(std::string(kube.status().message()));
   const bool describe = c.verb == cli::Verb::kDescribeNode;
-  auto view = cli::ReadKubeView(**kube, describe ? c.name : "");
+  const skb::Clock::TimePoint now = skb::k8s::SystemClock::Get()->Now();
+  auto view = cli::ReadKubeView(**kube, now, describe ? c.name : "");
   if (!view.ok()) return KubeFail(view.status(), "reading what the bridge publishes");
   if (describe) {
     auto d = cli::DescribeFromKubernetes(*view, c.name);
     if (!d.ok()) return Fail(std::string(d.status().message()));
     if (d->node().k8s_name() != c.name) {
       // Named by its Slurm name: the Events are on the Kubernetes node.
-      auto again = cli::ReadKubeView(**kube, d->node().k8s_name());
+      auto again = cli::ReadKubeView(**kube, now, d->node().k8s_name());
       if (!again.ok()) return KubeFail(again.status(), "reading what the bridge publishes");
       d = cli::DescribeFromKubernetes(*again, c.name);
       if (!d.ok()) return Fail(std::string(d.status().message()));

@@ -6,6 +6,7 @@
 #include "src/base/strings.h"
 #include "src/health/health_config.h"
 #include "src/ownership/schema.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::plan {
 namespace {
@@ -151,6 +152,15 @@ PublishedOwner OwnerFromKubernetes(const inventory::K8sNode& node,
   decide(NodeOwner::kSlurm, r != nullptr ? "its reservation holds the GPUs"
                                          : "not lent (no reservation: lending off?)");
   return out;
+}
+
+std::string LeaseStaleness(const std::string& holder, std::optional<Clock::TimePoint> renewed,
+                           Clock::Duration duration, Clock::TimePoint now) {
+  if (holder.empty()) return "no replica holds it";
+  if (!renewed) return StrCat(holder, " holds it but no renewal is recorded");
+  if (now <= *renewed + duration) return "";
+  return StrCat(holder, " has not renewed it for ", ownership::FormatSeconds(now - *renewed),
+                " (its duration ", ownership::FormatSeconds(duration), ")");
 }
 
 std::string PublishedK8sHealth(const inventory::K8sNode& node) {

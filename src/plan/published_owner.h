@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/clock.h"
 #include "src/inventory/k8s_node.h"
 #include "src/inventory/managed_node.h"
 #include "src/plan/node_plan.h"
@@ -60,6 +61,13 @@ struct PublishedOwner {
 // the node (kRoleLabel=kReservationRole), terminating ones included.
 PublishedOwner OwnerFromKubernetes(const inventory::K8sNode& node,
                                    const std::vector<inventory::GpuPod>& reservations);
+
+// Whether what the bridge published is kept up to date: its Lease has a holder that renewed
+// it within its duration. "" when so, else why not ("no replica holds it", "not renewed for
+// 95s (its duration 15s)"): with the bridge down its conditions and records stay as it last
+// wrote them. `renewed` nullopt: never (or unreadable).
+std::string LeaseStaleness(const std::string& holder, std::optional<Clock::TimePoint> renewed,
+                           Clock::Duration duration, Clock::TimePoint now);
 
 // The Kubernetes side in a few words from the node alone: "Ready", "NotReady" or "Ready?"
 // (no Ready condition), then ", cordoned" and ", DrainRequested" (bridgectl drain) when so.

@@ -131,5 +131,15 @@ TEST(PublishedOwner, PublishedByBridgeAndTheK8sHealthFacts) {
   EXPECT_EQ(PublishedK8sHealth(h), "NotReady, cordoned, DrainRequested");
 }
 
+TEST(PublishedOwner, LeaseStalenessSaysWhenTheBridgeStoppedRenewing) {
+  const Clock::TimePoint now = Clock::TimePoint{} + std::chrono::hours(1000);
+  const auto lease = std::chrono::seconds(15);
+  EXPECT_EQ(LeaseStaleness("bridge-a", now - std::chrono::seconds(3), lease, now), "");
+  EXPECT_EQ(LeaseStaleness("bridge-a", now - std::chrono::seconds(95), lease, now),
+            "bridge-a has not renewed it for 95s (its duration 15s)");
+  EXPECT_EQ(LeaseStaleness("", now, lease, now), "no replica holds it");
+  EXPECT_THAT(LeaseStaleness("bridge-a", std::nullopt, lease, now), HasSubstr("no renewal"));
+}
+
 }  // namespace
 }  // namespace skb::plan

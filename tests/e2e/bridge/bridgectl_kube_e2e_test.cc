@@ -32,7 +32,16 @@ std::string ReaderRoleFromDoc() {
 
 class BridgectlKubeE2E : public LendingE2E {
  protected:
+  // Elected, under the config's default Lease name, where bridgectl looks for it.
+  BridgectlKubeE2E() {
+    extra_overlay_ = {{"leader_election", {{"lease_name", kDefaultLease}}}};
+    daemon_args_ = {"--identity", "bridge-kube"};
+  }
+  static constexpr char kDefaultLease[] = "slurm-k8s-bridge";
+
   void SetUp() override {
+    // A fresh Lease: one a crashed run left would hold the election for its duration.
+    Shell(StrCat("kubectl delete lease -n slurm-bridge ", kDefaultLease, " --ignore-not-found"));
     LendingE2E::SetUp();
     if (HasFatalFailure()) return;
     char tmpl[] = "/tmp/skb-bctl-kube-XXXXXX";
@@ -55,7 +64,8 @@ class BridgectlKubeE2E : public LendingE2E {
     RunCommand({"kubectl", "delete", "pod", "-n", "default", "infer-kube", "--ignore-not-found",
                 "--wait=false"},
                seconds(30));
-    Shell(StrCat("kubectl delete clusterrolebinding ", kReader, " --ignore-not-found; ",
+    Shell(StrCat("kubectl delete lease -n slurm-bridge ", kDefaultLease, " --ignore-not-found; ",
+                 "kubectl delete clusterrolebinding ", kReader, " --ignore-not-found; ",
                  "kubectl delete serviceaccount -n default ", kReader, " --ignore-not-found; ",
                  "kubectl delete clusterrole bridgectl-reader --ignore-not-found"));
     if (!reader_dir_.empty()) Shell(StrCat("rm -rf ", reader_dir_));
@@ -154,13 +164,17 @@ TEST_F(BridgectlKubeE2E, TheKubeconfigPathAgreesWithTheSocketOnALentAndASlurmOwn
       << FromDaemon({"get", "nodes"}).out;
   EXPECT_TRUE(agree()) << diff;
 
-  std::printf("from the daemon:\n%s\nfrom Kubernetes:\n%s\n", FromDaemon({"get", "nodes"}).out.c_str(),
+  std::printf("from the daemon:\n%s\nfrom Kubernetes:\n%s\n",
+              FromDaemon({"get", "nodes"}).out.c_str(),
               FromKube({"get", "nodes", "-o", "wide"}).out.c_str());
 
   // The lent node as a person reads it from Kubernetes.
   const json kube_lent = Parse(FromKube({"get", "node", lent, "-o", "json"}));
   ASSERT_TRUE(kube_lent.is_object());
   EXPECT_EQ(kube_lent["source"], "kubernetes");
+  // The bridge runs: its Lease is renewed, and names the leader the daemon names.
+  EXPECT_EQ(kube_lent["ready"], true) << kube_lent["readyReason"];
+  EXPECT_EQ(kube_lent["leader"], Parse(FromDaemon({"get", "nodes", "-o", "json"}))["leader"]);
   const json& k = kube_lent["nodes"][0];
   EXPECT_EQ(k["owner"], "k8s");
   EXPECT_EQ(k["slurmState"], "?+drain");
@@ -200,6 +214,21 @@ TEST_F(BridgectlKubeE2E, TheKubeconfigPathAgreesWithTheSocketOnALentAndASlurmOwn
   ASSERT_TRUE(ko.is_object());
   EXPECT_EQ(ko["node"]["owner"], "slurm");
   EXPECT_EQ(ko["node"]["jobs"].size(), 1u) << ko.dump();
+
+  // The bridge stopped: what it published stays, and the answer says it may be stale (a
+  // SIGTERM releases the Lease; a crash leaves it unrenewed, 3 s in this fixture).
+  daemon_->Stop();
+  json stopped;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        stopped = Parse(FromKube({"get", "nodes", "-o", "json"}));
+        return stopped.is_object() && stopped["ready"] == false;
+      },
+      seconds(20)))
+      << stopped.dump();
+  EXPECT_THAT(stopped["readyReason"].get<std::string>(), HasSubstr("no replica holds it"));
+  EXPECT_THAT(FromKube({"get", "nodes"}).out, HasSubstr("may be stale"));
+  EXPECT_EQ(stopped["nodes"].size(), static_cast<size_t>(testbed::TestbedNodeCount()));
 
   // What only one side answers is refused before anything is asked.
   EXPECT_EQ(FromKube({"--from", "kubernetes", "get", "jobs"}).exit_code, 2);

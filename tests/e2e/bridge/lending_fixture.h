@@ -81,7 +81,7 @@ class LendingE2E : public ::testing::Test {
     merged.merge_patch(extra_overlay_);
     overlay = merged.dump();
     if (replicas_ == 1) {
-      daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay);
+      daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay, daemon_args_);
     } else {
       // Two candidates for a Lease of their own (a fresh one: delete what a crashed run
       // may have left). The first leads; the second follows with warm caches.
@@ -351,6 +351,9 @@ class LendingE2E : public ::testing::Test {
   std::unique_ptr<bridge::slurm::LibSlurmClient> slurm_;
   static constexpr char kLease[] = "skb-e2e-lending";
   int replicas_ = 1;
+  // The single replica's flags (replicas_ 1): alone, without an election, unless a test
+  // wants its Lease.
+  std::vector<std::string> daemon_args_ = {"--no-leader-election"};
   // SetUp waits for every node's reservation to run (not when the test expects otherwise).
   bool wait_for_reservations_ = true;
   // Merged over the fixture's config (JSON merge patch) before the daemon starts.
