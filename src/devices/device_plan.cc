@@ -569,7 +569,10 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
   const int64_t now_unix = own::ToUnix(now);
   const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
                                       [](const Device& d) { return !d.profile.empty(); });
-  for (const auto& [pod, l] : lost) {
+  for (const auto& entry : lost) {
+    // (Not a structured binding: clang 14's lambdas below may not capture one.)
+    const std::string& pod = entry.first;
+    const Lost& l = entry.second;
     const std::string& profile = node.devices[l.devices.front()].profile;
     const bool one_kind = std::all_of(l.devices.begin(), l.devices.end(),
                                       [&](size_t i) { return node.devices[i].profile == profile; });
