@@ -52,7 +52,36 @@ wait_controllers_back() {
     skb_die "kube-controller-manager made no ServiceAccount within 180 s of the apiserver's restart" \
       "$LOGS/kube-controller-manager.log"
   fi
+  if is_running kube-scheduler && is_running kwok; then wait_scheduler_back "$ns"; fi
   kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+}
+
+# The scheduler's reflectors back off the same way, and when its pod informer relists it
+# replays the pods in key order: a pod of namespace default is scheduled before the
+# scheduler has re-added slurm-bridge's reservation pods, lands where their GPUs are taken
+# and is refused by the kubelet (OutOfnvidia.com/gpu), as a real one would. A pod created
+# after the restart that the scheduler binds and kwok runs shows both watch again: the
+# watch delivers in order, so every pod created before it is in their caches. No
+# resources asked, every taint tolerated (cordoned nodes too), only kwok's nodes.
+wait_scheduler_back() {
+  local ns="$1" manifest
+  manifest="$(jq -nc --arg ns "$ns" '{apiVersion: "v1", kind: "Pod",
+    metadata: {name: "scheduler-probe", namespace: $ns},
+    spec: {containers: [{name: "c", image: "pause"}], terminationGracePeriodSeconds: 0,
+      nodeSelector: {type: "kwok"}, tolerations: [{operator: "Exists"}]}}')"
+  skb_wait_for 60 "probe pod created in $ns" probe_create "$ns" "$manifest" ||
+    skb_die "no probe pod could be created in $ns after the apiserver's restart"
+  if ! skb_wait_for 120 "probe pod scheduled and running" probe_running "$ns"; then
+    kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+    skb_die "kube-scheduler and kwok did not run a pod within 120 s of the apiserver's restart" \
+      "$LOGS/kube-scheduler.log"
+  fi
+}
+probe_create() {
+  kubectl get pod -n "$1" scheduler-probe || kubectl create -f - <<<"$2"
+}
+probe_running() {
+  [[ "$(kubectl get pod -n "$1" scheduler-probe -o jsonpath='{.status.phase}')" == Running ]]
 }
 
 # pod_ref POD: "NAMESPACE NAME" from NAMESPACE/NAME or NAME (namespace default).
