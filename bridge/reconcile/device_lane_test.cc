@@ -24,6 +24,14 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
+// A whole GPU as NVIDIA's driver publishes it (its minor and PCI bus in the same order).
+devices::SliceDevice Gpu(int i) {
+  return {.name = devices::DeviceName(i),
+          .minor = i,
+          .type = "gpu",
+          .pci_bus_id = StrCat("0000:", 10 + i, ":00.0")};
+}
+
 class RecordingEvents final : public k8s::EventRecorder {
  public:
   void Record(const k8s::ObjectReference& o, k8s::EventType, const std::string& reason,
@@ -86,7 +94,7 @@ class DeviceLaneTest : public ::testing::Test {
       w.paired["node1"].unused_gives = devices::ParseUnusedGives(
           (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
     }
-    for (int i = 0; i < published_; ++i) w.slices["node1"].push_back({devices::DeviceName(i), i});
+    for (int i = 0; i < published_; ++i) w.slices["node1"].push_back(Gpu(i));
     auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
     EXPECT_TRUE(rules.ok());
     w.held = devices::HeldDevices(rules->items);
@@ -834,7 +842,7 @@ TEST_F(DeviceLaneTest, ALeaderThatMayHaveLostItsLeaseStopsBetweenTwoActions) {
   auto world = [&] {
     devices::World w = World();
     w.paired["node2"] = {.name = "node2"};
-    for (int i = 0; i < 8; ++i) w.slices["node2"].push_back({devices::DeviceName(i), i});
+    for (int i = 0; i < 8; ++i) w.slices["node2"].push_back(Gpu(i));
     return w;
   };
   const devices::PassPlan planned = lane_.RunPass(world(), /*acting=*/false).plan;

@@ -31,6 +31,23 @@ std::string JoinIds(const std::vector<uint32_t>& ids) {
   return out;
 }
 
+// The Slurm GRES type a placeholder asks for to get devices of `profile` on `node` (whole
+// GPUs when ""): the profile; on a node that also has MIG slices, the whole GPUs' own type;
+// else none. "" for whole GPUs beside slices of no type of their own: Slurm cannot be
+// asked for whole GPUs only there.
+std::string GresTypeFor(const NodeDevices& node, const std::string& profile) {
+  if (!profile.empty()) return profile;
+  const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
+                                      [](const Device& d) { return !d.profile.empty(); });
+  return has_slices ? node.whole_gres_type : "";
+}
+// Whether a placeholder can ask Slurm for exactly devices of `profile` on `node`.
+bool CanAskFor(const NodeDevices& node, const std::string& profile) {
+  return !profile.empty() || !GresTypeFor(node, profile).empty() ||
+         std::none_of(node.devices.begin(), node.devices.end(),
+                      [](const Device& d) { return !d.profile.empty(); });
+}
+
 std::vector<const slurm::JobView*> Whole(const NodeJob& j) {
   return own::WholeJob(j.view, j.het_components);
 }
@@ -324,8 +341,6 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   }
   // A give moves devices of the kind the pod asks for: whole GPUs, or MIG slices of its
   // profile.
-  const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
-                                      [](const Device& d) { return !d.profile.empty(); });
   const auto fits = [&](size_t i) {
     return i < node.devices.size() && node.devices[i].profile == pod.profile;
   };
@@ -336,7 +351,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
               pod.profile.empty() ? StrCat("node ", node.node, " has MIG slices only")
                                   : StrCat("node ", node.node, " has no ", pod.profile, " slices"));
   }
-  if (pod.profile.empty() && has_slices && node.whole_gres_type.empty()) {
+  if (!CanAskFor(node, pod.profile)) {
     return no(Nearness::kNotAllowed,
               StrCat("node ", node.node,
                      " has MIG slices and whole GPUs of no single Slurm GRES type of their own: a "
@@ -357,7 +372,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   Selection s;
   s.node = node.node;
   s.profile = pod.profile;
-  s.gres_type = !pod.profile.empty() ? pod.profile : has_slices ? node.whole_gres_type : "";
+  s.gres_type = GresTypeFor(node, pod.profile);
   for (size_t i = 0; i < views.size(); ++i) {
     const DeviceView& v = views[i];
     if (!fits(i)) continue;
@@ -567,8 +582,6 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
     if (v.job != 0) l.jobs.insert(v.job);
   }
   const int64_t now_unix = own::ToUnix(now);
-  const bool has_slices = std::any_of(node.devices.begin(), node.devices.end(),
-                                      [](const Device& d) { return !d.profile.empty(); });
   for (const auto& entry : lost) {
     // (Not a structured binding: clang 14's lambdas below may not capture one.)
     const std::string& pod = entry.first;
@@ -576,24 +589,21 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
     const std::string& profile = node.devices[l.devices.front()].profile;
     const bool one_kind = std::all_of(l.devices.begin(), l.devices.end(),
                                       [&](size_t i) { return node.devices[i].profile == profile; });
-    const std::string gres_type = !profile.empty() ? profile
-                                  : has_slices     ? node.whole_gres_type
-                                                   : "";
-    if (!one_kind || (has_slices && gres_type.empty())) continue;  // reported, not guessed
+    if (!one_kind || !CanAskFor(node, profile)) continue;  // reported, not guessed
+    const std::string gres_type = GresTypeFor(node, profile);
     std::vector<std::string> names;
     for (size_t i : l.devices) names.push_back(views[i].name);
     const std::string devices = StrJoin(names, ",");
-    // Requeued at once: each job on the pod's devices its policy lets go.
-    std::vector<uint32_t> requeue;
-    plan::JobPreemptMode mode = plan::JobPreemptMode::kRequeue;
+    // Requeued at once: each job on the pod's devices its policy lets go, as its policy's
+    // mode says (one action per mode).
+    std::map<plan::JobPreemptMode, std::vector<uint32_t>> requeue;
     for (uint32_t id : l.jobs) {
       auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                              [&](const NodeJob& j) { return j.view.job_id == id; });
       if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
       const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
       if (!policy.preemptible || policy.mode == plan::JobPreemptMode::kCancel) continue;
-      mode = policy.mode;
-      requeue.push_back(id);
+      requeue[policy.mode].push_back(id);
       repairing->insert(id);
     }
     const bool pending =
@@ -621,15 +631,15 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
       a.event_type = plan::EventType::kWarning;
       plan->actions.push_back(std::move(a));
     }
-    if (!requeue.empty()) {
+    for (const auto& [mode, ids] : requeue) {
       DeviceAction a =
-          Make(plan::PreemptSlurmJobs{.job_ids = requeue,
+          Make(plan::PreemptSlurmJobs{.job_ids = ids,
                                       .mode = mode,
                                       .preemptor = pod,
                                       .at_unix = now_unix,
                                       .since_unix = now_unix},
                node, plan::Cause::kLend, "DoubleBookingEnded",
-               StrCat("jobs ", JoinIds(requeue), " started on ", devices, ", which ", pod,
+               StrCat("jobs ", JoinIds(ids), " started on ", devices, ", which ", pod,
                       " uses (its placeholder had ended): ", plan::JobPreemptModeName(mode),
                       " at once"));
       a.event_type = plan::EventType::kWarning;

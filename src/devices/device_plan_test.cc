@@ -725,6 +725,26 @@ TEST(PlanNode, AJobSlurmStartedOnALostGivesGpusIsRequeuedAtOnce) {
   EXPECT_THAT(p.actions, IsEmpty());
   ExpectInvariant(n);
 
+  // Two jobs on the pod's GPUs whose policies differ (one's QOS says requeue and hold): one
+  // requeue per mode, each naming only its jobs.
+  NodeDevices h = Node("node3", 4);
+  AddJob(&h, 5, "gpu:1(IDX:2)", true, seconds(1));
+  AddJob(&h, 6, "gpu:1(IDX:3)", true, seconds(1));
+  h.jobs[1].view.qos = "scavenger";
+  SetHolds(&h, {"gpu-2", "gpu-3"}, false);
+  h.claims.push_back({"ml/infer-2", {"gpu-2", "gpu-3"}, true});
+  config::Config modes = Cfg();
+  modes.lending.qos_modes["scavenger"] = plan::JobPreemptMode::kRequeueHold;
+  p = PlanNode(h, modes, kNow);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre("SubmitPlaceholder", "PreemptSlurmJobs", "PreemptSlurmJobs"));
+  EXPECT_THAT(p.actions[0].As<SubmitPlaceholder>().victims, ElementsAre(5u, 6u));
+  EXPECT_THAT(p.actions[1].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(5u));
+  EXPECT_EQ(p.actions[1].As<plan::PreemptSlurmJobs>().mode, plan::JobPreemptMode::kRequeue);
+  EXPECT_THAT(p.actions[2].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(6u));
+  EXPECT_EQ(p.actions[2].As<plan::PreemptSlurmJobs>().mode, plan::JobPreemptMode::kRequeueHold);
+  EXPECT_THAT(p.actions[2].event_message, HasSubstr("jobs 6 started on gpu-2,gpu-3"));
+
   // The job on the pod's GPUs may not be preempted: reported, and a placeholder waits for
   // its GPUs; the job is never signalled.
   NodeDevices m = Node("node2", 4);

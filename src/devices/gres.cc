@@ -2,8 +2,10 @@
 #include "src/devices/gres.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
+#include <utility>
 
 #include "src/base/strings.h"
 
@@ -245,6 +247,68 @@ DeviceMapping MapGresFiles(std::span<const GresDevice> gres, std::span<const Sli
   }
   m.proven = true;
   return m;
+}
+
+DerivedGres DeriveGresFiles(int64_t gpus, std::span<const SliceDevice> devices, GresOrder order,
+                            bool trust_names) {
+  DerivedGres out;
+  std::vector<GresDevice> by_files;
+  for (int64_t i = 0; i < gpus; ++i) by_files.push_back({.files = {StrCat("/dev/nvidia", i)}});
+  if (order == GresOrder::kFiles) {
+    out.gres = std::move(by_files);
+    return out;
+  }
+  // A count that differs is MapGresFiles' to report, with both counts.
+  if (std::cmp_not_equal(devices.size(), gpus)) {
+    out.gres = std::move(by_files);
+    return out;
+  }
+  auto unproven = [&](std::string why) {
+    out.unproven = order == GresOrder::kAuto
+                       ? StrCat(why,
+                                ": gres.conf's File= order cannot be told from AutoDetect=nvml's "
+                                "PCI bus order; set gpu_sharing.gres_order or list the node in "
+                                "gpu_sharing.gres_files")
+                       : std::move(why);
+    return out;
+  };
+  // (bus id, minor, name) of each whole GPU, sorted by bus id.
+  struct Gpu {
+    std::string bus;
+    int64_t minor;
+    std::string_view name;
+  };
+  std::vector<Gpu> by_bus;
+  for (const SliceDevice& d : devices) {
+    if (d.IsMig()) return unproven(StrCat("the driver publishes MIG slice ", d.name));
+    std::optional<int64_t> minor = d.minor;
+    if (!minor && trust_names) minor = DeviceMinor(d.name);
+    if (!minor) return unproven(StrCat("device '", d.name, "' shows no minor"));
+    if (d.pci_bus_id.empty()) {
+      return unproven(StrCat("device '", d.name, "' publishes no resource.kubernetes.io/pciBusID"));
+    }
+    std::string bus = d.pci_bus_id;  // NVML prints hex digits upper-case, the driver lower
+    std::transform(bus.begin(), bus.end(), bus.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    by_bus.push_back({std::move(bus), *minor, d.name});
+  }
+  std::sort(by_bus.begin(), by_bus.end(), [](const Gpu& a, const Gpu& b) { return a.bus < b.bus; });
+  for (size_t i = 1; i < by_bus.size(); ++i) {
+    if (by_bus[i].bus == by_bus[i - 1].bus) {
+      return unproven(StrCat("devices ", by_bus[i - 1].name, " and ", by_bus[i].name,
+                             " share PCI bus id ", by_bus[i].bus));
+    }
+  }
+  std::vector<GresDevice> by_pci;
+  for (const Gpu& g : by_bus) by_pci.push_back({.files = {StrCat("/dev/nvidia", g.minor)}});
+  if (order == GresOrder::kPciBus || by_pci == by_files) {
+    out.gres = std::move(by_pci);
+    return out;
+  }
+  std::vector<std::string> pci_files;
+  for (const Gpu& g : by_bus) pci_files.push_back(StrCat(g.name, "@", g.bus));
+  return unproven(
+      StrCat("the GPUs' minors are not in PCI bus order (", StrJoin(pci_files, " "), ")"));
 }
 
 }  // namespace skb::devices

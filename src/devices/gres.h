@@ -54,6 +54,8 @@ struct SliceDevice {
   std::string type;
   std::string uuid;     // "GPU-..." or "MIG-...", when published
   std::string profile;  // a MIG slice's profile ("1g.10gb")
+  // The standard attribute resource.kubernetes.io/pciBusID ("0000:18:00.0"), when published.
+  std::string pci_bus_id;
   // The driver's taints on the device that keep it from new claims (effect NoSchedule or
   // NoExecute, as NVIDIA's driver sets for a GPU's health: "gpu.nvidia.com/xid=79:NoSchedule"),
   // as kubectl shows taints, comma-separated; "" when none.
@@ -100,6 +102,30 @@ DeviceMapping MapGresFiles(std::span<const GresDevice> gres, std::span<const Sli
                            bool trust_names);
 DeviceMapping MapGresFiles(std::span<const std::string> files, std::span<const SliceDevice> devices,
                            bool trust_names);
+// How Slurm numbers the GPUs of a node whose files gpu_sharing.gres_files does not list.
+// gres.conf's File= lines number them in the order they list the files (/dev/nvidia0,
+// /dev/nvidia1, ... is what the bridge assumes); AutoDetect=nvml numbers them in NVML's
+// order, which is the PCI bus order, each with the file of its own minor (gpu_nvml.c:
+// "GPU index %u is different from minor number %u"). The two agree unless the kernel
+// numbered the GPUs' minors differently from their bus order, which happens on real boards.
+enum class GresOrder {
+  kAuto,    // either, only where both give the same files on the node (the default)
+  kFiles,   // gres.conf lists /dev/nvidia0../dev/nvidiaN-1 in this order
+  kPciBus,  // AutoDetect=nvml: in the order of the devices' PCI bus ids
+};
+
+struct DerivedGres {
+  std::vector<GresDevice> gres;  // in Slurm's index order; empty when `unproven`
+  std::string unproven;          // why the order cannot be told ("" = derived)
+};
+// The GRES files of a node with `gpus` GPUs in Slurm and these published devices, in the
+// order `order` says Slurm numbers them. kPciBus and kAuto need every device's PCI bus id
+// (unique) and minor (its `minor` attribute, or its name when `trust_names`), and no MIG
+// slice (those are listed in gres_files); kAuto then also needs the bus order to give
+// /dev/nvidia0../dev/nvidia<gpus-1> in that order, and otherwise says both orders.
+DerivedGres DeriveGresFiles(int64_t gpus, std::span<const SliceDevice> devices, GresOrder order,
+                            bool trust_names);
+
 // The minor of a MIG device name's GPU: "gpu-6-mig-19-0-1" -> 6; nullopt for any other name.
 std::optional<int64_t> MigParentMinor(std::string_view name);
 

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "src/base/strings.h"
 
 namespace skb::devices {
@@ -204,6 +206,83 @@ TEST(MapGresFiles, SaysWhyANodeCannotBeProven) {
     EXPECT_FALSE(m.proven) << c.reason;
     EXPECT_THAT(m.reason, HasSubstr(c.reason));
   }
+}
+
+// Four GPUs as a board's PCI buses order them; `minors` gives the kernel's minor of each
+// device in that bus order (named gpu-<minor> as the driver names them).
+std::vector<SliceDevice> Board(const std::vector<int64_t>& minors) {
+  const char* buses[] = {"0000:18:00.0", "0000:2A:00.0", "0000:3a:00.0", "0000:5d:00.0"};
+  std::vector<SliceDevice> out;
+  for (size_t i = 0; i < minors.size(); ++i) {
+    out.push_back({.name = DeviceName(minors[i]), .type = "gpu", .pci_bus_id = buses[i]});
+  }
+  // Published in name order, not bus order.
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  return out;
+}
+std::vector<std::string> FilesOf(const DerivedGres& d) {
+  std::vector<std::string> out;
+  for (const GresDevice& g : d.gres) out.push_back(StrJoin(g.files, ","));
+  return out;
+}
+
+TEST(DeriveGresFiles, AutoAcceptsANodeWhoseMinorsFollowTheBusOrder) {
+  const DerivedGres d = DeriveGresFiles(4, Board({0, 1, 2, 3}), GresOrder::kAuto, true);
+  ASSERT_EQ(d.unproven, "");
+  EXPECT_THAT(FilesOf(d),
+              ElementsAre("/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"));
+}
+
+// The kernel numbered the GPUs on buses 18 and 2a the other way round: gres.conf's
+// /dev/nvidia0..3 and AutoDetect=nvml's bus order give different indices to two GPUs, and
+// the bridge cannot tell which one Slurm uses.
+TEST(DeriveGresFiles, AutoRefusesANodeWhereFileAndBusOrderDiffer) {
+  const DerivedGres d = DeriveGresFiles(4, Board({1, 0, 2, 3}), GresOrder::kAuto, true);
+  EXPECT_TRUE(d.gres.empty());
+  EXPECT_THAT(d.unproven, HasSubstr("the GPUs' minors are not in PCI bus order (gpu-1@0000:18:00.0 "
+                                    "gpu-0@0000:2a:00.0 gpu-2@0000:3a:00.0"));
+  EXPECT_THAT(d.unproven, HasSubstr("set gpu_sharing.gres_order"));
+  // Stated by the admin, either order maps.
+  EXPECT_THAT(FilesOf(DeriveGresFiles(4, Board({1, 0, 2, 3}), GresOrder::kPciBus, true)),
+              ElementsAre("/dev/nvidia1", "/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"));
+  EXPECT_THAT(FilesOf(DeriveGresFiles(4, Board({1, 0, 2, 3}), GresOrder::kFiles, true)),
+              ElementsAre("/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"));
+  // And the mapping that follows proves each index against the device of its minor.
+  const DerivedGres pci = DeriveGresFiles(4, Board({1, 0, 2, 3}), GresOrder::kPciBus, true);
+  const std::vector<SliceDevice> devs = Board({1, 0, 2, 3});
+  const DeviceMapping m = MapGresFiles(std::span<const GresDevice>(pci.gres), devs, true);
+  ASSERT_TRUE(m.proven) << m.reason;
+  EXPECT_THAT(m.device_by_idx, ElementsAre("gpu-1", "gpu-0", "gpu-2", "gpu-3"));
+}
+
+TEST(DeriveGresFiles, AutoAndPciBusSayWhyTheBusOrderCannotBeRead) {
+  std::vector<SliceDevice> no_bus = Board({0, 1});
+  no_bus[1].pci_bus_id.clear();
+  std::vector<SliceDevice> same_bus = Board({0, 1});
+  same_bus[1].pci_bus_id = same_bus[0].pci_bus_id;
+  std::vector<SliceDevice> mig = Board({0, 1});
+  mig[1] = {.name = "gpu-1-mig-19-0-1", .type = "mig", .uuid = "MIG-a", .profile = "1g.10gb"};
+  struct Case {
+    std::vector<SliceDevice> devs;
+    bool trust_names;
+    const char* reason;
+  } cases[] = {
+      {no_bus, true, "device 'gpu-1' publishes no resource.kubernetes.io/pciBusID"},
+      {same_bus, true, "devices gpu-0 and gpu-1 share PCI bus id 0000:18:00.0"},
+      {mig, true, "the driver publishes MIG slice gpu-1-mig-19-0-1"},
+      {Board({0, 1}), false, "device 'gpu-0' shows no minor"},
+  };
+  for (const Case& c : cases) {
+    for (GresOrder order : {GresOrder::kAuto, GresOrder::kPciBus}) {
+      const DerivedGres d = DeriveGresFiles(2, c.devs, order, c.trust_names);
+      EXPECT_TRUE(d.gres.empty()) << c.reason;
+      EXPECT_THAT(d.unproven, HasSubstr(c.reason));
+    }
+    // gres.conf's order needs nothing of the driver.
+    EXPECT_EQ(DeriveGresFiles(2, c.devs, GresOrder::kFiles, c.trust_names).unproven, "");
+  }
+  // A count that differs is left to MapGresFiles, which names both counts.
+  EXPECT_EQ(DeriveGresFiles(3, Board({0, 1}), GresOrder::kAuto, true).gres.size(), 3u);
 }
 
 }  // namespace

@@ -94,6 +94,10 @@ std::string StringAttribute(const json& device, std::string_view driver, std::st
   return Str(Field(a, "string"));
 }
 
+// Kubernetes' standard attribute of a PCI device's address (k8s.io/dynamic-resource-allocation
+// deviceattribute), which NVIDIA's driver publishes for every whole GPU.
+constexpr std::string_view kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+
 struct Pool {
   int64_t generation = -1;
   int64_t slice_count = 0;  // resourceSliceCount of the newest generation
@@ -295,6 +299,7 @@ std::map<std::string, std::vector<SliceDevice>> SlicesByNode(
                            .type = StringAttribute(d, driver, "type"),
                            .uuid = StringAttribute(d, driver, "uuid"),
                            .profile = StringAttribute(d, driver, "profile"),
+                           .pci_bus_id = StringAttribute(d, driver, kPciBusIdAttribute),
                            .taint = DeviceTaints(d)});
     }
   }

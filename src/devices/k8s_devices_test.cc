@@ -47,8 +47,10 @@ TEST(SlicesByNode, ReadsTheDriversSlices) {
   ASSERT_EQ(by_node.size(), 2u);
   EXPECT_THAT(Names(by_node["node1"]),
               ElementsAre("gpu-0", "gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"));
-  // The testbed (as v25.12) publishes no minor attribute.
+  // The testbed (as v25.12) publishes no minor attribute, and each GPU's PCI bus id.
   for (const SliceDevice& d : by_node["node2"]) EXPECT_FALSE(d.minor.has_value()) << d.name;
+  EXPECT_EQ(by_node["node1"][0].pci_bus_id, "0000:18:00.0");
+  EXPECT_EQ(by_node["node1"][7].pci_bus_id, "0000:db:00.0");
 }
 
 TEST(SlicesByNode, ReadsTheMinorAttribute) {

@@ -247,9 +247,14 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (slice == w.slices.end() || slice->second.empty()) {
       not_eligible = StrCat("no ResourceSlice of driver ", sharing.driver);
     } else {
-      const std::vector<GresDevice> gres = sharing.GresFilesOf(sn.name, sn.TotalGpus());
-      m = MapGresFiles(std::span<const GresDevice>(gres), slice->second, sharing.TrustNames());
-      if (!m.proven) not_eligible = StrCat("GPU mapping not proven: ", m.reason);
+      const DerivedGres gres = sharing.GresFilesOf(sn.name, sn.TotalGpus(), slice->second);
+      if (!gres.unproven.empty()) {
+        not_eligible = StrCat("GPU mapping not proven: ", gres.unproven);
+      } else {
+        m = MapGresFiles(std::span<const GresDevice>(gres.gres), slice->second,
+                         sharing.TrustNames());
+        if (!m.proven) not_eligible = StrCat("GPU mapping not proven: ", m.reason);
+      }
     }
     if (!not_eligible.empty()) {
       const auto held = w.held.find(k8s);

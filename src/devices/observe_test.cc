@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "src/base/strings.h"
 #include "src/devices/test_support.h"
 #include "src/ownership/time_codec.h"
 
@@ -28,7 +29,12 @@ slurm::NodeView SlurmNode(std::string name, int gpus) {
 
 std::vector<SliceDevice> Slice(int gpus) {
   std::vector<SliceDevice> out;
-  for (int i = 0; i < gpus; ++i) out.push_back({DeviceName(i), std::nullopt});
+  // As NVIDIA's driver publishes them: no minor attribute, each GPU's PCI bus id (minors
+  // in bus order, as on most boards).
+  for (int i = 0; i < gpus; ++i) {
+    out.push_back(
+        {.name = DeviceName(i), .type = "gpu", .pci_bus_id = StrCat("0000:", 10 + i, ":00.0")});
+  }
   return out;
 }
 

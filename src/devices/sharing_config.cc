@@ -51,11 +51,10 @@ Status ReadGresDevice(const nlohmann::json& item, const std::string& path, GresD
   return r.Finish();
 }
 
-std::vector<GresDevice> SharingConfig::GresFilesOf(const std::string& node, int64_t gpus) const {
-  if (auto it = gres_files.find(node); it != gres_files.end()) return it->second;
-  std::vector<GresDevice> out;
-  for (int64_t i = 0; i < gpus; ++i) out.push_back({.files = {StrCat("/dev/nvidia", i)}});
-  return out;
+DerivedGres SharingConfig::GresFilesOf(const std::string& node, int64_t gpus,
+                                       std::span<const SliceDevice> devices) const {
+  if (auto it = gres_files.find(node); it != gres_files.end()) return {.gres = it->second};
+  return DeriveGresFiles(gpus, devices, gres_order, TrustNames());
 }
 
 Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
@@ -75,6 +74,13 @@ Status ReadSharingConfig(config::JsonReader r, SharingConfig* out) {
     }
   }
   r.Enum("device_identity", &out->device_identity, {"name", "minor-attribute"});
+  std::string order = out->gres_order == GresOrder::kFiles    ? "files"
+                      : out->gres_order == GresOrder::kPciBus ? "pci-bus"
+                                                              : "auto";
+  r.Enum("gres_order", &order, {"auto", "files", "pci-bus"});
+  out->gres_order = order == "files"     ? GresOrder::kFiles
+                    : order == "pci-bus" ? GresOrder::kPciBus
+                                         : GresOrder::kAuto;
   r.Duration("give_timeout", &out->give_timeout);
   r.Duration("give_backoff", &out->give_backoff);
   r.Duration("give_backoff_max", &out->give_backoff_max);

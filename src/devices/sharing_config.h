@@ -26,6 +26,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,11 @@ struct SharingConfig {
   // MIG profile) and its MIG UUID
   // ("mig_uuid", as nvidia-smi -L shows it), which proves it against the driver's device.
   std::map<std::string, std::vector<GresDevice>, std::less<>> gres_files;
+  // How Slurm numbers the GPUs of a node gres_files does not list (GresOrder): "auto" (the
+  // default: only where gres.conf's File= order and AutoDetect=nvml's PCI bus order agree,
+  // which the driver's pciBusID attributes show), "files" (gres.conf lists /dev/nvidia0..N-1
+  // in order) or "pci-bus" (AutoDetect=nvml).
+  GresOrder gres_order = GresOrder::kAuto;
   PlaceholderConfig placeholder;
   // A give whose placeholder has not started after this long is cancelled (its victims
   // became protected, Slurm placed other work first): the pod waits for the next pass.
@@ -88,9 +94,10 @@ struct SharingConfig {
   std::chrono::milliseconds give_backoff = std::chrono::minutes(10);
   std::chrono::milliseconds give_backoff_max = std::chrono::hours(4);
 
-  // The GPUs of `node` with `gpus` GPUs in Slurm: gres_files[node], or
-  // /dev/nvidia0../dev/nvidia<gpus-1>.
-  std::vector<GresDevice> GresFilesOf(const std::string& node, int64_t gpus) const;
+  // The GPUs of `node` with `gpus` GPUs in Slurm and the devices its slice publishes, in
+  // Slurm's index order: gres_files[node], or as gres_order derives them.
+  DerivedGres GresFilesOf(const std::string& node, int64_t gpus,
+                          std::span<const SliceDevice> devices) const;
   bool TrustNames() const { return device_identity == "name"; }
 };
 

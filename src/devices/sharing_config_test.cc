@@ -18,8 +18,7 @@ TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
   EXPECT_TRUE(s.TrustNames());
   EXPECT_EQ(s.device_classes, (std::set<std::string, std::less<>>{"gpu.nvidia.com"}));
   EXPECT_EQ(s.placeholder.partition, "skb-gpu-hold");
-  EXPECT_EQ(s.GresFilesOf("node1", 3),
-            WholeGpus(std::vector<std::string>{"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2"}));
+  EXPECT_EQ(s.gres_order, GresOrder::kAuto);
   EXPECT_EQ(s.mig_device_classes, (std::set<std::string, std::less<>>{"mig.nvidia.com"}));
   EXPECT_EQ(s.mig_extended_resource_prefix, "nvidia.com/mig-");
 }
@@ -27,7 +26,7 @@ TEST(SharingConfigTest, OffByDefaultWithTheNvidiaDriversNames) {
 TEST(SharingConfigTest, ReadsEveryKey) {
   StatusOr<config::Config> cfg = config::ParseConfig(R"({"gpu_sharing": {
       "enabled": true, "driver": "gpu.example.com", "extended_resource": "example.com/gpu",
-      "device_identity": "minor-attribute", "give_timeout": "3m",
+      "device_identity": "minor-attribute", "give_timeout": "3m", "gres_order": "pci-bus",
       "device_classes": ["gpu.example.com", "gpu-large.example.com"],
       "give_backoff": "5m", "give_backoff_max": "1h",
       "gres_files": {"node7": ["/dev/nvidia1", "/dev/nvidia0"],
@@ -48,10 +47,17 @@ TEST(SharingConfigTest, ReadsEveryKey) {
   EXPECT_EQ(s.give_timeout, std::chrono::minutes(3));
   EXPECT_EQ(s.give_backoff, std::chrono::minutes(5));
   EXPECT_EQ(s.give_backoff_max, std::chrono::hours(1));
-  EXPECT_EQ(s.GresFilesOf("node7", 2),
+  EXPECT_EQ(s.gres_order, GresOrder::kPciBus);
+  EXPECT_EQ(s.GresFilesOf("node7", 2, {}).gres,
             WholeGpus(std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}));
-  EXPECT_EQ(s.GresFilesOf("node8", 1), WholeGpus(std::vector<std::string>{"/dev/nvidia0"}));
-  EXPECT_EQ(s.GresFilesOf("node9", 2),
+  // A node gres_files does not list: gres_order derives its files from the devices.
+  const std::vector<SliceDevice> devs = {
+      {.name = "gpu-0", .minor = 0, .type = "gpu", .pci_bus_id = "0000:2a:00.0"},
+      {.name = "gpu-1", .minor = 1, .type = "gpu", .pci_bus_id = "0000:18:00.0"}};
+  EXPECT_EQ(s.GresFilesOf("node8", 2, devs).gres,
+            WholeGpus(std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia0"}))
+      << s.GresFilesOf("node8", 2, devs).unproven;
+  EXPECT_EQ(s.GresFilesOf("node9", 2, {}).gres,
             (std::vector<GresDevice>{{.files = {"/dev/nvidia0"}},
                                      {.files = {"/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap147",
                                                 "/dev/nvidia-caps/nvidia-cap148"},
@@ -76,6 +82,7 @@ TEST(SharingConfigTest, BadValuesNameTheKey) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"gpu_sharing": {"enabeld": true}})", "gpu_sharing.enabeld"},
       {R"({"gpu_sharing": {"device_identity": "index"}})", "gpu_sharing.device_identity"},
+      {R"({"gpu_sharing": {"gres_order": "nvml"}})", "gpu_sharing.gres_order"},
       {R"({"gpu_sharing": {"extended_resource": "gpu"}})", "gpu_sharing.extended_resource"},
       {R"({"gpu_sharing": {"driver": "GPU Driver"}})", "gpu_sharing.driver"},
       {R"({"gpu_sharing": {"device_classes": []}})", "gpu_sharing.device_classes"},

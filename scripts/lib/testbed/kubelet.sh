@@ -196,18 +196,19 @@ cmd_gpu_recovered() {
   skb_log "$node: $res allocatable back to $cap"
 }
 
-# dra_publish_pool NODE N GAP: the pool's devices (every slice of its newest generation, in
-# slice-name order) as N slices of the next generation, the first replacing the node's slice
-# (same name), the others made beside it, GAP s apart; then every slice of an older
-# generation deleted, as the driver's publisher does.
+# dra_publish_pool NODE N GAP [JQ]: the pool's devices (every slice of its newest generation,
+# in slice-name order, passed through the jq program JQ when given) as N slices of the next
+# generation, the first replacing the node's slice (same name), the others made beside it,
+# GAP s apart; then every slice of an older generation deleted, as the driver's publisher does.
 dra_publish_pool() {
-  local node="$1" n="$2" gap="$3" slice="$1-$DRA_DRIVER" pool devices gen count k part out
+  local node="$1" n="$2" gap="$3" edit="${4:-.}" slice="$1-$DRA_DRIVER" pool devices gen count k part out
   pool="$(kubectl get resourceslices -o json | jq -c --arg n "$node" --arg d "$DRA_DRIVER" \
     '[.items[] | select(.spec.driver == $d and .spec.pool.name == $n)]')" ||
     skb_die "reading the ResourceSlices of $node failed"
   gen="$(jq 'map(.spec.pool.generation) | max' <<<"$pool")"
   devices="$(jq -c --argjson g "$gen" '[.[] | select(.spec.pool.generation == $g)] |
-    sort_by(.metadata.name) | map(.spec.devices) | add' <<<"$pool")"
+    sort_by(.metadata.name) | map(.spec.devices) | add' <<<"$pool" | jq -c "$edit")" ||
+    skb_die "editing the devices of $node failed"
   count="$(jq length <<<"$devices")"
   ((count >= n)) || skb_die "$node publishes $count device(s): cannot split them into $n slices"
   for ((k = 0; k < n; k++)); do
@@ -254,6 +255,26 @@ cmd_driver_join() {
   [[ "$GPU_ALLOCATION" == dra ]] || skb_die "driver-join needs the testbed in dra mode"
   dra_publish_pool "$node" 1 0
   skb_log "$node: pool republished in one ResourceSlice (a new generation)"
+}
+
+cmd_driver_reorder() {
+  SKB_STEP=testbed/driver-reorder
+  local node="${1:-}"
+  [[ -n "$node" ]] || skb_die "usage: scripts/testbed driver-reorder NODE"
+  [[ "$GPU_ALLOCATION" == dra ]] || skb_die "driver-reorder needs the testbed in dra mode"
+  # gpu-0 and gpu-1 trade their PCI location (bus id and root); nothing else changes.
+  dra_publish_pool "$node" 1 0 '
+    def loc: .attributes | {b: .["resource.kubernetes.io/pciBusID"],
+                            r: .["resource.kubernetes.io/pcieRoot"]};
+    (map(select(.name == "gpu-0"))[0] | loc) as $a |
+    (map(select(.name == "gpu-1"))[0] | loc) as $b |
+    if $a.b == null or $b.b == null then error("gpu-0 and gpu-1 need a PCI bus id") else . end |
+    map(if .name == "gpu-0" or .name == "gpu-1" then
+          (if .name == "gpu-0" then $b else $a end) as $to |
+          .attributes["resource.kubernetes.io/pciBusID"] = $to.b |
+          .attributes["resource.kubernetes.io/pcieRoot"] = $to.r
+        else . end)'
+  skb_log "$node: pool republished with gpu-0 and gpu-1 on each other's PCI bus (a new generation)"
 }
 
 cmd_force_delete() {

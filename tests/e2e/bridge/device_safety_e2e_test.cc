@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing when the world misbehaves (dra label): a GPU driver that republishes
-// its pool in several slices, an admin who gives the placeholder partition a time limit, an
-// admin who deletes or edits a hold.
-// Each test is one way to a GPU given to both schedulers
-// that the device lane must close; the oracle (tests/testbed/oracle.h), which shares no code
-// with the bridge, watches every test for a double booking, beside the invariant sampler.
+// its pool in several slices or with its GPUs' order changed, an admin who gives the placeholder
+// partition a time limit, an admin who deletes or edits a hold. Each test is one way to a GPU given
+// to both schedulers that the device lane must close; the oracle (tests/testbed/oracle.h), which
+// shares no code with the bridge, watches every test for a double booking, beside the invariant
+// sampler.
 #include <csignal>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +27,19 @@ class DeviceSafetyE2E : public GpuSharingE2E {
       total += std::max(1, std::atoi(std::string(line).c_str()));
     }
     return total;
+  }
+
+  // For `d`, sampled throughout: "" while every GPU of node1 keeps its hold and the pod
+  // `waits` is placed nowhere; else what broke first.
+  std::string Node1HeldAndWaitsUnplacedFor(seconds d) {
+    return HoldsFor(
+        [&]() -> std::string {
+          const int holds = HoldsOn("node1");
+          if (holds != 8) return StrCat(holds, " holds on node1");
+          const std::string node = PodField("waits", ".spec.nodeName");
+          return node.empty() ? "" : StrCat("the pod was placed on ", node);
+        },
+        d);
   }
 };
 
@@ -68,15 +81,7 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
   ASSERT_EQ(Trim(Shell("kubectl get resourceslices --no-headers | grep -c '^node1-'").out), "2");
 
   // Throughout the republication and after it: every hold stays and the pod gets nothing.
-  const std::string broke = HoldsFor(
-      [&]() -> std::string {
-        const int holds = HoldsOn("node1");
-        if (holds != 8) return StrCat(holds, " holds on node1");
-        const std::string node = PodField("waits", ".spec.nodeName");
-        if (!node.empty()) return StrCat("the pod was placed on ", node);
-        return "";
-      },
-      seconds(15));
+  const std::string broke = Node1HeldAndWaitsUnplacedFor(seconds(15));
   EXPECT_EQ(broke, "") << Shell("kubectl get devicetaintrules").out << NodeEvents("node1")
                        << daemon_->LogTail();
   // One Warning while it could not be read, one Normal when it could again, and the node
@@ -85,6 +90,62 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
   EXPECT_EQ(EventCount("node1", "GpusReadable"), readable + 1) << NodeEvents("node1");
   EXPECT_EQ(EventCount("node1", "GpuSharingEnded"), ended) << NodeEvents("node1");
   EXPECT_THAT(NodeEvents("node1"), HasSubstr("has 1 of 2 slices"));
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+}
+
+// The driver republishes node1's pool with gpu-0 and gpu-1 on each other's PCI bus, as on a
+// board whose kernel numbered those two GPUs' minors against their bus order. gres.conf's
+// File=/dev/nvidia0..7 and AutoDetect=nvml's bus order then give the two GPUs each other's
+// Slurm index, and nothing the bridge reads tells which one this node's slurmd uses: the
+// bridge trusted the names and went on handing node1's GPUs out by index (on a node that
+// autodetects, a pod got the GPU a job holds). Now node1 is no longer shared GPU by GPU
+// (bridgectl says why), its GPUs stay held for Slurm and a pod pinned to it gets none of
+// them; with the buses back in minor order the node is shared again and the pod gets one of
+// its idle GPUs.
+TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
+  struct Restore {
+    bool swapped = false;
+    ~Restore() {
+      if (swapped) testbed::TestbedCommand({"driver-reorder", "node1"});
+    }
+  } restore;
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 6, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  ASSERT_EQ(BridgectlNode("node1")["gpuMode"], "gpu");
+
+  const auto swap = testbed::TestbedCommand({"driver-reorder", "node1"});
+  ASSERT_EQ(swap.exit_code, 0) << swap.out << swap.err;
+  restore.swapped = true;
+  nlohmann::json n1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        return n1.is_object() && n1["gpuMode"] == "node";
+      },
+      seconds(30)))
+      << n1.dump() << daemon_->LogTail();
+  EXPECT_THAT(n1["gpuModeReason"].get<std::string>(),
+              HasSubstr("the GPUs' minors are not in PCI bus order (gpu-1@0000:18:00.0 "
+                        "gpu-0@0000:2a:00.0"));
+  EXPECT_THAT(n1["gpuModeReason"].get<std::string>(), HasSubstr("gpu_sharing.gres_order"));
+
+  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
+  pod.node_selector = "node1";
+  CreatePod(pod);
+  const std::string broke = Node1HeldAndWaitsUnplacedFor(seconds(10));
+  EXPECT_EQ(broke, "") << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  EXPECT_EQ(Placeholders(), "");
+
+  // The buses back in minor order: node1 is shared again and the pod gets an idle GPU.
+  const auto back = testbed::TestbedCommand({"driver-reorder", "node1"});
+  ASSERT_EQ(back.exit_code, 0) << back.out << back.err;
+  restore.swapped = false;
+  const double took = SecondsUntilRunning("waits", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod waits").out << daemon_->LogTail();
+  EXPECT_EQ(PodField("waits", ".spec.nodeName"), "node1");
+  EXPECT_EQ(BridgectlNode("node1")["gpuMode"], "gpu");
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
@@ -178,14 +239,7 @@ TEST_F(DeviceSafetyE2E, AHoldDeletedOrEditedBySomeoneElseIsRefusedOrPutBack) {
   auto relabelled = Shell(StrCat(as_other, "label devicetaintrule ", rule,
                                  " app.kubernetes.io/managed-by=someone-else --overwrite"));
   EXPECT_NE(relabelled.exit_code, 0) << relabelled.out;
-  const std::string broke = HoldsFor(
-      [&]() -> std::string {
-        const int holds = HoldsOn("node1");
-        if (holds != 8) return StrCat(holds, " holds on node1");
-        const std::string node = PodField("waits", ".spec.nodeName");
-        return node.empty() ? "" : StrCat("the pod was placed on ", node);
-      },
-      seconds(5));
+  const std::string broke = Node1HeldAndWaitsUnplacedFor(seconds(5));
   EXPECT_EQ(broke, "");
   EXPECT_EQ(effect(), "NoSchedule");
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");

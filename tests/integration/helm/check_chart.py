@@ -403,7 +403,8 @@ def cmd_render():
                                  "extended_resource": "nvidia.com/gpu",
                                  "device_classes": ["gpu.nvidia.com"],
                                  "mig_device_classes": ["mig.nvidia.com"],
-                                 "mig_extended_resource_prefix": "nvidia.com/mig-"},
+                                 "mig_extended_resource_prefix": "nvidia.com/mig-",
+                                 "gres_order": "auto"},
           f"defaults: gpu_sharing {cfg.get('gpu_sharing')}")
     check(not any(r["apiGroups"] == ["resource.k8s.io"] for r in one(objs, "ClusterRole")["rules"]),
           "defaults: DRA rules granted with gpu_sharing off")
