@@ -182,10 +182,31 @@ std::vector<size_t> PickJobs(const NodeDevices& node, const std::vector<Candidat
   return got >= need ? set : std::vector<size_t>{};
 }
 
-bool Served(std::span<const NodeDevices> nodes, const std::string& pod) {
+// The pods other than p's own that use devices placeholder p lifted, by name.
+std::vector<std::string> TakenBy(const NodeDevices& n, const Placeholder& p) {
+  std::set<std::string> others;
+  for (const DeviceView& v : Owners(n)) {
+    if (v.placeholder != p.job_id) continue;
+    for (const std::string& pod : v.pods) {
+      if (pod != p.pod) others.insert(pod);
+    }
+  }
+  return {others.begin(), others.end()};
+}
+
+// Whether a placeholder serves `pod` (no second give for it). A running one whose pod
+// still waits while other pods use the devices it lifted no longer does: kube-scheduler
+// placed them there (lifted devices are anyone's to take), and the pod gets a give of its
+// own instead of waiting behind them; `taken` then says by whom.
+bool Served(std::span<const NodeDevices> nodes, const std::string& pod, std::string* taken) {
   for (const NodeDevices& n : nodes) {
     for (const Placeholder& p : n.placeholders) {
-      if (p.pod == pod) return true;
+      if (p.pod != pod) continue;
+      if (!p.running || !p.pod_waiting) return true;
+      const std::vector<std::string> others = TakenBy(n, p);
+      if (others.empty()) return true;
+      StrAppend(taken, taken->empty() ? "" : "; ", "the GPUs placeholder ", p.job_id,
+                " lifted for it on ", n.node, " went to ", StrJoin(others, ","));
     }
   }
   return false;
@@ -302,6 +323,16 @@ struct Refusal {
   std::string of_pod;  // a reason of the pod's own, the same on every node, said once
 };
 
+// Whether lent device v was lifted by the running placeholder of another pod that still
+// waits to be placed: it is that pod's, though kube-scheduler may place anyone there.
+// Counted for a second pod, the two would race for it and one would starve unseen.
+bool LiftedForAnother(const NodeDevices& node, const DeviceView& v, const std::string& pod) {
+  if (v.placeholder == 0) return false;
+  return std::any_of(node.placeholders.begin(), node.placeholders.end(), [&](const Placeholder& p) {
+    return p.job_id == v.placeholder && p.pod_waiting && p.pod != pod;
+  });
+}
+
 std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
                                 const config::Config& cfg, Clock::TimePoint now, Refusal* refusal) {
   auto no = [&](Nearness nearness, std::string reason) -> std::optional<Selection> {
@@ -386,6 +417,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
       s.idle.push_back(v.name);
     }
     if (v.owner == Owner::kKubernetes && v.pods.empty() && !tainted(static_cast<int64_t>(i)) &&
+        !LiftedForAnother(node, v, pod.pod) &&
         static_cast<int64_t>(s.lent_idle.size()) < pod.gpus - 1) {
       s.lent_idle.push_back(v.name);  // at least one GPU must move, or the pod would fit
     }
@@ -497,7 +529,8 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
 std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
                                     const config::Config& cfg, Clock::TimePoint now,
                                     std::string* why) {
-  if (Served(nodes, pod.pod)) {
+  std::string taken;
+  if (Served(nodes, pod.pod, &taken)) {
     if (why != nullptr) *why = StrCat("a placeholder already serves ", pod.pod);
     return std::nullopt;
   }
@@ -534,6 +567,7 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
     }
   }
   if (!best && why != nullptr) *why = WhyNoNode(std::move(refusals));
+  if (best && !taken.empty()) best->why = StrCat(best->why, " (", taken, ")");
   return best;
 }
 

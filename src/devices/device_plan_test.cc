@@ -466,6 +466,56 @@ TEST(SelectOnNode, CountsLentIdleGpusTowardThePod) {
   EXPECT_EQ(give[0].As<SubmitPlaceholder>().gpus, 1);
 }
 
+// GPUs lifted for a pod that kube-scheduler has not placed yet are that pod's: counted for
+// a second pod, both would race for them and one would starve unseen. Once the first pod is
+// gone or placed elsewhere, they are anyone's again.
+TEST(SelectOnNode, GpusLiftedForAPodStillWaitingAreNotCountedForAnother) {
+  NodeDevices n = Node("node1", 6);
+  n.devices[0].k8s_hold = false;
+  n.devices[1].k8s_hold = false;
+  n.placeholders.push_back({7, "ml/first", 2, {}, true, {0, 1}, kNow});
+  n.placeholders[0].pod_waiting = true;
+  auto s = SelectOnNode(n, Pod(2, "ml/second"), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->lent_idle, IsEmpty());
+  EXPECT_EQ(s->gpus, 2);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-2", "gpu-3"));
+  // Its own pod counts them (a placeholder that serves it is ChooseNode's to see).
+  s = SelectOnNode(n, Pod(2, "ml/first"), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->lent_idle, ElementsAre("gpu-0"));
+  n.placeholders[0].pod_waiting = false;
+  s = SelectOnNode(n, Pod(2, "ml/second"), Cfg(), kNow);
+  ASSERT_TRUE(s);
+  EXPECT_THAT(s->lent_idle, ElementsAre("gpu-0"));
+  EXPECT_EQ(s->gpus, 1);
+}
+
+// kube-scheduler placed another pod on the GPUs lifted for `ml/first`, which still waits:
+// the placeholder no longer serves it, and it gets a give of its own (the message says who
+// took the first one). While its lifted GPUs are free, it is served and gets none.
+TEST(ChooseNode, APodWhoseLiftedGpusWentToAnotherPodGetsAGiveOfItsOwn) {
+  NodeDevices n = Node("node1", 6);
+  n.devices[0].k8s_hold = false;
+  n.devices[1].k8s_hold = false;
+  n.placeholders.push_back({7, "ml/first", 2, {}, true, {0, 1}, kNow});
+  n.placeholders[0].pod_waiting = true;
+  std::vector<NodeDevices> nodes = {n};
+  std::string why;
+  EXPECT_FALSE(ChooseNode(nodes, Pod(2, "ml/first"), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("a placeholder already serves ml/first"));
+
+  nodes[0].claims.push_back({"ml/thief", {"gpu-0", "gpu-1"}, true});
+  const auto s = ChooseNode(nodes, Pod(2, "ml/first"), Cfg(), kNow, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_EQ(s->gpus, 2);
+  EXPECT_THAT(s->idle, ElementsAre("gpu-2", "gpu-3"));
+  EXPECT_THAT(s->why, HasSubstr("the GPUs placeholder 7 lifted for it on node1 went to ml/thief"));
+  // Placed at last (no longer waiting): nothing more for it.
+  nodes[0].placeholders[0].pod_waiting = false;
+  EXPECT_FALSE(ChooseNode(nodes, Pod(2, "ml/first"), Cfg(), kNow, &why));
+}
+
 TEST(SelectOnNode, SkipsNodesWithAGiveInFlightOrTheWrongModel) {
   NodeDevices n = Node("node1", 8);
   n.placeholders.push_back({9, "ml/other", 2});

@@ -149,6 +149,45 @@ TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
+// Two pods race for lifted GPUs. `first` (2 GPUs, and more CPU than any node has, so
+// kube-scheduler never places it) gets a give on node1, the only node with free GPUs; its two
+// lifted GPUs stay idle. Then `second` (2 GPUs) comes. The bridge counted one of first's
+// lifted GPUs toward second and lifted only one more: second ran on two of the three, and
+// first was left one GPU short, waiting behind a placeholder that still "served" it. Now
+// second gets two GPUs of its own, so at least two lifted GPUs stay free for first; and
+// should kube-scheduler put second on first's GPUs, first gets a give of its own.
+TEST_F(DeviceSafetyE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
+  FillOtherNodes();
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  nlohmann::json first = testbed::PodManifest(testbed::InferenceTestPod("first", "lending", 2));
+  first["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64";  // kwok nodes have 32
+  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", first).ok());
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 6; }, seconds(60))) << Placeholders() << "\n"
+                                                                           << daemon_->LogTail();
+
+  CreatePod("second", 2);
+  const double took = SecondsUntilRunning("second", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod second").out << Placeholders()
+                     << daemon_->LogTail();
+  EXPECT_EQ(PodField("second", ".spec.nodeName"), "node1");
+  // Lifted GPUs no pod uses: at least first's two, throughout (second's placeholder asked
+  // for two GPUs of its own; had second landed on first's, first got a give again).
+  auto free_lifted = [&] { return 8 - HoldsOn("node1") - 2; };
+  ASSERT_TRUE(WaitFor([&] { return free_lifted() >= 2; }, seconds(30)))
+      << free_lifted() << " free lifted GPU(s)\n"
+      << Placeholders() << "\n"
+      << daemon_->LogTail();
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        const int free = free_lifted();
+        return free >= 2 ? "" : StrCat(free, " free lifted GPU(s) for first");
+      },
+      seconds(5));
+  EXPECT_EQ(broke, "") << Placeholders() << "\n" << daemon_->LogTail();
+  std::printf("second ran after %.1f s; placeholders: %s\n", took, Placeholders().c_str());
+  EXPECT_EQ(PodField("first", ".status.phase"), "Pending");
+}
+
 // An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
 // would be ended by Slurm while its pod still runs, and the requeued victim (pending,
 // eligible, fitting exactly) would start on the pod's GPUs. No give starts on such a
