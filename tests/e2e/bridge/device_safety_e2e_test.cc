@@ -159,9 +159,7 @@ TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
 TEST_F(DeviceSafetyE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
   FillOtherNodes();
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  nlohmann::json first = testbed::PodManifest(testbed::InferenceTestPod("first", "lending", 2));
-  first["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64";  // kwok nodes have 32
-  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", first).ok());
+  ASSERT_NO_FATAL_FAILURE(CreateUnplaceablePod("first", 2));
   ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 6; }, seconds(60))) << Placeholders() << "\n"
                                                                            << daemon_->LogTail();
 

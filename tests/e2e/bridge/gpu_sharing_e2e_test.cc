@@ -190,9 +190,7 @@ TEST_F(GpuSharingE2E, ANodeTaintedAgainstThePodGetsNoGive) {
 TEST_F(GpuSharingE2E, AGiveThePodCannotUseIsNotRepeatedWithinTheBackoff) {
   FillOtherNodes();
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  nlohmann::json pod = testbed::PodManifest(testbed::InferenceTestPod("too-big", "lending", 1));
-  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64";  // kwok nodes have 32
-  ASSERT_TRUE(kube_->Create(k8s::Resource::Pods(), "default", pod).ok());
+  ASSERT_NO_FATAL_FAILURE(CreateUnplaceablePod("too-big", 1));
 
   // The give: a placeholder on node1, one hold lifted.
   ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 7; }, seconds(60))) << Placeholders() << "\n"
