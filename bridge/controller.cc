@@ -116,18 +116,49 @@ Controller::Controller(ControllerOptions options)
       return elector_ == nullptr || elector_->HoldsValidLease();
     });
   }
-  if (cfg_.gpu_sharing.enabled) {
-    device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
-    device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
-                                                            executor_.get(), cfg_, opts_.clock);
-    device_executor_->SetPodUids(
-        [this](const std::string& pod) { return device_world_->PodUid(pod); });
-    device_lane_ =
-        std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
-    device_lane_->SetActingGate(
-        [this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
-    if (opts_.after_action) device_lane_->SetAfterAction(opts_.after_action);
+  if (cfg_.gpu_sharing.enabled) MakeDeviceLane();
+}
+
+void Controller::MakeDeviceLane() {
+  device_world_ = std::make_unique<DeviceWorldCache>(cfg_);
+  device_executor_ = std::make_unique<DeviceExecutorImpl>(opts_.slurm, opts_.kube, events_.get(),
+                                                          executor_.get(), cfg_, opts_.clock);
+  device_executor_->SetPodUids(
+      [this](const std::string& pod) { return device_world_->PodUid(pod); });
+  device_lane_ =
+      std::make_unique<DeviceLane>(cfg_, device_executor_.get(), events_.get(), opts_.clock);
+  device_lane_->SetActingGate(
+      [this] { return elector_ == nullptr || elector_->HoldsValidLease(); });
+  if (opts_.after_action) device_lane_->SetAfterAction(opts_.after_action);
+}
+
+// gpu_sharing is off, and an earlier run with it on left holds (the bridge's
+// DeviceTaintRules): the device lane then runs to wind them down, each node as one leaving
+// GPU sharing (a pod on lent GPUs keeps them until it goes, then its placeholder ends and
+// the node goes whole to the node lane), and plans no give. Without the right to read the
+// holds, they stay, and the log says what to grant.
+bool Controller::WindDownNeeded() {
+  auto log = Logger("reconcile");
+  auto unserved = UnservedDeviceResources(opts_.kube);
+  if (!unserved.ok() || !unserved->empty()) return false;
+  k8s::ListOptions one;
+  one.limit = 1;
+  one.label_selector = DeviceTaintRuleInformerOptions().label_selector;
+  auto holds = opts_.kube->List(k8s::Resource::DeviceTaintRules(), "", one);
+  if (!holds.ok()) {
+    log->warn(
+        "gpu_sharing_off holds=unknown error=\"{}\": holds and placeholders an earlier run with "
+        "gpu_sharing on left, if any, stay as they are; grant the bridge read and delete on "
+        "resource.k8s.io devicetaintrules, resourceslices and resourceclaims (chart: "
+        "rbac.keepGpuSharingRules) to wind them down",
+        holds.status().message());
+    return false;
   }
+  if (holds->items.empty()) return false;
+  log->warn(
+      "gpu_sharing_off winding_down=true: holds of an earlier run with gpu_sharing on remain; "
+      "each node gives its lent GPUs back as its pods go, then goes whole to the node lane");
+  return true;
 }
 
 reconcile::WorkQueueOptions Controller::QueueOptions(std::string_view name) {
@@ -227,6 +258,7 @@ Status Controller::Start() {
          .wants_old_object = false});
   }
 
+  if (!cfg_.gpu_sharing.enabled && WindDownNeeded()) MakeDeviceLane();
   if (device_world_) {
     // An apiserver that does not serve DRA's resources would keep the device informers from
     // ever syncing, and with them every lane: GPU-granular sharing is off instead, and every
@@ -266,6 +298,7 @@ Status Controller::Start() {
     add(&claims_, ResourceClaimInformerOptions(), &DeviceWorldCache::SetClaim,
         [this](const std::string& key, const nlohmann::json* obj) {
           // Quotas count the GPUs of pods' claims; fed before the device lane's cache.
+          if (!cfg_.gpu_sharing.enabled) return;  // winding down: quotas count none
           quotas_.SetClaim(key, obj == nullptr ? std::nullopt
                                                : std::optional(devices::QuotaGpusOf(
                                                      *obj, cfg_.gpu_sharing.device_classes,

@@ -194,6 +194,9 @@ class Controller {
   std::unique_ptr<k8s::Informer> slices_;        // gpu_sharing on only
   std::unique_ptr<k8s::Informer> claims_;
   std::unique_ptr<k8s::Informer> rules_;
+  // The device lane, its cache and executor (gpu_sharing on, or winding down).
+  void MakeDeviceLane();
+  bool WindDownNeeded();
   std::unique_ptr<DeviceWorldCache> device_world_;
   std::unique_ptr<DeviceExecutorImpl> device_executor_;
   std::unique_ptr<DeviceLane> device_lane_;

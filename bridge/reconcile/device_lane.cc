@@ -369,7 +369,12 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
   Result r;
   const Clock::TimePoint now = clock_->Now();
   r.observation = devices::Observe(world, cfg_, now);
-  r.plan = devices::PlanPass(r.observation.nodes, world.pending, cfg_, now);
+  // With gpu_sharing off the lane only winds down what an earlier run left: no gives.
+  r.plan = devices::PlanPass(r.observation.nodes,
+                             cfg_.gpu_sharing.enabled
+                                 ? std::span<const devices::PendingPod>(world.pending)
+                                 : std::span<const devices::PendingPod>(),
+                             cfg_, now);
   devices::PlanModeSwitches(r.observation, &r.plan);
   if (acting) {
     for (const auto& entry : r.plan.actions) {

@@ -244,7 +244,12 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     }
     std::string not_eligible;
     DeviceMapping m;
-    if (slice == w.slices.end() || slice->second.empty()) {
+    if (!sharing.enabled) {
+      // Winding down what a run with GPU sharing left (a placeholder, a hold): as a node
+      // that leaves sharing, each node gives its lent GPUs back and goes whole to the node
+      // lane; a node with nothing left is simply node-granular.
+      not_eligible = "gpu_sharing is off";
+    } else if (slice == w.slices.end() || slice->second.empty()) {
       not_eligible = StrCat("no ResourceSlice of driver ", sharing.driver);
     } else {
       const DerivedGres gres = sharing.GresFilesOf(sn.name, sn.TotalGpus(), slice->second);

@@ -248,6 +248,26 @@ TEST(ObserveTest, ANodeNoLongerEligibleStaysWhileTheLaneHasPlaceholdersOrHoldsTh
   EXPECT_FALSE(o.sharing.count("node1")) << "the node lane's again";
 }
 
+// gpu_sharing off while an earlier run's holds and placeholders remain: every node that has
+// any leaves GPU sharing (its lent GPUs come back as in a return), the others are simply
+// node-granular; no node is shared.
+TEST(ObserveTest, WithGpuSharingOffEveryNodeWindsDownWhatIsLeft) {
+  World w = TwoNodes();
+  w.held["node1"] = {DeviceName(0)};
+  w.jobs = {PlaceholderJob(20, {.node = "node1", .pod = "ml/infer", .gpus = 1}, true, {2})};
+  config::Config cfg = Cfg();
+  cfg.gpu_sharing.enabled = false;
+  const Observation o = Observe(w, cfg, kNow);
+  EXPECT_THAT(o.nodes, IsEmpty());
+  EXPECT_THAT(o.handing_over, IsEmpty());
+  ASSERT_EQ(o.leaving.size(), 1u);
+  EXPECT_EQ(o.leaving[0].node, "node1");
+  EXPECT_EQ(o.leaving[0].placeholders.size(), 1u);
+  EXPECT_THAT(o.node_granular.at("node1"), HasSubstr("leaving GPU sharing (gpu_sharing is off)"));
+  EXPECT_EQ(o.node_granular.at("node2"), "gpu_sharing is off");
+  EXPECT_FALSE(o.sharing.count("node2"));
+}
+
 TEST(ObserveTest, ANodeWhosePoolCannotBeReadKeepsItsHoldsAndPlaceholdersAndIsNotPlanned) {
   World w = TwoNodes();
   w.slices.erase("node1");

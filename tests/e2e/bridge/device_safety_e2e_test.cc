@@ -186,6 +186,57 @@ TEST_F(DeviceSafetyE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
   EXPECT_EQ(PodField("first", ".status.phase"), "Pending");
 }
 
+// An operator turns gpu_sharing off (the daemon restarted with the section off) while a
+// give is live: a 2-GPU pod runs on node1 beside a 6-GPU job that may not be preempted. The
+// old bridge then ran without its device lane: node1's placeholder and the pod's lifted GPUs
+// were left as they were, for good. Now the daemon sees its holds and winds GPU sharing
+// down: the lifted GPUs are held for Slurm again at once (the pod keeps running on them), no
+// pod gets a give, and when the pod goes its placeholder ends; node1's GPUs stay held for
+// Slurm, and bridgectl says sharing is off.
+TEST_F(DeviceSafetyE2E, GpuSharingTurnedOffUnderALiveGiveWindsItDown) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 6, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  testbed::TestPod kept = testbed::InferenceTestPod("kept", "lending", 2);
+  kept.node_selector = "node1";
+  CreatePod(kept);
+  ASSERT_GE(SecondsUntilRunning("kept", seconds(60)), 0)
+      << Shell("kubectl describe pod kept").out << Placeholders() << daemon_->LogTail();
+  ASSERT_EQ(HoldsOn("node1"), 6);
+  const std::string placeholder = Placeholders();
+  ASSERT_THAT(placeholder, HasSubstr("RUNNING node1"));
+
+  ASSERT_NO_FATAL_FAILURE(RestartDaemonWith({{"gpu_sharing", {{"enabled", false}}}}));
+  EXPECT_THAT(daemon_->Log(), HasSubstr("gpu_sharing_off winding_down=true"));
+  // The lifted GPUs held for Slurm again; the pod keeps them, its placeholder stays.
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(30)))
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  testbed::TestPod late = testbed::InferenceTestPod("late", "lending", 1);
+  late.node_selector = "node1";
+  CreatePod(late);
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        if (PodField("kept", ".status.phase") != "Running") return "kept stopped running";
+        if (!PodField("late", ".spec.nodeName").empty()) return "late was placed";
+        if (Placeholders() != placeholder) return StrCat("placeholders now: ", Placeholders());
+        return HoldsOn("node1") == 8 ? "" : StrCat(HoldsOn("node1"), " holds on node1");
+      },
+      seconds(8));
+  EXPECT_EQ(broke, "") << daemon_->LogTail();
+
+  // The pod goes: its placeholder ends; the GPUs stay held for Slurm, nothing else moves.
+  ASSERT_EQ(Shell("kubectl delete pod kept --wait=false").exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return Placeholders().empty(); }, seconds(60)))
+      << Placeholders() << daemon_->LogTail();
+  EXPECT_EQ(HoldsOn("node1"), 8);
+  EXPECT_EQ(PodField("late", ".spec.nodeName"), "");
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  const nlohmann::json n1 = BridgectlNode("node1");
+  EXPECT_EQ(n1["gpuMode"], "node") << n1.dump();
+  EXPECT_THAT(n1.value("gpuModeReason", ""), HasSubstr("gpu_sharing is off")) << n1.dump();
+}
+
 // An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
 // would be ended by Slurm while its pod still runs, and the requeued victim (pending,
 // eligible, fitting exactly) would start on the pod's GPUs. No give starts on such a

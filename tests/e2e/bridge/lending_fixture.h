@@ -80,6 +80,7 @@ class LendingE2E : public ::testing::Test {
     nlohmann::json merged = nlohmann::json::parse(overlay);
     merged.merge_patch(extra_overlay_);
     overlay = merged.dump();
+    overlay_ = overlay;
     if (replicas_ == 1) {
       daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay, daemon_args_);
     } else {
@@ -273,6 +274,19 @@ class LendingE2E : public ::testing::Test {
     ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
   }
 
+  // The daemon stopped (SIGTERM) and started again with `patch` merged (RFC 7386) over its
+  // configuration: an operator's changed config rolled out mid-flow.
+  void RestartDaemonWith(const nlohmann::json& patch) {
+    ASSERT_EQ(replicas_, 1) << "one replica only";
+    daemon_->Stop();
+    nlohmann::json merged = nlohmann::json::parse(overlay_);
+    merged.merge_patch(patch);
+    overlay_ = merged.dump();
+    daemon_ = std::make_unique<BridgeDaemon>(skb::testbed::DaemonBinary(), overlay_, daemon_args_);
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s << daemon_->LogTail();
+  }
+
   std::string Metrics() { return Shell(StrCat("curl -s ", daemon_->HttpBase(), "/metrics")).out; }
 
   std::string NodeEvents(const std::string& node) {
@@ -358,6 +372,7 @@ class LendingE2E : public ::testing::Test {
   bool wait_for_reservations_ = true;
   // Merged over the fixture's config (JSON merge patch) before the daemon starts.
   nlohmann::json extra_overlay_ = nlohmann::json::object();
+  std::string overlay_;  // the daemon's config overlay as last started
   std::unique_ptr<BridgeDaemon> daemon_;
   std::unique_ptr<BridgeDaemon> standby_;  // the second replica (failover tests)
   std::unique_ptr<InvariantSampler> sampler_;

@@ -408,6 +408,10 @@ def cmd_render():
           f"defaults: gpu_sharing {cfg.get('gpu_sharing')}")
     check(not any(r["apiGroups"] == ["resource.k8s.io"] for r in one(objs, "ClusterRole")["rules"]),
           "defaults: DRA rules granted with gpu_sharing off")
+    kept = one(docs(template(namespace=ns, sets=["rbac.keepGpuSharingRules=true"])), "ClusterRole")
+    check(any(r["apiGroups"] == ["resource.k8s.io"] and "devicetaintrules" in r["resources"] and
+              "delete" in r["verbs"] for r in kept["rules"]),
+          f"rbac.keepGpuSharingRules=true: no DRA rules to wind GPU sharing down: {kept['rules']}")
     # The swap guard: the bridge's ServiceAccount exempt, the nodes the bridge labels
     # (src/ownership/schema.h kSwapGuardLabel) as its parameters, bindings and pod creates.
     vap = one(objs, "ValidatingAdmissionPolicy", "-swap-guard")
