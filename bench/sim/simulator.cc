@@ -1157,6 +1157,10 @@ class Simulation {
   // dropped.
   void Apply(int, const devices::DropDeviceHold&) {}
 
+  // No placeholder ends behind the simulated planner's back, so no give is lost and no pod
+  // is evicted off one.
+  void Apply(int, const plan::EvictPod&) {}
+
   // ---- Figures -------------------------------------------------------------------------
 
   void Finish() {

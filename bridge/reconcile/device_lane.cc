@@ -192,6 +192,18 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::Pree
   return RunOnNodeLane(a, o, t);
 }
 
+// Through the node lane's executor (the Eviction API, PodDisruptionBudgets honoured), for
+// the pod as the device lane's cache knows it (its uid: a pod of the same name made since is
+// not the one).
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::EvictPod& o,
+                                         const Target& t) {
+  plan::EvictPod op = o;
+  if (op.pod.uid.empty() && uid_of_) {
+    op.pod.uid = uid_of_(StrCat(op.pod.namespace_name, "/", op.pod.name));
+  }
+  return RunOnNodeLane(a, op, t);
+}
+
 StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RecordIdleSince& o,
                                          const Target& t) {
   ASSIGN_OR_RETURN(const Effect effect,
@@ -565,6 +577,8 @@ void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
                    // Holds dropped on a node leaving GPU sharing: no placeholder is left, no
                    // GPU moves between the lanes.
                    [](const devices::DropDeviceHold&) {},
+                   // A pod evicted off a lost give's GPUs: the job there keeps them.
+                   [](const plan::EvictPod&) {},
                },
                a.op);
   }

@@ -270,6 +270,9 @@ std::string Describe(const RecordUnusedGive& o) {
   return StrCat(PlaceholderText(o.placeholder_job), PodText(o.pod), " at=", o.at_unix);
 }
 std::string Describe(const DropDeviceHold& o) { return DevicesText(o.devices); }
+std::string Describe(const plan::EvictPod& o) {
+  return PodText(StrCat(o.pod.namespace_name, "/", o.pod.name));
+}
 
 }  // namespace
 
@@ -596,8 +599,8 @@ namespace {
 // sure to cover the pod's (the extra ones are lent to Kubernetes as in a give, and come back
 // with it). A job Slurm started on the pod's devices is requeued at once where its policy
 // allows (no checkpoint signal, no grace: both use the GPU until it goes); the placeholder,
-// pending at the top job priority, takes the freed GPUs before any job. A job that may not
-// be preempted is left to end (GpuDoubleBooked says so); the placeholder then takes its GPUs.
+// pending at the top job priority, takes the freed GPUs before any job. Where a job that may
+// not be preempted started there, the pod is evicted instead: one of the two must go.
 void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& views,
                      const config::Config& cfg, Clock::TimePoint now, NodePlan* plan,
                      std::set<uint32_t>* repairing) {
@@ -629,17 +632,35 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
     for (size_t i : l.devices) names.push_back(views[i].name);
     const std::string devices = StrJoin(names, ",");
     // Requeued at once: each job on the pod's devices its policy lets go, as its policy's
-    // mode says (one action per mode).
+    // mode says (one action per mode). A job it does not let go keeps the GPUs: the pod is
+    // evicted instead (the Eviction API: a PodDisruptionBudget can refuse, and the double
+    // booking is then reported until it allows), and nothing else moves for it.
     std::map<plan::JobPreemptMode, std::vector<uint32_t>> requeue;
+    std::vector<uint32_t> kept;
     for (uint32_t id : l.jobs) {
       auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
                              [&](const NodeJob& j) { return j.view.job_id == id; });
       if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
       const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
-      if (!policy.preemptible || policy.mode == plan::JobPreemptMode::kCancel) continue;
+      if (!policy.preemptible || policy.mode == plan::JobPreemptMode::kCancel) {
+        kept.push_back(id);
+        continue;
+      }
       requeue[policy.mode].push_back(id);
-      repairing->insert(id);
     }
+    if (!kept.empty()) {
+      const size_t slash = pod.find('/');
+      DeviceAction a = Make(
+          plan::EvictPod{.pod = {.namespace_name = pod.substr(0, slash),
+                                 .name = slash == std::string::npos ? pod : pod.substr(slash + 1)}},
+          node, plan::Cause::kReturn, "DoubleBookingEnded",
+          StrCat("jobs ", JoinIds(kept), ", which may not be preempted, started on ", devices,
+                 ", which ", pod, " uses (its placeholder had ended): ", pod, " is evicted"));
+      a.event_type = plan::EventType::kWarning;
+      plan->actions.push_back(std::move(a));
+      continue;
+    }
+    for (const auto& [mode, ids] : requeue) repairing->insert(ids.begin(), ids.end());
     const bool pending =
         std::any_of(node.placeholders.begin(), node.placeholders.end(),
                     [&](const Placeholder& p) { return !p.running && p.pod == pod; });

@@ -291,9 +291,12 @@ struct DropDeviceHold {
   friend bool operator==(const DropDeviceHold&, const DropDeviceHold&) = default;
 };
 
-using DeviceOperation = std::variant<AddDeviceHold, RemoveDeviceHold, SubmitPlaceholder, SignalJobs,
-                                     plan::PreemptSlurmJobs, RecordIdleSince, MarkReturning,
-                                     EndPlaceholder, RecordUnusedGive, DropDeviceHold>;
+// plan::EvictPod: a pod on a lost give's GPUs where Slurm started a job that may not be
+// preempted (RepairLostGives): one of the two must go, and the job may not.
+using DeviceOperation =
+    std::variant<AddDeviceHold, RemoveDeviceHold, SubmitPlaceholder, SignalJobs,
+                 plan::PreemptSlurmJobs, RecordIdleSince, MarkReturning, EndPlaceholder,
+                 RecordUnusedGive, DropDeviceHold, plan::EvictPod>;
 
 // One step of a move: plan::Action's fields and a device kind.
 using DeviceAction = plan::BasicAction<DeviceOperation>;

@@ -124,6 +124,7 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
               std::erase_if(n->placeholders,
                             [&](const Placeholder& q) { return q.job_id == o.placeholder_job; });
             },
+            [&](const plan::EvictPod&) {},  // the pod goes later (its claim with it)
             [&](const RecordUnusedGive& o) {
               if (auto g =
                       AddUnusedGive(n->unused_gives, {o.pod, o.placeholder_job, o.at_unix}, 0)) {
@@ -795,17 +796,27 @@ TEST(PlanNode, AJobSlurmStartedOnALostGivesGpusIsRequeuedAtOnce) {
   EXPECT_EQ(p.actions[2].As<plan::PreemptSlurmJobs>().mode, plan::JobPreemptMode::kRequeueHold);
   EXPECT_THAT(p.actions[2].event_message, HasSubstr("jobs 6 started on gpu-2,gpu-3"));
 
-  // The job on the pod's GPUs may not be preempted: reported, and a placeholder waits for
-  // its GPUs; the job is never signalled.
+  // The job on the pod's GPUs may not be preempted: the pod is evicted (one of the two must
+  // go), and nothing else moves for it: no placeholder, the job never signalled, the
+  // preemptible job beside it on the pod's GPUs not requeued for a pod that goes.
   NodeDevices m = Node("node2", 4);
-  AddJob(&m, 8, "gpu:2(IDX:2-3)", false, seconds(1));
+  AddJob(&m, 8, "gpu:1(IDX:2)", false, seconds(1));
+  AddJob(&m, 9, "gpu:1(IDX:3)", true, seconds(1));
   SetHolds(&m, {"gpu-2", "gpu-3"}, false);
   m.claims.push_back({"ml/infer-1", {"gpu-2", "gpu-3"}, true});
   p = PlanNode(m, Cfg(), kNow);
-  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
-  EXPECT_EQ(p.actions[0].As<SubmitPlaceholder>().gpus, 4) << "its two, the two idle";
-  m.placeholders.push_back({952, "ml/infer-1", 4, {8}});
-  EXPECT_THAT(PlanNode(m, Cfg(), kNow).actions, IsEmpty());
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EvictPod"));
+  EXPECT_EQ(p.actions[0].As<plan::EvictPod>().pod,
+            (plan::PodRef{.namespace_name = "ml", .name = "infer-1"}));
+  EXPECT_EQ(p.actions[0].event_reason, "DoubleBookingEnded");
+  EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+  EXPECT_THAT(p.actions[0].event_message,
+              HasSubstr("jobs 8, which may not be preempted, started on gpu-2,gpu-3"));
+  // The pod gone: nobody to evict any more, and its lifted GPUs held for the jobs again.
+  m.claims.clear();
+  p = PlanNode(m, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("AddDeviceHold"));
+  EXPECT_THAT(p.actions[0].As<AddDeviceHold>().devices, ElementsAre("gpu-2", "gpu-3"));
 }
 
 TEST(DeviceActionTest, KindAndFieldsComeFromItsOperation) {

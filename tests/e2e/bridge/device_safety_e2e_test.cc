@@ -29,6 +29,38 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     return total;
   }
 
+  // node1 full of a preemptible 8-GPU job, the pod `infer` given 2 of its GPUs by
+  // preemption; returns {the job, the running placeholder}.
+  std::pair<std::string, std::string> GiveInferByPreemptionOnNode1() {
+    FillOtherNodes();
+    const std::string victim = SubmitOn("node1", 8, /*preemptible=*/true);
+    EXPECT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+    EXPECT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+    CreatePod("infer", 2);
+    ExpectGivenByPreemptionOn("infer", "node1", victim, "give");
+    const std::string placeholder = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %i").out);
+    EXPECT_FALSE(placeholder.empty()) << Placeholders();
+    return {victim, placeholder};
+  }
+
+  // The admin's scancel of `placeholder` while the bridge is paused (SIGSTOP), so that
+  // Slurm is surely the faster: returns once Slurm runs `job` (on the pod's GPUs), the
+  // bridge resumed. Unpaused, the bridge's new placeholder (allocated at once at
+  // submission) usually wins against slurmctld's next scheduling pass and nothing is
+  // double-booked at all. Double bookings are expected for 40 s from here.
+  void CancelWhileTheBridgeIsPaused(const std::string& placeholder, const std::string& job) {
+    struct Resume {
+      pid_t pid;
+      ~Resume() { kill(pid, SIGCONT); }
+    } resume{daemon_->pid()};
+    double_booking_window_ = DoubleBookingWindow{Steady::now(), seconds(40)};
+    ASSERT_EQ(kill(daemon_->pid(), SIGSTOP), 0);
+    ASSERT_EQ(Shell(StrCat("scancel ", placeholder)).exit_code, 0);
+    ASSERT_TRUE(WaitFor([&] { return JobField(job, "JobState") == "RUNNING"; }, seconds(20)))
+        << Shell("squeue").out;
+    ASSERT_EQ(JobField(job, "NodeList"), "node1");
+  }
+
   // For `d`, sampled throughout: "" while every GPU of node1 keeps its hold and the pod
   // `waits` is placed nowhere; else what broke first.
   std::string Node1HeldAndWaitsUnplacedFor(seconds d) {
@@ -340,14 +372,10 @@ TEST_F(DeviceSafetyE2E, AHoldDeletedOrEditedBySomeoneElseIsRefusedOrPutBack) {
 // once, and takes the GPUs when they free; the pod keeps running, the victim is pending
 // again (not lost), and the double booking stops within seconds and does not come back.
 TEST_F(DeviceSafetyE2E, APlaceholderCancelledByAnAdminIsReplacedAndTheJobOnItsGpusRequeued) {
-  FillOtherNodes();
-  const std::string victim = SubmitOn("node1", 8, /*preemptible=*/true);
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
-  CreatePod("infer", 2);
-  ASSERT_NO_FATAL_FAILURE(ExpectGivenByPreemptionOn("infer", "node1", victim, "give"));
-  const std::string before = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %i").out);
-  ASSERT_FALSE(before.empty()) << Placeholders();
+  const auto given = GiveInferByPreemptionOnNode1();
+  if (HasFailure()) return;
+  const std::string& victim = given.first;
+  const std::string& before = given.second;
   ASSERT_EQ(JobField(victim, "JobState"), "PENDING") << Shell("squeue").out;
   const int restarts = Restarts(victim);
   const int restored = EventCount("node1", "GiveRestored");
@@ -356,20 +384,7 @@ TEST_F(DeviceSafetyE2E, APlaceholderCancelledByAnAdminIsReplacedAndTheJobOnItsGp
   // Slurm starts it on the pod's GPUs at once (it fits exactly), as in the repro.
   ASSERT_EQ(Shell(StrCat("scontrol update jobid=", victim, " StartTime=now")).exit_code, 0);
 
-  // The bridge paused (SIGSTOP) while the admin cancels, so that Slurm is surely the faster
-  // (unpaused, the bridge's new placeholder, allocated at once at submission, usually
-  // wins against slurmctld's next scheduling pass and nothing is double-booked at all).
-  struct Resume {
-    pid_t pid;
-    ~Resume() { kill(pid, SIGCONT); }
-  } resume{daemon_->pid()};
-  double_booking_window_ = DoubleBookingWindow{Steady::now(), seconds(40)};
-  ASSERT_EQ(kill(daemon_->pid(), SIGSTOP), 0);
-  ASSERT_EQ(Shell(StrCat("scancel ", before)).exit_code, 0);
-  ASSERT_TRUE(WaitFor([&] { return JobField(victim, "JobState") == "RUNNING"; }, seconds(20)))
-      << Shell("squeue").out;
-  ASSERT_EQ(JobField(victim, "NodeList"), "node1");
-  ASSERT_EQ(kill(daemon_->pid(), SIGCONT), 0);
+  ASSERT_NO_FATAL_FAILURE(CancelWhileTheBridgeIsPaused(before, victim));
 
   // A new placeholder for the pod runs on node1, and the victim is pending again.
   auto replaced = [&] {
@@ -400,6 +415,38 @@ TEST_F(DeviceSafetyE2E, APlaceholderCancelledByAnAdminIsReplacedAndTheJobOnItsGp
       },
       seconds(25));
   EXPECT_EQ(broke, "") << Placeholders() << "\n" << Shell("squeue").out << daemon_->LogTail();
+}
+
+// As above, but the job Slurm starts on the pod's GPUs may not be preempted (an 8-GPU job
+// pinned to node1, submitted while the give ran; the give's own victim is held): one of the
+// two must go and the job may not, so the pod is evicted. The job keeps running, the
+// victim is still pending (not lost), and the double booking ends within seconds.
+TEST_F(DeviceSafetyE2E, APodOnALostGivesGpusIsEvictedWhenTheJobSlurmStartedThereMayNotBePreempted) {
+  const auto given = GiveInferByPreemptionOnNode1();
+  if (HasFailure()) return;
+  const std::string& victim = given.first;
+  const std::string& before = given.second;
+  ASSERT_EQ(Shell(StrCat("scontrol hold ", victim)).exit_code, 0);
+  const std::string strict = SubmitOn("node1", 8, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return JobField(strict, "JobState") == "PENDING"; }, seconds(20)));
+  const int ended = EventCount("node1", "DoubleBookingEnded");
+
+  ASSERT_NO_FATAL_FAILURE(CancelWhileTheBridgeIsPaused(before, strict));
+
+  // The pod goes (evicted: a bare pod is deleted), the job stays.
+  ASSERT_TRUE(WaitFor([&] { return Shell("kubectl get pod infer -n default").exit_code != 0; },
+                      seconds(30)))
+      << Shell("kubectl get pod infer -n default -o wide").out << NodeEvents("node1")
+      << daemon_->LogTail();
+  EXPECT_EQ(EventCount("node1", "DoubleBookingEnded"), ended + 1) << NodeEvents("node1");
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("which may not be preempted"));
+  EXPECT_EQ(JobField(strict, "JobState"), "RUNNING");
+  EXPECT_EQ(Restarts(strict), 0);
+  EXPECT_EQ(JobField(victim, "JobState"), "PENDING") << "not lost";
+  // The pod's GPUs held for Slurm again: all of node1's.
+  EXPECT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(30)))
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  Shell(StrCat("scontrol release ", victim));
 }
 
 }  // namespace
