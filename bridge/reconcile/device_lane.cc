@@ -164,6 +164,19 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
                                     .qos = cfg_.gpu_sharing.placeholder.qos,
                                     .account = cfg_.gpu_sharing.placeholder.account,
                                     .admin_comment = devices::FormatPlaceholderRecord(r)};
+  if (o.taken_job != 0) {
+    // The earlier placeholder serves the pod that took its GPUs from now on (first, so that
+    // the submission below is not read as the pod's existing one).
+    // (Gone meanwhile: nothing to hand over.)
+    auto handed = UpdateRecord(o.taken_job, [&](devices::PlaceholderRecord* rec) {
+      if (rec->pod == o.pod) rec->pod = o.taken_by;
+    });
+    if (!handed.ok() && handed.status().code() != StatusCode::kNotFound) return handed.status();
+    if (handed.ok() && *handed == Effect::kChanged) {
+      Logger("devices")->info("placeholder_taken job={} node={} from={} to={}", o.taken_job, a.node,
+                              o.pod, o.taken_by);
+    }
+  }
   auto submitted = slurm_->SubmitPlaceholder(spec);
   if (!submitted.ok()) return submitted.status();
   if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;

@@ -313,6 +313,42 @@ TEST_F(DeviceLaneTest, AStepRepeatedOnALaggingCacheChangesNothingAndIsCountedOnc
   EXPECT_EQ(exec_.Execute(end, before, "node1").value(), Effect::kUnchanged);
 }
 
+// A give whose lifted GPUs kube-scheduler gave to another pod: the new give for the pod that
+// still waits first hands the old placeholder to the pod that took its GPUs (its record),
+// then submits the pod's own; run again, it changes nothing.
+TEST_F(DeviceLaneTest, AGiveForAPodWhosePlaceholderWasTakenHandsTheOldOneToTheTaker) {
+  Pass();  // holds
+  Pass();  // the placeholder
+  const uint32_t ph = PlaceholderId();
+  ASSERT_NE(ph, 0u);
+  const devices::NodeDevices before = lane_.Nodes().at(0);
+  devices::DeviceAction again;
+  again.op = devices::SubmitPlaceholder{
+      .pod = "ml/infer", .gpus = 2, .taken_job = ph, .taken_by = "ml/thief"};
+  again.node = "node1";
+  StatusOr<Effect> first = exec_.Execute(again, before, "node1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, Effect::kChanged);
+  // Placeholder job -> the pod its record names.
+  auto pods = [&] {
+    std::map<uint32_t, std::string> out;
+    auto jobs = slurm_.LoadJobs(0);
+    for (const auto& j : jobs->items) {
+      if (auto r = devices::ParsePlaceholderRecord(j.admin_comment)) out[j.job_id] = r->pod;
+    }
+    return out;
+  };
+  std::map<uint32_t, std::string> now = pods();
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_EQ(now[ph], "ml/thief");
+  EXPECT_EQ(std::count_if(now.begin(), now.end(), [](auto& e) { return e.second == "ml/infer"; }),
+            1);
+  StatusOr<Effect> twice = exec_.Execute(again, before, "node1");
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_EQ(*twice, Effect::kUnchanged);
+  EXPECT_EQ(pods(), now);
+}
+
 // A victim that dies of its checkpoint signal (it does not trap it) instead of waiting for
 // the grace is requeued like a preempted job, as on whole nodes, not left FAILED (found by
 // the chaos suite in dra mode: two jobs lost).

@@ -198,15 +198,18 @@ std::vector<std::string> TakenBy(const NodeDevices& n, const Placeholder& p) {
 // still waits while other pods use the devices it lifted no longer does: kube-scheduler
 // placed them there (lifted devices are anyone's to take), and the pod gets a give of its
 // own instead of waiting behind them; `taken` then says by whom.
-bool Served(std::span<const NodeDevices> nodes, const std::string& pod, std::string* taken) {
+bool Served(std::span<const NodeDevices> nodes, const std::string& pod, Selection* taken) {
   for (const NodeDevices& n : nodes) {
     for (const Placeholder& p : n.placeholders) {
       if (p.pod != pod) continue;
       if (!p.running || !p.pod_waiting) return true;
       const std::vector<std::string> others = TakenBy(n, p);
       if (others.empty()) return true;
-      StrAppend(taken, taken->empty() ? "" : "; ", "the GPUs placeholder ", p.job_id,
-                " lifted for it on ", n.node, " went to ", StrJoin(others, ","));
+      if (taken->taken_job != 0) return true;  // one taken placeholder handed over a pass
+      taken->taken_job = p.job_id;
+      taken->taken_by = others.front();
+      taken->why = StrCat("the GPUs placeholder ", p.job_id, " lifted for it on ", n.node,
+                          " went to ", StrJoin(others, ","));
     }
   }
   return false;
@@ -251,7 +254,8 @@ std::string Describe(const RemoveDeviceHold& o) {
 }
 std::string Describe(const SubmitPlaceholder& o) {
   return PodText(o.pod) + (o.gpus == 0 ? "" : StrCat(" gpus=", o.gpus)) +
-         (o.gres_type.empty() ? "" : StrCat(" type=", o.gres_type)) + JobsText(o.victims);
+         (o.gres_type.empty() ? "" : StrCat(" type=", o.gres_type)) + JobsText(o.victims) +
+         (o.taken_job == 0 ? "" : StrCat(" taken=", o.taken_job, ":", o.taken_by));
 }
 std::string Describe(const SignalJobs& o) {
   return PlaceholderText(o.placeholder_job) + PodText(o.pod) + JobsText(o.jobs.job_ids);
@@ -532,7 +536,7 @@ std::optional<Selection> SelectOnNode(const NodeDevices& node, const PendingPod&
 std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const PendingPod& pod,
                                     const config::Config& cfg, Clock::TimePoint now,
                                     std::string* why) {
-  std::string taken;
+  Selection taken;
   if (Served(nodes, pod.pod, &taken)) {
     if (why != nullptr) *why = StrCat("a placeholder already serves ", pod.pod);
     return std::nullopt;
@@ -570,7 +574,11 @@ std::optional<Selection> ChooseNode(std::span<const NodeDevices> nodes, const Pe
     }
   }
   if (!best && why != nullptr) *why = WhyNoNode(std::move(refusals));
-  if (best && !taken.empty()) best->why = StrCat(best->why, " (", taken, ")");
+  if (best && taken.taken_job != 0) {
+    best->why = StrCat(best->why, " (", taken.why, ")");
+    best->taken_job = taken.taken_job;
+    best->taken_by = std::move(taken.taken_by);
+  }
   return best;
 }
 
@@ -580,7 +588,9 @@ std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod) {
                            .gpus = s.gpus,
                            .victims = s.victims,
                            .gres_type = s.gres_type,
-                           .profile = s.profile};
+                           .profile = s.profile,
+                           .taken_job = s.taken_job,
+                           .taken_by = s.taken_by};
   a.node = s.node;
   a.cause = plan::Cause::kLend;
   a.event_reason = "GpusLending";

@@ -227,6 +227,11 @@ struct SubmitPlaceholder {
   // whole GPUs' type on a node with slices.
   std::string gres_type;
   std::string profile;  // the pod's MIG profile ("" = whole GPUs), kept in its record
+  // The pod's earlier placeholder whose lifted GPUs kube-scheduler gave to `taken_by`
+  // (0: none): its record names `taken_by` first, so each placeholder serves the pod that
+  // uses it and the pod gets this new one (one placeholder per pod).
+  uint32_t taken_job = 0;
+  std::string taken_by;
   friend bool operator==(const SubmitPlaceholder&, const SubmitPlaceholder&) = default;
 };
 
@@ -319,6 +324,8 @@ struct Selection {
   int64_t victim_gpus = 0;        // GPUs the victims hold (>= what is missing)
   double work_lost = 0;           // GPU-seconds the victims have run (the worst case lost)
   std::string why;
+  uint32_t taken_job = 0;  // the pod's placeholder other pods took (SubmitPlaceholder)
+  std::string taken_by;
 };
 
 // The cheapest way to free `pod.gpus` devices on `node`, or nullopt (with `why`): no move

@@ -512,6 +512,13 @@ TEST(ChooseNode, APodWhoseLiftedGpusWentToAnotherPodGetsAGiveOfItsOwn) {
   EXPECT_EQ(s->gpus, 2);
   EXPECT_THAT(s->idle, ElementsAre("gpu-2", "gpu-3"));
   EXPECT_THAT(s->why, HasSubstr("the GPUs placeholder 7 lifted for it on node1 went to ml/thief"));
+  // The give hands placeholder 7 to the pod that took its GPUs, then asks for a new one.
+  EXPECT_EQ(s->taken_job, 7u);
+  EXPECT_EQ(s->taken_by, "ml/thief");
+  const std::vector<DeviceAction> give = PlanGive(*s, Pod(2, "ml/first"));
+  ASSERT_EQ(give.size(), 1u);
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().taken_job, 7u);
+  EXPECT_EQ(give[0].As<SubmitPlaceholder>().taken_by, "ml/thief");
   // Placed at last (no longer waiting): nothing more for it.
   nodes[0].placeholders[0].pod_waiting = false;
   EXPECT_FALSE(ChooseNode(nodes, Pod(2, "ml/first"), Cfg(), kNow, &why));

@@ -277,6 +277,43 @@ cmd_driver_reorder() {
   skb_log "$node: pool republished with gpu-0 and gpu-1 on each other's PCI bus (a new generation)"
 }
 
+# The driver's health taints (NVIDIA's dra-driver-nvidia-gpu with NVMLDeviceHealthCheck):
+# one taint per key on the device entry of the slice, NoSchedule for a fatal XID or a lost
+# GPU; they stay until the kubelet plugin restarts and finds the GPU healthy.
+cmd_gpu_unhealthy() {
+  SKB_STEP=testbed/gpu-unhealthy
+  local node="${1:-}" index="${2:-}" xid="${3:-79}" taint
+  [[ -n "$node" && "$index" =~ ^[0-9]+$ && "$xid" =~ ^([0-9]+|lost)$ ]] ||
+    skb_die "usage: scripts/testbed gpu-unhealthy NODE INDEX [XID|lost]"
+  [[ "$GPU_ALLOCATION" == dra ]] || skb_die "gpu-unhealthy needs the testbed in dra mode"
+  if [[ "$xid" == lost ]]; then
+    taint="{key: \"$DRA_DRIVER/gpu-lost\"}"
+  else
+    taint="{key: \"$DRA_DRIVER/xid\", value: \"$xid\"}"
+  fi
+  # (Names, keys and numbers only: nothing here needs quoting inside the program.)
+  dra_publish_pool "$node" 1 0 "
+    if any(.[]; .name == \"gpu-$index\") then . else error(\"no device gpu-$index\") end |
+    ($taint + {effect: \"NoSchedule\", timeAdded: \"$(date -u +%FT%TZ)\"}) as \$t |
+    map(if .name == \"gpu-$index\" then
+          .taints = ([(.taints // [])[] | select(.key != \$t.key)] + [\$t])
+        else . end)"
+  skb_log "$node: gpu-$index tainted by the driver ($taint, NoSchedule; a new generation)"
+}
+
+cmd_gpu_healthy() {
+  SKB_STEP=testbed/gpu-healthy
+  local node="${1:-}" index="${2:-}"
+  [[ -n "$node" && "$index" =~ ^[0-9]+$ ]] || skb_die "usage: scripts/testbed gpu-healthy NODE INDEX"
+  [[ "$GPU_ALLOCATION" == dra ]] || skb_die "gpu-healthy needs the testbed in dra mode"
+  dra_publish_pool "$node" 1 0 "
+    map(if .name == \"gpu-$index\" then
+          .taints = [(.taints // [])[] | select(.key | startswith(\"$DRA_DRIVER/\") | not)] |
+          if .taints == [] then del(.taints) else . end
+        else . end)"
+  skb_log "$node: gpu-$index republished without the driver's health taints (a new generation)"
+}
+
 cmd_force_delete() {
   SKB_STEP=testbed/force-delete
   [[ $# -eq 1 ]] || skb_die "usage: scripts/testbed force-delete POD"
