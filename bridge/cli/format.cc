@@ -53,7 +53,8 @@ nlohmann::json GpuOwnersJson(const v1::NodeSummary& n) {
                    {"owner", g.owner()},
                    {"jobId", g.job_id()},
                    {"pods", std::vector<std::string>(g.pods().begin(), g.pods().end())},
-                   {"sinceUnix", g.since_unix()}});
+                   {"sinceUnix", g.since_unix()},
+                   {"health", g.health().empty() ? "healthy" : g.health()}});
   }
   return out;
 }
@@ -310,10 +311,11 @@ std::string DescribeText(const v1::DescribeNodeResponse& resp) {
   if (n.gpu_owners_size() > 0) {
     out += "GPU owners:\n";
     std::vector<std::vector<std::string>> rows = {
-        {"  INDEX", "DEVICE", "OWNER", "JOB", "PODS", "SINCE"}};
+        {"  INDEX", "DEVICE", "OWNER", "JOB", "PODS", "SINCE", "HEALTH"}};
     for (const auto& g : n.gpu_owners()) {
       rows.push_back({StrCat("  ", g.index()), Dash(g.device()), g.owner(), GpuJob(g),
-                      Dash(Join(g.pods(), ",")), UnixTime(g.since_unix())});
+                      Dash(Join(g.pods(), ",")), UnixTime(g.since_unix()),
+                      g.health().empty() ? "healthy" : g.health()});
     }
     out += Table(rows);
   }

@@ -99,6 +99,7 @@ v1::NodeSummary SharedNode() {
     if (i >= 4) g->set_job_id(77);
     if (i >= 4) g->set_since_unix(1700003600);
     if (i == 4 || i == 5) g->add_pods("inference/web-0");
+    if (i == 3) g->set_health("gpu.nvidia.com/xid=79:NoSchedule");
   }
   return n;
 }
@@ -139,16 +140,19 @@ TEST(Format, DescribeListsEachGpuAndTheMode) {
   const std::string t = DescribeText(d);
   EXPECT_THAT(t, HasSubstr("Owner:          slurm 4 (1 idle) / k8s 3 (1 held) / moving 1"));
   EXPECT_THAT(t, HasSubstr("GPU mode:       gpu (shared GPU by GPU)"));
-  EXPECT_THAT(t,
-              HasSubstr("GPU owners:\n"
-                        "  INDEX  DEVICE  OWNER         JOB               PODS             SINCE\n"
-                        "  0      gpu-0   slurm         42                -                "
-                        "2023-11-14T22:13:20Z\n"));
-  EXPECT_THAT(t,
-              HasSubstr("  3      gpu-3   idle          -                 -                -\n"));
+  EXPECT_THAT(t, HasSubstr("GPU owners:\n"
+                           "  INDEX  DEVICE  OWNER         JOB               PODS             SINCE"
+                           "                 HEALTH\n"
+                           "  0      gpu-0   slurm         42                -                "
+                           "2023-11-14T22:13:20Z  healthy\n"));
+  // The driver's health taint on an idle GPU (a GPU the driver's NVML check found bad).
+  EXPECT_THAT(t, ContainsRegex("  3      gpu-3   idle          -                 -  +-  +"
+                               "gpu.nvidia.com/xid=79:NoSchedule\n"));
   EXPECT_THAT(t, HasSubstr("  7      gpu-7   to-k8s        77 (placeholder)  -    "));
   EXPECT_THAT(t, HasSubstr("  4      gpu-4   k8s           77 (placeholder)  inference/web-0"));
   EXPECT_EQ(DescribeJson(d)["node"]["gpuOwners"][6]["owner"], "held-for-k8s");
+  EXPECT_EQ(DescribeJson(d)["node"]["gpuOwners"][6]["health"], "healthy");
+  EXPECT_EQ(DescribeJson(d)["node"]["gpuOwners"][3]["health"], "gpu.nvidia.com/xid=79:NoSchedule");
   v1::DescribeNodeResponse whole;
   *whole.mutable_node() = TwoNodes().nodes(0);
   whole.mutable_node()->set_gpu_mode("node");

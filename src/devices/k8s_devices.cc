@@ -94,9 +94,13 @@ std::string StringAttribute(const json& device, std::string_view driver, std::st
   return Str(Field(a, "string"));
 }
 
-// Kubernetes' standard attribute of a PCI device's address (k8s.io/dynamic-resource-allocation
-// deviceattribute), which NVIDIA's driver publishes for every whole GPU.
-constexpr std::string_view kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+// A GPU's PCI address: Kubernetes' standard attribute (k8s.io/dynamic-resource-allocation
+// deviceattribute), which NVIDIA's driver publishes for every whole GPU, or the driver's own
+// pcieBusID that its releases before the standard attribute published.
+std::string PciBusId(const json& device, std::string_view driver) {
+  std::string id = StringAttribute(device, driver, "resource.kubernetes.io/pciBusID");
+  return id.empty() ? StringAttribute(device, driver, "pcieBusID") : id;
+}
 
 struct Pool {
   int64_t generation = -1;
@@ -299,7 +303,7 @@ std::map<std::string, std::vector<SliceDevice>> SlicesByNode(
                            .type = StringAttribute(d, driver, "type"),
                            .uuid = StringAttribute(d, driver, "uuid"),
                            .profile = StringAttribute(d, driver, "profile"),
-                           .pci_bus_id = StringAttribute(d, driver, kPciBusIdAttribute),
+                           .pci_bus_id = PciBusId(d, driver),
                            .taint = DeviceTaints(d)});
     }
   }

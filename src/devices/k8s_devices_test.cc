@@ -51,6 +51,14 @@ TEST(SlicesByNode, ReadsTheDriversSlices) {
   for (const SliceDevice& d : by_node["node2"]) EXPECT_FALSE(d.minor.has_value()) << d.name;
   EXPECT_EQ(by_node["node1"][0].pci_bus_id, "0000:18:00.0");
   EXPECT_EQ(by_node["node1"][7].pci_bus_id, "0000:db:00.0");
+  // A driver that publishes only its own pcieBusID (releases before the standard attribute).
+  json old = SliceOf("node1");
+  for (json& d : old["spec"]["devices"]) {
+    d["attributes"]["pcieBusID"] = d["attributes"]["resource.kubernetes.io/pciBusID"];
+    d["attributes"].erase("resource.kubernetes.io/pciBusID");
+  }
+  std::vector<json> olds = {old};
+  EXPECT_EQ(SlicesByNode(olds, kDriver)["node1"][1].pci_bus_id, "0000:2a:00.0");
 }
 
 TEST(SlicesByNode, ReadsTheMinorAttribute) {

@@ -61,6 +61,19 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     ASSERT_EQ(JobField(job, "NodeList"), "node1");
   }
 
+  // A 1-GPU inference pod `waits` pinned to node1.
+  void CreateWaitsOnNode1() {
+    testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
+    pod.node_selector = "node1";
+    CreatePod(pod);
+  }
+  // The messages of the pod's GpusNotFreed Events (why the bridge freed no GPU for it).
+  std::string WaitingReasonOf(const std::string& pod) {
+    return Shell(StrCat("kubectl get events -n default --field-selector involvedObject.name=", pod,
+                        ",reason=GpusNotFreed -o custom-columns=M:.message --no-headers"))
+        .out;
+  }
+
   // For `d`, sampled throughout: "" while every GPU of node1 keeps its hold and the pod
   // `waits` is placed nowhere; else what broke first.
   std::string Node1HeldAndWaitsUnplacedFor(seconds d) {
@@ -91,9 +104,7 @@ TEST_F(DeviceSafetyE2E, APoolRepublishedInSeveralSlicesKeepsEveryHold) {
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60)))
       << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
-  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
-  pod.node_selector = "node1";
-  CreatePod(pod);
+  CreateWaitsOnNode1();
   // The bridge has seen the pod and frees nothing for it (the only job may not be taken).
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -163,9 +174,7 @@ TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
                         "gpu-0@0000:2a:00.0"));
   EXPECT_THAT(n1["gpuModeReason"].get<std::string>(), HasSubstr("gpu_sharing.gres_order"));
 
-  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
-  pod.node_selector = "node1";
-  CreatePod(pod);
+  CreateWaitsOnNode1();
   const std::string broke = Node1HeldAndWaitsUnplacedFor(seconds(10));
   EXPECT_EQ(broke, "") << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
   EXPECT_EQ(Placeholders(), "");
@@ -282,6 +291,73 @@ TEST_F(DeviceSafetyE2E, GpuSharingTurnedOffUnderALiveGiveWindsItDown) {
   EXPECT_THAT(n1.value("gpuModeReason", ""), HasSubstr("gpu_sharing is off")) << n1.dump();
 }
 
+// The GPU driver's health check taints an idle GPU of node1 (gpu-unhealthy: XID 79, as
+// NVIDIA's driver with NVMLDeviceHealthCheck does). kube-scheduler gives it to no pod, and
+// Slurm could hand it to a placeholder (Slurm picks the indices), so node1 gets no give
+// while it is free in Slurm: a pod pinned there waits, and the reason and bridgectl name
+// the GPU and its taint. Once the driver clears it, the pod gets a GPU of node1.
+TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsForHealthIsShownAndNoGiveHandsItOut) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 6, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  // An idle GPU, as bridgectl shows them.
+  std::string idle;
+  nlohmann::json n1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        if (!n1.is_object()) return false;
+        for (const auto& g : n1["gpuOwners"]) {
+          if (g["owner"] == "idle") idle = g["device"].get<std::string>();
+        }
+        return !idle.empty();
+      },
+      seconds(30)))
+      << n1.dump();
+  struct Heal {
+    std::string index;
+    ~Heal() {
+      if (!index.empty()) testbed::TestbedCommand({"gpu-healthy", "node1", index});
+    }
+  } heal{idle.substr(4)};
+  const auto sick = testbed::TestbedCommand({"gpu-unhealthy", "node1", heal.index});
+  ASSERT_EQ(sick.exit_code, 0) << sick.out << sick.err;
+  const std::string taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        for (const auto& g : n1["gpuOwners"]) {
+          if (g["device"] == idle) return g["health"] == taint;
+        }
+        return false;
+      },
+      seconds(30)))
+      << n1.dump() << daemon_->LogTail();
+
+  CreateWaitsOnNode1();
+  auto waiting = [&] { return WaitingReasonOf("waits"); };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return waiting().find(StrCat(idle, " carries the driver's taint")) != std::string::npos;
+      },
+      seconds(60)))
+      << waiting() << daemon_->LogTail();
+  EXPECT_EQ(Node1HeldAndWaitsUnplacedFor(seconds(5)), "");
+  EXPECT_EQ(Placeholders(), "");
+
+  // The driver finds it healthy again (its kubelet plugin restarted): the pod gets a GPU.
+  const auto healed = testbed::TestbedCommand({"gpu-healthy", "node1", heal.index});
+  ASSERT_EQ(healed.exit_code, 0) << healed.out << healed.err;
+  heal.index.clear();
+  const double took = SecondsUntilRunning("waits", seconds(60));
+  ASSERT_GE(took, 0) << Shell("kubectl describe pod waits").out << Placeholders()
+                     << daemon_->LogTail();
+  EXPECT_EQ(PodField("waits", ".spec.nodeName"), "node1");
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  std::printf("healthy again -> pod running: %.1f s\n", took);
+}
+
 // An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
 // would be ended by Slurm while its pod still runs, and the requeued victim (pending,
 // eligible, fitting exactly) would start on the pod's GPUs. No give starts on such a
@@ -303,16 +379,8 @@ TEST_F(DeviceSafetyE2E, NoGiveThroughAPlaceholderPartitionWithATimeLimit) {
       WaitFor([&] { return EventCount("node1", "GivesRefused") == refused + 1; }, seconds(60)))
       << NodeEvents("node1") << daemon_->LogTail();
   EXPECT_THAT(NodeEvents("node1"), HasSubstr("has MaxTime=10 min"));
-  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
-  pod.node_selector = "node1";
-  CreatePod(pod);
-  auto waiting = [&] {
-    return Shell(
-               "kubectl get events -n default --field-selector "
-               "involvedObject.name=waits,reason=GpusNotFreed -o custom-columns=M:.message "
-               "--no-headers")
-        .out;
-  };
+  CreateWaitsOnNode1();
+  auto waiting = [&] { return WaitingReasonOf("waits"); };
   ASSERT_TRUE(
       WaitFor([&] { return waiting().find("MaxTime=10 min") != std::string::npos; }, seconds(60)))
       << waiting() << Placeholders() << daemon_->LogTail();
@@ -358,9 +426,7 @@ TEST_F(DeviceSafetyE2E, AHoldDeletedOrEditedBySomeoneElseIsRefusedOrPutBack) {
   EXPECT_THAT(daemon_->LogTail(), HasSubstr("hold_restored node=node1 device=gpu-3"));
 
   // Anyone else is refused, while a pod waits for a GPU of node1.
-  testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
-  pod.node_selector = "node1";
-  CreatePod(pod);
+  CreateWaitsOnNode1();
   const std::string as_other = "kubectl --as=another-admin --as-group=system:masters ";
   auto deleted = Shell(StrCat(as_other, "delete devicetaintrule ", rule));
   EXPECT_NE(deleted.exit_code, 0) << deleted.out;
