@@ -139,25 +139,28 @@ void Controller::MakeDeviceLane() {
 // holds, they stay, and the log says what to grant.
 bool Controller::WindDownNeeded() {
   auto log = Logger("reconcile");
-  auto unserved = UnservedDeviceResources(opts_.kube);
-  if (!unserved.ok() || !unserved->empty()) return false;
+  // One list of the bridge's own holds (an apiserver without DRA answers 404: nothing to
+  // wind down). The chart grants DRA rights only with gpu_sharing on or
+  // rbac.keepGpuSharingRules, so a 403 is the usual answer with sharing off: said once, at
+  // info, with what to grant should holds remain.
   k8s::ListOptions one;
   one.limit = 1;
   one.label_selector = DeviceTaintRuleInformerOptions().label_selector;
   auto holds = opts_.kube->List(k8s::Resource::DeviceTaintRules(), "", one);
   if (!holds.ok()) {
-    log->warn(
-        "gpu_sharing_off holds=unknown error=\"{}\": holds and placeholders an earlier run with "
-        "gpu_sharing on left, if any, stay as they are; grant the bridge read and delete on "
-        "resource.k8s.io devicetaintrules, resourceslices and resourceclaims (chart: "
-        "rbac.keepGpuSharingRules) to wind them down",
-        holds.status().message());
+    if (holds.status().code() == StatusCode::kNotFound) return false;
+    const bool refused = holds.status().code() == StatusCode::kPermissionDenied;
+    log->info(
+        "gpu_sharing_off holds=unknown why=\"{}\": holds and placeholders a run with "
+        "gpu_sharing on left, if any, stay as they are; to wind them down grant the bridge "
+        "the DRA rules (chart: rbac.keepGpuSharingRules) and restart it",
+        refused ? "no right to list DeviceTaintRules" : holds.status().message());
     return false;
   }
   if (holds->items.empty()) return false;
   log->warn(
       "gpu_sharing_off winding_down=true: holds of an earlier run with gpu_sharing on remain; "
-      "each node gives its lent GPUs back as its pods go, then goes whole to the node lane");
+      "each node gives its lent GPUs back as its pods go, then its GPUs stay held for Slurm");
   return true;
 }
 

@@ -190,6 +190,13 @@ TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
 }
 
+// The lifted-GPU race with a cool-down longer than the test: an unused give returning to
+// Slurm would end the race the test watches, and with it the GPUs `first` is owed.
+class LiftedGpusE2E : public DeviceSafetyE2E {
+ protected:
+  LiftedGpusE2E() { extra_overlay_["lending"]["cooldown"] = "60s"; }
+};
+
 // Two pods race for lifted GPUs. `first` (2 GPUs, and more CPU than any node has, so
 // kube-scheduler never places it) gets a give on node1, the only node with free GPUs; its two
 // lifted GPUs stay idle. Then `second` (2 GPUs) comes. The bridge counted one of first's
@@ -197,7 +204,7 @@ TEST_F(DeviceSafetyE2E, ANodeWhoseGpuOrderCannotBeToldIsNotSharedGpuByGpu) {
 // first was left one GPU short, waiting behind a placeholder that still "served" it. Now
 // second gets two GPUs of its own, so at least two lifted GPUs stay free for first; and
 // should kube-scheduler put second on first's GPUs, first gets a give of its own.
-TEST_F(DeviceSafetyE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
+TEST_F(LiftedGpusE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
   FillOtherNodes();
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   ASSERT_NO_FATAL_FAILURE(CreateUnplaceablePod("first", 2));
@@ -226,8 +233,8 @@ TEST_F(DeviceSafetyE2E, GpusLiftedForAPodThatWaitsAreNotCountedForAnother) {
   // One placeholder for each pod, whichever GPUs kube-scheduler put `second` on (a taken
   // placeholder is handed to the pod that took it, and `first` gets one of its own).
   std::map<std::string, int> served;
-  for (const auto& id : StrSplit(Trim(Shell("squeue -h -n skb-gpu-hold -o %i").out), '\n',
-                                 /*skip_empty=*/true)) {
+  const std::string ids = Trim(Shell("squeue -h -n skb-gpu-hold -o %i").out);
+  for (const auto& id : StrSplit(ids, '\n', /*skip_empty=*/true)) {
     const std::string record = JobField(std::string(id), "AdminComment");
     for (const char* pod : {"default/first", "default/second"}) {
       if (record.find(pod) != std::string::npos) ++served[pod];

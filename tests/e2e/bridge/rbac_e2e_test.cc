@@ -205,6 +205,10 @@ TEST_F(RbacE2E, TheChartsRbacIsEnoughForTheWholeLendAndReturnFlow) {
       {"scheduling.k8s.io|priorityclasses|get",
        "the chart creates the PriorityClasses and grants no access to them; a new leader "
        "checks them, and reads 403 as 'the chart manages them' (EnsurePriorityClasses)"},
+      {"resource.k8s.io|devicetaintrules|list",
+       "with gpu_sharing off the daemon looks once for holds a run with it on left, to wind "
+       "them down (Controller::WindDownNeeded); the chart grants DRA rights only with "
+       "gpu_sharing on or rbac.keepGpuSharingRules, and 403 reads as 'none to wind down'"},
   };
   const ApiUse use = ApiRequests();
   const std::set<std::string> granted = Granted();
