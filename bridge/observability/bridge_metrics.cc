@@ -223,7 +223,8 @@ BridgeMetrics::BridgeMetrics(Registry* r, std::string_view version, std::string_
       kubernetes_api_responses(r->AddCounterFamily(
           "skb_kubernetes_api_responses_total",
           "Kubernetes API requests that ended, by API group, resource (with subresource), verb "
-          "and answer: 2xx, 403, 4xx (any other), 5xx or transport (none came).",
+          "and answer: 2xx (a success), the HTTP status of a failure (403, 409, 503, ...) or "
+          "transport (none came).",
           {"group", "resource", "verb", "code"})),
       slurm_rpc_errors(r->AddCounterFamily("skb_slurm_rpc_errors_total",
                                            "Failed libslurm calls (timeouts included), by call.",

@@ -36,8 +36,8 @@ namespace skb::observability {
 inline constexpr std::array<std::string_view, 6> kOwners = {"slurm",     "k8s",       "lending",
                                                             "returning", "unhealthy", "gpu-shared"};
 // Owners of one GPU on a shared node (devices::OwnerName).
-inline constexpr std::array<std::string_view, 5> kDeviceOwners = {"slurm", "to-k8s", "k8s",
-                                                                  "to-slurm", "unguarded"};
+inline constexpr std::array<std::string_view, 6> kDeviceOwners = {"slurm",    "to-k8s",    "k8s",
+                                                                  "to-slurm", "unguarded", "out"};
 // Result of one reconcile of one node.
 inline constexpr std::string_view kResultSuccess = "success";  // converged, Forget()
 inline constexpr std::string_view kResultRequeue = "requeue";  // waiting (grace, cool-down)
@@ -77,9 +77,6 @@ inline constexpr std::array<std::string_view, 5> kEventOutcomes = {
 // Result of one Slurm poll (`result` label of skb_slurm_poll_duration_seconds).
 inline constexpr std::array<std::string_view, 4> kPollResults = {"changed", "unchanged", "repaired",
                                                                  "error"};
-// How the apiserver answered a request (`code` label of skb_kubernetes_api_responses_total):
-// by class, but 403 apart from the other 4xx, as it is the RBAC's refusal; "transport" when
-// no answer came.
 // The `code` label of one answer, one convention for every request: "2xx" for a success
 // (the client keeps no success status), the HTTP status of a failure ("403", "409", "503",
 // ...; one below 400, e.g. a 2xx whose body could not be read, is "2xx"), "transport" when

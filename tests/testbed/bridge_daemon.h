@@ -30,6 +30,10 @@ class BridgeDaemon {
   // reconcile worker has synced its caches).
   Status Start(const std::string& ready_line = "caches_synced",
                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // A new config overlay for the next Start (a config change rolled out: Stop, then Start
+  // with the new file; the socket, directory and log stay the same).
+  void SetOverlay(std::string config_overlay) { overlay_ = std::move(config_overlay); }
+  const std::string& overlay() const { return overlay_; }
   // SIGTERM and wait. Returns the exit status (waitpid's).
   int Stop();
   // SIGKILL and wait: a crash.
@@ -51,7 +55,7 @@ class BridgeDaemon {
 
  private:
   const std::string binary_;
-  const std::string overlay_;
+  std::string overlay_;
   const std::vector<std::string> extra_args_;
   std::string dir_;
   std::string socket_;

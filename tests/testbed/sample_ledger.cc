@@ -88,6 +88,7 @@ void SampleLedger::Record(const std::vector<std::string>& found) {
     if (first_.empty()) first_ = found.front();
     if (first_violation_ns_ == 0) first_violation_ns_ = at;
     last_violation_ns_ = at;
+    violation_ns_.push_back(at);
   }
   ++samples_;
 }
@@ -107,6 +108,13 @@ std::optional<SampleLedger::Steady::time_point> SampleLedger::first_violation_at
   std::lock_guard<std::mutex> lock(mu_);
   if (first_violation_ns_ == 0) return std::nullopt;
   return started_ + std::chrono::nanoseconds(first_violation_ns_ - 1);
+}
+
+std::vector<SampleLedger::Steady::time_point> SampleLedger::violation_times() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Steady::time_point> out;
+  for (int64_t ns : violation_ns_) out.push_back(started_ + std::chrono::nanoseconds(ns - 1));
+  return out;
 }
 
 std::optional<SampleLedger::Steady::time_point> SampleLedger::last_violation_at() const {

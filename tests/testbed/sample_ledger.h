@@ -60,6 +60,9 @@ class SampleLedger {
   // When the first and the last double-booked sample were taken (nullopt: none was).
   std::optional<Steady::time_point> first_violation_at() const;
   std::optional<Steady::time_point> last_violation_at() const;
+  // When each double-booked sample was taken, in order (a sample with several findings
+  // once).
+  std::vector<Steady::time_point> violation_times() const;
 
   // Whether it sampled at least `fraction` of the ticks at which both systems answered
   // (ticks - failed reads - blind ticks), less one tick, and at least once. The one tick:
@@ -87,6 +90,7 @@ class SampleLedger {
   std::atomic<int64_t> ticks_{0}, missed_{0}, blind_{0};
   // Since started_, +1 so that 0 means none (guarded by mu_).
   int64_t first_violation_ns_ = 0, last_violation_ns_ = 0;
+  std::vector<int64_t> violation_ns_;  // each double-booked sample's (guarded by mu_)
   std::atomic<int64_t> missed_slurm_{0}, missed_kube_{0};
   std::atomic<int64_t> last_slurm_ms_{0}, last_kube_ms_{0};
   std::atomic<int64_t> slowest_slurm_ms_{0}, slowest_kube_ms_{0};
