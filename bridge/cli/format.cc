@@ -102,7 +102,7 @@ std::string UnixTime(int64_t t) {
 }  // namespace
 
 std::string GpuSplit(const v1::NodeSummary& n) {
-  int slurm = 0, idle = 0, k8s = 0, held = 0, moving = 0, unguarded = 0;
+  int slurm = 0, idle = 0, k8s = 0, held = 0, moving = 0, unguarded = 0, out = 0;
   for (const auto& g : n.gpu_owners()) {
     const std::string& o = g.owner();
     if (o == "slurm" || o == "idle") ++slurm;
@@ -111,14 +111,16 @@ std::string GpuSplit(const v1::NodeSummary& n) {
     if (o == "held-for-k8s") ++held;
     if (o == "to-k8s" || o == "to-slurm") ++moving;
     if (o == "unguarded") ++unguarded;
+    if (o == "out") ++out;
   }
-  std::string out = StrCat("slurm ", slurm);
-  if (idle > 0) StrAppend(&out, " (", idle, " idle)");
-  StrAppend(&out, " / k8s ", k8s);
-  if (held > 0) StrAppend(&out, " (", held, " held)");
-  if (moving > 0) StrAppend(&out, " / moving ", moving);
-  if (unguarded > 0) StrAppend(&out, " / unguarded ", unguarded);
-  return out;
+  std::string split = StrCat("slurm ", slurm);
+  if (idle > 0) StrAppend(&split, " (", idle, " idle)");
+  StrAppend(&split, " / k8s ", k8s);
+  if (held > 0) StrAppend(&split, " (", held, " held)");
+  if (moving > 0) StrAppend(&split, " / moving ", moving);
+  if (unguarded > 0) StrAppend(&split, " / unguarded ", unguarded);
+  if (out > 0) StrAppend(&split, " / out (unhealthy) ", out);
+  return split;
 }
 
 std::string Table(const std::vector<std::vector<std::string>>& rows) {

@@ -155,8 +155,13 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::R
 
 StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::SubmitPlaceholder& o,
                                          const Target& t) {
-  const devices::PlaceholderRecord r{
-      .node = a.node, .pod = o.pod, .gpus = o.gpus, .victims = o.victims, .profile = o.profile};
+  const devices::PlaceholderRecord r{.node = a.node,
+                                     .pod = o.pod,
+                                     .gpus = o.gpus,
+                                     .victims = o.victims,
+                                     .profile = o.profile,
+                                     .health = o.health,
+                                     .slot = o.slot};
   const slurm::PlaceholderSpec spec{.node = a.node,
                                     .gpus = o.gpus,
                                     .gres_type = o.gres_type,
@@ -180,6 +185,11 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
   auto submitted = slurm_->SubmitPlaceholder(spec);
   if (!submitted.ok()) return submitted.status();
   if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;
+  if (!o.health.empty()) {
+    Logger("devices")->info("health_hold_submitted job={} node={} device={} slot={} gres_type={}",
+                            submitted->job_id, a.node, o.health, o.slot, o.gres_type);
+    return Recorded(a, Effect::kChanged, t, "");
+  }
   Logger("devices")->info(
       "placeholder_submitted job={} node={} gpus={} gres_type={} pod={} victims={}",
       submitted->job_id, a.node, o.gpus, o.gres_type, o.pod, o.victims.size());

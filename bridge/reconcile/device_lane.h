@@ -26,7 +26,8 @@
 //                     kube-scheduler may still write its claim's allocation) and then the
 //                     node's claims; a nominated pod or a claim still allocated on its
 //                     devices is Aborted.
-//   SubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per pod.
+//   SubmitPlaceholder SlurmClient::SubmitPlaceholder is idempotent per key (the pod; a
+//                     health hold's node, device and slot).
 //   RecordUnusedGive  the Kubernetes node is re-read: a record of the placeholder already
 //                     there is kUnchanged; the patch is conditional on its resourceVersion.
 //   DropDeviceHold    a node leaving GPU sharing: its hold rules are deleted, none

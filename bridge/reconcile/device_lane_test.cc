@@ -94,7 +94,10 @@ class DeviceLaneTest : public ::testing::Test {
       w.paired["node1"].unused_gives = devices::ParseUnusedGives(
           (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
     }
-    for (int i = 0; i < published_; ++i) w.slices["node1"].push_back(Gpu(i));
+    for (int i = 0; i < published_; ++i) {
+      w.slices["node1"].push_back(Gpu(i));
+      if (auto t = taints_.find(i); t != taints_.end()) w.slices["node1"].back().taint = t->second;
+    }
     auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
     EXPECT_TRUE(rules.ok());
     w.held = devices::HeldDevices(rules->items);
@@ -147,6 +150,19 @@ class DeviceLaneTest : public ::testing::Test {
     return held["node1"];
   }
 
+  // The pending and running placeholders (health holds included), by job id.
+  std::vector<uint32_t> LivePlaceholders() {
+    std::vector<uint32_t> out;
+    const auto jobs = slurm_.LoadJobs(0);  // kept: its items are iterated below
+    for (const auto& j : jobs->items) {
+      if (devices::IsPlaceholder(j) && (j.state == skb::slurm::JobState::kPending ||
+                                        j.state == skb::slurm::JobState::kRunning)) {
+        out.push_back(j.job_id);
+      }
+    }
+    return out;
+  }
+
   uint32_t PlaceholderId() {
     auto jobs = slurm_.LoadJobs(0);
     for (const auto& j : jobs->items) {
@@ -176,7 +192,8 @@ class DeviceLaneTest : public ::testing::Test {
   DeviceLane lane_{cfg_, &exec_, &events_, &clock_};
   observability::Registry registry_;
   observability::BridgeMetrics metrics_{&registry_, "test", "22.05"};
-  int published_ = 8;  // the devices node1's slice publishes (gpu-0..)
+  int published_ = 8;                  // the devices node1's slice publishes (gpu-0..)
+  std::map<int, std::string> taints_;  // the driver's taint of gpu-<i> in the slice
   bool pod_pending_ = true;
   bool pod_exists_ = true;
   plan::Handover handover_ = plan::Handover::kHandedOver;
@@ -938,6 +955,44 @@ TEST(ExportDeviceMetrics, CountsEachSharedGpuByOwnerAndEveryViolation) {
   EXPECT_THAT(text, HasSubstr("skb_shared_nodes{mode=\"shared\"} 1"));
   EXPECT_THAT(text, HasSubstr("skb_shared_nodes{mode=\"whole\"} 1"));
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_violations 1"));
+}
+
+// The driver taints gpu-5 under job 11: nothing until the job ends. Then one health hold per
+// free GPU (4-7) is submitted together, with one Event; Slurm (here the test) starts them on a
+// GPU each; the holds on the good GPUs end, the one on gpu-5 stays, and gpu-5 keeps its
+// Kubernetes hold throughout. The driver clears gpu-5: its
+// health hold ends, with an Event; nothing more moves.
+TEST_F(DeviceLaneTest, AGpuTheDriverTaintsIsHeldFromSlurmUntilItIsHealthyAgain) {
+  pod_pending_ = false;
+  pod_exists_ = false;
+  taints_[5] = "gpu.nvidia.com/xid=79:NoSchedule";
+  Pass();  // holds
+  EXPECT_THAT(LivePlaceholders(), IsEmpty()) << "under job 11: left to it";
+  ASSERT_TRUE(slurm_.CancelJob(11).ok());
+  Pass();
+  const std::vector<uint32_t> holds = LivePlaceholders();
+  ASSERT_EQ(holds.size(), 4u) << StrJoin(log_, "\n");
+  for (size_t k = 0; k < holds.size(); ++k) {
+    const auto r = devices::ParsePlaceholderRecord(slurm_.Job(holds[k]).admin_comment);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->health, "gpu-5");
+    EXPECT_EQ(r->pod, "");
+    ASSERT_TRUE(slurm_.StartJob(holds[k], "node1", {static_cast<int64_t>(4 + k)}));
+  }
+  Pass();
+  EXPECT_THAT(LivePlaceholders(), ::testing::ElementsAre(holds[1])) << StrJoin(log_, "\n");
+  EXPECT_EQ(Held().count("gpu-5"), 1u);
+  const std::vector<std::string> reasons = events_.Reasons();
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Node node1 GpuHeldUnhealthy"), 1);
+
+  taints_.clear();  // the driver's health check finds it healthy again
+  Pass();
+  EXPECT_THAT(LivePlaceholders(), IsEmpty()) << StrJoin(log_, "\n");
+  const std::vector<std::string> after = events_.Reasons();
+  EXPECT_EQ(std::count(after.begin(), after.end(), "Node node1 GpuHealthy"), 1);
+  const size_t writes = slurm_.Writes().size();
+  Pass();
+  EXPECT_EQ(slurm_.Writes().size(), writes) << "nothing more moves";
 }
 
 // A give of MIG slices asks Slurm for slices of the pod's profile (Slurm picks which), and

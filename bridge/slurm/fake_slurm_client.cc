@@ -307,7 +307,7 @@ StatusOr<PlaceholderSubmission> FakeSlurmClient::SubmitPlaceholder(const Placeho
     }
     std::optional<devices::PlaceholderRecord> other =
         devices::ParsePlaceholderRecord(j.admin_comment);
-    if (other && other->pod == record->pod) {
+    if (other && devices::PlaceholderKey(*other) == devices::PlaceholderKey(*record)) {
       return PlaceholderSubmission{id, WriteOutcome::kUnchanged};
     }
   }

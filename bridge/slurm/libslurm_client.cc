@@ -354,8 +354,9 @@ StatusOr<T> WaitUntil(const std::function<StatusOr<T>()>& read,
   }
 }
 
-// The pending or running placeholder whose record names `pod`, if any.
-StatusOr<std::optional<uint32_t>> FindPlaceholder(const std::string& pod) {
+// The pending or running placeholder whose record has `key` (devices::PlaceholderKey: its
+// pod, or a health hold's node, device and slot), if any.
+StatusOr<std::optional<uint32_t>> FindPlaceholder(const std::string& key) {
   job_info_msg_t* msg = nullptr;
   if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
     return LastError("load jobs (for placeholders)");
@@ -370,7 +371,7 @@ StatusOr<std::optional<uint32_t>> FindPlaceholder(const std::string& pod) {
     }
     std::optional<devices::PlaceholderRecord> r =
         devices::ParsePlaceholderRecord(Str(j.admin_comment));
-    if (r && r->pod == pod) found = j.job_id;
+    if (r && devices::PlaceholderKey(*r) == key) found = j.job_id;
   }
   slurm_free_job_info_msg(msg);
   return found;
@@ -945,8 +946,9 @@ StatusOr<PlaceholderSubmission> LibSlurmClient::SubmitPlaceholder(const Placehol
                                        "' with record '", s.admin_comment, "'"));
   }
   return Call<PlaceholderSubmission>(
-      "submit placeholder", [s, pod = record->pod]() -> StatusOr<PlaceholderSubmission> {
-        ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindPlaceholder(pod));
+      "submit placeholder",
+      [s, key = devices::PlaceholderKey(*record)]() -> StatusOr<PlaceholderSubmission> {
+        ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindPlaceholder(key));
         if (existing) return PlaceholderSubmission{*existing, WriteOutcome::kUnchanged};
         ASSIGN_OR_RETURN(uint32_t id, SubmitPlaceholderJob(s));
         return PlaceholderSubmission{id, WriteOutcome::kChanged};

@@ -56,8 +56,9 @@ struct PlaceholderSpec {
   // The placeholder's record (devices::FormatPlaceholderRecord): names the pod it is for.
   std::string admin_comment;
 };
-// What SubmitPlaceholder did: kChanged, it submitted `job_id`; kUnchanged, a placeholder for
-// the same pod already existed and `job_id` is that one.
+// What SubmitPlaceholder did: kChanged, it submitted `job_id`; kUnchanged, a placeholder of
+// the same key (devices::PlaceholderKey: its pod, or a health hold's node, device and slot)
+// already existed and `job_id` is that one.
 struct PlaceholderSubmission {
   uint32_t job_id = 0;
   WriteOutcome outcome = WriteOutcome::kChanged;
@@ -115,7 +116,7 @@ class SlurmClient {
   // --gres=gpu:N on exactly `node`, 1 CPU, minimal memory, --no-requeue, output to
   // /dev/null, sleeping until cancelled, `s.admin_comment` as its admin comment, the highest
   // job priority so it starts first once the GPUs free) and returns its job id. Idempotent:
-  // when a pending or running placeholder whose record names the same pod exists, returns
+  // when a pending or running placeholder whose record has the same key exists, returns
   // its id (kUnchanged) and submits nothing (the daemon's poll lags a submission).
   // InvalidArgument when `s.admin_comment` holds no placeholder record or gpus < 1.
   virtual StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) = 0;

@@ -229,6 +229,8 @@ std::string_view OwnerName(Owner o) {
       return "to-slurm";
     case Owner::kUnguarded:
       return "unguarded";
+    case Owner::kOut:
+      return "out";
   }
   return "unguarded";
 }
@@ -255,7 +257,8 @@ std::string Describe(const RemoveDeviceHold& o) {
 std::string Describe(const SubmitPlaceholder& o) {
   return PodText(o.pod) + (o.gpus == 0 ? "" : StrCat(" gpus=", o.gpus)) +
          (o.gres_type.empty() ? "" : StrCat(" type=", o.gres_type)) + JobsText(o.victims) +
-         (o.taken_job == 0 ? "" : StrCat(" taken=", o.taken_job, ":", o.taken_by));
+         (o.taken_job == 0 ? "" : StrCat(" taken=", o.taken_job, ":", o.taken_by)) +
+         (o.health.empty() ? "" : StrCat(" health=", o.health, " slot=", o.slot));
 }
 std::string Describe(const SignalJobs& o) {
   return PlaceholderText(o.placeholder_job) + PodText(o.pod) + JobsText(o.jobs.job_ids);
@@ -303,7 +306,12 @@ std::vector<DeviceView> Owners(const NodeDevices& node) {
         v.pods.push_back(c.pod);
       }
     }
-    if (holder != nullptr) {
+    if (holder != nullptr && !holder->health.empty()) {
+      // A health hold: Slurm's side held by it, Kubernetes' by the hold (made again when
+      // missing, as for any unguarded device).
+      v.placeholder = holder->job_id;
+      v.owner = d.k8s_hold ? Owner::kOut : Owner::kUnguarded;
+    } else if (holder != nullptr) {
       v.placeholder = holder->job_id;
       if (!d.k8s_hold) {
         v.owner = Owner::kKubernetes;
@@ -372,7 +380,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     return no(Nearness::kNotAllowed, StrCat("node ", node.node, ": ", node.no_gives));
   }
   for (const Placeholder& p : node.placeholders) {
-    if (!p.running) {
+    if (!p.running && p.health.empty()) {
       return no(Nearness::kBusy, StrCat("node ", node.node, ": a give is in flight (placeholder ",
                                         p.job_id, " for ", p.pod, ")"));
     }
@@ -713,6 +721,99 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
   }
 }
 
+// A GPU the driver tainted for its health (NVIDIA's NVMLDeviceHealthCheck: an XID, a GPU
+// lost) takes no new claim in Kubernetes; here it leaves Slurm too. Slurm cannot be asked
+// for one GRES index, so while a bad device is free in Slurm (no job, no placeholder, no
+// pod) the bridge submits one 1-GPU health hold per free device of its kind, together, at
+// the placeholder's top priority: Slurm places them at once, one surely on the bad GPU.
+// The holds on good GPUs end as soon as no bad device of their kind is left free; the one
+// on the bad GPU ends when the driver clears it. A bad GPU under a job or a pod is left to
+// them (it is held when it is next free).
+void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views, NodePlan* plan) {
+  const auto bad = [&](int64_t x) {
+    return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
+           !node.devices[static_cast<size_t>(x)].driver_taint.empty();
+  };
+  const auto free_in_slurm = [&](size_t i) {
+    return views[i].job == 0 && views[i].placeholder == 0 && views[i].pods.empty();
+  };
+  // Bad devices free in Slurm, by kind (whole GPUs "", or a MIG profile).
+  std::map<std::string, std::vector<size_t>> open;
+  for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
+    if (bad(static_cast<int64_t>(i)) && free_in_slurm(i)) {
+      open[node.devices[i].profile].push_back(i);
+    }
+  }
+  int64_t last_slot = 0;
+  bool pending = false;
+  for (const Placeholder& p : node.placeholders) {
+    if (p.health.empty()) continue;
+    last_slot = std::max(last_slot, p.slot);
+    if (!p.running) {
+      pending = true;
+      if (open.empty()) {  // placed meanwhile, or its GPU healthy again: not needed
+        DeviceAction a =
+            Make(EndPlaceholder{.placeholder_job = p.job_id}, node, plan::Cause::kReservation,
+                 "GpuHealthHoldEnded", StrCat("health hold ", p.job_id, " no longer needed"));
+        a.quiet = true;
+        plan->actions.push_back(std::move(a));
+      }
+      continue;
+    }
+    std::vector<std::string> devices;
+    bool holds_bad = false, still_needed = false;
+    for (int64_t x : p.indices) {
+      if (x < 0 || x >= static_cast<int64_t>(node.devices.size())) continue;
+      const Device& d = node.devices[static_cast<size_t>(x)];
+      devices.push_back(d.name);
+      holds_bad |= bad(x);
+      still_needed |= open.count(d.profile) > 0;  // it pushes Slurm's pick onto the bad one
+    }
+    if (holds_bad || still_needed) continue;
+    const bool healed = std::find(devices.begin(), devices.end(), p.health) != devices.end();
+    DeviceAction a =
+        Make(EndPlaceholder{.placeholder_job = p.job_id, .devices = devices}, node,
+             plan::Cause::kReservation, healed ? "GpuHealthy" : "GpuHealthHoldEnded",
+             healed ? StrCat(p.health,
+                             " is healthy again (the driver cleared its taint): back to Slurm "
+                             "(health hold ",
+                             p.job_id, " ends)")
+                    : StrCat("health hold ", p.job_id, " on ", StrJoin(devices, ","),
+                             " ends: Slurm placed another one on the tainted GPU"));
+    a.quiet = !healed;
+    plan->actions.push_back(std::move(a));
+  }
+  if (pending) return;  // the last submission is still being placed
+  for (const auto& [profile, devices] : open) {
+    if (!CanAskFor(node, profile)) continue;  // Select refuses gives here, with the reason
+    int64_t free = 0;
+    for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
+      free += free_in_slurm(i) && node.devices[i].profile == profile;
+    }
+    const Device& first = node.devices[devices.front()];
+    std::vector<std::string> names;
+    for (size_t i : devices) {
+      names.push_back(StrCat(node.devices[i].name, " (index ", node.devices[i].index, ", ",
+                             node.devices[i].driver_taint, ")"));
+    }
+    for (int64_t k = 1; k <= free; ++k) {
+      DeviceAction a =
+          Make(SubmitPlaceholder{.gpus = 1,
+                                 .gres_type = GresTypeFor(node, profile),
+                                 .profile = profile,
+                                 .health = first.name,
+                                 .slot = last_slot + k},
+               node, plan::Cause::kReservation, "GpuHeldUnhealthy",
+               StrCat("the driver tainted ", StrJoin(names, ", "), ": held from Slurm too (", free,
+                      " health hold(s) of 1 GPU submitted on the ", free,
+                      " free GPU(s) of its kind; the one Slurm places on it stays)"));
+      a.event_type = plan::EventType::kWarning;
+      a.quiet = k > 1;  // one Event for the batch
+      plan->actions.push_back(std::move(a));
+    }
+  }
+}
+
 }  // namespace
 
 NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::TimePoint now) {
@@ -727,6 +828,8 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
   // in Slurm, and Slurm may start a job there at once (the requeued victim fits exactly).
   std::set<uint32_t> repairing;  // jobs requeued at once to end a double booking
   RepairLostGives(node, views, cfg, now, &plan, &repairing);
+  // GPUs the driver tainted for their health, kept from Slurm too.
+  PlanHealth(node, views, &plan);
 
   // Devices no hold guards and nothing uses: Slurm's (the default owner).
   std::vector<std::string> unguarded;
@@ -767,6 +870,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     plan.actions.push_back(std::move(a));
   }
   for (const Placeholder& p : node.placeholders) {
+    if (!p.health.empty()) continue;  // PlanHealth's
     std::vector<std::string> mine, held, lifted;
     bool in_use = false;
     for (const DeviceView& v : views) {

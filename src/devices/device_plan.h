@@ -13,6 +13,8 @@
 //           moving      both (a give before the hold is lifted, a return before the
 //                       placeholder ends: nobody can newly allocate the device)
 //           unguarded   neither (a node entering GPU granularity; a hold deleted by hand)
+//           out         both, the placeholder a health hold: a GPU the driver tainted for
+//                       its health, kept from both schedulers until it clears
 // A move is a sequence in which the giving side keeps its hold until the receiving side
 // holds the device:
 //   give   (pending pod) submit a placeholder for k GPUs -> checkpoint-signal the victims,
@@ -20,6 +22,10 @@
 //          k8s hold of exactly those devices ("Slurm picks, Kubernetes follows").
 //   return (cool-down)   record the return on the placeholder -> k8s hold on its devices ->
 //          wait until no *allocated* claim uses them -> end the placeholder.
+//   health (a device the driver taints, free in Slurm) one 1-GPU health hold per free
+//          device of its kind, submitted together -> Slurm places them, one on the bad
+//          GPU -> the others end; the bad GPU's ends when the driver clears it. Slurm
+//          cannot be asked for one GRES index: it picks, the bridge keeps what it needs.
 // Each step is a DeviceAction: plan::Action's common fields and one struct per kind of step
 // (AddDeviceHold, ..., each with its executor contract; the preemption is the node lane's
 // plan::PreemptSlurmJobs), visited by the executor (bridge/reconcile/device_lane.h).
@@ -87,6 +93,11 @@ struct Placeholder {
   // Pending for longer than gpu_sharing.give_timeout (then also not `wanted`).
   bool timed_out = false;
   std::string profile;  // the MIG profile of the slices it asked for ("" = whole GPUs)
+  // A health hold (PlanNode keeps a GPU the driver tainted from Slurm with it): the device it
+  // was submitted for, and its slot among those submitted together; "" and 0 for a give
+  // (`pod` is then empty and every pod field above unused).
+  std::string health;
+  int64_t slot = 0;
 };
 
 struct Device {
@@ -166,8 +177,9 @@ struct PendingPod {
   std::string profile;
 };
 
-enum class Owner { kSlurm, kToKubernetes, kKubernetes, kToSlurm, kUnguarded };
-std::string_view OwnerName(Owner o);  // "slurm", "to-k8s", "k8s", "to-slurm", "unguarded"
+enum class Owner { kSlurm, kToKubernetes, kKubernetes, kToSlurm, kUnguarded, kOut };
+// "slurm", "to-k8s", "k8s", "to-slurm", "unguarded", "out"
+std::string_view OwnerName(Owner o);
 
 struct DeviceView {
   std::string name;
@@ -232,6 +244,10 @@ struct SubmitPlaceholder {
   // uses it and the pod gets this new one (one placeholder per pod).
   uint32_t taken_job = 0;
   std::string taken_by;
+  // A health hold (1 GPU, `pod` empty): the device the driver tainted and its slot
+  // (PlaceholderRecord::health, ::slot).
+  std::string health;
+  int64_t slot = 0;
   friend bool operator==(const SubmitPlaceholder&, const SubmitPlaceholder&) = default;
 };
 

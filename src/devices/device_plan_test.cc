@@ -97,6 +97,8 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
               static uint32_t next_job = 900;  // slurmctld never reuses a job id
               Placeholder p{next_job++, o.pod, o.gpus, o.victims};
               p.profile = o.profile;
+              p.health = o.health;
+              p.slot = o.slot;
               n->placeholders.push_back(std::move(p));
             },
             [&](const SignalJobs& o) {
@@ -677,6 +679,88 @@ TEST(ChooseNode, NoGiveCouldBeHandedAGpuTheDriverTainted) {
   ASSERT_TRUE(s) << why;
   EXPECT_THAT(s->lent_idle, IsEmpty());
   EXPECT_EQ(s->gpus, 2);
+}
+
+// The driver taints a GPU free in Slurm (an XID): Slurm cannot be asked for that index, so
+// one 1-GPU health hold per free GPU is submitted together (one Event); Slurm places them
+// (lowest indices first here), the one on the bad GPU stays and the others end at once. The
+// bad GPU is then out of both schedulers, gives use the node's other GPUs again, and when
+// the driver clears it the health hold ends: the GPU is Slurm's again.
+TEST(PlanNode, AGpuTheDriverTaintsIsHeldFromSlurmByAHealthHold) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:1(IDX:0)", false, hours(1));
+  n.devices[2].driver_taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why)) << "free in Slurm, not held yet";
+
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre("SubmitPlaceholder", "SubmitPlaceholder", "SubmitPlaceholder"));
+  for (size_t k = 0; k < 3; ++k) {
+    const auto& submit = p.actions[k].As<SubmitPlaceholder>();
+    EXPECT_EQ(submit.pod, "");
+    EXPECT_EQ(submit.gpus, 1);
+    EXPECT_EQ(submit.health, "gpu-2");
+    EXPECT_EQ(submit.slot, static_cast<int64_t>(k + 1));
+    EXPECT_EQ(p.actions[k].quiet, k > 0) << "one Event for the batch";
+  }
+  EXPECT_EQ(p.actions[0].event_reason, "GpuHeldUnhealthy");
+  EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+  EXPECT_THAT(p.actions[0].event_message,
+              HasSubstr("gpu-2 (index 2, gpu.nvidia.com/xid=79:NoSchedule)"));
+  Apply(&n, p.actions);
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty()) << "placed first, nothing twice";
+
+  StartPlaceholders(&n, kNow);  // on gpu-1, gpu-2 and gpu-3
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder", "EndPlaceholder"));
+  EXPECT_THAT(p.actions[0].As<EndPlaceholder>().devices, ElementsAre("gpu-1"));
+  EXPECT_THAT(p.actions[1].As<EndPlaceholder>().devices, ElementsAre("gpu-3"));
+  EXPECT_TRUE(p.actions[0].quiet && p.actions[1].quiet);
+  Apply(&n, p.actions);
+  EXPECT_EQ(Owners(n)[2].owner, Owner::kOut);
+  EXPECT_EQ(OwnerName(Owner::kOut), "out");
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
+  // Gives again, on the good GPUs only.
+  auto s = SelectOnNode(n, Pod(2), Cfg(), kNow, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_THAT(s->idle, ElementsAre("gpu-1", "gpu-3"));
+
+  n.devices[2].driver_taint.clear();  // the driver finds it healthy again
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder"));
+  EXPECT_THAT(p.actions[0].As<EndPlaceholder>().devices, ElementsAre("gpu-2"));
+  EXPECT_EQ(p.actions[0].event_reason, "GpuHealthy");
+  EXPECT_FALSE(p.actions[0].quiet);
+  Apply(&n, p.actions);
+  EXPECT_EQ(Owners(n)[2].owner, Owner::kSlurm);
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
+}
+
+// A bad GPU under a job or a pod is no health hold's (it is held when it is next free);
+// health holds still pending when the bad GPU went to a job meanwhile are cancelled; a
+// pending health hold does not stop gives on the node as a give in flight would.
+TEST(PlanNode, AHealthHoldIsSubmittedOnlyWhileTheBadGpuIsFreeInSlurm) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  n.devices[1].driver_taint = "gpu.nvidia.com/gpu-lost:NoSchedule";
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty()) << "under a job: left to it";
+
+  n.jobs.clear();  // the job ends: the bad GPU is free
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_EQ(p.actions.size(), 4u);
+  Apply(&n, p.actions);
+  std::string why;
+  EXPECT_TRUE(SelectOnNode(n, Pod(1), Cfg(), kNow, &why).has_value() ||
+              why.find("in flight") == std::string::npos)
+      << why;
+  AddJob(&n, 2, "gpu:4(IDX:0-3)", true, seconds(1));  // Slurm was faster: a job took them all
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre("EndPlaceholder", "EndPlaceholder", "EndPlaceholder", "EndPlaceholder"));
+  for (const DeviceAction& a : p.actions) EXPECT_TRUE(a.quiet);
+  Apply(&n, p.actions);
+  EXPECT_THAT(n.placeholders, IsEmpty());
 }
 
 TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {

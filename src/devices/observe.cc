@@ -148,6 +148,13 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (j.submit_time > 0) p.submitted = own::FromUnix(j.submit_time);
     p.returning = r.returning;
     if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
+    if (!r.health.empty()) {
+      // A health hold: no pod, no victims; PlanNode's health step decides its fate.
+      p.health = r.health;
+      p.slot = r.slot;
+      placeholders[r.node].push_back(std::move(p));
+      continue;
+    }
     const auto pod = w.pod_node.find(r.pod);
     const std::string& k8s = K8sNameOf(w, r.node);
     p.pod_waiting = pod != w.pod_node.end() && pod->second.empty();

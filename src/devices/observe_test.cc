@@ -402,6 +402,28 @@ TEST(ObserveTest, APendingGiveIsWantedWhileItsPodWaitsAndNotAfterTheTimeout) {
   EXPECT_TRUE(late.pod_waiting) << "a give that timed out for a pod that still waits went unused";
 }
 
+// A health hold names no pod: it is the bridge's (never an ordinary job), carries its device
+// and slot, and is never cancelled as a give whose pod is gone or that waited too long.
+TEST(ObserveTest, AHealthHoldIsAPlaceholderOfNoPod) {
+  World w = TwoNodes();
+  const PlaceholderRecord r{.node = "node2", .gpus = 1, .health = "gpu-5", .slot = 3};
+  w.jobs = {PlaceholderJob(20, r, /*running=*/true, {5}), PlaceholderJob(21, r, false)};
+  w.jobs[1].admin_comment =
+      FormatPlaceholderRecord({.node = "node2", .gpus = 1, .health = "gpu-5", .slot = 4});
+  const Observation o = Observe(w, Cfg(), kNow + std::chrono::hours(2));
+  EXPECT_THAT(o.suspicious, IsEmpty());
+  const NodeDevices& n = o.nodes[1];
+  ASSERT_EQ(n.placeholders.size(), 2u);
+  EXPECT_EQ(n.placeholders[0].health, "gpu-5");
+  EXPECT_EQ(n.placeholders[0].slot, 3);
+  EXPECT_THAT(n.placeholders[0].indices, ElementsAre(5));
+  EXPECT_EQ(n.placeholders[0].pod, "");
+  EXPECT_FALSE(n.placeholders[1].running);
+  EXPECT_TRUE(n.placeholders[1].wanted);
+  EXPECT_FALSE(n.placeholders[1].timed_out);
+  EXPECT_THAT(n.jobs, IsEmpty()) << "not an ordinary job";
+}
+
 TEST(ObserveTest, CompletingJobsStillHoldTheirGpusAndEndedOnesDoNot) {
   World w = TwoNodes();
   slurm::JobView completing = Job(10, "node1", {0, 1});

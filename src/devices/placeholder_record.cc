@@ -26,7 +26,12 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
                 ";signalled=", r.signalled_at,
                 r.signalled_at_ms > 0 ? StrCat(";signalled_ms=", r.signalled_at_ms) : "",
                 ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since,
-                r.profile.empty() ? "" : StrCat(";profile=", r.profile));
+                r.profile.empty() ? "" : StrCat(";profile=", r.profile),
+                r.health.empty() ? "" : StrCat(";health=", r.health, ";slot=", r.slot));
+}
+
+std::string PlaceholderKey(const PlaceholderRecord& r) {
+  return r.health.empty() ? r.pod : StrCat("health:", r.node, ":", r.health, ":", r.slot);
 }
 
 std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
@@ -45,7 +50,7 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       r.node = std::string(value);
       have_node = true;
     } else if (key == "pod") {
-      if (value.find('/') == std::string_view::npos) return std::nullopt;
+      // Checked below: a health hold names no pod.
       r.pod = std::string(value);
       have_pod = true;
     } else if (key == "gpus") {
@@ -71,10 +76,21 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       r.profile = std::string(value);
     } else if (key == "idle") {
       if (!ParseInteger(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
+    } else if (key == "health") {
+      if (value.empty() || value.find_first_of(" ,=:") != std::string_view::npos) {
+        return std::nullopt;
+      }
+      r.health = std::string(value);
+    } else if (key == "slot") {
+      if (!ParseInteger(value, &r.slot) || r.slot <= 0) return std::nullopt;
     }
     // Unknown keys: a later version's fields; this one ignores them.
   }
   if (!have_node || !have_pod || !have_gpus) return std::nullopt;
+  // A give names its pod ("ns/name"); a health hold names its device and slot, no pod.
+  if (r.health.empty() ? r.pod.find('/') == std::string::npos : (!r.pod.empty() || r.slot <= 0)) {
+    return std::nullopt;
+  }
   // The seconds are what every version reads: milliseconds of another second are dropped.
   if (r.signalled_at_ms / 1000 != r.signalled_at) r.signalled_at_ms = 0;
   return r;

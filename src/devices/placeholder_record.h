@@ -6,6 +6,10 @@
 //   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;
 //    signalled_ms=1700000000250;returning=0;idle=0[;profile=1g.10gb]"   (one token)
 //
+// A health hold (a GPU the driver tainted, kept from Slurm too) names no pod:
+//   "skb-gpu-hold:v1;node=node1;pod=;gpus=1;victims=;signalled=0;returning=0;idle=0;
+//    health=gpu-5;slot=2"
+//
 //   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
 //   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
 //
@@ -44,8 +48,18 @@ struct PlaceholderRecord {
   // The MIG profile of the slices it holds ("" = whole GPUs; written only when set, so a
   // whole-GPU record reads as before).
   std::string profile;
+  // A health hold: the device the driver tainted that it was submitted to hold from Slurm
+  // ("" for a give, which names its pod instead), and which of the holds submitted
+  // together it is (1..n; one key each, so a submission is idempotent per slot).
+  std::string health;
+  int64_t slot = 0;
   friend bool operator==(const PlaceholderRecord&, const PlaceholderRecord&) = default;
 };
+
+// What makes a placeholder one of a kind (SlurmClient::SubmitPlaceholder submits none when
+// a pending or running one has the same key): its pod for a give; node, device and slot
+// for a health hold.
+std::string PlaceholderKey(const PlaceholderRecord& r);
 
 std::string FormatPlaceholderRecord(const PlaceholderRecord& r);
 // The record in `admin_comment`, or nullopt (no record, or a malformed one: a job whose

@@ -78,6 +78,28 @@ TEST(PlaceholderRecordTest, MalformedRecordsAreNotRead) {
   EXPECT_TRUE(ParsePlaceholderRecord("skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;future=3").has_value());
 }
 
+// A health hold names its device and slot and no pod; it is one of a kind per node,
+// device and slot, a give per pod. An older version reads a health hold as no placeholder
+// (it has no pod): it never mistakes one for a give.
+TEST(PlaceholderRecordTest, AHealthHoldNamesItsDeviceAndSlotAndNoPod) {
+  const PlaceholderRecord r{.node = "node1", .gpus = 1, .health = "gpu-5", .slot = 2};
+  const std::string text = FormatPlaceholderRecord(r);
+  EXPECT_EQ(text,
+            "skb-gpu-hold:v1;node=node1;pod=;gpus=1;victims=;signalled=0;returning=0;idle=0;"
+            "health=gpu-5;slot=2");
+  EXPECT_EQ(ParsePlaceholderRecord(text), r);
+  EXPECT_EQ(PlaceholderKey(r), "health:node1:gpu-5:2");
+  EXPECT_EQ(PlaceholderKey({.node = "node1", .pod = "ml/a", .gpus = 2}), "ml/a");
+  for (const char* bad :
+       {"skb-gpu-hold:v1;node=n;pod=;gpus=1", "skb-gpu-hold:v1;node=n;pod=;gpus=1;health=gpu-1",
+        "skb-gpu-hold:v1;node=n;pod=;gpus=1;health=gpu-1;slot=0",
+        "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;health=gpu-1;slot=1",
+        "skb-gpu-hold:v1;node=n;pod=;gpus=1;health=;slot=1",
+        "skb-gpu-hold:v1;node=n;pod=;gpus=1;health=a:b;slot=1"}) {
+    EXPECT_EQ(ParsePlaceholderRecord(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(PlaceholderRecordTest, MergeReplacesOnlyTheRecord) {
   PlaceholderRecord r{.node = "n", .pod = "a/b", .gpus = 1};
   EXPECT_EQ(MergePlaceholderRecord("", r), FormatPlaceholderRecord(r));

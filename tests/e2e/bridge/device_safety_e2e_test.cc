@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU-granular sharing when the world misbehaves (dra label): a GPU driver that republishes
-// its pool in several slices or with its GPUs' order changed, an admin who gives the placeholder
-// partition a time limit, an admin who deletes or edits a hold. Each test is one way to a GPU given
-// to both schedulers that the device lane must close; the oracle (tests/testbed/oracle.h), which
-// shares no code with the bridge, watches every test for a double booking, beside the invariant
-// sampler.
+// its pool in several slices or with its GPUs' order changed, an admin who gives the
+// placeholder partition a time limit, deletes or edits a hold, cancels a placeholder or sets
+// a node DOWN under a give. Each test is one way to a GPU given to both schedulers that the
+// device lane must close; the oracle (tests/testbed/oracle.h), which shares no code with the
+// bridge, watches every test for a double booking, beside the invariant sampler.
 #include <csignal>
 #include <nlohmann/json.hpp>
 
@@ -59,6 +59,16 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     ASSERT_TRUE(WaitFor([&] { return JobField(job, "JobState") == "RUNNING"; }, seconds(20)))
         << Shell("squeue").out;
     ASSERT_EQ(JobField(job, "NodeList"), "node1");
+  }
+
+  // The GRES indices Slurm gave job `id` ("5", "0-1,4"), as `scontrol -d show job` prints them
+  // ("" when it holds none).
+  static std::string GpuIndicesOf(const std::string& id) {
+    const std::string out = Shell(StrCat("scontrol -d show job ", id)).out;
+    const size_t at = out.find("(IDX:");
+    if (at == std::string::npos) return "";
+    const size_t end = out.find(')', at);
+    return out.substr(at + 5, end - at - 5);
   }
 
   // A 1-GPU inference pod `waits` pinned to node1.
@@ -299,70 +309,121 @@ TEST_F(DeviceSafetyE2E, GpuSharingTurnedOffUnderALiveGiveWindsItDown) {
 }
 
 // The GPU driver's health check taints an idle GPU of node1 (gpu-unhealthy: XID 79, as
-// NVIDIA's driver with NVMLDeviceHealthCheck does). kube-scheduler gives it to no pod, and
-// Slurm could hand it to a placeholder (Slurm picks the indices), so node1 gets no give
-// while it is free in Slurm: a pod pinned there waits, and the reason and bridgectl name
-// the GPU and its taint. Once the driver clears it, the pod gets a GPU of node1.
-TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsForHealthIsShownAndNoGiveHandsItOut) {
+// NVIDIA's driver with NVMLDeviceHealthCheck does). kube-scheduler gives it to no pod; the
+// bridge keeps it from Slurm too: Slurm cannot be asked for one GRES index, so health holds
+// go on node1's free GPUs together and the one Slurm places on the bad GPU stays. Slurm then
+// places a new job on the node's good GPU, never the bad one; a pod pinned to node1 gets a
+// good GPU by a give; bridgectl shows the bad GPU out of both with its taint, and an Event
+// names it. Once the driver clears it, its health hold ends and it is Slurm's again.
+TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpusServeBoth) {
   FillOtherNodes();
-  const std::string keep = SubmitOn("node1", 6, /*preemptible=*/false);
+  const std::string keep = SubmitOn("node1", 5, /*preemptible=*/false);
   ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
   ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
-  // An idle GPU, as bridgectl shows them.
-  std::string idle;
+  // node1's three idle GPUs, as bridgectl shows them.
+  std::vector<std::string> idle;
   nlohmann::json n1;
   ASSERT_TRUE(WaitFor(
       [&] {
+        idle.clear();
         n1 = BridgectlNode("node1");
         if (!n1.is_object()) return false;
         for (const auto& g : n1["gpuOwners"]) {
-          if (g["owner"] == "idle") idle = g["device"].get<std::string>();
+          if (g["owner"] == "idle") idle.push_back(g["device"].get<std::string>());
         }
-        return !idle.empty();
+        return idle.size() == 3;
       },
       seconds(30)))
       << n1.dump();
+  const std::string bad = idle[1];
   struct Heal {
     std::string index;
     ~Heal() {
       if (!index.empty()) testbed::TestbedCommand({"gpu-healthy", "node1", index});
     }
-  } heal{idle.substr(4)};
+  } heal{bad.substr(4)};
+  const int held_events = EventCount("node1", "GpuHeldUnhealthy");
+  const int healthy_events = EventCount("node1", "GpuHealthy");
   const auto sick = testbed::TestbedCommand({"gpu-unhealthy", "node1", heal.index});
   ASSERT_EQ(sick.exit_code, 0) << sick.out << sick.err;
+  const auto tainted_at = Steady::now();
+
+  // One health hold left, on the bad GPU's index; bridgectl shows it out of both.
   const std::string taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  auto health_holds = [&] {
+    return Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string ids = health_holds();
+        return !ids.empty() && ids.find('\n') == std::string::npos &&
+               GpuIndicesOf(ids) == heal.index;
+      },
+      seconds(30)))
+      << health_holds() << "\n"
+      << Shell("squeue; scontrol -d show job | grep -E 'JobId|IDX'").out << daemon_->LogTail();
+  std::printf("tainted -> held from Slurm: %.1f s\n",
+              std::chrono::duration<double>(Steady::now() - tainted_at).count());
   ASSERT_TRUE(WaitFor(
       [&] {
         n1 = BridgectlNode("node1");
         for (const auto& g : n1["gpuOwners"]) {
-          if (g["device"] == idle) return g["health"] == taint;
+          if (g["device"] == bad) return g["owner"] == "out" && g["health"] == taint;
         }
         return false;
       },
       seconds(30)))
-      << n1.dump() << daemon_->LogTail();
+      << n1.dump();
+  EXPECT_EQ(EventCount("node1", "GpuHeldUnhealthy"), held_events + 1) << NodeEvents("node1");
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr(StrCat(bad, " (index ", heal.index, ", ", taint)));
 
+  // Slurm places a new job on a good GPU of node1, never the bad one.
+  const std::string small = SubmitOn("node1", 1, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return JobField(small, "JobState") == "RUNNING"; }, seconds(30)))
+      << Shell("squeue").out;
+  const std::string small_index = GpuIndicesOf(small);
+  EXPECT_NE(small_index, heal.index);
+  EXPECT_FALSE(small_index.empty());
+
+  // A pod pinned to node1 gets the last good GPU, by a give.
   CreateWaitsOnNode1();
-  auto waiting = [&] { return WaitingReasonOf("waits"); };
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return waiting().find(StrCat(idle, " carries the driver's taint")) != std::string::npos;
-      },
-      seconds(60)))
-      << waiting() << daemon_->LogTail();
-  EXPECT_EQ(Node1HeldAndWaitsUnplacedFor(seconds(5)), "");
-  EXPECT_EQ(Placeholders(), "");
-
-  // The driver finds it healthy again (its kubelet plugin restarted): the pod gets a GPU.
-  const auto healed = testbed::TestbedCommand({"gpu-healthy", "node1", heal.index});
-  ASSERT_EQ(healed.exit_code, 0) << healed.out << healed.err;
-  heal.index.clear();
   const double took = SecondsUntilRunning("waits", seconds(60));
   ASSERT_GE(took, 0) << Shell("kubectl describe pod waits").out << Placeholders()
                      << daemon_->LogTail();
   EXPECT_EQ(PodField("waits", ".spec.nodeName"), "node1");
+  // The pod's device, as bridgectl reads its claim: a good one.
+  std::string got;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        for (const auto& g : n1["gpuOwners"]) {
+          for (const auto& p : g.value("pods", nlohmann::json::array())) {
+            if (p == "default/waits") got = g["device"].get<std::string>();
+          }
+        }
+        return !got.empty();
+      },
+      seconds(30)))
+      << n1.dump();
+  EXPECT_NE(got, bad);
+
+  // The driver finds it healthy again (its kubelet plugin restarted): its health hold ends.
+  const auto healed = testbed::TestbedCommand({"gpu-healthy", "node1", heal.index});
+  ASSERT_EQ(healed.exit_code, 0) << healed.out << healed.err;
+  heal.index.clear();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string ids = health_holds();
+        // The give's placeholder stays (the pod runs); no health hold is left.
+        return ids.find('\n') == std::string::npos && !ids.empty() &&
+               JobField(ids, "AdminComment").find("health=") == std::string::npos;
+      },
+      seconds(30)))
+      << health_holds() << Placeholders() << daemon_->LogTail();
+  EXPECT_EQ(EventCount("node1", "GpuHealthy"), healthy_events + 1) << NodeEvents("node1");
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
-  std::printf("healthy again -> pod running: %.1f s\n", took);
+  EXPECT_EQ(JobField(small, "JobState"), "RUNNING");
+  Shell(StrCat("scancel ", small));
 }
 
 // An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
@@ -533,6 +594,76 @@ TEST_F(DeviceSafetyE2E, APodOnALostGivesGpusIsEvictedWhenTheJobSlurmStartedThere
   EXPECT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(30)))
       << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
   Shell(StrCat("scontrol release ", victim));
+}
+
+// node1 fails under a give (its slurmd stopped, and the admin sets it DOWN, as slurmctld does
+// once a node stops answering): slurmctld ends every job on it, the give's placeholder among
+// them (NODE_FAIL; a placeholder is never requeued), while the give's 2-GPU pod keeps running
+// and the give's victim (8 GPUs, preemptible, eligible) waits. Were nothing done, the victim
+// would start on the pod's GPUs as soon as node1 is back (it fits exactly). The bridge
+// restores the hold while node1 is down: a new placeholder for the pod, pending at the top
+// priority, which Slurm starts first when node1 is back (slurmd started, the node resumed).
+// The victim stays pending (never started on the pod's GPUs, not lost), and nothing is
+// double-booked at any moment (no window is declared).
+TEST_F(DeviceSafetyE2E, APlaceholderEndedByANodeFailureIsReplacedBeforeTheNodeIsBack) {
+  struct Back {
+    ~Back() {
+      testbed::TestbedCommand({"start", "slurmd-node1"});
+      Shell("scontrol update nodename=node1 state=resume 2>/dev/null");
+    }
+  } back;
+  const auto given = GiveInferByPreemptionOnNode1();
+  if (HasFailure()) return;
+  const std::string& victim = given.first;
+  const std::string& before = given.second;
+  ASSERT_EQ(JobField(victim, "JobState"), "PENDING") << Shell("squeue").out;
+  const int restarts = Restarts(victim);
+  const int restored = EventCount("node1", "GiveRestored");
+  ASSERT_EQ(Shell(StrCat("scontrol update jobid=", victim, " StartTime=now")).exit_code, 0);
+
+  const auto stopped = testbed::TestbedCommand({"stop", "slurmd-node1"});
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+  ASSERT_EQ(Shell("scontrol update nodename=node1 state=down reason=skb-e2e-node-failed").exit_code,
+            0);
+  ASSERT_TRUE(WaitFor([&] { return JobField(before, "JobState") == "NODE_FAIL"; }, seconds(30)))
+      << Shell(StrCat("scontrol show job ", before)).out;
+  // While node1 is down: a new placeholder for the pod, pending, and its Event.
+  auto pending_new = [&] {
+    const std::string now = Trim(Shell("squeue -h -n skb-gpu-hold -t PENDING -o %i").out);
+    return !now.empty() && now != before;
+  };
+  ASSERT_TRUE(WaitFor(pending_new, seconds(30)))
+      << Placeholders() << "\n"
+      << Shell("squeue; sinfo -N").out << NodeEvents("node1") << daemon_->LogTail();
+  EXPECT_EQ(EventCount("node1", "GiveRestored"), restored + 1) << NodeEvents("node1");
+  EXPECT_EQ(PodField("infer", ".status.phase"), "Running");
+  EXPECT_EQ(JobField(victim, "JobState"), "PENDING");
+
+  // node1 back: slurmd started (ReturnToService=2 returns it on registration), resumed.
+  const auto started = testbed::TestbedCommand({"start", "slurmd-node1"});
+  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+  Shell("scontrol update nodename=node1 state=resume 2>/dev/null");
+  // Slurm starts the new placeholder on node1 first; the victim stays pending.
+  auto replaced = [&] {
+    const std::string now = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o '%i %N'").out);
+    return !now.empty() && now.find(" node1") != std::string::npos;
+  };
+  ASSERT_TRUE(WaitFor(replaced, seconds(60)))
+      << Placeholders() << "\n"
+      << Shell("squeue; sinfo -N").out << NodeEvents("node1") << daemon_->LogTail();
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        if (PodField("infer", ".status.phase") != "Running") return "the pod stopped";
+        if (JobField(victim, "JobState") != "PENDING") {
+          return StrCat("the victim is ", JobField(victim, "JobState"));
+        }
+        return Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING -o %i").out).empty()
+                   ? "no placeholder runs"
+                   : "";
+      },
+      seconds(15));
+  EXPECT_EQ(broke, "") << Placeholders() << "\n" << Shell("squeue").out << daemon_->LogTail();
+  EXPECT_EQ(Restarts(victim), restarts) << "the victim was started on the pod's GPUs";
 }
 
 }  // namespace
