@@ -2,14 +2,15 @@
 // A GPU the driver taints for its health, kept from Slurm, end to end on the testbed in dra
 // mode (SKB_TESTBED_GPU_ALLOCATION=dra), with a bridge built from this tree and the real
 // slurmctld: node1 runs a 5-GPU job, so 3 of its GPUs are idle; then, `--runs` times, one of
-// the idle GPUs is tainted as NVIDIA's driver does (scripts/testbed gpu-unhealthy: a new
-// generation of node1's ResourceSlice with gpu.nvidia.com/xid=79 on the device) and timed
-// from the slice's write until
+// the idle GPUs is tainted as NVIDIA's driver does (what scripts/testbed gpu-unhealthy
+// publishes: a new generation of node1's ResourceSlice with gpu.nvidia.com/xid=79 on the
+// device, written here by one PUT, so that the time starts at the write) and timed from just
+// before that PUT until
 //   held     a health hold runs on its GRES index in Slurm (Slurm can no longer place a
 //            job there);
 //   settled  that hold is the only one left (the others, placed on good GPUs, ended);
-// then the taint is cleared (gpu-healthy) and timed until no health hold is left (the GPU
-// is Slurm's again).
+// then the taint is cleared (the slice republished without it, as gpu-healthy does) and timed
+// until no health hold is left (the GPU is Slurm's again).
 //
 // Writes bench/results/gpu_health_latency_{held,settled,cleared}.json (bench/report.py).
 //
@@ -19,10 +20,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/e2e_results.h"
+#include "k8s/rest_client.h"
 #include "src/base/strings.h"
 #include "tests/testbed/bridge_daemon.h"
 #include "tests/testbed/testbed_support.h"
@@ -39,8 +43,27 @@ using skb::bench::Ms;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::string Testbed(const std::string& args) {
-  return StrCat(skb::testbed::SourceDir(), "/scripts/testbed ", args);
+// node1's slice republished (a new pool generation) with gpu-<index> tainted as NVIDIA's
+// driver taints a GPU whose health check failed (XID 79), or without the taint. Returns when
+// the PUT was sent (the time to count from), or nullopt when it failed.
+std::optional<Steady::time_point> PublishTaint(skb::k8s::KubeClient* kube, int index, bool on) {
+  const std::string name = "node1-gpu.nvidia.com";
+  auto slice = kube->Get(skb::k8s::Resource::ResourceSlices(), "", name);
+  if (!slice.ok()) return std::nullopt;
+  nlohmann::json s = *slice;
+  s["spec"]["pool"]["generation"] = s["spec"]["pool"].value("generation", 0) + 1;
+  for (auto& d : s["spec"]["devices"]) {
+    if (d.value("name", "") != StrCat("gpu-", index)) continue;
+    if (on) {
+      d["taints"] = nlohmann::json::array(
+          {{{"key", "gpu.nvidia.com/xid"}, {"value", "79"}, {"effect", "NoSchedule"}}});
+    } else {
+      d.erase("taints");
+    }
+  }
+  const auto sent = Steady::now();
+  if (!kube->Update(skb::k8s::Resource::ResourceSlices(), "", s).ok()) return std::nullopt;
+  return sent;
 }
 
 // The GRES indices of the running placeholders of node1 (health holds and gives), one entry
@@ -79,6 +102,8 @@ int main(int argc, char** argv) {
         "SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up; eval \"$(scripts/testbed env)\"\n");
     return 2;
   }
+  auto kube = skb::testbed::AdminKubeClient();
+  if (!kube.ok()) return 2;
   const std::string reset = StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh");
   Shell(reset, seconds(120));
   skb::testbed::BridgeDaemon bridge(skb::testbed::DaemonBinary(),
@@ -117,12 +142,12 @@ int main(int argc, char** argv) {
   std::vector<double> held, settled, cleared;
   for (int run = 0; run < runs && ok; ++run) {
     const int index = idle[static_cast<size_t>(run) % idle.size()];
-    const auto t0 = Steady::now();
-    if (Shell(Testbed(StrCat("gpu-unhealthy node1 ", index)), seconds(60)).exit_code != 0) {
+    const std::optional<Steady::time_point> tainted = PublishTaint(kube->get(), index, true);
+    if (!tainted) {
       ok = false;
       break;
     }
-    const auto written = Steady::now();  // the slice was written just before it returned
+    const Steady::time_point written = *tainted;
     const std::string want = StrCat(index);
     bool seen_held = false;
     ok = WaitFor(
@@ -142,22 +167,20 @@ int main(int argc, char** argv) {
       break;
     }
     settled.push_back(Ms(Steady::now() - written));
-    const auto t1 = Steady::now();
-    if (Shell(Testbed(StrCat("gpu-healthy node1 ", index)), seconds(60)).exit_code != 0) {
+    const std::optional<Steady::time_point> cleared_at = PublishTaint(kube->get(), index, false);
+    if (!cleared_at) {
       ok = false;
       break;
     }
-    const auto healed = Steady::now();
+    const Steady::time_point healed = *cleared_at;
     ok = WaitFor(NoHolds, seconds(60), milliseconds(50));
     if (!ok) {
       std::fprintf(stderr, "run %d: the health hold did not end\n", run);
       break;
     }
     cleared.push_back(Ms(Steady::now() - healed));
-    std::printf(
-        "run %2d gpu-%d: taint command %.0f ms; held %.0f ms, settled %.0f ms; clear command "
-        "%.0f ms, back to Slurm %.0f ms\n",
-        run, index, Ms(written - t0), held.back(), settled.back(), Ms(healed - t1), cleared.back());
+    std::printf("run %2d gpu-%d: held %.0f ms, settled %.0f ms; back to Slurm %.0f ms\n", run,
+                index, held.back(), settled.back(), cleared.back());
   }
   Shell(StrCat("scancel ", job));
   bridge.Stop();
