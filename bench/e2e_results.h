@@ -6,12 +6,44 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace skb::bench {
+
+// What an end-to-end benchmark is told: --runs N (`runs` by default) and --out DIR (where
+// its results go, bench/results by default).
+struct RunArgs {
+  int runs = 10;
+  std::string out_dir = "bench/results";
+};
+inline RunArgs ParseRunArgs(int argc, char** argv, int runs = 10) {
+  RunArgs a;
+  a.runs = runs;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--runs") a.runs = std::atoi(argv[i + 1]);
+    if (flag == "--out") a.out_dir = argv[i + 1];
+  }
+  return a;
+}
+
+// Whether this runs against a testbed in dra mode (KUBECONFIG set,
+// SKB_TESTBED_GPU_ALLOCATION=dra); when not, says so on stderr, naming `bench`.
+inline bool OnDraTestbed(const char* bench) {
+  const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
+  if (std::getenv("KUBECONFIG") != nullptr && mode != nullptr && std::string(mode) == "dra") {
+    return true;
+  }
+  std::fprintf(stderr,
+               "%s: needs the testbed in dra mode: SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed "
+               "up; eval \"$(scripts/testbed env)\"\n",
+               bench);
+  return false;
+}
 
 // A duration in (fractional) milliseconds, the unit of the latency results.
 inline double Ms(std::chrono::steady_clock::duration d) {

@@ -73,10 +73,8 @@ std::vector<std::string> RunningHoldIndices() {
   const std::string ids =
       Shell("squeue -h -n skb-gpu-hold -t RUNNING -w node1 -o %i 2>/dev/null").out;
   for (const auto& id : skb::StrSplit(ids, '\n', /*skip_empty=*/true)) {
-    const std::string shown = Shell(StrCat("scontrol -d show job ", std::string(id))).out;
-    const size_t at = shown.find("(IDX:");
-    if (at == std::string::npos) continue;
-    out.push_back(shown.substr(at + 5, shown.find(')', at) - at - 5));
+    const std::string indices = skb::testbed::SlurmGpuIndices(std::string(id));
+    if (!indices.empty()) out.push_back(indices);
   }
   return out;
 }
@@ -87,21 +85,10 @@ bool NoHolds() { return Trim(Shell("squeue -h -n skb-gpu-hold -o %i").out).empty
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  int runs = 10;
-  std::string out_dir = "bench/results";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--runs") runs = std::atoi(argv[i + 1]);
-    if (a == "--out") out_dir = argv[i + 1];
-  }
-  const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
-  if (std::getenv("KUBECONFIG") == nullptr || mode == nullptr || std::string(mode) != "dra") {
-    std::fprintf(
-        stderr,
-        "gpu_health_latency_e2e: needs the testbed in dra mode: "
-        "SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up; eval \"$(scripts/testbed env)\"\n");
-    return 2;
-  }
+  const skb::bench::RunArgs args = skb::bench::ParseRunArgs(argc, argv);
+  const int runs = args.runs;
+  const std::string& out_dir = args.out_dir;
+  if (!skb::bench::OnDraTestbed("gpu_health_latency_e2e")) return 2;
   auto kube = skb::testbed::AdminKubeClient();
   if (!kube.ok()) return 2;
   const std::string reset = StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh");
@@ -121,12 +108,7 @@ int main(int argc, char** argv) {
           .out);
   bool ok = WaitFor([&] { return skb::testbed::SqueueState(job) == "RUNNING"; }, seconds(60));
   // node1's idle GPUs: those of no job (its GRES indices 0-7 but the job's).
-  std::string used;
-  if (ok) {
-    const std::string shown = Shell(StrCat("scontrol -d show job ", job)).out;
-    const size_t at = shown.find("(IDX:");
-    used = at == std::string::npos ? "" : shown.substr(at + 5, shown.find(')', at) - at - 5);
-  }
+  const std::string used = ok ? skb::testbed::SlurmGpuIndices(job) : "";
   std::vector<int> idle;
   for (int i = 0; i < 8 && ok; ++i) {
     // The job's indices as Slurm prints them: a range "0-4" (5 of 8, placed first-fit).

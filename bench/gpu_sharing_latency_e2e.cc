@@ -84,21 +84,10 @@ std::string Submit(const std::string& node, int gpus, bool preemptible) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  int runs = 10;
-  std::string out_dir = "bench/results";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--runs") runs = std::atoi(argv[i + 1]);
-    if (a == "--out") out_dir = argv[i + 1];
-  }
-  const char* mode = std::getenv("SKB_TESTBED_GPU_ALLOCATION");
-  if (std::getenv("KUBECONFIG") == nullptr || mode == nullptr || std::string(mode) != "dra") {
-    std::fprintf(
-        stderr,
-        "gpu_sharing_latency_e2e: needs the testbed in dra mode: "
-        "SKB_TESTBED_GPU_ALLOCATION=dra scripts/testbed up; eval \"$(scripts/testbed env)\"\n");
-    return 2;
-  }
+  const skb::bench::RunArgs args = skb::bench::ParseRunArgs(argc, argv);
+  const int runs = args.runs;
+  const std::string& out_dir = args.out_dir;
+  if (!skb::bench::OnDraTestbed("gpu_sharing_latency_e2e")) return 2;
   auto kube = skb::testbed::AdminKubeClient();
   if (!kube.ok()) return 2;
   const std::string reset = StrCat(skb::testbed::SourceDir(), "/tests/e2e/bridge/reset_lending.sh");

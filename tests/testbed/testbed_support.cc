@@ -244,6 +244,14 @@ std::string SqueueState(const std::string& job_id) {
   return Trim(Shell(StrCat("squeue -h -j ", job_id, " -o %T")).out);
 }
 
+std::string SlurmGpuIndices(const std::string& job_id) {
+  const std::string out = Shell(StrCat("scontrol -d show job ", job_id)).out;
+  const size_t at = out.find("(IDX:");
+  if (at == std::string::npos) return "";
+  const size_t end = out.find(')', at);
+  return out.substr(at + 5, end - at - 5);
+}
+
 Status WriteServiceAccountKubeconfig(const std::string& ns, const std::string& service_account,
                                      const std::string& path) {
   auto token =

@@ -131,6 +131,9 @@ std::string Trim(const std::string& s);
 // A Slurm job's state as squeue shows it ("RUNNING", "PENDING"); "" once squeue no longer
 // lists the job.
 std::string SqueueState(const std::string& job_id);
+// The GRES indices Slurm gave job `job_id` on its (first) node, as `scontrol -d show job`
+// prints them ("5", "0-4", "0-1,4"); "" when it holds none.
+std::string SlurmGpuIndices(const std::string& job_id);
 
 // Writes `path`: a kubeconfig for the testbed's apiserver (its server and CA, taken from
 // $KUBECONFIG) with a token of ServiceAccount `ns`/`service_account` valid for 2 h (kubectl

@@ -61,16 +61,6 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     ASSERT_EQ(JobField(job, "NodeList"), "node1");
   }
 
-  // The GRES indices Slurm gave job `id` ("5", "0-1,4"), as `scontrol -d show job` prints them
-  // ("" when it holds none).
-  static std::string GpuIndicesOf(const std::string& id) {
-    const std::string out = Shell(StrCat("scontrol -d show job ", id)).out;
-    const size_t at = out.find("(IDX:");
-    if (at == std::string::npos) return "";
-    const size_t end = out.find(')', at);
-    return out.substr(at + 5, end - at - 5);
-  }
-
   // A 1-GPU inference pod `waits` pinned to node1.
   void CreateWaitsOnNode1() {
     testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
@@ -357,7 +347,7 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
       [&] {
         const std::string ids = health_holds();
         return !ids.empty() && ids.find('\n') == std::string::npos &&
-               GpuIndicesOf(ids) == heal.index;
+               testbed::SlurmGpuIndices(ids) == heal.index;
       },
       seconds(30)))
       << health_holds() << "\n"
@@ -381,7 +371,7 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
   const std::string small = SubmitOn("node1", 1, /*preemptible=*/false);
   ASSERT_TRUE(WaitFor([&] { return JobField(small, "JobState") == "RUNNING"; }, seconds(30)))
       << Shell("squeue").out;
-  const std::string small_index = GpuIndicesOf(small);
+  const std::string small_index = testbed::SlurmGpuIndices(small);
   EXPECT_NE(small_index, heal.index);
   EXPECT_FALSE(small_index.empty());
 
