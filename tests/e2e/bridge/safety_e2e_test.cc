@@ -366,6 +366,16 @@ TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservation
               seconds(20), milliseconds(20)))
       << Taints(node) << "\n"
       << daemon_->LogTail();
+  // The swap can be over within half a second (the guard was on for 0.53 s in a clean run,
+  // and the intruder's pod came after it): the bridge is paused while the pods below are
+  // created, so that they meet the window they are about.
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{daemon_->pid()};
+  ASSERT_EQ(kill(daemon_->pid(), SIGSTOP), 0);
+  ASSERT_EQ(NodeLabel(node, ownership::kSwapGuardLabel), "true")
+      << "the swap was over before the bridge was paused: " << Taints(node);
 
   // Somebody other than the bridge (every permission, another name).
   const auto as_intruder = [](const nlohmann::json& pod) {
@@ -385,6 +395,7 @@ TEST_F(FailedReservationE2E, PodsThatIgnoreTheTaintAreRefusedWhileTheReservation
   tolerant["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
   const auto created_tolerant = as_intruder(tolerant);
   ASSERT_EQ(created_tolerant.exit_code, 0) << created_tolerant.err;
+  kill(daemon_->pid(), SIGCONT);
 
   // The reservation is replaced, the guard (label and taint) comes off, and the tolerating
   // pod finds the node full: Pending, never bound beside the job.
