@@ -1161,6 +1161,10 @@ class Simulation {
   // is evicted off one.
   void Apply(int, const plan::EvictPod&) {}
 
+  // The GPU health condition comes from PlanPass, which the simulation does not run (and no
+  // simulated GPU is ever tainted).
+  void Apply(int, const plan::SetNodeCondition&) {}
+
   // ---- Figures -------------------------------------------------------------------------
 
   void Finish() {

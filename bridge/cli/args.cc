@@ -8,6 +8,7 @@
 #include <memory>
 #include <regex>
 
+#include "bridge/cli/node_drain.h"
 #include "src/base/strings.h"
 #include "src/config/json_reader.h"
 
@@ -117,9 +118,15 @@ struct Parser {
         ->add_option("--reason", cmd.reason,
                      "required: why (shown in Kubernetes and as the Slurm drain reason)")
         ->type_name("TEXT");
+    drain
+        ->add_option("--gpu", cmd.gpu,
+                     "only this GPU (a DRA node: gpu-5, or 5), out of Slurm and Kubernetes "
+                     "alike; the node's other GPUs keep serving both")
+        ->type_name("GPU");
     CLI::App* undrain = Leaf(&app, "undrain", "", Verb::kUndrain,
                              "take back a drain bridgectl asked for (the bridge resumes the node)");
     undrain->add_option("NODE", cmd.name, "the Kubernetes node")->type_name("")->required();
+    undrain->add_option("--gpu", cmd.gpu, "the GPU drained alone (drain --gpu)")->type_name("GPU");
 
     Leaf(&app, "version", "", Verb::kVersion,
          "bridgectl's version and the Slurm release it was built for");
@@ -308,6 +315,11 @@ struct Parser {
       return UsageError(chain,
                         "drain needs --reason TEXT (shown in Kubernetes and as the Slurm "
                         "drain reason)");
+    }
+    if ((v == Verb::kDrain || v == Verb::kUndrain) && !cmd.gpu.empty() &&
+        GpuDeviceName(cmd.gpu).empty()) {
+      return UsageError(
+          chain, StrCat("--gpu '", cmd.gpu, "': give the device's name (gpu-5) or its number (5)"));
     }
     if ((v == Verb::kDrain || v == Verb::kUndrain) && !IsKubernetesNodeName(cmd.name)) {
       return UsageError(chain, StrCat("'", cmd.name,

@@ -50,6 +50,7 @@ struct Command {
   std::string name;    // the NODE or TENANT named; kGetNodes: empty for every node
   std::string shell;   // kCompletion: "bash" or "zsh"
   std::string reason;  // kDrain: --reason
+  std::string gpu;     // kDrain, kUndrain: --gpu, one GPU of the node ("" = the whole node)
   std::string node;    // kGetPreemptions: --node, only that node's lends
   bool all = false;    // kGetJobs: --all, finished jobs too
   // Flags of every command.

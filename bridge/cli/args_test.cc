@@ -71,6 +71,14 @@ TEST(Args, TheInvocationsOfTheTestsAndTheReadmeParseAsBefore) {
   c = Parse({"undrain", "node3"});
   EXPECT_EQ(c.verb, Verb::kUndrain);
   EXPECT_EQ(c.name, "node3");
+  EXPECT_EQ(c.gpu, "");
+  c = Parse({"drain", "node3", "--gpu", "5", "--reason", "XID 79"});
+  EXPECT_EQ(c.verb, Verb::kDrain);
+  EXPECT_EQ(c.gpu, "5");
+  EXPECT_EQ(Parse({"undrain", "node3", "--gpu=gpu-5"}).gpu, "gpu-5");
+  EXPECT_THAT(Refused({"drain", "node3", "--gpu", "GPU 5", "--reason", "x"}),
+              HasSubstr("--gpu 'GPU 5'"));
+  EXPECT_FALSE(Refused({"undrain", "node3", "--gpu", "gpu_5"}).empty());
   c = Parse({"describe", "node", "node1"});
   EXPECT_EQ(c.verb, Verb::kDescribeNode);
   EXPECT_EQ(c.name, "node1");

@@ -37,4 +37,26 @@ StatusOr<bool> RequestDrain(k8s::KubeClient& kube, const std::string& node,
 // node's conditions kept changing under it (retry).
 StatusOr<bool> ClearDrain(k8s::KubeClient& kube, const std::string& node);
 
+// `bridgectl drain NODE --gpu GPU`: one GPU out of both schedulers, the node's others still
+// serving both. GPU names the device as the node's ResourceSlice does ("gpu-5"), or is a
+// number N for "gpu-N" (NVIDIA's DRA driver names its GPUs so). Creates the DeviceTaintRule
+// devices::DrainRule (driver and pool as the slice publishing the device says; message
+// "<reason> (bridgectl drain by <who>)"); kube-scheduler gives the GPU to no new claim, and
+// the bridge holds it from Slurm once free there (the job on it finishes). Returns whether
+// anything changed (false: drained already with these words). NotFound: no such node, or
+// the node publishes no such device (its devices are listed). FailedPrecondition: a rule of
+// that name that is no drain. InvalidArgument: empty reason or a malformed GPU.
+StatusOr<bool> RequestGpuDrain(k8s::KubeClient& kube, const std::string& node,
+                               const std::string& gpu, const std::string& reason,
+                               const std::string& who);
+
+// Deletes the GPU's drain when bridgectl made it (devices::kDrainedByLabel). false: none.
+// FailedPrecondition: the rule of that name is not bridgectl's.
+StatusOr<bool> ClearGpuDrain(k8s::KubeClient& kube, const std::string& node,
+                             const std::string& gpu);
+
+// GPU as given to --gpu: "5" -> "gpu-5"; a device name as is; "" when it is neither (a DNS
+// label: lower-case letters, digits and '-').
+std::string GpuDeviceName(const std::string& gpu);
+
 }  // namespace skb::bridge::cli

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/fake_kube_client.h"
+#include "src/devices/k8s_devices.h"
 
 namespace skb::bridge::cli {
 namespace {
@@ -99,6 +100,70 @@ TEST_F(NodeDrainTest, UndrainRemovesOnlyOurConditionWhereverItSits) {
   EXPECT_EQ(c["GPUHealthy"]["status"], "False");
   // Nothing left to clear: not an error.
   EXPECT_FALSE(*ClearDrain(kube_, "node3"));
+}
+
+// One GPU drained alone: a DeviceTaintRule on exactly that device of the node's pool (the
+// driver and pool as its ResourceSlice says), the admin's words and name on it; again with
+// the same words changes nothing, new words are written; undrain deletes it, and only a
+// drain bridgectl made.
+TEST_F(NodeDrainTest, AGpuIsDrainedAloneByADeviceTaintRuleAndUndrainedByDeletingIt) {
+  json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
+                {"metadata", {{"name", "node3-gpu.nvidia.com-x"}}},
+                {"spec",
+                 {{"driver", "gpu.nvidia.com"},
+                  {"nodeName", "node3"},
+                  {"pool", {{"name", "node3"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                  {"devices", json::array({{{"name", "gpu-0"}}, {{"name", "gpu-5"}}})}}}};
+  ASSERT_TRUE(kube_.Create(k8s::Resource::ResourceSlices(), "", slice).ok());
+  auto changed = RequestGpuDrain(kube_, "node3", "5", "XID 79 twice", "alice@login1");
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  auto rule = kube_.Get(k8s::Resource::DeviceTaintRules(), "", "skb-drain.node3.gpu-5");
+  ASSERT_TRUE(rule.ok()) << rule.status();
+  EXPECT_EQ((*rule)["spec"]["deviceSelector"],
+            json({{"driver", "gpu.nvidia.com"}, {"pool", "node3"}, {"device", "gpu-5"}}));
+  EXPECT_EQ((*rule)["spec"]["taint"]["key"], "slurm-k8s-bridge.io/drained");
+  EXPECT_EQ((*rule)["spec"]["taint"]["effect"], "NoSchedule");
+  EXPECT_EQ((*rule)["metadata"]["annotations"]["slurm-k8s-bridge.io/drain-reason"],
+            "XID 79 twice (bridgectl drain by alice@login1)");
+  const std::vector<json> rules = {*rule};
+  EXPECT_EQ(devices::DrainedDevices(rules).at("node3").at("gpu-5"),
+            "XID 79 twice (bridgectl drain by alice@login1)");
+  EXPECT_FALSE(*RequestGpuDrain(kube_, "node3", "gpu-5", "XID 79 twice", "alice@login1"));
+  EXPECT_TRUE(*RequestGpuDrain(kube_, "node3", "gpu-5", "RMA", "alice@login1"));
+
+  auto missing = RequestGpuDrain(kube_, "node3", "7", "x", "a");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("no device gpu-7 (it has gpu-0, gpu-5)"));
+  EXPECT_EQ(RequestGpuDrain(kube_, "node9", "5", "x", "a").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(RequestGpuDrain(kube_, "node3", "5", "", "a").status().code(),
+            StatusCode::kInvalidArgument);
+
+  auto cleared = ClearGpuDrain(kube_, "node3", "5");
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_TRUE(*cleared);
+  EXPECT_EQ(
+      kube_.Get(k8s::Resource::DeviceTaintRules(), "", "skb-drain.node3.gpu-5").status().code(),
+      StatusCode::kNotFound);
+  EXPECT_FALSE(*ClearGpuDrain(kube_, "node3", "5")) << "nothing left to clear";
+
+  // A rule of that name someone else made: neither drained over nor deleted.
+  json foreign = devices::DrainRule("node3", "gpu-0", "gpu.nvidia.com", "node3", "by hand");
+  foreign["metadata"]["labels"].erase("slurm-k8s-bridge.io/drained-by");
+  ASSERT_TRUE(kube_.Create(k8s::Resource::DeviceTaintRules(), "", foreign).ok());
+  EXPECT_EQ(ClearGpuDrain(kube_, "node3", "0").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(kube_.Get(k8s::Resource::DeviceTaintRules(), "", "skb-drain.node3.gpu-0").ok());
+}
+
+TEST(GpuDeviceName, TakesANumberOrADeviceName) {
+  EXPECT_EQ(GpuDeviceName("5"), "gpu-5");
+  EXPECT_EQ(GpuDeviceName("gpu-5"), "gpu-5");
+  EXPECT_EQ(GpuDeviceName("mig-1g-5"), "mig-1g-5");
+  EXPECT_EQ(GpuDeviceName(""), "");
+  EXPECT_EQ(GpuDeviceName("GPU 5"), "");
+  EXPECT_EQ(GpuDeviceName("-1"), "");
+  EXPECT_EQ(GpuDeviceName("a.b"), "");
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "k8s/kubeconfig.h"
 #include "k8s/rest_client.h"
 #include "k8s/time_format.h"
+#include "src/devices/k8s_devices.h"
 #include "src/health/health_config.h"
 
 namespace {
@@ -140,6 +141,30 @@ int Drain(const cli::Command& f, bool drain) {
   auto kube = OpenKube(f);
   if (!kube.ok()) return Fail(std::string(kube.status().message()));
   const std::string cond = std::string(skb::health::kDrainRequestedCondition);
+  if (!f.gpu.empty()) {
+    const std::string gpu = cli::GpuDeviceName(f.gpu);
+    const std::string rule = skb::devices::DrainRuleName(node, gpu);
+    if (drain) {
+      auto changed = cli::RequestGpuDrain(**kube, node, f.gpu, f.reason, Who());
+      if (!changed.ok()) return KubeFail(changed.status(), "drain " + node + " --gpu " + f.gpu);
+      std::printf(
+          "%s: %s %s (DeviceTaintRule %s): Kubernetes gives it to no new pod, and the bridge "
+          "holds it from Slurm once the job on it ends; the node's other GPUs keep serving "
+          "both (`bridgectl describe node %s`)\n",
+          node.c_str(), *changed ? "drained" : "already drained", gpu.c_str(), rule.c_str(),
+          node.c_str());
+      return 0;
+    }
+    auto cleared = cli::ClearGpuDrain(**kube, node, f.gpu);
+    if (!cleared.ok()) return KubeFail(cleared.status(), "undrain " + node + " --gpu " + f.gpu);
+    if (*cleared) {
+      std::printf("%s: %s undrained (DeviceTaintRule %s deleted): back to both schedulers\n",
+                  node.c_str(), gpu.c_str(), rule.c_str());
+    } else {
+      std::printf("%s: no drain of %s by bridgectl to clear\n", node.c_str(), gpu.c_str());
+    }
+    return 0;
+  }
   if (drain) {
     auto changed =
         cli::RequestDrain(**kube, node, f.reason, Who(), skb::k8s::SystemClock::Get()->Now());

@@ -75,7 +75,7 @@ void SummarizeGpus(const devices::Observation* obs, v1::NodeSummary* out) {
     g->set_index(node->devices[i].index);
     g->set_device(d.name);
     g->set_owner(GpuOwnerName(d));
-    g->set_health(node->devices[i].driver_taint);
+    g->set_health(node->devices[i].OutWhy());
     for (const auto& p : d.pods) g->add_pods(p);
     if (d.placeholder != 0) {
       g->set_job_id(d.placeholder);

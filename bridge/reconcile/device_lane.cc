@@ -161,7 +161,8 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
                                      .victims = o.victims,
                                      .profile = o.profile,
                                      .health = o.health,
-                                     .slot = o.slot};
+                                     .slot = o.slot,
+                                     .under_job = o.under_job};
   const slurm::PlaceholderSpec spec{.node = a.node,
                                     .gpus = o.gpus,
                                     .gres_type = o.gres_type,
@@ -186,8 +187,11 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::S
   if (!submitted.ok()) return submitted.status();
   if (submitted->outcome == slurm::WriteOutcome::kUnchanged) return Effect::kUnchanged;
   if (!o.health.empty()) {
-    Logger("devices")->info("health_hold_submitted job={} node={} device={} slot={} gres_type={}",
-                            submitted->job_id, a.node, o.health, o.slot, o.gres_type);
+    Logger("devices")->info(
+        "health_hold_submitted job={} node={} device={} slot={} gpus={} gres_type={} under_job={} "
+        "victims={}",
+        submitted->job_id, a.node, o.health, o.slot, o.gpus, o.gres_type, o.under_job,
+        o.victims.size());
     return Recorded(a, Effect::kChanged, t, "");
   }
   Logger("devices")->info(
@@ -225,6 +229,13 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::Evic
     op.pod.uid = uid_of_(StrCat(op.pod.namespace_name, "/", op.pod.name));
   }
   return RunOnNodeLane(a, op, t);
+}
+
+// The node's GPU health condition, through the node lane's executor (a strategic merge of
+// the node's status: other controllers' conditions stay).
+StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::SetNodeCondition& o,
+                                         const Target& t) {
+  return RunOnNodeLane(a, o, t);
 }
 
 StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RecordIdleSince& o,
@@ -602,6 +613,7 @@ void RecordDeviceMetrics(const DeviceLane::Result& r, int64_t now_unix,
                    [](const devices::DropDeviceHold&) {},
                    // A pod evicted off a lost give's GPUs: the job there keeps them.
                    [](const plan::EvictPod&) {},
+                   [](const plan::SetNodeCondition&) {},
                },
                a.op);
   }

@@ -114,6 +114,8 @@ class DeviceExecutorImpl : public DeviceExecutor {
   StatusOr<Effect> Run(const devices::DeviceAction& a, const devices::DropDeviceHold& o,
                        const Target& t);
   StatusOr<Effect> Run(const devices::DeviceAction& a, const plan::EvictPod& o, const Target& t);
+  StatusOr<Effect> Run(const devices::DeviceAction& a, const plan::SetNodeCondition& o,
+                       const Target& t);
 
   // `effect`, having recorded the action's Event on the node (and on `pod` when not empty)
   // if it is kChanged and the action is not quiet.

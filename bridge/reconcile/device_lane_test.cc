@@ -14,6 +14,7 @@
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/k8s_devices.h"
+#include "src/health/health_config.h"
 #include "src/ownership/time_codec.h"
 
 namespace skb::bridge {
@@ -69,6 +70,12 @@ class DeviceLaneTest : public ::testing::Test {
     slurm_.AddJob(Job(11, false));
     slurm_.StartJob(11, "node1", {4, 5, 6, 7});
     slurm_.SetClock(&clock_);
+    // The Kubernetes node: the lane writes its GPU health condition there.
+    EXPECT_TRUE(
+        kube_
+            .Create(k8s::Resource::Nodes(), "",
+                    {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
+            .ok());
   }
 
   static skb::slurm::JobView Job(uint32_t id, bool preemptible) {
@@ -91,13 +98,25 @@ class DeviceLaneTest : public ::testing::Test {
     w.jobs = jobs->items;
     w.paired = {{"node1", {.name = "node1", .handover = handover_}}};
     if (auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1"); node.ok()) {
-      w.paired["node1"].unused_gives = devices::ParseUnusedGives(
-          (*node)["metadata"]["annotations"].value(devices::kUnusedGivesAnnotation, ""));
+      w.paired["node1"].unused_gives =
+          devices::ParseUnusedGives((*node)["metadata"]
+                                        .value("annotations", nlohmann::json::object())
+                                        .value(devices::kUnusedGivesAnnotation, ""));
+      // As Reconciler::PairedNodes reads it.
+      for (const auto& c : (*node)
+                               .value("status", nlohmann::json::object())
+                               .value("conditions", nlohmann::json::array())) {
+        if (c.value("type", "") != health::kGpuDevicesHealthyCondition) continue;
+        w.paired["node1"].devices_condition =
+            inventory::NodeCondition{c.value("type", ""), c.value("status", ""),
+                                     c.value("reason", ""), c.value("message", "")};
+      }
     }
     for (int i = 0; i < published_; ++i) {
       w.slices["node1"].push_back(Gpu(i));
       if (auto t = taints_.find(i); t != taints_.end()) w.slices["node1"].back().taint = t->second;
     }
+    if (!drained_.empty()) w.drained["node1"] = drained_;
     auto rules = kube_.List(k8s::Resource::DeviceTaintRules(), "", {});
     EXPECT_TRUE(rules.ok());
     w.held = devices::HeldDevices(rules->items);
@@ -192,8 +211,9 @@ class DeviceLaneTest : public ::testing::Test {
   DeviceLane lane_{cfg_, &exec_, &events_, &clock_};
   observability::Registry registry_;
   observability::BridgeMetrics metrics_{&registry_, "test", "22.05"};
-  int published_ = 8;                  // the devices node1's slice publishes (gpu-0..)
-  std::map<int, std::string> taints_;  // the driver's taint of gpu-<i> in the slice
+  int published_ = 8;                           // the devices node1's slice publishes (gpu-0..)
+  std::map<int, std::string> taints_;           // the driver's taint of gpu-<i> in the slice
+  std::map<std::string, std::string> drained_;  // an admin's GPU drains: device -> why
   bool pod_pending_ = true;
   bool pod_exists_ = true;
   plan::Handover handover_ = plan::Handover::kHandedOver;
@@ -711,10 +731,8 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAPodIsBeingBoundToTheNode) {
 // passes. The record survives a restart: it is read back from the node.
 TEST_F(DeviceLaneTest, AGiveThePodDidNotUseIsRecordedOnTheNodeAndNotRepeatedUntilTheBackoffEnds) {
   ASSERT_TRUE(kube_
-                  .Create(k8s::Resource::Nodes(), "",
-                          {{"apiVersion", "v1"},
-                           {"kind", "Node"},
-                           {"metadata", {{"name", "node1"}, {"annotations", {{"other", "kept"}}}}}})
+                  .Patch(k8s::Resource::Nodes(), "", "node1", k8s::PatchType::kJsonMerge,
+                         {{"metadata", {{"annotations", {{"other", "kept"}}}}}})
                   .ok());
   Pass();  // holds
   Pass();  // the give: job 10 is the victim
@@ -781,11 +799,6 @@ TEST_F(DeviceLaneTest, APodWhoseDemandCannotBeSizedIsToldWhy) {
 }
 
 TEST_F(DeviceLaneTest, AnUnusedGiveRecordIsConditionalOnTheNodeAsRead) {
-  ASSERT_TRUE(
-      kube_
-          .Create(k8s::Resource::Nodes(), "",
-                  {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node1"}}}})
-          .ok());
   devices::DeviceAction a;
   a.op =
       devices::RecordUnusedGive{.placeholder_job = 42, .pod = "ml/infer", .at_unix = 1'800'000'000};
@@ -896,6 +909,14 @@ TEST_F(DeviceLaneTest, ALeaderThatMayHaveLostItsLeaseStopsBetweenTwoActions) {
     devices::World w = World();
     w.paired["node2"] = {.name = "node2"};
     for (int i = 0; i < 8; ++i) w.slices["node2"].push_back(Gpu(i));
+    // Each node's GPU health condition written already: one action per node.
+    for (const devices::NodeDevices& nd : devices::Observe(w, cfg_, clock_.Now()).nodes) {
+      if (auto c = devices::PlanDevicesCondition(nd)) {
+        const plan::ConditionSpec& s = c->As<plan::SetNodeCondition>().condition;
+        w.paired[nd.node].devices_condition =
+            inventory::NodeCondition{s.type, s.status, s.reason, s.message};
+      }
+    }
     return w;
   };
   const devices::PassPlan planned = lane_.RunPass(world(), /*acting=*/false).plan;
@@ -957,33 +978,50 @@ TEST(ExportDeviceMetrics, CountsEachSharedGpuByOwnerAndEveryViolation) {
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_violations 1"));
 }
 
-// The driver taints gpu-5 under job 11: nothing until the job ends. Then one health hold per
-// free GPU (4-7) is submitted together, with one Event; Slurm (here the test) starts them on a
-// GPU each; the holds on the good GPUs end, the one on gpu-5 stays, and gpu-5 keeps its
-// Kubernetes hold throughout. The driver clears gpu-5: its
-// health hold ends, with an Event; nothing more moves.
+// The driver taints gpu-5 under job 11, which may not be preempted: a health hold that
+// follows the job is submitted (its 4 GPUs, no victim) and the job is left alone. Slurm
+// starts the hold as the job ends; it shrinks to 1-GPU holds, the one on gpu-5 stays until
+// the driver clears it, and then nothing more moves.
 TEST_F(DeviceLaneTest, AGpuTheDriverTaintsIsHeldFromSlurmUntilItIsHealthyAgain) {
   pod_pending_ = false;
   pod_exists_ = false;
   taints_[5] = "gpu.nvidia.com/xid=79:NoSchedule";
-  Pass();  // holds
-  EXPECT_THAT(LivePlaceholders(), IsEmpty()) << "under job 11: left to it";
-  ASSERT_TRUE(slurm_.CancelJob(11).ok());
+  Pass();  // holds, and the hold that follows job 11
+  const std::vector<uint32_t> follow = LivePlaceholders();
+  ASSERT_EQ(follow.size(), 1u) << StrJoin(log_, "\n");
+  auto r = devices::ParsePlaceholderRecord(slurm_.Job(follow[0]).admin_comment);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->under_job, 11u);
+  EXPECT_EQ(r->gpus, 4);
+  EXPECT_THAT(r->victims, IsEmpty()) << "job 11 may not be preempted";
+  EXPECT_EQ(r->health, "gpu-5");
+  EXPECT_THAT(events_.Reasons(), Contains("Node node1 GpuUnhealthyUnderJob"));
   Pass();
-  const std::vector<uint32_t> holds = LivePlaceholders();
+  EXPECT_EQ(LivePlaceholders(), follow) << "nothing twice";
+  EXPECT_EQ(slurm_.Calls("SignalJob"), 0);
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 0);
+
+  ASSERT_TRUE(slurm_.CancelJob(11).ok());
+  ASSERT_TRUE(slurm_.StartJob(follow[0], "node1", {4, 5, 6, 7}));  // as the job ends
+  Pass();  // it shrinks: 1-GPU holds pend on its GPUs
+  std::vector<uint32_t> holds = LivePlaceholders();
+  std::erase(holds, follow[0]);
   ASSERT_EQ(holds.size(), 4u) << StrJoin(log_, "\n");
-  for (size_t k = 0; k < holds.size(); ++k) {
-    const auto r = devices::ParsePlaceholderRecord(slurm_.Job(holds[k]).admin_comment);
+  for (uint32_t id : holds) {
+    r = devices::ParsePlaceholderRecord(slurm_.Job(id).admin_comment);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->health, "gpu-5");
-    EXPECT_EQ(r->pod, "");
+    EXPECT_EQ(r->gpus, 1);
+    EXPECT_EQ(r->under_job, 0u);
+  }
+  Pass();  // the hold that followed the job ends
+  EXPECT_EQ(slurm_.Job(follow[0]).state, skb::slurm::JobState::kCancelled) << StrJoin(log_, "\n");
+  for (size_t k = 0; k < holds.size(); ++k) {
     ASSERT_TRUE(slurm_.StartJob(holds[k], "node1", {static_cast<int64_t>(4 + k)}));
   }
   Pass();
   EXPECT_THAT(LivePlaceholders(), ::testing::ElementsAre(holds[1])) << StrJoin(log_, "\n");
   EXPECT_EQ(Held().count("gpu-5"), 1u);
-  const std::vector<std::string> reasons = events_.Reasons();
-  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Node node1 GpuHeldUnhealthy"), 1);
 
   taints_.clear();  // the driver's health check finds it healthy again
   Pass();
@@ -993,6 +1031,65 @@ TEST_F(DeviceLaneTest, AGpuTheDriverTaintsIsHeldFromSlurmUntilItIsHealthyAgain) 
   const size_t writes = slurm_.Writes().size();
   Pass();
   EXPECT_EQ(slurm_.Writes().size(), writes) << "nothing more moves";
+}
+
+// The driver taints gpu-2 under job 10, which may be preempted: the hold that follows it
+// names it its victim; it gets its checkpoint signal (recorded on the hold), is requeued
+// once its grace is over (the preemption recorded on it names the bad GPU), and the hold
+// then takes its GPUs. Job 11 on the node's other GPUs is never touched.
+TEST_F(DeviceLaneTest, APreemptibleJobOnAGpuTheDriverTaintsIsRequeuedAfterItsGrace) {
+  pod_pending_ = false;
+  pod_exists_ = false;
+  taints_[2] = "gpu.nvidia.com/xid=48:NoSchedule";
+  Pass();
+  const std::vector<uint32_t> follow = LivePlaceholders();
+  ASSERT_EQ(follow.size(), 1u) << StrJoin(log_, "\n");
+  auto r = devices::ParsePlaceholderRecord(slurm_.Job(follow[0]).admin_comment);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->victims, std::vector<uint32_t>{10});
+  EXPECT_EQ(r->under_job, 10u);
+
+  clock_.Advance(std::chrono::milliseconds(250));
+  const Clock::TimePoint signalled = clock_.Now();
+  Pass();
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("SignalJob 10 10")));
+  r = devices::ParsePlaceholderRecord(slurm_.Job(follow[0]).admin_comment);
+  EXPECT_EQ(r->signalled_at_ms, ownership::ToUnixMillis(signalled));
+  DeviceLane::Result within = Pass();
+  ASSERT_EQ(within.plan.recheck_at, signalled + cfg_.lending.default_grace);
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 0);
+
+  clock_.Set(*within.plan.recheck_at);
+  Pass();
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr("RequeueJob 10")));
+  EXPECT_THAT(slurm_.Job(10).admin_comment, HasSubstr("@health:node1:gpu-2"));
+  ASSERT_TRUE(slurm_.StartJob(follow[0], "node1", {0, 1, 2, 3}));
+  Pass();
+  EXPECT_EQ(LivePlaceholders().size(), 5u) << "it shrinks to 1-GPU holds";
+  EXPECT_EQ(slurm_.Calls("SignalJob"), 1);
+  EXPECT_EQ(slurm_.Job(11).state, skb::slurm::JobState::kRunning);
+}
+
+// An admin drains gpu-2 under job 10 (`bridgectl drain --gpu`): unlike the driver's taint,
+// a drain lets the job finish, even one that may be preempted: the hold that follows it
+// names no victim, and the job is never signalled.
+TEST_F(DeviceLaneTest, AGpuAnAdminDrainedWaitsForTheJobOnItToFinish) {
+  pod_pending_ = false;
+  pod_exists_ = false;
+  drained_["gpu-2"] = "RMA (bridgectl drain by alice@login1)";
+  Pass();
+  const std::vector<uint32_t> follow = LivePlaceholders();
+  ASSERT_EQ(follow.size(), 1u) << StrJoin(log_, "\n");
+  auto r = devices::ParsePlaceholderRecord(slurm_.Job(follow[0]).admin_comment);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->under_job, 10u);
+  EXPECT_THAT(r->victims, IsEmpty());
+  clock_.Advance(std::chrono::hours(1));
+  Pass();
+  Pass();
+  EXPECT_EQ(slurm_.Calls("SignalJob"), 0);
+  EXPECT_EQ(slurm_.Calls("RequeueJob"), 0);
+  EXPECT_EQ(slurm_.Job(10).state, skb::slurm::JobState::kRunning);
 }
 
 // A give of MIG slices asks Slurm for slices of the pod's profile (Slurm picks which), and

@@ -80,6 +80,8 @@ void DeviceWorldCache::SetRule(const std::string& key, const nlohmann::json* obj
     MutexLock lock(&mu_);
     Set(&rules_, key, obj,
         [](std::span<const nlohmann::json> o) { return devices::HeldDevices(o); });
+    Set(&drains_, key, obj,
+        [](std::span<const nlohmann::json> o) { return devices::DrainedDevices(o); });
   }
   ++generation_;
 }
@@ -132,6 +134,9 @@ devices::World DeviceWorldCache::Build(std::vector<slurm::NodeView> slurm_nodes,
   }
   for (const auto& [key, by_node] : rules_) {
     for (const auto& [node, devs] : by_node) w.held[node].insert(devs.begin(), devs.end());
+  }
+  for (const auto& [key, by_node] : drains_) {
+    for (const auto& [node, devs] : by_node) w.drained[node].insert(devs.begin(), devs.end());
   }
   for (const auto& [key, e] : pods_) {
     w.pod_node[e.pod] = e.node;

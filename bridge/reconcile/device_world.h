@@ -60,6 +60,9 @@ class DeviceWorldCache {
   // What each claim ("ns/name") asks of the GPU DeviceClasses: pending pods' demand.
   std::map<std::string, devices::ClaimDemand> demands_ GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, std::set<std::string>>> rules_ GUARDED_BY(mu_);
+  // Admins' drains of one GPU (devices::DrainedDevices), by rule: pool -> device -> reason.
+  std::map<std::string, std::map<std::string, std::map<std::string, std::string>>> drains_
+      GUARDED_BY(mu_);
   std::map<std::string, PodEntry> pods_ GUARDED_BY(mu_);
   std::atomic<uint64_t> generation_{0};
 };

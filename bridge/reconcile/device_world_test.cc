@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "src/devices/dra_testdata.h"
+#include "src/devices/k8s_devices.h"
 
 namespace skb::bridge {
 namespace {
@@ -140,6 +141,22 @@ TEST_F(DeviceWorldCacheTest, APoolSplitOverSlicesIsReadWholeAndUnreadableInBetwe
   w = Build();
   EXPECT_THAT(w.unreadable, IsEmpty());
   EXPECT_THAT(w.slices, IsEmpty()) << "no slice at all: the driver publishes nothing";
+}
+
+// The bridge's holds and an admin's drain of one GPU come from the same informer (rules
+// labelled as the bridge's): each read for what it is, a drain with its reason; a deleted
+// drain is gone from the World.
+TEST_F(DeviceWorldCacheTest, HoldsAndAGpuDrainAreReadFromTheRules) {
+  json hold = devices::HoldRule("node1", "gpu-0", "gpu.nvidia.com");
+  json drain = devices::DrainRule("node1", "gpu-3", "gpu.nvidia.com", "node1", "RMA (by alice)");
+  cache_.SetRule("slurm-hold.node1.gpu-0", &hold);
+  cache_.SetRule("skb-drain.node1.gpu-3", &drain);
+  devices::World w = Build();
+  EXPECT_THAT(w.held["node1"], ElementsAre("gpu-0")) << "a drain is no hold";
+  ASSERT_EQ(w.drained["node1"].size(), 1u);
+  EXPECT_EQ(w.drained["node1"]["gpu-3"], "RMA (by alice)");
+  cache_.SetRule("skb-drain.node1.gpu-3", nullptr);
+  EXPECT_THAT(Build().drained, IsEmpty());
 }
 
 }  // namespace

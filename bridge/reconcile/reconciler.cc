@@ -77,6 +77,10 @@ std::map<std::string, devices::PairedNode> Reconciler::PairedNodes() const {
     p.name = k8s.name;
     p.labels = k8s.labels;
     p.taints = k8s.taints;
+    if (const inventory::NodeCondition* c =
+            k8s.FindCondition(health::kGpuDevicesHealthyCondition)) {
+      p.devices_condition = *c;
+    }
     if (auto a = k8s.annotations.find(devices::kUnusedGivesAnnotation);
         a != k8s.annotations.end()) {
       p.unused_gives = devices::ParseUnusedGives(a->second);

@@ -277,6 +277,9 @@ std::string Describe(const RecordUnusedGive& o) {
   return StrCat(PlaceholderText(o.placeholder_job), PodText(o.pod), " at=", o.at_unix);
 }
 std::string Describe(const DropDeviceHold& o) { return DevicesText(o.devices); }
+std::string Describe(const plan::SetNodeCondition& o) {
+  return StrCat(" ", o.condition.type, "=", o.condition.status);
+}
 std::string Describe(const plan::EvictPod& o) {
   return PodText(StrCat(o.pod.namespace_name, "/", o.pod.name));
 }
@@ -285,6 +288,10 @@ std::string Describe(const plan::EvictPod& o) {
 
 std::string ToString(const DeviceAction& a) {
   return StrCat(a.Kind(), " ", a.node, std::visit([](const auto& o) { return Describe(o); }, a.op));
+}
+
+std::string Device::OutWhy() const {
+  return driver_taint.empty() && !drained.empty() ? StrCat("drained: ", drained) : driver_taint;
 }
 
 std::vector<Violation> Violations(const NodeDevices& node) { return Violations(Owners(node)); }
@@ -413,7 +420,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   // driver clears it. A job holding one is no victim (its end would free it the same way).
   const auto tainted = [&](int64_t x) {
     return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
-           !node.devices[static_cast<size_t>(x)].driver_taint.empty();
+           node.devices[static_cast<size_t>(x)].Out();
   };
   Selection s;
   s.node = node.node;
@@ -425,8 +432,10 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
     if (v.owner == Owner::kSlurm && v.job == 0) {
       if (tainted(static_cast<int64_t>(i))) {
         return no(Nearness::kUnhealthy,
-                  StrCat("node ", node.node, ": ", v.name, " carries the driver's taint ",
-                         node.devices[i].driver_taint,
+                  StrCat("node ", node.node, ": ", v.name,
+                         node.devices[i].driver_taint.empty()
+                             ? StrCat(" is drained (", node.devices[i].drained, ")")
+                             : StrCat(" carries the driver's taint ", node.devices[i].driver_taint),
                          " and is free in Slurm, which could hand it to a placeholder"));
       }
       s.idle.push_back(v.name);
@@ -721,96 +730,312 @@ void RepairLostGives(const NodeDevices& node, const std::vector<DeviceView>& vie
   }
 }
 
+// The victims of pending placeholder `p` (a give's, or a health hold's that follows a job
+// on a bad GPU): each signalled once, preempted once its grace is over. `preemptor` is
+// recorded on the preempted jobs (one token: the give's pod, "health:NODE:DEVICE"),
+// `for_whom` names in the Events whose GPUs they free.
+void PlanVictims(const NodeDevices& node, const Placeholder& p, const config::Config& cfg,
+                 Clock::TimePoint now, const std::set<uint32_t>& repairing,
+                 const std::string& preemptor, const std::string& for_whom, NodePlan* plan) {
+  const int64_t now_unix = own::ToUnix(now);
+  std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
+  std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
+  std::map<plan::JobPreemptMode, int64_t> signalled_since;  // the earliest signal
+  for (uint32_t id : p.victims) {
+    auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
+                           [&](const NodeJob& j) { return j.view.job_id == id; });
+    if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
+    if (repairing.count(id)) continue;  // requeued at once: no signal, no grace
+    const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
+    if (!policy.preemptible) continue;  // became protected: the placeholder waits
+    if (!it->signalled_at) {
+      to_signal[{policy.signal, policy.scope}].push_back(id);
+      continue;
+    }
+    const Clock::TimePoint grace_ends = it->signalled_exactly
+                                            ? *it->signalled_at + policy.grace
+                                            : own::GraceEnds(*it->signalled_at, policy.grace);
+    if (now < grace_ends) {
+      plan->recheck_at = plan->recheck_at ? std::min(*plan->recheck_at, grace_ends) : grace_ends;
+    } else {
+      to_preempt[policy.mode].push_back(id);
+      const int64_t at = own::ToUnix(*it->signalled_at);
+      auto [since, fresh] = signalled_since.emplace(policy.mode, at);
+      if (!fresh) since->second = std::min(since->second, at);
+    }
+  }
+  for (auto& [sig, ids] : to_signal) {
+    std::string message = StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", for_whom);
+    plan->actions.push_back(Make(
+        SignalJobs{.jobs = {.job_ids = std::move(ids), .signal = sig.first, .scope = sig.second},
+                   .placeholder_job = p.job_id,
+                   .pod = preemptor,
+                   .at_ms = own::ToUnixMillis(now)},
+        node, plan::Cause::kLend, "CheckpointSignalled", std::move(message)));
+  }
+  for (auto& [mode, ids] : to_preempt) {
+    std::string message = StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode),
+                                 " for ", for_whom, ": grace over");
+    plan->actions.push_back(Make(plan::PreemptSlurmJobs{.job_ids = std::move(ids),
+                                                        .mode = mode,
+                                                        .preemptor = preemptor,
+                                                        .at_unix = now_unix,
+                                                        .since_unix = signalled_since[mode]},
+                                 node, plan::Cause::kLend, "SlurmJobsPreempted",
+                                 std::move(message)));
+  }
+}
+
 // A GPU the driver tainted for its health (NVIDIA's NVMLDeviceHealthCheck: an XID, a GPU
-// lost) takes no new claim in Kubernetes; here it leaves Slurm too. Slurm cannot be asked
-// for one GRES index, so while a bad device is free in Slurm (no job, no placeholder, no
-// pod) the bridge submits one 1-GPU health hold per free device of its kind, together, at
-// the placeholder's top priority: Slurm places them at once, one surely on the bad GPU.
-// The holds on good GPUs end as soon as no bad device of their kind is left free; the one
-// on the bad GPU ends when the driver clears it. A bad GPU under a job or a pod is left to
-// them (it is held when it is next free).
-void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views, NodePlan* plan) {
+// lost) takes no new claim in Kubernetes; here it leaves Slurm too, by health holds:
+// placeholders of no pod, at the placeholder's top priority. Slurm cannot be asked for one
+// GRES index, so each asks for every GPU of its kind that could be the bad one:
+//   free in Slurm   one 1-GPU hold per free GPU of its kind, submitted together: Slurm
+//                   places them at once, one surely on the bad GPU. The others end as soon
+//                   as no bad GPU of their kind is left free; the one on the bad GPU ends when
+//                   the driver clears it.
+//   under a job     one hold that follows the job (`under_job`), asking for the job's GPUs of
+//                   the kind on the node and every free one: it pends while the job runs and
+//                   starts, on the bad GPU too, the moment the job ends. A job its policy lets
+//                   the bridge preempt is the hold's victim (checkpoint signal, grace,
+//                   requeue, as a give's); another is reported and left to finish. Once it
+//                   runs, it shrinks: 1-GPU holds are submitted (they pend on its GPUs), it
+//                   ends, and they take its GPUs as above.
+// A bad GPU under a pod is left to it (the return brings it back to Slurm, free).
+void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views,
+                const config::Config& cfg, Clock::TimePoint now,
+                const std::set<uint32_t>& repairing, NodePlan* plan) {
   const auto bad = [&](int64_t x) {
     return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
-           !node.devices[static_cast<size_t>(x)].driver_taint.empty();
+           node.devices[static_cast<size_t>(x)].Out();
   };
   const auto free_in_slurm = [&](size_t i) {
     return views[i].job == 0 && views[i].placeholder == 0 && views[i].pods.empty();
   };
-  // Bad devices free in Slurm, by kind (whole GPUs "", or a MIG profile).
+  const size_t n = std::min(views.size(), node.devices.size());
+  // Bad devices free in Slurm, by kind (whole GPUs "", or a MIG profile), and how many GPUs
+  // of each kind are free.
   std::map<std::string, std::vector<size_t>> open;
-  for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
-    if (bad(static_cast<int64_t>(i)) && free_in_slurm(i)) {
-      open[node.devices[i].profile].push_back(i);
-    }
+  std::map<std::string, int64_t> free_of_kind;
+  for (size_t i = 0; i < n; ++i) {
+    if (!free_in_slurm(i)) continue;
+    ++free_of_kind[node.devices[i].profile];
+    if (bad(static_cast<int64_t>(i))) open[node.devices[i].profile].push_back(i);
   }
+  const auto device_named = [&](const std::string& name) -> std::optional<size_t> {
+    for (size_t i = 0; i < n; ++i) {
+      if (node.devices[i].name == name) return i;
+    }
+    return std::nullopt;
+  };
+  const auto holds_bad = [&](const Placeholder& p) {
+    return std::any_of(p.indices.begin(), p.indices.end(), bad);
+  };
+  // The existing health holds: the last slot used, the jobs already followed, and per kind
+  // the 1-GPU holds still pending and the GPUs of following holds that run and must shrink.
   int64_t last_slot = 0;
-  bool pending = false;
+  std::set<uint32_t> followed;
+  std::map<std::string, int64_t> pending_single, shrinking;
   for (const Placeholder& p : node.placeholders) {
     if (p.health.empty()) continue;
     last_slot = std::max(last_slot, p.slot);
-    if (!p.running) {
-      pending = true;
-      if (open.empty()) {  // placed meanwhile, or its GPU healthy again: not needed
-        DeviceAction a =
-            Make(EndPlaceholder{.placeholder_job = p.job_id}, node, plan::Cause::kReservation,
-                 "GpuHealthHoldEnded", StrCat("health hold ", p.job_id, " no longer needed"));
-        a.quiet = true;
-        plan->actions.push_back(std::move(a));
-      }
-      continue;
+    if (p.under_job != 0) followed.insert(p.under_job);
+    if (p.under_job == 0 && !p.running) ++pending_single[p.profile];
+    if (p.under_job != 0 && p.running && p.indices.size() > 1 && holds_bad(p)) {
+      shrinking[p.profile] += static_cast<int64_t>(p.indices.size());
     }
-    std::vector<std::string> devices;
-    bool holds_bad = false, still_needed = false;
-    for (int64_t x : p.indices) {
-      if (x < 0 || x >= static_cast<int64_t>(node.devices.size())) continue;
-      const Device& d = node.devices[static_cast<size_t>(x)];
-      devices.push_back(d.name);
-      holds_bad |= bad(x);
-      still_needed |= open.count(d.profile) > 0;  // it pushes Slurm's pick onto the bad one
-    }
-    if (holds_bad || still_needed) continue;
-    const bool healed = std::find(devices.begin(), devices.end(), p.health) != devices.end();
-    DeviceAction a =
-        Make(EndPlaceholder{.placeholder_job = p.job_id, .devices = devices}, node,
-             plan::Cause::kReservation, healed ? "GpuHealthy" : "GpuHealthHoldEnded",
-             healed ? StrCat(p.health,
-                             " is healthy again (the driver cleared its taint): back to Slurm "
-                             "(health hold ",
-                             p.job_id, " ends)")
-                    : StrCat("health hold ", p.job_id, " on ", StrJoin(devices, ","),
-                             " ends: Slurm placed another one on the tainted GPU"));
-    a.quiet = !healed;
-    plan->actions.push_back(std::move(a));
   }
-  if (pending) return;  // the last submission is still being placed
-  for (const auto& [profile, devices] : open) {
-    if (!CanAskFor(node, profile)) continue;  // Select refuses gives here, with the reason
-    int64_t free = 0;
-    for (size_t i = 0; i < views.size() && i < node.devices.size(); ++i) {
-      free += free_in_slurm(i) && node.devices[i].profile == profile;
+  const auto end_hold = [&](const Placeholder& p, std::vector<std::string> devices,
+                            std::string reason, std::string message, bool quiet) {
+    DeviceAction a =
+        Make(EndPlaceholder{.placeholder_job = p.job_id, .devices = std::move(devices)}, node,
+             plan::Cause::kReservation, std::move(reason), std::move(message));
+    a.quiet = quiet;
+    plan->actions.push_back(std::move(a));
+  };
+  // A running hold no longer needed: on the device it was for, that device is healthy again
+  // (an Event); on another, it was only there to push Slurm's pick (quiet, `why`).
+  const auto end_running = [&](const Placeholder& p, const std::vector<std::string>& devices,
+                               std::string_view why) {
+    const bool healed = std::find(devices.begin(), devices.end(), p.health) != devices.end();
+    end_hold(p, devices, healed ? "GpuHealthy" : "GpuHealthHoldEnded",
+             healed
+                 ? StrCat(p.health,
+                          " is back in service (the driver cleared its taint, or an admin the "
+                          "drain): back to Slurm (health hold ",
+                          p.job_id, " ends)")
+                 : StrCat("health hold ", p.job_id, " on ", StrJoin(devices, ","), " ends: ", why),
+             !healed);
+  };
+  const auto names_of = [&](const Placeholder& p) {
+    std::vector<std::string> devices;
+    for (int64_t x : p.indices) {
+      if (x >= 0 && x < static_cast<int64_t>(n))
+        devices.push_back(node.devices[static_cast<size_t>(x)].name);
     }
-    const Device& first = node.devices[devices.front()];
-    std::vector<std::string> names;
-    for (size_t i : devices) {
-      names.push_back(StrCat(node.devices[i].name, " (index ", node.devices[i].index, ", ",
-                             node.devices[i].driver_taint, ")"));
-    }
-    for (int64_t k = 1; k <= free; ++k) {
-      DeviceAction a =
-          Make(SubmitPlaceholder{.gpus = 1,
-                                 .gres_type = GresTypeFor(node, profile),
-                                 .profile = profile,
-                                 .health = first.name,
-                                 .slot = last_slot + k},
-               node, plan::Cause::kReservation, "GpuHeldUnhealthy",
-               StrCat("the driver tainted ", StrJoin(names, ", "), ": held from Slurm too (", free,
-                      " health hold(s) of 1 GPU submitted on the ", free,
-                      " free GPU(s) of its kind; the one Slurm places on it stays)"));
-      a.event_type = plan::EventType::kWarning;
+    return devices;
+  };
+  const auto submit_singles = [&](const std::string& profile, int64_t count,
+                                  const std::string& device, const std::string& reason,
+                                  const std::string& message, bool warn) {
+    for (int64_t k = 1; k <= count; ++k) {
+      DeviceAction a = Make(SubmitPlaceholder{.gpus = 1,
+                                              .gres_type = GresTypeFor(node, profile),
+                                              .profile = profile,
+                                              .health = device,
+                                              .slot = last_slot + k},
+                            node, plan::Cause::kReservation, reason, message);
+      if (warn) a.event_type = plan::EventType::kWarning;
       a.quiet = k > 1;  // one Event for the batch
       plan->actions.push_back(std::move(a));
     }
+    last_slot += count;
+  };
+
+  bool pending = false;  // a submission of 1-GPU holds is still being placed
+  for (const Placeholder& p : node.placeholders) {
+    if (p.health.empty()) continue;
+    if (p.under_job != 0) {
+      const std::optional<size_t> d = device_named(p.health);
+      const bool still_bad = d && bad(static_cast<int64_t>(*d));
+      if (!p.running) {
+        if (!still_bad) {
+          end_hold(p, {}, "GpuHealthHoldEnded",
+                   StrCat("health hold ", p.job_id, " no longer needed: ", p.health,
+                          " is healthy again"),
+                   true);
+          continue;
+        }
+        // The job ended and the hold cannot start (Slurm gave some of the GPUs it waits for
+        // to other jobs meanwhile): ended; the GPU, free now, is held by 1-GPU holds.
+        const bool job_there = views[*d].job != 0;
+        if (!job_there && free_of_kind[p.profile] < p.gpus) {
+          end_hold(p, {}, "GpuHealthHoldEnded",
+                   StrCat("health hold ", p.job_id, " cancelled: ", p.health, " is free, but ",
+                          free_of_kind[p.profile], " of the ", p.gpus,
+                          " GPUs it waits for are; planned again"),
+                   true);
+          continue;
+        }
+        // Its job gone and its GPUs free: Slurm starts it now (no 1-GPU holds beside it).
+        pending |= !job_there;
+        PlanVictims(node, p, cfg, now, repairing, StrCat("health:", node.node, ":", p.health),
+                    StrCat("health hold ", p.job_id, " (", p.health, " is unhealthy)"), plan);
+        continue;
+      }
+      std::vector<std::string> devices = names_of(p);
+      if (!holds_bad(p)) {
+        end_running(p, devices, "none of its GPUs is tainted");
+        continue;
+      }
+      if (p.indices.size() <= 1) continue;  // on the bad GPU alone: stays
+      // It shrinks: 1-GPU holds pend on its GPUs, then it ends and Slurm places them.
+      const int64_t want = static_cast<int64_t>(p.indices.size());
+      if (pending_single[p.profile] >= want) {
+        end_hold(p, devices, "GpuHealthHoldEnded",
+                 StrCat("health hold ", p.job_id, " on ", StrJoin(devices, ","),
+                        " ends: the 1-GPU holds pending there take its GPUs, and the one on ",
+                        p.health, " stays"),
+                 true);
+      } else {
+        submit_singles(
+            p.profile, want - pending_single[p.profile], p.health, "GpuHealthHoldShrinking",
+            StrCat("health hold ", p.job_id, " holds ", StrJoin(devices, ","), " for ", p.health,
+                   ": 1-GPU holds submitted to take them, so that only the "
+                   "bad GPU stays held"),
+            false);
+        pending_single[p.profile] = want;
+      }
+      continue;
+    }
+    if (!p.running) {
+      pending = true;
+      if (open.count(p.profile) == 0 && shrinking.count(p.profile) == 0) {
+        // placed meanwhile, or its GPU healthy again: not needed
+        end_hold(p, {}, "GpuHealthHoldEnded", StrCat("health hold ", p.job_id, " no longer needed"),
+                 true);
+      }
+      continue;
+    }
+    std::vector<std::string> devices = names_of(p);
+    // Still needed: it pushes Slurm's pick onto the bad GPU.
+    const bool still_needed = open.count(p.profile) > 0 || shrinking.count(p.profile) > 0;
+    if (holds_bad(p) || still_needed) continue;
+    end_running(p, devices, "Slurm placed another one on the tainted GPU");
+  }
+
+  // A bad GPU under a Slurm job: a hold that follows the job (one per job).
+  for (size_t i = 0; i < n; ++i) {
+    if (!bad(static_cast<int64_t>(i)) || views[i].job == 0 || views[i].placeholder != 0) continue;
+    const auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
+                                 [&](const NodeJob& j) { return j.view.job_id == views[i].job; });
+    if (it == node.jobs.end() || followed.count(it->view.job_id)) continue;
+    const Device& d = node.devices[i];
+    if (!CanAskFor(node, d.profile)) continue;
+    followed.insert(it->view.job_id);
+    // The whole job's components on this node: their GPUs of the kind free together.
+    const uint32_t whole = own::WholeJobId(it->view);
+    std::vector<uint32_t> components;
+    int64_t gpus = free_of_kind[d.profile];
+    for (const NodeJob& j : node.jobs) {
+      if (!j.view.HoldsNodes() || own::WholeJobId(j.view) != whole) continue;
+      components.push_back(j.view.job_id);
+      followed.insert(j.view.job_id);
+      for (int64_t x : j.indices) {
+        gpus += x >= 0 && x < static_cast<int64_t>(n) &&
+                node.devices[static_cast<size_t>(x)].profile == d.profile;
+      }
+    }
+    std::sort(components.begin(), components.end());
+    const own::JobPolicy policy = own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
+    // A drain lets the job finish, as a node drain does; a failure ends it where it may.
+    const bool drain_only = d.driver_taint.empty();
+    const bool preempt = !drain_only && own::Actionable(it->view) && policy.preemptible;
+    const std::string what = StrCat(d.name, " (index ", d.index, ", ", d.OutWhy(), ")");
+    const std::string hold = StrCat("a health hold for ", gpus, " GPU(s) takes its GPUs ");
+    std::string message;
+    if (drain_only) {
+      message = StrCat("an admin drained ", what, " under job ", JoinIds(components),
+                       ": left to finish; ", hold, "the moment it ends, and keeps the drained one");
+    } else if (preempt) {
+      message = StrCat("the driver tainted ", what, " under job ", JoinIds(components),
+                       ": the job is checkpoint-signalled and requeued after its grace (",
+                       policy.why, "); ", hold, "when it ends, and keeps the bad one");
+    } else {
+      message = StrCat("the driver tainted ", what, " under job ", JoinIds(components),
+                       ", which may not be preempted (", policy.why, "): left to finish; ", hold,
+                       "the moment it ends, and keeps the bad one");
+    }
+    DeviceAction a =
+        Make(SubmitPlaceholder{.gpus = gpus,
+                               .victims = preempt ? components : std::vector<uint32_t>{},
+                               .gres_type = GresTypeFor(node, d.profile),
+                               .profile = d.profile,
+                               .health = d.name,
+                               .slot = ++last_slot,
+                               .under_job = it->view.job_id},
+             node, plan::Cause::kReservation, "GpuUnhealthyUnderJob", std::move(message));
+    a.event_type = plan::EventType::kWarning;
+    plan->actions.push_back(std::move(a));
+  }
+
+  if (pending) return;  // the last submission of 1-GPU holds is still being placed
+  for (const auto& [profile, devices] : open) {
+    if (!CanAskFor(node, profile)) continue;  // Select refuses gives here, with the reason
+    const int64_t free = free_of_kind[profile];
+    std::vector<std::string> names;
+    bool drained_only = true;
+    for (size_t i : devices) {
+      names.push_back(StrCat(node.devices[i].name, " (index ", node.devices[i].index, ", ",
+                             node.devices[i].OutWhy(), ")"));
+      drained_only &= node.devices[i].driver_taint.empty();
+    }
+    submit_singles(
+        profile, free, node.devices[devices.front()].name, "GpuHeldUnhealthy",
+        StrCat(drained_only ? "an admin drained " : "the driver tainted ", StrJoin(names, ", "),
+               ": held from Slurm too (", free, " health hold(s) of 1 GPU submitted on the ", free,
+               " free GPU(s) of its kind; the one Slurm places on it stays)"),
+        true);
   }
 }
 
@@ -829,7 +1054,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
   std::set<uint32_t> repairing;  // jobs requeued at once to end a double booking
   RepairLostGives(node, views, cfg, now, &plan, &repairing);
   // GPUs the driver tainted for their health, kept from Slurm too.
-  PlanHealth(node, views, &plan);
+  PlanHealth(node, views, cfg, now, repairing, &plan);
 
   // Devices no hold guards and nothing uses: Slurm's (the default owner).
   std::vector<std::string> unguarded;
@@ -921,54 +1146,7 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
         continue;
       }
       // The give waits for its victims: signal each once, preempt after its grace.
-      std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
-      std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
-      std::map<plan::JobPreemptMode, int64_t> signalled_since;  // the earliest signal
-      for (uint32_t id : p.victims) {
-        auto it = std::find_if(node.jobs.begin(), node.jobs.end(),
-                               [&](const NodeJob& j) { return j.view.job_id == id; });
-        if (it == node.jobs.end() || !own::Actionable(it->view)) continue;
-        if (repairing.count(id)) continue;  // requeued at once above: no signal, no grace
-        const own::JobPolicy policy =
-            own::PolicyForWhole(Whole(*it), cfg, now, node.guaranteed_jobs);
-        if (!policy.preemptible) continue;  // became protected: the placeholder waits
-        if (!it->signalled_at) {
-          to_signal[{policy.signal, policy.scope}].push_back(id);
-          continue;
-        }
-        const Clock::TimePoint grace_ends = it->signalled_exactly
-                                                ? *it->signalled_at + policy.grace
-                                                : own::GraceEnds(*it->signalled_at, policy.grace);
-        if (now < grace_ends) {
-          plan.recheck_at = plan.recheck_at ? std::min(*plan.recheck_at, grace_ends) : grace_ends;
-        } else {
-          to_preempt[policy.mode].push_back(id);
-          const int64_t at = own::ToUnix(*it->signalled_at);
-          auto [s, fresh] = signalled_since.emplace(policy.mode, at);
-          if (!fresh) s->second = std::min(s->second, at);
-        }
-      }
-      for (auto& [sig, ids] : to_signal) {
-        std::string message = StrCat("jobs ", JoinIds(ids), " signalled: their GPUs go to ", p.pod);
-        plan.actions.push_back(Make(
-            SignalJobs{
-                .jobs = {.job_ids = std::move(ids), .signal = sig.first, .scope = sig.second},
-                .placeholder_job = p.job_id,
-                .pod = p.pod,
-                .at_ms = own::ToUnixMillis(now)},
-            node, plan::Cause::kLend, "CheckpointSignalled", std::move(message)));
-      }
-      for (auto& [mode, ids] : to_preempt) {
-        std::string message = StrCat("jobs ", JoinIds(ids), " ", plan::JobPreemptModeName(mode),
-                                     " for ", p.pod, ": grace over");
-        plan.actions.push_back(Make(plan::PreemptSlurmJobs{.job_ids = std::move(ids),
-                                                           .mode = mode,
-                                                           .preemptor = p.pod,
-                                                           .at_unix = now_unix,
-                                                           .since_unix = signalled_since[mode]},
-                                    node, plan::Cause::kLend, "SlurmJobsPreempted",
-                                    std::move(message)));
-      }
+      PlanVictims(node, p, cfg, now, repairing, p.pod, p.pod, &plan);
       continue;
     }
     if (p.returning) {
@@ -1019,6 +1197,44 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(mine)));
   }
   return plan;
+}
+
+std::optional<DeviceAction> PlanDevicesCondition(const NodeDevices& node) {
+  std::vector<std::string> bad;
+  for (const Device& d : node.devices) {
+    if (d.Out()) {
+      bad.push_back(StrCat(d.name, " (index ", d.index, ", ", d.OutWhy(), ")"));
+    }
+  }
+  plan::ConditionSpec spec{.type = std::string(health::kGpuDevicesHealthyCondition)};
+  if (bad.empty()) {
+    spec.status = "True";
+    spec.reason = "AllGpusInService";
+    spec.message = StrCat("none of the ", node.devices.size(),
+                          " GPUs carries the driver's health taint or an admin's drain");
+  } else {
+    spec.status = "False";
+    spec.reason = "GpusOutOfService";
+    spec.message =
+        StrCat(bad.size(), " of ", node.devices.size(),
+               " GPUs out of service, kept from Slurm and Kubernetes: ", StrJoin(bad, ", "));
+  }
+  const std::optional<inventory::NodeCondition>& cur = node.devices_condition;
+  if (cur && cur->status == spec.status && cur->reason == spec.reason &&
+      cur->message == spec.message) {
+    return std::nullopt;
+  }
+  if (!cur || cur->status != spec.status) {
+    spec.transition = plan::ConditionSpec::Transition::kNow;
+  } else if (cur->last_transition != Clock::TimePoint{}) {
+    spec.transition = plan::ConditionSpec::Transition::kKeep;
+    spec.since = cur->last_transition;
+  }
+  std::string message = spec.message;
+  DeviceAction a = Make(plan::SetNodeCondition{std::move(spec)}, node, plan::Cause::kHealth,
+                        "GpuDevicesHealth", std::move(message));
+  a.quiet = true;
+  return a;
 }
 
 }  // namespace skb::devices

@@ -98,6 +98,10 @@ struct Placeholder {
   // (`pod` is then empty and every pod field above unused).
   std::string health;
   int64_t slot = 0;
+  // A health hold submitted while a Slurm job ran on the bad GPU: that job; it pends until
+  // the job ends (preempted as a give's victim is when its policy allows) and then starts
+  // on every GPU the job freed. 0 for a 1-GPU health hold and a give.
+  uint32_t under_job = 0;
 };
 
 struct Device {
@@ -107,6 +111,14 @@ struct Device {
   // The driver's own taint on it (SliceDevice::taint: a GPU's health): kube-scheduler gives
   // it to no new claim, so a give must not free it ("" when none).
   std::string driver_taint;
+  // An admin's drain of this one GPU (k8s_devices.h kDrainTaintKey: `bridgectl drain NODE
+  // --gpu DEVICE`): the admin's reason ("" when not drained). Read like a driver's taint (out
+  // of both schedulers once free), but the job on it is left to finish.
+  std::string drained;
+  // The driver tainted it or an admin drained it: kept from both schedulers.
+  bool Out() const { return !driver_taint.empty() || !drained.empty(); }
+  // Why, for Events and bridgectl: the driver's taint, or "drained: <reason>".
+  std::string OutWhy() const;
   // The driver publishes it (a node leaving GPU sharing may hold devices no longer
   // published, and publish devices it cannot map).
   bool published = true;
@@ -128,7 +140,7 @@ struct Claim {
 struct EndedVictim {
   slurm::JobView view;
   Clock::TimePoint signalled_at{};
-  std::string pod;  // the give's pod
+  std::string pod;  // the give's pod ("health:NODE:DEVICE" for a health hold's victim)
   // False when the placeholder records no signal time (the daemon died between sending the
   // signal and recording it): `signalled_at` is then the placeholder's submission, and only a
   // job the checkpoint signal itself ended (its exit signal) counts.
@@ -157,6 +169,8 @@ struct NodeDevices {
   std::string no_gives;
   // Jobs here (any component) within their tenant's guarantee: never a give's victims.
   std::map<uint32_t, std::string> guaranteed_jobs;
+  // The node's health::kGpuDevicesHealthyCondition as last read (nullopt: none yet).
+  std::optional<inventory::NodeCondition> devices_condition;
 };
 
 // An unschedulable GPU pod at or above the inference threshold.
@@ -244,10 +258,11 @@ struct SubmitPlaceholder {
   // uses it and the pod gets this new one (one placeholder per pod).
   uint32_t taken_job = 0;
   std::string taken_by;
-  // A health hold (1 GPU, `pod` empty): the device the driver tainted and its slot
-  // (PlaceholderRecord::health, ::slot).
+  // A health hold (`pod` empty): the device the driver tainted and its slot, and the job
+  // running on that device it follows (PlaceholderRecord::health, ::slot, ::under_job).
   std::string health;
   int64_t slot = 0;
+  uint32_t under_job = 0;
   friend bool operator==(const SubmitPlaceholder&, const SubmitPlaceholder&) = default;
 };
 
@@ -314,15 +329,24 @@ struct DropDeviceHold {
 
 // plan::EvictPod: a pod on a lost give's GPUs where Slurm started a job that may not be
 // preempted (RepairLostGives): one of the two must go, and the job may not.
+// plan::SetNodeCondition: health::kGpuDevicesHealthyCondition, the node's GPU health in one
+// condition; run by the node lane's executor.
 using DeviceOperation =
     std::variant<AddDeviceHold, RemoveDeviceHold, SubmitPlaceholder, SignalJobs,
                  plan::PreemptSlurmJobs, RecordIdleSince, MarkReturning, EndPlaceholder,
-                 RecordUnusedGive, DropDeviceHold, plan::EvictPod>;
+                 RecordUnusedGive, DropDeviceHold, plan::EvictPod, plan::SetNodeCondition>;
 
 // One step of a move: plan::Action's fields and a device kind.
 using DeviceAction = plan::BasicAction<DeviceOperation>;
 // "RemoveDeviceHold node1 devices=gpu-1 placeholder=900 pod=ml/infer-0" (logs, tests).
 std::string ToString(const DeviceAction& a);
+
+// The node's GPU health in one condition, for tools that read only nodes
+// (health::kGpuDevicesHealthyCondition): False while the driver taints any GPU, counting and
+// naming them, True otherwise. A SetNodeCondition only when it differs from what the node
+// has (NodeDevices::devices_condition); quiet: the per-GPU Events say what changed.
+// PlanPass puts it last in the node's actions (a failed write stops nothing before it).
+std::optional<DeviceAction> PlanDevicesCondition(const NodeDevices& node);
 
 // Which devices a give frees on one node: idle devices first, then the GPUs of preemptible
 // jobs, never a non-preemptible job's.

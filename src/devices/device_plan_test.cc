@@ -99,6 +99,7 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
               p.profile = o.profile;
               p.health = o.health;
               p.slot = o.slot;
+              p.under_job = o.under_job;
               n->placeholders.push_back(std::move(p));
             },
             [&](const SignalJobs& o) {
@@ -127,6 +128,10 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
                             [&](const Placeholder& q) { return q.job_id == o.placeholder_job; });
             },
             [&](const plan::EvictPod&) {},  // the pod goes later (its claim with it)
+            [&](const plan::SetNodeCondition& o) {
+              n->devices_condition = inventory::NodeCondition{
+                  o.condition.type, o.condition.status, o.condition.reason, o.condition.message};
+            },
             [&](const RecordUnusedGive& o) {
               if (auto g =
                       AddUnusedGive(n->unused_gives, {o.pod, o.placeholder_job, o.at_unix}, 0)) {
@@ -737,16 +742,26 @@ TEST(PlanNode, AGpuTheDriverTaintsIsHeldFromSlurmByAHealthHold) {
   EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
 }
 
-// A bad GPU under a job or a pod is no health hold's (it is held when it is next free);
-// health holds still pending when the bad GPU went to a job meanwhile are cancelled; a
-// pending health hold does not stop gives on the node as a give in flight would.
+// A bad GPU under a pod is no health hold's (the pod's return brings it back to Slurm,
+// free); health holds still pending when the bad GPU went to a job meanwhile are cancelled,
+// and that job is followed instead; a pending health hold does not stop gives on the node as
+// a give in flight would.
 TEST(PlanNode, AHealthHoldIsSubmittedOnlyWhileTheBadGpuIsFreeInSlurm) {
   NodeDevices n = Node("node1", 4);
-  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  n.devices[1].k8s_hold = false;
+  n.placeholders.push_back({.job_id = 7,
+                            .pod = "ml/a",
+                            .gpus = 1,
+                            .running = true,
+                            .indices = {1},
+                            .start = kNow - minutes(1)});
+  n.claims.push_back({"ml/a", {"gpu-1"}, true});
   n.devices[1].driver_taint = "gpu.nvidia.com/gpu-lost:NoSchedule";
-  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty()) << "under a job: left to it";
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty()) << "under a pod: left to it";
 
-  n.jobs.clear();  // the job ends: the bad GPU is free
+  n.placeholders.clear();  // the pod went, its GPU came back: the bad GPU is free
+  n.claims.clear();
+  n.devices[1].k8s_hold = true;
   NodePlan p = PlanNode(n, Cfg(), kNow);
   ASSERT_EQ(p.actions.size(), 4u);
   Apply(&n, p.actions);
@@ -756,11 +771,201 @@ TEST(PlanNode, AHealthHoldIsSubmittedOnlyWhileTheBadGpuIsFreeInSlurm) {
       << why;
   AddJob(&n, 2, "gpu:4(IDX:0-3)", true, seconds(1));  // Slurm was faster: a job took them all
   p = PlanNode(n, Cfg(), kNow);
-  ASSERT_THAT(Kinds(p.actions),
-              ElementsAre("EndPlaceholder", "EndPlaceholder", "EndPlaceholder", "EndPlaceholder"));
-  for (const DeviceAction& a : p.actions) EXPECT_TRUE(a.quiet);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder", "EndPlaceholder", "EndPlaceholder",
+                                            "EndPlaceholder", "SubmitPlaceholder"));
+  for (size_t k = 0; k < 4; ++k) EXPECT_TRUE(p.actions[k].quiet);
+  EXPECT_EQ(p.actions[4].As<SubmitPlaceholder>().under_job, 2u) << "the job on it is followed";
   Apply(&n, p.actions);
-  EXPECT_THAT(n.placeholders, IsEmpty());
+  ASSERT_EQ(n.placeholders.size(), 1u);
+  EXPECT_EQ(n.placeholders[0].under_job, 2u);
+}
+
+// The driver taints a GPU under a preemptible job: the job gets a give's treatment from a
+// health hold that follows it (asking for the job's 2 GPUs and the free one, so Slurm starts
+// it on the bad GPU too): checkpoint signal, grace, requeue. The hold then shrinks to 1-GPU
+// holds, of which only the one on the bad GPU stays; the job on the node's other GPU runs
+// throughout, and the bad GPU is Slurm's again once the driver clears it.
+TEST(PlanNode, ABadGpuUnderAPreemptibleJobIsHeldOnceTheJobIsRequeued) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  AddJob(&n, 2, "gpu:1(IDX:3)", false, hours(1));
+  n.devices[1].driver_taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+  const auto& follow = p.actions[0].As<SubmitPlaceholder>();
+  EXPECT_EQ(follow.gpus, 3) << "the job's 2 GPUs and the free one";
+  EXPECT_THAT(follow.victims, ElementsAre(1u));
+  EXPECT_EQ(follow.under_job, 1u);
+  EXPECT_EQ(follow.health, "gpu-1");
+  EXPECT_EQ(follow.pod, "");
+  EXPECT_EQ(p.actions[0].event_reason, "GpuUnhealthyUnderJob");
+  EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+  EXPECT_THAT(p.actions[0].event_message,
+              HasSubstr("gpu-1 (index 1, gpu.nvidia.com/xid=79:NoSchedule) under job 1: the job is "
+                        "checkpoint-signalled"));
+  Apply(&n, p.actions);
+  StartPlaceholders(&n, kNow);
+  ASSERT_FALSE(n.placeholders[0].running) << "it waits for the job's GPUs";
+
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SignalJobs"));
+  EXPECT_THAT(p.actions[0].As<SignalJobs>().jobs.job_ids, ElementsAre(1u));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("health hold"));
+  Apply(&n, p.actions);
+  p = PlanNode(n, Cfg(), kNow + seconds(1));
+  EXPECT_THAT(p.actions, IsEmpty()) << "its grace";
+  ASSERT_TRUE(p.recheck_at.has_value());
+
+  p = PlanNode(n, Cfg(), *p.recheck_at);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("PreemptSlurmJobs"));
+  EXPECT_THAT(p.actions[0].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(1u));
+  EXPECT_EQ(p.actions[0].As<plan::PreemptSlurmJobs>().preemptor, "health:node1:gpu-1");
+  Apply(&n, p.actions);
+  StartPlaceholders(&n, kNow);  // on gpu-0, gpu-1 and gpu-2
+  ASSERT_TRUE(n.placeholders[0].running);
+  EXPECT_EQ(Owners(n)[1].owner, Owner::kOut);
+
+  // It shrinks: three 1-GPU holds pend on its GPUs, then it ends and they take them.
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions),
+              ElementsAre("SubmitPlaceholder", "SubmitPlaceholder", "SubmitPlaceholder"));
+  EXPECT_EQ(p.actions[0].event_reason, "GpuHealthHoldShrinking");
+  for (const DeviceAction& a : p.actions) {
+    EXPECT_EQ(a.As<SubmitPlaceholder>().gpus, 1);
+    EXPECT_EQ(a.As<SubmitPlaceholder>().under_job, 0u);
+  }
+  Apply(&n, p.actions);
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder"));
+  EXPECT_EQ(p.actions[0].As<EndPlaceholder>().placeholder_job, n.placeholders[0].job_id);
+  Apply(&n, p.actions);
+  StartPlaceholders(&n, kNow);
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder", "EndPlaceholder"));
+  EXPECT_THAT(p.actions[0].As<EndPlaceholder>().devices, ElementsAre("gpu-0"));
+  EXPECT_THAT(p.actions[1].As<EndPlaceholder>().devices, ElementsAre("gpu-2"));
+  Apply(&n, p.actions);
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow).actions, IsEmpty());
+  const std::vector<DeviceView> views = Owners(n);
+  EXPECT_EQ(views[0].owner, Owner::kSlurm);
+  EXPECT_EQ(views[1].owner, Owner::kOut);
+  EXPECT_EQ(views[2].owner, Owner::kSlurm);
+  EXPECT_EQ(views[3].job, 2u) << "the other job ran throughout";
+
+  n.devices[1].driver_taint.clear();
+  p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder"));
+  EXPECT_EQ(p.actions[0].event_reason, "GpuHealthy");
+  Apply(&n, p.actions);
+  EXPECT_EQ(Owners(n)[1].owner, Owner::kSlurm);
+}
+
+// Under a job that may not be preempted: reported, left to finish, and held the moment it
+// ends (the hold that follows it pends on its GPUs and every free one). Where Slurm gave a
+// free GPU to another job meanwhile, the hold cannot start when the job ends: it is
+// cancelled and the bad GPU, free now, gets 1-GPU holds. A GPU healthy again before its job
+// ended needs no hold.
+TEST(PlanNode, ABadGpuUnderAJobThatMayNotBePreemptedIsHeldTheMomentItEnds) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", false, hours(1));
+  n.devices[0].driver_taint = "gpu.nvidia.com/xid=48:NoSchedule";
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+  EXPECT_EQ(p.actions[0].As<SubmitPlaceholder>().gpus, 4);
+  EXPECT_THAT(p.actions[0].As<SubmitPlaceholder>().victims, IsEmpty());
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("which may not be preempted"));
+  Apply(&n, p.actions);
+  EXPECT_THAT(PlanNode(n, Cfg(), kNow + hours(1)).actions, IsEmpty()) << "never signalled";
+
+  NodeDevices ends = n;
+  ends.jobs.clear();
+  StartPlaceholders(&ends, kNow);  // Slurm starts it as the job ends: on all four
+  ASSERT_TRUE(ends.placeholders[0].running);
+  EXPECT_EQ(Owners(ends)[0].owner, Owner::kOut);
+  EXPECT_THAT(Kinds(PlanNode(ends, Cfg(), kNow).actions),
+              ElementsAre("SubmitPlaceholder", "SubmitPlaceholder", "SubmitPlaceholder",
+                          "SubmitPlaceholder"));
+
+  NodeDevices raced = n;
+  AddJob(&raced, 2, "gpu:1(IDX:3)", false, seconds(1));  // a free GPU went to another job
+  raced.jobs.erase(raced.jobs.begin());                  // and the job ended
+  p = PlanNode(raced, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder", "SubmitPlaceholder",
+                                            "SubmitPlaceholder", "SubmitPlaceholder"));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("cancelled"));
+  EXPECT_EQ(p.actions[1].As<SubmitPlaceholder>().gpus, 1);
+
+  NodeDevices healed = n;
+  healed.devices[0].driver_taint.clear();
+  p = PlanNode(healed, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("EndPlaceholder"));
+  EXPECT_TRUE(p.actions[0].quiet);
+}
+
+// An admin's drain of one GPU is read like the driver's taint, except that the job on it is
+// left to finish (a drain, as of a node): the hold that follows it names no victim; a free
+// drained GPU is held at once, and gives avoid the node while it is free in Slurm.
+TEST(PlanNode, AnAdminsDrainOfAGpuLetsTheJobOnItFinish) {
+  NodeDevices n = Node("node1", 4);
+  AddJob(&n, 1, "gpu:2(IDX:0-1)", true, hours(1));
+  n.devices[1].drained = "swap fan (bridgectl drain by alice@login1)";
+  NodePlan p = PlanNode(n, Cfg(), kNow);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre("SubmitPlaceholder"));
+  EXPECT_THAT(p.actions[0].As<SubmitPlaceholder>().victims, IsEmpty());
+  EXPECT_EQ(p.actions[0].As<SubmitPlaceholder>().under_job, 1u);
+  EXPECT_THAT(p.actions[0].event_message,
+              HasSubstr("an admin drained gpu-1 (index 1, drained: swap fan (bridgectl drain by "
+                        "alice@login1)) under job 1: left to finish"));
+
+  NodeDevices free = Node("node1", 4);
+  free.devices[3].drained = "swap fan";
+  std::string why;
+  EXPECT_FALSE(SelectOnNode(free, Pod(1), Cfg(), kNow, &why));
+  EXPECT_THAT(why, HasSubstr("gpu-3 is drained (swap fan) and is free in Slurm"));
+  p = PlanNode(free, Cfg(), kNow);
+  ASSERT_EQ(p.actions.size(), 4u);
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("an admin drained gpu-3 (index 3, drained"));
+}
+
+// One condition on the node sums up its GPUs' health for tools that read only nodes: True
+// when the driver taints none, False counting and naming the tainted ones; written when it
+// differs from what the node has, its transition time kept while its status stays.
+TEST(PlanDevicesCondition, CountsAndNamesTheGpusTheDriverTaints) {
+  NodeDevices n = Node("node1", 4);
+  std::optional<DeviceAction> c = PlanDevicesCondition(n);
+  ASSERT_TRUE(c);
+  const auto spec = [&] { return c->As<plan::SetNodeCondition>().condition; };
+  EXPECT_EQ(spec().type, "GPUDevicesHealthy");
+  EXPECT_EQ(spec().status, "True");
+  EXPECT_EQ(spec().reason, "AllGpusInService");
+  EXPECT_EQ(spec().message,
+            "none of the 4 GPUs carries the driver's health taint or an admin's drain");
+  EXPECT_EQ(spec().transition, plan::ConditionSpec::Transition::kNow);
+  EXPECT_TRUE(c->quiet) << "the per-GPU Events say it";
+  Apply(&n, {*c});
+  EXPECT_FALSE(PlanDevicesCondition(n)) << "written once";
+
+  n.devices[2].driver_taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  n.devices[3].drained = "swap fan (bridgectl drain by alice@login1)";
+  c = PlanDevicesCondition(n);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(spec().status, "False");
+  EXPECT_EQ(spec().reason, "GpusOutOfService");
+  EXPECT_EQ(spec().message,
+            "2 of 4 GPUs out of service, kept from Slurm and Kubernetes: gpu-2 (index 2, "
+            "gpu.nvidia.com/xid=79:NoSchedule), gpu-3 (index 3, drained: swap fan (bridgectl "
+            "drain by alice@login1))");
+  EXPECT_EQ(spec().transition, plan::ConditionSpec::Transition::kNow);
+  Apply(&n, {*c});
+  n.devices_condition->last_transition = kNow - minutes(5);
+
+  n.devices[3].drained.clear();  // undrained: still False, since 5 min ago
+  c = PlanDevicesCondition(n);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(spec().status, "False");
+  EXPECT_THAT(spec().message, HasSubstr("1 of 4 GPUs"));
+  EXPECT_EQ(spec().transition, plan::ConditionSpec::Transition::kKeep);
+  EXPECT_EQ(spec().since, kNow - minutes(5));
 }
 
 TEST(PlanNode, ReportsADeviceBothSidesClaimAndNeverPlansAroundIt) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <regex>
 #include <set>
@@ -388,29 +389,77 @@ json HoldRule(std::string_view node, std::string_view device, std::string_view d
          {{"key", kHoldTaintKey}, {"value", kHoldTaintValue}, {"effect", "NoSchedule"}}}}}};
 }
 
-bool IsHoldRule(const json& rule, std::string* pool, std::string* device) {
-  if (Str(Path(rule, {"metadata", "labels", ownership::kManagedByLabel})) != kManagedByValue) {
-    return false;
-  }
+namespace {
+
+// The one device `rule` taints with `taint_key` (NoSchedule or NoExecute, the effects
+// kube-scheduler honours), its selector exactly a driver, a pool and a device (anything else
+// narrows it: it may then match no device).
+bool TaintsOneDevice(const json& rule, std::string_view taint_key, std::string* pool,
+                     std::string* device) {
   const json* sel = Path(rule, {"spec", "deviceSelector"});
   const json* taint = Path(rule, {"spec", "taint"});
   if (sel == nullptr || !sel->is_object() || taint == nullptr || !taint->is_object()) return false;
   std::string p = Str(Field(sel, "pool"));
   std::string d = Str(Field(sel, "device"));
   if (p.empty() || d.empty() || Str(Field(sel, "driver")).empty()) return false;
-  // Anything else in the selector narrows it (it may then match no device).
   for (const auto& [key, value] : sel->items()) {
     if (key != "driver" && key != "pool" && key != "device" && !value.is_null()) return false;
   }
-  // Only a taint kube-scheduler honours and the bridge's own key keep the device.
   const std::string effect = Str(Field(taint, "effect"));
-  if (Str(Field(taint, "key")) != kHoldTaintKey ||
-      (effect != "NoSchedule" && effect != "NoExecute")) {
+  if (Str(Field(taint, "key")) != taint_key || (effect != "NoSchedule" && effect != "NoExecute")) {
     return false;
   }
   *pool = std::move(p);
   *device = std::move(d);
   return true;
+}
+
+}  // namespace
+
+bool IsHoldRule(const json& rule, std::string* pool, std::string* device) {
+  return Str(Path(rule, {"metadata", "labels", ownership::kManagedByLabel})) == kManagedByValue &&
+         TaintsOneDevice(rule, kHoldTaintKey, pool, device);
+}
+
+std::string DrainRuleName(std::string_view node, std::string_view device) {
+  std::string name = HoldRuleName(node, device);  // "slurm-hold.<node>.<device>", bounded
+  return StrCat(kDrainRulePrefix, std::string_view(name).substr(std::strlen("slurm-hold.")));
+}
+
+json DrainRule(std::string_view node, std::string_view device, std::string_view driver,
+               std::string_view pool, std::string_view reason) {
+  return json{
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceTaintRule"},
+      {"metadata",
+       {{"name", DrainRuleName(node, device)},
+        {"labels",
+         {{ownership::kManagedByLabel, kManagedByValue},
+          {kHoldNodeLabel, LabelValue(node)},
+          {kDrainedByLabel, "bridgectl"}}},
+        {"annotations", {{kDrainReasonAnnotation, reason}}}}},
+      {"spec",
+       {{"deviceSelector", {{"driver", driver}, {"pool", pool}, {"device", device}}},
+        {"taint", {{"key", kDrainTaintKey}, {"value", "true"}, {"effect", "NoSchedule"}}}}}};
+}
+
+bool IsDrainRule(const json& rule, std::string* pool, std::string* device, std::string* reason) {
+  if (!Str(Path(rule, {"metadata", "name"})).starts_with(kDrainRulePrefix) ||
+      !TaintsOneDevice(rule, kDrainTaintKey, pool, device)) {
+    return false;
+  }
+  *reason = Str(Path(rule, {"metadata", "annotations", kDrainReasonAnnotation}));
+  return true;
+}
+
+std::map<std::string, std::map<std::string, std::string>> DrainedDevices(
+    std::span<const json> rules) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const json& r : rules) {
+    std::string pool, device, reason;
+    if (IsDrainRule(r, &pool, &device, &reason)) out[pool][device] = std::move(reason);
+  }
+  return out;
 }
 
 std::map<std::string, std::set<std::string>> HeldDevices(std::span<const json> rules) {

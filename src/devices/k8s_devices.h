@@ -93,6 +93,28 @@ std::map<std::string, std::set<std::string>> HeldDevices(std::span<const nlohman
 // The name is not checked: rules an earlier release named otherwise still hold.
 bool IsHoldRule(const nlohmann::json& rule, std::string* pool, std::string* device);
 
+// An admin's drain of one GPU (`bridgectl drain NODE --gpu DEVICE`): a DeviceTaintRule
+// "skb-drain.<node>.<device>" with taint kDrainTaintKey (NoSchedule: kube-scheduler gives the
+// device to no new claim; a pod using it keeps it), the admin's words and name in
+// kDrainReasonAnnotation, labelled as the bridge's (its informer lists only those) and with
+// kDrainedByLabel. The bridge reads a drained GPU as one the driver tainted: held from
+// Slurm as soon as it is free there, the job on it left to finish (a drain, not a failure).
+// The chart's hold-rule guard lets admins create and delete these (not the holds).
+inline constexpr char kDrainTaintKey[] = "slurm-k8s-bridge.io/drained";
+inline constexpr char kDrainReasonAnnotation[] = "slurm-k8s-bridge.io/drain-reason";
+inline constexpr char kDrainedByLabel[] = "slurm-k8s-bridge.io/drained-by";
+inline constexpr char kDrainRulePrefix[] = "skb-drain.";
+std::string DrainRuleName(std::string_view node, std::string_view device);
+nlohmann::json DrainRule(std::string_view node, std::string_view device, std::string_view driver,
+                         std::string_view pool, std::string_view reason);
+// Whether `rule` is such a drain (name, taint key, NoSchedule or NoExecute, a selector of a
+// driver, a pool and a device); then its pool, device and reason (the annotation, or "" ).
+bool IsDrainRule(const nlohmann::json& rule, std::string* pool, std::string* device,
+                 std::string* reason);
+// The drained devices per pool (node): device -> reason.
+std::map<std::string, std::map<std::string, std::string>> DrainedDevices(
+    std::span<const nlohmann::json> rules);
+
 // The GPU model `pod` asks for: the value of its nodeSelector, or of its required node
 // affinity, on nvidia.com/gpu.product ("In" with one value, in every term); "" for any.
 std::string RequestedGpuModel(const nlohmann::json& pod);

@@ -148,10 +148,29 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (j.submit_time > 0) p.submitted = own::FromUnix(j.submit_time);
     p.returning = r.returning;
     if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
+    // For whom its victims are signalled and preempted: the give's pod, or the bad GPU.
+    const std::string for_whom =
+        r.health.empty() ? r.pod : StrCat("health:", r.node, ":", r.health);
+    if (r.signalled_at > 0) {
+      const Signal s = r.signalled_at_ms > 0
+                           ? Signal{.at = own::FromUnixMillis(r.signalled_at_ms), .exactly = true}
+                           : Signal{.at = own::FromUnix(r.signalled_at)};
+      for (uint32_t v : r.victims) {
+        signalled[v] = s;
+        signalled_for[v] = for_whom;
+      }
+    } else if (j.submit_time > 0) {
+      for (uint32_t v : r.victims) {
+        unrecorded[v] = own::FromUnix(j.submit_time);
+        signalled_for[v] = for_whom;
+      }
+    }
     if (!r.health.empty()) {
-      // A health hold: no pod, no victims; PlanNode's health step decides its fate.
+      // A health hold: no pod; PlanNode's health step decides its fate (and its victims',
+      // when it follows a job on the bad GPU).
       p.health = r.health;
       p.slot = r.slot;
+      p.under_job = r.under_job;
       placeholders[r.node].push_back(std::move(p));
       continue;
     }
@@ -162,20 +181,6 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     if (pending && j.submit_time > 0 && now - own::FromUnix(j.submit_time) > sharing.give_timeout) {
       p.timed_out = true;  // waited too long: cancelled, the pod is planned again
       p.wanted = false;
-    }
-    if (r.signalled_at > 0) {
-      const Signal s = r.signalled_at_ms > 0
-                           ? Signal{.at = own::FromUnixMillis(r.signalled_at_ms), .exactly = true}
-                           : Signal{.at = own::FromUnix(r.signalled_at)};
-      for (uint32_t v : r.victims) {
-        signalled[v] = s;
-        signalled_for[v] = r.pod;
-      }
-    } else if (j.submit_time > 0) {
-      for (uint32_t v : r.victims) {
-        unrecorded[v] = own::FromUnix(j.submit_time);
-        signalled_for[v] = r.pod;
-      }
     }
     placeholders[r.node].push_back(std::move(p));
   }
@@ -297,6 +302,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     n.labels = paired->second.labels;
     n.taints = paired->second.taints;
     n.unused_gives = paired->second.unused_gives;
+    n.devices_condition = paired->second.devices_condition;
     n.model = sn.gpus.empty() ? "" : sn.gpus.front().type;
     n.whole_gres_type = WholeGresType(sn, m);
     if (!n.whole_gres_type.empty()) n.model = n.whole_gres_type;
@@ -310,14 +316,20 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     for (const SliceDevice& d : slice->second) {
       if (!d.taint.empty()) taint_of[d.name] = d.taint;
     }
+    const auto drained = w.drained.find(k8s);
     for (size_t i = 0; i < m.device_by_idx.size(); ++i) {
       const auto taint = taint_of.find(m.device_by_idx[i]);
-      n.devices.push_back(
-          {.index = static_cast<int64_t>(i),
-           .name = m.device_by_idx[i],
-           .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i]),
-           .driver_taint = taint != taint_of.end() ? taint->second : "",
-           .profile = m.profile_by_idx[i]});
+      Device d{.index = static_cast<int64_t>(i),
+               .name = m.device_by_idx[i],
+               .k8s_hold = held != w.held.end() && held->second.count(m.device_by_idx[i]),
+               .driver_taint = taint != taint_of.end() ? taint->second : "",
+               .profile = m.profile_by_idx[i]};
+      if (drained != w.drained.end()) {
+        if (auto r = drained->second.find(d.name); r != drained->second.end()) {
+          d.drained = r->second.empty() ? "drained" : r->second;
+        }
+      }
+      n.devices.push_back(std::move(d));
     }
     if (auto on = jobs_on.find(sn.name); on != jobs_on.end()) {
       for (const slurm::JobView* j : on->second) {

@@ -37,6 +37,8 @@ struct PairedNode {
   std::map<std::string, std::string> labels;  // a pending pod's nodeSelector and affinity
   std::vector<inventory::Taint> taints;       // a pending pod's tolerations
   std::vector<UnusedGive> unused_gives;       // its kUnusedGivesAnnotation
+  // Its health::kGpuDevicesHealthyCondition as last read (nullopt: none yet).
+  std::optional<inventory::NodeCondition> devices_condition;
   // Which lane has it (the node lane's last plan of it): the device lane plans only a node
   // handed over to it, and holds every GPU of one whose node lane asks for that. The World's
   // producer (Reconciler::PairedNodes) sets it for every node.
@@ -63,6 +65,8 @@ struct World {
   std::map<std::string, std::string> unreadable;
   std::map<std::string, std::vector<Claim>> claims;
   std::map<std::string, std::set<std::string>> held;
+  // Devices an admin drained (devices::DrainedDevices), by Kubernetes node: device -> why.
+  std::map<std::string, std::map<std::string, std::string>> drained;
   // Unschedulable GPU pods at or above the threshold, highest priority first.
   std::vector<PendingPod> pending;
   // Such pods whose GPU demand cannot be sized (a claim's allocationMode All, a request

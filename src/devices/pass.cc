@@ -37,6 +37,10 @@ PassPlan PlanPass(std::vector<NodeDevices> nodes, std::span<const PendingPod> pe
     n->placeholders.push_back(
         {.pod = pod.pod, .gpus = s->gpus, .victims = s->victims, .running = false});
   }
+  // Last in each node's sequence: a failed condition write stops no hold or give.
+  for (const NodeDevices& n : nodes) {
+    if (std::optional<DeviceAction> c = PlanDevicesCondition(n)) out.actions[n.node].push_back(*c);
+  }
   return out;
 }
 

@@ -17,6 +17,8 @@ using test_support::kNow;
 
 config::Config Cfg() { return test_support::SharingOn(); }
 
+void Published(NodeDevices* n);
+
 NodeDevices Node(std::string name, int gpus, int busy) {
   NodeDevices n;
   n.node = std::move(name);
@@ -32,7 +34,16 @@ NodeDevices Node(std::string name, int gpus, int busy) {
     for (int i = 0; i < busy; ++i) j.indices.push_back(i);
     n.jobs.push_back(std::move(j));
   }
+  Published(&n);
   return n;
+}
+
+// The node's GPUDevicesHealthy condition as the lane wrote it: nothing to write this pass.
+void Published(NodeDevices* n) {
+  if (std::optional<DeviceAction> c = PlanDevicesCondition(*n)) {
+    const plan::ConditionSpec& s = c->As<plan::SetNodeCondition>().condition;
+    n->devices_condition = inventory::NodeCondition{s.type, s.status, s.reason, s.message};
+  }
 }
 
 PendingPod Pod(std::string name, int64_t gpus, int32_t priority) {
@@ -77,6 +88,22 @@ TEST(PassTest, RestoresMissingHoldsAndReportsViolations) {
             std::vector<std::string>{"gpu-3"});
   ASSERT_EQ(p.violations.at("node1").size(), 1u);
   EXPECT_EQ(p.violations.at("node1")[0].device, "gpu-2");
+}
+
+// The node's GPU health condition comes last in its actions (a failed write stops no hold or
+// give before it), and only when it differs from what the node has.
+TEST(PassTest, TheGpuHealthConditionComesLastAndOnlyWhenItChanges) {
+  NodeDevices n = Node("node1", 8, 6);
+  n.devices[7].driver_taint = "gpu.nvidia.com/xid=79:NoSchedule";
+  PassPlan p = PlanPass({n}, {}, Cfg(), kNow);
+  ASSERT_FALSE(p.actions.at("node1").empty());
+  const DeviceAction& last = p.actions.at("node1").back();
+  ASSERT_TRUE(last.Is<plan::SetNodeCondition>());
+  EXPECT_EQ(last.As<plan::SetNodeCondition>().condition.status, "False");
+  EXPECT_GT(p.actions.at("node1").size(), 1u) << "the health holds before it";
+  Published(&n);
+  p = PlanPass({n}, {}, Cfg(), kNow);
+  for (const DeviceAction& a : p.actions["node1"]) EXPECT_FALSE(a.Is<plan::SetNodeCondition>());
 }
 
 TEST(PassTest, PodsBelowTheThresholdWait) {

@@ -27,11 +27,14 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
                 r.signalled_at_ms > 0 ? StrCat(";signalled_ms=", r.signalled_at_ms) : "",
                 ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since,
                 r.profile.empty() ? "" : StrCat(";profile=", r.profile),
-                r.health.empty() ? "" : StrCat(";health=", r.health, ";slot=", r.slot));
+                r.health.empty() ? "" : StrCat(";health=", r.health, ";slot=", r.slot),
+                r.under_job == 0 ? "" : StrCat(";under=", r.under_job));
 }
 
 std::string PlaceholderKey(const PlaceholderRecord& r) {
-  return r.health.empty() ? r.pod : StrCat("health:", r.node, ":", r.health, ":", r.slot);
+  if (r.health.empty()) return r.pod;
+  if (r.under_job != 0) return StrCat("health:", r.node, ":", r.health, ":under:", r.under_job);
+  return StrCat("health:", r.node, ":", r.health, ":", r.slot);
 }
 
 std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_comment) {
@@ -83,6 +86,8 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       r.health = std::string(value);
     } else if (key == "slot") {
       if (!ParseInteger(value, &r.slot) || r.slot <= 0) return std::nullopt;
+    } else if (key == "under") {
+      if (!ParseInteger(value, &r.under_job) || r.under_job == 0) return std::nullopt;
     }
     // Unknown keys: a later version's fields; this one ignores them.
   }
@@ -91,6 +96,7 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
   if (r.health.empty() ? r.pod.find('/') == std::string::npos : (!r.pod.empty() || r.slot <= 0)) {
     return std::nullopt;
   }
+  if (r.under_job != 0 && r.health.empty()) return std::nullopt;  // a give follows no job
   // The seconds are what every version reads: milliseconds of another second are dropped.
   if (r.signalled_at_ms / 1000 != r.signalled_at) r.signalled_at_ms = 0;
   return r;

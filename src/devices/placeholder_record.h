@@ -9,6 +9,10 @@
 // A health hold (a GPU the driver tainted, kept from Slurm too) names no pod:
 //   "skb-gpu-hold:v1;node=node1;pod=;gpus=1;victims=;signalled=0;returning=0;idle=0;
 //    health=gpu-5;slot=2"
+// and one that follows the Slurm job running on the bad GPU names that job (`under`; its
+// victims are that job's components when it may be preempted):
+//   "skb-gpu-hold:v1;node=node1;pod=;gpus=4;victims=41;signalled=1700000000;returning=0;
+//    idle=0;health=gpu-5;slot=3;under=41"
 //
 //   std::string comment = FormatPlaceholderRecord(r);          // sbatch --admin-comment
 //   std::optional<PlaceholderRecord> r = ParsePlaceholderRecord(job.admin_comment);
@@ -53,12 +57,16 @@ struct PlaceholderRecord {
   // together it is (1..n; one key each, so a submission is idempotent per slot).
   std::string health;
   int64_t slot = 0;
+  // A health hold submitted while a Slurm job ran on the bad GPU: that job (its whole job's
+  // id as Slurm lists it on the node); it asks for the job's GPUs of the kind and every free
+  // one, so that it starts, on the bad GPU too, the moment the job ends. 0 for the others.
+  uint32_t under_job = 0;
   friend bool operator==(const PlaceholderRecord&, const PlaceholderRecord&) = default;
 };
 
 // What makes a placeholder one of a kind (SlurmClient::SubmitPlaceholder submits none when
 // a pending or running one has the same key): its pod for a give; node, device and slot
-// for a health hold.
+// for a health hold; node, device and job for one that follows a job.
 std::string PlaceholderKey(const PlaceholderRecord& r);
 
 std::string FormatPlaceholderRecord(const PlaceholderRecord& r);

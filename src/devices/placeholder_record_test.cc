@@ -100,6 +100,33 @@ TEST(PlaceholderRecordTest, AHealthHoldNamesItsDeviceAndSlotAndNoPod) {
   }
 }
 
+// A health hold that follows the job on its bad GPU names that job and its victims; it is
+// one of a kind per node, device and job (its slot says nothing then), and only a health
+// hold may follow a job.
+TEST(PlaceholderRecordTest, AHealthHoldThatFollowsAJobNamesIt) {
+  const PlaceholderRecord r{.node = "node1",
+                            .gpus = 4,
+                            .victims = {41},
+                            .signalled_at = 1700000000,
+                            .health = "gpu-5",
+                            .slot = 3,
+                            .under_job = 41};
+  const std::string text = FormatPlaceholderRecord(r);
+  EXPECT_EQ(text,
+            "skb-gpu-hold:v1;node=node1;pod=;gpus=4;victims=41;signalled=1700000000;returning=0;"
+            "idle=0;health=gpu-5;slot=3;under=41");
+  EXPECT_EQ(ParsePlaceholderRecord(text), r);
+  EXPECT_EQ(PlaceholderKey(r), "health:node1:gpu-5:under:41");
+  PlaceholderRecord other_slot = r;
+  other_slot.slot = 4;
+  EXPECT_EQ(PlaceholderKey(other_slot), PlaceholderKey(r));
+  for (const char* bad : {"skb-gpu-hold:v1;node=n;pod=;gpus=1;health=gpu-1;slot=1;under=0",
+                          "skb-gpu-hold:v1;node=n;pod=;gpus=1;health=gpu-1;slot=1;under=x",
+                          "skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;under=41"}) {
+    EXPECT_EQ(ParsePlaceholderRecord(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(PlaceholderRecordTest, MergeReplacesOnlyTheRecord) {
   PlaceholderRecord r{.node = "n", .pod = "a/b", .gpus = 1};
   EXPECT_EQ(MergePlaceholderRecord("", r), FormatPlaceholderRecord(r));

@@ -13,7 +13,8 @@ void ReadSeverity(config::JsonReader& r, std::string_view key, Severity* out) {
 }
 
 bool IsBridgeCondition(std::string_view type) {
-  return type == kSlurmHealthyCondition || type == kSlurmDrainedCondition;
+  return type == kSlurmHealthyCondition || type == kSlurmDrainedCondition ||
+         type == kGpuDevicesHealthyCondition;
 }
 
 }  // namespace

@@ -80,6 +80,11 @@ inline constexpr std::string_view kBridgectlDrainReason = "BridgectlDrain";
 // would feed the bridge's own output back into its input).
 inline constexpr std::string_view kSlurmHealthyCondition = "SlurmNodeHealthy";
 inline constexpr std::string_view kSlurmDrainedCondition = "SlurmDrained";
+// On a node shared GPU by GPU: False while the GPU driver taints any of its GPUs for their
+// health (the message counts and names them), True otherwise. Not `GPUHealthy`: that one
+// is an input (a DCGM exporter or Node Problem Detector sets it) whose default rule drains
+// the whole node, while a bad GPU here leaves both schedulers alone.
+inline constexpr std::string_view kGpuDevicesHealthyCondition = "GPUDevicesHealthy";
 
 // Reads the "health" section. Absent keys keep the defaults above; a present "conditions"
 // or "taints" list replaces the default list.

@@ -6,6 +6,7 @@
 // device lane must close; the oracle (tests/testbed/oracle.h), which shares no code with the
 // bridge, watches every test for a double booking, beside the invariant sampler.
 #include <csignal>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/bridge/gpu_sharing_fixture.h"
@@ -59,6 +60,34 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     ASSERT_TRUE(WaitFor([&] { return JobField(job, "JobState") == "RUNNING"; }, seconds(20)))
         << Shell("squeue").out;
     ASSERT_EQ(JobField(job, "NodeList"), "node1");
+  }
+
+  // Every other node full, and node1 running a 5-GPU job that may not be preempted (its 3
+  // other GPUs idle, each held for Slurm): returns the job.
+  std::string FiveOfNode1sGpusBusy() {
+    FillOtherNodes();
+    const std::string keep = SubmitOn("node1", 5, /*preemptible=*/false);
+    EXPECT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+    EXPECT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+    return keep;
+  }
+  // node1's idle GPUs as bridgectl shows them, once there are `want` (fewer after 30 s).
+  std::vector<std::string> IdleGpusOfNode1(size_t want) {
+    std::vector<std::string> idle;
+    nlohmann::json n1;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          idle.clear();
+          n1 = BridgectlNode("node1");
+          if (!n1.is_object()) return false;
+          for (const auto& g : n1["gpuOwners"]) {
+            if (g["owner"] == "idle") idle.push_back(g["device"].get<std::string>());
+          }
+          return idle.size() == want;
+        },
+        seconds(30)))
+        << n1.dump();
+    return idle;
   }
 
   // A 1-GPU inference pod `waits` pinned to node1.
@@ -306,25 +335,10 @@ TEST_F(DeviceSafetyE2E, GpuSharingTurnedOffUnderALiveGiveWindsItDown) {
 // good GPU by a give; bridgectl shows the bad GPU out of both with its taint, and an Event
 // names it. Once the driver clears it, its health hold ends and it is Slurm's again.
 TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpusServeBoth) {
-  FillOtherNodes();
-  const std::string keep = SubmitOn("node1", 5, /*preemptible=*/false);
-  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
-  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
-  // node1's three idle GPUs, as bridgectl shows them.
-  std::vector<std::string> idle;
+  const std::string keep = FiveOfNode1sGpusBusy();
+  const std::vector<std::string> idle = IdleGpusOfNode1(3);
+  ASSERT_EQ(idle.size(), 3u);
   nlohmann::json n1;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        idle.clear();
-        n1 = BridgectlNode("node1");
-        if (!n1.is_object()) return false;
-        for (const auto& g : n1["gpuOwners"]) {
-          if (g["owner"] == "idle") idle.push_back(g["device"].get<std::string>());
-        }
-        return idle.size() == 3;
-      },
-      seconds(30)))
-      << n1.dump();
   const std::string bad = idle[1];
   struct Heal {
     std::string index;
@@ -366,6 +380,21 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
       << n1.dump();
   EXPECT_EQ(EventCount("node1", "GpuHeldUnhealthy"), held_events + 1) << NodeEvents("node1");
   EXPECT_THAT(NodeEvents("node1"), HasSubstr(StrCat(bad, " (index ", heal.index, ", ", taint)));
+  // The node's condition sums it up for tools that read only nodes.
+  const auto devices_condition = [] {
+    return Shell(
+               "kubectl get node node1 -o jsonpath='{range "
+               ".status.conditions[?(@.type==\"GPUDevicesHealthy\")]}{.status} {.message}{end}'")
+        .out;
+  };
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return devices_condition().starts_with(
+            StrCat("False 1 of 8 GPUs out of service, kept from Slurm and Kubernetes: ", bad,
+                   " (index ", heal.index));
+      },
+      seconds(30)))
+      << devices_condition();
 
   // Slurm places a new job on a good GPU of node1, never the bad one.
   const std::string small = SubmitOn("node1", 1, /*preemptible=*/false);
@@ -411,9 +440,245 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
       seconds(30)))
       << health_holds() << Placeholders() << daemon_->LogTail();
   EXPECT_EQ(EventCount("node1", "GpuHealthy"), healthy_events + 1) << NodeEvents("node1");
+  EXPECT_TRUE(WaitFor([&] { return devices_condition().starts_with("True "); }, seconds(30)))
+      << devices_condition();
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
   EXPECT_EQ(JobField(small, "JobState"), "RUNNING");
   Shell(StrCat("scancel ", small));
+}
+
+// The driver taints a GPU under a preemptible job on node1, where a job that may not be
+// preempted and a pod (given node1's idle GPU) run on the others. The job gets a give's
+// treatment from a health hold that follows it: checkpoint signal, grace, requeue. The hold
+// takes its GPUs and shrinks until only the bad one is held, from Slurm by the hold and from
+// Kubernetes by the driver's taint and the bridge's; the other job and the pod run
+// throughout. Once the driver clears it, the GPU is Slurm's again and the requeued job runs.
+TEST_F(DeviceSafetyE2E, APreemptibleJobOnAGpuTheDriverTaintsIsRequeuedAndTheGpuHeld) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 3, /*preemptible=*/false);
+  const std::string victim = SubmitOn("node1", 4, /*preemptible=*/true);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  CreateWaitsOnNode1();  // node1's idle GPU, by a give
+  ASSERT_GE(SecondsUntilRunning("waits", seconds(60)), 0)
+      << Shell("kubectl describe pod waits").out << Placeholders() << daemon_->LogTail();
+  const std::string victim_gpus = testbed::SlurmGpuIndices(victim);
+  ASSERT_FALSE(victim_gpus.empty()) << Shell(StrCat("scontrol -d show job ", victim)).out;
+  struct Heal {
+    std::string index;
+    ~Heal() {
+      if (!index.empty()) testbed::TestbedCommand({"gpu-healthy", "node1", index});
+    }
+  } heal{std::to_string(std::atoi(victim_gpus.c_str()))};  // the victim's first GPU
+  const std::string bad = StrCat("gpu-", heal.index);
+  const int under_events = EventCount("node1", "GpuUnhealthyUnderJob");
+  const auto sick = testbed::TestbedCommand({"gpu-unhealthy", "node1", heal.index, "48"});
+  ASSERT_EQ(sick.exit_code, 0) << sick.out << sick.err;
+  const auto tainted_at = Steady::now();
+
+  // Signalled, then requeued after its grace; a Warning names the GPU and the job.
+  ASSERT_TRUE(WaitFor([&] { return Restarts(victim) >= 1; }, seconds(90)))
+      << Shell("squeue").out << Placeholders() << daemon_->LogTail();
+  std::printf("tainted -> victim requeued: %.1f s\n",
+              std::chrono::duration<double>(Steady::now() - tainted_at).count());
+  EXPECT_THAT(Signals(victim), HasSubstr("USR1"));
+  EXPECT_EQ(EventCount("node1", "GpuUnhealthyUnderJob"), under_events + 1) << NodeEvents("node1");
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr(StrCat(bad, " (index ", heal.index,
+                                                    ", gpu.nvidia.com/xid=48:NoSchedule) "
+                                                    "under job ",
+                                                    victim, ": the job is checkpoint-signalled")));
+  EXPECT_THAT(JobField(victim, "AdminComment"), HasSubstr(StrCat("@health:node1:", bad)));
+
+  // One health hold left, on the bad GPU alone; the requeued job waits (node1 has 3 GPUs
+  // for it, not 4); the other job and the pod still run.
+  auto health_holds = [&] {  // the live placeholders whose record names a GPU's health
+    std::vector<std::string> ids;
+    const std::string live = Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out;
+    for (const auto& id : StrSplit(live, '\n', /*skip_empty=*/true)) {
+      if (JobField(std::string(id), "AdminComment").find("health=") != std::string::npos) {
+        ids.emplace_back(id);
+      }
+    }
+    return StrJoin(ids, "\n");
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string ids = health_holds();
+        return !ids.empty() && ids.find('\n') == std::string::npos &&
+               testbed::SlurmGpuIndices(ids) == heal.index;
+      },
+      seconds(60)))
+      << health_holds() << "\n"
+      << Shell("squeue; scontrol -d show job | grep -E 'JobId|IDX'").out << daemon_->LogTail();
+  std::printf("tainted -> only the bad GPU held: %.1f s\n",
+              std::chrono::duration<double>(Steady::now() - tainted_at).count());
+  nlohmann::json n1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        for (const auto& g : n1["gpuOwners"]) {
+          if (g["device"] == bad) return g["owner"] == "out";
+        }
+        return false;
+      },
+      seconds(30)))
+      << n1.dump();
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(PodField("waits", ".status.phase"), "Running");
+  EXPECT_EQ(JobField(victim, "JobState"), "PENDING");
+
+  // The driver clears it: its hold ends, and the requeued job runs on node1 again.
+  const auto healed = testbed::TestbedCommand({"gpu-healthy", "node1", heal.index});
+  ASSERT_EQ(healed.exit_code, 0) << healed.out << healed.err;
+  heal.index.clear();
+  ASSERT_TRUE(WaitFor([&] { return JobField(victim, "JobState") == "RUNNING"; }, seconds(90)))
+      << Shell("squeue").out << Placeholders() << daemon_->LogTail();
+  EXPECT_TRUE(health_holds().empty()) << health_holds();
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  EXPECT_EQ(PodField("waits", ".status.phase"), "Running");
+}
+
+// The driver taints a GPU under a job that may not be preempted: the bridge says so (a
+// Warning), never signals it, and a health hold that follows it waits, pending, for its
+// GPUs. A job queued behind it for node1 never gets the bad GPU: when the job ends, Slurm
+// starts the hold first (top priority), the hold shrinks to the bad GPU, and the queued job
+// runs on the good ones.
+TEST_F(DeviceSafetyE2E, AGpuTaintedUnderAJobThatMayNotBePreemptedIsHeldTheMomentItEnds) {
+  FillOtherNodes();
+  const std::string keep = SubmitOn("node1", 4, /*preemptible=*/false);
+  const std::string other = SubmitOn("node1", 4, /*preemptible=*/false);
+  ASSERT_TRUE(WaitFor([&] { return AllRunning(); }, seconds(60))) << Shell("squeue").out;
+  ASSERT_TRUE(WaitFor([&] { return HoldsOn("node1") == 8; }, seconds(60))) << daemon_->LogTail();
+  const std::string keep_gpus = testbed::SlurmGpuIndices(keep);
+  ASSERT_FALSE(keep_gpus.empty());
+  struct Heal {
+    std::string index;
+    ~Heal() {
+      if (!index.empty()) testbed::TestbedCommand({"gpu-healthy", "node1", index});
+    }
+  } heal{std::to_string(std::atoi(keep_gpus.c_str()))};
+  const std::string bad = StrCat("gpu-", heal.index);
+  const int under_events = EventCount("node1", "GpuUnhealthyUnderJob");
+  const auto sick = testbed::TestbedCommand({"gpu-unhealthy", "node1", heal.index});
+  ASSERT_EQ(sick.exit_code, 0) << sick.out << sick.err;
+
+  // Reported; the hold that follows the job pends.
+  ASSERT_TRUE(WaitFor(
+      [&] { return EventCount("node1", "GpuUnhealthyUnderJob") == under_events + 1; }, seconds(30)))
+      << NodeEvents("node1") << daemon_->LogTail();
+  EXPECT_THAT(NodeEvents("node1"), HasSubstr("which may not be preempted"));
+  const std::string follow = Trim(Shell("squeue -h -n skb-gpu-hold -t PENDING -o %i").out);
+  ASSERT_FALSE(follow.empty()) << Placeholders();
+  EXPECT_THAT(JobField(follow, "AdminComment"), HasSubstr(StrCat(";under=", keep)));
+  // A job for node1's GPUs queued behind the two.
+  const std::string next = SubmitOn("node1", 3, /*preemptible=*/false);
+  // Never signalled, for as long as the hold waits.
+  const std::string broke = HoldsFor(
+      [&]() -> std::string {
+        if (!Signals(keep).empty()) return "the job was signalled";
+        if (JobField(keep, "JobState") != "RUNNING") return "the job stopped";
+        return JobField(follow, "JobState") == "PENDING" ? "" : "the hold left PENDING";
+      },
+      seconds(8));
+  EXPECT_EQ(broke, "") << Placeholders() << daemon_->LogTail();
+
+  // The job ends: the hold starts on its GPUs at once, then only the bad one stays held, and
+  // the queued job runs on good GPUs.
+  ASSERT_EQ(Shell(StrCat("scancel ", keep)).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return JobField(next, "JobState") == "RUNNING"; }, seconds(60)))
+      << Shell("squeue").out << Placeholders() << daemon_->LogTail();
+  const std::string next_gpus = testbed::SlurmGpuIndices(next);
+  EXPECT_EQ(next_gpus.find(heal.index), std::string::npos)
+      << "job " << next << " got GPUs " << next_gpus << ", the bad one is " << heal.index;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string ids =
+            Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
+        return !ids.empty() && ids.find('\n') == std::string::npos &&
+               testbed::SlurmGpuIndices(ids) == heal.index;
+      },
+      seconds(60)))
+      << Placeholders() << daemon_->LogTail();
+  EXPECT_EQ(JobField(other, "JobState"), "RUNNING");
+  EXPECT_TRUE(Signals(keep).empty());
+  Shell(StrCat("scancel ", next));
+}
+
+// An admin takes one idle GPU of node1 out by hand (`bridgectl drain node1 --gpu N`, with
+// the admin's kubeconfig): a DeviceTaintRule on that device, read by the bridge like the
+// driver's taint: a health hold keeps it from Slurm, bridgectl shows why, and the node's
+// GPUDevicesHealthy condition counts it. `undrain --gpu` gives it back to both.
+TEST_F(DeviceSafetyE2E, AnAdminDrainsOneGpuWithBridgectlAndGetsItBack) {
+  const std::string keep = FiveOfNode1sGpusBusy();
+  const std::vector<std::string> idle = IdleGpusOfNode1(3);
+  ASSERT_EQ(idle.size(), 3u);
+  nlohmann::json n1;
+  const std::string gpu = idle[2];
+  const std::string index = gpu.substr(4);
+  const char* kubeconfig = std::getenv("KUBECONFIG");
+  ASSERT_NE(kubeconfig, nullptr);
+  const auto bridgectl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {testbed::BridgectlBinary(), "--kubeconfig", kubeconfig});
+    return RunCommand(args, seconds(30));
+  };
+  struct Undrain {
+    std::function<void()> f;
+    ~Undrain() { f(); }
+  } undrain{[&] { bridgectl({"undrain", "node1", "--gpu", index}); }};
+  const auto drained = bridgectl({"drain", "node1", "--gpu", index, "--reason", "e2e RMA"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.out << drained.err;
+  EXPECT_THAT(drained.out,
+              HasSubstr(StrCat("drained ", gpu, " (DeviceTaintRule skb-drain.node1.", gpu, ")")));
+
+  // Held from Slurm on its index alone; bridgectl and the node's condition say why.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string ids =
+            Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
+        return !ids.empty() && ids.find('\n') == std::string::npos &&
+               testbed::SlurmGpuIndices(ids) == index;
+      },
+      seconds(30)))
+      << Placeholders() << "\n"
+      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        n1 = BridgectlNode("node1");
+        for (const auto& g : n1["gpuOwners"]) {
+          if (g["device"] == gpu) {
+            return g["owner"] == "out" &&
+                   g.value("health", "").starts_with("drained: e2e RMA (bridgectl drain by ");
+          }
+        }
+        return false;
+      },
+      seconds(30)))
+      << n1.dump();
+  const auto condition = [] {
+    return Shell(
+               "kubectl get node node1 -o jsonpath='{range "
+               ".status.conditions[?(@.type==\"GPUDevicesHealthy\")]}{.status} {.reason}{end}'")
+        .out;
+  };
+  EXPECT_TRUE(WaitFor([&] { return condition() == "False GpusOutOfService"; }, seconds(30)))
+      << condition();
+  // Again with the same words: nothing changes.
+  const auto again = bridgectl({"drain", "node1", "--gpu", gpu, "--reason", "e2e RMA"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("already drained"));
+
+  const auto back = bridgectl({"undrain", "node1", "--gpu", index});
+  ASSERT_EQ(back.exit_code, 0) << back.out << back.err;
+  EXPECT_THAT(back.out, HasSubstr("undrained"));
+  ASSERT_TRUE(WaitFor([&] { return Placeholders().empty(); }, seconds(30)))
+      << Placeholders() << daemon_->LogTail();
+  EXPECT_TRUE(WaitFor([&] { return condition() == "True AllGpusInService"; }, seconds(30)))
+      << condition();
+  EXPECT_EQ(HoldsOn("node1"), 8);
+  EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
+  const auto none = bridgectl({"undrain", "node1", "--gpu", index});
+  EXPECT_EQ(none.exit_code, 0);
+  EXPECT_THAT(none.out, HasSubstr("no drain"));
 }
 
 // An admin gives the placeholder partition a time limit (MaxTime=10 minutes): a placeholder
