@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariant oracle (tests/testbed/oracle.h) finds what it must: a real double booking
 // made by hand on the testbed, no bridge running. Built twice: oracle_proof_dra_test (label
 // dra: a Slurm job holding all of node1's GPUs and a claim kube-scheduler allocates there, no

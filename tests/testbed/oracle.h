@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariant oracle: a second checker of invariant 1 (docs/architecture.md: no GPU given
 // to both schedulers at once) that shares no code with the bridge, run beside
 // InvariantSampler (tests/testbed/invariant_sampler.h), which reads the world through the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The invariant oracle shares no code with the bridge (tests/testbed/oracle.h): its sources
 # include only system and library headers and each other, nothing from src/, k8s/, bridge/
 # or the rest of tests/ (but the tick bookkeeping it shares with the invariant sampler,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariant oracle's Slurm reader (tests/testbed/oracle.h): a process of its own, so
 // that its libslurm (process-wide state, not safe for concurrent use) is not the one the
 // bridge's client in the test process owns. For every line on stdin it calls

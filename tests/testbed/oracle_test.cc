@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariant oracle's pure parts on hand-made input: Slurm's GRES detail and TRES, the
 // job states that hold, the identity file, the claim results, the rule in both modes, the
 // kubeconfig; and its accounting when it cannot read at all (no testbed needed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the oracle's Slurm reader process (oracle_slurm_reader.cc) sends the oracle
 // (oracle.h): per request line, one line of JSON, {"ok": true, "jobs": [...]} or {"ok":
 // false, "error": "..."}. Header-only: both sides are built from it, neither links the other.

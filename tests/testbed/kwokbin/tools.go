@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build tools
 
 // Package tools pins kwok, which simulates the kubelets of the testbed's GPU nodes.
