@@ -302,6 +302,8 @@ def check_common(objs, label, release, namespace):
         expected[3:3] = EXPECTED_QUOTA_RULES  # after pods, before events
     if cfg.get("gpu_sharing", {}).get("enabled"):
         expected += EXPECTED_GPU_SHARING_RULES
+        if not (cfg.get("quotas") or {}).get("tenants"):
+            expected += [EXPECTED_QUOTA_RULES[0]]  # a lost give's pod evicted
     check(cr["rules"] == expected,
           f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
