@@ -145,7 +145,10 @@ bool Controller::WindDownNeeded() {
   // info, with what to grant should holds remain.
   k8s::ListOptions one;
   one.limit = 1;
-  one.label_selector = DeviceTaintRuleInformerOptions().label_selector;
+  // Holds only: an admin's GPU drain (bridgectl drain --gpu) carries the label too, and is
+  // no hold to wind down.
+  one.label_selector =
+      StrCat(DeviceTaintRuleInformerOptions().label_selector, ",!", devices::kDrainedByLabel);
   auto holds = opts_.kube->List(k8s::Resource::DeviceTaintRules(), "", one);
   if (!holds.ok()) {
     if (holds.status().code() == StatusCode::kNotFound) return false;

@@ -40,9 +40,19 @@ int64_t ParseRv(const std::string& rv) {
   }
 }
 
-// `k=v,k2=v2` only; an unsupported selector is an error rather than a silent match-all.
+// `k=v,k2=v2` and `!k` (no such label) only; an unsupported selector is an error rather
+// than a silent match-all.
 StatusOr<bool> Matches(const json& obj, const ListOptions& o) {
   for (std::string_view term : StrSplit(o.label_selector, ',', true)) {
+    term = StripWhitespace(term);
+    if (term.starts_with('!') && term.find('=') == std::string_view::npos) {
+      const std::string key(StripWhitespace(term.substr(1)));
+      if (obj.contains("metadata") && obj["metadata"].contains("labels") &&
+          obj["metadata"]["labels"].is_object() && obj["metadata"]["labels"].contains(key)) {
+        return false;
+      }
+      continue;
+    }
     size_t eq = term.find('=');
     if (eq == std::string_view::npos || term.find("!=") != std::string_view::npos) {
       return InvalidArgumentError(

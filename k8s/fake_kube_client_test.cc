@@ -61,5 +61,26 @@ TEST(FakeKubeClientPatch, AJsonMergePatchReplacesLists) {
   EXPECT_EQ((*got)["status"]["conditions"].size(), 1u);
 }
 
+// Label selectors as the apiserver reads the two forms the bridge uses: key=value, and !key
+// (the label absent); any other form is an error, never a silent match-all.
+TEST(FakeKubeClientList, SelectsByLabelValueAndByALabelsAbsence) {
+  FakeKubeClient fake;
+  json a = Node(), b = Node();
+  a["metadata"]["name"] = "a";
+  a["metadata"]["labels"] = {{"app", "x"}};
+  b["metadata"]["name"] = "b";
+  b["metadata"]["labels"] = {{"app", "x"}, {"drained-by", "bridgectl"}};
+  ASSERT_TRUE(fake.Create(Resource::Nodes(), "", a).ok());
+  ASSERT_TRUE(fake.Create(Resource::Nodes(), "", b).ok());
+  ListOptions o;
+  o.label_selector = "app=x,!drained-by";
+  auto list = fake.List(Resource::Nodes(), "", o);
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0]["metadata"]["name"], "a");
+  o.label_selector = "app in (x)";
+  EXPECT_FALSE(fake.List(Resource::Nodes(), "", o).ok());
+}
+
 }  // namespace
 }  // namespace skb::k8s
