@@ -166,6 +166,16 @@ StatusOr<PublishedDevice> FindPublished(k8s::KubeClient& kube, const std::string
                               StrJoin(published, ", "), ")"));
 }
 
+// GpuDeviceName, or InvalidArgument saying what --gpu takes.
+StatusOr<std::string> GpuDevice(const std::string& gpu) {
+  std::string device = GpuDeviceName(gpu);
+  if (device.empty()) {
+    return InvalidArgumentError(
+        StrCat("--gpu '", gpu, "': give a device name (gpu-5) or a number (5 for gpu-5)"));
+  }
+  return device;
+}
+
 bool IsBridgectlDrain(const json& rule) {
   std::string pool, device, reason;
   return devices::IsDrainRule(rule, &pool, &device, &reason) && rule.contains("metadata") &&
@@ -179,11 +189,7 @@ StatusOr<bool> RequestGpuDrain(k8s::KubeClient& kube, const std::string& node,
                                const std::string& gpu, const std::string& reason,
                                const std::string& who) {
   if (reason.empty()) return InvalidArgumentError("a drain needs a reason (--reason TEXT)");
-  const std::string device = GpuDeviceName(gpu);
-  if (device.empty()) {
-    return InvalidArgumentError(
-        StrCat("--gpu '", gpu, "': give a device name (gpu-5) or a number (5 for gpu-5)"));
-  }
+  ASSIGN_OR_RETURN(const std::string device, GpuDevice(gpu));
   ASSIGN_OR_RETURN(const PublishedDevice where, FindPublished(kube, node, device));
   const std::string message =
       health::ConditionMessage(StrCat(reason, " (bridgectl drain by ", who, ")"));
@@ -208,11 +214,7 @@ StatusOr<bool> RequestGpuDrain(k8s::KubeClient& kube, const std::string& node,
 
 StatusOr<bool> ClearGpuDrain(k8s::KubeClient& kube, const std::string& node,
                              const std::string& gpu) {
-  const std::string device = GpuDeviceName(gpu);
-  if (device.empty()) {
-    return InvalidArgumentError(
-        StrCat("--gpu '", gpu, "': give a device name (gpu-5) or a number (5 for gpu-5)"));
-  }
+  ASSIGN_OR_RETURN(const std::string device, GpuDevice(gpu));
   const std::string name = devices::DrainRuleName(node, device);
   auto existing = kube.Get(k8s::Resource::DeviceTaintRules(), "", name);
   if (!existing.ok()) {

@@ -8,12 +8,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bridge/reconcile/k8s_convert.h"
 #include "bridge/slurm/fake_slurm_client.h"
 #include "k8s/fake_kube_client.h"
+#include "k8s/node_info.h"
 #include "k8s/resource.h"
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/k8s_devices.h"
+#include "src/devices/test_support.h"
 #include "src/health/health_config.h"
 #include "src/ownership/time_codec.h"
 
@@ -102,14 +105,15 @@ class DeviceLaneTest : public ::testing::Test {
           devices::ParseUnusedGives((*node)["metadata"]
                                         .value("annotations", nlohmann::json::object())
                                         .value(devices::kUnusedGivesAnnotation, ""));
-      // As Reconciler::PairedNodes reads it.
-      for (const auto& c : (*node)
-                               .value("status", nlohmann::json::object())
-                               .value("conditions", nlohmann::json::array())) {
-        if (c.value("type", "") != health::kGpuDevicesHealthyCondition) continue;
-        w.paired["node1"].devices_condition =
-            inventory::NodeCondition{c.value("type", ""), c.value("status", ""),
-                                     c.value("reason", ""), c.value("message", "")};
+      // As Reconciler::PairedNodes reads it, from the node as the informer converts it.
+      auto info = k8s::ParseNode(*node);
+      EXPECT_TRUE(info.ok()) << info.status();
+      if (info.ok()) {
+        const inventory::K8sNode k = ToK8sNode(*info);
+        if (const inventory::NodeCondition* c =
+                k.FindCondition(health::kGpuDevicesHealthyCondition)) {
+          w.paired["node1"].devices_condition = *c;
+        }
       }
     }
     for (int i = 0; i < published_; ++i) {
@@ -912,9 +916,8 @@ TEST_F(DeviceLaneTest, ALeaderThatMayHaveLostItsLeaseStopsBetweenTwoActions) {
     // Each node's GPU health condition written already: one action per node.
     for (const devices::NodeDevices& nd : devices::Observe(w, cfg_, clock_.Now()).nodes) {
       if (auto c = devices::PlanDevicesCondition(nd)) {
-        const plan::ConditionSpec& s = c->As<plan::SetNodeCondition>().condition;
         w.paired[nd.node].devices_condition =
-            inventory::NodeCondition{s.type, s.status, s.reason, s.message};
+            devices::test_support::AsWritten(c->As<plan::SetNodeCondition>().condition);
       }
     }
     return w;

@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "src/base/strings.h"
+#include "src/devices/placeholder_record.h"
+#include "src/health/node_health.h"
 #include "src/ownership/hetjob.h"
 #include "src/ownership/job_policy.h"
 #include "src/ownership/return_decision.h"
@@ -23,6 +25,18 @@ constexpr size_t kExactVictimSearch = 16;
 
 bool Has(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// GRES index `x` of the node is a device out of service (Device::Out).
+bool OutAt(const NodeDevices& node, int64_t x) {
+  return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
+         node.devices[static_cast<size_t>(x)].Out();
+}
+
+// "gpu-3 (index 3, gpu.nvidia.com/xid=79:NoSchedule)": a device out of service and why, in
+// Events and the node's condition.
+std::string DescribeOut(const Device& d) {
+  return StrCat(d.name, " (index ", d.index, ", ", d.OutWhy(), ")");
 }
 
 std::string JoinIds(const std::vector<uint32_t>& ids) {
@@ -418,10 +432,7 @@ std::optional<Selection> Select(const NodeDevices& node, const PendingPod& pod,
   // A device the driver tainted (its health) takes no new claim. Slurm picks a placeholder's
   // indices, so while one is free in Slurm a give here could be handed it: no give until the
   // driver clears it. A job holding one is no victim (its end would free it the same way).
-  const auto tainted = [&](int64_t x) {
-    return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
-           node.devices[static_cast<size_t>(x)].Out();
-  };
+  const auto tainted = [&](int64_t x) { return OutAt(node, x); };
   Selection s;
   s.node = node.node;
   s.profile = pod.profile;
@@ -805,10 +816,7 @@ void PlanVictims(const NodeDevices& node, const Placeholder& p, const config::Co
 void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views,
                 const config::Config& cfg, Clock::TimePoint now,
                 const std::set<uint32_t>& repairing, NodePlan* plan) {
-  const auto bad = [&](int64_t x) {
-    return x >= 0 && x < static_cast<int64_t>(node.devices.size()) &&
-           node.devices[static_cast<size_t>(x)].Out();
-  };
+  const auto bad = [&](int64_t x) { return OutAt(node, x); };
   const auto free_in_slurm = [&](size_t i) {
     return views[i].job == 0 && views[i].placeholder == 0 && views[i].pods.empty();
   };
@@ -919,7 +927,7 @@ void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views,
         }
         // Its job gone and its GPUs free: Slurm starts it now (no 1-GPU holds beside it).
         pending |= !job_there;
-        PlanVictims(node, p, cfg, now, repairing, StrCat("health:", node.node, ":", p.health),
+        PlanVictims(node, p, cfg, now, repairing, HealthHoldPreemptor(node.node, p.health),
                     StrCat("health hold ", p.job_id, " (", p.health, " is unhealthy)"), plan);
         continue;
       }
@@ -991,7 +999,7 @@ void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views,
     // A drain lets the job finish, as a node drain does; a failure ends it where it may.
     const bool drain_only = d.driver_taint.empty();
     const bool preempt = !drain_only && own::Actionable(it->view) && policy.preemptible;
-    const std::string what = StrCat(d.name, " (index ", d.index, ", ", d.OutWhy(), ")");
+    const std::string what = DescribeOut(d);
     const std::string hold = StrCat("a health hold for ", gpus, " GPU(s) takes its GPUs ");
     std::string message;
     if (drain_only) {
@@ -1026,8 +1034,7 @@ void PlanHealth(const NodeDevices& node, const std::vector<DeviceView>& views,
     std::vector<std::string> names;
     bool drained_only = true;
     for (size_t i : devices) {
-      names.push_back(StrCat(node.devices[i].name, " (index ", node.devices[i].index, ", ",
-                             node.devices[i].OutWhy(), ")"));
+      names.push_back(DescribeOut(node.devices[i]));
       drained_only &= node.devices[i].driver_taint.empty();
     }
     submit_singles(
@@ -1203,7 +1210,7 @@ std::optional<DeviceAction> PlanDevicesCondition(const NodeDevices& node) {
   std::vector<std::string> bad;
   for (const Device& d : node.devices) {
     if (d.Out()) {
-      bad.push_back(StrCat(d.name, " (index ", d.index, ", ", d.OutWhy(), ")"));
+      bad.push_back(DescribeOut(d));
     }
   }
   plan::ConditionSpec spec{.type = std::string(health::kGpuDevicesHealthyCondition)};
@@ -1219,19 +1226,11 @@ std::optional<DeviceAction> PlanDevicesCondition(const NodeDevices& node) {
         StrCat(bad.size(), " of ", node.devices.size(),
                " GPUs out of service, kept from Slurm and Kubernetes: ", StrJoin(bad, ", "));
   }
-  const std::optional<inventory::NodeCondition>& cur = node.devices_condition;
-  if (cur && cur->status == spec.status && cur->reason == spec.reason &&
-      cur->message == spec.message) {
-    return std::nullopt;
-  }
-  if (!cur || cur->status != spec.status) {
-    spec.transition = plan::ConditionSpec::Transition::kNow;
-  } else if (cur->last_transition != Clock::TimePoint{}) {
-    spec.transition = plan::ConditionSpec::Transition::kKeep;
-    spec.since = cur->last_transition;
-  }
-  std::string message = spec.message;
-  DeviceAction a = Make(plan::SetNodeCondition{std::move(spec)}, node, plan::Cause::kHealth,
+  std::optional<plan::ConditionSpec> update = health::ConditionUpdate(
+      node.devices_condition ? &*node.devices_condition : nullptr, std::move(spec));
+  if (!update) return std::nullopt;
+  std::string message = update->message;
+  DeviceAction a = Make(plan::SetNodeCondition{std::move(*update)}, node, plan::Cause::kHealth,
                         "GpuDevicesHealth", std::move(message));
   a.quiet = true;
   return a;

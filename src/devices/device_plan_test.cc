@@ -129,8 +129,7 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
             },
             [&](const plan::EvictPod&) {},  // the pod goes later (its claim with it)
             [&](const plan::SetNodeCondition& o) {
-              n->devices_condition = inventory::NodeCondition{
-                  o.condition.type, o.condition.status, o.condition.reason, o.condition.message};
+              n->devices_condition = test_support::AsWritten(o.condition);
             },
             [&](const RecordUnusedGive& o) {
               if (auto g =

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
 #include <iterator>
 #include <regex>
 #include <set>
@@ -359,10 +358,15 @@ std::map<std::string, std::vector<Claim>> ClaimsByNode(std::span<const json> cla
   return out;
 }
 
-std::string HoldRuleName(std::string_view node, std::string_view device) {
-  std::string name = StrCat("slurm-hold.", node, ".", device);
+namespace {
+
+// "<prefix><node>.<device>" (device names are DNS labels, so the last dot separates them), a
+// DNS-1123 subdomain; when longer than 253 characters, cut and ended with a hash of node and
+// device, so it stays stable and distinct.
+std::string RuleName(std::string_view prefix, std::string_view node, std::string_view device) {
+  std::string name = StrCat(prefix, node, ".", device);
   // Object names are lower case; node names are already (DNS subdomains), device names too
-  // (DNS labels), but a hold must never fail on a name it did not choose.
+  // (DNS labels), but a rule must never fail on a name it did not choose.
   for (char& c : name) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
@@ -375,18 +379,32 @@ std::string HoldRuleName(std::string_view node, std::string_view device) {
   return StrCat(name, "-", hash);
 }
 
-json HoldRule(std::string_view node, std::string_view device, std::string_view driver) {
+// A DeviceTaintRule `name` with `labels` (the bridge's, and its node's) that taints one
+// device (driver, pool, device) with `taint_key`=`taint_value`, NoSchedule: an allocated claim
+// is not disturbed, nothing is evicted.
+json OneDeviceRule(std::string name, std::string_view node, json labels, std::string_view driver,
+                   std::string_view pool, std::string_view device, std::string_view taint_key,
+                   std::string_view taint_value) {
+  labels[ownership::kManagedByLabel] = kManagedByValue;
+  labels[kHoldNodeLabel] = LabelValue(node);
   return json{
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "DeviceTaintRule"},
-      {"metadata",
-       {{"name", HoldRuleName(node, device)},
-        {"labels",
-         {{ownership::kManagedByLabel, kManagedByValue}, {kHoldNodeLabel, LabelValue(node)}}}}},
+      {"metadata", {{"name", std::move(name)}, {"labels", std::move(labels)}}},
       {"spec",
-       {{"deviceSelector", {{"driver", driver}, {"pool", node}, {"device", device}}},
-        {"taint",
-         {{"key", kHoldTaintKey}, {"value", kHoldTaintValue}, {"effect", "NoSchedule"}}}}}};
+       {{"deviceSelector", {{"driver", driver}, {"pool", pool}, {"device", device}}},
+        {"taint", {{"key", taint_key}, {"value", taint_value}, {"effect", "NoSchedule"}}}}}};
+}
+
+}  // namespace
+
+std::string HoldRuleName(std::string_view node, std::string_view device) {
+  return RuleName("slurm-hold.", node, device);
+}
+
+json HoldRule(std::string_view node, std::string_view device, std::string_view driver) {
+  return OneDeviceRule(HoldRuleName(node, device), node, json::object(), driver, node, device,
+                       kHoldTaintKey, kHoldTaintValue);
 }
 
 namespace {
@@ -422,25 +440,15 @@ bool IsHoldRule(const json& rule, std::string* pool, std::string* device) {
 }
 
 std::string DrainRuleName(std::string_view node, std::string_view device) {
-  std::string name = HoldRuleName(node, device);  // "slurm-hold.<node>.<device>", bounded
-  return StrCat(kDrainRulePrefix, std::string_view(name).substr(std::strlen("slurm-hold.")));
+  return RuleName(kDrainRulePrefix, node, device);
 }
 
 json DrainRule(std::string_view node, std::string_view device, std::string_view driver,
                std::string_view pool, std::string_view reason) {
-  return json{
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "DeviceTaintRule"},
-      {"metadata",
-       {{"name", DrainRuleName(node, device)},
-        {"labels",
-         {{ownership::kManagedByLabel, kManagedByValue},
-          {kHoldNodeLabel, LabelValue(node)},
-          {kDrainedByLabel, "bridgectl"}}},
-        {"annotations", {{kDrainReasonAnnotation, reason}}}}},
-      {"spec",
-       {{"deviceSelector", {{"driver", driver}, {"pool", pool}, {"device", device}}},
-        {"taint", {{"key", kDrainTaintKey}, {"value", "true"}, {"effect", "NoSchedule"}}}}}};
+  json rule = OneDeviceRule(DrainRuleName(node, device), node, {{kDrainedByLabel, "bridgectl"}},
+                            driver, pool, device, kDrainTaintKey, "true");
+  rule["metadata"]["annotations"] = {{kDrainReasonAnnotation, reason}};
+  return rule;
 }
 
 bool IsDrainRule(const json& rule, std::string* pool, std::string* device, std::string* reason) {

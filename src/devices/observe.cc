@@ -149,8 +149,7 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     p.returning = r.returning;
     if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
     // For whom its victims are signalled and preempted: the give's pod, or the bad GPU.
-    const std::string for_whom =
-        r.health.empty() ? r.pod : StrCat("health:", r.node, ":", r.health);
+    const std::string for_whom = r.health.empty() ? r.pod : HealthHoldPreemptor(r.node, r.health);
     if (r.signalled_at > 0) {
       const Signal s = r.signalled_at_ms > 0
                            ? Signal{.at = own::FromUnixMillis(r.signalled_at_ms), .exactly = true}

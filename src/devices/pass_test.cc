@@ -41,8 +41,7 @@ NodeDevices Node(std::string name, int gpus, int busy) {
 // The node's GPUDevicesHealthy condition as the lane wrote it: nothing to write this pass.
 void Published(NodeDevices* n) {
   if (std::optional<DeviceAction> c = PlanDevicesCondition(*n)) {
-    const plan::ConditionSpec& s = c->As<plan::SetNodeCondition>().condition;
-    n->devices_condition = inventory::NodeCondition{s.type, s.status, s.reason, s.message};
+    n->devices_condition = test_support::AsWritten(c->As<plan::SetNodeCondition>().condition);
   }
 }
 

@@ -31,6 +31,10 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
                 r.under_job == 0 ? "" : StrCat(";under=", r.under_job));
 }
 
+std::string HealthHoldPreemptor(std::string_view node, std::string_view device) {
+  return StrCat("health:", node, ":", device);
+}
+
 std::string PlaceholderKey(const PlaceholderRecord& r) {
   if (r.health.empty()) return r.pod;
   if (r.under_job != 0) return StrCat("health:", r.node, ":", r.health, ":under:", r.under_job);

@@ -68,6 +68,9 @@ struct PlaceholderRecord {
 // a pending or running one has the same key): its pod for a give; node, device and slot
 // for a health hold; node, device and job for one that follows a job.
 std::string PlaceholderKey(const PlaceholderRecord& r);
+// Whom a health hold's victims are preempted for, as recorded on them and in its Events:
+// "health:<node>:<device>" (one token, as a give's pod is).
+std::string HealthHoldPreemptor(std::string_view node, std::string_view device);
 
 std::string FormatPlaceholderRecord(const PlaceholderRecord& r);
 // The record in `admin_comment`, or nullopt (no record, or a malformed one: a job whose

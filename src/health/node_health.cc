@@ -63,20 +63,11 @@ void WantCondition(const inventory::ManagedNode& node, plan::ConditionSpec spec,
                    std::string_view event_reason, std::string event_message, bool healthy,
                    NodePlan* plan) {
   const K8sNode& k = *node.k8s;
-  spec.message = ConditionMessage(spec.message);
   const NodeCondition* cur = k.FindCondition(spec.type);
-  if (cur != nullptr && cur->status == spec.status && cur->reason == spec.reason &&
-      cur->message == spec.message) {
-    return;
-  }
-  if (cur == nullptr || cur->status != spec.status) {
-    spec.transition = plan::ConditionSpec::Transition::kNow;
-  } else if (cur->last_transition != Clock::TimePoint{}) {
-    spec.transition = plan::ConditionSpec::Transition::kKeep;
-    spec.since = cur->last_transition;
-  }  // else the cache holds no readable transition time: the executor reads the node
+  std::optional<plan::ConditionSpec> update = ConditionUpdate(cur, std::move(spec));
+  if (!update) return;
   Action a;
-  a.op = plan::SetNodeCondition{std::move(spec)};
+  a.op = plan::SetNodeCondition{std::move(*update)};
   a.node = node.name;
   a.k8s_node = node.K8sNameIfDifferent();
   a.event_reason = std::string(event_reason);
@@ -148,6 +139,22 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
 
 std::string SlurmReason(std::string_view text) {
   return Sanitize(StrCat(plan::kReasonPrefix, text), kMaxReasonBytes);
+}
+
+std::optional<plan::ConditionSpec> ConditionUpdate(const NodeCondition* cur,
+                                                   plan::ConditionSpec want) {
+  want.message = ConditionMessage(want.message);
+  if (cur != nullptr && cur->status == want.status && cur->reason == want.reason &&
+      cur->message == want.message) {
+    return std::nullopt;
+  }
+  if (cur == nullptr || cur->status != want.status) {
+    want.transition = plan::ConditionSpec::Transition::kNow;
+  } else if (cur->last_transition != Clock::TimePoint{}) {
+    want.transition = plan::ConditionSpec::Transition::kKeep;
+    want.since = cur->last_transition;
+  }
+  return want;
 }
 
 std::string ConditionMessage(std::string_view text) {

@@ -61,4 +61,12 @@ std::string SlurmReason(std::string_view text);
 // 1,024 bytes.
 std::string ConditionMessage(std::string_view text);
 
+// The write that makes a node's condition `cur` (nullptr: the node has none of that type)
+// say `want` (its message made safe by ConditionMessage): nullopt when it says so already
+// (status, reason and message); else `want` with its transition time: now when the status
+// changes, `cur`'s kept when only the words do (kUnknown when the cache holds no readable
+// time: the executor reads the node).
+std::optional<plan::ConditionSpec> ConditionUpdate(const inventory::NodeCondition* cur,
+                                                   plan::ConditionSpec want);
+
 }  // namespace skb::health

@@ -90,6 +90,37 @@ class DeviceSafetyE2E : public GpuSharingE2E {
     return idle;
   }
 
+  // The live (pending or running) placeholders, one id per line; with `health_only`, those
+  // whose record names a GPU's health only.
+  std::string LiveHolds(bool health_only) {
+    const std::string live = Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
+    if (!health_only) return live;
+    std::vector<std::string> ids;
+    for (const auto& id : StrSplit(live, '\n', /*skip_empty=*/true)) {
+      if (JobField(std::string(id), "AdminComment").find("health=") != std::string::npos) {
+        ids.emplace_back(id);
+      }
+    }
+    return StrJoin(ids, "\n");
+  }
+  // Waits up to `limit` until exactly one such placeholder is live, on GRES index `index`;
+  // a failure shows them, Slurm's jobs with their indices, the holds and the bridge's log.
+  ::testing::AssertionResult OneHoldOn(const std::string& index, bool health_only, seconds limit) {
+    const bool one = WaitFor(
+        [&] {
+          const std::string ids = LiveHolds(health_only);
+          return !ids.empty() && ids.find('\n') == std::string::npos &&
+                 testbed::SlurmGpuIndices(ids) == index;
+        },
+        limit);
+    if (one) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "not one live hold on index " << index << ":\n"
+           << LiveHolds(health_only) << "\n"
+           << Shell("squeue; scontrol -d show job | grep -E 'JobId|IDX'").out
+           << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  }
+
   // A 1-GPU inference pod `waits` pinned to node1.
   void CreateWaitsOnNode1() {
     testbed::TestPod pod = testbed::InferenceTestPod("waits", "lending", 1);
@@ -354,18 +385,7 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
 
   // One health hold left, on the bad GPU's index; bridgectl shows it out of both.
   const std::string taint = "gpu.nvidia.com/xid=79:NoSchedule";
-  auto health_holds = [&] {
-    return Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
-  };
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string ids = health_holds();
-        return !ids.empty() && ids.find('\n') == std::string::npos &&
-               testbed::SlurmGpuIndices(ids) == heal.index;
-      },
-      seconds(30)))
-      << health_holds() << "\n"
-      << Shell("squeue; scontrol -d show job | grep -E 'JobId|IDX'").out << daemon_->LogTail();
+  ASSERT_TRUE(OneHoldOn(heal.index, /*health_only=*/false, seconds(30)));
   std::printf("tainted -> held from Slurm: %.1f s\n",
               std::chrono::duration<double>(Steady::now() - tainted_at).count());
   ASSERT_TRUE(WaitFor(
@@ -432,13 +452,13 @@ TEST_F(DeviceSafetyE2E, AGpuTheDriverTaintsIsHeldFromSlurmTooAndTheNodesOtherGpu
   heal.index.clear();
   ASSERT_TRUE(WaitFor(
       [&] {
-        const std::string ids = health_holds();
+        const std::string ids = LiveHolds(/*health_only=*/false);
         // The give's placeholder stays (the pod runs); no health hold is left.
         return ids.find('\n') == std::string::npos && !ids.empty() &&
                JobField(ids, "AdminComment").find("health=") == std::string::npos;
       },
       seconds(30)))
-      << health_holds() << Placeholders() << daemon_->LogTail();
+      << LiveHolds(/*health_only=*/false) << Placeholders() << daemon_->LogTail();
   EXPECT_EQ(EventCount("node1", "GpuHealthy"), healthy_events + 1) << NodeEvents("node1");
   EXPECT_TRUE(WaitFor([&] { return devices_condition().starts_with("True "); }, seconds(30)))
       << devices_condition();
@@ -491,25 +511,7 @@ TEST_F(DeviceSafetyE2E, APreemptibleJobOnAGpuTheDriverTaintsIsRequeuedAndTheGpuH
 
   // One health hold left, on the bad GPU alone; the requeued job waits (node1 has 3 GPUs
   // for it, not 4); the other job and the pod still run.
-  auto health_holds = [&] {  // the live placeholders whose record names a GPU's health
-    std::vector<std::string> ids;
-    const std::string live = Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out;
-    for (const auto& id : StrSplit(live, '\n', /*skip_empty=*/true)) {
-      if (JobField(std::string(id), "AdminComment").find("health=") != std::string::npos) {
-        ids.emplace_back(id);
-      }
-    }
-    return StrJoin(ids, "\n");
-  };
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string ids = health_holds();
-        return !ids.empty() && ids.find('\n') == std::string::npos &&
-               testbed::SlurmGpuIndices(ids) == heal.index;
-      },
-      seconds(60)))
-      << health_holds() << "\n"
-      << Shell("squeue; scontrol -d show job | grep -E 'JobId|IDX'").out << daemon_->LogTail();
+  ASSERT_TRUE(OneHoldOn(heal.index, /*health_only=*/true, seconds(60)));
   std::printf("tainted -> only the bad GPU held: %.1f s\n",
               std::chrono::duration<double>(Steady::now() - tainted_at).count());
   nlohmann::json n1;
@@ -533,7 +535,7 @@ TEST_F(DeviceSafetyE2E, APreemptibleJobOnAGpuTheDriverTaintsIsRequeuedAndTheGpuH
   heal.index.clear();
   ASSERT_TRUE(WaitFor([&] { return JobField(victim, "JobState") == "RUNNING"; }, seconds(90)))
       << Shell("squeue").out << Placeholders() << daemon_->LogTail();
-  EXPECT_TRUE(health_holds().empty()) << health_holds();
+  EXPECT_TRUE(LiveHolds(/*health_only=*/true).empty()) << LiveHolds(/*health_only=*/true);
   EXPECT_EQ(JobField(keep, "JobState"), "RUNNING");
   EXPECT_EQ(PodField("waits", ".status.phase"), "Running");
 }
@@ -590,15 +592,7 @@ TEST_F(DeviceSafetyE2E, AGpuTaintedUnderAJobThatMayNotBePreemptedIsHeldTheMoment
   const std::string next_gpus = testbed::SlurmGpuIndices(next);
   EXPECT_EQ(next_gpus.find(heal.index), std::string::npos)
       << "job " << next << " got GPUs " << next_gpus << ", the bad one is " << heal.index;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string ids =
-            Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
-        return !ids.empty() && ids.find('\n') == std::string::npos &&
-               testbed::SlurmGpuIndices(ids) == heal.index;
-      },
-      seconds(60)))
-      << Placeholders() << daemon_->LogTail();
+  ASSERT_TRUE(OneHoldOn(heal.index, /*health_only=*/false, seconds(60)));
   EXPECT_EQ(JobField(other, "JobState"), "RUNNING");
   EXPECT_TRUE(Signals(keep).empty());
   Shell(StrCat("scancel ", next));
@@ -631,16 +625,7 @@ TEST_F(DeviceSafetyE2E, AnAdminDrainsOneGpuWithBridgectlAndGetsItBack) {
               HasSubstr(StrCat("drained ", gpu, " (DeviceTaintRule skb-drain.node1.", gpu, ")")));
 
   // Held from Slurm on its index alone; bridgectl and the node's condition say why.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string ids =
-            Trim(Shell("squeue -h -n skb-gpu-hold -t RUNNING,PENDING -o %i").out);
-        return !ids.empty() && ids.find('\n') == std::string::npos &&
-               testbed::SlurmGpuIndices(ids) == index;
-      },
-      seconds(30)))
-      << Placeholders() << "\n"
-      << Shell("kubectl get devicetaintrules").out << daemon_->LogTail();
+  ASSERT_TRUE(OneHoldOn(index, /*health_only=*/false, seconds(30)));
   ASSERT_TRUE(WaitFor(
       [&] {
         n1 = BridgectlNode("node1");
