@@ -9,7 +9,11 @@
 #   check_installed in_root                        # the package's files, libraries, user
 #   testbed_slurm_conf NAME; testbed_daemon_config PORT ...; wait_ready PID PORT LOG
 # Needs root. The cached root lives in $SKB_CACHE/deb-root-bookworm (~210 MB; debootstrap
-# needs network the first time, ~3 min); downloaded .debs in $SKB_CACHE/deb-root-apt-archives.
+# needs network the first time, ~3 min); downloaded .debs in $SKB_CACHE/deb-root-apt-archives,
+# which each root starts with as hard links in an archive directory of its own (apt locks
+# its archive directory: two roots sharing one by a bind mount -- systemd_testbed_test in the
+# dp lane beside image_test in the cpu lane -- failed the second's install at once, "Could
+# not get lock /var/cache/apt/archives/lock") and gives back what it downloaded.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/common.sh"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -46,9 +50,23 @@ deb_root_unmount() {
   ROOT_MOUNTS=()
 }
 
+# The .debs this root downloaded, into the shared cache (a link each: apt writes a download
+# under partial/ and renames it into place, and never changes a .deb it has; a name the
+# cache has is the same file).
+deb_root_keep_downloads() {
+  local f
+  for f in "$ROOT"/var/cache/apt/archives/*.deb; do
+    [[ -f "$f" && ! -e "$ARCHIVES/${f##*/}" ]] || continue
+    ln "$f" "$ARCHIVES/${f##*/}" 2>/dev/null || cp "$f" "$ARCHIVES/${f##*/}" 2>/dev/null || true
+  done
+}
+
 deb_root_cleanup() {
   deb_root_unmount
-  [[ -n "$ROOT" ]] && rm -rf --one-file-system "$ROOT"
+  if [[ -n "$ROOT" ]]; then
+    deb_root_keep_downloads
+    rm -rf --one-file-system "$ROOT"
+  fi
 }
 
 # deb_root_mount SOURCE TARGET_IN_ROOT [mount options...]
@@ -61,17 +79,23 @@ deb_root_mount() {
 
 in_root() { chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
 
-# deb_root_setup: ROOT, a fresh copy of the cached bare root with /dev, /proc and apt's
-# archive cache mounted; removed on exit.
+# deb_root_setup: ROOT, a fresh copy of the cached bare root with /dev and /proc mounted and
+# apt's archive cache linked in; removed on exit. dpkg in it does not sync each file it
+# writes (force-unsafe-io, as Debian's container images): a root is thrown away after its
+# test, and the syncs of its installs, upgrades and purges held the disk the testbeds' lanes
+# share.
 deb_root_setup() {
   ((EUID == 0)) || { echo "SKIP: needs root for chroot"; exit 77; }
   deb_root_base
   ROOT="$(mktemp -d "${TMPDIR:-/tmp}/skb-deb-root.XXXXXX")"
   trap deb_root_cleanup EXIT
   cp -a "$BASE/." "$ROOT/"
+  echo force-unsafe-io >"$ROOT/etc/dpkg/dpkg.cfg.d/skb-test-unsafe-io"
+  mkdir -p "$ROOT/var/cache/apt/archives/partial"
+  find "$ARCHIVES" -maxdepth 1 -name '*.deb' -exec cp -l -t "$ROOT/var/cache/apt/archives/" {} + \
+    2>/dev/null || find "$ARCHIVES" -maxdepth 1 -name '*.deb' -exec cp -t "$ROOT/var/cache/apt/archives/" {} +
   deb_root_mount /dev /dev --bind
   deb_root_mount proc /proc -t proc
-  deb_root_mount "$ARCHIVES" /var/cache/apt/archives --bind
 }
 
 # deb_root_apt ARGS...: `apt-get -y -q ARGS` in the root, output in $ROOT/install.log. A stale
