@@ -10,9 +10,10 @@
 //  - every Running pod asking the GPU resource, except reservations (label
 //    slurm-k8s-bridge.io/role=reservation in the bridge's namespace). Nothing is excused:
 //    the testbed's kubelets refuse a pod that does not fit (kubelet-admission), as real ones.
-// Each sample reads Slurm's jobs, the Running pods and the nodes (allocatable and capacity
-// again every time: GPUs are lost and recovered during tests) at once, from three threads,
-// so the two systems are read as close together as the clients allow.
+// Each sample reads Slurm's jobs and the Running pods at once, from two threads, so the two
+// systems are read as close together as the clients allow. The nodes (allocatable and
+// capacity, which change during tests as GPUs are lost and recovered) only describe a
+// finding: they are read after a sample that found one.
 //
 // Rate: one sample per period (100 ms by default), kept by a SampleLedger (sample_ledger.h,
 // shared with the oracle). RateCheck() tells a test whether it kept the claim.

@@ -603,7 +603,7 @@ bool PodGpuAsks(const json& pod, const std::vector<std::string>& resources,
 
 std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
                                         const std::vector<json>& running_pods,
-                                        const std::vector<json>& nodes,
+                                        const std::vector<json>* nodes,
                                         const OracleOptions& options) {
   std::vector<std::string> out;
   std::map<std::string, std::vector<std::string>> slurm, pods;
@@ -637,7 +637,7 @@ std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
     pods[node].push_back(Cat({"pod ", name, " [", Join(asks, " "), "]"}));
   }
   std::map<std::string, std::string> gpus_of;  // node -> "allocatable X of capacity Y"
-  for (const json& n : nodes) {
+  for (const json& n : nodes != nullptr ? *nodes : std::vector<json>{}) {
     const json& status = MemberOf(n, "status");
     std::vector<std::string> parts;
     for (const char* kind : {"allocatable", "capacity"}) {
@@ -656,8 +656,11 @@ std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
     auto s = slurm.find(node);
     if (s == slurm.end()) continue;
     auto g = gpus_of.find(node);
-    out.push_back(Cat({"node ", node, " (", g == gpus_of.end() ? "not in Kubernetes" : g->second,
-                       "): ", Join(s->second, ", "), " and ", Join(holders, ", ")}));
+    const std::string gpus = nodes == nullptr     ? "its GPUs not read"
+                             : g == gpus_of.end() ? "not in Kubernetes"
+                                                  : g->second;
+    out.push_back(Cat(
+        {"node ", node, " (", gpus, "): ", Join(s->second, ", "), " and ", Join(holders, ", ")}));
   }
   return out;
 }
@@ -784,7 +787,8 @@ struct Oracle::Io {
     bool done = false;
     CURLcode result = CURLE_OK;
   };
-  std::vector<Get> gets;
+  std::vector<Get> gets;  // every tick's
+  Get nodes_get;          // device-plugin mode: the nodes, read to describe a finding
 
   // The identity file, as last read.
   std::string identity_path;
@@ -798,6 +802,7 @@ struct Oracle::Io {
     for (Get& g : gets) {
       if (g.easy != nullptr) curl_easy_cleanup(g.easy);
     }
+    if (nodes_get.easy != nullptr) curl_easy_cleanup(nodes_get.easy);
     if (multi != nullptr) curl_multi_cleanup(multi);
   }
 
@@ -810,6 +815,27 @@ struct Oracle::Io {
       waitpid(pid, nullptr, 0);
     }
     pid = -1;
+  }
+
+  // The nodes, by one blocking GET (only after a sample found something).
+  bool ReadNodes(std::vector<json>* out, std::string* error) {
+    nodes_get.body.clear();
+    const CURLcode rc = curl_easy_perform(nodes_get.easy);
+    long code = 0;
+    curl_easy_getinfo(nodes_get.easy, CURLINFO_RESPONSE_CODE, &code);
+    if (rc != CURLE_OK || code != 200) {
+      *error = Cat(
+          {"GET ", nodes_get.url, ": ", curl_easy_strerror(rc), ", HTTP ", std::to_string(code)});
+      return false;
+    }
+    const json list = json::parse(nodes_get.body, nullptr, /*allow_exceptions=*/false);
+    const json& items = MemberOf(list, "items");
+    if (list.is_discarded() || !items.is_array()) {
+      *error = Cat({"GET ", nodes_get.url, ": not a list"});
+      return false;
+    }
+    *out = items.get<std::vector<json>>();
+    return true;
   }
 
   bool StartReader(const std::string& path, std::string* error) {
@@ -854,24 +880,28 @@ struct Oracle::Io {
     std::call_once(curl_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi = curl_multi_init();
     const std::vector<std::string> paths =
-        o.per_device ? std::vector<std::string>{"/apis/resource.k8s.io/v1/resourceclaims",
-                                                "/apis/resource.k8s.io/v1/resourceslices"}
-                     : std::vector<std::string>{"/api/v1/pods?fieldSelector=status.phase%3DRunning",
-                                                "/api/v1/nodes"};
+        o.per_device
+            ? std::vector<std::string>{"/apis/resource.k8s.io/v1/resourceclaims",
+                                       "/apis/resource.k8s.io/v1/resourceslices"}
+            : std::vector<std::string>{"/api/v1/pods?fieldSelector=status.phase%3DRunning"};
     for (const std::string& p : paths) {
       Get g;
       g.url = access.server + p;
-      g.easy = curl_easy_init();
       gets.push_back(std::move(g));
     }
-    for (Get& g : gets) {  // the body pointers are stable now
-      CURL* e = g.easy;
-      curl_easy_setopt(e, CURLOPT_URL, g.url.c_str());
+    if (!o.per_device) nodes_get.url = access.server + "/api/v1/nodes";
+    std::vector<Get*> all;
+    for (Get& g : gets) all.push_back(&g);  // the body pointers are stable now
+    if (!nodes_get.url.empty()) all.push_back(&nodes_get);
+    for (Get* g : all) {
+      g->easy = curl_easy_init();
+      CURL* e = g->easy;
+      curl_easy_setopt(e, CURLOPT_URL, g->url.c_str());
       curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
       curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
       curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, Collect);
-      curl_easy_setopt(e, CURLOPT_WRITEDATA, &g.body);
+      curl_easy_setopt(e, CURLOPT_WRITEDATA, &g->body);
       curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
       curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
       curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -1087,7 +1117,16 @@ bool Oracle::Sample() {
     ledger_.Record(
         DeviceViolations(jobs, kube_items[0], kube_items[1], io.identity, options_, &memory_));
   } else {
-    ledger_.Record(NodeViolations(jobs, kube_items[0], kube_items[1], options_));
+    std::vector<std::string> found = NodeViolations(jobs, kube_items[0], nullptr, options_);
+    if (!found.empty()) {  // the nodes, to say what each one had
+      std::vector<json> nodes;
+      if (io.ReadNodes(&nodes, &error)) {
+        found = NodeViolations(jobs, kube_items[0], &nodes, options_);
+      } else {
+        found.push_back(Cat({"(the nodes, read to describe the above, ", error, ")"}));
+      }
+    }
+    ledger_.Record(found);
   }
   return true;
 }

@@ -10,7 +10,10 @@
 //    concurrent use, and the bridge's client in the same test process owns it), which sends
 //    each job's raw fields; the job state, GRES detail and TRES are interpreted here.
 //  - Kubernetes: plain HTTPS GETs with libcurl and the admin client certificate of
-//    $KUBECONFIG; the JSON read here with nlohmann.
+//    $KUBECONFIG; the JSON read here with nlohmann. Device-plugin mode reads the Running pods
+//    every tick and the nodes only to describe a finding, after the sample that found it
+//    (half the requests a tick: the samplers' own reads were a share of the load that slowed
+//    a busy machine's apiservers).
 //  - Device identity: $SKB_TESTBED_DIR/gpu-identity.json, the testbed's own record of which
 //    physical GPU (or MIG slice) each GRES index and each DRA device is (scripts/lib/testbed/
 //    dra.sh, write_gpu_identity), re-read whenever it changes.
@@ -140,10 +143,11 @@ std::vector<std::string> DeviceViolations(const std::vector<SlurmJob>& jobs,
                                           const GpuIdentity& identity, const OracleOptions& options,
                                           IndexMemory* memory);
 // Device-plugin mode: one line per node both sides hold (and per pod whose GPU request it
-// cannot read).
+// cannot read). `nodes` only describes a finding (the node's GPUs allocatable and in
+// capacity); nullptr: not read.
 std::vector<std::string> NodeViolations(const std::vector<SlurmJob>& jobs,
                                         const std::vector<nlohmann::json>& running_pods,
-                                        const std::vector<nlohmann::json>& nodes,
+                                        const std::vector<nlohmann::json>* nodes,
                                         const OracleOptions& options);
 // Whether `resource` is one of `patterns` (a trailing '*' matches a prefix).
 bool IsGpuResource(const std::string& resource, const std::vector<std::string>& patterns);

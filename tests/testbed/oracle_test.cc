@@ -436,7 +436,8 @@ json NodeObj() {
 
 std::vector<std::string> Nodes(const std::vector<SlurmJob>& jobs, const std::vector<json>& pods,
                                OracleOptions o = {}) {
-  return NodeViolations(jobs, pods, {NodeObj()}, o);
+  const std::vector<json> nodes = {NodeObj()};
+  return NodeViolations(jobs, pods, &nodes, o);
 }
 
 TEST(OracleNodeRule, AJobAndAGpuPodOnOneNode) {
@@ -457,6 +458,22 @@ TEST(OracleNodeRule, AJobAndAGpuPodOnOneNode) {
               IsEmpty());
   // Another node's job.
   EXPECT_THAT(Nodes({Job(6, JOB_RUNNING, "node2", "")}, {Pod("default", "infer", "1")}), IsEmpty());
+}
+
+// The nodes only describe a finding (the oracle reads them after a sample that found one):
+// without them the rule finds the same, and says it did not read the GPUs; a node Kubernetes
+// does not list is said to be so.
+TEST(OracleNodeRule, TheNodesDescribeAFindingAndDoNotMakeIt) {
+  const std::vector<SlurmJob> jobs = {Job(5, JOB_RUNNING, "node1", "")};
+  const std::vector<json> pods = {Pod("default", "infer", "1")};
+  auto unread = NodeViolations(jobs, pods, nullptr, {});
+  ASSERT_THAT(unread, SizeIs(1));
+  EXPECT_THAT(unread[0], HasSubstr("node node1 (its GPUs not read): Slurm job 5 (RUNNING)"));
+  const std::vector<json> none;
+  auto absent = NodeViolations(jobs, pods, &none, {});
+  ASSERT_THAT(absent, SizeIs(1));
+  EXPECT_THAT(absent[0], HasSubstr("node node1 (not in Kubernetes)"));
+  EXPECT_THAT(NodeViolations({Job(6, JOB_PENDING, "node1", "")}, pods, nullptr, {}), IsEmpty());
 }
 
 TEST(OracleNodeRule, WhatCountsAsAGpuPod) {
