@@ -396,6 +396,42 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.actions[0].As<plan::ReleaseReservationPod>().check, plan::ReleaseCheck::kSwapTaint);
        }},
+      // The guards are admission policies reading their parameters from an informer: a pod
+      // can be bound in the milliseconds before the apiserver sees them (two clean runs). One
+      // a lend would not let take the jobs (here: below lending.inference_threshold) is
+      // evicted, the jobs are left alone, and no new reservation comes while it is there.
+      {"APodBoundDuringASwapThatMayNotTakeTheJobsIsEvicted",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->pods.clear();  // the old reservation released
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
+         GpuPod p = K8sPod("waiting", "Pending");
+         p.priority = 0;
+         n->pods.push_back(p);
+       },
+       OwnerState::kSwapping,
+       {plan::EvictPod::kName},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].As<plan::EvictPod>().pod.name, "waiting");
+         EXPECT_EQ(p.actions[0].event_reason, "SwapGuardBreached");
+         EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
+       }},
+      // Once it is leaving, nothing more: the guard stays, the replacement waits for it.
+      {"ASwapWaitsForTheEvictedPodToGo",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->pods.clear();
+         n->k8s->taints.push_back({kSwapTaintKey, "", "NoSchedule"});
+         n->k8s->labels[kSwapGuardLabel] = "true";
+         GpuPod p = K8sPod("waiting", "Running");
+         p.priority = 0;
+         p.terminating = true;
+         n->pods.push_back(p);
+       },
+       OwnerState::kSwapping,
+       {},
+       {}},
       // The mark is read as present or not: a garbled value (an admin's edit, a truncated
       // write) keeps the swap a swap instead of turning it into a lend.
       {"AGarbledReplacingMarkIsStillASwap",

@@ -154,6 +154,9 @@ void Planner::RunFlows() {
   } else if (f_.lent()) {
     out_->state = OwnerState::kKubernetes;
     KubernetesOwned();
+  } else if (!f_.k8s_pods.empty() && (f_.swap_taint || f_.swap_guard) && !f_.jobs.empty() &&
+             EvictSwapIntruders()) {
+    out_->state = OwnerState::kSwapping;
   } else if (!f_.k8s_pods.empty()) {
     // GPU pods on a node with no reservation (its finalizer removed by hand, a pod with
     // the reservation's name, pods from before the bridge): Kubernetes holds the GPUs.

@@ -120,6 +120,44 @@ void Planner::SwapRelease() {
   Explain("swap: releasing the old reservation");
 }
 
+// GPU pods bound to the node while its reservation was replaced, with Slurm jobs on it. The
+// guards are admission policies whose parameters the apiserver reads from an informer: a
+// binding can pass in the milliseconds before it sees the failed reservation or the swap
+// guard's label (two clean runs on a loaded 2-core machine: a priority-0 pod bound the
+// moment the kubelet failed the reservation). A pod that a lend would not have let take the
+// node's Slurm work (LendRefused's rules: protected work, or a priority below
+// lending.inference_threshold) is evicted; the jobs are left alone, the guard stays, and the
+// replacement reservation is created once the pod is gone. True when there was such a pod.
+bool Planner::EvictSwapIntruders() {
+  std::string cls_why;
+  const bool protected_work = WantedClass(&cls_why) == ReservationClass::kProtected;
+  bool any = false;
+  for (const GpuPod* p : f_.k8s_pods) {
+    std::string why;
+    if (protected_work) {
+      why = StrCat("the node runs Slurm work that is never preempted (", cls_why, ")");
+    } else if (p->priority < f_.lending->inference_threshold) {
+      why = StrCat("its priority ", p->priority, " is below lending.inference_threshold (",
+                   f_.lending->inference_threshold, ")");
+    }
+    if (why.empty()) continue;
+    any = true;
+    EnsureSwapGuard("a pod got onto it while its reservation was replaced");
+    if (p->terminating) {
+      Explain(StrCat("pod ", PodName(*p), " (bound during the swap) is leaving"));
+      continue;
+    }
+    Add(plan::EvictPod{Ref(*p)}, "SwapGuardBreached",
+        StrCat("Evicted pod ", PodName(*p), " from node ", f_.node->name,
+               ": it was bound while the node's reservation was replaced, and ", why,
+               "; the node's Slurm jobs keep running and its reservation is replaced once the "
+               "pod is gone"),
+        EventType::kWarning);
+  }
+  if (any) Explain("swap: waiting for the pods bound during it to go before the new reservation");
+  return any;
+}
+
 void Planner::EnsureSwapGuard(std::string_view why) {
   swap_guard_wanted_ = true;
   if (f_.swap_guard) return;

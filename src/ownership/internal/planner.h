@@ -116,6 +116,7 @@ class Planner {
   bool LendRefused(std::string* why) const;
   void RefuseLend(const std::string& why);
   void SwapRelease();
+  bool EvictSwapIntruders();
   // The swap guard: the node label that makes the chart's admission policy refuse every
   // binding to the node and every GPU pod created on it by spec.nodeName (except the
   // bridge's), for as long as the node's reservation does not count its GPUs during a swap.

@@ -198,6 +198,10 @@ TEST_F(RbacE2E, TheChartsRbacIsEnoughForTheWholeLendAndReturnFlow) {
       {"|events|patch",
        "an Event that repeats is patched (count, lastTimestamp), not created again: this "
        "flow usually repeats one (2 or 3 patches a run), but nothing in it has to"},
+      {"|pods/eviction|create",
+       "a pod bound to a node while its reservation was replaced that may not take its Slurm "
+       "jobs is evicted (FailedReservationE2E.APodPastTheGuardsDuringASwapIsEvicted...): "
+       "not part of a plain lend and return"},
   };
   // Asked but deliberately not granted, with why the refusal is expected: every answer
   // must be 403, and the bridge must carry on.

@@ -167,6 +167,7 @@ EXPECTED_CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 # With config.gpu_sharing.enabled: DRA objects (src/devices/k8s_devices.h).
@@ -176,9 +177,8 @@ EXPECTED_GPU_SHARING_RULES = [
     {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"],
      "verbs": ["get", "list", "watch", "create", "delete", "patch"]},
 ]
-# With config.quotas.tenants: borrowed pods evicted for a Slurm tenant's guarantee.
+# With config.quotas.tenants: the tenants' guarantees as ResourceQuotas.
 EXPECTED_QUOTA_RULES = [
-    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["resourcequotas"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"],
@@ -299,11 +299,9 @@ def check_common(objs, label, release, namespace):
     cr = one(objs, "ClusterRole")
     expected = list(EXPECTED_CLUSTER_RULES)
     if (cfg.get("quotas") or {}).get("tenants"):
-        expected[3:3] = EXPECTED_QUOTA_RULES  # after pods, before events
+        expected[4:4] = EXPECTED_QUOTA_RULES  # after pods/eviction, before events
     if cfg.get("gpu_sharing", {}).get("enabled"):
         expected += EXPECTED_GPU_SHARING_RULES
-        if not (cfg.get("quotas") or {}).get("tenants"):
-            expected += [EXPECTED_QUOTA_RULES[0]]  # a lost give's pod evicted
     check(cr["rules"] == expected,
           f"{label}: ClusterRole rules differ:\n{json.dumps(cr['rules'])}")
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in find(objs, "Role")}
