@@ -214,6 +214,9 @@ class ChurnSlurm : public bs::SlurmClient {
   StatusOr<bs::WriteOutcome> DrainNode(const std::string&, const std::string&) override {
     return Write();
   }
+  StatusOr<bs::WriteOutcome> HandOverDrain(const std::string&, const std::string&) override {
+    return Write();
+  }
   StatusOr<bs::WriteOutcome> ResumeNode(const std::string&) override { return Write(); }
   StatusOr<bs::WriteOutcome> SetFeatures(const std::string&,
                                          const std::vector<std::string>&) override {

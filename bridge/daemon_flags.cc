@@ -23,6 +23,9 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
   app.add_flag("--print-config-schema", f.print_config_schema)->disable_flag_override();
   app.add_flag("--no-leader-election", no_leader_election)->disable_flag_override();
   app.add_flag("--version", f.version)->disable_flag_override();
+  app.add_flag("--decommission", f.decommission)->disable_flag_override();
+  app.add_flag("--dry-run", f.dry_run)->disable_flag_override();
+  app.add_flag("--force", f.force)->disable_flag_override();
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -42,6 +45,10 @@ StatusOr<DaemonFlags> ParseDaemonFlags(const std::vector<std::string>& args) {
         x.starts_with('-') ? "unknown flag '" : "unexpected argument '", x, "' (see --help)"));
   }
   f.leader_election = !no_leader_election;
+  if ((f.dry_run || f.force) && !f.decommission) {
+    return InvalidArgumentError(
+        StrCat(f.dry_run ? "--dry-run" : "--force", " is for --decommission only (see --help)"));
+  }
   return f;
 }
 
@@ -49,6 +56,7 @@ std::string DaemonUsage() {
   return R"(usage: slurm-k8s-bridge [--config FILE] [--log-level LEVEL] [--log-format text|json]
                         [--identity NAME] [--no-leader-election] [--check-config]
                         [--print-config-schema] [--version]
+       slurm-k8s-bridge --config FILE --decommission [--dry-run] [--force]
 
 Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
 
@@ -66,6 +74,15 @@ Runs the bridge between Slurm and Kubernetes on one pool of GPU nodes.
                       print the JSON Schema of the configuration file (every key, its
                       type and range, read from the parser itself) and exit
   --version           print the version and exit
+  --decommission      take the bridge out of the cluster and exit (docs/install.md,
+                      "Removing the bridge"): every node keeps the work that runs on it,
+                      each scheduler is kept off GPUs the other's work uses (a cordon, a
+                      Slurm drain of the site's), everything the bridge made is removed;
+                      exit 0 when nothing of it is left, 1 when a step failed (run it
+                      again), 2 when it could not start (a bridge still running)
+  --dry-run           with --decommission: say what it would do, change nothing
+  --force             with --decommission: go on although the leader Lease was renewed
+                      within its duration (the bridge is known to be stopped)
 )";
 }
 

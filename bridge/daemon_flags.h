@@ -22,6 +22,14 @@ struct DaemonFlags {
 
   // --print-config-schema: print the config file's JSON Schema (src/config/config.h) and exit.
   bool print_config_schema = false;
+
+  // --decommission: take the bridge out of the cluster (bridge/decommission/) and exit, 0
+  // when nothing of it is left; with --dry-run only say what it would do; --force goes on
+  // although the leader Lease was renewed within its duration. Both only with
+  // --decommission.
+  bool decommission = false;
+  bool dry_run = false;
+  bool force = false;
 };
 
 // Parses argv (without argv[0]) with CLI11, as bridgectl's: `--flag value` and

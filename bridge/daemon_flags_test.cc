@@ -56,17 +56,14 @@ TEST(DaemonFlags, ErrorsNameTheFlag) {
 }
 
 // Every flag the daemon takes, with whether it takes a value.
-const std::vector<std::pair<std::string, bool>> kFlags = {{"--config", true},
-                                                          {"-c", true},
-                                                          {"--log-level", true},
-                                                          {"--log-format", true},
-                                                          {"--identity", true},
-                                                          {"--no-leader-election", false},
-                                                          {"--check-config", false},
-                                                          {"--print-config-schema", false},
-                                                          {"--version", false},
-                                                          {"--help", false},
-                                                          {"-h", false}};
+const std::vector<std::pair<std::string, bool>> kFlags = {
+    {"--config", true},        {"-c", true},
+    {"--log-level", true},     {"--log-format", true},
+    {"--identity", true},      {"--no-leader-election", false},
+    {"--check-config", false}, {"--print-config-schema", false},
+    {"--version", false},      {"--decommission", false},
+    {"--dry-run", false},      {"--force", false},
+    {"--help", false},         {"-h", false}};
 
 std::set<std::string> FlagsNamedIn(std::string text) {
   // troff's "\-" is a dash; "\fB" and friends change fonts.
@@ -81,6 +78,18 @@ std::set<std::string> FlagsNamedIn(std::string text) {
   return out;
 }
 
+TEST(DaemonFlags, DryRunAndForceAreForTheDecommissionOnly) {
+  auto alone = ParseDaemonFlags({"--dry-run"});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_THAT(std::string(alone.status().message()), HasSubstr("--dry-run is for --decommission"));
+  EXPECT_FALSE(ParseDaemonFlags({"--force"}).ok());
+  auto both = ParseDaemonFlags({"--decommission", "--dry-run", "--force"});
+  ASSERT_TRUE(both.ok());
+  EXPECT_TRUE(both->decommission);
+  EXPECT_TRUE(both->dry_run);
+  EXPECT_TRUE(both->force);
+}
+
 // docs/slurm-k8s-bridge.8 (installed as slurm-k8s-bridge.8.gz) and --help name every flag
 // the parser takes, and no other.
 TEST(DaemonFlags, TheManPageAndTheUsageNameEveryFlagAndNoOther) {
@@ -88,6 +97,7 @@ TEST(DaemonFlags, TheManPageAndTheUsageNameEveryFlagAndNoOther) {
   for (const auto& [flag, has_value] : kFlags) {
     std::vector<std::string> args = {flag};
     if (has_value) args.push_back("x");
+    if (flag == "--dry-run" || flag == "--force") args.insert(args.begin(), "--decommission");
     EXPECT_TRUE(ParseDaemonFlags(args).ok()) << flag;
     taken.insert(flag);
   }

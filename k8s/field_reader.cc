@@ -68,6 +68,20 @@ std::string MetadataString(const nlohmann::json& obj, std::string_view key) {
   return meta != obj.end() ? StringAt(*meta, key) : "";
 }
 
+std::string JsonPointerSegment(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void FieldReader::AddIssue(std::string field, std::string problem) const {
   if (issues_ != nullptr) issues_->push_back({std::move(field), std::move(problem)});
 }

@@ -67,6 +67,10 @@ std::string StringAt(const nlohmann::json& obj, std::string_view key);
 // StringAt reads it.
 std::string MetadataString(const nlohmann::json& obj, std::string_view key);
 
+// One path segment of a JSON Pointer (RFC 6901), escaped for a JSON Patch path: "~" -> "~0",
+// "/" -> "~1" ("/metadata/annotations/" + JsonPointerSegment("example.org/key")).
+std::string JsonPointerSegment(std::string_view s);
+
 // "string", "number", ... for messages.
 std::string_view JsonTypeName(const nlohmann::json& j);
 

@@ -14,6 +14,7 @@
 #include "bridge/action_hooks.h"
 #include "bridge/daemon.h"
 #include "bridge/daemon_flags.h"
+#include "bridge/decommission/decommission_runner.h"
 #include "bridge/logging.h"
 #include "bridge/version.h"
 #include "src/config/config.h"
@@ -87,6 +88,9 @@ int Run(int argc, char** argv) {
     }
     if (cfg->quotas.enabled() && !cfg->lending.enabled) std::printf("%s\n", kQuotasWithoutLending);
     return 0;
+  }
+  if (flags->decommission) {
+    return skb::bridge::decommission::DecommissionMain(*cfg, flags->dry_run, flags->force);
   }
   auto hooks =
       skb::bridge::ActionHooksFromEnvironment([](const char* name) { return std::getenv(name); });

@@ -43,21 +43,6 @@ std::optional<size_t> OurFinalizerIndex(const nlohmann::json& meta) {
   return std::nullopt;
 }
 
-// JSON Pointer escaping of one path segment (RFC 6901): "~" -> "~0", "/" -> "~1".
-std::string PointerSegment(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 nlohmann::json PodObject(const plan::ReservationSpec& r) {
   nlohmann::json tolerations = nlohmann::json::array();
   for (const auto& t : r.tolerations) {
@@ -357,10 +342,10 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::ReleaseReserva
                    {"value", {{ownership::kReleasedAnnotation, "true"}}}});
     changed = true;
   } else if (meta["annotations"].value(ownership::kReleasedAnnotation, "") != "true") {
-    ops.push_back(
-        {{"op", "add"},
-         {"path", StrCat("/metadata/annotations/", PointerSegment(ownership::kReleasedAnnotation))},
-         {"value", "true"}});
+    ops.push_back({{"op", "add"},
+                   {"path", StrCat("/metadata/annotations/",
+                                   k8s::JsonPointerSegment(ownership::kReleasedAnnotation))},
+                   {"value", "true"}});
     changed = true;
   }
   if (std::optional<size_t> i = OurFinalizerIndex(meta)) {

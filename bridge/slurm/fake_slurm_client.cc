@@ -152,13 +152,29 @@ StatusOr<WriteOutcome> FakeSlurmClient::DrainNode(const std::string& node,
   if (!reason.starts_with(skb::slurm::kBridgeReasonPrefix)) {
     return InvalidArgumentError(StrCat("drain reason '", reason, "' lacks the bridge's prefix"));
   }
+  return Drain("DrainNode", node, reason);
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::HandOverDrain(const std::string& node,
+                                                      const std::string& reason) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("HandOverDrain"));
+  if (reason.empty() || reason.starts_with(skb::slurm::kBridgeReasonPrefix)) {
+    return InvalidArgumentError(StrCat("hand-over reason '", reason, "' is the bridge's"));
+  }
+  return Drain("HandOverDrain", node, reason);
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::Drain(const std::string& method, const std::string& node,
+                                              const std::string& reason) {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
   NodeView& n = it->second;
+  // Somebody else's drain stays; one that already reads `reason` is done.
   if (n.drain && (!n.DrainedByBridge() || n.reason == reason)) return WriteOutcome::kUnchanged;
   n.drain = true;
   n.reason = reason;
-  Wrote(StrCat("DrainNode ", node, " ", reason));
+  Wrote(StrCat(method, " ", node, " ", reason));
   return WriteOutcome::kChanged;
 }
 

@@ -65,6 +65,7 @@ class FakeSlurmClient final : public SlurmClient {
   StatusOr<JobView> LoadJob(uint32_t job_id) override;
   StatusOr<Loaded<PartitionView>> LoadPartitions(UnixTime since) override;
   StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) override;
+  StatusOr<WriteOutcome> HandOverDrain(const std::string& node, const std::string& reason) override;
   StatusOr<WriteOutcome> ResumeNode(const std::string& node) override;
   StatusOr<WriteOutcome> SetFeatures(const std::string& node,
                                      const std::vector<std::string>& features) override;
@@ -83,6 +84,9 @@ class FakeSlurmClient final : public SlurmClient {
  private:
   // Counts the call; the injected failure for `method`, if one is queued.
   Status Enter(const std::string& method) REQUIRES(mu_);
+  // DrainNode's and HandOverDrain's common part, once the reason is checked.
+  StatusOr<WriteOutcome> Drain(const std::string& method, const std::string& node,
+                               const std::string& reason) REQUIRES(mu_);
   void Wrote(std::string line) REQUIRES(mu_);
 
   mutable Mutex mu_;

@@ -433,6 +433,20 @@ StatusOr<WriteOutcome> UpdateNode(update_node_msg_t* msg, const std::string& wha
   return WriteOutcome::kChanged;
 }
 
+// One update_node draining `names` (a hostlist) with `reason`, as the daemon's uid.
+Status SendDrain(const std::string& names, const std::string& reason) {
+  update_node_msg_t msg;
+  slurm_init_update_node_msg(&msg);
+  std::string hosts = names, why = reason;
+  msg.node_names = hosts.data();
+  msg.node_state = NODE_STATE_DRAIN;
+  msg.reason = why.data();
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0)
+  msg.reason_uid = getuid();
+#endif
+  return UpdateNode(&msg, StrCat("drain node ", names)).status();
+}
+
 bool IsFinished(const JobView& j) {
   return j.state != JobState::kPending && j.state != JobState::kRunning &&
          j.state != JobState::kSuspended && !j.requeue_pending;
@@ -487,18 +501,7 @@ std::map<std::string, StatusOr<WriteOutcome>> DrainNodes(const std::vector<std::
     }
   }
   if (todo.empty()) return out;
-  auto update = [&](const std::string& names) {
-    update_node_msg_t msg;
-    slurm_init_update_node_msg(&msg);
-    std::string hosts = names, why = reason;
-    msg.node_names = hosts.data();
-    msg.node_state = NODE_STATE_DRAIN;
-    msg.reason = why.data();
-#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0)
-    msg.reason_uid = getuid();
-#endif
-    return UpdateNode(&msg, StrCat("drain node ", names)).status();
-  };
+  auto update = [&](const std::string& names) { return SendDrain(names, reason); };
   std::string joined;
   for (const auto& n : todo) StrAppend(&joined, joined.empty() ? "" : ",", n);
   std::vector<std::string> sent;
@@ -728,6 +731,26 @@ StatusOr<WriteOutcome> LibSlurmClient::DrainNode(const std::string& node,
         }
         return *request->outcome;
       });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::HandOverDrain(const std::string& node,
+                                                     const std::string& reason) {
+  if (reason.empty() || reason.rfind(kBridgeReasonPrefix, 0) == 0) {
+    return InvalidArgumentError(StrCat("hand-over drain reason '", reason,
+                                       "' must not start with '", kBridgeReasonPrefix, "'"));
+  }
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("hand over drain", [node, reason, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node, Partitions::kWithout));
+    if (n.drain && (!n.DrainedByBridge() || n.reason == reason)) return WriteOutcome::kUnchanged;
+    RETURN_IF_ERROR(SendDrain(node, reason));
+    RETURN_IF_ERROR(
+        WaitUntil<NodeView>([&] { return ReadNode(node, Partitions::kWithout); },
+                            [&](const NodeView& v) { return v.drain && v.reason == reason; },
+                            verify, StrCat("drain of ", node))
+            .status());
+    return WriteOutcome::kChanged;
+  });
 }
 
 StatusOr<WriteOutcome> LibSlurmClient::ResumeNode(const std::string& node) {

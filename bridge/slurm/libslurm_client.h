@@ -57,6 +57,7 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<Loaded<PartitionView>> LoadPartitions(UnixTime since) override;
 
   StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) override;
+  StatusOr<WriteOutcome> HandOverDrain(const std::string& node, const std::string& reason) override;
   StatusOr<WriteOutcome> ResumeNode(const std::string& node) override;
   StatusOr<WriteOutcome> SetFeatures(const std::string& node,
                                      const std::vector<std::string>& features) override;

@@ -85,6 +85,12 @@ class SlurmClient {
   // drained by someone else keeps their reason (kUnchanged): the bridge never takes over
   // an admin's drain.
   virtual StatusOr<WriteOutcome> DrainNode(const std::string& node, const std::string& reason) = 0;
+  // Hands a drain over to the site (the decommission, src/decommission/decommission.h):
+  // drains `node` with `reason`, which must NOT start with "k8s-bridge:", replacing the
+  // reason of a drain the bridge made; a node not drained is drained. A drain of somebody
+  // else's stays as it is (kUnchanged), as does one that already reads `reason`.
+  virtual StatusOr<WriteOutcome> HandOverDrain(const std::string& node,
+                                               const std::string& reason) = 0;
   // Resumes `node` only if its drain/down reason starts with "k8s-bridge:";
   // FailedPrecondition for anybody else's drain. kUnchanged when not drained.
   virtual StatusOr<WriteOutcome> ResumeNode(const std::string& node) = 0;

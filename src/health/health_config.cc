@@ -12,12 +12,12 @@ void ReadSeverity(config::JsonReader& r, std::string_view key, Severity* out) {
   *out = s == "down" ? Severity::kDownNow : Severity::kDrain;
 }
 
+}  // namespace
+
 bool IsBridgeCondition(std::string_view type) {
   return type == kSlurmHealthyCondition || type == kSlurmDrainedCondition ||
          type == kGpuDevicesHealthyCondition;
 }
-
-}  // namespace
 
 std::string_view SeverityName(Severity s) {
   switch (s) {

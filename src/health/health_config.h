@@ -85,6 +85,8 @@ inline constexpr std::string_view kSlurmDrainedCondition = "SlurmDrained";
 // is an input (a DCGM exporter or Node Problem Detector sets it) whose default rule drains
 // the whole node, while a bad GPU here leaves both schedulers alone.
 inline constexpr std::string_view kGpuDevicesHealthyCondition = "GPUDevicesHealthy";
+// One of the three above (the decommission removes them from every node).
+bool IsBridgeCondition(std::string_view type);
 
 // Reads the "health" section. Absent keys keep the defaults above; a present "conditions"
 // or "taints" list replaces the default list.

@@ -44,6 +44,9 @@ class BridgeDaemon {
   bool Exited();
 
   const std::string& socket() const { return socket_; }
+  // The config file it was last started with (for another run of the binary with the same
+  // config: --decommission).
+  std::string ConfigPath() const { return dir_ + "/config.json"; }
   const std::string& dir() const { return dir_; }
   std::string Log() const;
   // The last `bytes` of the log, for failure messages.

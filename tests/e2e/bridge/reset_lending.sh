@@ -134,10 +134,11 @@ while read -r n what; do
     esac
   done
 done <<<"$dirty"
-# Nodes the bridge drained in Slurm (its reasons start k8s-bridge:).
+# Nodes the bridge drained in Slurm (its reasons start k8s-bridge:), and those a
+# decommission test left drained for the site (decommissioned:).
 resumed=0
 while read -r n reason; do
-  if [[ "$reason" == k8s-bridge:* ]]; then
+  if [[ "$reason" == k8s-bridge:* || "$reason" == decommissioned:* ]]; then
     scontrol update nodename="$n" state=resume >/dev/null 2>&1
     resumed=1
   fi
