@@ -40,25 +40,31 @@ void Planner::StartSwap(std::string why, EventType type) {
 //   - work that may not be preempted (the protected class) is never taken, whatever the
 //     preemptor's priority (system-critical pods, 2e9, are above the protected class);
 //   - preemptible work is taken only by a pod at or above lending.inference_threshold.
+// The lend rules a GPU pod must pass to take the node's Slurm jobs, whatever the quotas
+// say: "" when it may, else why not ("the node runs Slurm work that is never preempted
+// (...)"). A nominated preemptor that fails them is refused (LendRefused), a pod bound
+// during a swap that fails them is evicted (EvictSwapIntruders).
+std::string Planner::WhyMayNotTakeSlurmWork(const GpuPod& p) const {
+  std::string cls_why;
+  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
+    return StrCat("the node runs Slurm work that is never preempted (", cls_why, ")");
+  }
+  if (p.priority < f_.lending->inference_threshold) {
+    return StrCat("only pods at or above lending.inference_threshold (",
+                  f_.lending->inference_threshold, ") may take Slurm's jobs");
+  }
+  return "";
+}
+
 bool Planner::LendRefused(std::string* why) const {
   if (f_.lent_at || f_.lend_drain || f_.jobs.empty() || f_.nominated.empty()) return false;
   const GpuPod* top = f_.nominated.front();
   for (const GpuPod* p : f_.nominated) {
     if (p->priority > top->priority) top = p;
   }
-  std::string cls_why;
-  if (WantedClass(&cls_why) == ReservationClass::kProtected) {
+  if (std::string rule = WhyMayNotTakeSlurmWork(*top); !rule.empty()) {
     *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
-                  ") preempted its reservation, but the node runs Slurm work that is never "
-                  "preempted (",
-                  cls_why, ")");
-    return true;
-  }
-  if (top->priority < f_.lending->inference_threshold) {
-    *why = StrCat("pod ", PodName(*top), " (priority ", top->priority,
-                  ") preempted its reservation, but only pods at or above "
-                  "lending.inference_threshold (",
-                  f_.lending->inference_threshold, ") may take Slurm's jobs");
+                  ") preempted its reservation, but ", rule);
     return true;
   }
   // Guaranteed quotas: beyond its tenant's guarantee a pod borrows, and borrowing takes
@@ -129,33 +135,26 @@ void Planner::SwapRelease() {
 // lending.inference_threshold) is evicted; the jobs are left alone, the guard stays, and the
 // replacement reservation is created once the pod is gone. True when there was such a pod.
 bool Planner::EvictSwapIntruders() {
-  std::string cls_why;
-  const bool protected_work = WantedClass(&cls_why) == ReservationClass::kProtected;
   bool any = false;
   for (const GpuPod* p : f_.k8s_pods) {
-    std::string why;
-    if (protected_work) {
-      why = StrCat("the node runs Slurm work that is never preempted (", cls_why, ")");
-    } else if (p->priority < f_.lending->inference_threshold) {
-      why = StrCat("its priority ", p->priority, " is below lending.inference_threshold (",
-                   f_.lending->inference_threshold, ")");
-    }
+    const std::string why = WhyMayNotTakeSlurmWork(*p);
     if (why.empty()) continue;
     any = true;
-    EnsureSwapGuard("a pod got onto it while its reservation was replaced");
     if (p->terminating) {
       Explain(StrCat("pod ", PodName(*p), " (bound during the swap) is leaving"));
       continue;
     }
     Add(plan::EvictPod{Ref(*p)}, "SwapGuardBreached",
-        StrCat("Evicted pod ", PodName(*p), " from node ", f_.node->name,
-               ": it was bound while the node's reservation was replaced, and ", why,
+        StrCat("Evicted pod ", PodName(*p), " (priority ", p->priority, ") from node ",
+               f_.node->name, ": it was bound while the node's reservation was replaced, but ", why,
                "; the node's Slurm jobs keep running and its reservation is replaced once the "
                "pod is gone"),
         EventType::kWarning);
   }
-  if (any) Explain("swap: waiting for the pods bound during it to go before the new reservation");
-  return any;
+  if (!any) return false;
+  EnsureSwapGuard("a pod got onto it while its reservation was replaced");  // once a plan
+  Explain("swap: waiting for the pods bound during it to go before the new reservation");
+  return true;
 }
 
 void Planner::EnsureSwapGuard(std::string_view why) {

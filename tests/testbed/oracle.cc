@@ -817,25 +817,35 @@ struct Oracle::Io {
     pid = -1;
   }
 
+  // A GET's answer as a whole list's items (a JSON list, no continue token; items null is
+  // the empty list), or why not.
+  static bool WholeList(const Get& g, std::vector<json>* out, std::string* error) {
+    long code = 0;
+    curl_easy_getinfo(g.easy, CURLINFO_RESPONSE_CODE, &code);
+    if (!g.done || g.result != CURLE_OK || code != 200) {
+      *error =
+          Cat({"GET ", g.url, ": ", g.done ? curl_easy_strerror(g.result) : "not answered in time",
+               ", HTTP ", std::to_string(code)});
+      return false;
+    }
+    const json list = json::parse(g.body, nullptr, /*allow_exceptions=*/false);
+    const json& items = MemberOf(list, "items");
+    if (list.is_discarded() || !(items.is_array() || items.is_null()) ||
+        !StrOf(MemberOf(list, "metadata"), "continue").empty()) {
+      *error = Cat({"GET ", g.url, ": not a whole list"});
+      return false;
+    }
+    out->clear();
+    if (items.is_array()) *out = items.get<std::vector<json>>();
+    return true;
+  }
+
   // The nodes, by one blocking GET (only after a sample found something).
   bool ReadNodes(std::vector<json>* out, std::string* error) {
     nodes_get.body.clear();
-    const CURLcode rc = curl_easy_perform(nodes_get.easy);
-    long code = 0;
-    curl_easy_getinfo(nodes_get.easy, CURLINFO_RESPONSE_CODE, &code);
-    if (rc != CURLE_OK || code != 200) {
-      *error = Cat(
-          {"GET ", nodes_get.url, ": ", curl_easy_strerror(rc), ", HTTP ", std::to_string(code)});
-      return false;
-    }
-    const json list = json::parse(nodes_get.body, nullptr, /*allow_exceptions=*/false);
-    const json& items = MemberOf(list, "items");
-    if (list.is_discarded() || !items.is_array()) {
-      *error = Cat({"GET ", nodes_get.url, ": not a list"});
-      return false;
-    }
-    *out = items.get<std::vector<json>>();
-    return true;
+    nodes_get.result = curl_easy_perform(nodes_get.easy);
+    nodes_get.done = true;
+    return WholeList(nodes_get, out, error);
   }
 
   bool StartReader(const std::string& path, std::string* error) {
@@ -956,7 +966,8 @@ struct Oracle::Io {
 };
 
 Oracle::Oracle(Options options)
-    : options_(std::move(options)), ledger_(options_.period, "oracle", " [oracle]") {
+    : options_(std::move(options)),
+      ledger_(options_.period, "oracle", " [oracle]", options_.period / 2) {
   io_ = std::make_unique<Io>();
   io_->Setup(options_);
   thread_ = std::thread([this] { ledger_.Run([this] { return Sample(); }, stop_); });
@@ -1072,22 +1083,10 @@ bool Oracle::Sample() {
   }
   std::vector<json> kube_items[2];
   for (size_t i = 0; i < io.gets.size(); ++i) {
-    Io::Get& g = io.gets[i];
-    long code = 0;
-    curl_easy_getinfo(g.easy, CURLINFO_RESPONSE_CODE, &code);
-    if (!g.done || g.result != CURLE_OK || code != 200) {
-      Fail(Cat({"GET ", g.url, ": ", g.done ? curl_easy_strerror(g.result) : "not answered in time",
-                ", HTTP ", std::to_string(code)}));
+    if (!Io::WholeList(io.gets[i], &kube_items[i], &error)) {
+      Fail(error);
       return false;
     }
-    const json list = json::parse(g.body, nullptr, /*allow_exceptions=*/false);
-    const json& items = MemberOf(list, "items");
-    if (list.is_discarded() || !(items.is_array() || items.is_null()) ||
-        !StrOf(MemberOf(list, "metadata"), "continue").empty()) {
-      Fail(Cat({"GET ", g.url, ": not a whole list"}));
-      return false;
-    }
-    if (items.is_array()) kube_items[i] = items.get<std::vector<json>>();
   }
   const json answer = json::parse(slurm_line, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {

@@ -113,6 +113,7 @@ class Planner {
 
   // --- swapping (swap.cc)
   void StartSwap(std::string why, plan::EventType type);
+  std::string WhyMayNotTakeSlurmWork(const GpuPod& p) const;
   bool LendRefused(std::string* why) const;
   void RefuseLend(const std::string& why);
   void SwapRelease();
