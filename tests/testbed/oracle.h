@@ -4,7 +4,8 @@
 // InvariantSampler (tests/testbed/invariant_sampler.h), which reads the world through the
 // bridge's own clients and parsers and so cannot see a bug in them.
 //
-// It reads for itself, every 100 ms:
+// It reads for itself, every 100 ms (half a period after the ticks of a sampler made with
+// it, so that the two checkers' reads do not queue behind each other):
 //  - Slurm: slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL), in a reader process of its own
 //    (tests/testbed/oracle_slurm_reader.cc: libslurm's state is process-wide and not safe for
 //    concurrent use, and the bridge's client in the same test process owns it), which sends

@@ -27,10 +27,16 @@ void RaiseTo(std::atomic<int64_t>& value, int64_t ms) {
 }  // namespace
 
 SampleLedger::SampleLedger(std::chrono::milliseconds period, std::string who,
-                           std::string report_suffix)
-    : period_(period), who_(std::move(who)), report_suffix_(std::move(report_suffix)) {}
+                           std::string report_suffix, std::chrono::milliseconds phase)
+    : period_(period),
+      who_(std::move(who)),
+      report_suffix_(std::move(report_suffix)),
+      started_(Steady::now() + phase) {}
 
 void SampleLedger::Run(const std::function<bool()>& sample, const std::atomic<bool>& stop) {
+  while (!stop && Steady::now() < started_) {
+    std::this_thread::sleep_for(std::min<Steady::duration>(started_ - Steady::now(), period_));
+  }
   int64_t tick = 0;  // the tick this sample runs for
   while (!stop) {
     StartSample();

@@ -28,8 +28,13 @@ class SampleLedger {
  public:
   using Steady = std::chrono::steady_clock;
   // `who` names the checker in reports ("sampler", "oracle"); `report_suffix` is appended
-  // to the test's name in the SKB_SAMPLER_REPORT line ("" or " [oracle]").
-  SampleLedger(std::chrono::milliseconds period, std::string who, std::string report_suffix);
+  // to the test's name in the SKB_SAMPLER_REPORT line ("" or " [oracle]"). The ticks start
+  // `phase` after construction: two checkers of one test started together read at once
+  // unless one is offset (the oracle runs half a period after the sampler, so that each
+  // tick's reads do not queue behind the other checker's on the same apiserver and
+  // slurmctld).
+  SampleLedger(std::chrono::milliseconds period, std::string who, std::string report_suffix,
+               std::chrono::milliseconds phase = std::chrono::milliseconds(0));
 
   // Runs `sample` once per tick until `stop` is set; `sample` returns false when a read
   // failed. Called on the checker's own thread.
@@ -84,7 +89,7 @@ class SampleLedger {
 
   const std::chrono::milliseconds period_;
   const std::string who_, report_suffix_;
-  const Steady::time_point started_ = Steady::now();
+  const Steady::time_point started_;    // construction + phase: tick 0
   std::atomic<int64_t> stopped_ns_{0};  // since started_; 0 while running
   std::atomic<int> samples_{0}, violations_{0}, failed_{0};
   std::atomic<int64_t> ticks_{0}, missed_{0}, blind_{0};

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace skb::sampling {
 namespace {
@@ -95,6 +96,29 @@ TEST_F(SampleLedgerRun, ACheckThatNeverSampledFailsTheRateCheck) {
   ledger.Finish();
   EXPECT_EQ(ledger.samples(), 0);
   EXPECT_FALSE(ledger.RateCheck(0.9));
+}
+
+TEST_F(SampleLedgerRun, ALedgerWithAPhaseSamplesThatLongAfterItWasMade) {
+  // The oracle's: half a period after the sampler made at the same moment.
+  const auto made = SampleLedger::Steady::now();
+  SampleLedger ledger(40ms, "test checker", "", 20ms);
+  std::atomic<bool> stop{false};
+  std::vector<SampleLedger::Steady::duration> at;
+  ledger.Run(
+      [&] {
+        at.push_back(SampleLedger::Steady::now() - made);
+        ledger.Record({});
+        if (at.size() == 3) stop = true;
+        return true;
+      },
+      stop);
+  ledger.Finish();
+  ASSERT_EQ(at.size(), 3u);
+  EXPECT_GE(at[0], 20ms);  // tick 0 is the phase
+  EXPECT_GE(at[1], 60ms);  // then one per period from it
+  EXPECT_GE(at[2], 100ms);
+  EXPECT_EQ(ledger.samples(), 3);
+  EXPECT_GE(ledger.ticks(), 3);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ start_etcd() {
   skb_step testbed/etcd
   require_port "$ETCD_PORT" etcd
   require_port "$ETCD_PEER_PORT" "etcd peer"
-  launch etcd "$BIN/etcd" --name skb-testbed --data-dir "$D/k8s/etcd-data" \
+  launch etcd "${CONTROL_PLANE[@]}" "$BIN/etcd" --name skb-testbed --data-dir "$D/k8s/etcd-data" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -116,7 +116,7 @@ start_apiserver() {
   skb_step testbed/kube-apiserver
   require_port "$APISERVER_PORT" kube-apiserver
   local c="$D/k8s/certs"
-  launch kube-apiserver "$BIN/kube-apiserver" \
+  launch kube-apiserver "${CONTROL_PLANE[@]}" "$BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
     --tls-cert-file "$c/apiserver.crt" --tls-private-key-file "$c/apiserver.key" \

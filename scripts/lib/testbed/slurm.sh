@@ -150,7 +150,7 @@ start_slurmctld() {
   is_running slurmctld && return 0
   skb_step testbed/slurmctld
   require_port "$SLURMCTLD_PORT" slurmctld
-  launch slurmctld "${SLURM_EXEC[@]}" slurmctld -D -i -f "$SLURM_CONF_FILE"
+  launch slurmctld "${CONTROL_PLANE[@]}" "${SLURM_EXEC[@]}" slurmctld -D -i -f "$SLURM_CONF_FILE"
   wait_healthy slurmctld 60 slurmctld_ok
 }
 
