@@ -52,8 +52,8 @@ inline constexpr int kGraceSeconds = 5;
 inline constexpr int kCooldownSeconds = 8;
 // The share of its claimed samples (one per 100 ms) the invariant sampler must take.
 inline constexpr double kSamplerRate = 0.9;
-// The shortest window the rate check judges (30 ticks): shorter tests sample on until then.
-inline constexpr std::chrono::seconds kMinSamplingWindow{3};
+// The shortest window the rate check judges (100 ticks): shorter tests sample on until then.
+inline constexpr std::chrono::seconds kMinSamplingWindow{10};
 
 class LendingE2E : public ::testing::Test {
  protected:
@@ -149,8 +149,12 @@ class LendingE2E : public ::testing::Test {
     // A rate needs ticks to be judged: a test over within a second leaves the samplers 8
     // ticks, where two Kubernetes reads of 110 ms on a busy machine fail the 90% check
     // (RefusedReservationsE2E.AGpuFault... in two clean runs whose sanitizer and Slurm-root
-    // trees compiled beside the lanes) that 30 ticks would pass. The samplers go on watching
-    // the invariant until they have had kMinSamplingWindow; the 90% is unchanged.
+    // trees compiled beside the lanes) that 30 ticks would pass. At 30 ticks one stall of
+    // half a second is still 17% (a fresh machine's first run: two dra oracles at 86% of 94
+    // ticks and 88% of 120; the next run's lowest checkers were tests of 30 to 70 ticks, at
+    // 90-93%), at 100 ticks 5%. The samplers go on watching the invariant until they have had
+    // kMinSamplingWindow (23 tests of that run were shorter: 77 s more in all); the 90% is
+    // unchanged.
     if (sampler_ && Steady::now() - sampling_since_ < kMinSamplingWindow) {
       std::this_thread::sleep_until(sampling_since_ + kMinSamplingWindow);
     }
