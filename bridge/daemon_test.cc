@@ -142,12 +142,14 @@ TEST_F(DaemonTest, StartsBecomesReadyDrainsAnUnhealthyNodeAndAnswersOnBothEndpoi
 
   // /metrics: the action, the owner the plan counted the node under, the scrape-time
   // gauges, the API requests through the observed clients, the process metrics.
+  // The drain counter goes up once the drain call has returned, after the fake shows the
+  // drain (a clean run's sanitizer build read /metrics in between): waited for too.
   std::string metrics;
   ASSERT_TRUE(WaitFor([&] {
     metrics = HttpGet(port, "/metrics");
-    return metrics.find("skb_nodes{owner=\"unhealthy\"} 1\n") != std::string::npos;
+    return metrics.find("skb_nodes{owner=\"unhealthy\"} 1\n") != std::string::npos &&
+           metrics.find("skb_slurm_node_drains_total{cause=\"health\"} 1\n") != std::string::npos;
   })) << metrics;
-  EXPECT_THAT(metrics, HasSubstr("skb_slurm_node_drains_total{cause=\"health\"} 1\n"));
   EXPECT_THAT(metrics, HasSubstr("skb_gpus{owner=\"unhealthy\"} 8\n"));
   EXPECT_THAT(metrics, HasSubstr("skb_leader 1\n"));
   EXPECT_THAT(metrics, HasSubstr("skb_cache_synced{source=\"slurm\"} 1\n"));
