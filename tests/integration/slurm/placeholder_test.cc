@@ -75,6 +75,18 @@ class SlurmPlaceholderTest : public ::testing::Test {
         },
         seconds(60)))
         << "jobs left on " << kNode << " by an earlier run did not go";
+    // A test before this one on the testbed may have resumed kNode: slurmctld then marks it
+    // not responding until its slurmd registers again (about half a second), and places no
+    // allocation there meanwhile. A clean run's placeholder found it so ("IDLE*").
+    std::string state;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto n = client_->LoadNode(kNode);
+          state = n.ok() ? n->StateString() : std::string(n.status().message());
+          return n.ok() && !n->Unavailable();
+        },
+        seconds(30)))
+        << kNode << " does not take work: " << state;
   }
 
   void TearDown() override {
