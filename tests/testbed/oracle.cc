@@ -891,9 +891,10 @@ struct Oracle::Io {
     multi = curl_multi_init();
     const std::vector<std::string> paths =
         o.per_device
-            ? std::vector<std::string>{"/apis/resource.k8s.io/v1/resourceclaims",
-                                       "/apis/resource.k8s.io/v1/resourceslices"}
-            : std::vector<std::string>{"/api/v1/pods?fieldSelector=status.phase%3DRunning"};
+            ? std::vector<std::string>{"/apis/resource.k8s.io/v1/resourceclaims?resourceVersion=0",
+                                       "/apis/resource.k8s.io/v1/resourceslices?resourceVersion=0"}
+            : std::vector<std::string>{
+                  "/api/v1/pods?fieldSelector=status.phase%3DRunning&resourceVersion=0"};
     for (const std::string& p : paths) {
       Get g;
       g.url = access.server + p;
