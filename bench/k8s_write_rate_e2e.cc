@@ -234,6 +234,20 @@ class ChurnSlurm : public bs::SlurmClient {
   StatusOr<bs::PlaceholderSubmission> SubmitPlaceholder(const bs::PlaceholderSpec&) override {
     return skb::UnimplementedError("the churn model places no placeholders");
   }
+  // The churn model's nodes never ask for maintenance: the bridge never calls these.
+  StatusOr<bs::WriteOutcome> RebootNode(const std::string&, const std::string&) override {
+    return skb::UnimplementedError("the churn model reboots no node");
+  }
+  StatusOr<bs::WriteOutcome> CreateMaintenanceReservation(
+      const bs::MaintenanceReservationSpec&) override {
+    return skb::UnimplementedError("the churn model makes no reservation");
+  }
+  StatusOr<bs::WriteOutcome> DeleteReservation(const std::string&) override {
+    return skb::UnimplementedError("the churn model makes no reservation");
+  }
+  StatusOr<bs::CheckJobSubmission> SubmitCheckJob(const bs::CheckJobSpec&) override {
+    return skb::UnimplementedError("the churn model runs no check job");
+  }
 
   int64_t starts() const { return starts_.load(); }
   int64_t slurm_writes() const { return writes_.load(); }

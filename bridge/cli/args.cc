@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "bridge/cli/node_drain.h"
+#include "bridge/cli/node_maintenance.h"
 #include "src/base/strings.h"
 #include "src/config/json_reader.h"
 
@@ -18,8 +19,8 @@ namespace {
 constexpr char kFooter[] =
     R"(From the daemon (its Unix socket): get nodes|jobs|quotas, describe node|tenant.
 From Kubernetes (--kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster): get
-preemptions, drain, undrain; and get nodes, describe node with --from kubernetes or an
-explicit --kubeconfig (what the bridge publishes there: no shell on the slurmctld host).
+preemptions, drain, undrain, maintenance; and get nodes, describe node with --from kubernetes
+or an explicit --kubeconfig (what the bridge publishes there: no shell on the slurmctld host).
 Run 'bridgectl COMMAND --help' for a command's arguments and flags; `man bridgectl`.
 
 Exit status: 0 done, 1 failed (daemon or apiserver unreachable, unknown node, refused),
@@ -29,6 +30,38 @@ constexpr char kGlobalFooter[] =
     "Flags of every command: --socket PATH, --kubeconfig PATH, --context NAME, --from "
     "daemon|kubernetes,\n--timeout DURATION, -o table|wide|json|yaml|name, --no-headers (see "
     "'bridgectl --help').";
+
+// What each maintenance command's --help says beyond its line (src/health/maintenance.h).
+constexpr char kMaintenanceFooter[] =
+    R"txt(The cycle: an admin sets RebootRequested=True on the Kubernetes node
+(maintenance reboot); the bridge drains Slurm and Kubernetes (jobs get
+health.maintenance.deadline, then are requeued; GPU pods are evicted), has Slurm reboot the
+node, runs the check job and gives the node back, then sets RebootRequested=False (reason
+MaintenanceCompleted). Its phase is the node condition SlurmMaintenance: Draining,
+Rebooting, Checking (True); DrainTimedOut, RebootTimedOut, CheckFailed (True: the node
+stays out); Completed, Cancelled (False). `bridgectl describe node NODE` shows it, since
+when and why.)txt";
+
+constexpr char kRebootFooter[] =
+    R"txt(Sets RebootRequested=True (or --condition TYPE, as the daemon's
+health.maintenance.reboot.condition), reason BridgectlMaintenance, message "TEXT (bridgectl
+maintenance by user@host)". Refused when that condition is True from someone else (left
+alone), or when SlurmMaintenance says a cycle is under way (its phase) or failed (retry or
+cancel it). Again with the same words: nothing changes. RBAC: get nodes, patch nodes/status.)txt";
+
+constexpr char kRetryFooter[] =
+    R"txt(Only after a failed phase (SlurmMaintenance DrainTimedOut, RebootTimedOut or
+CheckFailed): sets SlurmMaintenance to Draining, since now, message "retry by user@host
+after PHASE: ..."; the bridge starts the cycle again from there while the request stands.
+The write tests the phase it replaces: a write of the bridge's in between is never
+overwritten. Refused when no cycle failed (none, or one still running: its phase is named).)txt";
+
+constexpr char kCancelFooter[] =
+    R"txt(Sets RebootRequested (or --condition TYPE) to False, reason
+BridgectlMaintenanceCancelled, only if bridgectl set it (someone else's request is left
+alone). A cycle still Draining stops and the node is given back; past Draining it runs to
+its end (the reboot is already asked for); after a failed phase the node is given back as
+it is.)txt";
 
 // The tree and where each parsed value lands. CLI11 writes into `cmd` and the strings
 // beside it while parsing; Finish() checks what CLI11 cannot (which flag fits which verb).
@@ -46,10 +79,12 @@ struct Parser {
   std::vector<std::pair<CLI::App*, Verb>> leaves;
   CLI::App* get = nullptr;
   CLI::App* describe = nullptr;
+  CLI::App* maintenance = nullptr;
   CLI::App* help = nullptr;
 
   explicit Parser(const std::string& default_socket) {
     cmd.socket = default_socket;
+    cmd.condition = std::string(kDefaultRebootCondition);
     app.footer(kFooter);
     app.fallthrough();  // flags of bridgectl itself are taken after any command word
     app.require_subcommand(0, 1);
@@ -58,12 +93,13 @@ struct Parser {
                                  "the daemon's socket (else $SKB_BRIDGE_SOCKET, else "
                                  "/run/slurm-k8s-bridge/bridge.sock)")
                       ->type_name("PATH");
-    kubeconfig_flag = app.add_option("--kubeconfig", cmd.kubeconfig,
-                                     "Kubernetes credentials for get preemptions, drain, undrain "
-                                     "and --from kubernetes (else $KUBECONFIG, ~/.kube/config, "
-                                     "in-cluster); given, get nodes and describe node read "
-                                     "Kubernetes")
-                          ->type_name("PATH");
+    kubeconfig_flag =
+        app.add_option("--kubeconfig", cmd.kubeconfig,
+                       "Kubernetes credentials for get preemptions, drain, undrain, "
+                       "maintenance and --from kubernetes (else $KUBECONFIG, ~/.kube/config, "
+                       "in-cluster); given, get nodes and describe node read "
+                       "Kubernetes")
+            ->type_name("PATH");
     app.add_option("--context", cmd.context, "the kubeconfig context to use")->type_name("NAME");
     app.add_option("--from", from_text,
                    "get nodes, describe node: daemon (its socket; the default) or kubernetes "
@@ -127,6 +163,35 @@ struct Parser {
                              "take back a drain bridgectl asked for (the bridge resumes the node)");
     undrain->add_option("NODE", cmd.name, "the Kubernetes node")->type_name("")->required();
     undrain->add_option("--gpu", cmd.gpu, "the GPU drained alone (drain --gpu)")->type_name("GPU");
+
+    maintenance = Sub(&app, "maintenance",
+                      "reboot a node through both schedulers: drained, rebooted, checked, given "
+                      "back");
+    maintenance->require_subcommand(0, 1);
+    maintenance->footer(StrCat(kMaintenanceFooter, "\n\n", kGlobalFooter));
+    const std::string condition_help = StrCat(
+        "the request's condition type, as the daemon's health.maintenance.reboot.condition "
+        "(default ",
+        kDefaultRebootCondition, ")");
+    CLI::App* reboot =
+        Leaf(maintenance, "reboot", "", Verb::kMaintenanceReboot,
+             "ask the bridge for a maintenance cycle (RebootRequested=True in Kubernetes)");
+    reboot->footer(StrCat(kRebootFooter, "\n\n", kGlobalFooter));
+    reboot->add_option("NODE", cmd.name, "the Kubernetes node")->type_name("")->required();
+    reboot
+        ->add_option("--reason", cmd.reason,
+                     "required: why (shown in Kubernetes and in the Slurm drain reason)")
+        ->type_name("TEXT");
+    reboot->add_option("--condition", cmd.condition, condition_help)->type_name("TYPE");
+    CLI::App* retry = Leaf(maintenance, "retry", "", Verb::kMaintenanceRetry,
+                           "start a failed cycle again from Draining");
+    retry->footer(StrCat(kRetryFooter, "\n\n", kGlobalFooter));
+    retry->add_option("NODE", cmd.name, "the Kubernetes node")->type_name("")->required();
+    CLI::App* cancel = Leaf(maintenance, "cancel", "", Verb::kMaintenanceCancel,
+                            "withdraw a cycle bridgectl asked for (RebootRequested=False)");
+    cancel->footer(StrCat(kCancelFooter, "\n\n", kGlobalFooter));
+    cancel->add_option("NODE", cmd.name, "the Kubernetes node")->type_name("")->required();
+    cancel->add_option("--condition", cmd.condition, condition_help)->type_name("TYPE");
 
     Leaf(&app, "version", "", Verb::kVersion,
          "bridgectl's version and the Slurm release it was built for");
@@ -211,7 +276,8 @@ struct Parser {
       if (x.size() > 1 && x[0] == '-') {
         return UsageError(chain, StrCat("unknown flag '", x, "' for '", PathOf(chain), "'"));
       }
-      if (chain.back() == &app || chain.back() == get || chain.back() == describe) {
+      if (chain.back() == &app || chain.back() == get || chain.back() == describe ||
+          chain.back() == maintenance) {
         return UsageError(chain, StrCat("unknown command '", x, "' for '", PathOf(chain),
                                         "' (one of: ", Choices(chain.back()), ")"));
       }
@@ -229,7 +295,7 @@ struct Parser {
       return cmd;
     }
     if (chain.size() == 1) return UsageError(chain, "no command");
-    if (chain.back() == get || chain.back() == describe) {
+    if (chain.back() == get || chain.back() == describe || chain.back() == maintenance) {
       return UsageError(chain,
                         StrCat(chain.back()->get_name(), " needs one of: ", Choices(chain.back())));
     }
@@ -260,7 +326,8 @@ struct Parser {
   Status PickSource(const std::vector<CLI::App*>& chain) {
     const Verb v = cmd.verb;
     const bool both = v == Verb::kGetNodes || v == Verb::kDescribeNode;
-    const bool kube_only = v == Verb::kGetPreemptions || v == Verb::kDrain || v == Verb::kUndrain;
+    const bool kube_only =
+        v == Verb::kGetPreemptions || v == Verb::kDrain || v == Verb::kUndrain || IsMaintenance(v);
     const bool daemon_only =
         v == Verb::kGetJobs || v == Verb::kGetQuotas || v == Verb::kDescribeTenant;
     if (from_text.empty()) {
@@ -321,7 +388,18 @@ struct Parser {
       return UsageError(
           chain, StrCat("--gpu '", cmd.gpu, "': give the device's name (gpu-5) or its number (5)"));
     }
-    if ((v == Verb::kDrain || v == Verb::kUndrain) && !IsKubernetesNodeName(cmd.name)) {
+    if (v == Verb::kMaintenanceReboot && cmd.reason.empty()) {
+      return UsageError(chain,
+                        "maintenance reboot needs --reason TEXT (shown in Kubernetes and in the "
+                        "Slurm drain reason)");
+    }
+    if (v == Verb::kMaintenanceReboot || v == Verb::kMaintenanceCancel) {
+      if (const std::string problem = RequestConditionProblem(cmd.condition); !problem.empty()) {
+        return UsageError(chain, StrCat("--condition '", cmd.condition, "' ", problem));
+      }
+    }
+    if ((v == Verb::kDrain || v == Verb::kUndrain || IsMaintenance(v)) &&
+        !IsKubernetesNodeName(cmd.name)) {
       return UsageError(chain, StrCat("'", cmd.name,
                                       "' is not a Kubernetes node name (lower-case letters, "
                                       "digits, '-' and '.', starting and ending with a letter "
@@ -346,6 +424,11 @@ struct Parser {
     }
     cmd.help = HelpOf(target);
     return cmd;
+  }
+
+  static bool IsMaintenance(Verb v) {
+    return v == Verb::kMaintenanceReboot || v == Verb::kMaintenanceRetry ||
+           v == Verb::kMaintenanceCancel;
   }
 
   static std::string Choices(const CLI::App* parent) {

@@ -31,6 +31,9 @@ enum class Verb {
   kDescribeTenant,
   kDrain,
   kUndrain,
+  kMaintenanceReboot,  // maintenance reboot|retry|cancel NODE (node_maintenance.h)
+  kMaintenanceRetry,
+  kMaintenanceCancel,
 };
 
 // -o: tables (wide: more columns), the daemon's answer as JSON or YAML, or kind/name per line.
@@ -41,7 +44,7 @@ enum class Output { kTable, kWide, kJson, kYaml, kName };
 // (kube_inventory.h). An explicit --kubeconfig picks kubernetes for these commands; $KUBECONFIG
 // alone does not (it is set for kubectl on many hosts, and a silent switch would change what
 // the columns mean). get jobs|quotas and describe tenant are the daemon's only; get
-// preemptions, drain and undrain are Kubernetes' only.
+// preemptions, drain, undrain and maintenance are Kubernetes' only.
 enum class Source { kDaemon, kKubernetes };
 
 struct Command {
@@ -49,10 +52,14 @@ struct Command {
   std::string help;    // kHelp: the text to print
   std::string name;    // the NODE or TENANT named; kGetNodes: empty for every node
   std::string shell;   // kCompletion: "bash" or "zsh"
-  std::string reason;  // kDrain: --reason
+  std::string reason;  // kDrain, kMaintenanceReboot: --reason
   std::string gpu;     // kDrain, kUndrain: --gpu, one GPU of the node ("" = the whole node)
   std::string node;    // kGetPreemptions: --node, only that node's lends
-  bool all = false;    // kGetJobs: --all, finished jobs too
+  // kMaintenanceReboot, kMaintenanceCancel: --condition, the request's condition type (the
+  // daemon's health.maintenance.reboot.condition); ParseCommandLine fills in its default,
+  // RebootRequested.
+  std::string condition;
+  bool all = false;  // kGetJobs: --all, finished jobs too
   // Flags of every command.
   std::string socket;      // --socket, else the default given to ParseCommandLine
   std::string kubeconfig;  // --kubeconfig, else $KUBECONFIG, ~/.kube/config, in-cluster
@@ -66,8 +73,8 @@ struct Command {
 // Parses argv[1..] (without the program name). InvalidArgument, with a message naming the
 // bad word and the command's --help, for an unknown command, flag or value, a missing
 // argument, or a flag the command does not take (-o name on describe, --all on get nodes).
-// A node given to drain/undrain must be a Kubernetes node name (a DNS-1123 subdomain), so
-// `drain -- --help` is refused too.
+// A node given to drain/undrain/maintenance must be a Kubernetes node name (a DNS-1123
+// subdomain), so `drain -- --help` is refused too.
 StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args,
                                    const std::string& default_socket);
 

@@ -102,6 +102,21 @@ TEST(Args, TheInvocationsOfTheTestsAndTheReadmeParseAsBefore) {
   EXPECT_EQ(Parse({"get", "nodes", "--socket=/x.sock"}).socket, "/x.sock");
   EXPECT_EQ(Parse({"version"}).verb, Verb::kVersion);
   EXPECT_EQ(Parse({"--version"}).verb, Verb::kVersion);
+  c = Parse({"maintenance", "reboot", "node3", "--reason", "new BIOS"});
+  EXPECT_EQ(c.verb, Verb::kMaintenanceReboot);
+  EXPECT_EQ(c.name, "node3");
+  EXPECT_EQ(c.reason, "new BIOS");
+  EXPECT_EQ(c.condition, "RebootRequested");
+  EXPECT_EQ(c.source, Source::kKubernetes);
+  c = Parse({"maintenance", "reboot", "--condition=example.com/Reboot", "node3", "--reason=x"});
+  EXPECT_EQ(c.condition, "example.com/Reboot");
+  c = Parse({"maintenance", "retry", "node3"});
+  EXPECT_EQ(c.verb, Verb::kMaintenanceRetry);
+  EXPECT_EQ(c.name, "node3");
+  c = Parse({"maintenance", "cancel", "node3", "--condition", "KernelReboot"});
+  EXPECT_EQ(c.verb, Verb::kMaintenanceCancel);
+  EXPECT_EQ(c.condition, "KernelReboot");
+  EXPECT_EQ(Parse({"maintenance", "cancel", "node3"}).condition, "RebootRequested");
   // -o table|wide|json were taken (and ignored) by every command; they still are.
   EXPECT_EQ(Parse({"drain", "node3", "--reason", "x", "-o", "json"}).verb, Verb::kDrain);
 }
@@ -160,6 +175,41 @@ TEST(Args, DrainNeedsAReasonAndAKubernetesNodeName) {
   EXPECT_THAT(Refused({"undrain", "node3."}), HasSubstr("not a Kubernetes node name"));
   EXPECT_THAT(Refused({"drain", "a", "b", "--reason", "x"}), HasSubstr("unexpected argument 'b'"));
   EXPECT_EQ(Parse({"drain", "gpu-7.rack2", "--reason", "x"}).name, "gpu-7.rack2");
+}
+
+TEST(Args, MaintenanceNeedsAReasonAKubernetesNodeNameAndAConditionItMayWrite) {
+  EXPECT_THAT(Refused({"maintenance"}),
+              HasSubstr("maintenance needs one of: reboot, retry, cancel"));
+  EXPECT_THAT(Refused({"maintenance", "restart", "node3"}),
+              HasSubstr("unknown command 'restart' for 'bridgectl maintenance'"));
+  EXPECT_THAT(Refused({"maintenance", "reboot", "node3"}),
+              HasSubstr("maintenance reboot needs --reason TEXT"));
+  EXPECT_THAT(Refused({"maintenance", "reboot", "--reason", "x"}), HasSubstr("NODE is required"));
+  EXPECT_THAT(Refused({"maintenance", "retry"}), HasSubstr("NODE is required"));
+  EXPECT_THAT(Refused({"maintenance", "cancel", "Node_3"}),
+              HasSubstr("'Node_3' is not a Kubernetes node name"));
+  EXPECT_THAT(Refused({"maintenance", "reboot", "node3", "--reason", "x", "--condition",
+                       "SlurmMaintenance"}),
+              HasSubstr("--condition 'SlurmMaintenance' is a condition the bridge writes itself"));
+  EXPECT_THAT(Refused({"maintenance", "cancel", "node3", "--condition", "DrainRequested"}),
+              HasSubstr("bridgectl drain's"));
+  EXPECT_THAT(Refused({"maintenance", "cancel", "node3", "--condition", "a b"}),
+              HasSubstr("is not a condition type"));
+  EXPECT_THAT(Refused({"maintenance", "retry", "node3", "--condition", "X"}),
+              HasSubstr("unknown flag '--condition'"));
+  EXPECT_THAT(Refused({"maintenance", "retry", "node3", "--reason", "x"}),
+              HasSubstr("unknown flag '--reason'"));
+  EXPECT_THAT(Refused({"--from", "daemon", "maintenance", "retry", "node3"}),
+              HasSubstr("reads Kubernetes only"));
+  EXPECT_THAT(Refused({"maintenance", "--", "retry", "node3"}), HasSubstr("'--'"));
+  // Help, and nothing else.
+  Command c = Parse({"maintenance", "reboot", "node3", "--reason", "x", "--help"});
+  EXPECT_EQ(c.verb, Verb::kHelp);
+  EXPECT_THAT(c.help, HasSubstr("RBAC: get nodes, patch nodes/status"));
+  c = Parse({"maintenance", "cancel", "--help"});
+  EXPECT_THAT(c.help, HasSubstr("past Draining it runs to"));
+  EXPECT_THAT(c.help, HasSubstr("after a failed phase the node is given back"));
+  EXPECT_THAT(Parse({"help", "maintenance"}).help, HasSubstr("SlurmMaintenance"));
 }
 
 TEST(Args, UnknownCommandsAndFlagsAreUsageErrorsNamingTheWordAndTheHelp) {
@@ -255,7 +305,8 @@ TEST(Args, TheTreeNamesEveryCommandOnce) {
   for (const CommandSpec& s : CommandTree()) EXPECT_TRUE(paths.insert(s.path).second) << s.path;
   for (const char* p :
        {"", "get", "get nodes", "get jobs", "get quotas", "get preemptions", "describe",
-        "describe node", "describe tenant", "drain", "undrain", "version", "completion", "help"}) {
+        "describe node", "describe tenant", "drain", "undrain", "maintenance", "maintenance reboot",
+        "maintenance retry", "maintenance cancel", "version", "completion", "help"}) {
     EXPECT_EQ(paths.count(p), 1u) << p;
   }
 }

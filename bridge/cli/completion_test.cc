@@ -63,7 +63,8 @@ std::string BashOffers(const std::string& words, std::string* calls = nullptr) {
 }
 
 TEST(Completion, BashCompletesCommandsFlagsFormatsAndNodeNames) {
-  EXPECT_EQ(BashOffers("bridgectl ''"), "get describe drain undrain version completion help\n");
+  EXPECT_EQ(BashOffers("bridgectl ''"),
+            "get describe drain undrain maintenance version completion help\n");
   EXPECT_EQ(BashOffers("bridgectl get no"), "nodes node\n");
   EXPECT_EQ(BashOffers("bridgectl get nodes -o ''"), "table wide json yaml name\n");
   EXPECT_EQ(BashOffers("bridgectl get jobs --a"), "--all\n");
@@ -79,6 +80,15 @@ TEST(Completion, BashCompletesCommandsFlagsFormatsAndNodeNames) {
   EXPECT_EQ(BashOffers("bridgectl --from ''"), "daemon kubernetes\n");
   EXPECT_EQ(BashOffers("bridgectl get preemptions --node n", &calls), "node1 node2\n");
   EXPECT_EQ(BashOffers("bridgectl describe node node1 --re"), "\n") << "--reason is drain's";
+  EXPECT_EQ(BashOffers("bridgectl maintenance ''"), "reboot retry cancel\n");
+  EXPECT_EQ(BashOffers("bridgectl --kubeconfig /k.yaml maintenance reboot ''", &calls),
+            "node1 node2\n");
+  EXPECT_EQ(calls, "--kubeconfig /k.yaml get nodes -o name --timeout 3\n");
+  EXPECT_EQ(BashOffers("bridgectl maintenance reboot node1 --c"), "--condition --context\n");
+  EXPECT_EQ(BashOffers("bridgectl maintenance retry node1 --c"), "--context\n")
+      << "retry takes no --condition";
+  EXPECT_EQ(BashOffers("bridgectl maintenance cancel --condition ''"), "\n")
+      << "a condition type is typed, not completed";
 }
 
 }  // namespace

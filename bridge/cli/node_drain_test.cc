@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bridge/cli/node_test_fixture.h"
 #include "k8s/fake_kube_client.h"
 #include "src/devices/k8s_devices.h"
 
@@ -13,38 +14,9 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const Clock::TimePoint kNow = Clock::TimePoint{} + std::chrono::hours(24 * 365 * 50);
+using cli_test::kNow;
 
-class NodeDrainTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    json node = {
-        {"apiVersion", "v1"},
-        {"kind", "Node"},
-        {"metadata", {{"name", "node3"}}},
-        {"status",
-         {{"conditions",
-           json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}})}}}};
-    ASSERT_TRUE(kube_.Create(k8s::Resource::Nodes(), "", node).ok());
-  }
-  // The node's conditions by type.
-  std::map<std::string, json> Conditions() {
-    std::map<std::string, json> out;
-    auto n = kube_.Get(k8s::Resource::Nodes(), "", "node3");
-    EXPECT_TRUE(n.ok());
-    for (const json& c : (*n)["status"]["conditions"]) out[c["type"].get<std::string>()] = c;
-    return out;
-  }
-  // What the kubelet (or an admin with kubectl) would write.
-  void SetConditions(json conditions) {
-    ASSERT_TRUE(kube_
-                    .Patch(k8s::Resource::Nodes(), "", "node3", k8s::PatchType::kJsonMerge,
-                           {{"status", {{"conditions", std::move(conditions)}}}})
-                    .ok());
-  }
-
-  k8s::FakeKubeClient kube_;
-};
+class NodeDrainTest : public cli_test::NodeFixture {};
 
 TEST_F(NodeDrainTest, DrainSetsTheConditionWithTheReasonAndWhoOnce) {
   auto changed = RequestDrain(kube_, "node3", "swap PSU", "alice@login1", kNow);

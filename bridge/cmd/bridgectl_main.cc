@@ -2,9 +2,10 @@
 // bridgectl: the admin CLI. Asks the daemon over its Unix socket (protobuf) for what lives
 // in its caches (nodes, jobs) and talks to Kubernetes directly, with the admin's own
 // kubeconfig, where Kubernetes is the source (the Events of past preemptions, the drain
-// condition) and, with --from kubernetes, for the nodes as the bridge publishes them there
-// (from a workstation, no daemon asked). Thin: the command line (args.h), the connection, the
-// formatting and the Kubernetes helpers live in bridge/cli/; this file dispatches.
+// and maintenance conditions) and, with --from kubernetes, for the nodes as the bridge
+// publishes them there (from a workstation, no daemon asked). Thin: the command line
+// (args.h), the connection, the formatting and the Kubernetes helpers live in bridge/cli/;
+// this file dispatches.
 #include <pwd.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -23,6 +24,7 @@
 #include "bridge/cli/format.h"
 #include "bridge/cli/kube_inventory.h"
 #include "bridge/cli/node_drain.h"
+#include "bridge/cli/node_maintenance.h"
 #include "bridge/cli/preemption_history.h"
 #include "bridge/cli/quota_format.h"
 #include "bridge/cli/yaml.h"
@@ -77,8 +79,9 @@ int KubeFail(const skb::Status& s, const std::string& what) {
     msg += " (is the Kubernetes apiserver reachable with this kubeconfig?)";
   } else if (s.code() == skb::StatusCode::kPermissionDenied) {
     msg +=
-        " (RBAC: drain/undrain need get+patch on nodes and nodes/status, get preemptions "
-        "needs list on events, --from kubernetes needs list on nodes, pods and events, get on "
+        " (RBAC: drain/undrain/maintenance need get+patch on nodes and nodes/status, get "
+        "preemptions needs list on events, --from kubernetes needs list on nodes, pods and events, "
+        "get on "
         "leases; "
         "docs/bridgectl.md)";
   } else if (s.code() == skb::StatusCode::kUnauthenticated) {
@@ -186,6 +189,16 @@ int Drain(const cli::Command& f, bool drain) {
   } else {
     std::printf("%s: no drain by bridgectl to clear\n", node.c_str());
   }
+  return 0;
+}
+
+// maintenance reboot|retry|cancel NODE: the request condition, or the cycle's record.
+int Maintenance(const cli::Command& c) {
+  auto kube = OpenKube(c);
+  if (!kube.ok()) return Fail(std::string(kube.status().message()));
+  auto r = cli::RunMaintenance(**kube, c, Who(), skb::k8s::SystemClock::Get()->Now());
+  if (!r.ok()) return KubeFail(r.status(), cli::MaintenanceCommandLine(c));
+  std::fputs(cli::MaintenanceOutcome(c, *r).c_str(), stdout);
   return 0;
 }
 
@@ -309,6 +322,10 @@ int main(int argc, char** argv) {
     case cli::Verb::kDrain:
     case cli::Verb::kUndrain:
       return Drain(c, c.verb == cli::Verb::kDrain);
+    case cli::Verb::kMaintenanceReboot:
+    case cli::Verb::kMaintenanceRetry:
+    case cli::Verb::kMaintenanceCancel:
+      return Maintenance(c);
     case cli::Verb::kGetNodes:
     case cli::Verb::kDescribeNode:
       return c.source == cli::Source::kKubernetes ? FromKubernetes(c) : FromDaemon(c);

@@ -24,6 +24,7 @@
 #include "src/devices/k8s_devices.h"
 #include "src/devices/placeholder_record.h"
 #include "src/health/health_config.h"
+#include "src/health/maintenance.h"
 #include "src/ownership/preemption_record.h"
 #include "src/ownership/schema.h"
 
@@ -46,7 +47,8 @@ constexpr std::string_view kNodeAnnotations[] = {
     devices::kUnusedGivesAnnotation};
 constexpr std::string_view kNodeLabels[] = {ownership::kSwapGuardLabel};
 constexpr std::string_view kNodeTaints[] = {ownership::kSwapTaintKey, ownership::kBusyTaintKey,
-                                            ownership::kReclaimTaintKey};
+                                            ownership::kReclaimTaintKey,
+                                            health::kMaintenanceTaintKey};
 
 template <size_t N>
 bool OneOf(const std::string_view (&keys)[N], std::string_view key) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/fake_kube_client.h"
+#include "k8s/forwarding_kube_client.h"
 #include "src/ownership/schema.h"
 
 namespace skb::bridge {
@@ -16,50 +17,38 @@ using json = nlohmann::json;
 using Rooms = std::map<std::string, quota::NamespaceRoom>;
 
 // Forwards to a FakeKubeClient, counting the writes; fails the next `fail_writes` of them.
-class CountingKubeClient final : public k8s::KubeClient {
+class CountingKubeClient final : public k8s::ForwardingKubeClient {
  public:
-  explicit CountingKubeClient(k8s::FakeKubeClient* fake) : fake_(fake) {}
+  using ForwardingKubeClient::ForwardingKubeClient;
   int writes = 0;
   int fail_writes = 0;
 
-  StatusOr<json> Get(const k8s::Resource& r, const std::string& ns, const std::string& name,
-                     const std::string& sub) override {
-    return fake_->Get(r, ns, name, sub);
-  }
-  StatusOr<k8s::ListResult> List(const k8s::Resource& r, const std::string& ns,
-                                 const k8s::ListOptions& o) override {
-    return fake_->List(r, ns, o);
-  }
   StatusOr<json> Create(const k8s::Resource& r, const std::string& ns, const json& obj,
                         const k8s::WriteOptions& o) override {
     RETURN_IF_ERROR(Write());
-    return fake_->Create(r, ns, obj, o);
+    return ForwardingKubeClient::Create(r, ns, obj, o);
   }
   StatusOr<json> Update(const k8s::Resource& r, const std::string& ns, const json& obj,
                         const k8s::WriteOptions& o, const std::string& sub) override {
     RETURN_IF_ERROR(Write());
-    return fake_->Update(r, ns, obj, o, sub);
+    return ForwardingKubeClient::Update(r, ns, obj, o, sub);
   }
   StatusOr<json> Patch(const k8s::Resource& r, const std::string& ns, const std::string& name,
                        k8s::PatchType t, const json& p, const k8s::PatchOptions& o,
                        const std::string& sub) override {
     RETURN_IF_ERROR(Write());
-    return fake_->Patch(r, ns, name, t, p, o, sub);
+    return ForwardingKubeClient::Patch(r, ns, name, t, p, o, sub);
   }
   StatusOr<json> Delete(const k8s::Resource& r, const std::string& ns, const std::string& name,
                         const k8s::DeleteOptions& o) override {
     RETURN_IF_ERROR(Write());
-    return fake_->Delete(r, ns, name, o);
+    return ForwardingKubeClient::Delete(r, ns, name, o);
   }
   StatusOr<json> CreateSubresource(const k8s::Resource& r, const std::string& ns,
                                    const std::string& name, const std::string& sub,
                                    const json& body) override {
     RETURN_IF_ERROR(Write());
-    return fake_->CreateSubresource(r, ns, name, sub, body);
-  }
-  Status Watch(const k8s::Resource& r, const std::string& ns, const k8s::ListOptions& o,
-               const k8s::WatchHandler& h, const std::atomic<bool>* cancel) override {
-    return fake_->Watch(r, ns, o, h, cancel);
+    return ForwardingKubeClient::CreateSubresource(r, ns, name, sub, body);
   }
 
  private:
@@ -71,7 +60,6 @@ class CountingKubeClient final : public k8s::KubeClient {
     }
     return OkStatus();
   }
-  k8s::FakeKubeClient* fake_;
 };
 
 class GuaranteeQuotaWriterTest : public ::testing::Test {

@@ -63,6 +63,10 @@ class ActionExecutor {
   StatusOr<Effect> Run(const plan::Action& a, const plan::SetSlurmFeatures& o);
   StatusOr<Effect> Run(const plan::Action& a, const plan::SignalSlurmJobs& o);
   StatusOr<Effect> Run(const plan::Action& a, const plan::PreemptSlurmJobs& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::RebootSlurmNode& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::CreateSlurmReservation& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::DeleteSlurmReservation& o);
+  StatusOr<Effect> Run(const plan::Action& a, const plan::SubmitCheckJob& o);
   // The Kubernetes node.
   StatusOr<Effect> Run(const plan::Action& a, const plan::SetNodeCondition& o);
   StatusOr<Effect> Run(const plan::Action& a, const plan::SetNodeTaint& o);

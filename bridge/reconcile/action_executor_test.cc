@@ -202,7 +202,8 @@ TEST_F(ActionExecutorUnitTest, RequeueSkipsGoneJobsAndNamesTheRequeuedOnes) {
   slurm_.AddJob(Running(7, "node1"));
   ASSERT_TRUE(executor_.Execute(JobsAction(plan::RequeueSlurmJobs{{7, 8}})).ok());
   ASSERT_TRUE(executor_.Execute(JobsAction(plan::RequeueSlurmJobs{{7}})).ok());
-  EXPECT_THAT(slurm_.Writes(), ElementsAre("RequeueJob 7 hold=0"));
+  // Eligible at once for another node, not after Slurm's requeue begin time.
+  EXPECT_THAT(slurm_.Writes(), ElementsAre("RequeueJob 7 hold=0", "MakeEligibleNow 7"));
   ASSERT_EQ(events_.events().size(), 1u);
   EXPECT_THAT(events_.events()[0].message, HasSubstr("(jobs 7)"));
 

@@ -186,7 +186,7 @@ ReconcileResult Reconciler::ReconcileNode(const std::string& name) {
                                {.min_reservation_update_interval = MinReservationUpdateInterval()});
   RecordOwner(node, result.plan);
   auto log = Logger("reconcile");
-  const auto is_condition = [](const plan::Action& a) { return a.Is<plan::SetNodeCondition>(); };
+  const auto is_condition = [](const plan::Action& a) { return plan::IsStatusLaneCondition(a); };
   // Conditions mirror Slurm's state, whatever becomes of the other actions: queued even if
   // one of those fails.
   if (status_queue_ != nullptr &&

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The ActionExecutor's Slurm actions: drain, resume, requeue, features, and the checkpoint
-// signal and preemption of jobs (their contract: src/plan/action.h and
+// The ActionExecutor's Slurm actions: drain, resume, requeue, features, the checkpoint
+// signal and preemption of jobs, and the maintenance cycle's reboot, reservation and check
+// job (their contract: src/plan/action.h and
 // src/ownership/ownership.h). Each re-reads what it depends on from slurmctld.
 #include <algorithm>
 #include <optional>
@@ -55,7 +56,8 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::ResumeSlurmNod
   // The plan was made from a snapshot: resume only the drain it saw, never one that
   // changed meanwhile (an admin may have taken over the node).
   ASSIGN_OR_RETURN(slurm::NodeView node, slurm_->LoadNode(a.node));
-  if (!node.drain) return Effect::kUnchanged;
+  const bool down = node.base_state == skb::slurm::NodeBaseState::kDown;
+  if (!node.drain && !(op.down_too && down)) return Effect::kUnchanged;
   if (node.reason != op.expected_reason) {
     return AbortedError(StrCat("node ", a.node, " drain reason changed to '", node.reason,
                                "' since it was planned ('", op.expected_reason, "')"));
@@ -70,7 +72,15 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::RequeueSlurmJo
   for (uint32_t id : op.job_ids) {
     StatusOr<WriteOutcome> o = slurm_->RequeueJob(id, /*hold=*/false);
     if (o.ok()) {
-      if (*o == WriteOutcome::kChanged) StrAppend(&requeued, requeued.empty() ? "" : ",", id);
+      if (*o == WriteOutcome::kChanged) {
+        StrAppend(&requeued, requeued.empty() ? "" : ",", id);
+        // As a preemption's requeue: eligible at once for another node, rather than after
+        // Slurm's requeue begin time (~2 min). Best effort: the job is safe either way.
+        if (auto e = slurm_->MakeEligibleNow(id); !e.ok()) {
+          Logger("reconcile")
+              ->warn("make_eligible_failed job={} error=\"{}\"", id, e.status().message());
+        }
+      }
       continue;
     }
     if (o.status().code() == StatusCode::kNotFound) continue;  // gone: nothing to requeue
@@ -89,6 +99,36 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::RequeueSlurmJo
 StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SetSlurmFeatures& op) {
   ASSIGN_OR_RETURN(WriteOutcome o, slurm_->SetFeatures(a.node, op.features));
   return Recorded(a, o);
+}
+
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::RebootSlurmNode& op) {
+  ASSIGN_OR_RETURN(WriteOutcome o, slurm_->RebootNode(a.node, op.reason));
+  return Recorded(a, o);
+}
+
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::CreateSlurmReservation& op) {
+  ASSIGN_OR_RETURN(WriteOutcome o,
+                   slurm_->CreateMaintenanceReservation(
+                       {.name = op.name, .node = a.node, .user = "", .minutes = op.minutes}));
+  return Recorded(a, o);
+}
+
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::DeleteSlurmReservation& op) {
+  ASSIGN_OR_RETURN(WriteOutcome o, slurm_->DeleteReservation(op.name));
+  return Recorded(a, o);
+}
+
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SubmitCheckJob& op) {
+  ASSIGN_OR_RETURN(slurm::CheckJobSubmission s,
+                   slurm_->SubmitCheckJob({.node = a.node,
+                                           .reservation = op.reservation,
+                                           .command = op.command,
+                                           .gpus = op.gpus,
+                                           .time_limit_minutes = op.minutes,
+                                           .output = ""}));
+  if (s.outcome != WriteOutcome::kChanged) return Effect::kUnchanged;
+  Record(a, StrCat(a.event_message, " (job ", s.job_id, ")"));
+  return Effect::kChanged;
 }
 
 StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SignalSlurmJobs& op) {

@@ -7,6 +7,7 @@
 
 #include "src/base/strings.h"
 #include "src/devices/placeholder_record.h"
+#include "src/health/maintenance.h"
 
 namespace skb::bridge::slurm {
 
@@ -52,6 +53,56 @@ bool FakeSlurmClient::StartJob(uint32_t job_id, const std::string& node,
   return true;
 }
 
+bool FakeSlurmClient::FinishJob(uint32_t job_id, int exit_code) {
+  MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  JobView& j = it->second;
+  j.state = exit_code == 0 ? JobState::kComplete : JobState::kFailed;
+  j.exit_code = exit_code;
+  j.end_time = NowSeconds();
+  ++update_time_;
+  return true;
+}
+
+bool FakeSlurmClient::IssueReboot(const std::string& node) {
+  MutexLock lock(&mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return false;
+  NodeView& n = it->second;
+  if (!n.reboot_requested || n.reboot_issued) return true;
+  n.reboot_requested = false;
+  n.reboot_issued = true;
+  n.base_state = skb::slurm::NodeBaseState::kDown;
+  n.reason += " : reboot issued";
+  ++update_time_;
+  return true;
+}
+
+bool FakeSlurmClient::CompleteReboot(const std::string& node, UnixTime boot_time) {
+  MutexLock lock(&mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return false;
+  NodeView& n = it->second;
+  n.boot_time = boot_time;
+  if (n.reboot_requested || n.reboot_issued) {
+    if (!n.reboot_issued) n.reason += " : reboot issued";
+    n.reboot_requested = n.reboot_issued = false;
+    n.base_state = skb::slurm::NodeBaseState::kDown;
+    n.drain = false;
+    n.reason += " : reboot complete";
+  }
+  ++update_time_;
+  return true;
+}
+
+std::vector<std::string> FakeSlurmClient::Reservations() const {
+  MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, r] : reservations_) names.push_back(name);
+  return names;
+}
+
 void FakeSlurmClient::SetClock(const Clock* clock) {
   MutexLock lock(&mu_);
   clock_ = clock;
@@ -90,6 +141,17 @@ Status FakeSlurmClient::Enter(const std::string& method) {
 void FakeSlurmClient::Wrote(std::string line) {
   writes_.push_back(std::move(line));
   ++update_time_;
+}
+
+uint32_t FakeSlurmClient::NextJobId() const {
+  uint32_t next = 1000;
+  for (const auto& [id, j] : jobs_) next = std::max(next, id + 1);
+  return next;
+}
+
+UnixTime FakeSlurmClient::NowSeconds() const {
+  if (clock_ == nullptr) return 0;
+  return std::chrono::duration_cast<std::chrono::seconds>(clock_->Now().time_since_epoch()).count();
 }
 
 StatusOr<Loaded<NodeView>> FakeSlurmClient::LoadNodes(UnixTime since) {
@@ -184,11 +246,17 @@ StatusOr<WriteOutcome> FakeSlurmClient::ResumeNode(const std::string& node) {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
   NodeView& n = it->second;
-  if (!n.drain) return WriteOutcome::kUnchanged;
+  // As LibSlurmClient: a DOWN node is resumed too (after a reboot with nextstate=DOWN).
+  if (!n.drain && n.base_state != skb::slurm::NodeBaseState::kDown) {
+    return WriteOutcome::kUnchanged;
+  }
   if (!n.DrainedByBridge()) {
     return FailedPreconditionError(StrCat("node ", node, " is drained by somebody else"));
   }
   n.drain = false;
+  if (n.base_state == skb::slurm::NodeBaseState::kDown) {
+    n.base_state = skb::slurm::NodeBaseState::kIdle;
+  }
   n.reason.clear();
   Wrote(StrCat("ResumeNode ", node));
   return WriteOutcome::kChanged;
@@ -348,6 +416,98 @@ StatusOr<PlaceholderSubmission> FakeSlurmClient::SubmitPlaceholder(const Placeho
   Wrote(StrCat("SubmitPlaceholder ", s.node, " gpus=", s.gpus,
                s.gres_type.empty() ? "" : StrCat(" type=", s.gres_type), " -> ", next));
   return PlaceholderSubmission{next, WriteOutcome::kChanged};
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::RebootNode(const std::string& node,
+                                                   const std::string& reason) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("RebootNode"));
+  if (!reason.starts_with(skb::slurm::kBridgeReasonPrefix)) {
+    return InvalidArgumentError(StrCat("reboot reason '", reason, "' lacks the bridge's prefix"));
+  }
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFoundError(StrCat("no Slurm node ", node));
+  NodeView& n = it->second;
+  if (n.reboot_requested || n.reboot_issued) return WriteOutcome::kUnchanged;
+  n.reboot_requested = true;
+  n.drain = true;
+  n.reason = reason;
+  Wrote(StrCat("RebootNode ", node, " ", reason));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::CreateMaintenanceReservation(
+    const MaintenanceReservationSpec& s) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("CreateMaintenanceReservation"));
+  if (s.name.empty() || s.node.empty() || s.minutes < 1) {
+    return InvalidArgumentError(StrCat("maintenance reservation '", s.name, "' on '", s.node,
+                                       "' for ", s.minutes, " minutes"));
+  }
+  if (!nodes_.contains(s.node)) return NotFoundError(StrCat("no Slurm node ", s.node));
+  if (auto it = reservations_.find(s.name); it != reservations_.end()) {
+    if (it->second.node != s.node) {
+      return FailedPreconditionError(
+          StrCat("reservation ", s.name, " exists on ", it->second.node, ", not on ", s.node));
+    }
+    return WriteOutcome::kUnchanged;
+  }
+  reservations_[s.name] = Reservation{.node = s.node, .user = s.user, .minutes = s.minutes};
+  Wrote(StrCat("CreateMaintenanceReservation ", s.name, " ", s.node));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<WriteOutcome> FakeSlurmClient::DeleteReservation(const std::string& name) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("DeleteReservation"));
+  auto it = reservations_.find(name);
+  if (it == reservations_.end()) return WriteOutcome::kUnchanged;
+  for (const auto& [id, j] : jobs_) {
+    if (j.reservation == name && j.state == JobState::kRunning) {
+      return FailedPreconditionError(
+          StrCat("reservation ", name, " is in use: job ", id, " runs in it"));
+    }
+  }
+  reservations_.erase(it);
+  Wrote(StrCat("DeleteReservation ", name));
+  return WriteOutcome::kChanged;
+}
+
+StatusOr<CheckJobSubmission> FakeSlurmClient::SubmitCheckJob(const CheckJobSpec& s) {
+  MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Enter("SubmitCheckJob"));
+  if (s.command.empty() || s.node.empty() || s.gpus < 0 || s.time_limit_minutes < 1) {
+    return InvalidArgumentError(StrCat("check job '", s.command, "' on '", s.node, "' with ",
+                                       s.gpus, " GPUs for ", s.time_limit_minutes, " minutes"));
+  }
+  for (const auto& [id, j] : jobs_) {
+    if (j.name != health::kMaintenanceCheckJobName ||
+        (j.state != JobState::kPending && j.state != JobState::kRunning)) {
+      continue;
+    }
+    auto has = [&](const std::vector<std::string>& nodes) {
+      return std::find(nodes.begin(), nodes.end(), s.node) != nodes.end();
+    };
+    if (has(j.required_nodes) || has(j.nodes))
+      return CheckJobSubmission{id, WriteOutcome::kUnchanged};
+  }
+  JobView j;
+  j.job_id = NextJobId();
+  j.name = health::kMaintenanceCheckJobName;
+  j.partition = s.partition;
+  j.state = JobState::kPending;
+  j.state_reason = "None";
+  j.priority = 1;
+  j.required_nodes = {s.node};
+  j.reservation = s.reservation;
+  j.gpus_per_node = s.gpus;
+  j.requested_gpus = s.gpus;
+  j.requeue = false;
+  j.submit_time = NowSeconds();
+  const uint32_t id = j.job_id;
+  jobs_[id] = std::move(j);
+  Wrote(StrCat("SubmitCheckJob ", s.node, " ", s.reservation));
+  return CheckJobSubmission{id, WriteOutcome::kChanged};
 }
 
 }  // namespace skb::bridge::slurm

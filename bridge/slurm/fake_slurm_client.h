@@ -39,6 +39,22 @@ class FakeSlurmClient final : public SlurmClient {
   // Slurm starting a pending job: RUNNING on `node`, holding GRES GPU `indices` there
   // (gpu_indices, gpus_per_node). False when the job is unknown.
   bool StartJob(uint32_t job_id, const std::string& node, std::vector<int64_t> indices);
+  // A job ending by itself: COMPLETED with `exit_code` 0, FAILED with another (JobView's
+  // exit_code), at `clock`'s time when SetClock was called. False when the job is unknown.
+  bool FinishJob(uint32_t job_id, int exit_code);
+
+  // The maintenance cycle's Slurm side. A reboot RebootNode asked for, as slurmctld carries
+  // it out: IssueReboot, the RebootProgram ran (REBOOT_ISSUED replaces REBOOT_REQUESTED, the
+  // node is DOWN, " : reboot issued" is added to its reason); CompleteReboot, its slurmd
+  // registered after the boot (the flags cleared, BootTime `boot_time`, and as `nextstate=DOWN`
+  // leaves it: DOWN, the drain lifted, " : reboot complete" added to the reason, which keeps
+  // the bridge's prefix, so ResumeNode resumes it). CompleteReboot issues the reboot first
+  // when IssueReboot was not called; on a node without a reboot requested or issued (a
+  // reboot behind Slurm's back) only the boot time moves. False when the node is unknown.
+  bool IssueReboot(const std::string& node);
+  bool CompleteReboot(const std::string& node, UnixTime boot_time);
+  // The names of the reservations that exist (CreateMaintenanceReservation), sorted.
+  std::vector<std::string> Reservations() const;
 
   // While set, LoadJobs(since) with since != 0 answers "no change" whatever changed, as
   // slurmctld does when a job's change was stamped older than the caller's last read (its
@@ -80,18 +96,39 @@ class FakeSlurmClient final : public SlurmClient {
   // or running placeholder for the same pod is returned instead. Logged in Writes() as
   // "SubmitPlaceholder node3 gpus=2 -> 1000" (only when it submitted).
   StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) override;
+  // Logged as "RebootNode node3 <reason>"; the node gets REBOOT_REQUESTED, the drain and
+  // `reason`, as slurmctld does for `scontrol reboot ASAP`.
+  StatusOr<WriteOutcome> RebootNode(const std::string& node, const std::string& reason) override;
+  // Logged as "CreateMaintenanceReservation skb-maint-node3 node3".
+  StatusOr<WriteOutcome> CreateMaintenanceReservation(const MaintenanceReservationSpec& s) override;
+  // Logged as "DeleteReservation skb-maint-node3".
+  StatusOr<WriteOutcome> DeleteReservation(const std::string& name) override;
+  // Adds a PENDING job named health::kMaintenanceCheckJobName (the next free id, from 1000)
+  // whose required_nodes is {s.node} and reservation s.reservation; a pending or running one
+  // asking for or on that node is returned instead. Logged as "SubmitCheckJob node3
+  // skb-maint-node3" (only when it submitted). Users are not modelled: any user's check job
+  // counts.
+  StatusOr<CheckJobSubmission> SubmitCheckJob(const CheckJobSpec& s) override;
 
  private:
+  struct Reservation {
+    std::string node;
+    std::string user;
+    int64_t minutes = 0;
+  };
   // Counts the call; the injected failure for `method`, if one is queued.
   Status Enter(const std::string& method) REQUIRES(mu_);
   // DrainNode's and HandOverDrain's common part, once the reason is checked.
   StatusOr<WriteOutcome> Drain(const std::string& method, const std::string& node,
                                const std::string& reason) REQUIRES(mu_);
   void Wrote(std::string line) REQUIRES(mu_);
+  uint32_t NextJobId() const REQUIRES(mu_);
+  UnixTime NowSeconds() const REQUIRES(mu_);  // clock_'s time, 0 without one
 
   mutable Mutex mu_;
   std::map<std::string, NodeView> nodes_ GUARDED_BY(mu_);
   std::map<uint32_t, JobView> jobs_ GUARDED_BY(mu_);
+  std::map<std::string, Reservation> reservations_ GUARDED_BY(mu_);
   std::map<std::string, std::deque<Status>> failures_ GUARDED_BY(mu_);
   std::map<std::string, int> calls_ GUARDED_BY(mu_);
   std::vector<std::string> writes_ GUARDED_BY(mu_);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bridge/slurm/libslurm_client.h"
 
+#include <pwd.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 #include <sys/wait.h>
@@ -9,7 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -19,6 +23,7 @@
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/placeholder_record.h"
+#include "src/health/maintenance.h"
 #include "src/slurm/syntax.h"
 
 // Exported by libslurm (scontrol uses it) but not declared in Slurm's public headers; 24.11
@@ -40,6 +45,16 @@ extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 #define slurm_free_ctl_conf slurm_free_conf
 #endif
 
+// `scontrol reboot` builds its request itself: a reboot_msg_t sent as REQUEST_REBOOT_NODES
+// through slurm_send_recv_controller_rc_msg. libslurm exports that call and slurm_msg_t_init
+// (22.05, 24.11 and 26.05 checked) but declares them, and both message types, only in
+// Slurm's private headers (src/common/slurm_protocol_defs.h); no release up to 26.05 has a
+// public reboot call. The types are laid out below (RebootRequest) as each release has them.
+extern "C" {
+void slurm_msg_t_init(void* msg);
+int slurm_send_recv_controller_rc_msg(void* req, int* rc, void* comm_cluster_rec);
+}
+
 namespace skb::bridge::slurm {
 namespace {
 
@@ -55,10 +70,12 @@ slurm_step_id_t JobId(uint32_t job_id) {
 }
 void SetJobId(job_desc_msg_t* desc, uint32_t job_id) { desc->step_id.job_id = job_id; }
 uint32_t JobIdOf(const resource_allocation_response_msg_t& r) { return r.step_id.job_id; }
+uint32_t JobIdOf(const submit_response_msg_t& r) { return r.step_id.job_id; }
 #else
 uint32_t JobId(uint32_t job_id) { return job_id; }
 void SetJobId(job_desc_msg_t* desc, uint32_t job_id) { desc->job_id = job_id; }
 uint32_t JobIdOf(const resource_allocation_response_msg_t& r) { return r.job_id; }
+uint32_t JobIdOf(const submit_response_msg_t& r) { return r.job_id; }
 #endif
 
 using skb::slurm::JobState;
@@ -137,6 +154,8 @@ NodeView ToNodeView(const node_info_t& n) {
   v.fail = (n.node_state & NODE_STATE_FAIL) != 0;
   v.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
   v.reboot_requested = (n.node_state & NODE_STATE_REBOOT_REQUESTED) != 0;
+  v.reboot_issued = (n.node_state & NODE_STATE_REBOOT_ISSUED) != 0;
+  v.boot_time = n.boot_time;
   v.reason = Str(n.reason);
   v.reason_uid = n.reason_uid == NO_VAL ? 0 : n.reason_uid;
   v.reason_time = n.reason_time;
@@ -182,6 +201,8 @@ JobView ToJobView(const slurm_job_info_t& j) {
   v.requeue_pending = (j.job_state & (JOB_REQUEUE | JOB_REQUEUE_HOLD)) != 0;
   v.state_reason = Str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
   v.nodes = ExpandHostlist(j.nodes);
+  v.required_nodes = ExpandHostlist(j.req_nodes);
+  v.reservation = Str(j.resv_name);
   // GPUs per node (and their type): the allocation detail of the first node when running,
   // else the request.
   if (j.gres_detail_cnt > 0 && j.gres_detail_str != nullptr && j.gres_detail_str[0] != nullptr) {
@@ -219,6 +240,9 @@ JobView ToJobView(const slurm_job_info_t& j) {
   v.end_time = j.end_time;
   if (j.exit_code != NO_VAL && WIFSIGNALED(static_cast<int>(j.exit_code))) {
     v.exit_signal = WTERMSIG(static_cast<int>(j.exit_code));
+  }
+  if (j.exit_code != NO_VAL && WIFEXITED(static_cast<int>(j.exit_code))) {
+    v.exit_code = WEXITSTATUS(static_cast<int>(j.exit_code));
   }
   v.requeue = j.requeue != 0;
   v.batch = j.batch_flag != 0;
@@ -385,37 +409,57 @@ StatusOr<std::optional<uint32_t>> FindPlaceholder(const std::string& key) {
 // for an allocation at the placeholder's priority. No response port is given: slurmctld
 // sends no allocation message, and InactiveLimit, which ends allocations whose requester
 // stops answering, applies only to allocations that named one.
-StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
+// A job description for one of the bridge's own jobs (the placeholder, the maintenance
+// check job) and the strings it points into: named `name`, on exactly `node`, one node, as
+// this process's user, never requeued, started in `work_dir`.
+class OwnJob {
+ public:
+  OwnJob(std::string_view name, const std::string& node, std::string_view work_dir) {
+    slurm_init_job_desc_msg(&desc);
+    desc.name = Keep(std::string(name));
+    desc.req_nodes = Keep(node);
+    desc.min_nodes = desc.max_nodes = 1;
+    desc.work_dir = Keep(std::string(work_dir));
+    desc.requeue = 0;
+    desc.user_id = getuid();
+    desc.group_id = getgid();
+  }
+  OwnJob(const OwnJob&) = delete;
+  OwnJob& operator=(const OwnJob&) = delete;
+
+  // A copy of `value` that lives as long as this job (a deque keeps its elements in place).
+  char* Keep(std::string value) { return strings_.emplace_back(std::move(value)).data(); }
+  // `*field` = a copy of `value`, unless it is empty (Slurm's default then).
+  void SetIf(char** field, const std::string& value) {
+    if (!value.empty()) *field = Keep(value);
+  }
+
   job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  std::string name = devices::kPlaceholderJobName, partition = s.partition, qos = s.qos,
-              account = s.account, node = s.node, comment = s.admin_comment,
-              gres = StrCat(kGresTresPrefix,
-                            "gpu:", s.gres_type.empty() ? "" : StrCat(s.gres_type, ":"), s.gpus),
-              work_dir = "/";
-  desc.name = name.data();
-  if (!partition.empty()) desc.partition = partition.data();
-  if (!qos.empty()) desc.qos = qos.data();
-  if (!account.empty()) desc.account = account.data();
-  desc.req_nodes = node.data();
-  desc.min_nodes = desc.max_nodes = 1;
+
+ private:
+  std::deque<std::string> strings_;
+};
+
+StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
+  OwnJob job(devices::kPlaceholderJobName, s.node, "/");
+  job_desc_msg_t& desc = job.desc;
+  job.SetIf(&desc.partition, s.partition);
+  job.SetIf(&desc.qos, s.qos);
+  job.SetIf(&desc.account, s.account);
   desc.num_tasks = 1;
   desc.min_cpus = 1;
   desc.pn_min_memory = kPlaceholderMemoryMb;
-  desc.tres_per_node = gres.data();
-  desc.requeue = 0;
+  desc.tres_per_node = job.Keep(
+      StrCat(kGresTresPrefix, "gpu:", s.gres_type.empty() ? "" : StrCat(s.gres_type, ":"), s.gpus));
   // No time limit: a placeholder ends when the bridge ends it, never because a partition's
   // DefaultTime ran out while a pod uses its GPUs (the device lane refuses a placeholder
   // partition whose MaxTime is finite: devices::PlaceholderPartitionProblem).
   desc.time_limit = INFINITE;
   desc.priority = devices::kPlaceholderPriority;
-  desc.admin_comment = comment.data();
-  desc.work_dir = work_dir.data();
+  desc.admin_comment = job.Keep(s.admin_comment);
   desc.immediate = 0;  // wait (pending) when the GPUs are not free yet
   desc.alloc_resp_port = 0;
   desc.other_port = 0;
-  desc.user_id = getuid();
-  desc.group_id = getgid();
   resource_allocation_response_msg_t* resp = nullptr;
   if (slurm_allocate_resources(&desc, &resp) != SLURM_SUCCESS) {
     return LastError(StrCat("submit placeholder for ", s.gpus, " GPUs",
@@ -425,6 +469,343 @@ StatusOr<uint32_t> SubmitPlaceholderJob(const PlaceholderSpec& s) {
   if (resp == nullptr) return InternalError("slurm_allocate_resources returned no response");
   const uint32_t id = JobIdOf(*resp);
   slurm_free_resource_allocation_response_msg(resp);
+  return id;
+}
+
+// --- The reboot request (see the declarations of slurm_msg_t_init above) ---
+// slurm_msg_t and reboot_msg_t as src/common/slurm_protocol_defs.h of each release lays them
+// out (read at the tags slurm-22-05-8-1, slurm-24-11-5-1 and slurm-26-05-3-1; the offsets
+// asserted are those where each release's own slurm_msg_t_init in Debian's libslurm.so
+// writes). Pointers to types this file does not know are void*. Before a request is sent,
+// RebootMessageLayoutProblem checks what the loaded library's slurm_msg_t_init writes against
+// this layout: a library laid out otherwise gets Unimplemented, never a malformed RPC.
+constexpr uint16_t kRequestRebootNodes = 1015;  // REQUEST_REBOOT_NODES: a wire number
+constexpr uint16_t kRebootFlagsAsap = 0x0001;   // REBOOT_FLAGS_ASAP
+constexpr uint16_t kForwardInit = 0xfffe;       // FORWARD_INIT
+constexpr uid_t kAuthNobody = 99;               // SLURM_AUTH_NOBODY
+
+#define SKB_SLURM_IS(major, minor) \
+  ((SLURM_VERSION_NUMBER >> 8) == (SLURM_VERSION_NUM(major, minor, 0) >> 8))
+#if SKB_SLURM_IS(22, 5)
+#define SKB_REBOOT_LAYOUT_KNOWN 1
+struct SlurmForward {
+  uint16_t cnt;
+  uint16_t init;
+  char* nodelist;
+  uint32_t timeout;
+  uint16_t tree_width;
+};
+struct SlurmMsg {
+  slurm_addr_t address;
+  void* auth_cred;
+  int auth_index;
+  uid_t auth_uid;
+  bool auth_uid_set;
+  uid_t restrict_uid;
+  bool restrict_uid_set;
+  uint32_t body_offset;
+  void* buffer;
+  void* conn;
+  int conn_fd;
+  void* data;
+  uint32_t data_size;
+  uint16_t flags;
+  uint8_t hash_index;
+  uint16_t msg_type;
+  uint16_t protocol_version;
+  SlurmForward forward;
+  void* forward_struct;
+  slurm_addr_t orig_addr;
+  void* ret_list;
+};
+static_assert(sizeof(SlurmMsg) == 0x178 && offsetof(SlurmMsg, auth_uid) == 0x8c &&
+              offsetof(SlurmMsg, conn_fd) == 0xb0 && offsetof(SlurmMsg, msg_type) == 0xc8 &&
+              offsetof(SlurmMsg, forward) == 0xd0);
+// What slurm_msg_t_init sets besides the members every release's sets.
+bool InitSetReleaseMembers(const SlurmMsg& m) { return m.conn_fd == -1 && !m.auth_uid_set; }
+struct RebootMsg {
+  char* features;
+  uint16_t flags;
+  uint32_t next_state;
+  char* node_list;
+  char* reason;
+};
+#elif SKB_SLURM_IS(24, 11) || SKB_SLURM_IS(26, 5)
+#define SKB_REBOOT_LAYOUT_KNOWN 1
+struct SlurmForward {
+  slurm_node_alias_addrs_t alias_addrs;
+  uint16_t cnt;
+  uint16_t init;
+  char* nodelist;
+  uint32_t timeout;
+  uint16_t tree_width;
+  uint16_t tree_depth;
+};
+#if SKB_SLURM_IS(24, 11)
+struct SlurmMsg {
+  slurm_addr_t address;
+  void* auth_cred;
+  int auth_index;
+  uid_t auth_uid;
+  gid_t auth_gid;
+  bool auth_ids_set;
+  uid_t restrict_uid;
+  bool restrict_uid_set;
+  uint32_t body_offset;
+  void* buffer;
+  void* conn;
+  int conn_fd;
+  void* conmgr_fd;
+  void* data;
+  uint16_t flags;
+  uint8_t hash_index;
+  uint16_t msg_type;
+  uint16_t protocol_version;
+  SlurmForward forward;
+  void* forward_struct;
+  slurm_addr_t orig_addr;
+  void* ret_list;
+};
+static_assert(sizeof(SlurmMsg) == 0x1a8 && offsetof(SlurmMsg, auth_uid) == 0x8c &&
+              offsetof(SlurmMsg, conn_fd) == 0xb8 && offsetof(SlurmMsg, msg_type) == 0xd4 &&
+              offsetof(SlurmMsg, forward) + offsetof(SlurmForward, init) == 0x102);
+bool InitSetReleaseMembers(const SlurmMsg& m) {
+  return m.conn_fd == -1 && m.auth_gid == kAuthNobody;
+}
+struct RebootMsg {
+  char* features;
+  uint16_t flags;
+  uint32_t next_state;
+  char* node_list;
+  char* reason;
+};
+#else
+struct SlurmMsg {
+  slurm_addr_t address;
+  void* auth_cred;
+  int auth_index;
+  uid_t auth_uid;
+  gid_t auth_gid;
+  bool auth_ids_set;
+  uid_t restrict_uid;
+  bool restrict_uid_set;
+  uint32_t body_offset;
+  void* buffer;
+  void* pcon;
+  void* conmgr_con;
+  void* data;
+  uint16_t flags;
+  uint8_t hash_index;
+  char* tls_cert;
+  void* conn;
+  bool conn_is_mtls;
+  uint16_t msg_type;
+  uint16_t protocol_version;
+  SlurmForward forward;
+  void* forward_struct;
+  slurm_addr_t orig_addr;
+  void* ret_list;
+};
+static_assert(sizeof(SlurmMsg) == 0x1b8 && offsetof(SlurmMsg, auth_uid) == 0x8c &&
+              offsetof(SlurmMsg, restrict_uid) == 0x98 && offsetof(SlurmMsg, msg_type) == 0xe2 &&
+              offsetof(SlurmMsg, forward) + offsetof(SlurmForward, init) == 0x112);
+bool InitSetReleaseMembers(const SlurmMsg& m) {
+  return m.restrict_uid == kAuthNobody && m.auth_gid == kAuthNobody;
+}
+// 26.05 added the PowerAction to run (nullptr: the RebootProgram).
+struct RebootMsg {
+  char* features;
+  uint16_t flags;
+  uint32_t next_state;
+  char* node_list;
+  char* power_action_name;
+  char* reason;
+};
+#endif
+#endif
+#undef SKB_SLURM_IS
+
+#ifdef SKB_REBOOT_LAYOUT_KNOWN
+// "" when the loaded library's slurm_msg_t is SlurmMsg: its slurm_msg_t_init, run on a
+// buffer a page longer, wrote nothing past sizeof(SlurmMsg), wrote the last member, and put
+// the values it sets where SlurmMsg has those members. Checked once per process.
+const std::string& RebootMessageLayoutProblem() {
+  static const std::string problem = []() -> std::string {
+    constexpr unsigned char kFill = 0xa5;
+    std::vector<unsigned char> buf(sizeof(SlurmMsg) + 4096, kFill);
+    slurm_msg_t_init(buf.data());
+    if (std::any_of(buf.begin() + sizeof(SlurmMsg), buf.end(),
+                    [](unsigned char c) { return c != kFill; })) {
+      return "its slurm_msg_t is larger";
+    }
+    SlurmMsg m;
+    std::memcpy(&m, buf.data(), sizeof(m));
+    if (m.ret_list != nullptr) return "its slurm_msg_t is smaller";
+    if (m.msg_type != NO_VAL16 || m.protocol_version != NO_VAL16 ||
+        m.forward.init != kForwardInit || m.auth_uid != kAuthNobody || m.data != nullptr ||
+        !InitSetReleaseMembers(m)) {
+      return "slurm_msg_t_init set other members than this layout's";
+    }
+    return "";
+  }();
+  return problem;
+}
+#endif
+
+// `scontrol reboot ASAP nextstate=DOWN reason=REASON NODE`: slurmctld drains the node,
+// replaces its reason with `reason`, and has the RebootProgram run once the node is idle.
+Status SendReboot(const std::string& node, const std::string& reason) {
+  const std::string release = StrCat(SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER), ".",
+                                     SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER));
+#ifndef SKB_REBOOT_LAYOUT_KNOWN
+  (void)node;
+  (void)reason;
+  return UnimplementedError(StrCat("reboot of ", node, ": this build knows Slurm's reboot request",
+                                   " of 22.05, 24.11 and 26.05, not of ", release));
+#else
+  if (const std::string& problem = RebootMessageLayoutProblem(); !problem.empty()) {
+    return UnimplementedError(StrCat("reboot of ", node, ": libslurm ", release,
+                                     " is not laid out as this build expects (", problem,
+                                     "): build the bridge against the libslurm it loads"));
+  }
+  // slurmctld takes a reboot without a RebootProgram and then waits for a boot that never
+  // comes (the node ends DOWN, "reboot timed out"): refused here instead, as scontrol does.
+  slurm_conf_t* conf = nullptr;
+  if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) {
+    return LastError("load slurmctld config (for RebootProgram)");
+  }
+  const bool has_program = conf->reboot_program != nullptr && conf->reboot_program[0] != '\0';
+  slurm_free_ctl_conf(conf);
+  if (!has_program) {
+    return FailedPreconditionError(
+        StrCat("reboot of ", node, ": slurm.conf sets no RebootProgram, so Slurm cannot reboot"));
+  }
+  std::string names = node, why = reason;
+  RebootMsg req{};
+  req.flags = kRebootFlagsAsap;
+  req.next_state = NODE_STATE_DOWN;
+  req.node_list = names.data();
+  req.reason = why.data();
+  SlurmMsg msg;
+  slurm_msg_t_init(&msg);
+  msg.msg_type = kRequestRebootNodes;
+  msg.data = &req;
+  int rc = SLURM_SUCCESS;
+  if (slurm_send_recv_controller_rc_msg(&msg, &rc, nullptr) < 0) {
+    return LastError(StrCat("reboot node ", node));
+  }
+  if (rc != SLURM_SUCCESS) return SlurmErrorToStatus(rc, StrCat("reboot node ", node));
+  return OkStatus();
+#endif
+}
+
+// A reservation as the maintenance cycle reads it.
+struct Reservation {
+  std::string node_list;           // as Slurm prints it
+  std::vector<std::string> nodes;  // expanded
+};
+
+// The reservation named `name`, if there is one.
+StatusOr<std::optional<Reservation>> FindReservation(const std::string& name) {
+  reserve_info_msg_t* msg = nullptr;
+  if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) return LastError("load reservations");
+  std::optional<Reservation> found;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count && !found; ++i) {
+    const reserve_info_t& r = msg->reservation_array[i];
+    if (Str(r.name) == name) found = Reservation{Str(r.node_list), ExpandHostlist(r.node_list)};
+  }
+  slurm_free_reservation_info_msg(msg);
+  return found;
+}
+
+// The user name of this process's uid (a reservation names its users by name).
+StatusOr<std::string> ProcessUserName() {
+  const uid_t uid = getuid();
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* result = nullptr;
+  const int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &result);
+  if (rc != 0 || result == nullptr || result->pw_name == nullptr) {
+    return FailedPreconditionError(StrCat("uid ", uid, " has no user name (getpwuid_r: ",
+                                          rc == 0 ? "no such entry" : std::strerror(rc),
+                                          "): a reservation names its users"));
+  }
+  return std::string(result->pw_name);
+}
+
+// `scontrol create reservation` of `s` for `user`: Flags=MAINT,IGNORE_JOBS from now (the
+// start time left unset is slurmctld's now) for s.minutes, on s.node alone.
+Status SendCreateReservation(const MaintenanceReservationSpec& s, const std::string& user) {
+  resv_desc_msg_t desc;
+  slurm_init_resv_desc_msg(&desc);
+  std::string name = s.name, nodes = s.node, users = user;
+  desc.name = name.data();
+  desc.node_list = nodes.data();
+  desc.users = users.data();
+  desc.flags = RESERVE_FLAG_MAINT | RESERVE_FLAG_IGN_JOBS;
+  desc.duration = static_cast<uint32_t>(s.minutes);
+  char* created = slurm_create_reservation(&desc);
+  if (created == nullptr) {
+    return LastError(StrCat("create reservation ", s.name, " on ", s.node));
+  }
+  free(created);  // malloc()ed by libslurm
+  return OkStatus();
+}
+
+// The pending or running check job of this process's user that asks for or runs on `node`,
+// if any. Another user's job of that name is not the bridge's check.
+StatusOr<std::optional<uint32_t>> FindCheckJob(const std::string& node) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    return LastError("load jobs (for the maintenance check job)");
+  }
+  const uid_t uid = getuid();
+  std::optional<uint32_t> found;
+  for (uint32_t i = 0; msg != nullptr && i < msg->record_count && !found; ++i) {
+    const slurm_job_info_t& j = msg->job_array[i];
+    const uint32_t base = j.job_state & JOB_STATE_BASE;
+    if ((base != JOB_PENDING && base != JOB_RUNNING) || j.user_id != uid ||
+        Str(j.name) != health::kMaintenanceCheckJobName) {
+      continue;
+    }
+    auto has = [&](const char* list) {
+      const std::vector<std::string> nodes = ExpandHostlist(list);
+      return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+    };
+    if (has(j.req_nodes) || has(j.nodes)) found = j.job_id;
+  }
+  slurm_free_job_info_msg(msg);
+  return found;
+}
+
+// The check job of `s` (SlurmClient::SubmitCheckJob says what it is) as sbatch submits it:
+// --job-name, --nodelist, --reservation, --exclusive, --gres=gpu:N, --time, --no-requeue,
+// --output and --error, --chdir=/tmp, the script "#!/bin/sh" and the command. A batch job
+// needs an environment; it gets a PATH only, none of the daemon's (slurmstepd adds the
+// job's SLURM_* variables, SLURMD_NODENAME among them).
+StatusOr<uint32_t> SubmitCheckBatchJob(const CheckJobSpec& s) {
+  OwnJob job(health::kMaintenanceCheckJobName, s.node, "/tmp");
+  job_desc_msg_t& desc = job.desc;
+  job.SetIf(&desc.reservation, s.reservation);
+  job.SetIf(&desc.partition, s.partition);
+  desc.shared = JOB_SHARED_NONE;  // --exclusive: the whole node
+  if (s.gpus > 0) desc.tres_per_node = job.Keep(StrCat(kGresTresPrefix, "gpu:", s.gpus));
+  desc.time_limit = static_cast<uint32_t>(s.time_limit_minutes);
+  desc.std_out = desc.std_err = job.Keep(s.output.empty() ? "/dev/null" : s.output);
+  desc.script = job.Keep(StrCat("#!/bin/sh\n", s.command, "\n"));
+  char* env[] = {job.Keep("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+                 nullptr};
+  desc.environment = env;
+  desc.env_size = 1;
+  submit_response_msg_t* resp = nullptr;
+  if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
+    return LastError(
+        StrCat("submit the maintenance check job on ", s.node,
+               s.reservation.empty() ? "" : StrCat(" in reservation ", s.reservation)));
+  }
+  if (resp == nullptr) return InternalError("slurm_submit_batch_job returned no response");
+  const uint32_t id = JobIdOf(*resp);
+  slurm_free_submit_response_response_msg(resp);
   return id;
 }
 
@@ -546,10 +927,13 @@ Status SlurmErrorToStatus(int err, const std::string& what) {
   switch (err) {
     case ESLURM_INVALID_JOB_ID:
     case ESLURM_INVALID_NODE_NAME:
+    case ESLURM_RESERVATION_INVALID:
       code = StatusCode::kNotFound;
       break;
     case ESLURM_ACCESS_DENIED:
     case ESLURM_USER_ID_MISSING:
+    case ESLURM_RESERVATION_ACCESS:
+    case EACCES:  // slurmctld's answer to a reboot request of a non-operator
       code = StatusCode::kPermissionDenied;
       break;
     case ESLURM_ALREADY_DONE:
@@ -563,10 +947,15 @@ Status SlurmErrorToStatus(int err, const std::string& what) {
     case ESLURM_DISABLED:
     case ESLURM_BATCH_ONLY:
     case ESLURM_NOT_SUPPORTED:
+    case ESLURM_RESERVATION_BUSY:
+    case ESLURM_RESERVATION_OVERLAP:
+    case ESLURM_RESERVATION_NAME_DUP:
+    case ESLURM_REBOOT_IN_PROGRESS:
       code = StatusCode::kFailedPrecondition;
       break;
     case ESLURM_INVALID_FEATURE:
     case ESLURM_INVALID_GRES:
+    case ESLURM_INVALID_TIME_VALUE:
       code = StatusCode::kInvalidArgument;
       break;
     case ESLURM_IN_STANDBY_MODE:
@@ -976,6 +1365,107 @@ StatusOr<PlaceholderSubmission> LibSlurmClient::SubmitPlaceholder(const Placehol
         ASSIGN_OR_RETURN(uint32_t id, SubmitPlaceholderJob(s));
         return PlaceholderSubmission{id, WriteOutcome::kChanged};
       });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::RebootNode(const std::string& node,
+                                                  const std::string& reason) {
+  if (reason.rfind(kBridgeReasonPrefix, 0) != 0) {
+    return InvalidArgumentError(
+        StrCat("reboot reason '", reason, "' must start with '", kBridgeReasonPrefix, "'"));
+  }
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("reboot node", [node, reason, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(NodeView n, ReadNode(node, Partitions::kWithout));
+    if (n.reboot_requested || n.reboot_issued) return WriteOutcome::kUnchanged;
+    RETURN_IF_ERROR(SendReboot(node, reason));
+    // slurmctld takes the request silently for a node it will not reboot (FUTURE, powered
+    // down): the flags must show. A reboot already done by the re-read moved the boot time.
+    RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node, Partitions::kWithout); },
+                                        [&](const NodeView& v) {
+                                          return v.reboot_requested || v.reboot_issued ||
+                                                 v.boot_time > n.boot_time;
+                                        },
+                                        verify, StrCat("reboot request of ", node))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::CreateMaintenanceReservation(
+    const MaintenanceReservationSpec& s) {
+  if (s.name.empty() || s.node.empty() || s.minutes < 1) {
+    return InvalidArgumentError(StrCat("maintenance reservation '", s.name, "' on '", s.node,
+                                       "' for ", s.minutes, " minutes"));
+  }
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("create reservation", [s, verify]() -> StatusOr<WriteOutcome> {
+    auto same = [&](const std::optional<Reservation>& r) -> StatusOr<bool> {
+      if (!r) return false;
+      if (r->nodes != std::vector<std::string>{s.node}) {
+        return FailedPreconditionError(
+            StrCat("reservation ", s.name, " exists on ", r->node_list, ", not on ", s.node));
+      }
+      return true;
+    };
+    ASSIGN_OR_RETURN(std::optional<Reservation> existing, FindReservation(s.name));
+    ASSIGN_OR_RETURN(bool there, same(existing));
+    if (there) return WriteOutcome::kUnchanged;
+    std::string user = s.user;
+    if (user.empty()) {
+      ASSIGN_OR_RETURN(user, ProcessUserName());
+    }
+    if (Status created = SendCreateReservation(s, user); !created.ok()) {
+      // Another caller made it in between: that one's is this one.
+      if (created.GetPayload("slurm_errno") != std::to_string(ESLURM_RESERVATION_NAME_DUP)) {
+        return created;
+      }
+      ASSIGN_OR_RETURN(existing, FindReservation(s.name));
+      ASSIGN_OR_RETURN(there, same(existing));
+      if (there) return WriteOutcome::kUnchanged;
+      return created;
+    }
+    RETURN_IF_ERROR(WaitUntil<std::optional<Reservation>>(
+                        [&] { return FindReservation(s.name); },
+                        [](const std::optional<Reservation>& r) { return r.has_value(); }, verify,
+                        StrCat("reservation ", s.name))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<WriteOutcome> LibSlurmClient::DeleteReservation(const std::string& name) {
+  if (name.empty()) return InvalidArgumentError("delete reservation: no name");
+  const auto verify = options_.verify_timeout;
+  return Call<WriteOutcome>("delete reservation", [name, verify]() -> StatusOr<WriteOutcome> {
+    ASSIGN_OR_RETURN(std::optional<Reservation> existing, FindReservation(name));
+    if (!existing) return WriteOutcome::kUnchanged;
+    reservation_name_msg_t msg{};
+    std::string n = name;
+    msg.name = n.data();
+    if (slurm_delete_reservation(&msg) != SLURM_SUCCESS) {
+      if (errno == ESLURM_RESERVATION_INVALID) return WriteOutcome::kUnchanged;  // gone since
+      return LastError(StrCat("delete reservation ", name));
+    }
+    RETURN_IF_ERROR(WaitUntil<std::optional<Reservation>>(
+                        [&] { return FindReservation(name); },
+                        [](const std::optional<Reservation>& r) { return !r.has_value(); }, verify,
+                        StrCat("deletion of reservation ", name))
+                        .status());
+    return WriteOutcome::kChanged;
+  });
+}
+
+StatusOr<CheckJobSubmission> LibSlurmClient::SubmitCheckJob(const CheckJobSpec& s) {
+  if (s.command.empty() || s.node.empty() || s.gpus < 0 || s.time_limit_minutes < 1) {
+    return InvalidArgumentError(StrCat("check job '", s.command, "' on '", s.node, "' with ",
+                                       s.gpus, " GPUs for ", s.time_limit_minutes, " minutes"));
+  }
+  return Call<CheckJobSubmission>("submit check job", [s]() -> StatusOr<CheckJobSubmission> {
+    ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindCheckJob(s.node));
+    if (existing) return CheckJobSubmission{*existing, WriteOutcome::kUnchanged};
+    ASSIGN_OR_RETURN(uint32_t id, SubmitCheckBatchJob(s));
+    return CheckJobSubmission{id, WriteOutcome::kChanged};
+  });
 }
 
 }  // namespace skb::bridge::slurm

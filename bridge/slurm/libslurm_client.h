@@ -69,6 +69,14 @@ class LibSlurmClient final : public SlurmClient {
   StatusOr<WriteOutcome> SetAdminComment(uint32_t job_id, const std::string& comment) override;
   StatusOr<WriteOutcome> MakeEligibleNow(uint32_t job_id) override;
   StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) override;
+  // The reboot request is not in libslurm's public API: it is sent as scontrol sends it,
+  // with Slurm's message types laid out per release in libslurm_client.cc. A build for a
+  // release other than 22.05, 24.11 and 26.05, or a library laid out otherwise than that
+  // build expects, gets Unimplemented (nothing is sent).
+  StatusOr<WriteOutcome> RebootNode(const std::string& node, const std::string& reason) override;
+  StatusOr<WriteOutcome> CreateMaintenanceReservation(const MaintenanceReservationSpec& s) override;
+  StatusOr<WriteOutcome> DeleteReservation(const std::string& name) override;
+  StatusOr<CheckJobSubmission> SubmitCheckJob(const CheckJobSpec& s) override;
 
   // How many drain batches ran: drains with one reason that queue up while the call
   // thread is busy are handled as one (one read, at most one joint update_node, one

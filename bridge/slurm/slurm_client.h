@@ -64,6 +64,37 @@ struct PlaceholderSubmission {
   WriteOutcome outcome = WriteOutcome::kChanged;
 };
 
+// The maintenance cycle's check job (src/health/maintenance.h): a batch job that runs
+// `command` on exactly `node` inside the Slurm reservation `reservation`, with the whole
+// node (--exclusive, every GPU of it: `gpus`, 0 for none), --time `time_limit_minutes`,
+// --no-requeue, named health::kMaintenanceCheckJobName, output to `output` ("" =
+// /dev/null). Its exit code is the verdict.
+struct CheckJobSpec {
+  std::string node;
+  std::string reservation;
+  std::string command;  // run by /bin/sh -c
+  int64_t gpus = 0;
+  int64_t time_limit_minutes = 10;
+  std::string output;
+  std::string partition;  // "" = Slurm's default partition
+};
+// What SubmitCheckJob did: kChanged, it submitted `job_id`; kUnchanged, a pending or running
+// check job on that node already existed and `job_id` is that one.
+struct CheckJobSubmission {
+  uint32_t job_id = 0;
+  WriteOutcome outcome = WriteOutcome::kChanged;
+};
+
+// A maintenance reservation (scontrol create reservation Flags=MAINT,IGNORE_JOBS): from now
+// for `minutes`, on exactly `node`, usable only by `user` (the bridge's own user name).
+// Nothing else starts on the node while it lasts; the check job runs inside it.
+struct MaintenanceReservationSpec {
+  std::string name;
+  std::string node;
+  std::string user;
+  int64_t minutes = 15;
+};
+
 enum class SignalScope {
   kBatchStep,  // the batch shell only (scancel --batch)
   kSteps,      // every step except the batch shell
@@ -126,6 +157,26 @@ class SlurmClient {
   // its id (kUnchanged) and submits nothing (the daemon's poll lags a submission).
   // InvalidArgument when `s.admin_comment` holds no placeholder record or gpus < 1.
   virtual StatusOr<PlaceholderSubmission> SubmitPlaceholder(const PlaceholderSpec& s) = 0;
+
+  // --- the maintenance cycle (src/health/maintenance.h) ---
+  // Asks Slurm to reboot `node` through its RebootProgram as soon as it is idle (scontrol
+  // reboot ASAP nextstate=DOWN reason=`reason`; `reason` must start with "k8s-bridge:"):
+  // the node comes back DOWN, with a BootTime after the request. kUnchanged when a reboot
+  // of the node is already requested or under way (REBOOT_REQUESTED / REBOOT_ISSUED).
+  virtual StatusOr<WriteOutcome> RebootNode(const std::string& node, const std::string& reason) = 0;
+  // Creates the reservation `s` describes; kUnchanged when a reservation of that name
+  // exists already (on that node: FailedPrecondition when it is on another). `s.user` ""
+  // is this process's user.
+  virtual StatusOr<WriteOutcome> CreateMaintenanceReservation(
+      const MaintenanceReservationSpec& s) = 0;
+  // Deletes the reservation `name`; kUnchanged when there is none. FailedPrecondition while
+  // a job runs in it (Slurm refuses).
+  virtual StatusOr<WriteOutcome> DeleteReservation(const std::string& name) = 0;
+  // Submits the check job `s` describes, as this process's user. Idempotent: when a pending
+  // or running job of that user named health::kMaintenanceCheckJobName already asks for or
+  // runs on `s.node`, returns its id (kUnchanged) and submits nothing. InvalidArgument when
+  // `s.command` or `s.node` is empty or the time limit is under a minute.
+  virtual StatusOr<CheckJobSubmission> SubmitCheckJob(const CheckJobSpec& s) = 0;
 };
 
 }  // namespace skb::bridge::slurm

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 
 namespace skb {
 
@@ -24,6 +25,12 @@ class Clock {
   // Thread-safe.
   virtual TimePoint Now() const = 0;
 };
+
+// `*at` becomes the earlier of itself and `t` (nullopt is no time: the other wins). The
+// planners' "plan again by then" (recheck_at) gathers its deadlines this way.
+inline void KeepEarliest(std::optional<Clock::TimePoint>* at, std::optional<Clock::TimePoint> t) {
+  if (t && (!*at || *t < **at)) *at = t;
+}
 
 // A clock that moves only when Advance() or Set() is called. Thread-safe.
 class SimulatedClock final : public Clock {

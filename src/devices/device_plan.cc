@@ -767,7 +767,7 @@ void PlanVictims(const NodeDevices& node, const Placeholder& p, const config::Co
                                             ? *it->signalled_at + policy.grace
                                             : own::GraceEnds(*it->signalled_at, policy.grace);
     if (now < grace_ends) {
-      plan->recheck_at = plan->recheck_at ? std::min(*plan->recheck_at, grace_ends) : grace_ends;
+      KeepEarliest(&plan->recheck_at, grace_ends);
     } else {
       to_preempt[policy.mode].push_back(id);
       const int64_t at = own::ToUnix(*it->signalled_at);

@@ -12,9 +12,7 @@ PassPlan PlanPass(std::vector<NodeDevices> nodes, std::span<const PendingPod> pe
     NodePlan p = PlanNode(n, cfg, now);
     if (!p.actions.empty()) out.actions[n.node] = std::move(p.actions);
     if (!p.violations.empty()) out.violations[n.node] = std::move(p.violations);
-    if (p.recheck_at && (!out.recheck_at || *p.recheck_at < *out.recheck_at)) {
-      out.recheck_at = p.recheck_at;
-    }
+    KeepEarliest(&out.recheck_at, p.recheck_at);
   }
   std::vector<PendingPod> order(pending.begin(), pending.end());
   std::stable_sort(order.begin(), order.end(), [](const PendingPod& a, const PendingPod& b) {

@@ -16,7 +16,7 @@ void ReadSeverity(config::JsonReader& r, std::string_view key, Severity* out) {
 
 bool IsBridgeCondition(std::string_view type) {
   return type == kSlurmHealthyCondition || type == kSlurmDrainedCondition ||
-         type == kGpuDevicesHealthyCondition;
+         type == kGpuDevicesHealthyCondition || type == kMaintenanceConditionType;
 }
 
 std::string_view SeverityName(Severity s) {
@@ -82,6 +82,39 @@ Status ReadHealthConfig(config::JsonReader r, HealthConfig* out) {
   m.Duration("deadline", &out->maintenance_deadline);
   if (IsBridgeCondition(out->maintenance_condition)) {
     m.Fail("condition", "is written by the bridge itself");
+  }
+  m.Duration("drain_timeout", &out->drain_timeout);
+  config::JsonReader rb = m.Object("reboot");
+  std::string reboot_condition;
+  rb.String("condition", &reboot_condition);
+  if (!reboot_condition.empty()) {
+    out->reboot_condition = reboot_condition;
+  } else if (out->reboot_condition == out->maintenance_condition) {
+    // A configuration from before the cycle that named its maintenance condition
+    // RebootRequested keeps its meaning: the cycle is off until it names another.
+    out->reboot_condition.clear();
+  }
+  std::string by = out->reboot_by == HealthConfig::RebootBy::kSite ? "site" : "slurm";
+  rb.Enum("by", &by, {"slurm", "site"});
+  out->reboot_by = by == "site" ? HealthConfig::RebootBy::kSite : HealthConfig::RebootBy::kSlurm;
+  rb.Duration("timeout", &out->reboot_timeout);
+  if (IsBridgeCondition(out->reboot_condition)) {
+    rb.Fail("condition", "is written by the bridge itself");
+  }
+  if (!out->reboot_condition.empty() && out->reboot_condition == out->maintenance_condition) {
+    rb.Fail("condition", "must differ from maintenance.condition");
+  }
+  if (out->reboot_timeout.count() <= 0) rb.Fail("timeout", "must be positive");
+  m.Merge(rb.Finish());
+  config::JsonReader ck = m.Object("check");
+  ck.String("command", &out->check_command);
+  ck.Duration("timeout", &out->check_timeout);
+  if (out->check_timeout < std::chrono::minutes(1)) {
+    ck.Fail("timeout", "must be at least 1m (Slurm's time limits count minutes)");
+  }
+  m.Merge(ck.Finish());
+  if (out->drain_timeout <= out->maintenance_deadline) {
+    m.Fail("drain_timeout", "must be longer than maintenance.deadline (jobs are requeued then)");
   }
   r.Merge(m.Finish());
   r.Bool("slurm_conditions", &out->slurm_conditions);

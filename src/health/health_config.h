@@ -9,7 +9,10 @@
 //     ],
 //     "taints": [{"key": "nvidia.com/gpu.health", "value": "unhealthy"}],
 //     "cordon": "drain",
-//     "maintenance": {"condition": "MaintenanceRequested", "deadline": "1h"},
+//     "maintenance": {"condition": "MaintenanceRequested", "deadline": "1h",
+//                     "reboot": {"condition": "RebootRequested", "by": "slurm", "timeout": "30m"},
+//                     "drain_timeout": "2h",
+//                     "check": {"command": "/usr/sbin/nhc", "timeout": "10m"}},
 //     "slurm_conditions": true
 //   }
 #pragma once
@@ -65,6 +68,21 @@ struct HealthConfig {
   // lastTransitionTime) to finish, then are requeued.
   std::string maintenance_condition = "MaintenanceRequested";
   std::chrono::milliseconds maintenance_deadline = std::chrono::hours(1);
+  // The maintenance cycle (src/health/maintenance.h): the condition that asks for a reboot
+  // of the node, which the bridge drains both schedulers for, has rebooted, checks and gives
+  // back. "" turns the cycle off.
+  std::string reboot_condition = "RebootRequested";
+  // Who reboots: Slurm (scontrol reboot: the site's RebootProgram), or the site's own
+  // remediation once the node is drained (the bridge waits for Slurm's BootTime to move).
+  enum class RebootBy { kSlurm, kSite };
+  RebootBy reboot_by = RebootBy::kSlurm;
+  std::chrono::milliseconds drain_timeout = std::chrono::hours(2);  // > maintenance_deadline
+  std::chrono::milliseconds reboot_timeout = std::chrono::minutes(30);
+  // The check job's command (run by /bin/sh -c on the node, inside the maintenance
+  // reservation, with the whole node); exit 0 passes. "" = no check: the node is given back
+  // once it has rebooted.
+  std::string check_command;
+  std::chrono::milliseconds check_timeout = std::chrono::minutes(10);
   // Publish Slurm's view as the SlurmNodeHealthy and SlurmDrained node conditions.
   bool slurm_conditions = true;
 };
@@ -85,7 +103,9 @@ inline constexpr std::string_view kSlurmDrainedCondition = "SlurmDrained";
 // is an input (a DCGM exporter or Node Problem Detector sets it) whose default rule drains
 // the whole node, while a bad GPU here leaves both schedulers alone.
 inline constexpr std::string_view kGpuDevicesHealthyCondition = "GPUDevicesHealthy";
-// One of the three above (the decommission removes them from every node).
+// The maintenance cycle's record (src/health/maintenance.h).
+inline constexpr std::string_view kMaintenanceConditionType = "SlurmMaintenance";
+// One of the four above (the decommission removes them from every node).
 bool IsBridgeCondition(std::string_view type);
 
 // Reads the "health" section. Absent keys keep the defaults above; a present "conditions"

@@ -45,6 +45,45 @@ TEST(HealthConfig, ListsReplaceTheDefaults) {
   EXPECT_EQ(cfg.maintenance_condition, "RebootRequested");
   EXPECT_EQ(cfg.maintenance_deadline, std::chrono::minutes(30));
   EXPECT_FALSE(cfg.slurm_conditions);
+  // A maintenance condition named like the reboot request keeps its old meaning: the
+  // maintenance cycle is off until the reboot request is given another name.
+  EXPECT_EQ(cfg.reboot_condition, "");
+}
+
+TEST(HealthConfig, TheMaintenanceCycleReadsItsRebootAndCheck) {
+  HealthConfig cfg;
+  EXPECT_EQ(cfg.reboot_condition, "RebootRequested");
+  EXPECT_EQ(cfg.reboot_by, HealthConfig::RebootBy::kSlurm);
+  EXPECT_EQ(cfg.check_command, "");
+  Status s = Read(R"({"maintenance": {
+      "deadline": "20m", "drain_timeout": "40m",
+      "reboot": {"condition": "NodeRebootWanted", "by": "site", "timeout": "45m"},
+      "check": {"command": "/usr/sbin/nhc -t 60", "timeout": "5m"}}})",
+                  &cfg);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(cfg.reboot_condition, "NodeRebootWanted");
+  EXPECT_EQ(cfg.reboot_by, HealthConfig::RebootBy::kSite);
+  EXPECT_EQ(cfg.reboot_timeout, std::chrono::minutes(45));
+  EXPECT_EQ(cfg.drain_timeout, std::chrono::minutes(40));
+  EXPECT_EQ(cfg.check_command, "/usr/sbin/nhc -t 60");
+  EXPECT_EQ(cfg.check_timeout, std::chrono::minutes(5));
+}
+
+TEST(HealthConfig, TheMaintenanceCycleRefusesWhatCannotWork) {
+  // Each on the defaults.
+  auto error = [](const char* json) {
+    HealthConfig cfg;
+    return std::string(Read(json, &cfg).message());
+  };
+  EXPECT_THAT(error(R"({"maintenance": {"reboot": {"by": "ipmi"}}})"),
+              HasSubstr("health.maintenance.reboot.by"));
+  EXPECT_THAT(error(R"({"maintenance": {"reboot": {"condition": "SlurmMaintenance"}}})"),
+              HasSubstr("written by the bridge itself"));
+  EXPECT_THAT(error(R"({"maintenance": {"condition": "X", "reboot": {"condition": "X"}}})"),
+              HasSubstr("must differ from maintenance.condition"));
+  EXPECT_THAT(error(R"({"maintenance": {"check": {"timeout": "30s"}}})"), HasSubstr("at least 1m"));
+  EXPECT_THAT(error(R"({"maintenance": {"deadline": "3h"}})"),
+              HasSubstr("drain_timeout': must be longer than maintenance.deadline"));
 }
 
 TEST(HealthConfig, ErrorsNameTheElement) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "src/base/strings.h"
+#include "src/health/maintenance.h"
 
 namespace skb::health {
 namespace {
@@ -44,17 +45,6 @@ bool Contains(const std::vector<std::string>& v, std::string_view s) {
 
 bool IsHealthDrain(const slurm::NodeView& n) {
   return n.DrainedBy() == slurm::DrainOrigin::kBridge;
-}
-
-void Earliest(std::optional<Clock::TimePoint>* at, Clock::TimePoint t) {
-  if (!*at || t < **at) *at = t;
-}
-
-std::string FormatDuration(Clock::Duration d) {
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
-  if (s < 120) return StrCat(s, "s");
-  if (s < 7200) return StrCat(s / 60, "m");
-  return StrCat(s / 3600, "h");
 }
 
 // Sets a condition on the Kubernetes node; only emits an action when it differs. `healthy`:
@@ -136,6 +126,13 @@ void PlanSlurmConditions(const inventory::ManagedNode& node, const HealthVerdict
 }
 
 }  // namespace
+
+std::string FormatDuration(Clock::Duration d) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (s < 120) return StrCat(s, "s");
+  if (s < 7200) return StrCat(s / 60, "m");
+  return StrCat(s / 3600, "h");
+}
 
 std::string SlurmReason(std::string_view text) {
   return Sanitize(StrCat(plan::kReasonPrefix, text), kMaxReasonBytes);
@@ -235,7 +232,17 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
   for (const Signal& sig : verdict.pending) {
     plan.explanation.push_back(StrCat("signal ", sig.description, " within grace; fires in ",
                                       FormatDuration(*sig.fires_at - now)));
-    Earliest(&plan.recheck_at, *sig.fires_at);
+    plan.RecheckBy(*sig.fires_at);
+  }
+
+  // The maintenance cycle has the Slurm node while it runs (src/health/maintenance.h).
+  if (ReadMaintenanceState(*node.k8s, cfg).Active()) {
+    NodePlan m = PlanMaintenance(node, cfg, verdict, now);
+    for (auto& a : m.actions) plan.actions.push_back(std::move(a));
+    for (auto& e : m.explanation) plan.explanation.push_back(std::move(e));
+    plan.RecheckBy(m.recheck_at);
+    if (cfg.slurm_conditions) PlanSlurmConditions(node, verdict, &plan);
+    return plan;
   }
 
   const bool lent = s.DrainedBy() == slurm::DrainOrigin::kBridgeLend;
@@ -273,7 +280,7 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
     if (verdict.maintenance) {
       Clock::TimePoint deadline = verdict.maintenance_since + cfg.maintenance_deadline;
       deadline_passed = now >= deadline;
-      if (!deadline_passed) Earliest(&plan.recheck_at, deadline);
+      if (!deadline_passed) plan.RecheckBy(deadline);
     }
     if (down_now || deadline_passed) {
       for (const slurm::JobView& j : node.jobs) {

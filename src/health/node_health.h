@@ -52,6 +52,9 @@ NodePlan PlanNodeHealth(const inventory::ManagedNode& node, const HealthConfig& 
 NodePlan PlanNodeConditions(const inventory::ManagedNode& node, const HealthConfig& cfg,
                             Clock::TimePoint now);
 
+// "45s", "12m", "3h": a duration as the health messages give it.
+std::string FormatDuration(Clock::Duration d);
+
 // "k8s-bridge: <text>" made safe for a Slurm reason: control characters replaced, at most
 // kMaxReasonBytes bytes (cut on a UTF-8 character boundary, "..." appended).
 inline constexpr size_t kMaxReasonBytes = 200;

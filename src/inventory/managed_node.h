@@ -84,7 +84,8 @@ struct ManagedNode {
   std::vector<slurm::JobView> jobs;
   // Jobs that ran here and have ended, while Slurm still remembers them (MinJobAge), kept
   // when the node was lent as they were polled (Store): a lend requeues the ones that ended
-  // after its checkpoint signal.
+  // after its checkpoint signal. The maintenance cycle's check jobs are kept too, lent or
+  // not: their end is the check's verdict.
   std::vector<slurm::JobView> ended_jobs;
   // Every component, on whichever node it runs, of the heterogeneous jobs in `jobs` (those
   // here included): Slurm preempts such a job as a whole, so its policy and cost are the

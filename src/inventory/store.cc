@@ -143,7 +143,7 @@ std::vector<std::string> Store::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   std::map<uint32_t, slurm::JobView> ended;
   for (auto& j : jobs) {
     if (!j.HoldsNodes()) {
-      if (EndedOnLentNode(j)) {
+      if (KeepsEndedJob(j)) {
         if (!ended_jobs_.count(j.job_id)) dirty.insert(j.nodes.begin(), j.nodes.end());
         uint32_t id = j.job_id;
         ended.emplace(id, std::move(j));
@@ -182,9 +182,11 @@ std::vector<std::string> Store::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
 
 // A lend requeues the jobs its checkpoint signal ended (src/ownership/lend.cc): the ended
 // jobs of a lent node are kept while Slurm remembers them.
-bool Store::EndedOnLentNode(const slurm::JobView& j) const {
-  if (lent_annotation_.empty()) return false;
+bool Store::KeepsEndedJob(const slurm::JobView& j) const {
   if (j.state == slurm::JobState::kPending || j.requeue_pending) return false;
+  // The maintenance cycle's verdict is the check job's end (src/health/maintenance.h).
+  if (j.name == slurm::kMaintenanceCheckJobName) return true;
+  if (lent_annotation_.empty()) return false;
   for (const std::string& n : j.nodes) {
     auto it = k8s_nodes_.find(n);
     if (it != k8s_nodes_.end() && it->second.annotations.count(lent_annotation_)) return true;

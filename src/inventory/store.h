@@ -100,7 +100,9 @@ class Store {
   std::vector<std::string> UpdatePodIn(std::map<std::string, GpuPod>* pods, GpuPod pod);
   std::vector<std::string> RemovePodFrom(std::map<std::string, GpuPod>* pods, const std::string& ns,
                                          const std::string& name);
-  bool EndedOnLentNode(const slurm::JobView& j) const;
+  // An ended job the node keeps in ManagedNode::ended_jobs: one that ran on a lent node, or
+  // a maintenance check job.
+  bool KeepsEndedJob(const slurm::JobView& j) const;
 
   const NodeNameMap names_;
   const std::string lent_annotation_;

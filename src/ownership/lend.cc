@@ -308,7 +308,8 @@ std::string Planner::OutlivedGrace() const {
 void Planner::RequeueJobsEndedBySignal(const std::string& who,
                                        std::map<uint32_t, slurm::UnixTime>* signalled) {
   for (const slurm::JobView& e : f_.node->ended_jobs) {
-    if (signalled->count(e.job_id)) continue;  // a run of it is on the node again
+    if (signalled->count(e.job_id)) continue;                 // a run of it is on the node again
+    if (e.name == slurm::kMaintenanceCheckJobName) continue;  // the maintenance cycle's
     JobPolicy p = PolicyFor(e, *f_.cfg, f_.now);
     slurm::UnixTime at = 0;
     if (auto it = f_.signalled.find(e.job_id); it != f_.signalled.end()) {

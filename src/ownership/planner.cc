@@ -50,9 +50,7 @@ void Planner::Run() {
 
 void Planner::Explain(std::string line) { out_->explanation.push_back(std::move(line)); }
 
-void Planner::Recheck(Clock::TimePoint t) {
-  if (!out_->recheck_at || t < *out_->recheck_at) out_->recheck_at = t;
-}
+void Planner::Recheck(Clock::TimePoint t) { KeepEarliest(&out_->recheck_at, t); }
 
 Action& Planner::AddAction(plan::Operation op, std::string event_reason, std::string event_message,
                            EventType type) {

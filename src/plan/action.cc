@@ -7,6 +7,10 @@
 
 namespace skb::plan {
 
+bool IsStatusLaneCondition(const Action& a) {
+  return a.Is<SetNodeCondition>() && a.cause != Cause::kMaintenance;
+}
+
 void RunChains(const std::vector<Action>& actions,
                const std::function<Status(const Action&)>& execute) {
   std::vector<Chain> failed;
@@ -106,7 +110,16 @@ std::string Taint(const TaintSpec& t) {
 // What each kind adds to its name in ToString.
 std::string Describe(const DrainSlurmNode& o) { return StrCat(" reason='", o.reason, "'"); }
 std::string Describe(const ResumeSlurmNode& o) {
-  return StrCat(" expected_reason='", o.expected_reason, "'");
+  return StrCat(" expected_reason='", o.expected_reason, "'", o.down_too ? " down-too" : "");
+}
+std::string Describe(const RebootSlurmNode& o) { return StrCat(" reason='", o.reason, "'"); }
+std::string Describe(const CreateSlurmReservation& o) {
+  return StrCat(" reservation=", o.name, " minutes=", o.minutes);
+}
+std::string Describe(const DeleteSlurmReservation& o) { return StrCat(" reservation=", o.name); }
+std::string Describe(const SubmitCheckJob& o) {
+  return StrCat(" reservation=", o.reservation, " gpus=", o.gpus, " minutes=", o.minutes,
+                " command='", o.command, "'");
 }
 std::string Describe(const RequeueSlurmJobs& o) { return StrCat(" jobs=", Jobs(o.job_ids)); }
 std::string Describe(const SetNodeCondition& o) {

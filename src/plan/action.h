@@ -167,10 +167,13 @@ struct DrainSlurmNode {
 };
 
 // Resume the Slurm node, only if its drain reason is still `expected_reason` (Aborted
-// otherwise: an admin may have taken the node over); not drained: kUnchanged.
+// otherwise: an admin may have taken the node over); not drained: kUnchanged. With
+// `down_too`, a node that is DOWN with that reason is resumed as well (the maintenance
+// cycle's node after its reboot: Slurm brings it back DOWN).
 struct ResumeSlurmNode {
   static constexpr std::string_view kName = "ResumeSlurmNode";
   std::string expected_reason;
+  bool down_too = false;
   // A return: when the last Kubernetes GPU pod left (Unix seconds, 0 = not tracked), for
   // the duration metrics.
   int64_t since_unix = 0;
@@ -297,11 +300,49 @@ struct EvictPod {
   friend bool operator==(const EvictPod&, const EvictPod&) = default;
 };
 
+// The maintenance cycle (src/health/maintenance.h).
+
+// Ask Slurm to reboot the node as soon as it is idle, through the site's RebootProgram
+// (SlurmClient::RebootNode: ASAP, nextstate DOWN); a reboot already asked for: kUnchanged.
+struct RebootSlurmNode {
+  static constexpr std::string_view kName = "RebootSlurmNode";
+  std::string reason;  // starts with kReasonPrefix
+  friend bool operator==(const RebootSlurmNode&, const RebootSlurmNode&) = default;
+};
+
+// Create the maintenance reservation `name` on the node, for the bridge's user only, from
+// now for `minutes` (there already: kUnchanged).
+struct CreateSlurmReservation {
+  static constexpr std::string_view kName = "CreateSlurmReservation";
+  std::string name;
+  int64_t minutes = 0;
+  friend bool operator==(const CreateSlurmReservation&, const CreateSlurmReservation&) = default;
+};
+
+// Delete the Slurm reservation `name` (none: kUnchanged).
+struct DeleteSlurmReservation {
+  static constexpr std::string_view kName = "DeleteSlurmReservation";
+  std::string name;
+  friend bool operator==(const DeleteSlurmReservation&, const DeleteSlurmReservation&) = default;
+};
+
+// Submit the check job on the node inside `reservation` (SlurmClient::SubmitCheckJob; one
+// pending or running already: kUnchanged).
+struct SubmitCheckJob {
+  static constexpr std::string_view kName = "SubmitCheckJob";
+  std::string reservation;
+  std::string command;
+  int64_t gpus = 0;
+  int64_t minutes = 0;
+  friend bool operator==(const SubmitCheckJob&, const SubmitCheckJob&) = default;
+};
+
 using Operation =
     std::variant<DrainSlurmNode, ResumeSlurmNode, RequeueSlurmJobs, SetNodeCondition,
                  SetSlurmFeatures, CreateReservationPod, DeleteReservationPod, PatchPodAnnotations,
                  ReleaseReservationPod, SignalSlurmJobs, PreemptSlurmJobs, SetNodeTaint,
-                 RemoveNodeTaint, PatchNodeAnnotations, RestoreFinalizer, EvictPod>;
+                 RemoveNodeTaint, PatchNodeAnnotations, RestoreFinalizer, EvictPod, RebootSlurmNode,
+                 CreateSlurmReservation, DeleteSlurmReservation, SubmitCheckJob>;
 
 // The fields every action carries, whatever its lane: on which node, why, and the Event
 // that records it. Both lanes' actions are a BasicAction (these fields and one operation):
@@ -371,6 +412,12 @@ struct BasicAction : ActionFields {
 // The node lane's action (src/health, src/ownership, src/plan/features), run by
 // bridge/reconcile/action_executor.h.
 using Action = BasicAction<Operation>;
+
+// Whether the status lane writes `a` (the reconciler's condition writes, from the state it
+// sees when it writes): a node condition mirroring Slurm's view. The maintenance cycle's
+// record (SlurmMaintenance) and its closing of the request are not: each is a step of the
+// cycle's chain, written in order with the others (the phase before the reboot it starts).
+bool IsStatusLaneCondition(const Action& a);
 
 // Runs `actions` in order through `execute`, except that an action whose chain already
 // failed in this pass is skipped (the next pass plans it again from what it then observes).

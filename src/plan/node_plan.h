@@ -53,6 +53,8 @@ struct NodePlan {
   // Plan this node again at this time even if nothing changes (a grace period or a
   // deadline ends).
   std::optional<Clock::TimePoint> recheck_at;
+  // Asks for a recheck by `t` (nullopt: none): recheck_at becomes the earlier of the two.
+  void RecheckBy(std::optional<Clock::TimePoint> t) { KeepEarliest(&recheck_at, t); }
   // Why the node is in its state: one line per fact or rule considered (bridgectl describe).
   std::vector<std::string> explanation;
   // gpu_sharing: which lane has the node, and while it is not handed over yet, why.

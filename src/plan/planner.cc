@@ -76,7 +76,7 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
                   Clock::TimePoint now, PlanOptions options) {
   NodePlan health = health::PlanNodeHealth(node, cfg.health, now);
   for (Action& a : health.actions) {
-    a.chain = a.Is<plan::SetNodeCondition>() ? Chain::kStatus : Chain::kHealth;
+    a.chain = IsStatusLaneCondition(a) ? Chain::kStatus : Chain::kHealth;
   }
   std::optional<Action> features = PlanFeatures(node, cfg.features);
   if (features) features->chain = Chain::kFeatures;
@@ -116,9 +116,7 @@ NodePlan PlanNode(const inventory::ManagedNode& node, const config::Config& cfg,
   }
   if (features) plan.actions.push_back(std::move(*features));
   plan.recheck_at = own.recheck_at;
-  if (health.recheck_at && (!plan.recheck_at || *health.recheck_at < *plan.recheck_at)) {
-    plan.recheck_at = health.recheck_at;
-  }
+  plan.RecheckBy(health.recheck_at);
   return plan;
 }
 

@@ -134,6 +134,32 @@ TEST(PlanNode, StatusSliceIsTheFullPlansConditions) {
   EXPECT_EQ(health::PlanNodeConditions(n, cfg.health, kNow).actions, conditions);
 }
 
+// The maintenance cycle's record is a step of its chain, written by the reconcile lane in
+// order with the drain it starts (the status lane writes only the conditions mirroring
+// Slurm: it would write the record late, or never).
+TEST(PlanNode, TheMaintenanceRecordRunsFirstInTheHealthChainWithOrWithoutLending) {
+  for (const bool lending : {false, true}) {
+    config::Config cfg;
+    cfg.lending.enabled = lending;
+    ManagedNode n = IdleNode();
+    n.k8s->conditions.push_back({"RebootRequested", "True", "Firmware", "bios", kNow});
+    NodePlan p = PlanNode(n, cfg, kNow);
+    ASSERT_FALSE(p.actions.empty());
+    const Action& first = p.actions.front();
+    ASSERT_TRUE(first.Is<SetNodeCondition>()) << ToString(first);
+    EXPECT_EQ(first.As<SetNodeCondition>().condition.type, "SlurmMaintenance");
+    EXPECT_EQ(first.chain, Chain::kHealth) << "lending " << lending;
+    EXPECT_FALSE(IsStatusLaneCondition(first));
+    const Action* drain = Find(p, DrainSlurmNode::kName);
+    ASSERT_NE(drain, nullptr);
+    EXPECT_EQ(drain->chain, Chain::kHealth);
+    // The status lane's slice has none of the cycle's steps.
+    for (const Action& a : health::PlanNodeConditions(n, cfg.health, kNow).actions) {
+      EXPECT_TRUE(IsStatusLaneCondition(a)) << ToString(a);
+    }
+  }
+}
+
 TEST(PlanNode, LendDrainReplacesHealthDrain) {
   config::Config cfg;
   cfg.lending.enabled = true;

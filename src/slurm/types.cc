@@ -47,6 +47,7 @@ std::string NodeView::StateString() const {
   if (drain) s += "+drain";
   if (fail) s += "+fail";
   if (reboot_requested) s += "+reboot";
+  if (reboot_issued) s += "+reboot_issued";
   if (not_responding) s += "*";
   return s;
 }

@@ -24,6 +24,9 @@ using UnixTime = int64_t;
 // releases did); the bridge resumes only those.
 inline constexpr std::string_view kBridgeMessagePrefix = "k8s-bridge: ";
 inline constexpr std::string_view kBridgeReasonPrefix = "k8s-bridge:";
+// The maintenance cycle's check job (src/health/maintenance.h): the inventory keeps its
+// record once it ended, for the verdict.
+inline constexpr char kMaintenanceCheckJobName[] = "skb-maint-check";
 // Drains made to lend a node to Kubernetes (the ownership state machine) rather than for
 // health or maintenance: the health planner leaves them alone.
 inline constexpr std::string_view kLendReasonPrefix = "k8s-bridge: lent to ";
@@ -50,12 +53,14 @@ struct NodeView {
   std::string name;
   NodeBaseState base_state = NodeBaseState::kUnknown;
   // State flags (Slurm's NODE_STATE_* bits, decoded).
-  bool drain = false;           // DRAIN (draining or drained)
-  bool fail = false;            // FAIL
-  bool not_responding = false;  // NOT_RESPONDING ('*' in sinfo)
-  bool reboot_requested = false;
-  std::string reason;       // empty when none
-  uint32_t reason_uid = 0;  // who set the reason (valid when reason is set)
+  bool drain = false;             // DRAIN (draining or drained)
+  bool fail = false;              // FAIL
+  bool not_responding = false;    // NOT_RESPONDING ('*' in sinfo)
+  bool reboot_requested = false;  // REBOOT_REQUESTED: a reboot waits for the node to idle
+  bool reboot_issued = false;     // REBOOT_ISSUED: the RebootProgram ran; not back yet
+  UnixTime boot_time = 0;         // when the node last booted, as its slurmd reports (0: unknown)
+  std::string reason;             // empty when none
+  uint32_t reason_uid = 0;        // who set the reason (valid when reason is set)
   UnixTime reason_time = 0;
   std::string gres;                          // as Slurm prints it: "gpu:h100:8(S:0-1)"
   std::string gres_used;                     // "gpu:h100:2(IDX:0-1)"
@@ -126,7 +131,11 @@ struct JobView {
   bool requeue_pending = false;    // REQUEUE flags: on its way back to PENDING
   std::string state_reason;        // "Resources", "JobHeldUser", ...
   std::vector<std::string> nodes;  // expanded node list (allocated nodes)
-  int64_t gpus_per_node = 0;       // allocated (running) or requested (pending) GPUs per node
+  // The nodes it must run on (--nodelist, expanded; pending jobs too, whose `nodes` is
+  // empty) and the reservation it runs in (--reservation; "" for none).
+  std::vector<std::string> required_nodes;
+  std::string reservation;
+  int64_t gpus_per_node = 0;  // allocated (running) or requested (pending) GPUs per node
   // Pending: the GPUs it asks over all its nodes (per node x nodes, or the per-job count);
   // 0 when unknown (then gpus_per_node is the demand).
   int64_t requested_gpus = 0;
@@ -142,6 +151,7 @@ struct JobView {
   UnixTime start_time = 0;
   UnixTime end_time = 0;  // finished jobs: when; running: the time limit's end
   int exit_signal = 0;    // finished jobs: the signal that ended the batch script, or 0
+  int exit_code = 0;      // finished jobs: the batch script's exit status (0 with a signal)
   bool requeue = false;   // may be requeued (--requeue / JobRequeue=1)
   bool batch = true;      // a batch job (sbatch); srun/salloc allocations are not, and
                           // Slurm refuses to requeue them

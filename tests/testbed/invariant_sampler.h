@@ -117,11 +117,14 @@ class InvariantSampler {
 
  private:
   bool Sample();  // false when a read failed
+  // Reads Slurm's jobs into jobs_; false when the read failed.
+  bool LoadJobs();
 
   k8s::KubeClient* const kube_;
   bridge::slurm::LibSlurmClient* const slurm_;
   const Options options_;
   sampling::SampleLedger ledger_;
+  bridge::slurm::Loaded<bridge::slurm::JobView> jobs_;  // the last answer (sampling thread)
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -6,7 +6,8 @@
 //
 // It reads for itself, every 100 ms (half a period after the ticks of a sampler made with
 // it, so that the two checkers' reads do not queue behind each other):
-//  - Slurm: slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL), in a reader process of its own
+//  - Slurm: slurm_load_jobs(last_update, &msg, SHOW_ALL | SHOW_DETAIL) (the answer before
+//    stands when slurmctld says no job changed since it), in a reader process of its own
 //    (tests/testbed/oracle_slurm_reader.cc: libslurm's state is process-wide and not safe for
 //    concurrent use, and the bridge's client in the same test process owns it), which sends
 //    each job's raw fields; the job state, GRES detail and TRES are interpreted here.

@@ -92,6 +92,10 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
 MessageTimeout=10
+# scontrol reboot: reboot-node plays the node's power cycle (reboot_node below). slurmctld
+# counts a reboot done when the node registers with a boot time after the request, and marks
+# it DOWN "reboot timed out" after ResumeTimeout (60 s by default; a reboot here takes ~3 s).
+RebootProgram="$SKB_ROOT/scripts/lib/testbed/reboot-node $D"
 EOF
     for ((i = 1; i <= N; i++)); do
       local t gres
@@ -154,12 +158,88 @@ start_slurmctld() {
   wait_healthy slurmctld 60 slurmctld_ok
 }
 
+# Per-node state of the simulated hardware: NODE.boot-epoch, when the node last booted
+# (written by reboot_node); NODE.check-fails, written by a test, fails the node's maintenance
+# check (scripts/lib/testbed/check-node). A fresh `up` starts without any.
+NODE_STATE="$D/node-state"
+
+# boot_clock NODE: the command prefix that gives NODE's slurmd the node's own boot time, or
+# nothing while the node has not rebooted. Every slurmd of the testbed runs on one host and
+# slurmd reports the host's uptime (sysinfo), so a reboot would never show; a rebooted node's
+# slurmd runs in a time namespace of its own whose CLOCK_BOOTTIME counts from the recorded
+# boot, so its BootTime is the reboot's, and stays so when a test restarts it. (slurmd -b
+# fakes a boot at its start, and takes a given time, SLURMD_BOOT_TIME, only from 24.11 on.)
+boot_clock() {
+  local f="$NODE_STATE/$1.boot-epoch"
+  [[ -f "$f" ]] || return 0
+  # The offset is the node's uptime less the host's, to the nearest second. This shell may run
+  # in a node's time namespace itself (reboot-node runs under slurmd): offsets are the
+  # host's, so the host's uptime is this namespace's less its boottime offset.
+  awk -v epoch="$(<"$f")" -v now="$EPOCHREALTIME" '
+    FILENAME == "/proc/uptime" { up = $1 }
+    FILENAME != "/proc/uptime" && $1 == "boottime" { ns = $2 }
+    END {
+      off = (now - epoch) - (up - ns)
+      printf "unshare --time --boottime %d\n", (off < 0 ? off - 0.5 : off + 0.5)
+    }' /proc/uptime /proc/self/timens_offsets
+}
+
 start_slurmd() { # start_slurmd NODE
-  local node="$1"
+  local node="$1" clock=()
   is_running "slurmd-$node" && return 0
   skb_step "testbed/slurmd-$node"
   require_port "$((SLURMD_BASE_PORT + ${node#node}))" "slurmd -N $node"
-  launch "slurmd-$node" "${SLURM_EXEC[@]}" slurmd -D -N "$node" -f "$SLURM_CONF_FILE"
+  read -r -a clock <<<"$(boot_clock "$node")"
+  launch "slurmd-$node" "${SLURM_EXEC[@]}" "${clock[@]}" slurmd -D -N "$node" -f "$SLURM_CONF_FILE"
+}
+
+# The job step daemons of NODE's jobs (slurmd's spool directory of the node is their working
+# directory), and every process under them.
+node_step_pids() {
+  local spool="$D/slurm/spool/$1" p
+  for p in $(pgrep -x slurmstepd 2>/dev/null || true); do
+    [[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$spool" ]] && echo "$p"
+  done
+}
+
+# reboot_node NODE: what a power cycle does to NODE, at once: its slurmd and its jobs' step
+# daemons and tasks are killed (SIGKILL: nothing shuts down), its kubelet restarts (every pod
+# is admitted again: kubelet-restart, not waited for), and two seconds later slurmd starts with
+# a boot time of then. slurmctld sees what it sees of a real reboot: the node not responding,
+# then registering with a new BootTime (a reboot it asked for ends as its nextstate says).
+reboot_node() {
+  local node="$1" t0=$SECONDS pid steps=() p
+  SKB_STEP="testbed/reboot-$node"
+  [[ "$node" =~ ^node[0-9]+$ ]] && ((${node#node} >= 1 && ${node#node} <= N)) ||
+    skb_die "no node '$node' (node1..node$N)"
+  pid="$(pid_of "slurmd-$node")"
+  if is_running "slurmd-$node"; then
+    kill -KILL "$pid" 2>/dev/null || true
+    # Gone once a zombie: who reaps it (init here) may take seconds, and its port is free.
+    local deadline=$((SECONDS + 10)) st=""
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+      st="$(cat "/proc/$pid/stat" 2>/dev/null)" || break
+      st="${st##*) }"
+      [[ "${st:0:1}" == Z ]] && break
+      sleep 0.05
+    done
+  fi
+  rm -f "$PIDS/slurmd-$node.pid"
+  mapfile -t steps < <(node_step_pids "$node")
+  for p in "${steps[@]}"; do
+    # The tasks first (a step daemon killed first leaves them to init, and unfindable).
+    pkill -KILL -P "$p" 2>/dev/null || true
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  skb_log "$node: powered off (slurmd${pid:+ $pid}, ${#steps[@]} step daemon(s) killed)"
+  if is_running kubelet-admission; then
+    (cmd_kubelet_restart "$node") </dev/null >>"$LOGS/reboot.log" 2>&1 &
+  fi
+  sleep 2
+  mkdir -p "$NODE_STATE"
+  echo "$EPOCHSECONDS" >"$NODE_STATE/$node.boot-epoch"
+  start_slurmd "$node"
+  SKB_STEP="testbed/reboot-$node" skb_log "$node: booted at $(date -u -d "@$(<"$NODE_STATE/$node.boot-epoch")" +%FT%TZ), slurmd $(pid_of "slurmd-$node") ($((SECONDS - t0)) s)"
 }
 
 # A slurmd is registered when slurmctld no longer sees its node as down/unknown.

@@ -164,6 +164,34 @@ Status ApplyAction(const Action& a, ManagedNode* n, const config::Config& cfg, C
             }
             n->slurm->drain = false;
             n->slurm->reason.clear();
+            if (o.down_too && n->slurm->base_state == slurm::NodeBaseState::kDown) {
+              n->slurm->base_state = slurm::NodeBaseState::kIdle;
+            }
+            return OkStatus();
+          },
+          [&](const RebootSlurmNode& o) {
+            // Slurm's ASAP reboot: drained with the reason, rebooted once idle (the caller's
+            // CompleteReboot).
+            if (n->slurm->reboot_requested || n->slurm->reboot_issued) return OkStatus();
+            n->slurm->reboot_requested = true;
+            n->slurm->drain = true;
+            n->slurm->reason = o.reason;
+            ++log->reboots;
+            return OkStatus();
+          },
+          [&](const CreateSlurmReservation& o) {
+            log->reservations.insert(o.name);
+            return OkStatus();
+          },
+          [&](const DeleteSlurmReservation& o) {
+            log->reservations.erase(o.name);
+            return OkStatus();
+          },
+          [&](const SubmitCheckJob& o) {
+            if (!log->reservations.count(o.reservation)) {
+              return Refused(a, StrCat("no reservation ", o.reservation));
+            }
+            ++log->check_jobs;
             return OkStatus();
           },
           [&](const RequeueSlurmJobs& o) {

@@ -42,6 +42,11 @@ struct Log {
   // Each preempted job as it left the node, its preemption recorded in its admin comment.
   std::vector<slurm::JobView> requeued;
   std::map<std::string, int> evictions;  // "ns/name" -> evictions asked (quota reclaim)
+  // The maintenance cycle: reboots asked, the Slurm reservations that exist, check jobs
+  // submitted (the caller runs them: Slurm's decision).
+  int reboots = 0;
+  std::set<std::string> reservations;
+  int check_jobs = 0;
   // Set by the caller: jobs whose batch script does not trap the checkpoint signal. They
   // die of it (FAILED, exit signal) and move to the node's ended_jobs.
   std::set<uint32_t> untrapped;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bridgectl end to end on the testbed (issue 7): `get jobs` from a daemon built from this
 // tree, `drain`/`undrain` through the Kubernetes condition flow into Slurm and back, `get
-// preemptions` from Events in the real apiserver, and the errors an admin sees.
+// preemptions` from Events in the real apiserver, `maintenance reboot|retry|cancel`'s
+// condition writes (the daemon's cycle has its own tests), and the errors an admin sees.
 //
 // Node: node3 (other suites use node2 and node4). The daemon runs single-replica without an
 // election (and names a Lease of its own should that change), health rules only: lending
@@ -94,6 +95,8 @@ class BridgectlE2E : public ::testing::Test {
     for (const auto& id : jobs_) Shell(StrCat("scancel ", id, " 2>/dev/null"));
     jobs_.clear();
     DeleteCondition(kNode, "DrainRequested");
+    DeleteCondition(kNode, "RebootRequested");
+    DeleteCondition(kNode, "SlurmMaintenance");
     Shell(StrCat("kubectl delete events -n default -l ", kEventLabel,
                  " --ignore-not-found >/dev/null 2>&1"));
     // Only drains this suite can have caused: the bridge's (its condition is gone now) and
@@ -279,6 +282,84 @@ TEST_F(BridgectlE2E, GetPreemptionsReadsTheBridgesEventsFromTheApiserver) {
   auto table = Bridgectl({"get", "preemptions"}, false);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_THAT(table.out, HasSubstr("requeued 991"));
+}
+
+// The condition writes of `maintenance`, through the real apiserver's strategic merge and
+// JSON patch (its test ops) on nodes/status. The daemon is stopped first: the cycle it
+// would run on these conditions (a drain, a reboot) is tested with the daemon's own suite.
+TEST_F(BridgectlE2E, MaintenanceWritesTheRequestAndRetriesOnlyAFailedCycle) {
+  daemon_->Stop();
+  const auto message = [](const std::string& type) {
+    auto r = RunCommand({"kubectl", "get", "node", kNode, "-o", "json"}, seconds(30));
+    const nlohmann::json parsed = nlohmann::json::parse(r.exit_code == 0 ? r.out : "{}");
+    for (const auto& c : parsed.value("status", nlohmann::json::object())
+                             .value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") == type) return c.value("message", "");
+    }
+    return std::string();
+  };
+  auto r = Bridgectl({"maintenance", "reboot", kNode, "--reason", "e2e bios"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("set RebootRequested=True"));
+  EXPECT_EQ(K8sCondition(kNode, "RebootRequested"), "True/BridgectlMaintenance");
+  EXPECT_THAT(message("RebootRequested"), HasSubstr("e2e bios (bridgectl maintenance by "));
+  EXPECT_THAT(K8sCondition(kNode, "Ready"), ::testing::StartsWith("True/")) << "merged by type";
+  r = Bridgectl({"maintenance", "reboot", kNode, "--reason", "e2e bios"}, false);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("already has"));
+
+  // Retry: only a failed cycle, and its record written back to Draining.
+  r = Bridgectl({"maintenance", "retry", kNode}, false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no maintenance cycle"));
+  nlohmann::json failed = {{"status",
+                            {{"conditions",
+                              {{{"type", "SlurmMaintenance"},
+                                {"status", "True"},
+                                {"reason", "CheckFailed"},
+                                {"message", "e2e check exit 1"},
+                                {"lastTransitionTime", "2001-01-01T00:00:00Z"}}}}}}};
+  ASSERT_EQ(RunCommand({"kubectl", "patch", "node", kNode, "--subresource=status",
+                        "--type=strategic", "-p", failed.dump()},
+                       seconds(30))
+                .exit_code,
+            0);
+  r = Bridgectl({"maintenance", "reboot", kNode, "--reason", "e2e again"}, false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("maintenance retry node3"));
+  r = Bridgectl({"maintenance", "retry", kNode}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(K8sCondition(kNode, "SlurmMaintenance"), "True/Draining");
+  EXPECT_THAT(message("SlurmMaintenance"), HasSubstr("after CheckFailed: e2e check exit 1"));
+  r = Bridgectl({"maintenance", "retry", kNode}, false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("phase Draining"));
+  r = Bridgectl({"maintenance", "reboot", kNode, "--reason", "e2e again"}, false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("under way"));
+
+  // Cancel: bridgectl's request only.
+  r = Bridgectl({"maintenance", "cancel", kNode}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("stops the cycle"));
+  EXPECT_EQ(K8sCondition(kNode, "RebootRequested"), "False/BridgectlMaintenanceCancelled");
+  EXPECT_THAT(Bridgectl({"maintenance", "cancel", kNode}, false).out,
+              HasSubstr("no maintenance request by bridgectl"));
+  nlohmann::json theirs = {{"status",
+                            {{"conditions",
+                              {{{"type", "RebootRequested"},
+                                {"status", "True"},
+                                {"reason", "E2eRemediation"},
+                                {"message", "e2e"}}}}}}};
+  ASSERT_EQ(RunCommand({"kubectl", "patch", "node", kNode, "--subresource=status",
+                        "--type=strategic", "-p", theirs.dump()},
+                       seconds(30))
+                .exit_code,
+            0);
+  r = Bridgectl({"maintenance", "cancel", kNode}, false);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("not from bridgectl: left alone"));
+  EXPECT_EQ(K8sCondition(kNode, "RebootRequested"), "True/E2eRemediation");
 }
 
 TEST_F(BridgectlE2E, ErrorsSayWhatToCheck) {

@@ -66,6 +66,13 @@ if [[ -n "${left// /}" ]]; then
     sleep 0.5
   done
 fi
+# The maintenance cycle's reservations (skb-maint-NODE; none can hold a job now) and the
+# check-failure files of the testbed's maintenance check.
+for r in $(scontrol -o show reservation 2>/dev/null | grep -o 'ReservationName=skb-maint-[^ ]*' |
+  cut -d= -f2); do
+  scontrol delete reservation="$r" >/dev/null 2>&1
+done
+rm -f "${SKB_TESTBED_DIR:-/tmp/skb-testbed}"/node-state/*.check-fails
 # slurmctld's own GPU count, once no job is left: every node's GresUsed must be 0, on no
 # index. A slurmctld restarted while jobs start and end (the chaos suite's fault) can keep
 # GPUs of a node counted as used after their jobs ended (Slurm 22.05 logs "gres count
@@ -107,8 +114,11 @@ dirty="$(q get nodes -l slurm-k8s-bridge.io/managed=true -o json | jq -r '
   | [ (if any($notes[]; $a["slurm-k8s-bridge.io/" + .] != null) then "notes" else empty end),
       ($t[] | select(. == "slurm-k8s-bridge.io/reservation-swap" or
                      . == "slurm-k8s-bridge.io/slurm-busy" or
-                     . == "slurm-k8s-bridge.io/reclaiming" or startswith("skb-e2e/"))
+                     . == "slurm-k8s-bridge.io/reclaiming" or
+                     . == "slurm-k8s-bridge.io/maintenance" or startswith("skb-e2e/"))
             | "taint=" + .),
+      (.status.conditions // [] | map(.type)[]
+            | select(. == "RebootRequested" or . == "SlurmMaintenance") | "cond=" + .),
       (if (.metadata.labels // {})["slurm-k8s-bridge.io/swap-guard"] != null
        then "guard" else empty end),
       (if .spec.unschedulable == true then "cordon" else empty end),
@@ -127,6 +137,10 @@ while read -r n what; do
       taint=*) kubectl taint node "$n" "${w#taint=}-" >/dev/null 2>&1 ;;
       guard) kubectl label node "$n" slurm-k8s-bridge.io/swap-guard- >/dev/null 2>&1 ;;
       cordon) kubectl uncordon "$n" >/dev/null 2>&1 ;;  # a `kubectl drain` test
+      cond=*)  # the maintenance cycle's request and record (MaintenanceE2E)
+        kubectl patch node "$n" --subresource=status --type=strategic -p \
+          "{\"status\":{\"conditions\":[{\"type\":\"${w#cond=}\",\"\$patch\":\"delete\"}]}}" \
+          >/dev/null 2>&1 ;;
       slice=*)  # MIG slices a test advertised on a device-plugin node
         kubectl patch node "$n" --subresource=status --type=merge -p \
           "{\"status\":{\"capacity\":{\"${w#slice=}\":null},\"allocatable\":{\"${w#slice=}\":null}}}" \
@@ -139,6 +153,8 @@ done <<<"$dirty"
 resumed=0
 while read -r n reason; do
   if [[ "$reason" == k8s-bridge:* || "$reason" == decommissioned:* ]]; then
+    # A maintenance reboot the bridge asked for and that has not happened yet goes first.
+    [[ "$reason" != *reboot* ]] || scontrol cancel_reboot "$n" >/dev/null 2>&1
     scontrol update nodename="$n" state=resume >/dev/null 2>&1
     resumed=1
   fi
