@@ -415,17 +415,20 @@ std::optional<devices::Observation> Controller::ObserveDevices() const {
 }
 
 void Controller::OnSlurm(const slurm::SlurmState& s) {
+  // The ledger first: a node the new jobs make dirty is planned with their standing.
+  if (s.nodes_changed) quotas_.SetSlurmNodes(s.nodes);
+  if (s.jobs_changed) quotas_.SetSlurmJobs(s.jobs);
+  // The poll's nodes and jobs in one update (Reconciler::SetSlurm says why).
+  if (s.nodes_changed || s.jobs_changed) {
+    reconciler_->SetSlurm(s.nodes_changed ? std::optional(s.nodes) : std::nullopt,
+                          s.jobs_changed ? std::optional(s.jobs) : std::nullopt);
+  }
   if (s.nodes_changed) {
-    quotas_.SetSlurmNodes(s.nodes);
-    reconciler_->SetSlurmNodes(s.nodes);
     auto nodes = std::make_shared<const std::vector<skb::slurm::NodeView>>(s.nodes);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     slurm_nodes_ = std::move(nodes);
   }
   if (s.jobs_changed) {
-    // The ledger first: a node the new jobs make dirty is planned with their standing.
-    quotas_.SetSlurmJobs(s.jobs);
-    reconciler_->SetSlurmJobs(s.jobs);
     auto jobs = std::make_shared<const std::vector<skb::slurm::JobView>>(s.jobs);
     std::lock_guard<std::mutex> lock(jobs_mu_);
     jobs_ = std::move(jobs);

@@ -60,6 +60,18 @@ void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
   Apply([&](inventory::Store& s) { return s.SetSlurmJobs(std::move(jobs)); });
 }
 
+void Reconciler::SetSlurm(std::optional<std::vector<slurm::NodeView>> nodes,
+                          std::optional<std::vector<slurm::JobView>> jobs) {
+  Apply([&](inventory::Store& s) {
+    std::vector<std::string> dirty;
+    if (nodes) dirty = s.SetSlurmNodes(std::move(*nodes));
+    if (jobs) {
+      for (std::string& n : s.SetSlurmJobs(std::move(*jobs))) dirty.push_back(std::move(n));
+    }
+    return dirty;
+  });
+}
+
 void Reconciler::SetGpuSharing(std::map<std::string, inventory::GpuSharingView> views) {
   Apply([&](inventory::Store& s) { return s.SetGpuSharing(std::move(views)); });
 }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ class Reconciler {
   // are marked dirty.
   void SetSlurmNodes(std::vector<slurm::NodeView> nodes);
   void SetSlurmJobs(std::vector<slurm::JobView> jobs);
+  // One poll's nodes and jobs (either may be absent: unchanged) in one store update, so that
+  // no pass plans a node from this poll's node and the last poll's jobs: a pass between the
+  // two saw the bridge's own drain with a job that had started meanwhile missing, and took
+  // the node for empty (the maintenance cycle rebooting under a running job, e2e).
+  void SetSlurm(std::optional<std::vector<slurm::NodeView>> nodes,
+                std::optional<std::vector<slurm::JobView>> jobs);
   // What the GPU-granular lane observes of each paired node (DeviceLane::SharingViews): the
   // node lane's half of the handover (ManagedNode::gpu_sharing). Nodes whose view changed
   // are planned again.

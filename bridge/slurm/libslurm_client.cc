@@ -51,6 +51,7 @@ extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 // Slurm's private headers (src/common/slurm_protocol_defs.h); no release up to 26.05 has a
 // public reboot call. The types are laid out below (RebootRequest) as each release has them.
 extern "C" {
+void slurm_xfree(void** p);  // libslurm's xfree (src/common/xmalloc.h), exported
 void slurm_msg_t_init(void* msg);
 int slurm_send_recv_controller_rc_msg(void* req, int* rc, void* comm_cluster_rec);
 }
@@ -748,7 +749,13 @@ Status SendCreateReservation(const MaintenanceReservationSpec& s, const std::str
   if (created == nullptr) {
     return LastError(StrCat("create reservation ", s.name, " on ", s.node));
   }
-  free(created);  // malloc()ed by libslurm
+  // Its header says how the name is released: free() up to 24.11, xfree from 26.05 on (the
+  // releases between were not read: taken as the newer).
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+  slurm_xfree(reinterpret_cast<void**>(&created));
+#else
+  free(created);
+#endif
   return OkStatus();
 }
 

@@ -217,9 +217,14 @@ class CyclePlanner {
         "SlurmNodeRebootRequested", StrCat("Asked Slurm to reboot ", node_.name));
   }
 
+  // Slurm has seen the node boot since the phase began. Not strictly after: Slurm's BootTime
+  // is whole seconds worked out from the node's uptime (now less uptime, a second either
+  // way), and the phase's start is whole seconds too; a node that booted before the phase
+  // began booted before the drain, far earlier.
+  bool BootTimeMoved() const { return s_.boot_time >= ownership::ToUnix(st_.phase_since); }
+  // ... and it is back: registered (reboot flags cleared) and responding.
   bool BootedSincePhase() const {
-    return s_.boot_time > ownership::ToUnix(st_.phase_since) && !s_.reboot_requested &&
-           !s_.reboot_issued && !s_.not_responding;
+    return BootTimeMoved() && !s_.reboot_requested && !s_.reboot_issued && !s_.not_responding;
   }
 
   void Rebooting() {
@@ -238,8 +243,10 @@ class CyclePlanner {
     }
     plan_->RecheckBy(timeout);
     if (cfg_.reboot_by == HealthConfig::RebootBy::kSlurm && !s_.reboot_requested &&
-        !s_.reboot_issued) {
+        !s_.reboot_issued && !BootTimeMoved()) {
       // Asked in the pass that began the phase, but not seen yet (or refused): ask again.
+      // A node that booted already is coming back (registered, not yet responding: about a
+      // second), and another request would reboot it twice.
       AskReboot();
     }
     Say("waiting for the node to boot again");

@@ -177,7 +177,7 @@ boot_clock() {
   # host's, so the host's uptime is this namespace's less its boottime offset.
   awk -v epoch="$(<"$f")" -v now="$EPOCHREALTIME" '
     FILENAME == "/proc/uptime" { up = $1 }
-    FILENAME != "/proc/uptime" && $1 == "boottime" { ns = $2 }
+    FILENAME != "/proc/uptime" && $1 == "boottime" { ns = $2 + $3 / 1e9 }  # seconds, nanoseconds
     END {
       off = (now - epoch) - (up - ns)
       printf "unshare --time --boottime %d\n", (off < 0 ? off - 0.5 : off + 0.5)
@@ -204,7 +204,7 @@ node_step_pids() {
 
 # reboot_node NODE: what a power cycle does to NODE, at once: its slurmd and its jobs' step
 # daemons and tasks are killed (SIGKILL: nothing shuts down), its kubelet restarts (every pod
-# is admitted again: kubelet-restart, not waited for), and two seconds later slurmd starts with
+# is admitted again: kubelet-restart, not waited for), and three seconds later slurmd starts with
 # a boot time of then. slurmctld sees what it sees of a real reboot: the node not responding,
 # then registering with a new BootTime (a reboot it asked for ends as its nextstate says).
 reboot_node() {
@@ -235,7 +235,10 @@ reboot_node() {
   if is_running kubelet-admission; then
     (cmd_kubelet_restart "$node") </dev/null >>"$LOGS/reboot.log" 2>&1 &
   fi
-  sleep 2
+  # Powered off for 3 s: Slurm's BootTime of the node (now less the uptime slurmd sends, as
+  # of its start: a second or two early) is then after the request, as a real reboot's
+  # (which takes minutes) always is.
+  sleep 3
   mkdir -p "$NODE_STATE"
   echo "$EPOCHSECONDS" >"$NODE_STATE/$node.boot-epoch"
   start_slurmd "$node"

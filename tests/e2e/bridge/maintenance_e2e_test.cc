@@ -92,6 +92,7 @@ class MaintenanceE2E : public LendingE2E {
   // `limit`; the message says where it stood.
   ::testing::AssertionResult WaitPhase(const std::string& want, seconds limit) {
     if (WaitFor([&] { return Condition("SlurmMaintenance") == want; }, limit, milliseconds(100))) {
+      seen_[want] = Steady::now();
       return ::testing::AssertionSuccess();
     }
     return ::testing::AssertionFailure()
@@ -110,7 +111,13 @@ class MaintenanceE2E : public LendingE2E {
     EXPECT_NE(BootTime(), boot_before) << "Slurm saw the node boot again";
   }
 
+  // Seconds from the phase `from` was first seen to `to` (as WaitPhase saw them).
+  double Between(const std::string& from, const std::string& to) {
+    return std::chrono::duration<double>(seen_[to] - seen_[from]).count();
+  }
+
   std::string check_fails_;
+  std::map<std::string, Steady::time_point> seen_;  // when WaitPhase first saw each phase
 };
 
 TEST_F(MaintenanceE2E, ARebootRequestDrainsRebootsChecksAndGivesTheNodeBackWithItsJob) {
@@ -120,6 +127,7 @@ TEST_F(MaintenanceE2E, ARebootRequestDrainsRebootsChecksAndGivesTheNodeBackWithI
   const std::string boot_before = BootTime();
   ASSERT_FALSE(boot_before.empty());
 
+  const auto asked = Steady::now();
   auto r = Bridgectl({"maintenance", "reboot", kNode, "--reason", "e2e firmware 2.1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Draining: Slurm drained with the request's words, the node tainted, the job kept until
@@ -138,6 +146,19 @@ TEST_F(MaintenanceE2E, ARebootRequestDrainsRebootsChecksAndGivesTheNodeBackWithI
   if (HasFatalFailure()) return;
   EXPECT_THAT(Reservations(), HasSubstr(StrCat("skb-maint-", kNode)));
   ASSERT_TRUE(WaitPhase("False/Completed", seconds(90)));
+  // The cycle's own steps beside the deadline (4 s), the reboot (3 s powered off) and the
+  // check job (its time in Slurm: scheduling, slurmd's prolog and the command): read from
+  // when each phase first showed (100 ms polls of kubectl).
+  const std::string check_id =
+      Trim(Shell("squeue -h -a -n skb-maint-check -t all -o %i | tail -1").out);
+  std::printf(
+      "maintenance cycle: %.1f s from the request to Completed: to Draining %.1f s, Draining "
+      "%.1f s (deadline 4 s), Rebooting %.1f s, Checking %.1f s (check job %s: %s to %s)\n",
+      std::chrono::duration<double>(seen_["False/Completed"] - asked).count(),
+      std::chrono::duration<double>(seen_["True/Draining"] - asked).count(),
+      Between("True/Draining", "True/Rebooting"), Between("True/Rebooting", "True/Checking"),
+      Between("True/Checking", "False/Completed"), check_id.c_str(),
+      JobField(check_id, "StartTime").c_str(), JobField(check_id, "EndTime").c_str());
 
   // Given back: the request closed, resumed in Slurm, untainted, the reservation gone, and
   // the requeued job runs on the node again.

@@ -50,7 +50,7 @@ using ::testing::StartsWith;
 constexpr char kNode[] = "node3";
 constexpr char kReservation[] = "skb-test-maint-node3";
 constexpr char kRebootReason[] = "k8s-bridge: maintenance test reboot";
-// A reboot here takes ~3 s (2 s powered off); slurmctld gives up after ResumeTimeout (60 s).
+// A reboot here takes ~4 s (3 s powered off); slurmctld gives up after ResumeTimeout (60 s).
 constexpr seconds kRebootTimeout{90};
 
 class SlurmMaintenanceTest : public ::testing::Test {
@@ -77,7 +77,9 @@ class SlurmMaintenanceTest : public ::testing::Test {
     ASSERT_TRUE(NodeTakesWork()) << kNode << " does not take work: " << state_;
   }
 
-  void TearDown() override { Restore(); }
+  void TearDown() override {
+    if (client_) Restore();  // SetUp got as far as the client
+  }
 
   // node3 as the tests found it (see the file comment). Bounded: a reboot under way ends
   // within kRebootTimeout.
@@ -239,7 +241,7 @@ TEST_F(SlurmMaintenanceTest, AnIdleNodeRebootsAtOnceAndComesBackDownWithANewBoot
   StatusOr<WriteOutcome> r = client_->RebootNode(kNode, kRebootReason);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, WriteOutcome::kChanged);
-  // Requested or under way (the node powers off for 2 s): asked again, nothing changes.
+  // Requested or under way (the node powers off for 3 s): asked again, nothing changes.
   StatusOr<WriteOutcome> again = client_->RebootNode(kNode, kRebootReason);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, WriteOutcome::kUnchanged);
