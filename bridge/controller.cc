@@ -687,6 +687,16 @@ void Controller::RecordMetrics(const ReconcileResult& r, std::chrono::nanosecond
   }
 }
 
+bool Controller::ReservationReleased(const std::string& name, std::string_view uid) const {
+  if (!reservations_ || name.empty() || uid.empty()) return false;
+  k8s::ObjectPtr obj = reservations_->Get(StrCat(cfg_.lending.namespace_name, "/", name));
+  if (!obj) return false;
+  auto info = k8s::ParsePod(*obj);
+  if (!info.ok() || info->meta.uid != uid) return false;
+  auto it = info->meta.annotations.find(ownership::kReleasedAnnotation);
+  return it != info->meta.annotations.end() && it->second == "true";
+}
+
 bool Controller::Ready(std::string* why) const {
   std::string missing;
   if (!nodes_ || !nodes_->HasSynced()) StrAppend(&missing, "node cache not synced; ");

@@ -111,6 +111,11 @@ class Controller {
   // Ready: every cache synced, Slurm polled once, and leadership known (leader or a
   // follower who has seen a leader). `why` says what is missing.
   bool Ready(std::string* why) const;
+  // Whether the reservation pod `name` (the reservation namespace's) with this uid carries
+  // the released annotation in the informer's view: what a terminating reservation's
+  // container asks the HTTP server (LendingConfig::release_url). False when lending is off,
+  // the pod is unknown or another pod has taken the name.
+  bool ReservationReleased(const std::string& name, std::string_view uid) const;
   bool IsLeader() const;
   // Which caches are synced (metrics): the node and pod informers, the first Slurm poll.
   bool NodesSynced() const { return nodes_ && nodes_->HasSynced(); }

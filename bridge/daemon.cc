@@ -195,6 +195,23 @@ Status Daemon::Build() {
       std::string why;
       return controller.Ready(&why) ? OkStatus() : UnavailableError(why);
     });
+    // A terminating reservation's container asks here whether it may exit
+    // (LendingConfig::release_url): "released" only on the informer's positive evidence.
+    http_->Handle("/reservation-released", [&controller](const observability::HttpRequest& req) {
+      observability::HttpResponse r;
+      auto name = observability::QueryValue(req.query, "name");
+      auto uid = observability::QueryValue(req.query, "uid");
+      if (!name || !uid || name->empty() || uid->empty()) {
+        r.status = 400;
+        r.body = "name and uid are required\n";
+      } else if (controller.ReservationReleased(std::string(*name), *uid)) {
+        r.body = "released\n";
+      } else {
+        r.status = 404;
+        r.body = "held\n";
+      }
+      return r;
+    });
   }
   log->debug("daemon_built identity={} leader_election={}", opts_.identity, opts_.leader_election);
   return OkStatus();

@@ -271,6 +271,19 @@ void HttpServer::Stop() {
   port_ = 0;
 }
 
+std::optional<std::string_view> QueryValue(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == key) {
+      return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 void AddStandardHandlers(HttpServer* server, const Registry* registry,
                          std::function<Status()> readiness) {
   server->Handle("/metrics", [registry](const HttpRequest&) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,9 @@ struct HttpRequest {
   std::string path;    // without the query string
   std::string query;   // after '?', undecoded; may be empty
 };
+
+// The value of `key` in a query string (a=1&b=2), undecoded; nullopt when absent.
+std::optional<std::string_view> QueryValue(std::string_view query, std::string_view key);
 
 struct HttpResponse {
   int status = 200;

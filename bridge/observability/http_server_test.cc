@@ -90,6 +90,15 @@ std::string Body(const std::string& response) {
   return p == std::string::npos ? "" : response.substr(p + 4);
 }
 
+TEST(QueryValueTest, FindsAKeyAmongOthers) {
+  EXPECT_EQ(QueryValue("name=reserve-n1&uid=6f-1c", "uid"), "6f-1c");
+  EXPECT_EQ(QueryValue("name=reserve-n1&uid=6f-1c", "name"), "reserve-n1");
+  EXPECT_EQ(QueryValue("name=&uid", "name"), "");
+  EXPECT_EQ(QueryValue("name=&uid", "uid"), "");
+  EXPECT_EQ(QueryValue("names=a", "name"), std::nullopt);
+  EXPECT_EQ(QueryValue("", "name"), std::nullopt);
+}
+
 TEST(ParseHostPortTest, AcceptsTheConfigForms) {
   auto a = ParseHostPort("127.0.0.1:9464");
   ASSERT_TRUE(a.ok());

@@ -125,6 +125,16 @@ Status ReadLendingConfig(config::JsonReader r, LendingConfig* out) {
     }
   }
   if (out->image.empty()) r.Fail("image", "must name a container image");
+  r.String("release_url", &out->release_url);
+  // It is written into the reservation's shell script: a URL of plain characters only.
+  if (!out->release_url.empty() &&
+      (!out->release_url.starts_with("http://") || out->release_url.size() > 200 ||
+       out->release_url.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789.:/_-") != std::string::npos)) {
+    r.Fail("release_url",
+           "must be an http:// URL of at most 200 letters, digits and '.:/_-' (the bridge's "
+           "HTTP address and /reservation-released), or empty");
+  }
   if (out->gpu_resource.empty() || out->gpu_resource.find('/') == std::string::npos) {
     r.Fail("gpu_resource", "must be an extended resource name such as nvidia.com/gpu");
   } else if (out->gpu_resource != kSupportedGpuResource) {

@@ -47,6 +47,13 @@ struct LendingConfig {
   // bridge annotates the pod released. The planner supplies the command (a shell loop
   // over a downward-API file), so the image needs /bin/sh, grep and sleep.
   std::string image = "busybox:1.36";
+  // The bridge's own URL for a reservation being deleted to ask whether it is released
+  // (http://HOST:PORT/reservation-released; the image then needs wget too). A kubelet stops
+  // projecting a terminating pod's downward-API files, and a second delete with a shorter
+  // grace does not cut short the stop already under way, so the released annotation never
+  // reaches the container of a reservation kube-scheduler preempted: it would hold its GPUs
+  // for its whole termination grace. Empty: the annotation alone (kwok projects it).
+  std::string release_url;
   // The extended resource the reservation requests (all of the node's allocatable).
   std::string gpu_resource = kSupportedGpuResource;  // the only value accepted
 

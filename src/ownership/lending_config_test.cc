@@ -83,6 +83,19 @@ TEST(ReadLendingConfig, ReadsEveryKey) {
   EXPECT_EQ(cfg->class_downgrade_delay, minutes(1));
 }
 
+// The URL goes into the reservation's shell script: plain characters only.
+TEST(ReadLendingConfig, ReleaseUrlIsAPlainHttpUrl) {
+  auto cfg = Read(R"({"release_url": "http://bridge.slurm-bridge.svc:9464/reservation-released"})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->release_url, "http://bridge.slurm-bridge.svc:9464/reservation-released");
+  EXPECT_EQ(Read("{}")->release_url, "");
+  EXPECT_THAT(ErrorOf(R"({"release_url": "https://b:9464/r"})"),
+              HasSubstr("'lending.release_url'"));
+  EXPECT_THAT(ErrorOf(R"({"release_url": "http://b/r\";reboot;\""})"), HasSubstr("http:// URL"));
+  EXPECT_THAT(ErrorOf(R"j({"release_url": "http://b/$(id)"})j"), HasSubstr("http:// URL"));
+  EXPECT_THAT(ErrorOf(R"({"release_url": "http://b/r?x=1&y=2"})"), HasSubstr("http:// URL"));
+}
+
 TEST(ReadLendingConfig, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(R"({"enable": true})"), HasSubstr("unknown key 'lending.enable'"));
   EXPECT_THAT(ErrorOf(R"({"name_pattern": "reserve"})"), HasSubstr("{node}"));

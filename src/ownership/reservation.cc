@@ -18,10 +18,21 @@ namespace {
 // signals and exits only once the bridge has marked the pod released, which the kubelet
 // projects into kAnnotationsFile (the downward API writes each annotation as key="value" on
 // a line of its own). Until then a deleted reservation runs on, holding its GPUs, up to the
-// kubelet's kill at its termination grace (ReservationGrace).
-std::string ContainerScript() {
-  return StrCat("trap '' TERM INT HUP; until grep -qs '^", kReleasedAnnotation, "=\"true\"' ",
-                kAnnotationsFile, "; do sleep 1; done");
+// kubelet's kill at its termination grace (ReservationGrace). A real kubelet projects nothing
+// more once the pod is terminating, so once told to stop (SIGTERM) the container also asks
+// the bridge at `release_url`, naming itself by the downward-API environment (pod_actions.cc).
+// No wget -T: Debian 12's busybox 1.35 crashes on it (the bridge's HTTP server closes a
+// connection it does not finish within its own timeout).
+std::string ContainerScript(const LendingConfig& l) {
+  const std::string annotation =
+      StrCat("grep -qs '^", kReleasedAnnotation, "=\"true\"' ", kAnnotationsFile);
+  if (l.release_url.empty()) {
+    return StrCat("trap '' TERM INT HUP; until ", annotation, "; do sleep 1; done");
+  }
+  return StrCat("stopping=0; trap 'stopping=1' TERM; trap '' INT HUP; until ", annotation,
+                " || { [ \"$stopping\" = 1 ] && wget -q -O - \"", l.release_url, "?name=$",
+                kPodNameEnv, "&uid=$", kPodUidEnv,
+                "\" 2>/dev/null | grep -qx released; }; do sleep 1; done");
 }
 
 }  // namespace
@@ -96,7 +107,7 @@ plan::ReservationSpec BuildReservation(const inventory::ManagedNode& node, Reser
   spec.priority_class_name = pc.name;
   spec.priority = pc.value;
   spec.image = l.image;
-  spec.command = {"/bin/sh", "-c", ContainerScript()};
+  spec.command = {"/bin/sh", "-c", ContainerScript(l)};
   spec.labels = {{kRoleLabel, kReservationRole},
                  {kClassLabel, std::string(ReservationClassName(cls))},
                  {kManagedByLabel, "slurm-k8s-bridge"}};

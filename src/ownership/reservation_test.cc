@@ -3,9 +3,16 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "src/base/strings.h"
 #include "src/ownership/reservation_class.h"
+#include "src/ownership/schema.h"
 #include "src/ownership/test_support.h"
 #include "src/ownership/time_codec.h"
 
@@ -45,6 +52,47 @@ TEST(BuildReservation, HoldsTheNodesMigSlicesBesideItsGpus) {
   const plan::ReservationSpec all = BuildReservation(n, ReservationClass::kIdle, Cfg(), kNow);
   EXPECT_EQ(all.gpus, 0);
   EXPECT_EQ(all.slices.size(), 2u);
+}
+
+// The reservation's program, run by /bin/sh with wget stubbed as the bridge's answer and
+// no annotation file: it holds through time, and once told to stop (SIGTERM, as the kubelet
+// does for a deleted pod) it asks the bridge and exits on "released". Without a URL, a
+// SIGTERM changes nothing: only the annotation lets it go.
+int RunScript(const plan::ReservationSpec& r, const std::string& wget_answer, bool term) {
+  char dir[] = "/tmp/skb-reservation-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return -1;
+  const std::string file = StrCat(dir, "/script");
+  std::string script = r.command.at(2);
+  // The annotation file of a pod the bridge has not released: absent.
+  const size_t at = script.find(kAnnotationsFile);
+  if (at != std::string::npos) script.replace(at, strlen(kAnnotationsFile), StrCat(dir, "/none"));
+  {
+    std::ofstream out(file);
+    out << "wget() { echo " << wget_answer << "; }\n" << script << "\n";
+  }
+  // Killed (137) when it still holds 3 s after the signal, or after the start without one.
+  const std::string run =
+      StrCat("sh ", file, " & pid=$!; sleep 0.5; ", term ? "kill -TERM $pid; " : "",
+             "(sleep 3; kill -KILL $pid) 2>/dev/null & w=$!; wait $pid; rc=$?; ",
+             "kill $w 2>/dev/null; exit $rc");
+  const int rc = std::system(StrCat("sh -c '", run, "'").c_str());
+  std::filesystem::remove_all(dir);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(BuildReservation, ATerminatingReservationAsksTheBridgeWhetherItIsReleased) {
+  config::Config cfg = Cfg();
+  cfg.lending.release_url = "http://10.0.0.1:9464/reservation-released";
+  const plan::ReservationSpec r = BuildReservation(BareNode(), ReservationClass::kIdle, cfg, kNow);
+  ASSERT_EQ(r.command.size(), 3u);
+  EXPECT_THAT(r.command[2], HasSubstr("http://10.0.0.1:9464/reservation-released?name=$"));
+  EXPECT_EQ(RunScript(r, "released", /*term=*/true), 0);
+  EXPECT_EQ(RunScript(r, "held", /*term=*/true), 137) << "exited though the bridge holds it";
+  EXPECT_EQ(RunScript(r, "released", /*term=*/false), 137) << "asked before it was stopped";
+  const plan::ReservationSpec plain =
+      BuildReservation(BareNode(), ReservationClass::kIdle, Cfg(), kNow);
+  EXPECT_THAT(plain.command[2], ::testing::Not(HasSubstr("wget")));
+  EXPECT_EQ(RunScript(plain, "released", /*term=*/true), 137);
 }
 
 TEST(PlanOwnership, ReservationNameAndJobList) {

@@ -81,5 +81,9 @@ inline constexpr char kReclaimTaintKey[] = "slurm-k8s-bridge.io/reclaiming";
 // The downward-API file the reservation container watches for the released annotation.
 inline constexpr char kAnnotationsMountPath[] = "/etc/reservation";
 inline constexpr char kAnnotationsFile[] = "/etc/reservation/annotations";
+// The reservation container's environment (downward API): its own name and uid, with which
+// it asks the bridge whether it is released (LendingConfig::release_url).
+inline constexpr char kPodNameEnv[] = "SKB_POD_NAME";
+inline constexpr char kPodUidEnv[] = "SKB_POD_UID";
 
 }  // namespace skb::ownership

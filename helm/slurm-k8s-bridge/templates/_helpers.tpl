@@ -103,6 +103,9 @@ Rendered as a dict; callers serialise it.
 {{- end -}}
 {{- $lendingNs := get $cfg "lending" | default dict -}}
 {{- if not (hasKey $lendingNs "namespace") -}}{{- $_ := set $lendingNs "namespace" (include "skb.reservationNamespace" .) -}}{{- end -}}
+{{- /* A terminating reservation asks the bridge's Service whether it is released (a kubelet
+projects no annotation into a terminating pod): cluster DNS, the Service's port. */ -}}
+{{- if not (hasKey $lendingNs "release_url") -}}{{- $_ := set $lendingNs "release_url" (printf "http://%s.%s.svc:%d/reservation-released" (include "skb.fullname" .) .Release.Namespace (int .Values.service.port)) -}}{{- end -}}
 {{- $_ := set $cfg "lending" $lendingNs -}}
 {{- if .Values.priorityClasses.create -}}
 {{- $lending := get $cfg "lending" | default dict -}}

@@ -7,7 +7,9 @@
 #
 # The node is named REAL_NODE (never nodeN: kwok's nodes), carries no kwok annotation, the
 # label testbed.slurm-k8s-bridge.io/real-node=true and the taint of the same key
-# (NoSchedule: no test of the kwok nodes lands a pod on it by chance). It is not a Slurm node.
+# (NoSchedule: no test of the kwok nodes lands a pod on it by chance). It is a Slurm node of
+# the same name too (slurm.sh: a slurmd beside the others, in every partition), so that the
+# bridge can lend it.
 #
 # What it changes on the host, all recorded under $REAL_DIR/host and put back by `down`
 # (real_node_down): the sysctls the kubelet rewrites (vm.overcommit_memory, kernel.panic,
@@ -247,6 +249,16 @@ real_node_gpus() {
     grep -qx "$REAL_NODE_GPUS"
 }
 
+# The kubelet's own labels: the testbed's, and those GPU Feature Discovery puts on a GPU node
+# (the bridge pairs a GPU model with Slurm's GRES type by them), for the first kwok node's
+# type, which its Slurm node has too. slurm-k8s-bridge.io/managed is the site's: a test that
+# wants the bridge to manage the node sets it.
+real_node_labels() {
+  local product mem family
+  read -r product mem family <<<"$(gpu_product_of "$(gpu_type_of 1)")"
+  echo "testbed.slurm-k8s-bridge.io/real-node=true,nvidia.com/gpu.present=true,nvidia.com/gpu.product=$product,nvidia.com/gpu.count=$REAL_NODE_GPUS,nvidia.com/gpu.memory=$mem,nvidia.com/gpu.family=$family"
+}
+
 start_real_node() {
   if is_running realnode-kubelet && is_running realnode-containerd && is_running realnode-gpu-plugin; then
     return 0
@@ -283,7 +295,7 @@ start_real_node() {
     launch realnode-kubelet "$BIN/kubelet" --config "$REAL_DIR/kubelet/config.yaml" \
       --kubeconfig "$D/k8s/$REAL_NODE.kubeconfig" --root-dir "$REAL_DIR/kubelet/root" \
       --hostname-override "$REAL_NODE" --node-ip "$REAL_NODE_IP" \
-      --node-labels "testbed.slurm-k8s-bridge.io/real-node=true" --v 1
+      --node-labels "$(real_node_labels)" --v 1
     wait_healthy realnode-kubelet 60 real_node_ready
   fi
   if ! is_running realnode-gpu-plugin; then
