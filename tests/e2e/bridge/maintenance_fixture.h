@@ -93,8 +93,8 @@ class MaintenanceFixture : public Base {
   // The ids of the check jobs Slurm still shows (MinJobAge keeps ended ones for 2 minutes).
   static std::set<std::string> CheckJobs() {
     std::set<std::string> out;
-    for (const auto& id :
-         StrSplit(Shell("squeue -h -a -t all -n skb-maint-check -o %i").out, '\n', true)) {
+    const std::string ids = Shell("squeue -h -a -t all -n skb-maint-check -o %i").out;
+    for (const auto& id : StrSplit(ids, '\n', /*skip_empty=*/true)) {
       out.insert(Trim(std::string(id)));
     }
     return out;
