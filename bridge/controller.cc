@@ -222,8 +222,9 @@ Status Controller::Start() {
       quotas_.RemovePod(info.meta.namespace_, info.meta.name);
     }
     if (device_world_) device_world_->SetPod(k8s::Informer::KeyOf(*obj), obj.get());
-    // The node lane tracks the pods asking for the GPU resource.
-    if (pod && pod->gpus > 0) {
+    // The node lane tracks the pods asking for the GPU resource, and those using claims (the
+    // maintenance cycle evicts them: ManagedNode::claim_pods).
+    if (pod && (pod->gpus > 0 || !pod->claims.empty())) {
       reconciler_->UpdatePod(std::move(*pod));
     } else if (!info.meta.name.empty()) {
       reconciler_->RemovePod(info.meta.namespace_, info.meta.name);

@@ -9,6 +9,7 @@
 
 #include "src/base/strings.h"
 #include "src/devices/placeholder_record.h"
+#include "src/health/maintenance.h"
 #include "src/health/node_health.h"
 #include "src/ownership/hetjob.h"
 #include "src/ownership/job_policy.h"
@@ -1101,6 +1102,12 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     a.event_type = plan::EventType::kWarning;
     plan.actions.push_back(std::move(a));
   }
+  // The maintenance cycle's taint keeps new pods off the node, and its Slurm drain makes the
+  // node unhealthy, which holds a return back until the node is healthy again: the cycle
+  // waits for the node to be free in Slurm, so a give no pod uses any more goes back at once.
+  const bool maintenance =
+      std::any_of(node.taints.begin(), node.taints.end(),
+                  [](const inventory::Taint& t) { return t.key == health::kMaintenanceTaintKey; });
   for (const Placeholder& p : node.placeholders) {
     if (!p.health.empty()) continue;  // PlanHealth's
     std::vector<std::string> mine, held, lifted;
@@ -1191,7 +1198,9 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       continue;
     }
     const own::ReturnDecision d =
-        own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
+        maintenance && !in_use
+            ? own::ReturnDecision{.now = true, .why = "the node is in maintenance"}
+            : own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
     if (!d.now) continue;
     if (p.pod_waiting && node.healthy) {
       plan.actions.push_back(RecordUnused(node, p, now_unix,

@@ -13,6 +13,7 @@
 #include "src/base/strings.h"
 #include "src/devices/gres.h"
 #include "src/devices/test_support.h"
+#include "src/health/maintenance.h"
 #include "src/ownership/time_codec.h"
 
 namespace skb::devices {
@@ -1425,6 +1426,44 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   nodes = {n};
   EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, t + minutes(19)));
   EXPECT_TRUE(ChooseNode(nodes, Pod(2), cfg, t + minutes(20)));
+}
+
+// The maintenance cycle drains the node in Slurm (unhealthy to the device lane) and taints it
+// in Kubernetes, then waits for the node to be free in Slurm. A give whose pod the cycle
+// evicted goes back at once, not after the cool-down or once the node is healthy: its
+// placeholder is a Slurm job the drain would wait for until drain_timeout. One whose pod still
+// runs stays (the cycle evicts the pod first).
+TEST(PlanNode, AGiveOnANodeInMaintenanceReturnsAsSoonAsNoPodUsesIt) {
+  const config::Config cfg = Cfg();
+  NodeDevices n = Node("node1", 4);
+  LendIdleGpus(&n, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  n.placeholders[0].pod_waiting = false;
+  n.claims.push_back({"ml/infer-0", {"gpu-0", "gpu-1"}, true});
+  n.healthy = false;  // the cycle's Slurm drain
+  n.taints.push_back({std::string(health::kMaintenanceTaintKey), "", "NoSchedule"});
+  EXPECT_THAT(Kinds(PlanNode(n, cfg, kNow).actions), IsEmpty()) << "the pod still runs";
+
+  n.claims.clear();  // evicted: its claim went with it
+  Clock::TimePoint t = kNow + seconds(1);
+  Apply(&n, PlanNode(n, cfg, t).actions);  // idle since now
+  NodePlan p = PlanNode(n, cfg, t);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("the node is in maintenance"));
+  Apply(&n, p.actions);
+  ASSERT_THAT(Kinds(PlanNode(n, cfg, t).actions), ElementsAre(EndPlaceholder::kName));
+  Apply(&n, PlanNode(n, cfg, t).actions);
+  EXPECT_THAT(n.placeholders, IsEmpty());
+  EXPECT_EQ(Owners(n)[0].owner, Owner::kSlurm);
+
+  // Without the taint the same drained node keeps the give (it returns once healthy).
+  NodeDevices drained = Node("node1", 4);
+  LendIdleGpus(&drained, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  drained.placeholders[0].pod_waiting = false;
+  drained.healthy = false;
+  Apply(&drained, PlanNode(drained, cfg, t).actions);
+  EXPECT_THAT(PlanNode(drained, cfg, t + hours(1)).actions, IsEmpty());
 }
 
 // A give the pod used (it ran there, then left) and a return forced by the node's health

@@ -120,12 +120,15 @@ class CyclePlanner {
     }
   }
 
-  // GPU pods that keep the node busy: bound here, not the bridge's reservation, not done.
+  // GPU pods that keep the node busy: bound here (asking for the GPU resource or using
+  // ResourceClaims), not the bridge's reservation, not done.
   std::vector<const GpuPod*> BusyPods() const {
     std::vector<const GpuPod*> out;
-    for (const GpuPod& p : node_.pods) {
-      if (p.reservation || p.phase == "Succeeded" || p.phase == "Failed") continue;
-      out.push_back(&p);
+    for (const auto* list : {&node_.pods, &node_.claim_pods}) {
+      for (const GpuPod& p : *list) {
+        if (p.reservation || p.phase == "Succeeded" || p.phase == "Failed") continue;
+        out.push_back(&p);
+      }
     }
     return out;
   }

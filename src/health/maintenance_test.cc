@@ -220,6 +220,29 @@ TEST_F(MaintenanceTest, AFullCycleDrainsRebootsChecksAndGivesTheNodeBackToBoth) 
   EXPECT_EQ(log_.check_jobs, 2);
 }
 
+// A pod holding GPUs through ResourceClaims alone (a node shared GPU by GPU) is evicted like
+// a GPU pod, and the reboot waits until it is gone.
+TEST_F(MaintenanceTest, APodUsingClaimsIsEvictedAndTheRebootWaitsForIt) {
+  GpuPod pod;
+  pod.namespace_name = "ml";
+  pod.name = "dra-0";
+  pod.uid = "u2";
+  pod.node_name = "node3";
+  pod.phase = "Running";
+  pod.claims = {"ml/dra-0-gpu-x7"};
+  n_.claim_pods = {pod};
+  Request();
+  EXPECT_THAT(Pass(), ElementsAre("Set SlurmMaintenance=True/Draining", "DrainSlurmNode",
+                                  "SetNodeTaint", "EvictPod"))
+      << Dump();
+  EXPECT_EQ(log_.evictions["ml/dra-0"], 1);
+  Advance(cfg_.maintenance_deadline);
+  EXPECT_THAT(Pass(), IsEmpty()) << "the pod still terminates" << Dump();
+  n_.claim_pods.clear();
+  EXPECT_THAT(Pass(), ElementsAre("Set SlurmMaintenance=True/Rebooting", "RebootSlurmNode"))
+      << Dump();
+}
+
 TEST_F(MaintenanceTest, EveryPhaseResumesFromItsRecordAlone) {
   // What a restarted bridge has: the condition and Slurm's state, nothing in memory. Each
   // phase, planned twice on the same input, asks for the same actions (idempotent), and a

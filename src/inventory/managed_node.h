@@ -92,6 +92,11 @@ struct ManagedNode {
   // whole job's (ownership::WholeJob). Empty when no job here is heterogeneous.
   std::vector<slurm::JobView> het_jobs;
   std::vector<GpuPod> pods;
+  // Pods bound here that use ResourceClaims and ask for no GPU resource (gpus 0): on a node
+  // shared GPU by GPU, the pods the device lane gives GPUs to through DRA. Only the
+  // maintenance cycle reads them: its drain evicts them beside `pods` (the node lane's
+  // planners judge the GPU resource alone).
+  std::vector<GpuPod> claim_pods;
   // Pending GPU pods whose status.nominatedNodeName is this node: kube-scheduler preempted
   // (or is preempting) for them here. Not bound, so not in `pods`. The ownership planner
   // names the first (highest priority) in the lend reason and does not return the node to

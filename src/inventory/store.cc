@@ -312,10 +312,12 @@ void Store::Merge(std::span<ManagedNode> nodes) const {
   };
   const auto attach = [&](const std::string& key, const GpuPod& p) {
     if (!p.node_name.empty()) {
-      if (ManagedNode* m = pod_slot(p.node_name)) m->pods.push_back(p);
+      if (ManagedNode* m = pod_slot(p.node_name)) {
+        (p.gpus > 0 ? m->pods : m->claim_pods).push_back(p);
+      }
       return;
     }
-    if (p.nominated_node_name.empty()) return;
+    if (p.nominated_node_name.empty() || p.gpus <= 0) return;
     ManagedNode* m = pod_slot(p.nominated_node_name);
     if (m == nullptr) return;
     m->nominated_pods.push_back(p);

@@ -19,7 +19,8 @@
 //  - ended_jobs: ended jobs (not pending, no requeue on its way) with the node in their
 //    node list, kept only if, when the jobs were set, one of their nodes was lent (its
 //    Kubernetes node carried the lent annotation).
-//  - pods: the GPU pods bound to the node (spec.nodeName), nominated_pods: the unbound ones
+//  - pods: the GPU pods bound to the node (spec.nodeName), claim_pods: those bound there
+//    that use ResourceClaims alone (gpus 0), nominated_pods: the unbound GPU pods
 //    kube-scheduler nominated it for; a pod's Kubernetes node name maps to the Slurm name
 //    the node paired under when seen, else by the name rule alone. A reservation pod's view
 //    from the reservations' informer wins over the live pods' view of it.
@@ -57,8 +58,8 @@ class Store {
   // A node relabelled to another Slurm name (label mode) leaves its old name: both names.
   std::vector<std::string> UpdateK8sNode(K8sNode node);
   std::vector<std::string> RemoveK8sNode(const std::string& k8s_name);
-  // Live GPU pods. The node a pod concerns is the one it is bound to, else the one it is
-  // nominated to; a pod that moves marks both.
+  // Live GPU pods (and pods using ResourceClaims). The node a pod concerns is the one it is bound
+  // to, else the one it is nominated to; a pod that moves marks both.
   std::vector<std::string> UpdatePod(GpuPod pod);
   std::vector<std::string> RemovePod(const std::string& ns, const std::string& name);
   // The bridge's reservation pods in every phase (the live pods drop a terminal one); this

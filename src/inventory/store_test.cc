@@ -110,6 +110,23 @@ TEST_F(StoreTest, PodsMarkAndJoinTheNodeTheirKubernetesNodePairedUnder) {
   EXPECT_THAT(store.Node("gpu2").pods, IsEmpty());
 }
 
+// A pod that asks for no GPU resource and uses ResourceClaims (DRA) joins its node's
+// claim_pods, not the GPU pods the node lane's planners count; unbound, it joins nothing.
+TEST_F(StoreTest, APodUsingClaimsAloneJoinsItsNodesClaimPods) {
+  ThreeNodes();
+  GpuPod claim = P("dra", "node1");
+  claim.gpus = 0;
+  claim.claims = {"ns/dra-gpu-x7"};
+  EXPECT_THAT(store_.UpdatePod(claim), ElementsAre("node1"));
+  EXPECT_THAT(store_.Node("node1").pods, IsEmpty());
+  EXPECT_THAT(Names(store_.Node("node1").claim_pods), ElementsAre("dra"));
+  claim.node_name = "";
+  claim.nominated_node_name = "node2";
+  store_.UpdatePod(claim);
+  EXPECT_THAT(store_.Node("node1").claim_pods, IsEmpty());
+  EXPECT_THAT(store_.Node("node2").nominated_pods, IsEmpty());
+}
+
 // The reservations' informer keeps a terminal reservation the live pods' cache dropped, and
 // its view of a pod both caches hold wins.
 TEST_F(StoreTest, TheReservationsViewOfAPodWinsOverTheLivePodsView) {

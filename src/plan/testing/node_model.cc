@@ -27,9 +27,11 @@ Status Refused(const Action& a, std::string_view why) {
 }
 
 GpuPod* FindPod(ManagedNode* n, const PodRef& ref) {
-  for (GpuPod& p : n->pods) {
-    if (p.namespace_name == ref.namespace_name && p.name == ref.name && p.uid == ref.uid) {
-      return &p;
+  for (auto* list : {&n->pods, &n->claim_pods}) {
+    for (GpuPod& p : *list) {
+      if (p.namespace_name == ref.namespace_name && p.name == ref.name && p.uid == ref.uid) {
+        return &p;
+      }
     }
   }
   return nullptr;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -278,13 +279,16 @@ class LendingE2E : public ::testing::Test {
     unsetenv("SKB_TEST_CRASH_AFTER");
     ASSERT_TRUE(s.ok()) << s;
   }
-  // ... and, once it has died there (within `limit`), start it again after 2 s down, unarmed.
-  void AwaitCrashThenRestart(const char* reason, seconds limit) {
+  // ... and, once it has died there (within `limit`), start it again after 2 s down, unarmed;
+  // `while_down` looks at what the dead bridge left, before the 2 s.
+  void AwaitCrashThenRestart(const char* reason, seconds limit,
+                             const std::function<void()>& while_down = {}) {
     ASSERT_TRUE(WaitFor([&] { return daemon_->Exited(); }, limit))
         << "the bridge never reached " << reason << "\n"
         << Shell("squeue -h -n skb-gpu-hold -o '%i %T %N %b'").out << daemon_->LogTail();
     EXPECT_THAT(daemon_->LogTail(), HasSubstr(StrCat("test_hook crash_after=", reason)));
     std::printf("killed after %s\n", reason);
+    if (while_down) while_down();
     std::this_thread::sleep_for(seconds(2));  // down for a moment: nothing may move
     ASSERT_TRUE(daemon_->Start().ok()) << daemon_->LogTail();
   }
