@@ -125,7 +125,8 @@ StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SubmitCheckJob
                                            .command = op.command,
                                            .gpus = op.gpus,
                                            .time_limit_minutes = op.minutes,
-                                           .output = ""}));
+                                           .output = "",
+                                           .submitted_since = op.submitted_since}));
   if (s.outcome != WriteOutcome::kChanged) return Effect::kUnchanged;
   Record(a, StrCat(a.event_message, " (job ", s.job_id, ")"));
   return Effect::kChanged;

@@ -481,8 +481,9 @@ StatusOr<CheckJobSubmission> FakeSlurmClient::SubmitCheckJob(const CheckJobSpec&
                                        s.gpus, " GPUs for ", s.time_limit_minutes, " minutes"));
   }
   for (const auto& [id, j] : jobs_) {
+    const bool live = j.state == JobState::kPending || j.state == JobState::kRunning;
     if (j.name != health::kMaintenanceCheckJobName ||
-        (j.state != JobState::kPending && j.state != JobState::kRunning)) {
+        (!live && (s.submitted_since <= 0 || j.submit_time < s.submitted_since))) {
       continue;
     }
     auto has = [&](const std::vector<std::string>& nodes) {

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include "src/base/clock.h"
 #include "src/devices/observe.h"
 #include "src/devices/placeholder_record.h"
 #include "src/health/maintenance.h"
+#include "src/ownership/time_codec.h"
 
 namespace skb::bridge::slurm {
 namespace {
@@ -161,6 +163,8 @@ TEST(FakeSlurmClientTest, MaintenanceReservationIsCreatedOnceAndDeletedOnce) {
 
 TEST(FakeSlurmClientTest, CheckJobIsSubmittedOncePerNodeAndEndsWithItsExitCode) {
   FakeSlurmClient slurm;
+  SimulatedClock clock(ownership::FromUnix(1'800'000'000));
+  slurm.SetClock(&clock);
   slurm.AddNode(DrainedForMaintenance("node3"));
   ASSERT_TRUE(
       slurm.CreateMaintenanceReservation({.name = "skb-maint-node3", .node = "node3"}).ok());
@@ -197,12 +201,20 @@ TEST(FakeSlurmClientTest, CheckJobIsSubmittedOncePerNodeAndEndsWithItsExitCode) 
   EXPECT_EQ(j.state, JobState::kFailed);
   EXPECT_EQ(j.exit_code, 1);
   // Once it ended, a new check is a new job.
+  clock.Advance(std::chrono::seconds(10));
   StatusOr<CheckJobSubmission> next = slurm.SubmitCheckJob(spec);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->outcome, WriteOutcome::kChanged);
   EXPECT_NE(next->job_id, first->job_id);
   ASSERT_TRUE(slurm.FinishJob(next->job_id, 0));
   EXPECT_EQ(slurm.Job(next->job_id).state, JobState::kComplete);
+  // Asked with the cycle's start: one that ended since is this cycle's, and stays the one.
+  CheckJobSpec since = spec;
+  since.submitted_since = slurm.Job(next->job_id).submit_time;
+  StatusOr<CheckJobSubmission> ended = slurm.SubmitCheckJob(since);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->job_id, next->job_id);
+  EXPECT_EQ(ended->outcome, WriteOutcome::kUnchanged);
   EXPECT_EQ(slurm.DeleteReservation("skb-maint-node3").value(), WriteOutcome::kChanged);
   EXPECT_EQ(slurm.Writes(), (std::vector<std::string>{
                                 "CreateMaintenanceReservation skb-maint-node3 node3",

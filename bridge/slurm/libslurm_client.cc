@@ -761,7 +761,7 @@ Status SendCreateReservation(const MaintenanceReservationSpec& s, const std::str
 
 // The pending or running check job of this process's user that asks for or runs on `node`,
 // if any. Another user's job of that name is not the bridge's check.
-StatusOr<std::optional<uint32_t>> FindCheckJob(const std::string& node) {
+StatusOr<std::optional<uint32_t>> FindCheckJob(const std::string& node, int64_t since) {
   job_info_msg_t* msg = nullptr;
   if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
     return LastError("load jobs (for the maintenance check job)");
@@ -771,7 +771,8 @@ StatusOr<std::optional<uint32_t>> FindCheckJob(const std::string& node) {
   for (uint32_t i = 0; msg != nullptr && i < msg->record_count && !found; ++i) {
     const slurm_job_info_t& j = msg->job_array[i];
     const uint32_t base = j.job_state & JOB_STATE_BASE;
-    if ((base != JOB_PENDING && base != JOB_RUNNING) || j.user_id != uid ||
+    const bool live = base == JOB_PENDING || base == JOB_RUNNING;
+    if ((!live && (since <= 0 || j.submit_time < since)) || j.user_id != uid ||
         Str(j.name) != health::kMaintenanceCheckJobName) {
       continue;
     }
@@ -1468,7 +1469,7 @@ StatusOr<CheckJobSubmission> LibSlurmClient::SubmitCheckJob(const CheckJobSpec& 
                                        s.gpus, " GPUs for ", s.time_limit_minutes, " minutes"));
   }
   return Call<CheckJobSubmission>("submit check job", [s]() -> StatusOr<CheckJobSubmission> {
-    ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindCheckJob(s.node));
+    ASSIGN_OR_RETURN(std::optional<uint32_t> existing, FindCheckJob(s.node, s.submitted_since));
     if (existing) return CheckJobSubmission{*existing, WriteOutcome::kUnchanged};
     ASSIGN_OR_RETURN(uint32_t id, SubmitCheckBatchJob(s));
     return CheckJobSubmission{id, WriteOutcome::kChanged};

@@ -77,9 +77,12 @@ struct CheckJobSpec {
   int64_t time_limit_minutes = 10;
   std::string output;
   std::string partition;  // "" = Slurm's default partition
+  // A check job on the node submitted at or after this Unix time counts as there already,
+  // in any state; 0: only a pending or running one.
+  int64_t submitted_since = 0;
 };
-// What SubmitCheckJob did: kChanged, it submitted `job_id`; kUnchanged, a pending or running
-// check job on that node already existed and `job_id` is that one.
+// What SubmitCheckJob did: kChanged, it submitted `job_id`; kUnchanged, a check job on that
+// node already existed (pending or running, or since `submitted_since`) and `job_id` is it.
 struct CheckJobSubmission {
   uint32_t job_id = 0;
   WriteOutcome outcome = WriteOutcome::kChanged;

@@ -276,7 +276,7 @@ class CyclePlanner {
                  " for the check job"));
     }
     Add(plan::SubmitCheckJob{resv, cfg_.check_command, node_.slurm->TotalGpus(),
-                             Minutes(cfg_.check_timeout)},
+                             Minutes(cfg_.check_timeout), CheckSince()},
         "MaintenanceCheckSubmitted",
         StrCat("Submitted the check job on ", node_.name, ": ", cfg_.check_command));
   }
@@ -290,10 +290,20 @@ class CyclePlanner {
     plan_->actions.back().quiet = true;
   }
 
-  // The check job of this phase: submitted after the phase began; the newest.
+  // From when a check job is this cycle's: the phase's start, or the node's boot if earlier.
+  // The phase's record carries the time the condition was written, which may be seconds
+  // after the pass that began the phase submitted the check job (a restarted bridge's first
+  // pass; a slow write): that job is still this cycle's, and submitting another beside it
+  // ran two checks. A check of an earlier cycle ran before this cycle's reboot.
+  int64_t CheckSince() const {
+    const int64_t since = ownership::ToUnix(st_.phase_since);
+    return s_.boot_time > 0 ? std::min(since, s_.boot_time) : since;
+  }
+
+  // The check job of this phase: submitted since CheckSince(); the newest.
   const slurm::JobView* CheckJob() const {
     const slurm::JobView* found = nullptr;
-    const int64_t since = ownership::ToUnix(st_.phase_since);
+    const int64_t since = CheckSince();
     for (const auto* list : {&node_.jobs, &node_.ended_jobs}) {
       for (const slurm::JobView& j : *list) {
         if (j.name != kMaintenanceCheckJobName || j.submit_time < since) continue;

@@ -353,6 +353,32 @@ TEST_F(MaintenanceTest, ANodeBackButNotYetRespondingIsNotRebootedAgain) {
   EXPECT_EQ(log_.reboots, 1);
 }
 
+// A restarted bridge's first pass in Checking submitted the check job before the phase's
+// record was written: the record's time is later than the job's submission. That job is
+// still this cycle's (submitted after the reboot): no second one beside it, and its result
+// ends the cycle. A check job from before the reboot is not.
+TEST_F(MaintenanceTest, ACheckJobSubmittedBeforeThePhasesRecordIsStillThisCyclesOnly) {
+  ToChecking();
+  const int64_t boot = n_.slurm->boot_time;
+  n_.jobs.back().submit_time = boot + 1;
+  SetCond({std::string(kMaintenanceCondition), "True", "Checking", "", now_ + seconds(3)});
+  Advance(seconds(5));
+  EXPECT_THAT(Pass(), ::testing::Not(::testing::Contains("SubmitCheckJob"))) << Dump();
+  EndCheckJob(slurm::JobState::kComplete, 0);
+  EXPECT_THAT(Pass(), ::testing::Contains("Set SlurmMaintenance=False/Completed")) << Dump();
+  // The submission itself carries the boot: an ended job since then is found at the source.
+  ToChecking();
+  n_.jobs.back().submit_time = n_.slurm->boot_time - 60;  // an earlier cycle's
+  Advance(seconds(5));
+  const std::vector<std::string> kinds = Pass();
+  EXPECT_THAT(kinds, ::testing::Contains("SubmitCheckJob")) << Dump();
+  for (const Action& a : plan_.actions) {
+    if (a.Is<plan::SubmitCheckJob>()) {
+      EXPECT_EQ(a.As<plan::SubmitCheckJob>().submitted_since, n_.slurm->boot_time);
+    }
+  }
+}
+
 TEST_F(MaintenanceTest, ACheckWithoutAResultInItsTimeFails) {
   ToChecking();
   Advance(cfg_.check_timeout + minutes(2));

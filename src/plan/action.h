@@ -334,6 +334,9 @@ struct SubmitCheckJob {
   std::string command;
   int64_t gpus = 0;
   int64_t minutes = 0;
+  // A check job of the node submitted at or after this Unix time counts as submitted
+  // whatever its state (one that already ended too); 0: only a pending or running one.
+  int64_t submitted_since = 0;
   friend bool operator==(const SubmitCheckJob&, const SubmitCheckJob&) = default;
 };
 
