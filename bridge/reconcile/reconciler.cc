@@ -53,11 +53,11 @@ void Reconciler::RemoveReservation(const std::string& ns, const std::string& nam
 }
 
 void Reconciler::SetSlurmNodes(std::vector<slurm::NodeView> nodes) {
-  Apply([&](inventory::Store& s) { return s.SetSlurmNodes(std::move(nodes)); });
+  SetSlurm(std::move(nodes), std::nullopt);
 }
 
 void Reconciler::SetSlurmJobs(std::vector<slurm::JobView> jobs) {
-  Apply([&](inventory::Store& s) { return s.SetSlurmJobs(std::move(jobs)); });
+  SetSlurm(std::nullopt, std::move(jobs));
 }
 
 void Reconciler::SetSlurm(std::optional<std::vector<slurm::NodeView>> nodes,

@@ -481,9 +481,9 @@ StatusOr<CheckJobSubmission> FakeSlurmClient::SubmitCheckJob(const CheckJobSpec&
                                        s.gpus, " GPUs for ", s.time_limit_minutes, " minutes"));
   }
   for (const auto& [id, j] : jobs_) {
-    const bool live = j.state == JobState::kPending || j.state == JobState::kRunning;
     if (j.name != health::kMaintenanceCheckJobName ||
-        (!live && (s.submitted_since <= 0 || j.submit_time < s.submitted_since))) {
+        !CheckJobCounts(j.state == JobState::kPending || j.state == JobState::kRunning,
+                        j.submit_time, s.submitted_since)) {
       continue;
     }
     auto has = [&](const std::vector<std::string>& nodes) {

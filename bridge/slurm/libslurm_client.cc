@@ -771,9 +771,8 @@ StatusOr<std::optional<uint32_t>> FindCheckJob(const std::string& node, int64_t 
   for (uint32_t i = 0; msg != nullptr && i < msg->record_count && !found; ++i) {
     const slurm_job_info_t& j = msg->job_array[i];
     const uint32_t base = j.job_state & JOB_STATE_BASE;
-    const bool live = base == JOB_PENDING || base == JOB_RUNNING;
-    if ((!live && (since <= 0 || j.submit_time < since)) || j.user_id != uid ||
-        Str(j.name) != health::kMaintenanceCheckJobName) {
+    if (!CheckJobCounts(base == JOB_PENDING || base == JOB_RUNNING, j.submit_time, since) ||
+        j.user_id != uid || Str(j.name) != health::kMaintenanceCheckJobName) {
       continue;
     }
     auto has = [&](const char* list) {

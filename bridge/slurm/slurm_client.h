@@ -81,6 +81,11 @@ struct CheckJobSpec {
   // in any state; 0: only a pending or running one.
   int64_t submitted_since = 0;
 };
+// Whether a check job on the node counts as there already for SubmitCheckJob: pending or
+// running (`live`), or submitted at or after `submitted_since` (when that is set).
+inline bool CheckJobCounts(bool live, int64_t submit_time, int64_t submitted_since) {
+  return live || (submitted_since > 0 && submit_time >= submitted_since);
+}
 // What SubmitCheckJob did: kChanged, it submitted `job_id`; kUnchanged, a check job on that
 // node already existed (pending or running, or since `submitted_since`) and `job_id` is it.
 struct CheckJobSubmission {

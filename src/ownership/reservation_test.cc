@@ -66,15 +66,24 @@ int RunScript(const plan::ReservationSpec& r, const std::string& wget_answer, bo
   // The annotation file of a pod the bridge has not released: absent.
   const size_t at = script.find(kAnnotationsFile);
   if (at != std::string::npos) script.replace(at, strlen(kAnnotationsFile), StrCat(dir, "/none"));
+  // Each turn of its loop (its `sleep`) is counted in `loops`, and takes 20 ms.
+  const std::string loops = StrCat(dir, "/loops");
   {
     std::ofstream out(file);
-    out << "wget() { echo " << wget_answer << "; }\n" << script << "\n";
+    out << "wget() { echo " << wget_answer << "; }\n"
+        << "sleep() { echo x >>" << loops << "; command sleep 0.02; }\n"
+        << script << "\n";
   }
-  // Killed (137) when it still holds 3 s after the signal, or after the start without one.
-  const std::string run =
-      StrCat("sh ", file, " & pid=$!; sleep 0.5; ", term ? "kill -TERM $pid; " : "",
-             "(sleep 3; kill -KILL $pid) 2>/dev/null & w=$!; wait $pid; rc=$?; ",
-             "kill $w 2>/dev/null; exit $rc");
+  // Started, its traps set (it has turned once), then told to stop or not, then given ten
+  // more turns of its loop: one that exits there ends with its status; one still running
+  // after them is killed (137). At most 10 s in all, whatever the script does.
+  const std::string run = StrCat(
+      "n() { cat ", loops, " 2>/dev/null | wc -l; }; sh ", file, " & pid=$!; t=0; ",
+      "until [ $(n) -ge 1 ] || [ $t -ge 1000 ]; do sleep 0.01; t=$((t+1)); done; ",
+      term ? "kill -TERM $pid; " : "", "base=$(n); ",
+      "while kill -0 $pid 2>/dev/null && [ $(n) -lt $((base+10)) ] && [ $t -lt 1000 ]; ",
+      "do sleep 0.01; t=$((t+1)); done; ",
+      "if kill -0 $pid 2>/dev/null; then kill -KILL $pid; wait $pid; exit 137; fi; wait $pid");
   const int rc = std::system(StrCat("sh -c '", run, "'").c_str());
   std::filesystem::remove_all(dir);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
