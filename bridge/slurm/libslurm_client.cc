@@ -1390,7 +1390,7 @@ StatusOr<WriteOutcome> LibSlurmClient::RebootNode(const std::string& node,
     RETURN_IF_ERROR(WaitUntil<NodeView>([&] { return ReadNode(node, Partitions::kWithout); },
                                         [&](const NodeView& v) {
                                           return v.reboot_requested || v.reboot_issued ||
-                                                 v.boot_time > n.boot_time;
+                                                 v.BootedSince(n.boot_time);
                                         },
                                         verify, StrCat("reboot request of ", node))
                         .status());

@@ -71,6 +71,11 @@ struct NodeView {
   std::vector<std::string> partitions;
 
   int64_t TotalGpus() const;
+  // The node booted again since a boot time read earlier. slurmd sends its boot time as now
+  // less the uptime, cut to whole seconds, at every registration, so one boot reads up to a
+  // second apart (seen: a node that did not reboot read one second later while its job ran);
+  // a new boot shows only beyond that second.
+  bool BootedSince(UnixTime earlier_boot_time) const { return boot_time > earlier_boot_time + 1; }
   // Drained, down or failing: Slurm places no new work here.
   bool Unavailable() const {
     return drain || fail || not_responding || base_state == NodeBaseState::kDown ||

@@ -34,5 +34,14 @@ TEST(NodeView, DrainedByReadsTheOriginFromTheReason) {
   EXPECT_EQ(down.DrainedBy(), DrainOrigin::kNone) << "but not drained";
 }
 
+TEST(NodeView, ABootTimeOneSecondLaterIsTheSameBoot) {
+  NodeView n;
+  n.boot_time = 1'700'000'001;
+  EXPECT_FALSE(n.BootedSince(1'700'000'001));
+  EXPECT_FALSE(n.BootedSince(1'700'000'000)) << "one boot, read a second apart";
+  EXPECT_FALSE(n.BootedSince(1'700'000'002)) << "or a second earlier";
+  EXPECT_TRUE(n.BootedSince(1'699'999'999)) << "two seconds: a new boot";
+}
+
 }  // namespace
 }  // namespace skb::slurm

@@ -23,11 +23,12 @@ class MaintenanceE2E : public MaintenanceFixture<LendingE2E> {
   MaintenanceE2E() : MaintenanceFixture("node3") {}
 
   // From Draining to Checking, with requeueable job `job` on the node at the start.
-  void RunsThroughCheckingFrom(const std::string& job, const std::string& boot_before) {
+  void RunsThroughCheckingFrom(const std::string& job, long boot_before) {
     ASSERT_TRUE(WaitPhase("True/Rebooting", seconds(60)));
     EXPECT_GE(Restarts(job), 1) << "the job was requeued at the deadline";
     ASSERT_TRUE(WaitPhase("True/Checking", seconds(90)));
-    EXPECT_NE(BootTime(), boot_before) << "Slurm saw the node boot again";
+    EXPECT_TRUE(RebootedSince(boot_before))
+        << "Slurm saw the node boot again: BootTime " << BootTime() << ", before " << boot_before;
   }
 
   // A requeueable whole-node job running on the node.
@@ -42,8 +43,8 @@ class MaintenanceE2E : public MaintenanceFixture<LendingE2E> {
 TEST_F(MaintenanceE2E, ARebootRequestDrainsRebootsChecksAndGivesTheNodeBackWithItsJob) {
   const std::string job = RunningJob();
   if (HasFailure()) return;
-  const std::string boot_before = BootTime();
-  ASSERT_FALSE(boot_before.empty());
+  const long boot_before = BootTime();
+  ASSERT_GT(boot_before, 0) << "Slurm shows no BootTime of the node";
 
   const auto asked = Steady::now();
   auto r = Bridgectl({"maintenance", "reboot", node_, "--reason", "e2e firmware 2.1"});
@@ -130,7 +131,8 @@ TEST_P(MaintenanceCrashE2E, TheRestartedBridgeFinishesTheCycleOnceWithoutLosingT
   if (HasFailure()) return;
   RestartArmedToCrashAfter(GetParam().after);
   if (HasFatalFailure()) return;
-  const std::string boot_before = BootTime();
+  const long boot_before = BootTime();
+  ASSERT_GT(boot_before, 0) << "Slurm shows no BootTime of the node";
   const int reboots_before = Reboots();
   const std::set<std::string> checks_before = CheckJobs();
   const auto asked = Steady::now();
@@ -144,7 +146,8 @@ TEST_P(MaintenanceCrashE2E, TheRestartedBridgeFinishesTheCycleOnceWithoutLosingT
   ASSERT_TRUE(WaitPhase("False/Completed", seconds(120)));
   std::printf("killed after %s: %.1f s from the request to Completed\n", GetParam().after,
               std::chrono::duration<double>(seen_["False/Completed"] - asked).count());
-  EXPECT_NE(BootTime(), boot_before);
+  EXPECT_TRUE(RebootedSince(boot_before))
+      << "BootTime " << BootTime() << ", before " << boot_before;
   ExpectGivenBack();
   ExpectRunsAgain(job);
   // Rebooted once: the restarted bridge did not ask Slurm again; one check job ran.

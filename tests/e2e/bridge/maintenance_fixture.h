@@ -6,12 +6,14 @@
 // scontrol and sinfo, the testbed's reboot log.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/bridge/lending_fixture.h"
@@ -72,10 +74,26 @@ class MaintenanceFixture : public Base {
     return s.find("drain") == std::string::npos && s.find("down") == std::string::npos;
   }
 
-  std::string BootTime() const {
-    std::string out = Shell(StrCat("scontrol show node ", node_)).out;
-    auto at = out.find("BootTime=");
-    return at == std::string::npos ? "" : out.substr(at + 9, out.find_first_of(" \n", at) - at - 9);
+  // Slurm's BootTime of the node, in seconds since the epoch (0 when none shows). One boot reads
+  // up to a second apart (slurmd sends now less its uptime, in whole seconds, at each
+  // registration): a new boot is one more than a second after the old (Rebooted).
+  long BootTime() const {
+    return std::atol(Trim(Shell(StrCat("t=$(scontrol show node ", node_,
+                                       " | grep -o 'BootTime=[^ ]*' | cut -d= -f2); "
+                                       "[ -n \"$t\" ] && date -d \"$t\" +%s || echo 0"))
+                              .out)
+                         .c_str());
+  }
+  // Slurm shows a boot after `boot_before`. A down node that is resumed shows no BootTime until
+  // its slurmd registers again (22.05: "IDLE+NOT_RESPONDING BootTime=None" for about a second,
+  // as the bridge resumes a rebooted node): the boot time is waited for, up to 10 s.
+  bool RebootedSince(long boot_before) const {
+    long now = BootTime();
+    for (int i = 0; i < 100 && now == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      now = BootTime();
+    }
+    return now > boot_before + 1;
   }
 
   static std::string Reservations() {

@@ -37,7 +37,8 @@ TEST_F(MaintenanceGpuE2E, APodAndAJobOnASharedNodeDrainTheNodeRebootsAndBothCome
   EXPECT_THAT(Placeholders(), HasSubstr(StrCat("RUNNING ", node_)));
   EXPECT_EQ(HoldsOn(node_), 6);
   EXPECT_EQ(Restarts(job), 0) << "the pod took idle GPUs";
-  const std::string boot_before = BootTime();
+  const long boot_before = BootTime();
+  ASSERT_GT(boot_before, 0) << "Slurm shows no BootTime of the node";
   const int reboots_before = Reboots();
 
   const auto asked = Steady::now();
@@ -53,7 +54,8 @@ TEST_F(MaintenanceGpuE2E, APodAndAJobOnASharedNodeDrainTheNodeRebootsAndBothCome
   EXPECT_EQ(Placeholders(), "") << "the placeholder outlived the drain";
   EXPECT_GE(Restarts(job), 1) << "the job was requeued at the deadline";
   ASSERT_TRUE(WaitPhase("True/Checking", seconds(90)));
-  EXPECT_NE(BootTime(), boot_before) << "Slurm saw the node boot again";
+  EXPECT_TRUE(RebootedSince(boot_before))
+      << "Slurm saw the node boot again: BootTime " << BootTime() << ", before " << boot_before;
   ASSERT_TRUE(WaitPhase("False/Completed", seconds(90)));
   PrintPhases("maintenance cycle on a shared node", asked);
   EXPECT_EQ(Reboots(), reboots_before + 1);

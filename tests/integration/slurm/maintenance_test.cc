@@ -177,7 +177,7 @@ class SlurmMaintenanceTest : public ::testing::Test {
           if (!n.ok()) return false;
           state_ =
               StrCat(n->StateString(), " boot_time=", n->boot_time, " reason='", n->reason, "'");
-          if (n->reboot_requested || n->reboot_issued || n->boot_time <= boot_before ||
+          if (n->reboot_requested || n->reboot_issued || !n->BootedSince(boot_before) ||
               n->boot_time < asked) {
             return false;
           }
@@ -297,7 +297,7 @@ TEST_F(SlurmMaintenanceTest, ARebootAskedWhileAJobRunsWaitsForTheJob) {
         if (!j || j->state != JobState::kRunning) return "the job stopped running";
         auto n = client_->LoadNode(kNode);
         if (!n.ok()) return std::string(n.status().message());
-        if (n->reboot_issued || n->boot_time != before.boot_time || !n->reboot_requested) {
+        if (n->reboot_issued || n->BootedSince(before.boot_time) || !n->reboot_requested) {
           return StrCat("the node rebooted under its job: ", n->StateString(),
                         " boot_time=", n->boot_time);
         }
