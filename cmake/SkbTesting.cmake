@@ -4,11 +4,13 @@
 #   skb_add_unit_test(name src... LIBS lib...)          label "unit", runs anywhere
 #   skb_add_testbed_test(name LABEL integration|e2e|chaos src... LIBS lib...)
 #       needs the testbed: the test reads the environment of `scripts/testbed env`.
+# Both compile their sources with SKB_TEST_CXX_FLAGS after the build type's flags.
 include(GoogleTest)
 
 function(skb_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
+  target_compile_options(${name} PRIVATE ${SKB_TEST_COMPILE_OPTIONS})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
   gtest_discover_tests(${name} PROPERTIES LABELS unit DISCOVERY_MODE PRE_TEST)
 endfunction()
@@ -19,6 +21,7 @@ function(skb_add_testbed_test name)
     set(ARG_TIMEOUT 600)
   endif()
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
+  target_compile_options(${name} PRIVATE ${SKB_TEST_COMPILE_OPTIONS})
   # skb_testbed_main (tests/testbed/testbed_main.cc) claims a testbed for the process before
   # any test runs: one test per testbed at a time, across ctest runs too, and with
   # SKB_TESTBED_POOL any free testbed of a pool (scripts/test runs lanes side by side).
