@@ -54,7 +54,8 @@ skb_slurm_exec() {
   root="$(skb_slurm_root "$1")" || skb_die "no root for Slurm $1 (known: 22.05 ${SKB_SLURM_ROOT_RELEASES[*]})"
   [[ -f "$root/etc/skb-slurm-root" ]] ||
     skb_die "Slurm $1's root is missing ($root): run SKB_TESTBED_SLURM=$1 scripts/setup --testbed-only"
-  local binds=(/proc /sys /dev /tmp "$SKB_ROOT" "$SKB_CACHE" "$SKB_TESTBED_DIR" "$HOME/.cache/ccache")
+  local binds=(/proc /sys /dev /tmp "$SKB_ROOT" "$SKB_CACHE" "$SKB_TESTBED_DIR"
+    "${CCACHE_DIR:-$HOME/.cache/ccache}")
   [[ "$SKB_BUILD_DIR" == "$SKB_ROOT"/* ]] || binds+=("$SKB_BUILD_DIR")
   mkdir -p "${binds[@]}"
   # The host's names too, as every node of a cluster resolves them: slurmctld 24.11 looks

@@ -183,7 +183,7 @@ NODE_STATE="$D/node-state"
 boot_clock() {
   local f="$NODE_STATE/$1.boot-epoch"
   [[ -f "$f" ]] || return 0
-  # The offset is the node's uptime less the host's, to the nearest second. This shell may run
+  # The offset is the node's uptime less the host's, in whole seconds. This shell may run
   # in a node's time namespace itself (reboot-node runs under slurmd): offsets are the
   # host's, so the host's uptime is this namespace's less its boottime offset.
   awk -v epoch="$(<"$f")" -v now="$EPOCHREALTIME" '
@@ -191,7 +191,10 @@ boot_clock() {
     FILENAME != "/proc/uptime" && $1 == "boottime" { ns = $2 + $3 / 1e9 }  # seconds, nanoseconds
     END {
       off = (now - epoch) - (up - ns)
-      printf "unshare --time --boottime %d\n", (off < 0 ? off - 0.5 : off + 0.5)
+      # Up to the next whole second, never down: the clock of the namespace is then at least
+      # the uptime of the node, under a second right after a boot. Rounded to the nearest, it
+      # came out negative there and the kernel refused the offset (ERANGE, slurmd not started).
+      printf "unshare --time --boottime %d\n", (off == int(off) || off < 0 ? int(off) : int(off) + 1)
     }' /proc/uptime /proc/self/timens_offsets
 }
 
