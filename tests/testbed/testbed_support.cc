@@ -316,12 +316,14 @@ PluginPointer::~PluginPointer() {
       std::chrono::seconds(20));
 }
 
-bool PluginPointer::Repoint(const std::string& socket, const std::string& failure_policy) {
+bool PluginPointer::Repoint(const std::string& socket, const std::string& failure_policy,
+                            int timeout_ms) {
   const size_t log_size = ReadAll(log_).size();
   std::ofstream(conf_) << "# written by a test (tests/testbed/testbed_support.cc)\nSocketPath="
-                       << socket << "\nTimeoutMs=100\nFailurePolicy=" << failure_policy << "\n";
+                       << socket << "\nTimeoutMs=" << timeout_ms
+                       << "\nFailurePolicy=" << failure_policy << "\n";
   const std::string want =
-      skb::StrCat("socket=", socket, " timeout_ms=100 policy=", failure_policy);
+      skb::StrCat("socket=", socket, " timeout_ms=", timeout_ms, " policy=", failure_policy);
   return WaitFor([&] { return ReadAll(log_).find(want, log_size) != std::string::npos; },
                  std::chrono::seconds(20));
 }

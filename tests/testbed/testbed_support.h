@@ -159,8 +159,9 @@ class PluginPointer {
   PluginPointer& operator=(const PluginPointer&) = delete;
 
   bool ok() const { return ok_; }
-  // Points it elsewhere (another policy, another socket), waiting the same way.
-  bool Repoint(const std::string& socket, const std::string& failure_policy);
+  // Points it elsewhere (another policy, another socket, another budget per job: the
+  // plugin's TimeoutMs, 1..1000), waiting the same way.
+  bool Repoint(const std::string& socket, const std::string& failure_policy, int timeout_ms = 100);
 
  private:
   std::string conf_, log_, original_;
