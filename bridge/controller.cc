@@ -587,6 +587,7 @@ void Controller::DeviceLoop() {
     const bool acting = elector_ == nullptr || elector_->HoldsValidLease();
     DeviceLane::Result r = device_lane_->RunPass(w, acting);
     recheck_at = r.plan.recheck_at;
+    KeepEarliest(&recheck_at, r.retry_at);
     if (opts_.metrics != nullptr) {
       RecordDeviceMetrics(r, ownership::ToUnix(opts_.clock->Now()), opts_.metrics);
     }

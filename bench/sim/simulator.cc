@@ -135,6 +135,9 @@ struct Give {
   TimePoint start{};
   bool returning = false;
   std::optional<TimePoint> idle_since;
+  // When its devices were held again for the return: the placeholder ends a settle later
+  // (devices::kHoldSettle), as the daemon's executor waits.
+  std::optional<TimePoint> held_again;
 };
 
 struct Node {
@@ -1044,7 +1047,9 @@ class Simulation {
         if (plan.recheck_at && *plan.recheck_at > now_) ScheduleDrive(n, *plan.recheck_at);
         return;
       }
+      deferred_ = false;
       for (const devices::DeviceAction& a : plan.actions) Execute(n, a);
+      if (deferred_) return;  // planned again by the drive its refusal pushed
     }
   }
 
@@ -1122,23 +1127,33 @@ class Simulation {
 
   void Apply(int n, const devices::RecordIdleSince& o) {
     Give* g = FindGive(NodeAt(n), o.placeholder_job);
-    if (o.at_unix == 0) {
+    if (o.at_ms == 0) {
       g->idle_since.reset();
       return;
     }
     g->idle_since = now_;
     const own::ReturnDecision d =
-        own::ShouldReturn(g->start, g->idle_since, false, true, cfg_.lending, now_);
+        devices::ReturnStarts(g->start, g->idle_since, false, true, cfg_.lending, now_);
     if (d.at) Push(*d.at, EventType::kDrive, n, 0);
   }
 
   void Apply(int n, const devices::MarkReturning& o) {
-    FindGive(NodeAt(n), o.placeholder_job)->returning = true;
+    Give* g = FindGive(NodeAt(n), o.placeholder_job);
+    g->returning = true;
+    g->held_again = now_;
+    Push(now_ + devices::kHoldSettle, EventType::kDrive, n, 0);
   }
 
   void Apply(int n, const devices::EndPlaceholder& o) {
     Node& node = NodeAt(n);
     Give* g = FindGive(node, o.placeholder_job);
+    // The daemon's executor refuses it until the holds have settled (Aborted), and plans
+    // again then (the drive pushed by MarkReturning).
+    if (g->running && g->returning && g->held_again &&
+        now_ < *g->held_again + devices::kHoldSettle) {
+      deferred_ = true;
+      return;
+    }
     for (int64_t i : g->indices) node.gpu[static_cast<size_t>(i)].placeholder = 0;
     k8s_held_gpus_ -= g->gpus;
     ++result_.returns;
@@ -1233,6 +1248,7 @@ class Simulation {
   std::set<std::pair<TimePoint, int>> queue_;  // Slurm's pending jobs by submit time
   std::vector<std::set<int>> free_;
   bool slurm_dirty_ = false;
+  bool deferred_ = false;  // GPU mode: the pass's EndPlaceholder waits for its holds to settle
   std::vector<int> pending_pods_;  // FIFO
   std::vector<int> unbound_pods_;  // pending again, joining pending_pods_ after this pass
   std::set<int> k8s_nodes_;        // owned by Kubernetes or being lent to it

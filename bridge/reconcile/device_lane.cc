@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include "bridge/logging.h"
@@ -23,10 +24,7 @@ namespace {
 
 using devices::DeviceAction;
 
-// How long a hold exists before a return trusts that kube-scheduler allocates nothing new
-// on its device (its informer has seen the rule; an allocation decided earlier has been
-// written by then).
-constexpr Clock::Duration kHoldSettle = std::chrono::seconds(5);
+using devices::kHoldSettle;
 
 const devices::Device* FindDevice(const devices::NodeDevices& node, const std::string& name) {
   for (const devices::Device& d : node.devices) {
@@ -97,15 +95,17 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::A
   Effect effect = Effect::kUnchanged;
   for (const std::string& d : o.devices) {
     const nlohmann::json rule = devices::HoldRule(t.k8s_node, d, cfg_.gpu_sharing.driver);
+    const std::string name = rule["metadata"]["name"].get<std::string>();
     auto created = kube_->Create(k8s::Resource::DeviceTaintRules(), "", rule);
     if (created.ok()) {
+      holds_made_[name] = {k8s::MetadataString(*created, "uid"), clock_->Now()};
       effect = Effect::kChanged;
       continue;
     }
     if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
     // A rule of that name exists: read what it says. Edited by someone else (another
     // effect or key, a selector naming another device), it is made the hold again.
-    auto existing = kube_->Get(k8s::Resource::DeviceTaintRules(), "", rule["metadata"]["name"]);
+    auto existing = kube_->Get(k8s::Resource::DeviceTaintRules(), "", name);
     if (!existing.ok()) return existing.status();
     // The selector, compared whole, also says the rule is this device's (driver, pool, name).
     std::string pool, device;
@@ -118,6 +118,8 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::A
     restored["metadata"]["labels"] = rule["metadata"]["labels"];
     auto updated = kube_->Update(k8s::Resource::DeviceTaintRules(), "", restored);
     if (!updated.ok()) return updated.status();
+    // The hold as it is now dates from this write, not from the rule's creation.
+    holds_made_[name] = {k8s::MetadataString(*updated, "uid"), clock_->Now()};
     Logger("devices")->warn("hold_restored node={} device={} was=\"{}\"", t.k8s_node, d,
                             existing->value("spec", nlohmann::json::object()).dump());
     effect = Effect::kChanged;
@@ -241,8 +243,10 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const plan::SetN
 StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::RecordIdleSince& o,
                                          const Target& t) {
   ASSIGN_OR_RETURN(const Effect effect,
-                   UpdateRecord(o.placeholder_job,
-                                [&](devices::PlaceholderRecord* r) { r->idle_since = o.at_unix; }));
+                   UpdateRecord(o.placeholder_job, [&](devices::PlaceholderRecord* r) {
+                     r->idle_since = o.at_ms / 1000;
+                     r->idle_since_ms = o.at_ms;
+                   }));
   return Recorded(a, effect, t);
 }
 
@@ -282,23 +286,44 @@ StatusOr<Effect> DeviceExecutorImpl::Run(const DeviceAction& a, const devices::E
     if (listed == 0 || mine.size() < listed) {
       for (const devices::Device& d : t.node.devices) mine.insert(d.name);
     }
+    std::optional<Clock::TimePoint> settled;  // when the youngest hold has settled
+    std::string youngest;
     for (const std::string& d : mine) {
-      auto rule =
-          kube_->Get(k8s::Resource::DeviceTaintRules(), "", devices::HoldRuleName(t.k8s_node, d));
+      const std::string name = devices::HoldRuleName(t.k8s_node, d);
+      auto rule = kube_->Get(k8s::Resource::DeviceTaintRules(), "", name);
       if (!rule.ok()) {
         return rule.status().code() == StatusCode::kNotFound
                    ? AbortedError(StrCat(d, " is not held again yet: placeholder ",
                                          o.placeholder_job, " stays"))
                    : rule.status();
       }
-      // creationTimestamp keeps whole seconds: the hold may be up to a second younger.
-      auto created = k8s::ParseTime((*rule)["metadata"].value("creationTimestamp", ""));
-      if (!created.ok() || clock_->Now() < *created + std::chrono::seconds(1) + kHoldSettle) {
-        return AbortedError(
-            StrCat("the hold on ", d, " is younger than ",
-                   std::chrono::duration_cast<std::chrono::seconds>(kHoldSettle).count(),
-                   " s: placeholder ", o.placeholder_job, " stays"));
+      // The rule this executor wrote: since its write returned. Any other (made before a
+      // restart, or deleted and made again by someone else): creationTimestamp keeps whole
+      // seconds, so the hold may be up to a second younger than it says.
+      std::optional<Clock::TimePoint> since;
+      if (auto made = holds_made_.find(name);
+          made != holds_made_.end() && !made->second.uid.empty() &&
+          made->second.uid == k8s::MetadataString(*rule, "uid")) {
+        since = made->second.at;
+      } else if (auto created = k8s::ParseTime((*rule)["metadata"].value("creationTimestamp", ""));
+                 created.ok()) {
+        since = *created + std::chrono::seconds(1);
       }
+      if (!since) {
+        return AbortedError(StrCat("the hold on ", d, " has no creation time: placeholder ",
+                                   o.placeholder_job, " stays"));
+      }
+      if (!settled || *since + kHoldSettle > *settled) {
+        settled = *since + kHoldSettle;
+        youngest = d;
+      }
+    }
+    if (settled && clock_->Now() < *settled) {
+      KeepEarliest(&retry_at_, *settled);
+      return AbortedError(
+          StrCat("the hold on ", youngest, " is younger than ",
+                 std::chrono::duration_cast<std::chrono::seconds>(kHoldSettle).count(),
+                 " s: placeholder ", o.placeholder_job, " stays"));
     }
     // A pod kube-scheduler is binding to the node: it names the node in
     // status.nominatedNodeName before it writes the claim's allocation (PreBind; Kubernetes
@@ -400,6 +425,10 @@ StatusOr<Effect> DeviceExecutorImpl::UpdateRecord(
   return Effect::kChanged;
 }
 
+std::optional<Clock::TimePoint> DeviceExecutorImpl::TakeRetryAt() {
+  return std::exchange(retry_at_, std::nullopt);
+}
+
 StatusOr<Effect> DeviceExecutorImpl::RunOnNodeLane(const DeviceAction& a, plan::Operation op,
                                                    const Target& t) {
   plan::Action node_action{a, std::move(op)};
@@ -462,6 +491,7 @@ DeviceLane::Result DeviceLane::RunPass(const devices::World& world, bool acting)
     }
     if (!r.deposed) Report(world, r);  // a deposed leader records no Event
   }
+  r.retry_at = executor_->TakeRetryAt();
   MutexLock lock(&mu_);
   nodes_ = r.observation.nodes;
   sharing_ = r.observation.sharing;

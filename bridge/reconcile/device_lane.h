@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -68,6 +69,10 @@ class DeviceExecutor {
   // from a cache that lags its own last write): the Event and the metrics count changes only.
   virtual StatusOr<Effect> Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
                                    const std::string& k8s_node) = 0;
+  // When an action it refused for the time alone (Aborted: a hold that has not settled) may
+  // go ahead, the earliest since the last call; nullopt when none was. The lane plans again
+  // then instead of at the next whole second.
+  virtual std::optional<Clock::TimePoint> TakeRetryAt() { return std::nullopt; }
 };
 
 class DeviceExecutorImpl : public DeviceExecutor {
@@ -78,6 +83,7 @@ class DeviceExecutorImpl : public DeviceExecutor {
                      ActionExecutor* node_actions, const config::Config& cfg, const Clock* clock);
   StatusOr<Effect> Execute(const devices::DeviceAction& a, const devices::NodeDevices& node,
                            const std::string& k8s_node) override;
+  std::optional<Clock::TimePoint> TakeRetryAt() override;
   // Where a pod's Event finds its uid ("ns/name" -> metadata.uid, "" when not known); set
   // before the first Execute.
   void SetPodUids(std::function<std::string(const std::string&)> uid_of) {
@@ -135,6 +141,17 @@ class DeviceExecutorImpl : public DeviceExecutor {
   const config::Config& cfg_;
   const Clock* const clock_;
   std::function<std::string(const std::string&)> uid_of_;
+  // The holds this executor created (or restored), by name: the rule's uid and the time its
+  // write had returned (the hold exists since at the latest). A return's settle is counted
+  // from that, to the millisecond; a rule it did not make (another uid, or made before a
+  // restart) from its whole-second creationTimestamp, a second later to be sure. Bounded by
+  // the devices' count (one rule name per device).
+  struct HoldMade {
+    std::string uid;
+    Clock::TimePoint at;
+  };
+  std::map<std::string, HoldMade> holds_made_;
+  std::optional<Clock::TimePoint> retry_at_;
 };
 
 class DeviceLane {
@@ -151,6 +168,8 @@ class DeviceLane {
     bool deposed = false;
     // In execution order; the error of a failed one.
     std::vector<std::pair<devices::DeviceAction, StatusOr<Effect>>> outcomes;
+    // When an action refused for the time alone may go ahead (DeviceExecutor::TakeRetryAt).
+    std::optional<Clock::TimePoint> retry_at;
   };
   // One pass. `acting` false: observe and plan only (a follower).
   Result RunPass(const devices::World& world, bool acting = true);

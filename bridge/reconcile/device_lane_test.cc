@@ -281,6 +281,13 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   clock_.Advance(std::chrono::minutes(3));
   Pass();  // returning + holds again
   EXPECT_EQ(Held().size(), 8u);
+  const Clock::TimePoint held = clock_.Now();
+  // The holds are this executor's, just made: the placeholder stays until they have settled,
+  // and the pass says when that is (the lane plans again then, not at the next second).
+  DeviceLane::Result settling = Pass();
+  EXPECT_EQ(slurm_.Calls("CancelJob"), 0);
+  EXPECT_EQ(settling.retry_at, held + devices::kHoldSettle);
+  clock_.Set(*settling.retry_at);
   Pass();  // no claim on them: the placeholder ends
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
   for (const std::string& w : slurm_.Writes()) EXPECT_THAT(w, Not(HasSubstr(" 11"))) << w;
@@ -298,11 +305,11 @@ TEST_F(DeviceLaneTest, AGiveTakesTheGpusOfThePreemptibleJobOnlyAndTheReturnBring
   EXPECT_THAT(text, HasSubstr("skb_preemption_grace_seconds_count 1\n"));
   EXPECT_THAT(text, HasSubstr("skb_preemption_grace_seconds_sum 60\n"));  // signal -> requeue
   // Submitted at the second pass, lifted 60 s later (the grace, to the millisecond: the
-  // metrics count whole seconds); idle 3 min before the end.
+  // metrics count whole seconds); idle 3 min and the holds' settle before the end.
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_give_duration_seconds_count 1\n"));
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_give_duration_seconds_sum 60\n"));
   EXPECT_THAT(text, HasSubstr("skb_shared_gpu_return_duration_seconds_count 1\n"));
-  EXPECT_THAT(text, HasSubstr("skb_shared_gpu_return_duration_seconds_sum 180\n"));
+  EXPECT_THAT(text, HasSubstr("skb_shared_gpu_return_duration_seconds_sum 185\n"));
   EXPECT_THAT(text,
               HasSubstr("skb_actions_total{kind=\"SubmitPlaceholder\",outcome=\"success\"} 1\n"));
 }
@@ -653,6 +660,7 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAClaimIsStillAllocatedOnItsDev
   devices::DeviceAction end;
   end.op = devices::EndPlaceholder{.placeholder_job = ph};
   end.node = "node1";
+  clock_.Advance(devices::kHoldSettle);  // the holds have settled
   Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("gpu-2"));
@@ -679,19 +687,42 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedUntilItsHoldsHaveSettled) {
   uint32_t ph = 0;
   devices::DeviceAction end;
   ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
-  // The holds were created at 2026-01-01T00:00:00Z (the fake's creationTimestamp): two
-  // seconds later kube-scheduler may still write an allocation it decided before them.
-  clock_.Set(ownership::FromUnix(1'767'225'602));
+  // This executor made the holds in the first pass, at clock_'s time then (1.8e9 s): until
+  // kHoldSettle later kube-scheduler may still write an allocation it decided before them.
+  // The executor counts from its own write, to the millisecond, and says when to try again.
+  const Clock::TimePoint made = ownership::FromUnix(1'800'000'000);
+  ASSERT_EQ(exec_.TakeRetryAt(), std::nullopt);
+  clock_.Set(made + devices::kHoldSettle - std::chrono::milliseconds(1));
   Status s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   EXPECT_THAT(s.message(), HasSubstr("younger than 5 s"));
-  // Five seconds after the second it was created in may be only four after the hold: the
-  // creationTimestamp keeps whole seconds.
+  EXPECT_EQ(exec_.TakeRetryAt(), made + devices::kHoldSettle);
+  EXPECT_EQ(exec_.TakeRetryAt(), std::nullopt) << "taken";
+  clock_.Set(made + devices::kHoldSettle);
+  EXPECT_TRUE(exec_.Execute(end, lane_.Nodes().at(0), "node1").ok());
+  EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
+}
+
+// A restarted bridge did not make the holds it finds (nor does a bridge whose rule someone
+// deleted and made again): it counts from their creationTimestamp, which keeps whole seconds,
+// so from the second after it.
+TEST_F(DeviceLaneTest, HoldsMadeBeforeARestartSettleFromTheirCreationTimestamp) {
+  uint32_t ph = 0;
+  devices::DeviceAction end;
+  ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
+  DeviceExecutorImpl restarted{&slurm_, &kube_, &events_, &node_actions_, cfg_, &clock_};
+  // The holds were created at 2026-01-01T00:00:00Z (the fake's creationTimestamp).
+  clock_.Set(ownership::FromUnix(1'767'225'602));
+  Status s = restarted.Execute(end, lane_.Nodes().at(0), "node1").status();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("younger than 5 s"));
+  EXPECT_EQ(restarted.TakeRetryAt(), ownership::FromUnix(1'767'225'606));
+  // Five seconds after the second it was created in may be only four after the hold.
   clock_.Set(ownership::FromUnix(1'767'225'605));
-  s = exec_.Execute(end, lane_.Nodes().at(0), "node1").status();
+  s = restarted.Execute(end, lane_.Nodes().at(0), "node1").status();
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
   clock_.Set(ownership::FromUnix(1'767'225'606));
-  EXPECT_TRUE(exec_.Execute(end, lane_.Nodes().at(0), "node1").ok());
+  EXPECT_TRUE(restarted.Execute(end, lane_.Nodes().at(0), "node1").ok());
   EXPECT_THAT(slurm_.Writes(), Contains(HasSubstr(StrCat("CancelJob ", ph))));
 }
 
@@ -702,7 +733,7 @@ TEST_F(DeviceLaneTest, APlaceholderIsNotEndedWhileAPodIsBeingBoundToTheNode) {
   uint32_t ph = 0;
   devices::DeviceAction end;
   ASSERT_NO_FATAL_FAILURE(GiveOnTwoGpusThenEnd(&ph, &end));
-  clock_.Set(ownership::FromUnix(1'767'225'700));
+  clock_.Advance(devices::kHoldSettle);  // the holds have settled
   nlohmann::json pod = {
       {"metadata", {{"name", "late"}, {"namespace", "ml"}}},
       {"spec",
@@ -989,7 +1020,8 @@ TEST_F(DeviceLaneTest, AGpuTheDriverTaintsIsHeldFromSlurmUntilItIsHealthyAgain) 
   pod_pending_ = false;
   pod_exists_ = false;
   taints_[5] = "gpu.nvidia.com/xid=79:NoSchedule";
-  Pass();  // holds, and the hold that follows job 11
+  Pass();                                // holds, and the hold that follows job 11
+  clock_.Advance(devices::kHoldSettle);  // the holds have settled before anything ends
   const std::vector<uint32_t> follow = LivePlaceholders();
   ASSERT_EQ(follow.size(), 1u) << StrJoin(log_, "\n");
   auto r = devices::ParsePlaceholderRecord(slurm_.Job(follow[0]).admin_comment);

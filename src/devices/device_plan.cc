@@ -282,7 +282,7 @@ std::string Describe(const plan::PreemptSlurmJobs& o) {
   return PodText(o.preemptor) + JobsText(o.job_ids);
 }
 std::string Describe(const RecordIdleSince& o) {
-  return StrCat(PlaceholderText(o.placeholder_job), " at=", o.at_unix);
+  return StrCat(PlaceholderText(o.placeholder_job), " at=", o.at_ms);
 }
 std::string Describe(const MarkReturning& o) { return PlaceholderText(o.placeholder_job); }
 std::string Describe(const EndPlaceholder& o) {
@@ -1189,10 +1189,10 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
       continue;
     }
     if (in_use == p.idle_since.has_value()) {
-      DeviceAction a =
-          Make(RecordIdleSince{.placeholder_job = p.job_id, .at_unix = in_use ? 0 : now_unix}, node,
-               plan::Cause::kReturn, "GpusIdle",
-               StrCat("devices ", StrJoin(mine, ","), in_use ? " in use" : " idle"));
+      DeviceAction a = Make(RecordIdleSince{.placeholder_job = p.job_id,
+                                            .at_ms = in_use ? 0 : own::ToUnixMillis(now)},
+                            node, plan::Cause::kReturn, "GpusIdle",
+                            StrCat("devices ", StrJoin(mine, ","), in_use ? " in use" : " idle"));
       a.quiet = true;
       plan.actions.push_back(std::move(a));
       continue;
@@ -1200,8 +1200,13 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     const own::ReturnDecision d =
         maintenance && !in_use
             ? own::ReturnDecision{.now = true, .why = "the node is in maintenance"}
-            : own::ShouldReturn(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
-    if (!d.now) continue;
+            : ReturnStarts(p.start, p.idle_since, in_use, node.healthy, cfg.lending, now);
+    if (!d.now) {
+      // The idle-since keeps milliseconds: the return starts when it is due, not at the next
+      // whole second.
+      if (d.at) KeepEarliest(&plan.recheck_at, *d.at);
+      continue;
+    }
     if (p.pod_waiting && node.healthy) {
       plan.actions.push_back(RecordUnused(node, p, now_unix,
                                           StrCat("kube-scheduler did not place the pod on ",
@@ -1213,6 +1218,20 @@ NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::Tim
     plan.actions.push_back(HoldAgainForSlurm(node, p.job_id, std::move(mine)));
   }
   return plan;
+}
+
+own::ReturnDecision ReturnStarts(Clock::TimePoint lent_at,
+                                 std::optional<Clock::TimePoint> idle_since, bool in_use,
+                                 bool healthy, const own::LendingConfig& lending,
+                                 Clock::TimePoint now) {
+  own::ReturnDecision d =
+      own::ShouldReturn(lent_at, idle_since, in_use, healthy, lending, now, kHoldSettle);
+  if (d.now) {
+    StrAppend(&d.why, "; held again for ", own::FormatSeconds(kHoldSettle),
+              " before they are Slurm's (what kube-scheduler decided before the holds is "
+              "written by then)");
+  }
+  return d;
 }
 
 std::optional<DeviceAction> PlanDevicesCondition(const NodeDevices& node) {

@@ -50,6 +50,7 @@
 #include "src/devices/give_backoff.h"
 #include "src/devices/placement.h"
 #include "src/inventory/k8s_node.h"
+#include "src/ownership/return_decision.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
 
@@ -278,11 +279,12 @@ struct SignalJobs {
   friend bool operator==(const SignalJobs&, const SignalJobs&) = default;
 };
 
-// Record `at_unix` (0: clear) as the idle-since of placeholder `placeholder_job`.
+// Record `at_ms` (unix milliseconds; 0: clear) as the idle-since of placeholder
+// `placeholder_job`.
 struct RecordIdleSince {
   static constexpr std::string_view kName = "RecordIdleSince";
   uint32_t placeholder_job = 0;
-  int64_t at_unix = 0;
+  int64_t at_ms = 0;
   friend bool operator==(const RecordIdleSince&, const RecordIdleSince&) = default;
 };
 
@@ -404,5 +406,21 @@ struct NodePlan {
 // Continues every move on the node and restores missing holds; level-triggered and
 // idempotent: planning again on the state the actions produce asks for nothing new.
 NodePlan PlanNode(const NodeDevices& node, const config::Config& cfg, Clock::TimePoint now);
+
+// How long a device is held again before its return ends the placeholder (EndPlaceholder's
+// executor waits it out from the hold's creation): kube-scheduler's informer has seen the
+// hold by then, and an allocation it decided before has been written.
+inline constexpr Clock::Duration kHoldSettle = std::chrono::seconds(5);
+
+// Whether the lent devices of a give start to go back to Slurm (ownership::ShouldReturn's
+// rule: no claim on them for lending.cooldown, lent for lending.min_lend_time, healthy), with
+// the return begun kHoldSettle before the cool-down or the minimum lend time ends: the holds
+// go up then, so that the devices are Slurm's when it ends rather than a settle later. What
+// the devices are open to Kubernetes for after their last claim is the cool-down less that
+// (none, for a cool-down of kHoldSettle or less).
+ownership::ReturnDecision ReturnStarts(Clock::TimePoint lent_at,
+                                       std::optional<Clock::TimePoint> idle_since, bool in_use,
+                                       bool healthy, const ownership::LendingConfig& lending,
+                                       Clock::TimePoint now);
 
 }  // namespace skb::devices

@@ -119,7 +119,7 @@ void Apply(NodeDevices* n, const std::vector<DeviceAction>& actions) {
             },
             [&](const RecordIdleSince& o) {
               FindPlaceholder(n, o.placeholder_job)->idle_since =
-                  o.at_unix == 0 ? std::nullopt : std::optional(ownership::FromUnix(o.at_unix));
+                  o.at_ms == 0 ? std::nullopt : std::optional(ownership::FromUnixMillis(o.at_ms));
             },
             [&](const MarkReturning& o) {
               FindPlaceholder(n, o.placeholder_job)->returning = true;
@@ -1139,7 +1139,7 @@ TEST(DeviceActionTest, KindAndFieldsComeFromItsOperation) {
   a.op = plan::PreemptSlurmJobs{.job_ids = {7}, .preemptor = "ml/a"};
   EXPECT_EQ(a.Kind(), plan::PreemptSlurmJobs::kName);
   EXPECT_EQ(ToString(a), "PreemptSlurmJobs node1 pod=ml/a jobs=7");
-  a.op = RecordIdleSince{.placeholder_job = 900, .at_unix = 0};
+  a.op = RecordIdleSince{.placeholder_job = 900, .at_ms = 0};
   EXPECT_EQ(ToString(a), "RecordIdleSince node1 placeholder=900 at=0");
   a.op = SubmitPlaceholder{.pod = "ml/a", .gpus = 2, .victims = {7}};
   EXPECT_EQ(ToString(a), "SubmitPlaceholder node1 pod=ml/a gpus=2 jobs=7");
@@ -1426,6 +1426,44 @@ TEST(PlanNode, AGiveThePodDidNotUseIsRecordedAndTheNodeBackedOffForThatPod) {
   nodes = {n};
   EXPECT_FALSE(ChooseNode(nodes, Pod(2), cfg, t + minutes(19)));
   EXPECT_TRUE(ChooseNode(nodes, Pod(2), cfg, t + minutes(20)));
+}
+
+// A return begins kHoldSettle before the cool-down ends (the executor ends the placeholder
+// only once the holds have stood that long), so the devices are Slurm's when the cool-down
+// ends, not a settle later. The idle-since keeps milliseconds and the plan names the instant
+// the return is due: the lane wakes then, not at the next whole second.
+TEST(PlanNode, AReturnBeginsAHoldSettleBeforeTheCoolDownEnds) {
+  config::Config cfg = Cfg();
+  cfg.lending.cooldown = seconds(30);
+  cfg.lending.min_lend_time = seconds(1);
+  NodeDevices n = Node("node1", 4);
+  LendIdleGpus(&n, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  n.placeholders[0].pod_waiting = false;  // it ran and left
+  const Clock::TimePoint idle = kNow + milliseconds(1250);
+  NodePlan p = PlanNode(n, cfg, idle);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(RecordIdleSince::kName));
+  EXPECT_EQ(p.actions[0].As<RecordIdleSince>().at_ms, ownership::ToUnixMillis(idle));
+  Apply(&n, p.actions);
+
+  const Clock::TimePoint starts = idle + cfg.lending.cooldown - kHoldSettle;
+  p = PlanNode(n, cfg, starts - milliseconds(1));
+  EXPECT_THAT(p.actions, IsEmpty());
+  EXPECT_EQ(p.recheck_at, starts) << "to the millisecond";
+  p = PlanNode(n, cfg, starts);
+  ASSERT_THAT(Kinds(p.actions), ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
+  EXPECT_THAT(p.actions[0].event_message, HasSubstr("held again for 5s before they are Slurm's"));
+
+  // A cool-down no longer than the settle: the return begins as soon as the devices are idle
+  // (nothing is open to Kubernetes after the last claim), and ends a settle later.
+  cfg.lending.cooldown = seconds(3);
+  NodeDevices short_cooldown = Node("node1", 4);
+  LendIdleGpus(&short_cooldown, Pod(2), cfg, kNow);
+  if (HasFatalFailure()) return;
+  short_cooldown.placeholders[0].pod_waiting = false;
+  Apply(&short_cooldown, PlanNode(short_cooldown, cfg, idle).actions);  // idle since then
+  EXPECT_THAT(Kinds(PlanNode(short_cooldown, cfg, idle).actions),
+              ElementsAre(MarkReturning::kName, AddDeviceHold::kName));
 }
 
 // The maintenance cycle drains the node in Slurm (unhealthy to the device lane) and taints it

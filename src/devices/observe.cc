@@ -147,7 +147,10 @@ Observation Observe(const World& w, const config::Config& cfg, Clock::TimePoint 
     p.start = own::FromUnix(j.start_time);
     if (j.submit_time > 0) p.submitted = own::FromUnix(j.submit_time);
     p.returning = r.returning;
-    if (r.idle_since > 0) p.idle_since = own::FromUnix(r.idle_since);
+    if (r.idle_since > 0) {
+      p.idle_since =
+          r.idle_since_ms > 0 ? own::FromUnixMillis(r.idle_since_ms) : own::FromUnix(r.idle_since);
+    }
     // For whom its victims are signalled and preempted: the give's pod, or the bad GPU.
     const std::string for_whom = r.health.empty() ? r.pod : HealthHoldPreemptor(r.node, r.health);
     if (r.signalled_at > 0) {

@@ -26,6 +26,7 @@ std::string FormatPlaceholderRecord(const PlaceholderRecord& r) {
                 ";signalled=", r.signalled_at,
                 r.signalled_at_ms > 0 ? StrCat(";signalled_ms=", r.signalled_at_ms) : "",
                 ";returning=", r.returning ? 1 : 0, ";idle=", r.idle_since,
+                r.idle_since_ms > 0 ? StrCat(";idle_ms=", r.idle_since_ms) : "",
                 r.profile.empty() ? "" : StrCat(";profile=", r.profile),
                 r.health.empty() ? "" : StrCat(";health=", r.health, ";slot=", r.slot),
                 r.under_job == 0 ? "" : StrCat(";under=", r.under_job));
@@ -83,6 +84,8 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
       r.profile = std::string(value);
     } else if (key == "idle") {
       if (!ParseInteger(value, &r.idle_since) || r.idle_since < 0) return std::nullopt;
+    } else if (key == "idle_ms") {
+      if (!ParseInteger(value, &r.idle_since_ms) || r.idle_since_ms < 0) return std::nullopt;
     } else if (key == "health") {
       if (value.empty() || value.find_first_of(" ,=:") != std::string_view::npos) {
         return std::nullopt;
@@ -103,6 +106,7 @@ std::optional<PlaceholderRecord> ParsePlaceholderRecord(std::string_view admin_c
   if (r.under_job != 0 && r.health.empty()) return std::nullopt;  // a give follows no job
   // The seconds are what every version reads: milliseconds of another second are dropped.
   if (r.signalled_at_ms / 1000 != r.signalled_at) r.signalled_at_ms = 0;
+  if (r.idle_since_ms / 1000 != r.idle_since) r.idle_since_ms = 0;
   return r;
 }
 

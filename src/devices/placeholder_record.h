@@ -4,7 +4,8 @@
 // no state of its own.
 //
 //   "skb-gpu-hold:v1;node=node1;pod=ns/name;gpus=2;victims=41,42;signalled=1700000000;
-//    signalled_ms=1700000000250;returning=0;idle=0[;profile=1g.10gb]"   (one token)
+//    signalled_ms=1700000000250;returning=0;idle=0[;idle_ms=...][;profile=1g.10gb]"
+//    (one token)
 //
 // A health hold (a GPU the driver tainted, kept from Slurm too) names no pod:
 //   "skb-gpu-hold:v1;node=node1;pod=;gpus=1;victims=;signalled=0;returning=0;idle=0;
@@ -49,6 +50,9 @@ struct PlaceholderRecord {
   int64_t signalled_at_ms = 0;
   bool returning = false;  // its devices go back to Slurm
   int64_t idle_since = 0;  // unix seconds since no allocated claim uses them; 0: in use
+  // The same instant in unix milliseconds, so the cool-down ends on time rather than up to a
+  // second early; 0 as for signalled_at_ms.
+  int64_t idle_since_ms = 0;
   // The MIG profile of the slices it holds ("" = whole GPUs; written only when set, so a
   // whole-GPU record reads as before).
   std::string profile;

@@ -60,6 +60,35 @@ TEST(PlaceholderRecordTest, TheSignalTimeKeepsItsMillisecondsBesideTheSeconds) {
       std::nullopt);
 }
 
+TEST(PlaceholderRecordTest, TheIdleSinceKeepsItsMillisecondsBesideTheSeconds) {
+  const PlaceholderRecord r{.node = "node1",
+                            .pod = "infer/llama-0",
+                            .gpus = 2,
+                            .idle_since = 1700000000,
+                            .idle_since_ms = 1700000000750};
+  const std::string s = FormatPlaceholderRecord(r);
+  EXPECT_EQ(s,
+            "skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;victims=;signalled=0;"
+            "returning=0;idle=1700000000;idle_ms=1700000000750");
+  EXPECT_EQ(ParsePlaceholderRecord(s), r);
+  PlaceholderRecord seconds = r;
+  seconds.idle_since_ms = 0;
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;"
+                                   "idle=1700000000"),
+            seconds);
+  // Milliseconds of another second (an edit by hand, or a version that cleared the seconds
+  // alone) are dropped: the seconds are what every version reads.
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;"
+                                   "idle=1700000000;idle_ms=1700000005000"),
+            seconds);
+  seconds.idle_since = 0;
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=node1;pod=infer/llama-0;gpus=2;"
+                                   "idle=0;idle_ms=1700000000750"),
+            seconds);
+  EXPECT_EQ(ParsePlaceholderRecord("skb-gpu-hold:v1;node=n;pod=a/b;gpus=1;idle=1;idle_ms=x"),
+            std::nullopt);
+}
+
 TEST(PlaceholderRecordTest, MalformedRecordsAreNotRead) {
   for (const char* bad :
        {"", "skb-gpu-hold:v1;", "skb-gpu-hold:v1;pod=a/b;gpus=1",

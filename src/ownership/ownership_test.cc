@@ -11,6 +11,7 @@
 #include "src/ownership/preemption_record.h"
 #include "src/ownership/reservation.h"
 #include "src/ownership/reservation_class.h"
+#include "src/ownership/return_decision.h"
 #include "src/ownership/schema.h"
 #include "src/ownership/test_support.h"
 #include "src/ownership/time_codec.h"
@@ -692,7 +693,7 @@ const std::vector<Case>& Cases() {
        {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
-         EXPECT_EQ(p.recheck_at, kNow + minutes(2));
+         EXPECT_EQ(p.recheck_at, kNow + minutes(2) - kReservationLead);
        }},
       {"LentNodeInUseStaysLent",
        [](ManagedNode* n, config::Config*) {
@@ -751,7 +752,7 @@ const std::vector<Case>& Cases() {
        OwnerState::kKubernetes,
        {},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(p.recheck_at, kNow + minutes(1));
+         EXPECT_EQ(p.recheck_at, kNow + minutes(1) - kReservationLead);
        }},
       {"UnhealthyNodeDoesNotReturn",
        [](ManagedNode* n, config::Config*) {
@@ -782,6 +783,44 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[0].As<plan::ResumeSlurmNode>().expected_reason, "k8s-bridge: lent to ml/infer-0");
          EXPECT_THAT(AnnotationsOf(p.actions[1]).remove,
                      ElementsAre(kLentAtAnnotation, kLentToAnnotation, kIdleSinceAnnotation));
+       }},
+      // The reservation is created kReservationLead before the cool-down ends (a kubelet
+      // starts it meanwhile) and Slurm resumes the node when the cool-down ends, to the
+      // instant, not when the reservation happens to run.
+      {"TheReturnBeginsItsReservationALeadBeforeTheCoolDownEnds",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] =
+             StrCat(ToUnix(kNow - cfg->lending.cooldown + kReservationLead));
+       },
+       OwnerState::kKubernetes,
+       {plan::CreateReservationPod::kName},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_THAT(p.actions[0].event_message, HasSubstr("Slurm's in 5s"));
+       }},
+      {"TheReturnDoesNotBeginBeforeItsLead",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] =
+             StrCat(ToUnix(kNow - cfg->lending.cooldown + kReservationLead + seconds(1)));
+       },
+       OwnerState::kKubernetes,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(1));
+       }},
+      {"ARunningReservationWaitsForTheCoolDownsEnd",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] =
+             StrCat(ToUnix(kNow - cfg->lending.cooldown + seconds(2)));
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+       },
+       OwnerState::kReturning,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + seconds(2));
+         EXPECT_THAT(Dump(p), HasSubstr("Slurm resumes the node in 2s, when the cool-down ends"));
        }},
       {"PendingReservationHoldsTheResume",
        [](ManagedNode* n, config::Config* cfg) {

@@ -37,8 +37,11 @@ void Planner::KubernetesOwned() {
     if (idle) p.remove.emplace_back(kIdleSinceAnnotation);
     idle.reset();
   } else if (!idle) {
-    p.set[kIdleSinceAnnotation] = StrCat(ToUnix(f_.now));
-    idle = f_.now;
+    // Whole seconds, as every time annotation: rounded up, so the cool-down is never counted
+    // from before the node was idle (rounded down it ended up to a second early).
+    const slurm::UnixTime since = ToUnixRoundedUp(f_.now);
+    p.set[kIdleSinceAnnotation] = StrCat(since);
+    idle = FromUnix(since);
   }
   PatchNode(std::move(p), pods ? "LentNodeInUse" : "LentNodeIdle",
             pods
@@ -46,10 +49,8 @@ void Planner::KubernetesOwned() {
                 : StrCat("No Kubernetes GPU pod on lent node ", f_.node->name,
                          ": it returns to Slurm after the cool-down (",
                          FormatSeconds(f_.lending->cooldown), ")"));
-  const Clock::TimePoint lent_at = f_.lent_at.value_or(
-      f_.lend_drain && f_.slurm_node->reason_time > 0 ? FromUnix(f_.slurm_node->reason_time)
-                                                      : f_.now);
-  ReturnDecision d = ShouldReturn(lent_at, idle, pods, f_.healthy, *f_.lending, f_.now);
+  ReturnDecision d =
+      ShouldReturn(LentAt(), idle, pods, f_.healthy, *f_.lending, f_.now, kReservationLead);
   if (!f_.healthy) Explain(StrCat("unhealthy: ", f_.unhealthy_why));
   if (f_.node->reclaim) {
     // Taken back for a guarantee: no cool-down, no minimum lend time; health still counts.
@@ -81,8 +82,15 @@ void Planner::KubernetesOwned() {
   }
   Create(ReservationClass::kIdle, "ReturningToSlurm",
          StrCat("Node ", f_.node->name, " returns to Slurm (", d.why,
-                "): created its reservation; Slurm resumes once it runs"),
+                "): created its reservation; Slurm resumes the node once it runs and the "
+                "cool-down has ended"),
          EventType::kNormal);
+}
+
+Clock::TimePoint Planner::LentAt() const {
+  return f_.lent_at.value_or(f_.lend_drain && f_.slurm_node->reason_time > 0
+                                 ? FromUnix(f_.slurm_node->reason_time)
+                                 : f_.now);
 }
 
 bool Planner::Reclaim(std::string* why) {
@@ -142,6 +150,17 @@ void Planner::Returning() {
     Explain(StrCat("returning: the node is unhealthy (", f_.unhealthy_why,
                    "): Slurm resumes it once healthy"));
     return;
+  }
+  // The reservation was created kReservationLead before the return is due: the node is
+  // Kubernetes' until then (a reclaim has no cool-down to wait for).
+  if (f_.idle_since && !f_.node->reclaim) {
+    const Clock::TimePoint due = ReturnDue(LentAt(), *f_.idle_since, *f_.lending);
+    if (f_.now < due) {
+      Explain(StrCat("returning: reservation ", PodName(r), " runs; Slurm resumes the node in ",
+                     FormatSeconds(due - f_.now), ", when the cool-down ends"));
+      Recheck(due);
+      return;
+    }
   }
   if (f_.lend_drain) {
     AddAction(plan::ResumeSlurmNode{.expected_reason = f_.slurm_node->reason,

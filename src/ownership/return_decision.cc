@@ -8,9 +8,14 @@
 
 namespace skb::ownership {
 
+Clock::TimePoint ReturnDue(Clock::TimePoint lent_at, Clock::TimePoint idle_since,
+                           const LendingConfig& cfg) {
+  return std::max(idle_since + cfg.cooldown, lent_at + cfg.min_lend_time);
+}
+
 ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimePoint> idle_since,
                             bool gpu_pods_present, bool healthy, const LendingConfig& cfg,
-                            Clock::TimePoint now) {
+                            Clock::TimePoint now, Clock::Duration lead) {
   ReturnDecision d;
   if (gpu_pods_present) {
     d.why = "Kubernetes GPU pods use the node";
@@ -24,11 +29,13 @@ ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimeP
     d.why = "the cool-down has not started";
     return d;
   }
-  const Clock::TimePoint at = std::max(*idle_since + cfg.cooldown, lent_at + cfg.min_lend_time);
-  if (now < at) {
-    d.at = at;
+  const Clock::TimePoint due = ReturnDue(lent_at, *idle_since, cfg);
+  d.due = due;
+  const Clock::TimePoint begins = std::max({due - lead, *idle_since, lent_at});
+  if (now < begins) {
+    d.at = begins;
     d.why =
-        StrCat("returns to Slurm in ", FormatSeconds(at - now),
+        StrCat("returns to Slurm in ", FormatSeconds(due - now),
                *idle_since + cfg.cooldown >= lent_at + cfg.min_lend_time ? " (cool-down)"
                                                                          : " (minimum lend time)");
     return d;
@@ -36,6 +43,7 @@ ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimeP
   d.now = true;
   d.why = StrCat("no Kubernetes GPU pod for ", FormatSeconds(now - *idle_since), ", lent for ",
                  FormatSeconds(now - lent_at));
+  if (now < due) StrAppend(&d.why, "; Slurm's in ", FormatSeconds(due - now));
   return d;
 }
 

@@ -32,6 +32,10 @@ slurm::UnixTime ToUnix(Clock::TimePoint t) {
   return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
+slurm::UnixTime ToUnixRoundedUp(Clock::TimePoint t) {
+  return std::chrono::ceil<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
 std::optional<slurm::UnixTime> ParseUnix(std::string_view text) {
   slurm::UnixTime v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

@@ -29,6 +29,9 @@ inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
 // clamps a time the clock cannot hold (beyond about the year 2262) to the last it can.
 Clock::TimePoint FromUnix(slurm::UnixTime t);
 slurm::UnixTime ToUnix(Clock::TimePoint t);
+// The same, rounded up to the whole second (a time from which a wait is counted, so that the
+// wait is never shorter than asked).
+slurm::UnixTime ToUnixRoundedUp(Clock::TimePoint t);
 // Unix milliseconds <-> time points, for the records that keep them (a give's signal time,
 // from which its victims' grace is counted exactly). Rounding and clamping as above.
 Clock::TimePoint FromUnixMillis(int64_t ms);

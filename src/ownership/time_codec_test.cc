@@ -13,6 +13,8 @@ namespace {
 TEST(UnixTime, RoundTrips) {
   EXPECT_EQ(ToUnix(FromUnix(1'700'000'123)), 1'700'000'123);
   EXPECT_EQ(ToUnix(FromUnix(5) + std::chrono::milliseconds(999)), 5);
+  EXPECT_EQ(ToUnixRoundedUp(FromUnix(5) + std::chrono::milliseconds(1)), 6);
+  EXPECT_EQ(ToUnixRoundedUp(FromUnix(5)), 5);
 }
 
 // A signal sent at 100.9 s is stamped 100 (whole seconds): the grace must still be whole,

@@ -87,6 +87,8 @@ class Planner {
 
   // --- k8s and returning (return.cc)
   void KubernetesOwned();
+  // Since when the node is lent: its record, else its lend drain's time, else now.
+  Clock::TimePoint LentAt() const;
   // Quotas take the lent node back: true when it may return now (no pod left on it).
   bool Reclaim(std::string* why);
   // The reclaim taint stays for as long as quotas reclaim the node (through its return, until

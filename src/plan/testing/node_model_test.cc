@@ -8,6 +8,7 @@
 #include "src/ownership/lending_config.h"
 #include "src/ownership/preemption_record.h"
 #include "src/ownership/reservation.h"
+#include "src/ownership/return_decision.h"
 #include "src/ownership/schema.h"
 #include "src/ownership/test_support.h"
 #include "src/ownership/time_codec.h"
@@ -107,9 +108,15 @@ TEST(NodeModel, CarriesALendAndItsReturnOut) {
   EXPECT_EQ(Reservation(n), nullptr) << "released and gone";
   EXPECT_EQ(p.owner, plan::NodeOwner::kKubernetes);
 
-  // The pod ran and left at once: idle from then, back after the minimum lend time.
+  // The pod ran and left at once: idle from then, back after the minimum lend time. Its
+  // reservation is made kReservationLead before; the node is resumed when the time is up.
   n.nominated_pods.clear();
   p = Converge(&n, cfg, graced, &log);
+  ASSERT_TRUE(p.recheck_at.has_value());
+  EXPECT_EQ(*p.recheck_at, kNow + cfg.lending.min_lend_time - ownership::kReservationLead);
+  p = Converge(&n, cfg, *p.recheck_at, &log);
+  EXPECT_TRUE(n.slurm->drain) << "Kubernetes' until the minimum lend time is up";
+  ASSERT_NE(Reservation(n), nullptr);
   ASSERT_TRUE(p.recheck_at.has_value());
   EXPECT_EQ(*p.recheck_at, kNow + cfg.lending.min_lend_time);
   p = Converge(&n, cfg, *p.recheck_at, &log);
