@@ -692,7 +692,8 @@ const std::vector<Case>& Cases() {
        OwnerState::kKubernetes,
        {plan::PatchNodeAnnotations::kName},
        [](const OwnershipPlan& p, const ManagedNode&) {
-         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kIdleSinceAnnotation), StrCat(ToUnix(kNow)));
+         EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kIdleSinceAnnotation),
+                   FormatUnixMillis(kNow));
          EXPECT_EQ(p.recheck_at, kNow + minutes(2) - kReservationLead);
        }},
       {"LentNodeInUseStaysLent",
@@ -821,6 +822,20 @@ const std::vector<Case>& Cases() {
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.recheck_at, kNow + seconds(2));
          EXPECT_THAT(Dump(p), HasSubstr("Slurm resumes the node in 2s, when the cool-down ends"));
+       }},
+      // The idle-since keeps milliseconds: the node resumes when its cool-down ends, not at
+      // the whole second before or after.
+      {"TheCoolDownEndsToTheMillisecond",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = LentNode();
+         n->k8s->annotations[kIdleSinceAnnotation] = FormatUnixMillis(
+             kNow - cfg->lending.cooldown + seconds(2) - std::chrono::milliseconds(750));
+         n->pods.push_back(Reservation(*n, *cfg, ReservationClass::kIdle, kNow));
+       },
+       OwnerState::kReturning,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + std::chrono::milliseconds(1250));
        }},
       {"PendingReservationHoldsTheResume",
        [](ManagedNode* n, config::Config* cfg) {

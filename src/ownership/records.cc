@@ -22,12 +22,12 @@ std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::
   *garbled = false;
   const std::string* v = Find(m, key);
   if (v == nullptr) return std::nullopt;
-  std::optional<slurm::UnixTime> t = ParseUnix(*v);
-  if (!t || FromUnix(*t) > now + kClockSkewAllowance) {
+  std::optional<Clock::TimePoint> t = ParseUnixTime(*v);
+  if (!t || *t > now + kClockSkewAllowance) {
     *garbled = true;
     return now;
   }
-  return FromUnix(*t);
+  return *t;
 }
 
 std::map<uint32_t, slurm::UnixTime> ParseSignalled(std::string_view s) {

@@ -37,11 +37,11 @@ void Planner::KubernetesOwned() {
     if (idle) p.remove.emplace_back(kIdleSinceAnnotation);
     idle.reset();
   } else if (!idle) {
-    // Whole seconds, as every time annotation: rounded up, so the cool-down is never counted
-    // from before the node was idle (rounded down it ended up to a second early).
-    const slurm::UnixTime since = ToUnixRoundedUp(f_.now);
-    p.set[kIdleSinceAnnotation] = StrCat(since);
-    idle = FromUnix(since);
+    // To the millisecond: in whole seconds the cool-down ended up to a second early
+    // (rounded down) or late (rounded up). Rounded down to the millisecond it still counts
+    // from after the last pod went: this pass is when the bridge saw it gone.
+    p.set[kIdleSinceAnnotation] = FormatUnixMillis(f_.now);
+    idle = FromUnixMillis(ToUnixMillis(f_.now));
   }
   PatchNode(std::move(p), pods ? "LentNodeInUse" : "LentNodeIdle",
             pods

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <ctime>
+#include <limits>
 #include <system_error>
 
 #include "src/base/strings.h"
@@ -32,15 +34,41 @@ slurm::UnixTime ToUnix(Clock::TimePoint t) {
   return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
-slurm::UnixTime ToUnixRoundedUp(Clock::TimePoint t) {
-  return std::chrono::ceil<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
 std::optional<slurm::UnixTime> ParseUnix(std::string_view text) {
   slurm::UnixTime v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
   return v;
+}
+
+std::optional<Clock::TimePoint> ParseUnixTime(std::string_view text) {
+  const size_t dot = text.find('.');
+  const std::optional<slurm::UnixTime> seconds = ParseUnix(text.substr(0, dot));
+  if (!seconds) return std::nullopt;
+  if (dot == std::string_view::npos) return FromUnix(*seconds);
+  const std::string_view fraction = text.substr(dot + 1);
+  if (fraction.empty() || fraction.size() > 9 ||
+      !std::all_of(fraction.begin(), fraction.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  int64_t ms = 0;
+  for (size_t i = 0; i < 3; ++i) ms = ms * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
+  // Beyond what milliseconds hold in 64 bits, far beyond the clock's range: clamped as a
+  // whole second.
+  if (*seconds > std::numeric_limits<int64_t>::max() / 1000 - 1) return FromUnix(*seconds);
+  return FromUnixMillis(*seconds * 1000 + ms);
+}
+
+std::string FormatUnixMillis(Clock::TimePoint t) {
+  const int64_t ms = ToUnixMillis(t);
+  int64_t seconds = ms / 1000, rest = ms % 1000;
+  if (rest < 0) {  // before 1970: the fraction counts up from the whole second below
+    rest += 1000;
+    --seconds;
+  }
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>(rest));
+  return StrCat(seconds, fraction);
 }
 
 Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace) {

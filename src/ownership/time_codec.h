@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Time as the bridge records it: whole Unix seconds (slurm::UnixTime) in annotations, admin
-// comments and actions, converted to and from the core's Clock time points, and read back
-// from user-editable text. Also how long a recorded time may lie in the future before it is
-// garbage (kClockSkewAllowance), and when a grace counted from a whole-second stamp ends.
+// Time as the bridge records it: Unix seconds (slurm::UnixTime) in annotations, admin
+// comments and actions, whole or (a lent node's idle-since) to the millisecond, converted
+// to and from the core's Clock time points, and read back from user-editable text. Also how
+// long a recorded time may lie in the future before it is garbage (kClockSkewAllowance),
+// and when a grace counted from a whole-second stamp ends.
 //
 //   if (auto t = ParseUnix(text)) lent_at = FromUnix(*t);   // "1700000000"; else garbled
-//   annotations[kIdleSinceAnnotation] = std::to_string(ToUnix(now));
+//   annotations[kLentAtAnnotation] = std::to_string(ToUnix(now));
+//   annotations[kIdleSinceAnnotation] = FormatUnixMillis(now);  // "1700000000.250"
 //   FormatSeconds(std::chrono::minutes(2)) == "120s"
 #pragma once
 
@@ -29,9 +31,6 @@ inline constexpr Clock::Duration kClockSkewAllowance = std::chrono::minutes(5);
 // clamps a time the clock cannot hold (beyond about the year 2262) to the last it can.
 Clock::TimePoint FromUnix(slurm::UnixTime t);
 slurm::UnixTime ToUnix(Clock::TimePoint t);
-// The same, rounded up to the whole second (a time from which a wait is counted, so that the
-// wait is never shorter than asked).
-slurm::UnixTime ToUnixRoundedUp(Clock::TimePoint t);
 // Unix milliseconds <-> time points, for the records that keep them (a give's signal time,
 // from which its victims' grace is counted exactly). Rounding and clamping as above.
 Clock::TimePoint FromUnixMillis(int64_t ms);
@@ -39,6 +38,13 @@ int64_t ToUnixMillis(Clock::TimePoint t);
 // Unix seconds as the bridge writes them in annotations ("1700000000"); nullopt for
 // anything else (annotations are user-editable input).
 std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
+// Unix seconds with or without a fraction ("1700000000", "1700000000.250"; digits beyond
+// the millisecond are dropped), as a time point; nullopt for anything else. What the bridge
+// reads its time annotations with: those it writes in whole seconds parse as before.
+std::optional<Clock::TimePoint> ParseUnixTime(std::string_view text);
+// "1700000000.250": `t` in Unix seconds to the millisecond (rounded down), for a time that
+// ends a wait to the millisecond (a lent node's idle-since, from which its cool-down runs).
+std::string FormatUnixMillis(Clock::TimePoint t);
 // "42s": a duration for messages.
 std::string FormatSeconds(Clock::Duration d);
 // "2026-11-27T14:05:00Z": a time for messages, to the whole second, UTC.

@@ -13,8 +13,26 @@ namespace {
 TEST(UnixTime, RoundTrips) {
   EXPECT_EQ(ToUnix(FromUnix(1'700'000'123)), 1'700'000'123);
   EXPECT_EQ(ToUnix(FromUnix(5) + std::chrono::milliseconds(999)), 5);
-  EXPECT_EQ(ToUnixRoundedUp(FromUnix(5) + std::chrono::milliseconds(1)), 6);
-  EXPECT_EQ(ToUnixRoundedUp(FromUnix(5)), 5);
+}
+
+// A lent node's idle-since is written to the millisecond, so that its cool-down ends when
+// it should and not up to a second early or late; the whole seconds every other time
+// annotation holds (and older versions wrote) read as before.
+TEST(UnixTime, MillisecondsRoundTripAndWholeSecondsStillParse) {
+  using std::chrono::milliseconds;
+  const Clock::TimePoint t = FromUnix(1'700'000'000) + milliseconds(250);
+  EXPECT_EQ(FormatUnixMillis(t), "1700000000.250");
+  EXPECT_EQ(ParseUnixTime(FormatUnixMillis(t)), t);
+  EXPECT_EQ(FormatUnixMillis(FromUnix(1'700'000'000)), "1700000000.000");
+  EXPECT_EQ(FormatUnixMillis(t + std::chrono::microseconds(999)), "1700000000.250");
+  EXPECT_EQ(ParseUnixTime("1700000000"), FromUnix(1'700'000'000));
+  EXPECT_EQ(ParseUnixTime("1700000000.5"), FromUnix(1'700'000'000) + milliseconds(500));
+  EXPECT_EQ(ParseUnixTime("1700000000.123456789"), FromUnix(1'700'000'000) + milliseconds(123));
+  EXPECT_EQ(ParseUnixTime("99999999999999999.999"), FromUnix(99'999'999'999));
+  for (const char* bad : {"", ".", ".5", "1700000000.", "1700000000.x", "1700000000.1234567890",
+                          "-1.5", "1700000000.-5", "1700000000,5", " 1700000000.5"}) {
+    EXPECT_EQ(ParseUnixTime(bad), std::nullopt) << bad;
+  }
 }
 
 // A signal sent at 100.9 s is stamped 100 (whole seconds): the grace must still be whole,

@@ -27,7 +27,8 @@ namespace skb::ownership::internal {
 // The value of `key` in labels or annotations; nullptr when absent.
 const std::string* Find(const std::map<std::string, std::string>& m, std::string_view key);
 
-// A time annotation the bridge wrote: absent -> nullopt. Present but unreadable, or later
+// A time annotation the bridge wrote (Unix seconds, whole or with a fraction): absent ->
+// nullopt. Present but unreadable, or later
 // than now + kClockSkewAllowance -> `now`, with `*garbled` set (the caller writes it again).
 std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::string>& m,
                                                std::string_view key, Clock::TimePoint now,
