@@ -398,8 +398,9 @@ std::vector<DeviceAction> PlanGive(const Selection& s, const PendingPod& pod);
 struct NodePlan {
   std::vector<DeviceAction> actions;  // in order; each idempotent
   std::vector<Violation> violations;
-  // The earliest time the plan changes with nothing else changing (a victim's grace ends);
-  // nullopt: only a change of the node, or the next whole second's timers, changes it.
+  // The earliest time the plan changes with nothing else changing (a victim's grace ends, a
+  // return is due to start); nullopt: no time the plan knows of changes it. (When holds
+  // have settled is the executor's: DeviceExecutor::TakeRetryAt.)
   std::optional<Clock::TimePoint> recheck_at;
 };
 

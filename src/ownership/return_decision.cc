@@ -30,7 +30,6 @@ ReturnDecision ShouldReturn(Clock::TimePoint lent_at, std::optional<Clock::TimeP
     return d;
   }
   const Clock::TimePoint due = ReturnDue(lent_at, *idle_since, cfg);
-  d.due = due;
   const Clock::TimePoint begins = std::max({due - lead, *idle_since, lent_at});
   if (now < begins) {
     d.at = begins;

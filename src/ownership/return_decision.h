@@ -7,11 +7,11 @@
 //
 // A return takes steps before the resources are Slurm's (a reservation that must run, holds
 // that must settle): with a `lead`, the return begins that long before it is due, so that
-// they are Slurm's when the cool-down ends, not a lead later. `due` says when that is.
+// they are Slurm's when the cool-down ends, not a lead later. ReturnDue says when that is.
 //
 //   ReturnDecision d = ShouldReturn(lent_at, idle_since, gpu_pods, healthy, cfg.lending, now,
 //                                   /*lead=*/std::chrono::seconds(5));
-//   // d.now: begin the return now (Slurm's at d.due); else d.at, when set: plan again then.
+//   // d.now: begin the return now (Slurm's at ReturnDue); else d.at, when set: plan again then.
 //   // d.why says which: "returns to Slurm in 60s (cool-down)"
 #pragma once
 
@@ -34,9 +34,6 @@ struct ReturnDecision {
   bool now = false;
   // When it may begin if nothing changes (set when !now and a time is the only obstacle).
   std::optional<Clock::TimePoint> at;
-  // When the cool-down and the minimum lend time have both passed (set when a time decides):
-  // the return's steps complete no earlier.
-  std::optional<Clock::TimePoint> due;
   std::string why;
 };
 
