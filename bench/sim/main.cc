@@ -162,6 +162,11 @@ void AddFigures(const sim::Result& r, nlohmann::ordered_json* figures) {
   auto per = [](double a, double b) { return b > 0 ? a / b : 0; };
   // Kubernetes-held GPU-hours per inference GPU-hour served (1.0: nothing held idle).
   f[m + " k8s-held/inf GPU-h"] = Round(per(r.k8s_held_gpu_hours, r.inference_gpu_hours), 1000);
+  // Fragmentation: whole nodes with nothing on them, and those Slurm could give a whole-node
+  // job at once (mean over the window's minutes; share of minutes with at least one).
+  f[m + " whole idle nodes"] = Round(r.whole_nodes_idle_mean, 100);
+  f[m + " whole nodes for Slurm"] = Round(r.whole_nodes_for_slurm_mean, 100);
+  f[m + " any whole node for Slurm%"] = Round(100 * r.whole_node_for_slurm_share, 10);
   if (r.mode == sim::Mode::kBridge || r.mode == sim::Mode::kBridgeGpu) {
     f[m + " taken/needed GPUs"] = Round(per(double(r.gpus_taken), double(r.gpus_needed)), 1000);
     f[m + " preempted/needed GPUs"] =
@@ -183,7 +188,8 @@ void PrintSummary(const sim::Result& r, double run_ms) {
       "             inference wait p50 %.1fs p99 %.1fs max %.1fs (never %lld) | training "
       "slowdown p50 %.2f p99 %.2f (unfinished %lld)\n"
       "             lost %.2f GPU-h (%.3f%%) preemptions %lld (jobs %lld, mean %.4f, max %lld) "
-      "lends %lld returns %lld | taken %lld needed %lld preempted %lld GPUs | %.0f ms\n",
+      "lends %lld returns %lld | taken %lld needed %lld preempted %lld GPUs | %.0f ms\n"
+      "             whole idle nodes %.2f, for Slurm %.2f (>= 1 in %.1f%% of minutes)\n",
       std::string(sim::ModeName(r.mode)).c_str(), static_cast<long long>(r.nodes),
       static_cast<long long>(r.gpus), static_cast<long long>(r.k8s_nodes),
       static_cast<long long>(r.k8s_gpus), 100 * r.allocation, r.allocated_gpu_hours,
@@ -195,7 +201,8 @@ void PrintSummary(const sim::Result& r, double run_ms) {
       static_cast<long long>(r.preempted_jobs), r.preemptions_per_job,
       static_cast<long long>(r.max_preemptions_per_job), static_cast<long long>(r.lends),
       static_cast<long long>(r.returns), static_cast<long long>(r.gpus_taken),
-      static_cast<long long>(r.gpus_needed), static_cast<long long>(r.gpus_preempted), run_ms);
+      static_cast<long long>(r.gpus_needed), static_cast<long long>(r.gpus_preempted), run_ms,
+      r.whole_nodes_idle_mean, r.whole_nodes_for_slurm_mean, 100 * r.whole_node_for_slurm_share);
 }
 
 // A trace file as "its directory/its name": where a trace lives on this machine is not a

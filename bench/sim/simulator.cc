@@ -36,6 +36,9 @@ constexpr int64_t kGpuMilli = 1000;
 // Slowdown's denominator is at least this (bounded slowdown: a 1-second job that waited a
 // minute is not "60x slower" in any useful sense).
 constexpr double kMinSlowdownRuntime = 10;
+// How often the whole free nodes are counted (SampleWholeNodes): a minute keeps a 60-day
+// window at about 86,000 samples.
+constexpr Duration kWholeNodeSample = std::chrono::minutes(1);
 
 Duration Seconds(double s) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
@@ -381,6 +384,7 @@ class Simulation {
   // Integrates allocated GPUs from the last event to `t`.
   void Advance(TimePoint t) {
     if (t < now_) t = now_;
+    SampleWholeNodes(t);
     const double inf = static_cast<double>(alloc_inference_milli_) / kGpuMilli;
     const double tr = static_cast<double>(alloc_training_gpus_);
     const double held = static_cast<double>(k8s_held_gpus_);
@@ -403,6 +407,37 @@ class Simulation {
       a = c;
     }
     now_ = t;
+  }
+
+  // Fragmentation: once a minute of the window (the cluster as the last event left it, which
+  // holds until `t`), the nodes on which no GPU is allocated to anyone, and of those the
+  // ones Slurm could start a whole-node job on now (its own, undrained; in GPU mode no GPU
+  // held for Kubernetes).
+  void SampleWholeNodes(TimePoint t) {
+    const TimePoint end = std::min(t, t0_ + horizon_);
+    for (; next_sample_ < end; next_sample_ += kWholeNodeSample) {
+      int64_t idle = 0, for_slurm = 0;
+      for (const Node& n : nodes_) {
+        if (!WorkFree(n)) continue;
+        ++idle;
+        for_slurm += SlurmCouldTakeWhole(n) ? 1 : 0;
+      }
+      result_.whole_nodes_idle_mean += static_cast<double>(idle);
+      result_.whole_nodes_for_slurm_mean += static_cast<double>(for_slurm);
+      result_.whole_node_for_slurm_share += for_slurm > 0 ? 1 : 0;
+      ++result_.whole_node_samples;
+    }
+  }
+  bool WorkFree(const Node& n) const {
+    if (!n.jobs.empty() || n.pods > 0) return false;
+    return std::none_of(n.gpu.begin(), n.gpu.end(),
+                        [](const Gpu& g) { return g.job >= 0 || g.pods > 0; });
+  }
+  bool SlurmCouldTakeWhole(const Node& n) const {
+    if (!SlurmMayUse(n)) return false;
+    if (mode_ == Mode::kBridge) return n.owner == Owner::kSlurm;
+    return std::none_of(n.gpu.begin(), n.gpu.end(),
+                        [](const Gpu& g) { return g.placeholder != 0; });
   }
 
   // ---- Slurm ---------------------------------------------------------------------------
@@ -1214,6 +1249,12 @@ class Simulation {
     }
     r.training_wait_s = Summarize(std::move(job_waits));
     r.training_slowdown = Summarize(std::move(slowdowns));
+    if (r.whole_node_samples > 0) {
+      const double samples = static_cast<double>(r.whole_node_samples);
+      r.whole_nodes_idle_mean /= samples;
+      r.whole_nodes_for_slurm_mean /= samples;
+      r.whole_node_for_slurm_share /= samples;
+    }
     r.preemptions_per_job =
         jobs_.empty() ? 0 : static_cast<double>(r.preemptions) / static_cast<double>(jobs_.size());
 
@@ -1231,7 +1272,8 @@ class Simulation {
   const config::Config& cfg_;
   const TimePoint t0_;
   TimePoint now_ = own::FromUnix(kEpoch);
-  TimePoint last_end_ = own::FromUnix(kEpoch);  // the last task's end (the bridge acts on)
+  TimePoint last_end_ = own::FromUnix(kEpoch);     // the last task's end (the bridge acts on)
+  TimePoint next_sample_ = own::FromUnix(kEpoch);  // SampleWholeNodes' next instant
   Duration horizon_{};
   Duration bucket_{1};
   int64_t max_node_gpus_ = 0;

@@ -154,6 +154,13 @@ struct Result {
   double k8s_held_gpu_hours = 0;   // within the window: GPUs Kubernetes held (lent/static)
   int64_t device_violations = 0;   // GPU mode: devices both sides claimed (must be 0)
   double end_hours = 0;            // when the last task ended
+  // Fragmentation, sampled once a simulated minute over the window: nodes with no GPU
+  // allocated to anyone (mean), those of them Slurm could start a whole-node job on at once
+  // (mean; node mode: Slurm's and undrained; GPU mode: no GPU held for Kubernetes), and the
+  // share of samples with at least one such node.
+  double whole_nodes_idle_mean = 0, whole_nodes_for_slurm_mean = 0;
+  double whole_node_for_slurm_share = 0;
+  int64_t whole_node_samples = 0;
   std::vector<SeriesPoint> series;
 };
 

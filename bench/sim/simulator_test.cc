@@ -66,11 +66,11 @@ TEST(Simulate, StaticSplitAllocation) {
 
 // One 2-GPU node. Job a (BE, 2 GPUs) runs from 0 s for 1000 s; an inference pod arrives at
 // 10 s for 100 s. kube-scheduler preempts the node's reservation and the planner lends the
-// node: a is signalled at 10 s and gets the default 60 s grace, counted from the second
-// after the signal's stamp (GraceEnds), so it is requeued at 71 s; the reservation is
-// released, the pod starts at 71 s (wait 61 s) and ends at 171 s. The node returns at
-// max(171 s + cooldown 120 s, 10 s + min lend 300 s) = 310 s; a runs again 310-1310 s.
-// Without a checkpoint (interval 30 min) the 71 s x 2 GPUs are lost.
+// node: a is signalled at 10 s and gets the default 60 s grace, counted from the signal to
+// the millisecond, so it is requeued at 70 s; the reservation is released, the pod starts
+// at 70 s (wait 60 s) and ends at 170 s. The node returns at max(170 s + cooldown 120 s,
+// 10 s + min lend 300 s) = 310 s; a runs again 310-1310 s. Without a checkpoint (interval
+// 30 min) the 70 s x 2 GPUs are lost.
 TEST(Simulate, BridgePreemptsWithGraceAndReturnsAfterCooldown) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge);
@@ -78,42 +78,42 @@ TEST(Simulate, BridgePreemptsWithGraceAndReturnsAfterCooldown) {
   EXPECT_EQ(r.returns, 1);
   EXPECT_EQ(r.preemptions, 1);
   EXPECT_EQ(r.max_preemptions_per_job, 1);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 61);
-  EXPECT_NEAR(r.lost_gpu_hours, 142.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 60);
+  EXPECT_NEAR(r.lost_gpu_hours, 140.0 / 3600, 1e-9);
   EXPECT_NEAR(r.training_slowdown.p50, 1.310, 1e-9);
   EXPECT_NEAR(r.end_hours, 1310.0 / 3600, 1e-9);
-  // Allocated overall: a 71 s + 1000 s on 2 GPUs, the pod 100 s on 1.
-  EXPECT_NEAR(r.allocated_gpu_hours_total, (2 * 1071.0 + 100) / 3600, 1e-9);
+  // Allocated overall: a 70 s + 1000 s on 2 GPUs, the pod 100 s on 1.
+  EXPECT_NEAR(r.allocated_gpu_hours_total, (2 * 1070.0 + 100) / 3600, 1e-9);
 }
 
-// The same story with a checkpoint every 30 s: at 71 s the last one was at 60 s, so 11 s x
+// The same story with a checkpoint every 30 s: at 70 s the last one was at 60 s, so 10 s x
 // 2 GPUs are lost and a needs 940 s more (310-1250 s). Checkpointing on the signal (10 s)
-// keeps only 10 s: 61 s x 2 GPUs lost, a ends at 310 + 990 s.
+// keeps only 10 s: 60 s x 2 GPUs lost, a ends at 310 + 990 s.
 TEST(Simulate, CheckpointsBoundTheLostWork) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Options o = Exact();
   o.checkpoint_interval = std::chrono::seconds(30);
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_NEAR(r.lost_gpu_hours, 22.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.lost_gpu_hours, 20.0 / 3600, 1e-9);
   EXPECT_NEAR(r.end_hours, 1250.0 / 3600, 1e-9);
 
   o = Exact();
   o.checkpoint_on_signal = true;
   r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_NEAR(r.lost_gpu_hours, 122.0 / 3600, 1e-9);
+  EXPECT_NEAR(r.lost_gpu_hours, 120.0 / 3600, 1e-9);
   EXPECT_NEAR(r.end_hours, 1300.0 / 3600, 1e-9);
 }
 
 // A job's own grace comes from the config (GraceFor), and the lend overhead is added: a is
-// requeued at 10 + 1 + 25 s, the pod starts 5 s later.
+// requeued at 10 + 25 s, the pod starts 5 s later.
 TEST(Simulate, GraceAndOverheadFromTheOptions) {
   const std::vector<Task> tasks = {T("a", "BE", 2, 0, 1000), T("pod", "LS", 1, 10, 100)};
   Options o = Exact();
   o.config.lending.default_grace = std::chrono::seconds(25);
   o.lend_overhead = std::chrono::seconds(5);
   Result r = Sim(tasks, Nodes(1, 2), Mode::kBridge, o);
-  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 31);
-  EXPECT_NEAR(r.lost_gpu_hours, 2 * 36.0 / 3600, 1e-9);
+  EXPECT_DOUBLE_EQ(r.inference_wait_s.p50, 30);
+  EXPECT_NEAR(r.lost_gpu_hours, 2 * 35.0 / 3600, 1e-9);
 }
 
 // An idle Slurm node is the cheapest victim (PickVictims over the reservations' classes):
@@ -165,7 +165,7 @@ TEST(Simulate, FractionalPodsPackOntoOneGpu) {
 
 // GPU granularity: one 8-GPU node, a preemptible 4-GPU job on GPUs 0-3 and 4 idle GPUs.
 // A 1-GPU pod at 10 s: node mode lends the whole node (8 GPUs taken, the job's 4 GPUs
-// preempted after its 60 s grace, the pod waits 61 s); GPU mode takes one idle GPU at once
+// preempted after its 60 s grace, the pod waits 60 s); GPU mode takes one idle GPU at once
 // and preempts nothing. Both give the GPUs back after the pod (cool-down 2 min, min lend
 // 5 min).
 TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
@@ -175,7 +175,7 @@ TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
   EXPECT_EQ(node.gpus_needed, 1);
   EXPECT_EQ(node.gpus_preempted, 4);
   EXPECT_EQ(node.preemptions, 1);
-  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 61);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 60);
 
   Result gpu = Sim(tasks, Nodes(1, 8), Mode::kBridgeGpu);
   EXPECT_EQ(gpu.gpus_taken, 1);
@@ -187,6 +187,30 @@ TEST(Simulate, GpuModeTakesIdleGpusInsteadOfTheNode) {
   EXPECT_EQ(gpu.returns, 1);
   EXPECT_EQ(gpu.device_violations, 0);
   EXPECT_EQ(ModeName(Mode::kBridgeGpu), "bridge-gpu");
+}
+
+// Fragmentation. Two 2-GPU nodes; a 1-GPU job on n1 and a 1-GPU pod, both at 0 s for 600 s
+// (the window: ten samples, one a minute). GPU mode gives the pod n1's other GPU (best fit:
+// no idle GPU left over), so n2 stays whole, idle and Slurm's all along. Node mode lends a
+// whole node: kube-scheduler takes n1's reservation (the job's node, its reservation still
+// of the idle class: classes follow jobs lazily), the job is requeued onto n2 after its
+// grace (60 s), the pod runs on n1: n2 was whole and free for the first sample only.
+TEST(Simulate, GpuModeKeepsWholeNodesForSlurm) {
+  const std::vector<Task> tasks = {T("a", "BE", 1, 0, 600), T("pod", "LS", 1, 0, 600)};
+  Result gpu = Sim(tasks, Nodes(2, 2), Mode::kBridgeGpu);
+  EXPECT_EQ(gpu.whole_node_samples, 10);
+  EXPECT_DOUBLE_EQ(gpu.whole_nodes_idle_mean, 1);
+  EXPECT_DOUBLE_EQ(gpu.whole_nodes_for_slurm_mean, 1);
+  EXPECT_DOUBLE_EQ(gpu.whole_node_for_slurm_share, 1);
+  EXPECT_DOUBLE_EQ(gpu.inference_wait_s.p50, 0);
+
+  Result node = Sim(tasks, Nodes(2, 2), Mode::kBridge);
+  EXPECT_EQ(node.whole_node_samples, 10);
+  EXPECT_DOUBLE_EQ(node.inference_wait_s.p50, 60);
+  EXPECT_EQ(node.preemptions, 1);
+  EXPECT_NEAR(node.whole_nodes_idle_mean, 0.1, 1e-12);
+  EXPECT_NEAR(node.whole_nodes_for_slurm_mean, 0.1, 1e-12);
+  EXPECT_NEAR(node.whole_node_for_slurm_share, 0.1, 1e-12);
 }
 
 // Two 4-GPU jobs on one 8-GPU node, one preemptible (BE), one not (Guaranteed); a 2-GPU

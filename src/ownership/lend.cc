@@ -185,7 +185,7 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
   // Signal, wait the grace, preempt.
   std::map<std::pair<int, plan::SignalScope>, std::vector<uint32_t>> to_signal;
   std::map<plan::JobPreemptMode, std::vector<uint32_t>> to_preempt;
-  std::map<uint32_t, slurm::UnixTime> signalled;
+  Signalled signalled;
   std::map<plan::JobPreemptMode, slurm::UnixTime> signalled_since;  // per preempt group
   bool newly_signalled = false;
   for (const slurm::JobView* j : f_.jobs) {
@@ -210,19 +210,21 @@ void Planner::Lend(std::string start_reason, std::string start_message, EventTyp
     auto it = f_.signalled.find(j->job_id);
     if (it == f_.signalled.end()) {
       AddWhole(&to_signal[{p.signal, p.scope}], *j);
-      signalled[j->job_id] = ToUnix(now);
+      // To the millisecond: the grace ends when it should, not up to a second later.
+      signalled[j->job_id] = {now, /*exact=*/true};
       newly_signalled = true;
-      Recheck(GraceEnds(FromUnix(ToUnix(now)), p.grace));
+      Recheck(now + p.grace);
       Explain(StrCat("job ", j->job_id, ": checkpoint signal ", SignalName(p.signal), ", ",
                      FormatSeconds(p.grace), " grace"));
       continue;
     }
     signalled[j->job_id] = it->second;
-    const Clock::TimePoint deadline = GraceEnds(FromUnix(it->second), p.grace);
+    const Clock::TimePoint deadline = GraceEnds(it->second, p.grace);
     if (now >= deadline) {
       AddWhole(&to_preempt[p.mode], *j);
       auto& since = signalled_since[p.mode];
-      since = since == 0 ? it->second : std::min(since, it->second);
+      const slurm::UnixTime at = ToUnix(it->second.at);
+      since = since == 0 ? at : std::min(since, at);
       Explain(StrCat("job ", j->job_id, ": grace of ", FormatSeconds(p.grace),
                      " over: ", plan::JobPreemptModeName(p.mode)));
     } else {
@@ -289,7 +291,7 @@ std::string Planner::OutlivedGrace() const {
   for (const slurm::JobView* j : f_.jobs) {
     auto it = f_.signalled.find(j->job_id);
     if (it == f_.signalled.end()) continue;
-    if (f_.now >= GraceEnds(FromUnix(it->second), PolicyOf(*j).grace)) {
+    if (f_.now >= GraceEnds(it->second, PolicyOf(*j).grace)) {
       AddUnique(&ids, j->job_id);
     }
   }
@@ -305,21 +307,21 @@ std::string Planner::OutlivedGrace() const {
 // the checkpoint signal during the lend but missing from the signalled-at annotation (the
 // daemon died between sending and recording) is requeued too. Kept in `signalled` until
 // requeued so the annotation keeps naming it.
-void Planner::RequeueJobsEndedBySignal(const std::string& who,
-                                       std::map<uint32_t, slurm::UnixTime>* signalled) {
+void Planner::RequeueJobsEndedBySignal(const std::string& who, Signalled* signalled) {
   for (const slurm::JobView& e : f_.node->ended_jobs) {
     if (signalled->count(e.job_id)) continue;                 // a run of it is on the node again
     if (e.name == slurm::kMaintenanceCheckJobName) continue;  // the maintenance cycle's
     JobPolicy p = PolicyFor(e, *f_.cfg, f_.now);
-    slurm::UnixTime at = 0;
+    SignalledAt signal;
     if (auto it = f_.signalled.find(e.job_id); it != f_.signalled.end()) {
-      at = it->second;
+      signal = it->second;
     } else if (f_.lent_at && e.exit_signal != 0 && e.exit_signal == p.signal &&
                e.end_time >= ToUnix(*f_.lent_at)) {
-      at = ToUnix(*f_.lent_at);
+      signal = {FromUnix(ToUnix(*f_.lent_at))};
     } else {
       continue;
     }
+    const slurm::UnixTime at = ToUnix(signal.at);  // Slurm's times are whole seconds
     if (e.start_time > at || (e.end_time != 0 && e.end_time < at)) continue;  // another run
     const std::string ended = StrCat("job ", e.job_id, " ended ", slurm::JobStateName(e.state),
                                      " after the checkpoint signal");
@@ -332,7 +334,7 @@ void Planner::RequeueJobsEndedBySignal(const std::string& who,
                      ", nothing more to do"));
       continue;
     }
-    (*signalled)[e.job_id] = at;
+    (*signalled)[e.job_id] = signal;
     Explain(StrCat(ended, ": requeued as a preempted job"));
     // The executor requeues its whole job.
     Add(plan::PreemptSlurmJobs{.job_ids = {e.job_id},

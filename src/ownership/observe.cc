@@ -70,8 +70,8 @@ Facts Observe(const ManagedNode& node, const config::Config& cfg, Clock::TimePoi
     // A signal recorded in the future: the grace starts now (the job keeps all of it).
     bool future = false;
     for (auto& [id, t] : f.signalled) {
-      if (FromUnix(t) > now + kClockSkewAllowance) {
-        t = ToUnix(now);
+      if (t.at > now + kClockSkewAllowance) {
+        t = {now, /*exact=*/true};
         future = true;
       }
     }

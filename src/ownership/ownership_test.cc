@@ -522,9 +522,10 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[1].As<plan::DrainSlurmNode>().reason, "k8s-bridge: lent to ml/infer-0");
          EXPECT_THAT(JobIdsOf(p.actions[2]), ElementsAre(1, 2));
          EXPECT_EQ(p.actions[2].As<plan::SignalSlurmJobs>().signal, 10);
+         // To the millisecond, and the grace ends exactly 60 s later.
          EXPECT_EQ(AnnotationsOf(p.actions[3]).set.at(kSignalledAtAnnotation),
-                   StrCat("1:", ToUnix(kNow), ",2:", ToUnix(kNow)));
-         EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(60)));
+                   StrCat("1:", FormatUnixMillis(kNow), ",2:", FormatUnixMillis(kNow)));
+         EXPECT_EQ(p.recheck_at, kNow + seconds(60));
        }},
       {"JobsWithTheirOwnSignalGetItAndTheirGrace",
        [](ManagedNode* n, config::Config* cfg) {
@@ -542,7 +543,7 @@ const std::vector<Case>& Cases() {
          EXPECT_THAT(JobIdsOf(p.actions[2]), ElementsAre(2));
          EXPECT_EQ(p.actions[3].As<plan::SignalSlurmJobs>().signal, 12);
          EXPECT_EQ(p.actions[3].As<plan::SignalSlurmJobs>().scope, plan::SignalScope::kBatchOnly);
-         EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(20)));
+         EXPECT_EQ(p.recheck_at, kNow + seconds(20));
        }},
       // Its grace is over and the job still holds the node: guarded now, an hour before the
       // kill deadline, then preempted (the taint first: it stays if the preemption fails).
@@ -686,6 +687,36 @@ const std::vector<Case>& Cases() {
        {},
        [](const OwnershipPlan& p, const ManagedNode&) {
          EXPECT_EQ(p.recheck_at, kNow + seconds(2));
+       }},
+      // A signal recorded to the millisecond (what the bridge writes): the grace ends 60 s
+      // after it, not at the next whole second; a millisecond short, nothing yet.
+      {"TheGraceEndsToTheMillisecond",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)});
+         Preempted(n, kNow - seconds(70), *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0");
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(70)));
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat(
+             "1:", FormatUnixMillis(kNow - seconds(60) + std::chrono::milliseconds(1)));
+       },
+       OwnerState::kLending,
+       {},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.recheck_at, kNow + std::chrono::milliseconds(1));
+       }},
+      {"TheGraceOfASignalRecordedToTheMillisecondIsOverWhenItEnds",
+       [](ManagedNode* n, config::Config* cfg) {
+         *n = SlurmNode({Job(1)});
+         Preempted(n, kNow - seconds(70), *cfg);
+         Drained(n, "k8s-bridge: lent to ml/infer-0");
+         n->k8s->annotations[kLentAtAnnotation] = StrCat(ToUnix(kNow - seconds(70)));
+         n->k8s->annotations[kLentToAnnotation] = "ml/infer-0";
+         n->k8s->annotations[kSignalledAtAnnotation] = StrCat("1:", FormatUnixMillis(kNow - seconds(60)));
+       },
+       OwnerState::kLending,
+       {plan::SetNodeTaint::kName, plan::PreemptSlurmJobs::kName},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[1].As<plan::PreemptSlurmJobs>().since_unix, ToUnix(kNow - seconds(60)));
        }},
       {"LentNodeWithoutPodsStartsTheCooldown",
        [](ManagedNode* n, config::Config*) { *n = LentNode(); },
@@ -1046,7 +1077,7 @@ TEST(HeterogeneousJob, TheGraceIsTheLongestOfAnyComponent) {
   Preempted(&n, kNow, cfg);
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   ASSERT_NE(Find(p, plan::SignalSlurmJobs::kName), nullptr) << Dump(p);
-  EXPECT_EQ(p.recheck_at, GraceEnds(kNow, seconds(300)));
+  EXPECT_EQ(p.recheck_at, kNow + seconds(300));
 }
 
 // ---- Guaranteed quotas ------------------------------------------------------------------
@@ -1168,7 +1199,8 @@ TEST(PlanOwnership, GarbledAnnotationsAreNotTrusted) {
   config::Config cfg = Cfg();
   ManagedNode n = SlurmNode({Job(1)});
   Preempted(&n, kNow, cfg);
-  n.k8s->annotations[kSignalledAtAnnotation] = "1:yesterday,x,:5,99999999999:1";
+  n.k8s->annotations[kSignalledAtAnnotation] =
+      "1:yesterday,x,:5,99999999999:1,1:17.,1:17.2x,1:-3.5";
   n.k8s->annotations[kLentAtAnnotation] = "soon";
   OwnershipPlan p = PlanOwnership(n, cfg, kNow);
   // lent-at garbled: treated as now and written again (read as now on every plan, the node
@@ -1236,9 +1268,10 @@ TEST(PlanOwnership, FutureTimesAreGarbledAndWrittenAgain) {
   p = PlanOwnership(n, cfg, kNow);
   ASSERT_FALSE(p.actions.empty()) << Dump(p);
   EXPECT_EQ(p.actions[0].event_reason, "BridgeRecordRepaired");
-  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kSignalledAtAnnotation), StrCat("1:", ToUnix(kNow)));
+  EXPECT_EQ(AnnotationsOf(p.actions[0]).set.at(kSignalledAtAnnotation),
+            StrCat("1:", FormatUnixMillis(kNow)));
   for (const auto& a : p.actions) Apply(a, &n, cfg, kNow, &log);
-  p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
+  p = PlanOwnership(n, cfg, kNow + cfg.lending.default_grace);
   EXPECT_THAT(Kinds(p), Contains(plan::PreemptSlurmJobs::kName)) << Dump(p);
 
   // A preemption recorded in the future does not count towards max_preemptions for ever.
@@ -1356,9 +1389,9 @@ TEST(Story, LendAndReturnCycle) {
   EXPECT_EQ(s.log.preemptions, (std::map<uint32_t, int>{{1, 1}, {2, 1}}));
   EXPECT_THAT(s.log.preemptors, ElementsAre("ml/infer-0"));
   ASSERT_EQ(s.log.requeued.size(), 2u);
-  // Signalled at +10 s, 60 s of grace from the second after: preempted in the first 5 s
-  // round at or after +71.
-  EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 75));
+  // Signalled at +10 s, 60 s of grace to the millisecond: preempted in the 5 s round at
+  // +70, when it ends.
+  EXPECT_THAT(PreemptionTimes(s.log.requeued[0].admin_comment), ElementsAre(ToUnix(kNow) + 70));
   EXPECT_THAT(s.log.requeued[0].admin_comment, HasSubstr("@ml/infer-0"));
   EXPECT_FALSE(s.n.slurm->drain);
   ASSERT_NE(Res(&s.n), nullptr);
@@ -1584,11 +1617,11 @@ TEST(Story, RefusedRequeueNeverDoubleBooks) {
     CheckInvariants(s.n, StrCat("at ", ToUnix(s.now)));
   }
   EXPECT_GT(attempts, 100);
-  // Signalled at the deletion (the first round), 60 s grace counted from the next second:
-  // tainted in the first round (every 5 s) at or after it ends.
+  // Signalled at the deletion (the first round), 60 s grace to the millisecond: tainted in
+  // the first round (every 5 s) at or after it ends.
   ASSERT_TRUE(tainted.has_value());
-  EXPECT_GE(*tainted, GraceEnds(deleted, s.cfg.lending.default_grace));
-  EXPECT_LT(*tainted, GraceEnds(deleted, s.cfg.lending.default_grace) + seconds(5));
+  EXPECT_GE(*tainted, deleted + s.cfg.lending.default_grace);
+  EXPECT_LT(*tainted, deleted + s.cfg.lending.default_grace + seconds(5));
   EXPECT_EQ(Res(&s.n)->phase, "Failed") << "the kubelet killed the reservation meanwhile";
   EXPECT_TRUE(HasTaint(s.n, kBusyTaintKey));
   EXPECT_FALSE(s.PodRunning("infer-0"));

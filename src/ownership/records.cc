@@ -30,22 +30,30 @@ std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::
   return *t;
 }
 
-std::map<uint32_t, slurm::UnixTime> ParseSignalled(std::string_view s) {
-  std::map<uint32_t, slurm::UnixTime> out;
+Clock::TimePoint GraceEnds(const SignalledAt& s, Clock::Duration grace) {
+  return s.exact ? s.at + grace : ownership::GraceEnds(s.at, grace);
+}
+
+Signalled ParseSignalled(std::string_view s) {
+  Signalled out;
   for (std::string_view e : StrSplit(s, ',', /*skip_empty=*/true)) {
     size_t colon = e.find(':');
     if (colon == std::string_view::npos) continue;
     std::optional<slurm::UnixTime> id = ParseUnix(e.substr(0, colon));
-    std::optional<slurm::UnixTime> t = ParseUnix(e.substr(colon + 1));
+    const std::string_view stamp = e.substr(colon + 1);
+    std::optional<Clock::TimePoint> t = ParseUnixTime(stamp);
     if (!id || !t || *id == 0 || *id > UINT32_MAX) continue;
-    out[static_cast<uint32_t>(*id)] = *t;
+    out[static_cast<uint32_t>(*id)] = {*t, stamp.find('.') != std::string_view::npos};
   }
   return out;
 }
 
-std::string FormatSignalled(const std::map<uint32_t, slurm::UnixTime>& m) {
+std::string FormatSignalled(const Signalled& m) {
   std::string s;
-  for (const auto& [id, t] : m) StrAppend(&s, s.empty() ? "" : ",", id, ":", t);
+  for (const auto& [id, t] : m) {
+    StrAppend(&s, s.empty() ? "" : ",", id, ":",
+              t.exact ? FormatUnixMillis(t.at) : StrCat(ToUnix(t.at)));
+  }
   return s;
 }
 

@@ -44,7 +44,8 @@ inline constexpr char kReleasedAnnotation[] = "slurm-k8s-bridge.io/released";
 inline constexpr char kLentAtAnnotation[] = "slurm-k8s-bridge.io/lent-at";
 //   lent-to: "ns/pod" of the preemptor, or "kubernetes".
 inline constexpr char kLentToAnnotation[] = "slurm-k8s-bridge.io/lent-to";
-//   signalled-at: "jobid:unix,...": when each job got its checkpoint signal.
+//   signalled-at: "jobid:unix.ms,...": when each job got its checkpoint signal (whole
+//   seconds, as 0.1.0 wrote them, read too).
 inline constexpr char kSignalledAtAnnotation[] = "slurm-k8s-bridge.io/signalled-at";
 //   lend-blocked: "jobid,...": non-preemptible jobs a lend waits for (with a Warning).
 inline constexpr char kLendBlockedAnnotation[] = "slurm-k8s-bridge.io/lend-blocked";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Time as the bridge records it: Unix seconds (slurm::UnixTime) in annotations, admin
-// comments and actions, whole or (a lent node's idle-since) to the millisecond, converted
+// comments and actions, whole or (the times a wait is counted from: a lent node's
+// idle-since, a job's checkpoint signal) to the millisecond, converted
 // to and from the core's Clock time points, and read back from user-editable text. Also how
 // long a recorded time may lie in the future before it is garbage (kClockSkewAllowance),
 // and when a grace counted from a whole-second stamp ends.
@@ -43,17 +44,20 @@ std::optional<slurm::UnixTime> ParseUnix(std::string_view text);
 // reads its time annotations with: those it writes in whole seconds parse as before.
 std::optional<Clock::TimePoint> ParseUnixTime(std::string_view text);
 // "1700000000.250": `t` in Unix seconds to the millisecond (rounded down), for a time that
-// ends a wait to the millisecond (a lent node's idle-since, from which its cool-down runs).
+// ends a wait to the millisecond (a lent node's idle-since, from which its cool-down runs;
+// a job's checkpoint signal, from which its grace runs).
 std::string FormatUnixMillis(Clock::TimePoint t);
 // "42s": a duration for messages.
 std::string FormatSeconds(Clock::Duration d);
 // "2026-11-27T14:05:00Z": a time for messages, to the whole second, UTC.
 std::string FormatUtc(Clock::TimePoint t);
 
-// When the grace of a job signalled at `signalled` (whole unix seconds, as recorded) ends.
-// The stamp is the signal's second rounded down, so the grace is counted from the second
-// after it: a job always gets at least its whole grace (up to a second more), never up to a
-// second less, as it did when counted from the stamp.
+// When the grace of a job signalled at `signalled` ends, for a signal recorded in whole
+// Unix seconds (the records of 0.1.0, a seconds-only placeholder record). The stamp is the
+// signal's second rounded down, so the grace is counted from the second after it: a job
+// always gets at least its whole grace (up to a second more), never up to a second less,
+// as it did when counted from the stamp. A signal recorded to the millisecond ends its
+// grace at `signalled + grace`.
 Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace);
 
 }  // namespace skb::ownership

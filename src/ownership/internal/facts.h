@@ -20,6 +20,18 @@
 
 namespace skb::ownership::internal {
 
+// When a job got its checkpoint signal, as the signalled-at annotation records it: to the
+// millisecond ("12:1700000000.250", what the bridge writes), or in whole seconds
+// ("12:1700000000", what 0.1.0 wrote), whose grace counts from the second after the stamp
+// (GraceEnds).
+struct SignalledAt {
+  Clock::TimePoint at;
+  bool exact = false;  // recorded to the millisecond
+
+  friend bool operator==(const SignalledAt&, const SignalledAt&) = default;
+};
+using Signalled = std::map<uint32_t, SignalledAt>;
+
 // Everything the planner reads from one node, derived once.
 struct Facts {
   const inventory::ManagedNode* node = nullptr;
@@ -52,7 +64,7 @@ struct Facts {
   std::string lent_to;
   std::optional<Clock::TimePoint> idle_since;
   std::optional<Clock::TimePoint> lend_refused_at;
-  std::map<uint32_t, slurm::UnixTime> signalled;
+  Signalled signalled;
   std::string lend_blocked;
   std::string return_blocked;
   bool swap_taint = false;

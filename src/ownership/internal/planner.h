@@ -82,8 +82,7 @@ class Planner {
   void RemoveGuardTaints();
   void Cleanup();
   std::string OutlivedGrace() const;
-  void RequeueJobsEndedBySignal(const std::string& who,
-                                std::map<uint32_t, slurm::UnixTime>* signalled);
+  void RequeueJobsEndedBySignal(const std::string& who, Signalled* signalled);
 
   // --- k8s and returning (return.cc)
   void KubernetesOwned();

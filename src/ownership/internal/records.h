@@ -19,6 +19,7 @@
 #include "src/config/config.h"
 #include "src/inventory/k8s_node.h"
 #include "src/inventory/managed_node.h"
+#include "src/ownership/internal/facts.h"
 #include "src/plan/action.h"
 #include "src/slurm/types.h"
 
@@ -34,9 +35,13 @@ std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::
                                                std::string_view key, Clock::TimePoint now,
                                                bool* garbled);
 
-// "12:1700000000,13:1700000005" <-> {12: ..., 13: ...}. Malformed entries are skipped.
-std::map<uint32_t, slurm::UnixTime> ParseSignalled(std::string_view s);
-std::string FormatSignalled(const std::map<uint32_t, slurm::UnixTime>& m);
+// When the grace of a job signalled at `s` ends.
+Clock::TimePoint GraceEnds(const SignalledAt& s, Clock::Duration grace);
+
+// "12:1700000000.250,13:1700000005" <-> {12: ..., 13: ...}; each entry keeps the form it was
+// read in. Malformed entries are skipped.
+Signalled ParseSignalled(std::string_view s);
+std::string FormatSignalled(const Signalled& m);
 
 // "6,7": job ids as the lend-blocked annotation and the Events list them.
 std::string JoinIds(const std::vector<uint32_t>& ids);
