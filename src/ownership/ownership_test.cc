@@ -418,6 +418,38 @@ const std::vector<Case>& Cases() {
          EXPECT_EQ(p.actions[0].event_reason, "SwapGuardBreached");
          EXPECT_EQ(p.actions[0].event_type, plan::EventType::kWarning);
        }},
+      // The same from a cache that has not yet seen the swap's taint and guard label (CI:
+      // the node watch lagged behind the pod watch, and the lend preempted the job): the
+      // pod is evicted all the same, and the node guarded; no lend.
+      {"APodOnANodeWithoutItsReservationThatMayNotTakeTheJobsIsEvicted",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->pods.clear();
+         GpuPod p = K8sPod("waiting", "Running");
+         p.priority = 0;
+         n->pods.push_back(p);
+       },
+       OwnerState::kSwapping,
+       {plan::EvictPod::kName, plan::PatchNodeAnnotations::kName},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].As<plan::EvictPod>().pod.name, "waiting");
+         EXPECT_EQ(p.actions[0].event_reason, "SwapGuardBreached");
+         EXPECT_EQ(p.actions[1].As<plan::PatchNodeAnnotations>().labels.set.at(kSwapGuardLabel),
+                   "true");
+       }},
+      // A pod that may take the jobs is lent the node, as before.
+      {"APodOnANodeWithoutItsReservationThatMayTakeTheJobsIsLentTheNode",
+       [](ManagedNode* n, config::Config*) {
+         *n = SlurmNode({Job(1)});
+         n->pods.clear();
+         n->pods.push_back(K8sPod("infer-0", "Running"));
+       },
+       OwnerState::kLending,
+       {plan::PatchNodeAnnotations::kName, plan::DrainSlurmNode::kName,
+        plan::SetNodeTaint::kName, plan::PreemptSlurmJobs::kName},
+       [](const OwnershipPlan& p, const ManagedNode&) {
+         EXPECT_EQ(p.actions[0].event_reason, "ReservationMissing");
+       }},
       // Once it is leaving, nothing more: the guard stays, the replacement waits for it.
       {"ASwapWaitsForTheEvictedPodToGo",
        [](ManagedNode* n, config::Config*) {

@@ -43,7 +43,7 @@ void Planner::StartSwap(std::string why, EventType type) {
 // The lend rules a GPU pod must pass to take the node's Slurm jobs, whatever the quotas
 // say: "" when it may, else why not ("the node runs Slurm work that is never preempted
 // (...)"). A nominated preemptor that fails them is refused (LendRefused), a pod bound
-// during a swap that fails them is evicted (EvictSwapIntruders).
+// on a node without its reservation that fails them is evicted (EvictSwapIntruders).
 std::string Planner::WhyMayNotTakeSlurmWork(const GpuPod& p) const {
   std::string cls_why;
   if (WantedClass(&cls_why) == ReservationClass::kProtected) {
@@ -126,14 +126,15 @@ void Planner::SwapRelease() {
   Explain("swap: releasing the old reservation");
 }
 
-// GPU pods bound to the node while its reservation was replaced, with Slurm jobs on it. The
-// guards are admission policies whose parameters the apiserver reads from an informer: a
-// binding can pass in the milliseconds before it sees the failed reservation or the swap
-// guard's label (two clean runs on a loaded 2-core machine: a priority-0 pod bound the
-// moment the kubelet failed the reservation). A pod that a lend would not have let take the
-// node's Slurm work (LendRefused's rules: protected work, or a priority below
-// lending.inference_threshold) is evicted; the jobs are left alone, the guard stays, and the
-// replacement reservation is created once the pod is gone. True when there was such a pod.
+// GPU pods on a node with Slurm jobs and no reservation: bound while its reservation was
+// replaced, or after the reservation was removed by hand. The guards are admission policies
+// whose parameters the apiserver reads from an informer: a binding can pass in the
+// milliseconds before it sees the failed reservation or the swap guard's label (two clean
+// runs on a loaded 2-core machine: a priority-0 pod bound the moment the kubelet failed the
+// reservation). A pod that a lend would not have let take the node's Slurm work
+// (LendRefused's rules: protected work, or a priority below lending.inference_threshold) is
+// evicted; the jobs are left alone, the node is guarded, and the replacement reservation is
+// created once the pod is gone. True when there was such a pod.
 bool Planner::EvictSwapIntruders() {
   bool any = false;
   for (const GpuPod* p : f_.k8s_pods) {
@@ -141,19 +142,22 @@ bool Planner::EvictSwapIntruders() {
     if (why.empty()) continue;
     any = true;
     if (p->terminating) {
-      Explain(StrCat("pod ", PodName(*p), " (bound during the swap) is leaving"));
+      Explain(StrCat("pod ", PodName(*p), " (on the node without its reservation) is leaving"));
       continue;
     }
     Add(plan::EvictPod{Ref(*p)}, "SwapGuardBreached",
         StrCat("Evicted pod ", PodName(*p), " (priority ", p->priority, ") from node ",
-               f_.node->name, ": it was bound while the node's reservation was replaced, but ", why,
+               f_.node->name,
+               ": it was bound while the node had no reservation (being replaced, or "
+               "removed), but ",
+               why,
                "; the node's Slurm jobs keep running and its reservation is replaced once the "
                "pod is gone"),
         EventType::kWarning);
   }
   if (!any) return false;
-  EnsureSwapGuard("a pod got onto it while its reservation was replaced");  // once a plan
-  Explain("swap: waiting for the pods bound during it to go before the new reservation");
+  EnsureSwapGuard("a pod got onto it while it had no reservation");  // once a plan
+  Explain("waiting for the pods bound without a reservation to go before the new reservation");
   return true;
 }
 
