@@ -36,13 +36,30 @@ void ActionExecutor::Record(const Action& a, const std::string& message) {
   Record(a, ToK8sEventType(a.event_type), a.event_reason, message);
 }
 
+void ActionExecutor::RecordFailure(const Action& a, const Status& s) {
+  // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
+  if (s.ok() || IsRetryable(s)) return;
+  Record(a, k8s::EventType::kWarning, StrCat(a.Kind(), "Failed"),
+         StrCat(a.event_message, " -- failed: ", s.message()));
+}
+
 StatusOr<Effect> ActionExecutor::Execute(const Action& a) {
   StatusOr<Effect> s = std::visit([&](const auto& o) { return Run(a, o); }, a.op);
-  if (!s.ok() && !IsRetryable(s.status())) {
-    // Not retryable by itself: tell the humans, on the node, why the bridge is stuck.
-    Record(a, k8s::EventType::kWarning, StrCat(a.Kind(), "Failed"),
-           StrCat(a.event_message, " -- failed: ", s.status().message()));
+  RecordFailure(a, s.status());
+  return s;
+}
+
+StatusOr<Effect> ActionExecutor::ExecuteConditions(std::span<const Action> actions) {
+  if (actions.empty()) return Effect::kUnchanged;
+  for (const Action& a : actions) {
+    if (!a.Is<plan::SetNodeCondition>() || a.K8sNode() != actions.front().K8sNode()) {
+      return InvalidArgumentError(StrCat("ExecuteConditions: ", plan::ToString(a),
+                                         " is not a condition of node ",
+                                         actions.front().K8sNode()));
+    }
   }
+  StatusOr<Effect> s = WriteConditions(actions);
+  for (const Action& a : actions) RecordFailure(a, s.status());
   return s;
 }
 

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,10 @@ class ActionExecutor {
                  const Clock* clock, ownership::LendingConfig lending = {});
 
   StatusOr<Effect> Execute(const plan::Action& action);
+  // Several SetNodeCondition actions of one node in one status patch (the status lane: a
+  // node's conditions cost one write, not one each). Each records its Event as Execute
+  // would; the effect is all of theirs. InvalidArgument for anything else, or two nodes.
+  StatusOr<Effect> ExecuteConditions(std::span<const plan::Action> actions);
 
  private:
   // One handler per action kind (plan::Operation); Execute visits.
@@ -82,6 +87,10 @@ class ActionExecutor {
   StatusOr<Effect> Run(const plan::Action& a, const plan::RestoreFinalizer& o);
   StatusOr<Effect> Run(const plan::Action& a, const plan::EvictPod& o);
 
+  // The Warning Event of an action that failed for a reason a retry will not mend.
+  void RecordFailure(const plan::Action& a, const Status& s);
+  // The conditions of `actions` (SetNodeCondition, one node) in one patch.
+  StatusOr<Effect> WriteConditions(std::span<const plan::Action> actions);
   // The lastTransitionTime a SetNodeCondition writes (`now` when the status flips).
   StatusOr<std::string> ConditionTransition(const plan::Action& a, const plan::ConditionSpec& c,
                                             const std::string& now);

@@ -347,6 +347,41 @@ TEST_F(ActionExecutorUnitTest, ConditionEventTypeIsThePlannersAndQuietRecordsNon
   EXPECT_EQ((*node)["status"]["conditions"][0]["status"], "False");
 }
 
+TEST_F(ActionExecutorUnitTest, ANodesConditionsGoInOneStatusPatchEachWithItsEvent) {
+  auto condition = [](std::string type, std::string status, std::string reason, bool quiet) {
+    Action a;
+    a.op = plan::SetNodeCondition{};
+    a.node = "node1";
+    a.As<plan::SetNodeCondition>().condition = {type, status, reason, "m"};
+    a.As<plan::SetNodeCondition>().condition.transition = plan::ConditionSpec::Transition::kNow;
+    a.cause = Cause::kSlurmState;
+    a.event_reason = reason;
+    a.quiet = quiet;
+    return a;
+  };
+  const std::vector<Action> both = {condition("SlurmNodeHealthy", "False", "SlurmNodeDown", false),
+                                    condition("SlurmDrained", "True", "DrainedByAdmin", true)};
+  const int64_t before = kube_.resource_version();
+  ASSERT_EQ(executor_.ExecuteConditions(both).value(), Effect::kChanged);
+  EXPECT_EQ(kube_.resource_version(), before + 1) << "one write for both conditions";
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  std::map<std::string, std::string> written;
+  for (const auto& c : (*node)["status"]["conditions"]) written[c["type"]] = c["status"];
+  EXPECT_EQ(written, (std::map<std::string, std::string>{{"SlurmDrained", "True"},
+                                                         {"SlurmNodeHealthy", "False"}}));
+  EXPECT_THAT(events_.reasons(), ElementsAre("SlurmNodeDown")) << "the quiet one records none";
+
+  // Anything but conditions of one node is refused, and nothing is written.
+  std::vector<Action> mixed = both;
+  mixed[1].node = "node2";
+  EXPECT_EQ(executor_.ExecuteConditions(mixed).status().code(), StatusCode::kInvalidArgument);
+  mixed = {both[0], Drain("fan")};
+  EXPECT_EQ(executor_.ExecuteConditions(mixed).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(kube_.resource_version(), before + 1);
+  EXPECT_THAT(slurm_.Writes(), IsEmpty());
+}
+
 TEST_F(ActionExecutorUnitTest, TaintIsAddedAndRemovedOnce) {
   Action a;
   a.op = plan::SetNodeTaint{};

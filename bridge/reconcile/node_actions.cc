@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ActionExecutor's Kubernetes node actions: conditions (status subresource), taints and
 // metadata. Each is a patch that leaves other controllers' fields alone.
+#include <span>
+#include <variant>
+
 #include "bridge/reconcile/action_executor.h"
 #include "k8s/field_reader.h"
 #include "k8s/time_format.h"
@@ -42,25 +45,34 @@ StatusOr<std::string> ActionExecutor::ConditionTransition(const Action& a,
   return transition;
 }
 
-StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SetNodeCondition& op) {
+StatusOr<Effect> ActionExecutor::Run(const Action& a, const plan::SetNodeCondition&) {
+  return WriteConditions(std::span<const Action>(&a, 1));
+}
+
+StatusOr<Effect> ActionExecutor::WriteConditions(std::span<const Action> actions) {
   const std::string now = k8s::FormatTime(clock_->Now());
-  ASSIGN_OR_RETURN(std::string transition, ConditionTransition(a, op.condition, now));
   // A strategic merge patch merges conditions by type: other controllers' conditions
-  // stay exactly as they are.
-  nlohmann::json patch = {
-      {"status",
-       {{"conditions", nlohmann::json::array({{{"type", op.condition.type},
-                                               {"status", op.condition.status},
-                                               {"reason", op.condition.reason},
-                                               {"message", op.condition.message},
-                                               {"lastHeartbeatTime", now},
-                                               {"lastTransitionTime", transition}}})}}}};
-  auto r = kube_->Patch(k8s::Resource::Nodes(), "", a.K8sNode(), k8s::PatchType::kStrategicMerge,
-                        patch, {}, "status");
+  // stay exactly as they are, and one patch carries all of a node's.
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const Action& a : actions) {
+    const plan::ConditionSpec& c = std::get<plan::SetNodeCondition>(a.op).condition;
+    ASSIGN_OR_RETURN(std::string transition, ConditionTransition(a, c, now));
+    conditions.push_back({{"type", c.type},
+                          {"status", c.status},
+                          {"reason", c.reason},
+                          {"message", c.message},
+                          {"lastHeartbeatTime", now},
+                          {"lastTransitionTime", std::move(transition)}});
+  }
+  nlohmann::json patch = {{"status", {{"conditions", std::move(conditions)}}}};
+  auto r = kube_->Patch(k8s::Resource::Nodes(), "", actions.front().K8sNode(),
+                        k8s::PatchType::kStrategicMerge, patch, {}, "status");
   if (!r.ok()) return r.status();
-  // A condition's heartbeat is written each time: always a change.
-  if (a.quiet) return Effect::kChanged;  // a healthy state's first publication: no news
-  Record(a);
+  // A condition's heartbeat is written each time: always a change. A quiet one is a
+  // healthy state's first publication: no news.
+  for (const Action& a : actions) {
+    if (!a.quiet) Record(a);
+  }
   return Effect::kChanged;
 }
 

@@ -235,21 +235,26 @@ ReconcileResult Reconciler::WriteNodeStatus(const std::string& name) {
     result.status = FailedPreconditionError("WriteNodeStatus without a status queue");
     return result;
   }
-  // The conditions alone: ownership is the reconcile lane's.
+  // The conditions alone: ownership is the reconcile lane's. All of them in one write.
   result.plan = health::PlanNodeConditions(Node(name), cfg_.health, clock_->Now());
-  for (const plan::Action& a : result.plan.actions) {
+  if (!result.plan.actions.empty()) {
     if (gate_ && !gate_()) {
       result.status = CancelledError("no longer the leader");
-      break;
+    } else {
+      StatusOr<Effect> e = executor_->ExecuteConditions(result.plan.actions);
+      for (const plan::Action& a : result.plan.actions) (void)Logged(a, e, &result);
     }
-    if (!ExecuteLogged(a, &result).ok()) break;
   }
   Requeue(status_queue_, name, result);
   return result;
 }
 
 Status Reconciler::ExecuteLogged(const plan::Action& a, ReconcileResult* result) {
-  StatusOr<Effect> e = executor_->Execute(a);
+  return Logged(a, executor_->Execute(a), result);
+}
+
+Status Reconciler::Logged(const plan::Action& a, const StatusOr<Effect>& e,
+                          ReconcileResult* result) {
   result->outcomes.emplace_back(static_cast<size_t>(&a - result->plan.actions.data()), e);
   const Status& s = e.status();
   auto log = Logger("reconcile");

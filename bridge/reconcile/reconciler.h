@@ -104,11 +104,11 @@ class Reconciler {
   // Node-condition writes in a lane of their own. With a status queue set, ReconcileNode
   // carries out every action but the kSetNodeCondition ones and queues the node there;
   // WriteNodeStatus (the status workers) plans its conditions again (only those) and
-  // writes them. The conditions mirror Slurm's view (SlurmNodeHealthy, SlurmDrained): a
-  // burst of them, paced by the client's rate limit (two writes per node), then never holds a
-  // reconcile worker, so drains and resumes are not queued behind them, and a node whose condition
-  // flips back before its write is written once, as it is now. Without one (tests), conditions are
-  // written inline, in plan order. Set before use.
+  // writes them, all of a node's in one status patch. The conditions mirror Slurm's view
+  // (SlurmNodeHealthy, SlurmDrained): a burst of them, paced by the client's rate limit (one
+  // write per node), then never holds a reconcile worker, so drains and resumes are not queued
+  // behind them, and a node whose condition flips back before its write is written once, as it is
+  // now. Without one (tests), conditions are written inline, in plan order. Set before use.
   void SetStatusQueue(reconcile::WorkQueue* queue) { status_queue_ = queue; }
   // Asked before every action: false stops the pass (the rest of the plan is not carried
   // out). The daemon passes "this replica still holds a valid Lease", so a leader deposed
@@ -159,6 +159,9 @@ class Reconciler {
   // Executes one action of result->plan: its outcome recorded and logged, executed counted,
   // result->status set on failure.
   Status ExecuteLogged(const plan::Action& a, ReconcileResult* result);
+  // What ExecuteLogged does with an outcome already had (WriteNodeStatus's one write for
+  // all of a node's conditions gives each of them its outcome).
+  static Status Logged(const plan::Action& a, const StatusOr<Effect>& e, ReconcileResult* result);
   // After a pass over `name`: back-off on a retryable failure, a later look after a refusal,
   // the plan's recheck time otherwise.
   static void Requeue(reconcile::WorkQueue* queue, const std::string& name,

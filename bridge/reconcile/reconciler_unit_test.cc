@@ -212,6 +212,46 @@ TEST_F(ReconcilerUnitTest, StatusLaneWritesOnlyConditions) {
   EXPECT_TRUE(slurm_.Writes().empty()) << "no Slurm action from the status lane";
 }
 
+TEST_F(ReconcilerUnitTest, StatusLaneWritesANodesConditionsInOnePatch) {
+  ASSERT_TRUE(kube_
+                  .Create(k8s::Resource::Nodes(), "",
+                          {{"apiVersion", "v1"},
+                           {"kind", "Node"},
+                           {"metadata", {{"name", "node1"}}},
+                           {"status", {{"conditions", nlohmann::json::array()}}}})
+                  .ok());
+  slurm::NodeView down;
+  down.name = "node1";
+  down.base_state = skb::slurm::NodeBaseState::kDown;
+  down.drain = true;
+  down.reason = "bad fan";
+  reconciler_.SetSlurmNodes({down});
+  const int64_t before = kube_.resource_version();
+  ReconcileResult r = reconciler_.WriteNodeStatus("node1");
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.plan.actions.size(), 2u) << "SlurmNodeHealthy and SlurmDrained both flip";
+  EXPECT_EQ(kube_.resource_version(), before + 1) << "one status patch";
+  EXPECT_EQ(r.executed, 2);
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  for (const auto& [index, effect] : r.outcomes) EXPECT_EQ(effect.value(), Effect::kChanged);
+  auto node = kube_.Get(k8s::Resource::Nodes(), "", "node1");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ((*node)["status"]["conditions"].size(), 2u);
+
+  // A write that fails fails each condition's outcome, and each says so. (The cache has
+  // not seen the first write yet: the same two conditions are planned again.)
+  ASSERT_TRUE(kube_.Delete(k8s::Resource::Nodes(), "", "node1").ok());
+  r = reconciler_.WriteNodeStatus("node1");
+  EXPECT_EQ(r.status.code(), StatusCode::kNotFound) << r.status;
+  ASSERT_EQ(r.outcomes.size(), 2u);
+  for (const auto& [index, effect] : r.outcomes) EXPECT_FALSE(effect.ok());
+  EXPECT_EQ(r.executed, 0);
+  int warnings = 0;
+  for (const auto& reason : events_.reasons())
+    warnings += reason == "Warning SetNodeConditionFailed";
+  EXPECT_EQ(warnings, 2);
+}
+
 // Switching modes: the node lane hands an eligible clean node over at its first plan (so
 // the device lane plans it a pass later), and the device lane reads that back from the
 // reconciler's World; a node no longer eligible is the node lane's again.
