@@ -764,9 +764,8 @@ void PlanVictims(const NodeDevices& node, const Placeholder& p, const config::Co
       to_signal[{policy.signal, policy.scope}].push_back(id);
       continue;
     }
-    const Clock::TimePoint grace_ends = it->signalled_exactly
-                                            ? *it->signalled_at + policy.grace
-                                            : own::GraceEnds(*it->signalled_at, policy.grace);
+    const Clock::TimePoint grace_ends =
+        own::GraceEnds(*it->signalled_at, it->signalled_exactly, policy.grace);
     if (now < grace_ends) {
       KeepEarliest(&plan->recheck_at, grace_ends);
     } else {

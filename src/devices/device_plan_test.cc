@@ -1188,7 +1188,7 @@ TEST(PlanNode, TheGraceEndsToTheMillisecondAndThePlanAsksToBeRunThen) {
   n.jobs[0].signalled_at = ownership::FromUnix(ownership::ToUnix(signal));
   n.jobs[0].signalled_exactly = false;
   const Clock::TimePoint late =
-      ownership::GraceEnds(*n.jobs[0].signalled_at, cfg.lending.default_grace);
+      ownership::GraceEnds(*n.jobs[0].signalled_at, /*exact=*/false, cfg.lending.default_grace);
   EXPECT_EQ(late, kNow + seconds(1) + cfg.lending.default_grace);
   p = PlanNode(n, cfg, ends);
   EXPECT_THAT(p.actions, IsEmpty());
@@ -1224,7 +1224,8 @@ TEST(PlanNode, GivesAndReturnsStepByStepAndConverges) {
   Apply(&n, p.actions);
   EXPECT_THAT(PlanNode(n, cfg, t).actions, IsEmpty());  // the grace runs
 
-  t = ownership::GraceEnds(t, cfg.lending.default_grace);  // the signal's second, then the grace
+  // The signal's second, then the grace.
+  t = ownership::GraceEnds(t, /*exact=*/false, cfg.lending.default_grace);
   p = PlanNode(n, cfg, t);
   ASSERT_THAT(Kinds(p.actions), ElementsAre(plan::PreemptSlurmJobs::kName));
   EXPECT_THAT(p.actions[0].As<plan::PreemptSlurmJobs>().job_ids, ElementsAre(1u));

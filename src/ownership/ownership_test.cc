@@ -1076,7 +1076,7 @@ TEST(HeterogeneousJob, ALendOfAComponentsNodeSignalsAndRequeuesTheWholeJob) {
   n.k8s->annotations[kLentToAnnotation] = "ml/infer-0";
   Drained(&n, "k8s-bridge: lent to ml/infer-0", kNow);
   n.k8s->annotations[kSignalledAtAnnotation] = StrCat("12:", ToUnix(kNow));
-  p = PlanOwnership(n, cfg, GraceEnds(kNow, cfg.lending.default_grace));
+  p = PlanOwnership(n, cfg, GraceEnds(kNow, /*exact=*/false, cfg.lending.default_grace));
   const Action* pre = Find(p, plan::PreemptSlurmJobs::kName);
   ASSERT_NE(pre, nullptr) << Dump(p);
   EXPECT_THAT(JobIdsOf(*pre), ElementsAre(12));

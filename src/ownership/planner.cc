@@ -153,10 +153,9 @@ void Planner::RunFlows() {
     out_->state = OwnerState::kKubernetes;
     KubernetesOwned();
   } else if (!f_.k8s_pods.empty() && !f_.jobs.empty() && EvictSwapIntruders()) {
-    // Whether or not the node shows a swap's taint and guard: a cache that has not yet seen
-    // the swap's own writes shows neither (CI: the lend preempted the job of a node whose
-    // node watch lagged 50 ms behind its pod watch), and without a swap no lend would let
-    // such a pod take the jobs either.
+    // Whether or not the node shows a swap's taint and guard: the node cache may not have
+    // seen the swap's own writes yet while the pod cache has seen the pod, and without a
+    // swap no lend would let such a pod take the jobs either.
     out_->state = OwnerState::kSwapping;
   } else if (!f_.k8s_pods.empty()) {
     // GPU pods on a node with no reservation (its finalizer removed by hand, a pod with

@@ -31,7 +31,7 @@ std::optional<Clock::TimePoint> TimeAnnotation(const std::map<std::string, std::
 }
 
 Clock::TimePoint GraceEnds(const SignalledAt& s, Clock::Duration grace) {
-  return s.exact ? s.at + grace : ownership::GraceEnds(s.at, grace);
+  return ownership::GraceEnds(s.at, s.exact, grace);
 }
 
 Signalled ParseSignalled(std::string_view s) {

@@ -129,9 +129,8 @@ void Planner::SwapRelease() {
 // GPU pods on a node with Slurm jobs and no reservation: bound while its reservation was
 // replaced, or after the reservation was removed by hand. The guards are admission policies
 // whose parameters the apiserver reads from an informer: a binding can pass in the
-// milliseconds before it sees the failed reservation or the swap guard's label (two clean
-// runs on a loaded 2-core machine: a priority-0 pod bound the moment the kubelet failed the
-// reservation). A pod that a lend would not have let take the node's Slurm work
+// milliseconds before it sees the failed reservation or the swap guard's label (a
+// priority-0 pod can bind the moment the kubelet fails the reservation). A pod that a lend would not have let take the node's Slurm work
 // (LendRefused's rules: protected work, or a priority below lending.inference_threshold) is
 // evicted; the jobs are left alone, the node is guarded, and the replacement reservation is
 // created once the pod is gone. True when there was such a pod.

@@ -71,8 +71,8 @@ std::string FormatUnixMillis(Clock::TimePoint t) {
   return StrCat(seconds, fraction);
 }
 
-Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace) {
-  return signalled + std::chrono::seconds(1) + grace;
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, bool exact, Clock::Duration grace) {
+  return exact ? signalled + grace : signalled + std::chrono::seconds(1) + grace;
 }
 
 std::string FormatSeconds(Clock::Duration d) {

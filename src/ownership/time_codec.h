@@ -52,12 +52,12 @@ std::string FormatSeconds(Clock::Duration d);
 // "2026-11-27T14:05:00Z": a time for messages, to the whole second, UTC.
 std::string FormatUtc(Clock::TimePoint t);
 
-// When the grace of a job signalled at `signalled` ends, for a signal recorded in whole
-// Unix seconds (the records of 0.1.0, a seconds-only placeholder record). The stamp is the
-// signal's second rounded down, so the grace is counted from the second after it: a job
-// always gets at least its whole grace (up to a second more), never up to a second less,
-// as it did when counted from the stamp. A signal recorded to the millisecond ends its
-// grace at `signalled + grace`.
-Clock::TimePoint GraceEnds(Clock::TimePoint signalled, Clock::Duration grace);
+// When the grace of a job signalled at `signalled` ends: the one rule of the node lend and
+// the device lane. A signal recorded to the millisecond (`exact`) ends its grace at
+// `signalled + grace`. One recorded in whole Unix seconds (the records of 0.1.0, a
+// seconds-only placeholder record) is the signal's second rounded down, so the grace is
+// counted from the second after it: a job always gets at least its whole grace (up to a
+// second more), never up to a second less, as it did when counted from the stamp.
+Clock::TimePoint GraceEnds(Clock::TimePoint signalled, bool exact, Clock::Duration grace);
 
 }  // namespace skb::ownership

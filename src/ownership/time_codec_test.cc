@@ -41,10 +41,13 @@ TEST(UnixTime, TheGraceRunsFromTheSecondAfterTheStamp) {
   const Clock::TimePoint sent = FromUnix(100) + std::chrono::milliseconds(900);
   const Clock::TimePoint stamp = FromUnix(ToUnix(sent));
   EXPECT_EQ(stamp, FromUnix(100));
-  const Clock::TimePoint ends = GraceEnds(stamp, std::chrono::seconds(2));
+  const Clock::TimePoint ends = GraceEnds(stamp, /*exact=*/false, std::chrono::seconds(2));
   EXPECT_EQ(ends, FromUnix(103));
   EXPECT_GE(ends - sent, std::chrono::seconds(2));
   EXPECT_LE(ends - sent, std::chrono::seconds(3));
+  // Recorded to the millisecond: exactly the grace.
+  EXPECT_EQ(GraceEnds(sent, /*exact=*/true, std::chrono::seconds(2)),
+            sent + std::chrono::seconds(2));
 }
 
 TEST(UnixTime, ATimeTheClockCannotHoldIsClampedNotOverflowed) {
