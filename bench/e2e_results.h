@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -62,11 +63,21 @@ inline nlohmann::json Percentiles(std::vector<double> v) {
           {"samples", v.size()}};
 }
 
-// Writes `result` (name, description, unit, figures, target, notes) to DIR/STEM.json and
-// prints its figures.
+// Writes `result` (name, description, unit, figures, target, notes) to DIR/STEM.json (DIR
+// created when missing; a file that cannot be written is said on stderr) and prints its
+// figures.
 inline void WriteResult(const std::string& dir, const std::string& stem,
                         const nlohmann::json& result) {
-  std::ofstream(dir + "/" + stem + ".json") << result.dump(2) << "\n";
+  const std::string path = dir + "/" + stem + ".json";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream out(path);
+  out << result.dump(2) << "\n";
+  out.close();
+  if (ec || !out) {
+    std::fprintf(stderr, "cannot write %s%s%s\n", path.c_str(), ec ? ": " : "",
+                 ec ? ec.message().c_str() : "");
+  }
   std::printf("%s: %s\n", result.value("name", stem).c_str(),
               result.contains("figures") ? result["figures"].dump().c_str() : "{}");
 }

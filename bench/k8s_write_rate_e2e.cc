@@ -27,8 +27,9 @@
 // part of what the apiserver serves during the measurement.
 //
 // Measures: cold start (Controller::Start() until both informers synced and Slurm polled),
-// warm-up (until every node's reservation pod runs and its node conditions are written,
-// bounded by --warmup-timeout), then over
+// warm-up (until every node's reservation pod is created -- bound by spec.nodeName, so
+// kube-scheduler counts its GPUs: the node is protected --, until kwok runs them all, and
+// until every node's conditions are written; bounded by --warmup-timeout), then over
 // --seconds of steady state: requests/s by verb and resource, object and Event writes/s,
 // this process's CPU share (it is the Controller, plus the cheap churn model) and RSS.
 // Writes bench/results/k8s_write_rate.json (1,000 nodes) or k8s_write_rate_<N>.json, with
@@ -48,6 +49,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -385,11 +387,16 @@ bool Cleanup(skb::k8s::KubeClient& admin, Workers& workers) {
   return clean;
 }
 
-int64_t RunningReservations(skb::k8s::KubeClient& kube) {
-  skb::k8s::ListOptions o;
-  o.field_selector = "status.phase=Running";
-  auto pods = skb::k8s::ListAll(kube, skb::k8s::Resource::Pods(), g_namespace, o);
-  return pods.ok() ? static_cast<int64_t>(pods->items.size()) : -1;
+// The reservations that exist (bound: kube-scheduler counts their GPUs from then on, so the
+// node is protected) and those kwok has made Running; -1, -1 when the list fails.
+std::pair<int64_t, int64_t> Reservations(skb::k8s::KubeClient& kube) {
+  auto pods = skb::k8s::ListAll(kube, skb::k8s::Resource::Pods(), g_namespace, {});
+  if (!pods.ok()) return {-1, -1};
+  int64_t running = 0;
+  for (const json& p : pods->items) {
+    if (p.contains("status") && p["status"].value("phase", "") == "Running") ++running;
+  }
+  return {static_cast<int64_t>(pods->items.size()), running};
 }
 
 // User + system CPU seconds of this process so far.
@@ -565,24 +572,34 @@ int main(int argc, char** argv) {
   // and its node conditions (the status lane, which yields to the reservations: it writes
   // with what rate the reconcile lane leaves). Reservations polled every 2 s, less often on
   // large clusters: each poll lists every reservation.
+  // Three times: every reservation created (the node protected: the bridge's part), every
+  // one Running (kwok's part after that), every node's conditions written (the status
+  // queue empty on three looks 200 ms apart: a key in flight is not counted).
   const auto poll = std::chrono::seconds(std::max(2, nodes / 1000));
-  while (RunningReservations(**admin) < nodes && Since(t_start) < warmup_timeout) {
-    std::this_thread::sleep_for(poll);
-  }
-  const double reservations_s = Since(t_start);
-  const int64_t running = RunningReservations(**admin);
-  // The status queue empty on three looks in a row (a key in flight is not counted).
-  for (int empty = 0; empty < 3 && Since(t_start) < warmup_timeout;) {
+  double created_s = -1, running_s = -1, status_s = -1;
+  int64_t created = 0, running = 0;
+  auto next_list = Steady::now();
+  for (int empty = 0; Since(t_start) < warmup_timeout;) {
+    if (Steady::now() >= next_list) {
+      std::tie(created, running) = Reservations(**admin);
+      if (created_s < 0 && created >= nodes) created_s = Since(t_start);
+      if (running_s < 0 && running >= nodes) running_s = Since(t_start);
+      next_list = Steady::now() + poll;
+    }
     empty = controller.status_queue().Len() == 0 ? empty + 1 : 0;
+    if (status_s < 0 && empty >= 3 && created_s >= 0) status_s = Since(t_start);
+    if (running_s >= 0 && status_s >= 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  const bool status_done = controller.status_queue().Len() == 0;
+  const bool status_done = status_s >= 0;
+  const double reservations_s = running_s >= 0 ? running_s : Since(t_start);
   const double warmup = Since(t_start);
+  const auto at = [](double s) { return s >= 0 ? StrCat(static_cast<int>(s + 0.5), " s") : "NOT"; };
   std::printf(
-      "warm-up: %lld/%d reservations running %.0f s after Start()%s; node conditions "
-      "%s %.0f s after Start()\n",
-      static_cast<long long>(running), nodes, reservations_s, running < nodes ? " (TIMED OUT)" : "",
-      status_done ? "written" : "NOT all written", warmup);
+      "warm-up: %lld/%d reservations created %s, running %s, node conditions written %s after "
+      "Start()%s\n",
+      static_cast<long long>(created), nodes, at(created_s).c_str(), at(running_s).c_str(),
+      at(status_s).c_str(), running < nodes || !status_done ? " (TIMED OUT)" : "");
   const auto warm_requests = counted.Take();
   const auto warm_events = counted_events.Take();
 
@@ -657,6 +674,8 @@ int main(int argc, char** argv) {
          {"job_starts", job_rate},
          {"cold_start_sync_s", cold_start},
          {"warmup_s", warmup},
+         {"reservations_created_s", created_s},
+         {"conditions_written_s", status_s},
          {"cpu_percent", cpu_share * 100},
          {"rss_mb", rss_mb},
          {"sync_rss_mb", sync_rss_mb},
@@ -669,6 +688,8 @@ int main(int argc, char** argv) {
          {"warmup_requests_by_kind", warmup_by_kind},
          {"warmup_seconds", warmup},
          {"warmup_reservations_seconds", reservations_s},
+         {"warmup_reservations_created_seconds", created_s},
+         {"warmup_conditions_seconds", status_s},
          {"warmup_status_written", status_done},
          {"warmup_timeout_seconds", warmup_timeout},
          {"reservations_running", running},
@@ -687,10 +708,9 @@ int main(int argc, char** argv) {
                " qps, burst ", cfg->kubernetes.burst,
                "); requests/s counts watches when opened; cold start = "
                "Start() to informers synced and Slurm polled; warm-up = Start() to every "
-               "reservation running (",
-               static_cast<int>(reservations_s),
-               " s) and every node "
-               "condition written",
+               "reservation created (",
+               at(created_s), "; the node protected), Running (", at(running_s),
+               "; kwok) and every node's conditions written (", at(status_s), ")",
                running < nodes || !status_done ? " (TIMED OUT)" : "", "; ", seconds,
                " s steady state", extra_note.empty() ? "" : "; ", extra_note)}});
   return running == nodes && status_done && synced && clean ? 0 : 1;

@@ -81,6 +81,11 @@ struct ControllerOptions {
   int workers = 4;
   // Status workers: node-condition writes (SlurmNodeHealthy, SlurmDrained), in a queue of
   // their own so that a burst of them never delays a drain (Reconciler::SetStatusQueue).
+  // Fewer than the reconcile workers: when the apiserver, not the rate limit, is what a
+  // set-up waits for, the lanes share it as their workers do, and protection (the
+  // reservations) comes before decoration (the conditions). 5,000 kwok nodes on two cores:
+  // 2 status workers, every reservation in 163-228 s and every condition in 308-363 s; 4,
+  // both in 252 s.
   int status_workers = 2;
   // Optional: the bridge's Prometheus metrics (reconcile, actions, Slurm polls).
   observability::BridgeMetrics* metrics = nullptr;

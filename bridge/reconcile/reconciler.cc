@@ -182,12 +182,13 @@ std::map<std::string, std::pair<size_t, int64_t>> Reconciler::OwnerTotals() cons
 
 Clock::Duration Reconciler::MinReservationUpdateInterval() const {
   // Job-list refreshes of N reservations at one per interval are N / interval writes per
-  // second. They are bookkeeping: they may use half the client's rate limit, never more, so
-  // that lends, returns and status writes keep the rest: a refresh the client cannot make
-  // in time would hold every worker in the rate limiter.
+  // second. They are bookkeeping: they may use half the client's rate limit and at most
+  // kMaxRefreshWritesPerSecond, so that lends, returns and status writes keep the rest: a
+  // refresh the client cannot make in time would hold every worker in the rate limiter.
   const double qps = cfg_.kubernetes.qps;
   if (qps <= 0) return {};
-  const double seconds = static_cast<double>(k8s_node_count_.load()) / (kRefreshShareOfQps * qps);
+  const double per_second = std::min(kRefreshShareOfQps * qps, kMaxRefreshWritesPerSecond);
+  const double seconds = static_cast<double>(k8s_node_count_.load()) / per_second;
   return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(seconds));
 }
 

@@ -47,8 +47,11 @@ struct ReconcileResult {
 
 // A node whose plan was refused is planned again after this long, changes or not.
 inline constexpr Clock::Duration kRefusedRecheck = std::chrono::seconds(10);
-// The share of kubernetes.qps that reservations' job-list refreshes may use at most.
+// What reservations' job-list refreshes may use at most: half of kubernetes.qps, and never
+// more than 10 writes/s whatever the rate limit (they are bookkeeping: a raised limit is
+// there for set-up and bursts of lends, not for a steadier stream of refreshes).
 inline constexpr double kRefreshShareOfQps = 0.5;
+inline constexpr double kMaxRefreshWritesPerSecond = 10;
 
 class Reconciler {
  public:
@@ -129,7 +132,8 @@ class Reconciler {
   }
 
   // The floor under lending.reservation_update_interval for the cluster's current size:
-  // Kubernetes nodes / (kRefreshShareOfQps * kubernetes.qps); zero when unthrottled.
+  // Kubernetes nodes / min(kRefreshShareOfQps * kubernetes.qps, kMaxRefreshWritesPerSecond);
+  // zero when unthrottled.
   Clock::Duration MinReservationUpdateInterval() const;
 
   // Managed nodes and their GPUs by owner (skb_nodes, skb_gpus), as the last reconcile of

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -210,6 +211,39 @@ TEST_F(ReconcilerUnitTest, StatusLaneWritesOnlyConditions) {
   ASSERT_FALSE(r.plan.actions.empty());
   for (const auto& a : r.plan.actions) EXPECT_EQ(a.Kind(), plan::SetNodeCondition::kName);
   EXPECT_TRUE(slurm_.Writes().empty()) << "no Slurm action from the status lane";
+}
+
+// Job-list refreshes take half the client's rate at most, and never more than 10 writes/s.
+TEST(ReconcilerRefreshFloor, GrowsWithTheNodesAndTheSmallerOfHalfTheRateAndTenPerSecond) {
+  struct Lone {
+    explicit Lone(double qps)
+        : clock(kNow), queue(clock), executor(&slurm, &kube, &events, &clock) {
+      cfg.kubernetes.qps = qps;
+      reconciler.emplace(cfg, inventory::NodeNameMap{}, &clock, &executor, &queue);
+    }
+    config::Config cfg;
+    SimulatedClock clock;
+    reconcile::WorkQueue queue;
+    slurm::FakeSlurmClient slurm;
+    k8s::FakeKubeClient kube;
+    CountingEvents events;
+    ActionExecutor executor;
+    std::optional<Reconciler> reconciler;
+  };
+  const auto floor = [](double qps, int nodes) {
+    Lone lone(qps);
+    for (int i = 0; i < nodes; ++i) {
+      inventory::K8sNode k;
+      k.name = StrCat("node", i);
+      lone.reconciler->UpdateK8sNode(k);
+    }
+    return std::chrono::duration_cast<std::chrono::seconds>(
+        lone.reconciler->MinReservationUpdateInterval());
+  };
+  EXPECT_EQ(floor(20, 1000), std::chrono::seconds(100)) << "half of 20 qps: 10/s";
+  EXPECT_EQ(floor(100, 5000), std::chrono::seconds(500)) << "a raised limit: still 10/s";
+  EXPECT_EQ(floor(100, 1000), std::chrono::seconds(100));
+  EXPECT_EQ(floor(4, 100), std::chrono::seconds(50)) << "half of 4 qps: 2/s";
 }
 
 TEST_F(ReconcilerUnitTest, StatusLaneWritesANodesConditionsInOnePatch) {

@@ -130,10 +130,10 @@ void Planner::SwapRelease() {
 // replaced, or after the reservation was removed by hand. The guards are admission policies
 // whose parameters the apiserver reads from an informer: a binding can pass in the
 // milliseconds before it sees the failed reservation or the swap guard's label (a
-// priority-0 pod can bind the moment the kubelet fails the reservation). A pod that a lend would not have let take the node's Slurm work
-// (LendRefused's rules: protected work, or a priority below lending.inference_threshold) is
-// evicted; the jobs are left alone, the node is guarded, and the replacement reservation is
-// created once the pod is gone. True when there was such a pod.
+// priority-0 pod can bind the moment the kubelet fails the reservation). A pod that a lend would
+// not have let take the node's Slurm work (LendRefused's rules: protected work, or a priority below
+// lending.inference_threshold) is evicted; the jobs are left alone, the node is guarded, and the
+// replacement reservation is created once the pod is gone. True when there was such a pod.
 bool Planner::EvictSwapIntruders() {
   bool any = false;
   for (const GpuPod* p : f_.k8s_pods) {

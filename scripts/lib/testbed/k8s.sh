@@ -253,7 +253,7 @@ start_kwok() {
   require_port "$KWOK_PORT" kwok
   launch kwok "$BIN/kwok" --kubeconfig "$D/k8s/kwok.kubeconfig" --config "$D/k8s/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-    --node-lease-duration-seconds 40 --cidr 10.244.0.1/16 --node-ip 127.0.0.1 \
+    --node-lease-duration-seconds "$NODE_LEASE_SECONDS" --cidr 10.244.0.1/16 --node-ip 127.0.0.1 \
     --server-address "127.0.0.1:$KWOK_PORT"
   wait_healthy kwok 30 kwok_ok
 }
